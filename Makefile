@@ -1,0 +1,26 @@
+# Everything a fresh clone needs: `make test` and `make demo` create .venv themselves.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+# Idle OpenMP/BLAS thread pools steal the two cores of small machines.
+export OMP_WAIT_POLICY := PASSIVE
+
+.PHONY: test demo clean
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+
+$(STAMP): pyproject.toml | $(PY)
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[test]'
+	touch $@
+
+test: $(STAMP)
+	$(PY) -m pytest -q
+
+demo: $(STAMP)
+	@echo "intq: the end-to-end demo (quantize the digits CNN, compare, export) is not built yet."
+	@echo "      The arithmetic core is in place: run 'make test' to check it against LiteRT."
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis

@@ -1,0 +1,207 @@
+"""Fixed-point primitives: the integer operations requantization is built from.
+
+Each function mirrors one C function of a real runtime bit for bit on its documented input
+range, and raises :class:`intq.errors.ContractError` outside it (where C would be undefined or
+wrap). All take numpy integer arrays or Python ints, broadcast their arguments against each other
+(so per-channel multipliers and shifts work along the last axis), compute in int64 where the C
+code's intermediates need it, and return int32 (int64 for :func:`rounded_right_shift`).
+
+Shift convention (everywhere in intq): ``shift`` is the exponent, positive for a left shift;
+a TFLite pair ``(multiplier, shift)`` represents the real number ``multiplier * 2**(shift - 31)``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from intq.errors import ContractError
+from intq.qmath._checks import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN, as_int64, scalar_or_array
+from intq.qmath.rounding import Rounding, shift_right_rounded
+
+_Q31_ONE = np.int64(1) << 31  # 2^31: 1.0 in Q0.31
+_NUDGE_POS = np.int64(1) << 30  # 2^30: +0.5 in the Q0.31 result of a doubling high multiply
+_NUDGE_NEG = np.int64(1) - (np.int64(1) << 30)  # 1 - 2^30: -0.5 + 2^-31, for truncating division
+
+
+def saturating_rounding_doubling_high_mul(a, b):
+    """gemmlowp's SaturatingRoundingDoublingHighMul: ``round(a * b / 2**31)``, saturated.
+
+    Formula (C semantics): ``ab = int64(a) * b``; ``nudge = 2**30 if ab >= 0 else 1 - 2**30``;
+    result ``= (ab + nudge) / 2**31`` with C division (truncation toward zero). This rounds to
+    nearest with ties toward +infinity (``-2.5 -> -2``, ``2.5 -> 3``): for a negative tie
+    ``ab + nudge`` is one above a multiple of 2**31 and truncates toward zero. (gemmlowp's comment
+    says "away from zero"; the arithmetic says otherwise, and intq follows the arithmetic.)
+    The single overflow case ``a == b == INT32_MIN`` (exact result 2**31) saturates to
+    INT32_MAX. ARM NEON's ``vqrdmulh`` computes the same function.
+
+    Contract: ``a`` and ``b`` are int32 values. Returns int32.
+    """
+    a = as_int64(a, "saturating_rounding_doubling_high_mul: a")
+    b = as_int64(b, "saturating_rounding_doubling_high_mul: b")
+    return scalar_or_array(_srdhm(a, b))
+
+
+def _srdhm(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    # (ab + nudge) / 2^31 with C truncation equals floor((ab + 2^30) / 2^31) for every sign of ab:
+    # for ab < 0, trunc((ab + 1 - 2^30) / 2^31) = -floor((-ab + 2^30 - 1) / 2^31)
+    #           = -ceil((-ab - 2^30) / 2^31) = floor((ab + 2^30) / 2^31).
+    high = (a * b + _NUDGE_POS) >> 31  # |ab| <= 2^62: exact in int64
+    if np.any(b == INT32_MIN) and np.any(a == INT32_MIN):
+        high = np.where((a == INT32_MIN) & (b == INT32_MIN), INT32_MAX, high)
+    return high
+
+
+def _rounding_divide_by_pot(x: np.ndarray, exponent: np.ndarray) -> np.ndarray:
+    # Half away from zero as one shift: floor((x + 2^(e-1) - [x < 0 and e > 0]) / 2^e).
+    # Ties of positive x go up, ties of negative x go down; e == 0 adds nothing.
+    half = (np.int64(1) << exponent) >> 1
+    return (x + half - ((x < 0) & (exponent > 0))) >> exponent
+
+
+def rounding_divide_by_pot(x, exponent):
+    """gemmlowp's RoundingDivideByPOT: ``x / 2**exponent`` rounded half away from zero.
+
+    Formula: ``mask = 2**e - 1``, ``r = x & mask``, ``threshold = (mask >> 1) + (x < 0)``,
+    result ``= (x >> e) + (r > threshold)``. Equal to :func:`rounded_right_shift` with
+    ``Rounding.HALF_AWAY_FROM_ZERO``.
+
+    Contract: ``x`` int32, ``exponent`` in [0, 31]. Returns int32.
+    """
+    x = as_int64(x, "rounding_divide_by_pot: x")
+    e = as_int64(exponent, "rounding_divide_by_pot: exponent", 0, 31)
+    return scalar_or_array(_rounding_divide_by_pot(x, e))
+
+
+def multiply_by_quantized_multiplier(x, multiplier, shift):
+    """TFLite's MultiplyByQuantizedMultiplier, double rounding (the default build, gemmlowp).
+
+    ``x * multiplier * 2**(shift - 31)`` computed as
+    ``RoundingDivideByPOT(SaturatingRoundingDoublingHighMul(x * 2**max(shift, 0), multiplier),
+    max(-shift, 0))``: two roundings, the first to nearest (ties toward +infinity) on the 2^-31
+    bit, the second half away from zero on the shifted-out bits. This is what TFLite's reference kernels and
+    TensorFlow Lite Micro compute when built without TFLITE_SINGLE_ROUNDING.
+
+    Contract: ``x`` int32; ``multiplier`` int32 (from :func:`quantize_multiplier`: 0 or in
+    [2**30, 2**31)); ``shift`` in [-31, 30]; the left-shifted ``x * 2**max(shift, 0)`` must fit
+    in int32 (in C it would overflow). Returns int32.
+    """
+    x = as_int64(x, "multiply_by_quantized_multiplier: x")
+    m = as_int64(multiplier, "multiply_by_quantized_multiplier: multiplier")
+    s = as_int64(shift, "multiply_by_quantized_multiplier: shift", -31, 30)
+    left = np.maximum(s, 0)
+    xs = x << left
+    if xs.size and (int(xs.min()) < INT32_MIN or int(xs.max()) > INT32_MAX):
+        raise ContractError(
+            "multiply_by_quantized_multiplier: x * 2**shift overflows int32 "
+            f"(shift {int(left.max())}); the multiplier is too large for this input range"
+        )
+    return scalar_or_array(_rounding_divide_by_pot(_srdhm(xs, m), np.maximum(-s, 0)))
+
+
+def multiply_by_quantized_multiplier_single_rounding(x, multiplier, shift):
+    """TFLite's MultiplyByQuantizedMultiplier built with TFLITE_SINGLE_ROUNDING (also ruy, CMSIS-NN).
+
+    One rounding, half up: ``(int64(x) * multiplier + 2**(30 - shift)) >> (31 - shift)``.
+    CMSIS-NN's single-rounding ``arm_nn_requantize`` (``((x*m) >> (30 - shift)) + 1) >> 1``) and
+    ruy's fixed-point path are the same function.
+
+    Contract: ``x`` int32; ``multiplier`` in [0, 2**31); ``shift`` in [-31, 30]; the result must
+    fit in int32 (TFLite checks it). Returns int32.
+    """
+    x = as_int64(x, "multiply_by_quantized_multiplier_single_rounding: x")
+    m = as_int64(multiplier, "multiply_by_quantized_multiplier_single_rounding: multiplier", 0)
+    s = as_int64(shift, "multiply_by_quantized_multiplier_single_rounding: shift", -31, 30)
+    total = 31 - s  # in [1, 62]
+    result = (x * m + (np.int64(1) << (total - 1))) >> total  # |x*m| < 2^62: no overflow
+    if result.size and (int(result.min()) < INT32_MIN or int(result.max()) > INT32_MAX):
+        raise ContractError("multiply_by_quantized_multiplier_single_rounding: result overflows int32")
+    return scalar_or_array(result)
+
+
+def multiply_by_quantized_multiplier_int64(x, multiplier, shift):
+    """TFLite's MultiplyByQuantizedMultiplier for int64 ``x`` (16x8 kernels with int64 bias).
+
+    The 32-bit multiplier is first reduced to 16 bits with rounding,
+    ``m16 = (multiplier + 2**15) >> 16`` (``32767`` when ``multiplier >= 0x7FFF0000``), then
+    ``(x * m16 + 2**(14 - shift)) >> (15 - shift)``: a single rounding, half up.
+
+    Contract: ``x`` in [-2**47, 2**47); ``multiplier`` in [0, 2**31); ``shift`` in [-31, 7];
+    the result must fit in int32. Returns int32.
+    """
+    x = as_int64(x, "multiply_by_quantized_multiplier_int64: x", -(2**47), 2**47 - 1)
+    m = as_int64(multiplier, "multiply_by_quantized_multiplier_int64: multiplier", 0)
+    s = as_int64(shift, "multiply_by_quantized_multiplier_int64: shift", -31, 7)
+    m16 = np.where(m < 0x7FFF0000, (m + (1 << 15)) >> 16, 0x7FFF)  # 0x7FFF0000: m16 would hit 2^15
+    total = 15 - s  # in [8, 46]
+    result = (x * m16 + (np.int64(1) << (total - 1))) >> total  # |x*m16| < 2^62
+    if result.size and (int(result.min()) < INT32_MIN or int(result.max()) > INT32_MAX):
+        raise ContractError("multiply_by_quantized_multiplier_int64: result overflows int32")
+    return scalar_or_array(result)
+
+
+def rounded_right_shift(x, shift, rounding: Rounding | str = Rounding.HALF_UP):
+    """``x / 2**shift`` rounded with the named mode, on int64 values.
+
+    The default ``HALF_UP`` is spec 000's ``(x + 2**(shift-1)) >> shift``. ``shift == 0``
+    returns ``x``. Contract: ``x`` int64, ``shift`` in [0, 63]. Returns int64.
+    """
+    x = as_int64(x, "rounded_right_shift: x", INT64_MIN, INT64_MAX)
+    n = as_int64(shift, "rounded_right_shift: shift", 0, 63)
+    return scalar_or_array(shift_right_rounded(x, n, Rounding.parse(rounding)), np.int64)
+
+
+def right_shift_round(src, shift_num, round_mode: Rounding | str = Rounding.HALF_AWAY_FROM_ZERO):
+    """TPU-MLIR's RightShiftRound: a rounding arithmetic right shift of an int64.
+
+    Same arithmetic as :func:`rounded_right_shift`, with TPU-MLIR's conventions: its default
+    mode is half away from zero, a negative ``shift_num`` is a left shift (``src << -shift_num``,
+    which must fit in int64), and shifts above 63 are treated as 63.
+    Contract: ``src`` int64, ``shift_num`` in [-63, 2**31). Returns int64.
+    """
+    src = as_int64(src, "right_shift_round: src", INT64_MIN, INT64_MAX)
+    n = as_int64(shift_num, "right_shift_round: shift_num", -63, INT32_MAX)
+    mode = Rounding.parse(round_mode)
+    src, n = np.broadcast_arrays(src, n)
+    left = np.minimum(np.maximum(-n, 0), 63)
+    if np.any(n < 0):
+        back = np.where(n < 0, (src << left) >> left, src)
+        if np.any(back != src):
+            raise ContractError("right_shift_round: the left shift (negative shift_num) overflows int64")
+    right = np.minimum(np.maximum(n, 0), 63)
+    out = np.where(n < 0, src << left, shift_right_rounded(src, right, mode))
+    return scalar_or_array(out, np.int64)
+
+
+def requantize_float32_rne(acc, scale, zero_point, qmin: int, qmax: int):
+    """Float requantization as ONNX Runtime (MLAS) and XNNPACK's fp32 path compute it.
+
+    ``y = clamp(rint(float32(acc) * float32(scale)), qmin - zp, qmax - zp) + zp``: the int32
+    accumulator is converted to float32 (inexact above 2**24), multiplied by the float32 scale
+    in float32, rounded half to even (MLAS and XNNPACK use the float "magic number" trick or
+    ``lrintf``, both round half to even in the default FP mode) and offset by the zero point.
+
+    Contract: ``acc`` int32; ``scale`` positive finite, a float32 value (it is rounded to float32
+    as those runtimes store it); ``zero_point`` in [qmin, qmax]. Returns int32.
+    """
+    acc = as_int64(acc, "requantize_float32_rne: acc")
+    s = np.asarray(scale, dtype=np.float64)
+    if s.size and not (np.all(np.isfinite(s)) and np.all(s > 0)):
+        raise ContractError(f"requantize_float32_rne: scale must be positive and finite, got {scale!r}")
+    zp = as_int64(zero_point, "requantize_float32_rne: zero_point", qmin, qmax)
+    prod = acc.astype(np.float32) * s.astype(np.float32)  # float32 * float32 -> float32
+    lo = (qmin - zp).astype(np.float32)
+    hi = (qmax - zp).astype(np.float32)
+    rounded = np.rint(np.minimum(np.maximum(prod, lo), hi))
+    return scalar_or_array(rounded.astype(np.int64) + zp)
+
+
+def saturate(x, qmin: int, qmax: int, dtype=np.int32):
+    """Clamp integers to [qmin, qmax] and cast to ``dtype`` (the final step of every kernel).
+
+    Contract: ``x`` int64 values; ``qmin <= qmax`` and both fit in ``dtype``.
+    """
+    info = np.iinfo(dtype)
+    if not (info.min <= qmin <= qmax <= info.max):
+        raise ContractError(f"saturate: [{qmin}, {qmax}] is not a valid range for {np.dtype(dtype)}")
+    x = as_int64(x, "saturate: x", INT64_MIN, INT64_MAX)
+    return scalar_or_array(np.clip(x, qmin, qmax), dtype)
