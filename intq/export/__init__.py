@@ -1,0 +1,1 @@
+"""Writing intq models as LiteRT ``.tflite`` flatbuffers, and running them under LiteRT."""

@@ -1,0 +1,174 @@
+"""Run a ``.tflite`` model under LiteRT and return its outputs (and every tensor) as numpy arrays.
+
+This is intq's oracle: the integer kernels intq mirrors are checked against what
+``ai_edge_litert.interpreter.Interpreter`` computes. The interpreter always runs single-threaded.
+
+Resolvers (``resolver=``):
+
+* ``"ref"``: ``OpResolverType.BUILTIN_REF``, TFLite's reference kernels;
+* ``"opt"``: ``OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES``, the optimized builtin kernels;
+* ``"xnnpack"``: ``OpResolverType.BUILTIN``, the optimized kernels with the default XNNPACK
+  delegate applied to whatever it supports. Tensors inside a delegated partition are not
+  computed by TFLite kernels; their values in ``tensors`` are meaningless.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from ai_edge_litert import schema_py_generated as schema
+from ai_edge_litert.interpreter import Interpreter, OpResolverType
+
+from intq.errors import IntqError
+
+__all__ = ["RESOLVERS", "LiteRtOracleError", "run_litert"]
+
+RESOLVERS: Mapping[str, OpResolverType] = {
+    "ref": OpResolverType.BUILTIN_REF,
+    "opt": OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES,
+    "xnnpack": OpResolverType.BUILTIN,
+}
+
+
+class LiteRtOracleError(IntqError, ValueError):
+    """LiteRT could not load or run the model, or the inputs do not match the model's inputs."""
+
+
+def run_litert(
+    model_bytes: bytes,
+    inputs: Mapping[str | int, np.ndarray] | Sequence[np.ndarray],
+    resolver: str = "ref",
+    preserve_all_tensors: bool = True,
+) -> dict[str, Any]:
+    """Run ``model_bytes`` once under LiteRT and return what it computed.
+
+    Args:
+        model_bytes: a serialized ``.tflite`` model (one subgraph is run: subgraph 0).
+        inputs: one array per model input, either a list in the model's input order or a dict
+            keyed by input tensor name or by input position (0, 1, ...). Each array must have
+            exactly the input's shape and dtype; nothing is cast or resized.
+        resolver: ``"ref"``, ``"opt"`` or ``"xnnpack"`` (see the module docstring).
+        preserve_all_tensors: keep intermediate tensors alive so that they can be returned.
+
+    Returns:
+        A dict with
+        ``"outputs"``: list of output arrays in the model's output order;
+        ``"output_names"``: their tensor names;
+        ``"tensors"``: when ``preserve_all_tensors``, ``{name: array}`` for every tensor of the
+        model's subgraph 0 that holds data after the run (inputs, constants, intermediates,
+        outputs), else ``{}``;
+        ``"delegated"``: whether some operators were replaced by a delegate (XNNPACK).
+        All arrays are copies.
+
+    Raises:
+        LiteRtOracleError: unknown resolver, a model LiteRT rejects, missing/extra/mismatched
+            inputs (naming the input), or duplicate tensor names when ``tensors`` is requested.
+    """
+    if resolver not in RESOLVERS:
+        raise LiteRtOracleError(
+            f"unknown resolver {resolver!r}; expected one of {sorted(RESOLVERS)}"
+        )
+    model_bytes = bytes(model_bytes)
+    with warnings.catch_warnings():
+        # BUILTIN + preserve_all_tensors warns that it is meant for debugging, which this is.
+        warnings.filterwarnings("ignore", message=".*experimental_preserve_all_tensors.*")
+        try:
+            interpreter = Interpreter(
+                model_content=model_bytes,
+                num_threads=1,
+                experimental_op_resolver_type=RESOLVERS[resolver],
+                experimental_preserve_all_tensors=preserve_all_tensors,
+            )
+            interpreter.allocate_tensors()
+        except (ValueError, RuntimeError) as exc:
+            raise LiteRtOracleError(f"LiteRT rejected the model ({resolver=}): {exc}") from exc
+
+    input_details = interpreter.get_input_details()
+    for detail, array in zip(input_details, _order_inputs(input_details, inputs)):
+        interpreter.set_tensor(detail["index"], array)
+    try:
+        interpreter.invoke()
+    except (ValueError, RuntimeError) as exc:
+        raise LiteRtOracleError(f"LiteRT failed to run the model ({resolver=}): {exc}") from exc
+
+    output_details = interpreter.get_output_details()
+    result: dict[str, Any] = {
+        "outputs": [interpreter.get_tensor(d["index"]) for d in output_details],
+        "output_names": [d["name"] for d in output_details],
+        "tensors": _all_tensors(interpreter, model_bytes) if preserve_all_tensors else {},
+        "delegated": any(
+            "DELEGATE" in (op["op_name"] or "").upper() for op in interpreter._get_ops_details()
+        ),
+    }
+    return result
+
+
+def _order_inputs(
+    details: list[dict[str, Any]], inputs: Mapping[str | int, np.ndarray] | Sequence[np.ndarray]
+) -> list[np.ndarray]:
+    names = [d["name"] for d in details]
+    if isinstance(inputs, Mapping):
+        ordered: list[Any] = [None] * len(details)
+        for key, array in inputs.items():
+            if isinstance(key, str):
+                if names.count(key) != 1:
+                    raise LiteRtOracleError(
+                        f"input {key!r} is not (exactly one of) the model inputs {names}"
+                    )
+                pos = names.index(key)
+            elif isinstance(key, (int, np.integer)) and not isinstance(key, bool):
+                pos = int(key)
+                if not 0 <= pos < len(details):
+                    raise LiteRtOracleError(
+                        f"input position {pos} is out of range: the model has {len(details)} inputs"
+                    )
+            else:
+                raise LiteRtOracleError(f"input key {key!r} is neither a name nor a position")
+            if ordered[pos] is not None:
+                raise LiteRtOracleError(f"input {names[pos]!r} is given twice")
+            ordered[pos] = array
+        missing = [names[i] for i, a in enumerate(ordered) if a is None]
+        if missing:
+            raise LiteRtOracleError(f"missing model inputs {missing}")
+    else:
+        ordered = list(inputs)
+        if len(ordered) != len(details):
+            raise LiteRtOracleError(
+                f"{len(ordered)} input arrays given, but the model has {len(details)} inputs {names}"
+            )
+
+    checked = []
+    for detail, array in zip(details, ordered):
+        arr = np.asarray(array)
+        want_shape = tuple(int(d) for d in detail["shape"])
+        want_dtype = np.dtype(detail["dtype"])
+        if arr.shape != want_shape or arr.dtype != want_dtype:
+            raise LiteRtOracleError(
+                f"input {detail['name']!r} must be {want_dtype}{list(want_shape)}, "
+                f"got {arr.dtype}{list(arr.shape)}"
+            )
+        checked.append(np.ascontiguousarray(arr))
+    return checked
+
+
+def _all_tensors(interpreter: Interpreter, model_bytes: bytes) -> dict[str, np.ndarray]:
+    # Only the model's own tensors: delegates and kernels may append temporaries after them.
+    count = schema.Model.GetRootAs(model_bytes, 0).Subgraphs(0).TensorsLength()
+    tensors: dict[str, np.ndarray] = {}
+    for detail in interpreter.get_tensor_details():
+        index, name = detail["index"], detail["name"]
+        if index >= count:
+            continue
+        try:
+            value = interpreter.get_tensor(index)
+        except ValueError:  # no data (e.g. an internal tensor of a delegated partition)
+            continue
+        if name in tensors:
+            raise LiteRtOracleError(
+                f"tensor name {name!r} occurs more than once; cannot return tensors by name"
+            )
+        tensors[name] = value
+    return tensors
