@@ -21,3 +21,15 @@ class ContractError(IntqError, ValueError):
     The fixed-point primitives mirror C functions whose out-of-contract behaviour is undefined
     or wraps; intq raises instead of returning a silently wrong number.
     """
+
+
+class GraphError(IntqError, ValueError):
+    """A graph is malformed (a dangling input, a tensor written twice, a cycle, a bad shape)."""
+
+
+class UnsupportedOperatorError(IntqError):
+    """A model uses operators (or operator settings) intq does not implement.
+
+    Raised once per model, listing every unsupported op type with the nodes that use it, before
+    any work starts.
+    """
