@@ -1,8 +1,14 @@
-"""intq.calibration — observers that watch float tensors over calibration data and report ranges.
+"""intq.calibration — measure every float tensor's range over representative data.
 
-See :mod:`intq.calibration.observers`: min/max, moving average, percentile, MSE and KL-entropy
-observers with a small, exactly mergeable state, and :func:`make_observer` to build one by name.
+:func:`calibrate` runs the float graph over the data (:mod:`intq.calibration.data` reads arrays,
+dicts, folders of .npy/.npz/images) and returns a :class:`CalibrationTable` (JSON save/load,
+mergeable). The observers (:mod:`intq.calibration.observers`: min/max, moving average,
+percentile, MSE, KL-entropy, per-channel) keep small, exactly mergeable states.
+:func:`reconcile_ranges` applies the shared-scale rules of integer ops (backward calibration).
 """
+
+from intq.calibration.calibrate import CalibrationTable, Progress, calibrate
+from intq.calibration.data import CalibrationDataError, ImagePreprocess, iter_samples
 
 from intq.calibration.observers import (
     OBSERVER_METHODS,
@@ -19,7 +25,16 @@ from intq.calibration.observers import (
     make_observer,
 )
 
+from intq.calibration.reconcile import reconcile_ranges
+
 __all__ = [
+    "calibrate",
+    "CalibrationTable",
+    "Progress",
+    "reconcile_ranges",
+    "iter_samples",
+    "ImagePreprocess",
+    "CalibrationDataError",
     "Observer",
     "MinMaxObserver",
     "MovingAverageMinMaxObserver",

@@ -1,0 +1,198 @@
+"""The calibration loop: run the float graph over data, observe every activation, keep ranges.
+
+:func:`calibrate` feeds each sample through the float :class:`~intq.runtime.Interpreter` in
+streaming mode (each tensor is observed as soon as it is computed and freed after its last use,
+so memory stays at one forward pass plus the observers' small states) and returns a
+:class:`CalibrationTable`: per float tensor, its range and its observer's state. Tables save to
+and load from JSON, so a user can inspect, edit or reuse them, and tables from several processes
+merge (:meth:`CalibrationTable.merge`) into what one run over all the data gives.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+import numpy as np
+
+from intq.calibration.data import iter_samples
+from intq.calibration.observers import Observer, make_observer
+from intq.errors import IntqError, QuantizationError
+from intq.ir import Graph
+
+TABLE_FORMAT = "intq-calibration-table/1"
+
+
+@dataclass(frozen=True)
+class Progress:
+    """What a progress callback receives after each sample."""
+
+    samples: int
+    total: int | None
+    elapsed: float
+
+    @property
+    def rate(self) -> float:
+        """Samples per second so far."""
+        return self.samples / self.elapsed if self.elapsed > 0 else 0.0
+
+    @property
+    def eta(self) -> float | None:
+        """Seconds left, when the total is known."""
+        if self.total is None or self.rate == 0:
+            return None
+        return max(self.total - self.samples, 0) / self.rate
+
+
+@dataclass(frozen=True)
+class CalibrationTable:
+    """Ranges of a graph's float tensors, with the observers that produced them.
+
+    ``ranges[name] = (min, max)``. ``states`` keeps each observer's state (so tables merge and
+    calibration can resume); a hand-edited table may drop it. ``method`` and ``options`` say how
+    the ranges were chosen.
+    """
+
+    method: str
+    ranges: Mapping[str, tuple[float, float]]
+    states: Mapping[str, dict] = field(default_factory=dict)
+    num_samples: int = 0
+    options: Mapping[str, Any] = field(default_factory=dict)
+    model: str = ""
+
+    def __post_init__(self):
+        ranges = {}
+        for k, (lo, hi) in dict(self.ranges).items():
+            lo, hi = float(lo), float(hi)
+            if not (np.isfinite(lo) and np.isfinite(hi)) or lo > hi:
+                raise QuantizationError(f"calibration table: tensor {k!r} has an invalid range [{lo}, {hi}]")
+            ranges[k] = (lo, hi)
+        object.__setattr__(self, "ranges", MappingProxyType(ranges))
+        object.__setattr__(self, "states", MappingProxyType(dict(self.states)))
+        object.__setattr__(self, "options", MappingProxyType(dict(self.options)))
+
+    def __getitem__(self, name: str) -> tuple[float, float]:
+        try:
+            return self.ranges[name]
+        except KeyError:
+            raise QuantizationError(f"calibration table has no range for tensor {name!r}") from None
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.ranges
+
+    def with_ranges(self, updates: Mapping[str, tuple[float, float]]) -> "CalibrationTable":
+        """A copy with some ranges replaced (their observer states no longer apply and are dropped)."""
+        ranges = {**self.ranges, **updates}
+        states = {k: v for k, v in self.states.items() if k not in updates}
+        return CalibrationTable(self.method, ranges, states, self.num_samples, self.options, self.model)
+
+    def merge(self, other: "CalibrationTable") -> "CalibrationTable":
+        """The table one calibration over both tables' data would give (observer states merged)."""
+        if (self.method, dict(self.options)) != (other.method, dict(other.options)):
+            raise QuantizationError(
+                f"cannot merge calibration tables made with {self.method} {dict(self.options)} and "
+                f"{other.method} {dict(other.options)}"
+            )
+        if set(self.states) != set(other.states) or set(self.states) != set(self.ranges):
+            raise QuantizationError("cannot merge calibration tables without the same observer states")
+        observers = {k: Observer.from_state_dict(self.states[k]).merge(Observer.from_state_dict(other.states[k]))
+                     for k in self.states}
+        return _table(self.method, self.options, observers, self.num_samples + other.num_samples, self.model)
+
+    # -- JSON -------------------------------------------------------------------------------------
+
+    def to_json(self) -> dict:
+        return {"format": TABLE_FORMAT, "model": self.model, "method": self.method, "options": dict(self.options),
+                "num_samples": self.num_samples,
+                "ranges": {k: [lo, hi] for k, (lo, hi) in self.ranges.items()},
+                "states": dict(self.states)}
+
+    def save(self, path: str | Path, *, overwrite: bool = False) -> None:
+        """Write the table as JSON. An existing file is kept unless ``overwrite``."""
+        path = Path(path)
+        if path.exists() and not overwrite:
+            raise IntqError(f"{path} exists; pass overwrite=True to replace it")
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(json.dumps(self.to_json(), indent=1))
+        tmp.replace(path)
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any], source: str = "table") -> "CalibrationTable":
+        if doc.get("format") != TABLE_FORMAT:
+            raise QuantizationError(f"{source}: not an intq calibration table (format {doc.get('format')!r})")
+        try:
+            ranges = {k: (float(v[0]), float(v[1])) for k, v in doc["ranges"].items()}
+            return cls(doc["method"], ranges, doc.get("states", {}), int(doc.get("num_samples", 0)),
+                       doc.get("options", {}), doc.get("model", ""))
+        except (KeyError, TypeError, ValueError, IndexError) as e:
+            raise QuantizationError(f"{source}: malformed calibration table ({type(e).__name__}: {e})") from None
+
+    @classmethod
+    def load(cls, path: str | Path) -> "CalibrationTable":
+        path = Path(path)
+        try:
+            doc = json.loads(path.read_text())
+        except (OSError, json.JSONDecodeError) as e:
+            raise QuantizationError(f"{path}: cannot read the calibration table ({e})") from None
+        return cls.from_json(doc, str(path))
+
+
+def _table(method: str, options: Mapping[str, Any], observers: Mapping[str, Observer], n: int, model: str):
+    ranges = {}
+    for name, obs in observers.items():
+        lo, hi = obs.range()
+        ranges[name] = (float(lo), float(hi))
+    return CalibrationTable(method, ranges, {k: o.state_dict() for k, o in observers.items()}, n, options, model)
+
+
+def calibrate(
+    graph: Graph,
+    data,
+    method: str = "minmax",
+    *,
+    progress: Callable[[Progress], None] | None = None,
+    preprocess: Callable | None = None,
+    limit: int | None = None,
+    **observer_options,
+) -> CalibrationTable:
+    """Observe every float activation of ``graph`` over ``data`` and return their ranges.
+
+    ``method``: ``minmax``, ``ema`` (moving average, ``momentum=``), ``percentile``
+    (``percentile=``), ``mse`` or ``entropy`` (see :mod:`intq.calibration.observers`).
+    ``data``: see :func:`intq.calibration.data.iter_samples`. ``progress(Progress)`` is called
+    after every sample; ``limit`` stops after that many samples. Graph inputs are observed too;
+    constants and integer tensors (shape arithmetic) are not.
+    """
+    from intq.runtime.interpreter import Interpreter
+
+    float_tensors = {k for k, t in graph.tensors.items() if not t.is_constant and np.issubdtype(t.dtype, np.floating)}
+    observers: dict[str, Observer] = {}
+    make_observer(method, name="probe", **observer_options)  # validate the method and options up front
+
+    def observe(name: str, value: np.ndarray) -> None:
+        if name not in float_tensors or not np.issubdtype(np.asarray(value).dtype, np.floating):
+            return
+        obs = observers.get(name)
+        if obs is None:
+            obs = observers[name] = make_observer(method, name=name, **observer_options)
+        obs.update(value)
+
+    interpreter = Interpreter(graph)
+    total = limit
+    if total is None and hasattr(data, "__len__") and not isinstance(data, (str, Path, np.ndarray, Mapping)):
+        total = len(data)
+    start = time.perf_counter()
+    n = 0
+    for sample in iter_samples(data, graph, preprocess):
+        interpreter.run(sample, keep=False, capture=observe)
+        n += 1
+        if progress:
+            progress(Progress(n, total, time.perf_counter() - start))
+        if limit is not None and n >= limit:
+            break
+    return _table(method, observer_options, observers, n, graph.name)

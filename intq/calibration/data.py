@@ -1,0 +1,186 @@
+"""Calibration data: turn what a user has into validated samples ``{input name: array}``.
+
+Accepted sources (:func:`iter_samples`):
+
+* an iterable of arrays (single-input graphs) or of dicts ``{input name: array}``; an array whose
+  first dimension is larger than the graph input's batch is split into samples of that batch;
+* a folder (``str``/``Path``) of ``.npy`` / ``.npz`` files (one array per input, by name or the only
+  array) or of images (``.png``, ``.jpg``, ``.jpeg``, ``.bmp``), read in sorted order;
+* one ``.npz`` file with an array per input (samples along the first axis).
+
+Images go through a preprocessing hook, by default :class:`ImagePreprocess`: resize to the input's
+spatial size (bilinear), scale to [0, 1], normalise with ``mean``/``std`` per channel, lay out as
+NCHW (or NHWC). Every sample is checked: shape, dtype kind, NaN/Inf — errors name the input and the
+sample index (and the file).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from intq.errors import IntqError
+from intq.ir import Graph
+
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp")
+ARRAY_SUFFIXES = (".npy", ".npz")
+
+
+class CalibrationDataError(IntqError, ValueError):
+    """Calibration data is missing, malformed or does not fit the model's inputs."""
+
+
+@dataclass(frozen=True)
+class ImagePreprocess:
+    """Image -> float32 array: resize to (height, width), ``(pixel/255 - mean) / std``, layout.
+
+    ``mean``/``std`` are per channel (RGB order); the defaults are ImageNet's. ``layout`` is
+    ``"NCHW"`` (PyTorch/ONNX) or ``"NHWC"``.
+    """
+
+    height: int
+    width: int
+    mean: tuple[float, ...] = (0.485, 0.456, 0.406)
+    std: tuple[float, ...] = (0.229, 0.224, 0.225)
+    layout: str = "NCHW"
+    grayscale: bool = False
+
+    def __call__(self, path: Path) -> np.ndarray:
+        try:
+            from PIL import Image
+        except ImportError:
+            raise CalibrationDataError("reading images needs Pillow: pip install pillow") from None
+        try:
+            with Image.open(path) as im:
+                im = im.convert("L" if self.grayscale else "RGB").resize((self.width, self.height), Image.BILINEAR)
+                x = np.asarray(im, dtype=np.float32) / 255.0
+        except OSError as e:
+            raise CalibrationDataError(f"{path}: cannot read the image ({e})") from None
+        if x.ndim == 2:
+            x = x[:, :, None]
+        x = (x - np.asarray(self.mean[: x.shape[2]], np.float32)) / np.asarray(self.std[: x.shape[2]], np.float32)
+        if self.layout.upper() == "NCHW":
+            x = x.transpose(2, 0, 1)
+        elif self.layout.upper() != "NHWC":
+            raise CalibrationDataError(f"layout must be NCHW or NHWC, got {self.layout!r}")
+        return x[None].astype(np.float32)
+
+
+def _default_preprocess(graph: Graph) -> ImagePreprocess:
+    name = graph.inputs[0]
+    shape = graph.tensors[name].shape
+    if shape is None or len(shape) != 4:
+        raise CalibrationDataError(f"image data needs a 4-D input; {name!r} has shape {shape}")
+    if shape[1] in (1, 3):
+        return ImagePreprocess(shape[2], shape[3], layout="NCHW", grayscale=shape[1] == 1)
+    return ImagePreprocess(shape[1], shape[2], layout="NHWC", grayscale=shape[3] == 1)
+
+
+def _files(folder: Path) -> list[Path]:
+    files = sorted(p for p in folder.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES + ARRAY_SUFFIXES)
+    if not files:
+        raise CalibrationDataError(
+            f"{folder}: no calibration files ({', '.join(IMAGE_SUFFIXES + ARRAY_SUFFIXES)}) in this folder"
+        )
+    return files
+
+
+def _load_array_file(path: Path, graph: Graph):
+    try:
+        if path.suffix.lower() == ".npy":
+            return np.load(path, allow_pickle=False)
+        with np.load(path, allow_pickle=False) as z:
+            arrays = {k: z[k] for k in z.files}
+    except (OSError, ValueError) as e:
+        raise CalibrationDataError(f"{path}: cannot read the array file ({e})") from None
+    if len(arrays) == 1 and len(graph.inputs) == 1 and graph.inputs[0] not in arrays:
+        return next(iter(arrays.values()))
+    return arrays
+
+
+def _raw_items(data, graph: Graph, preprocess: Callable | None) -> Iterator[tuple[object, str]]:
+    """Yield (raw item, where) pairs from any supported source."""
+    if isinstance(data, (str, Path)):
+        path = Path(data)
+        if path.is_dir():
+            pre = preprocess or _default_preprocess(graph)
+            for f in _files(path):
+                if f.suffix.lower() in IMAGE_SUFFIXES:
+                    yield pre(f), str(f)
+                else:
+                    yield _load_array_file(f, graph), str(f)
+            return
+        if path.is_file() and path.suffix.lower() in ARRAY_SUFFIXES:
+            yield _load_array_file(path, graph), str(path)
+            return
+        raise CalibrationDataError(f"{path}: not a folder of calibration files nor a .npy/.npz file")
+    if isinstance(data, (np.ndarray, Mapping)):
+        yield data, "data"
+        return
+    if not isinstance(data, Iterable):
+        raise CalibrationDataError(f"calibration data must be an iterable, a folder or a file, got {type(data).__name__}")
+    for i, item in enumerate(data):
+        yield item, f"item {i}"
+
+
+def iter_samples(data, graph: Graph, preprocess: Callable | None = None) -> Iterator[dict[str, np.ndarray]]:
+    """Validated samples ``{input name: array}`` with exactly the graph inputs' shapes.
+
+    Raises :class:`CalibrationDataError` naming the input, the sample index and where it came
+    from; an empty source is an error too.
+    """
+    count = 0
+    for raw, where in _raw_items(data, graph, preprocess):
+        for sample in _split(raw, graph, where):
+            _validate(sample, graph, count, where)
+            yield sample
+            count += 1
+    if count == 0:
+        raise CalibrationDataError("the calibration data is empty: give at least one sample")
+
+
+def _split(raw, graph: Graph, where: str) -> Iterator[dict[str, np.ndarray]]:
+    if isinstance(raw, Mapping):
+        arrays = {k: np.asarray(v) for k, v in raw.items()}
+    else:
+        if len(graph.inputs) != 1:
+            raise CalibrationDataError(
+                f"{where}: the model has inputs {list(graph.inputs)}; give a dict of arrays per sample"
+            )
+        arrays = {graph.inputs[0]: np.asarray(raw)}
+    unknown = sorted(set(arrays) - set(graph.inputs))
+    missing = [n for n in graph.inputs if n not in arrays]
+    if unknown or missing:
+        raise CalibrationDataError(f"{where}: sample has {sorted(arrays)}, the model takes {list(graph.inputs)}")
+    # split along the batch axis when the arrays hold several samples of the input's batch size
+    counts = set()
+    for name, arr in arrays.items():
+        shape = graph.tensors[name].shape
+        if shape and arr.ndim == len(shape) and shape[0] and arr.shape[0] % shape[0] == 0 and arr.shape[1:] == tuple(shape[1:]):
+            counts.add(arr.shape[0] // shape[0])
+        else:
+            counts.add(1)
+    n = counts.pop() if len(counts) == 1 else 1
+    if n == 1:
+        yield arrays
+        return
+    for i in range(n):
+        yield {k: a[i * graph.tensors[k].shape[0]:(i + 1) * graph.tensors[k].shape[0]] for k, a in arrays.items()}
+
+
+def _validate(sample: Mapping[str, np.ndarray], graph: Graph, index: int, where: str) -> None:
+    for name in graph.inputs:
+        t = graph.tensors[name]
+        arr = sample[name]
+        if t.shape is not None and tuple(arr.shape) != tuple(t.shape):
+            raise CalibrationDataError(
+                f"sample {index} ({where}): input {name!r} has shape {tuple(arr.shape)}, the model expects {t.shape}"
+            )
+        if np.issubdtype(t.dtype, np.floating):
+            if not np.issubdtype(arr.dtype, np.number):
+                raise CalibrationDataError(f"sample {index} ({where}): input {name!r} is {arr.dtype}, not numeric")
+            if not np.all(np.isfinite(arr)):
+                raise CalibrationDataError(f"sample {index} ({where}): input {name!r} contains NaN or Inf")

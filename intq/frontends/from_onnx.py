@@ -1,0 +1,438 @@
+"""Import an ONNX model as an intq float :class:`~intq.ir.Graph`.
+
+What the importer does, in order, before any heavy work:
+
+1. reads the model (a path or an ``onnx.ModelProto``) and checks its default-domain opset is one
+   intq knows (:data:`MIN_OPSET` to :data:`MAX_OPSET`);
+2. lists every operator intq cannot execute, with the nodes using it, in ONE error;
+3. binds the graph inputs' dynamic dimensions from ``input_shapes`` (or refuses, naming the input
+   and the dimensions that need a value) and runs ONNX shape inference with data propagation;
+4. turns initializers and ``Constant`` nodes into constant tensors, and rewrites each node into
+   its opset-21 form (:data:`NORMALIZERS`: axes/pads/min/max as inputs, Upsample as Resize,
+   pre-13 Softmax as flatten-softmax-reshape...), so that later stages know one semantics per op.
+
+Names of tensors and nodes are kept (unnamed nodes are named ``<OpType>_<index>``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper
+
+from intq.errors import GraphError, IntqError, UnsupportedOperatorError
+from intq.ir import Graph, Node, Tensor, topological_order
+
+#: Default-domain opsets the importer accepts. Older models predate the operator forms intq
+#: normalises from; newer ones may change semantics intq has not checked.
+MIN_OPSET = 7
+MAX_OPSET = 23
+#: The opset whose operator semantics an imported graph follows.
+TARGET_OPSET = 21
+
+#: Operators handled by the importer itself (they never reach the executor).
+IMPORTER_OPS = frozenset({"Constant", "Upsample"})
+
+
+class OnnxImportError(IntqError, ValueError):
+    """The file is not a readable ONNX model, or its inputs cannot be bound."""
+
+
+# ------------------------------------------------------------------------------- normalisation
+
+@dataclass
+class _Context:
+    """State of one import: constants created by normalisers, unique names, inferred info."""
+
+    opset: int
+    ranks: dict[str, int]
+    constants: dict[str, np.ndarray] = field(default_factory=dict)
+    taken: set[str] = field(default_factory=set)
+
+    def unique(self, hint: str) -> str:
+        name, k = hint, 1
+        while name in self.taken:
+            name, k = f"{hint}_{k}", k + 1
+        self.taken.add(name)
+        return name
+
+    def const(self, hint: str, value) -> str:
+        name = self.unique(hint)
+        self.constants[name] = np.asarray(value)
+        return name
+
+
+Normalizer = Callable[[Node, _Context], list[Node]]
+NORMALIZERS: dict[str, Normalizer] = {}
+
+
+def _normalizer(*op_types: str):
+    def register(fn: Normalizer) -> Normalizer:
+        for op in op_types:
+            NORMALIZERS[op] = fn
+        return fn
+
+    return register
+
+
+def _attrs_without(node: Node, *names: str) -> dict[str, Any]:
+    return {k: v for k, v in node.attrs.items() if k not in names}
+
+
+def _pad_inputs(inputs: Sequence[str], n: int) -> list[str]:
+    return list(inputs) + [""] * (n - len(inputs))
+
+
+@_normalizer("Squeeze", "Unsqueeze")
+def _axes_attr_to_input_13(node: Node, ctx: _Context) -> list[Node]:
+    if ctx.opset >= 13 or "axes" not in node.attrs:
+        return [node]
+    axes = ctx.const(f"{node.name}/axes", np.asarray(node.attrs["axes"], dtype=np.int64))
+    return [node.with_(inputs=(node.inputs[0], axes), attrs=_attrs_without(node, "axes"))]
+
+
+@_normalizer("ReduceSum")
+def _reduce_sum(node: Node, ctx: _Context) -> list[Node]:
+    return _reduce_axes(node, ctx, since=13)
+
+
+@_normalizer("ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceSumSquare", "ReduceL1", "ReduceL2",
+             "ReduceLogSum", "ReduceLogSumExp")
+def _reduce_other(node: Node, ctx: _Context) -> list[Node]:
+    return _reduce_axes(node, ctx, since=18)
+
+
+def _reduce_axes(node: Node, ctx: _Context, since: int) -> list[Node]:
+    if ctx.opset >= since or "axes" not in node.attrs:
+        return [node]
+    axes = ctx.const(f"{node.name}/axes", np.asarray(node.attrs["axes"], dtype=np.int64))
+    return [node.with_(inputs=(node.inputs[0], axes), attrs=_attrs_without(node, "axes"))]
+
+
+@_normalizer("Split")
+def _split(node: Node, ctx: _Context) -> list[Node]:
+    attrs = _attrs_without(node, "split")
+    inputs = list(node.inputs)
+    if ctx.opset < 13 and "split" in node.attrs:
+        inputs = [inputs[0], ctx.const(f"{node.name}/split", np.asarray(node.attrs["split"], dtype=np.int64))]
+    if (len(inputs) < 2 or not inputs[1]) and "num_outputs" not in attrs:
+        attrs["num_outputs"] = len(node.outputs)  # pre-18: equal parts, one per output
+    return [node.with_(inputs=inputs, attrs=attrs)]
+
+
+@_normalizer("Clip")
+def _clip(node: Node, ctx: _Context) -> list[Node]:
+    if ctx.opset >= 11:
+        return [node]
+    lo = node.attrs.get("min")
+    hi = node.attrs.get("max")
+    inputs = [node.inputs[0],
+              ctx.const(f"{node.name}/min", np.float32(lo)) if lo is not None else "",
+              ctx.const(f"{node.name}/max", np.float32(hi)) if hi is not None else ""]
+    return [node.with_(inputs=inputs, attrs=_attrs_without(node, "min", "max"))]
+
+
+@_normalizer("Pad")
+def _pad(node: Node, ctx: _Context) -> list[Node]:
+    if ctx.opset >= 11:
+        return [node]
+    pads = ctx.const(f"{node.name}/pads", np.asarray(node.attrs.get("pads", node.attrs.get("paddings")), dtype=np.int64))
+    value = ctx.const(f"{node.name}/value", np.float32(node.attrs.get("value", 0.0)))
+    return [node.with_(inputs=(node.inputs[0], pads, value), attrs=_attrs_without(node, "pads", "paddings", "value"))]
+
+
+@_normalizer("Slice")
+def _slice(node: Node, ctx: _Context) -> list[Node]:
+    if ctx.opset >= 10:
+        return [node]
+    starts = ctx.const(f"{node.name}/starts", np.asarray(node.attrs["starts"], dtype=np.int64))
+    ends = ctx.const(f"{node.name}/ends", np.asarray(node.attrs["ends"], dtype=np.int64))
+    inputs = [node.inputs[0], starts, ends]
+    if "axes" in node.attrs:
+        inputs.append(ctx.const(f"{node.name}/axes", np.asarray(node.attrs["axes"], dtype=np.int64)))
+    return [node.with_(inputs=inputs, attrs={})]
+
+
+def _legacy_resize(node: Node, scales: str, mode: str) -> Node:
+    # Upsample-7/9 and Resize-10 index the input as x_in = x_out / scale ("asymmetric") and take
+    # the floor for nearest, which is Resize-11+'s asymmetric + nearest_mode="floor".
+    attrs = {"mode": "linear" if mode in ("linear", "bilinear") else mode,
+             "coordinate_transformation_mode": "asymmetric", "nearest_mode": "floor"}
+    return node.with_(op_type="Resize", inputs=(node.inputs[0], "", scales), attrs=attrs)
+
+
+@_normalizer("Upsample")
+def _upsample(node: Node, ctx: _Context) -> list[Node]:
+    mode = node.attrs.get("mode", "nearest")
+    if len(node.inputs) > 1 and node.inputs[1]:
+        scales = node.inputs[1]
+    else:
+        scales = ctx.const(f"{node.name}/scales", np.asarray(node.attrs["scales"], dtype=np.float32))
+    return [_legacy_resize(node, scales, mode)]
+
+
+@_normalizer("Resize")
+def _resize(node: Node, ctx: _Context) -> list[Node]:
+    if ctx.opset >= 11:
+        return [node]
+    return [_legacy_resize(node, node.inputs[1], node.attrs.get("mode", "nearest"))]
+
+
+@_normalizer("Softmax", "LogSoftmax", "Hardmax")
+def _softmax(node: Node, ctx: _Context) -> list[Node]:
+    if ctx.opset >= 13:
+        return [node]
+    # Before opset 13 the input is coerced to 2-D [prod(shape[:axis]), prod(shape[axis:])] and the
+    # softmax runs over the second dimension. Equal to the opset-13 op over the last axis when
+    # axis is the last dimension; otherwise flatten, softmax, reshape back.
+    axis = int(node.attrs.get("axis", 1))
+    rank = ctx.ranks.get(node.inputs[0])
+    if rank is not None and (axis + rank if axis < 0 else axis) == rank - 1:
+        return [node.with_(attrs={"axis": -1})]
+    # exact for any rank; with static shapes the Flatten/Reshape pair folds away when it is a no-op
+    flat, soft, shape = (ctx.unique(f"{node.name}/{s}") for s in ("flat", "softmax", "shape"))
+    ctx.ranks.update({flat: 2, soft: 2})
+    return [
+        Node("Flatten", ctx.unique(f"{node.name}/flatten"), (node.inputs[0],), (flat,), {"axis": axis}),
+        node.with_(inputs=(flat,), outputs=(soft,), attrs={"axis": -1}),
+        Node("Shape", ctx.unique(f"{node.name}/shape_of"), (node.inputs[0],), (shape,)),
+        Node("Reshape", ctx.unique(f"{node.name}/reshape"), (soft, shape), node.outputs),
+    ]
+
+
+@_normalizer("BatchNormalization")
+def _batch_norm(node: Node, ctx: _Context) -> list[Node]:
+    attrs = {k: v for k, v in node.attrs.items() if k in ("epsilon", "momentum", "training_mode")}
+    if attrs.get("training_mode", 0):
+        raise GraphError(f"node {node.name!r} (BatchNormalization) is in training mode; export the model in eval mode")
+    return [node.with_(outputs=node.outputs[:1], attrs=attrs)]
+
+
+@_normalizer("Dropout")
+def _dropout(node: Node, ctx: _Context) -> list[Node]:
+    inputs = node.inputs[:1]  # inference: identity (ratio and training_mode do not matter)
+    return [node.with_(op_type="Identity", inputs=inputs, outputs=node.outputs[:1], attrs={})]
+
+
+@_normalizer("Gemm", "Add", "Sub", "Mul", "Div")
+def _drop_legacy_broadcast(node: Node, ctx: _Context) -> list[Node]:
+    return [node.with_(attrs=_attrs_without(node, "broadcast", "axis", "consumed_inputs"))]
+
+
+# ---------------------------------------------------------------------------------------- loading
+
+def _read(model) -> tuple[onnx.ModelProto, str]:
+    if isinstance(model, onnx.ModelProto):
+        return model, model.graph.name or "model"
+    path = Path(os.fspath(model))
+    if not path.is_file():
+        raise OnnxImportError(f"{path}: no such file; give the path of an .onnx model")
+    try:
+        proto = onnx.load(str(path))
+    except Exception as e:  # protobuf DecodeError, external data errors...
+        raise OnnxImportError(f"{path}: not a readable ONNX model ({type(e).__name__}: {e})") from None
+    return proto, path.stem
+
+
+def _default_opset(proto: onnx.ModelProto, where: str) -> int:
+    versions = {o.domain: o.version for o in proto.opset_import}
+    opset = versions.get("", versions.get("ai.onnx"))
+    if opset is None:
+        raise OnnxImportError(f"{where}: the model does not import the default ONNX domain")
+    if not MIN_OPSET <= opset <= MAX_OPSET:
+        raise OnnxImportError(
+            f"{where}: opset {opset} is outside the range intq supports ({MIN_OPSET}-{MAX_OPSET}); "
+            "convert it with onnx.version_converter.convert_version(model, 17)"
+        )
+    return opset
+
+
+def supported_ops() -> frozenset[str]:
+    """Every ONNX op type the importer accepts (the float executor's ops and importer-only ops)."""
+    from intq.runtime.float_ops import FLOAT_OPS
+
+    return frozenset(FLOAT_OPS) | IMPORTER_OPS
+
+
+def _check_operators(proto: onnx.ModelProto, opset: int, where: str) -> None:
+    known = supported_ops()
+    missing: dict[str, list[str]] = defaultdict(list)
+    for i, n in enumerate(proto.graph.node):
+        domain_ok = n.domain in ("", "ai.onnx")
+        if not domain_ok or n.op_type not in known:
+            key = n.op_type if domain_ok else f"{n.domain}::{n.op_type}"
+            missing[key].append(n.name or f"{n.op_type}_{i}")
+        elif any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for a in n.attribute):
+            missing[f"{n.op_type} (with a subgraph)"].append(n.name or f"{n.op_type}_{i}")
+    if missing:
+        lines = []
+        for op, nodes in sorted(missing.items()):
+            shown = ", ".join(repr(x) for x in nodes[:5]) + (f" and {len(nodes) - 5} more" if len(nodes) > 5 else "")
+            lines.append(f"  {op}: {len(nodes)} node(s): {shown}")
+        raise UnsupportedOperatorError(
+            f"{where} (opset {opset}) uses {len(missing)} operator type(s) intq does not support:\n"
+            + "\n".join(lines)
+            + "\nSupported: " + ", ".join(sorted(known))
+        )
+
+
+def _dims(type_proto: onnx.TypeProto) -> tuple[int | None, ...] | None:
+    if not type_proto.HasField("tensor_type") or not type_proto.tensor_type.HasField("shape"):
+        return None
+    return tuple(d.dim_value if d.HasField("dim_value") else None for d in type_proto.tensor_type.shape.dim)
+
+
+def _dtype(type_proto: onnx.TypeProto) -> np.dtype:
+    elem = type_proto.tensor_type.elem_type
+    if not elem:
+        return np.dtype(np.float32)
+    return np.dtype(helper.tensor_dtype_to_np_dtype(elem))
+
+
+def _bind_inputs(proto: onnx.ModelProto, input_shapes: Mapping[str, Sequence[int]] | None, where: str):
+    init_names = {t.name for t in proto.graph.initializer}
+    real_inputs = [i for i in proto.graph.input if i.name not in init_names]
+    given = dict(input_shapes or {})
+    names = [i.name for i in real_inputs]
+    unknown = sorted(set(given) - set(names))
+    if unknown:
+        raise OnnxImportError(f"{where}: input_shapes names {unknown}, but the model's inputs are {names}")
+    bound: dict[str, tuple[int, ...]] = {}
+    for inp in real_inputs:
+        dims = _dims(inp.type)
+        shape = given.get(inp.name)
+        if shape is not None:
+            shape = tuple(int(d) for d in shape)
+            if dims is not None and len(dims) != len(shape):
+                raise OnnxImportError(f"{where}: input {inp.name!r} has rank {len(dims)}, input_shapes gives {shape}")
+            if dims is not None and any(d is not None and d != s for d, s in zip(dims, shape)):
+                raise OnnxImportError(f"{where}: input {inp.name!r} has static shape {dims}, input_shapes gives {shape}")
+            if any(s <= 0 for s in shape):
+                raise OnnxImportError(f"{where}: input_shapes[{inp.name!r}] = {shape} must be positive")
+            bound[inp.name] = shape
+        elif dims is None or any(d is None for d in dims):
+            sym = [d.dim_param or "?" for d in inp.type.tensor_type.shape.dim] if dims is not None else ["unknown rank"]
+            raise OnnxImportError(
+                f"{where}: input {inp.name!r} has dynamic dimensions {sym}; pass "
+                f"input_shapes={{{inp.name!r}: (...)}} with a value for each, e.g. a batch of 1"
+            )
+        else:
+            bound[inp.name] = dims
+    return real_inputs, bound
+
+
+def _with_bound_inputs(proto: onnx.ModelProto, bound: Mapping[str, tuple[int, ...]]) -> onnx.ModelProto:
+    model = onnx.ModelProto()
+    model.CopyFrom(proto)
+    for inp in model.graph.input:
+        if inp.name in bound:
+            dims = inp.type.tensor_type.shape.dim
+            del dims[:]
+            for d in bound[inp.name]:
+                dims.add().dim_value = d
+    try:
+        return onnx.shape_inference.infer_shapes(model, strict_mode=False, data_prop=True)
+    except Exception:  # inference is an aid: shapes are re-derived by execution later
+        return model
+
+
+def load_onnx(model, input_shapes: Mapping[str, Sequence[int]] | None = None) -> Graph:
+    """Import an ONNX model (path or ``ModelProto``) as a float :class:`Graph`.
+
+    ``input_shapes`` binds the dynamic dimensions of the graph inputs (``{"x": (1, 3, 224, 224)}``);
+    an input with a dynamic dimension and no given shape is an error naming it. Raises
+    :class:`UnsupportedOperatorError` (every unsupported op and its nodes, at once),
+    :class:`OnnxImportError` (unreadable file, bad opset or shapes) or :class:`GraphError`.
+    """
+    proto, model_name = _read(model)
+    where = f"ONNX model {model_name!r}"
+    opset = _default_opset(proto, where)
+    _check_operators(proto, opset, where)
+    real_inputs, bound = _bind_inputs(proto, input_shapes, where)
+    inferred = _with_bound_inputs(proto, bound)
+
+    value_info: dict[str, onnx.ValueInfoProto] = {}
+    for v in list(inferred.graph.output) + list(inferred.graph.value_info):
+        if v.name not in value_info or _dims(value_info[v.name].type) is None:
+            value_info[v.name] = v  # keep the entry that knows the shape
+    ranks = {k: len(d) for k, v in value_info.items() if (d := _dims(v.type)) is not None}
+    ranks.update({k: len(v) for k, v in bound.items()})
+    ctx = _Context(opset=opset, ranks=ranks)
+
+    tensors: dict[str, Tensor] = {}
+    for init in proto.graph.initializer:
+        tensors[init.name] = Tensor(init.name, data=numpy_helper.to_array(init))
+        ctx.taken.add(init.name)
+    for inp in real_inputs:
+        tensors[inp.name] = Tensor(inp.name, dtype=_dtype(inp.type), shape=bound[inp.name])
+        ctx.taken.add(inp.name)
+    node_names: set[str] = set()
+    for n in proto.graph.node:
+        ctx.taken.update(o for o in n.output if o)
+        if n.name:
+            node_names.add(n.name)
+    ctx.taken.update(node_names)
+
+    nodes: list[Node] = []
+    seen_names: set[str] = set()
+    for i, n in enumerate(proto.graph.node):
+        attrs = {a.name: _attr_value(a) for a in n.attribute}
+        name = n.name or f"{n.op_type}_{i}"
+        if name in seen_names:
+            name = ctx.unique(name)
+        seen_names.add(name)
+        if n.op_type == "Constant":
+            tensors[n.output[0]] = Tensor(n.output[0], data=_constant_value(name, attrs))
+            continue
+        node = Node(n.op_type, name, tuple(n.input), tuple(n.output), attrs)
+        normalise = NORMALIZERS.get(n.op_type)
+        nodes.extend(normalise(node, ctx) if normalise else [node])
+
+    for cname, value in ctx.constants.items():
+        tensors[cname] = Tensor(cname, data=value)
+    for node in nodes:
+        for o in node.outputs:
+            if o and o not in tensors:
+                info = value_info.get(o)
+                tensors[o] = Tensor(o, dtype=_dtype(info.type) if info else np.float32,
+                                    shape=_dims(info.type) if info else None)
+    for i in list({i for node in nodes for i in node.inputs if i} - set(tensors)):
+        raise GraphError(f"{where}: tensor {i!r} is read but never defined")
+
+    available = set(bound) | {k for k, t in tensors.items() if t.is_constant}
+    ordered = topological_order(nodes, available)
+    outputs = tuple(o.name for o in proto.graph.output)
+    graph = Graph(ordered, tensors, tuple(bound), outputs, name=model_name, opset=TARGET_OPSET,
+                  metadata={"source": "onnx", "source_opset": opset, "producer": proto.producer_name})
+    return graph.prune()
+
+
+def _attr_value(attr: onnx.AttributeProto) -> Any:
+    value = helper.get_attribute_value(attr)
+    if isinstance(value, bytes):
+        return value.decode("utf-8")
+    if isinstance(value, onnx.TensorProto):
+        return numpy_helper.to_array(value)
+    if isinstance(value, list) and value and isinstance(value[0], bytes):
+        return [v.decode("utf-8") for v in value]
+    return value
+
+
+def _constant_value(node_name: str, attrs: Mapping[str, Any]) -> np.ndarray:
+    """The value of an ONNX Constant node, whichever attribute carries it."""
+    if "value" in attrs:
+        return np.asarray(attrs["value"])
+    for key, dtype in (("value_float", np.float32), ("value_floats", np.float32),
+                       ("value_int", np.int64), ("value_ints", np.int64)):
+        if key in attrs:
+            return np.asarray(attrs[key], dtype=dtype)
+    raise UnsupportedOperatorError(
+        f"Constant node {node_name!r} uses {sorted(attrs)}; intq reads value, value_float(s), value_int(s)"
+    )

@@ -1,0 +1,44 @@
+"""intq.passes — pure graph-to-graph rewrites that prepare a float graph for integer deployment.
+
+:func:`simplify` runs the standard pipeline; each pass is also usable alone.
+"""
+
+from intq.ir import Graph
+from intq.passes.activations import fuse_activations, recognize_activations
+from intq.passes.batchnorm import fold_batch_norms
+from intq.passes.cleanup import remove_identities, remove_noop_reshapes
+from intq.passes.constants import div_by_constant_to_mul, fold_constants
+from intq.passes.rewrite import Const, Pattern, Rule, apply_rules, match
+
+
+def simplify(graph: Graph, *, fuse: bool = True) -> Graph:
+    """The standard pipeline, in order: static shapes, constant folding (shape arithmetic
+    included), Identity/Dropout and no-op reshape removal, Div-by-constant to Mul, BatchNorm folding, HardSwish /
+    SiLU recognition, and (``fuse=True``) activation fusion; shapes are re-inferred at the end."""
+    from intq.runtime.interpreter import infer_shapes
+
+    g = fold_constants(infer_shapes(graph))
+    g = remove_noop_reshapes(remove_identities(g))
+    g = div_by_constant_to_mul(g)
+    g = fold_batch_norms(g)
+    g = recognize_activations(g)
+    if fuse:
+        g = fuse_activations(g)
+    return infer_shapes(g)
+
+
+__all__ = [
+    "simplify",
+    "fold_constants",
+    "remove_identities",
+    "remove_noop_reshapes",
+    "div_by_constant_to_mul",
+    "fold_batch_norms",
+    "recognize_activations",
+    "fuse_activations",
+    "Pattern",
+    "Const",
+    "Rule",
+    "apply_rules",
+    "match",
+]

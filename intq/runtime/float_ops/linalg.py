@@ -1,0 +1,42 @@
+"""Matrix products: MatMul (numpy matmul semantics, as ONNX) and Gemm. One BLAS call each."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from intq.errors import GraphError
+
+from .registry import register
+
+
+@register
+def MatMul(A, B):
+    """Y = A @ B with numpy broadcasting of the batch axes; 1-D operands are promoted and the
+    added axis removed again (numpy.matmul == ONNX MatMul)."""
+    try:
+        return (np.asarray(np.matmul(A, B)),)
+    except ValueError:
+        raise GraphError(f"MatMul: shapes {list(A.shape)} and {list(B.shape)} do not multiply") from None
+
+
+@register
+def Gemm(A, B, C=None, *, alpha=1.0, beta=1.0, transA=0, transB=0):
+    """Y = alpha * A' @ B' + beta * C, with A' = A^T if transA, B' = B^T if transB (2-D), and C
+    broadcast to (M, N). Transposes are views: BLAS reads them in place."""
+    if A.ndim != 2 or B.ndim != 2:
+        raise GraphError(f"Gemm: A and B must be 2-D, got shapes {list(A.shape)} and {list(B.shape)}")
+    a = A.T if transA else A
+    b = B.T if transB else B
+    if a.shape[1] != b.shape[0]:
+        raise GraphError(f"Gemm: A' {list(a.shape)} and B' {list(b.shape)} do not multiply "
+                         f"(transA={transA}, transB={transB})")
+    y = a @ b
+    if alpha != 1.0:
+        y *= y.dtype.type(alpha)
+    if C is not None and beta != 0.0:
+        c = C if beta == 1.0 else C * C.dtype.type(beta)
+        try:
+            y += c
+        except ValueError:
+            raise GraphError(f"Gemm: C {list(C.shape)} does not broadcast to {list(y.shape)}") from None
+    return (y,)

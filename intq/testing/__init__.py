@@ -1,0 +1,1 @@
+"""Reference architectures and data for intq's tests, benchmarks and demos (no downloads)."""
