@@ -328,9 +328,20 @@ def _bind_inputs(proto: onnx.ModelProto, input_shapes: Mapping[str, Sequence[int
     return real_inputs, bound
 
 
+_SHAPE_ONLY_ELEMENTS = 4096  # initializers larger than this are weights: inference needs their shape only
+
+
 def _with_bound_inputs(proto: onnx.ModelProto, bound: Mapping[str, tuple[int, ...]]) -> onnx.ModelProto:
+    """ONNX shape inference (with data propagation) on a copy whose inputs are bound and whose
+    large initializers are turned into typed graph inputs, so weights are not serialised."""
     model = onnx.ModelProto()
     model.CopyFrom(proto)
+    big = [t for t in model.graph.initializer if int(np.prod(t.dims, dtype=np.int64)) > _SHAPE_ONLY_ELEMENTS]
+    declared = {i.name for i in model.graph.input}
+    for t in big:
+        model.graph.initializer.remove(t)
+        if t.name not in declared:
+            model.graph.input.append(helper.make_tensor_value_info(t.name, t.data_type, list(t.dims)))
     for inp in model.graph.input:
         if inp.name in bound:
             dims = inp.type.tensor_type.shape.dim
