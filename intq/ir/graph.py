@@ -273,7 +273,9 @@ class Graph:
         shown = self.nodes if max_nodes is None else self.nodes[:max_nodes]
         for n in shown:
             outs = ", ".join(self.tensors[o].describe() for o in n.outputs if o)
-            lines.append(f"    {n.op_type:<20} {n.name}  -> {outs}")
+            act = n.attrs.get("fused_activation")
+            op = f"{n.op_type}+{act}" if act else n.op_type
+            lines.append(f"    {op:<20} {n.name}  -> {outs}")
         if len(shown) < len(self.nodes):
             lines.append(f"    ... {len(self.nodes) - len(shown)} more nodes (summary(max_nodes=None) shows all)")
         return "\n".join(lines)
