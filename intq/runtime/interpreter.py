@@ -43,20 +43,31 @@ def apply_fused_activation(x: np.ndarray, activation: str | None) -> np.ndarray:
 
 
 class Interpreter:
-    """Executes a float :class:`Graph` node by node with numpy.
+    """Executes a :class:`Graph` node by node with numpy.
 
-    Args:
-        graph: a float graph (as imported, or after passes).
+    Float nodes (ONNX op names) run with :mod:`intq.runtime.float_ops`; integer nodes (TFLite
+    builtin names) run with :mod:`intq.kernels`, prepared once here for ``target`` (a name from
+    :data:`intq.kernels.TARGETS` or a :class:`~intq.kernels.Target`): the runtime whose results
+    the integer graph must equal bit for bit (default ``"tflite"``: TensorFlow Lite Micro).
     """
 
-    def __init__(self, graph: Graph):
+    def __init__(self, graph: Graph, target="tflite"):
+        from intq.kernels import KERNELS, KernelContext, get_target
         from intq.runtime.float_ops import FLOAT_OPS
 
         self.graph = graph
-        missing = sorted({n.op_type for n in graph.nodes if n.op_type not in FLOAT_OPS})
+        self.target = get_target(target)
+        missing = sorted({n.op_type for n in graph.nodes if n.op_type not in FLOAT_OPS and n.op_type not in KERNELS})
         if missing:
-            raise InterpreterError(f"graph {graph.name!r} has operators with no float implementation: {missing}")
+            raise InterpreterError(f"graph {graph.name!r} has operators intq cannot execute: {missing}")
         self._ops = FLOAT_OPS
+        self._kernels: dict[str, tuple] = {}  # node name -> (run, prepared params)
+        for node in graph.nodes:
+            if node.op_type in KERNELS:
+                kernel = KERNELS[node.op_type]
+                ctx = KernelContext(node, tuple(graph.tensors[i] if i else None for i in node.inputs),
+                                    tuple(graph.tensors[o] for o in node.outputs), self.target)
+                self._kernels[node.name] = (kernel.run, kernel.prepare(ctx))
         self._last: dict[str, np.ndarray] = {}
         # the index of the last node reading each tensor, to free memory in streaming runs
         last_use: dict[str, int] = {}
@@ -127,7 +138,15 @@ class Interpreter:
         self._last = env if keep else {k: env[k] for k in (*g.inputs, *g.outputs)}
         return {o: env[o] for o in g.outputs}
 
+    def prepared(self, node_name: str):
+        """The prepared parameters of an integer node (multipliers, shifts, clamps...)."""
+        return self._kernels[node_name][1]
+
     def _run_node(self, node: Node, env: Mapping[str, np.ndarray]) -> tuple:
+        kernel = self._kernels.get(node.name)
+        if kernel is not None:
+            run, params = kernel
+            return run(params, *[env[i] if i else None for i in node.inputs])
         attrs = dict(node.attrs)
         activation = attrs.pop(FUSED_ACTIVATION, None)
         if node.op_type == "MaxPool" and len(node.outputs) > 1 and node.outputs[1]:

@@ -1,0 +1,57 @@
+"""``export_tflite``: write an intq integer graph as a ``.tflite`` file LiteRT and TFLite Micro run.
+
+Every tensor keeps its name, static shape, dtype, constant data and quantization parameters
+(per-axis parameters keep their axis as ``quantized_dimension``); every node becomes the builtin
+operator it names, with its attributes as the TFLite options table
+(:mod:`intq.export.tflite_ops`). Graph inputs and outputs keep their order.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+
+from intq.errors import IntqError
+from intq.export.tflite_flatbuffer import TfliteModelBuilder
+from intq.export.tflite_ops import attrs_to_options
+from intq.ir import Graph
+
+
+def to_tflite_bytes(graph: Graph, description: str = "intq") -> bytes:
+    """Serialise ``graph`` (an integer graph: TFLite builtin nodes, static shapes)."""
+    b = TfliteModelBuilder(description=description, subgraph_name=graph.name)
+    index: dict[str, int] = {}
+    used = set(graph.inputs) | set(graph.outputs) | {t for n in graph.nodes for t in (*n.inputs, *n.outputs) if t}
+    for name in [*graph.inputs, *(k for k in graph.tensors if k not in graph.inputs)]:
+        if name not in used:
+            continue
+        t = graph.tensors[name]
+        if not t.is_static:
+            raise IntqError(f"tensor {name!r} has shape {t.shape}; a .tflite needs static shapes (bind input_shapes)")
+        qp = t.qparams
+        index[name] = b.add_tensor(
+            name, t.shape, t.dtype, data=t.data,
+            scale=None if qp is None else qp.scale, zero_point=None if qp is None else qp.zero_point,
+            quantized_dimension=0 if qp is None or qp.axis is None else qp.axis,
+        )
+    for node in graph.nodes:
+        options = attrs_to_options(node.op_type, node.attrs, node.name)
+        b.add_operator(node.op_type, [index[i] if i else -1 for i in node.inputs], [index[o] for o in node.outputs], options)
+    b.set_io([index[i] for i in graph.inputs], [index[o] for o in graph.outputs])
+    return b.to_bytes()
+
+
+def export_tflite(graph: Graph, path: str | os.PathLike | None = None, *, overwrite: bool = False) -> bytes:
+    """Write ``graph`` to ``path`` (if given) and return the bytes. An existing file is kept unless
+    ``overwrite``; the file is written atomically."""
+    data = to_tflite_bytes(graph)
+    if path is not None:
+        path = Path(path)
+        if path.exists() and not overwrite:
+            raise IntqError(f"{path} exists; pass overwrite=True to replace it")
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_bytes(data)
+        tmp.replace(path)
+    return data

@@ -1,0 +1,60 @@
+"""Run a ``.tflite`` model under TensorFlow Lite for Microcontrollers' reference kernels, on the host.
+
+This is the oracle of intq's default ``tflite`` target: what integer-only devices compute. It
+uses the ``tflite-micro`` package (``tflite_micro.python.tflite_micro.runtime``) with
+``kPreserveAllTensors`` so every tensor of the run can be compared. Same calling convention and
+result layout as :func:`intq.export.litert_oracle.run_litert`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from ai_edge_litert import schema_py_generated as schema
+
+from intq.errors import IntqError
+from intq.export.litert_oracle import _order_inputs
+
+_ARENA_BYTES = 64 * 1024 * 1024  # host runs: generous; microcontroller arena sizing is not tested here
+_NUMPY_TYPES = {schema.TensorType.INT8: np.int8, schema.TensorType.UINT8: np.uint8, schema.TensorType.INT16: np.int16,
+                schema.TensorType.INT32: np.int32, schema.TensorType.INT64: np.int64, schema.TensorType.FLOAT32: np.float32,
+                schema.TensorType.BOOL: np.bool_}
+
+
+class TflmOracleError(IntqError, ValueError):
+    """TFLite Micro could not load or run the model, or the inputs do not fit it."""
+
+
+def run_tflm(model_bytes: bytes, inputs: Mapping[str | int, np.ndarray] | Sequence[np.ndarray],
+             preserve_all_tensors: bool = True) -> dict[str, Any]:
+    """Run ``model_bytes`` once under TFLite Micro; returns ``outputs``, ``output_names``, ``tensors``."""
+    try:
+        from tflite_micro.python.tflite_micro import runtime
+    except ImportError:
+        raise TflmOracleError("the TFLite Micro oracle needs the tflite-micro package (pip install intq[test])") from None
+    model_bytes = bytes(model_bytes)
+    config = runtime.InterpreterConfig.kPreserveAllTensors if preserve_all_tensors else runtime.InterpreterConfig.kAllocationRecording
+    try:
+        interp = runtime.Interpreter.from_bytes(model_bytes, arena_size=_ARENA_BYTES, intrepreter_config=config)
+    except Exception as exc:  # the binding raises RuntimeError with TFLM's log
+        raise TflmOracleError(f"TFLite Micro rejected the model: {exc}") from exc
+    sub = schema.Model.GetRootAs(model_bytes, 0).Subgraphs(0)
+    details = [{"name": sub.Tensors(sub.Inputs(i)).Name().decode(), "shape": sub.Tensors(sub.Inputs(i)).ShapeAsNumpy(),
+                "dtype": _NUMPY_TYPES[sub.Tensors(sub.Inputs(i)).Type()]} for i in range(sub.InputsLength())]
+    for i, arr in enumerate(_order_inputs(details, inputs)):
+        interp.set_input(arr, i)
+    try:
+        interp.invoke()
+    except Exception as exc:
+        raise TflmOracleError(f"TFLite Micro failed to run the model: {exc}") from exc
+    outputs = [np.array(interp.get_output(i)) for i in range(sub.OutputsLength())]
+    names = [sub.Tensors(sub.Outputs(i)).Name().decode() for i in range(sub.OutputsLength())]
+    tensors: dict[str, np.ndarray] = {}
+    if preserve_all_tensors:
+        for t in range(sub.TensorsLength()):
+            value = interp.GetTensor(t, 0)  # {"dtype", "shape", "tensor_data"}, or None
+            if value is not None:
+                tensors[sub.Tensors(t).Name().decode()] = np.array(value["tensor_data"])
+    return {"outputs": outputs, "output_names": names, "tensors": tensors}

@@ -1,0 +1,83 @@
+"""FULLY_CONNECTED: ``y = requant(sum_k (x_k - Z_x) * w_nk + b_n) + Z_y``, clamped.
+
+Contract (spec 003): input int8 per-tensor; weights int8 [N, K] constant, symmetric (zero point
+0), per-tensor or per-channel (axis 0); bias int32 [N] with scale ``s_in * s_w`` and zero point
+0, optional; output int8 per-tensor. The input is read as [M, K] with ``M = size / K``
+(``keep_num_dims`` keeps its leading dimensions in the output).
+
+Arithmetic: the zero-point expansion (Jacob et al. 2.3) keeps operands raw int8:
+``acc = x @ w.T - Z_x * sum_k w_nk + b_n``, where ``x @ w.T`` is an exact int8 GEMM on float32
+BLAS (:mod:`intq.kernels.gemm`) and ``- Z_x * sum w + b`` is folded into one int32 per channel at
+prepare time. The accumulator fits int32: |acc| <= K * 255 * 127 + |b|, checked at prepare.
+
+Requantization by target: ``tflite`` (TFLM) uses double rounding with ``M`` from the float32
+product ``float(s_in * s_w) / s_out`` for per-tensor weights (TFLite's
+GetQuantizedConvolutionMultipler) and the double product per channel; ``litert-ref`` computes
+``round(double(acc) * M)`` with the double product (LiteRT 2.3's reference kernel).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from intq.kernels.base import KernelContext
+from intq.kernels.gemm import PreparedGemm, exact_matmul, prepare_gemm
+from intq.kernels.requantize import Requantizer, activation_range, make_requantizer, requantize
+from intq.kernels.targets import Requant
+from intq.qmath import effective_scale
+
+OP = "FULLY_CONNECTED"
+
+
+@dataclass(frozen=True)
+class FullyConnectedParams:
+    gemm: PreparedGemm  # weights [N, K] as exact float32 chunks
+    offset: np.ndarray  # int64 [N]: b_n - Z_x * sum_k w_nk
+    requant: Requantizer
+    k: int
+    out_shape: tuple[int, ...]
+
+
+def prepare(ctx: KernelContext) -> FullyConnectedParams:
+    x, y = ctx.input(0), ctx.outputs[0]
+    in_qp = ctx.per_tensor(x, "input")
+    out_qp = ctx.per_tensor(y, "output")
+    wt = ctx.input(1)
+    w = ctx.constant(1, "weights")
+    w_qp = ctx.qparams(wt, "weights")
+    if w.dtype != np.int8 or w.ndim != 2:
+        raise ctx.error(f"weights must be int8 [N, K], got {w.dtype.name} {list(w.shape)}")
+    if np.any(w_qp.zero_point != 0) or (w_qp.per_axis and w_qp.axis != 0):
+        raise ctx.error("weights must be symmetric (zero point 0), per tensor or per output channel (axis 0)")
+    n, k = w.shape
+    bias = np.zeros(n, np.int64)
+    if ctx.has_input(2):
+        b = ctx.constant(2, "bias")
+        if b.dtype != np.int32 or b.shape != (n,):
+            raise ctx.error(f"bias must be int32 [{n}], got {b.dtype.name} {list(b.shape)}")
+        bias = b.astype(np.int64)
+    if x.shape is not None and int(np.prod(x.shape)) % k:
+        raise ctx.error(f"input of shape {x.shape} cannot be read as rows of {k}")
+    zx = int(in_qp.zero_point[0])
+    gemm = prepare_gemm(w)
+    offset = bias - zx * gemm.weight_sums
+    bound = k * 255 * 127 + int(np.abs(bias).max(initial=0))
+    if bound > 2**31 - 1:
+        raise ctx.error(f"the int32 accumulator can overflow (|acc| up to {bound}); split the layer")
+
+    mode = ctx.target.requant_for(OP)
+    per_channel = w_qp.per_axis
+    product = np.float64 if (per_channel or mode is Requant.DOUBLE_PRODUCT) else np.float32
+    real = effective_scale(in_qp.scale[0], w_qp.scale, out_qp.scale[0], product_dtype=product)
+    lo, hi = activation_range(ctx.attr("fused_activation_function", "NONE"), out_qp)
+    r = make_requantizer(real, mode, int(out_qp.zero_point[0]), lo, hi, y.dtype)
+    if y.shape is None or not y.is_static:
+        raise ctx.error("the output shape must be static")
+    return FullyConnectedParams(gemm, offset, r, k, tuple(y.shape))
+
+
+def run(p: FullyConnectedParams, x, w=None, b=None):
+    acc = exact_matmul(x.reshape(-1, p.k), p.gemm).astype(np.int64) + p.offset  # |acc| < 2^31 (prepare)
+    return (requantize(p.requant, acc).reshape(p.out_shape),)

@@ -1,0 +1,130 @@
+"""Prepared requantization: int32 accumulators -> output integers, fused with zero point and clamp.
+
+:func:`make_requantizer` (prepare time, floats allowed) derives everything from the real
+multiplier ``M = s_in * s_w / s_out`` per output channel; :func:`requantize` (run time) applies
+it to an accumulator array whose last axis is the channel axis (NHWC), in one vectorised pass
+per step:
+
+* ``Requant.DOUBLE`` (gemmlowp, TFLM): ``h = (x * 2^l * m + 2^30) >> 31`` (SRDHM: its nudge and
+  truncation equal this floor form), then ``(h + 2^(r-1) - [h < 0 and r > 0]) >> r``
+  (RoundingDivideByPOT, half away from zero), with ``l = max(shift, 0)``, ``r = max(-shift, 0)``;
+* ``Requant.SINGLE``: ``(x * m + 2^(30 - shift)) >> (31 - shift)``;
+* ``Requant.DOUBLE_PRODUCT`` (LiteRT 2.3's reference FULLY_CONNECTED): ``round_half_away(double(x)
+  * M)``, the only float step, used by the ``litert-ref`` target alone.
+
+Each is checked bit for bit against :mod:`intq.qmath`'s primitives (tests/kernels).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from intq.errors import IntqError
+from intq.kernels.targets import Requant
+from intq.qmath import QuantParams, Rounding, quantize, quantize_multiplier, round_float
+
+_ACTIVATION_BOUNDS = {"RELU": (0.0, None), "RELU6": (0.0, 6.0), "RELU_N1_TO_1": (-1.0, 1.0)}
+
+
+def activation_range(fused_activation: str, qp: QuantParams) -> tuple[int, int]:
+    """TFLite's CalculateActivationRangeQuantized: the clamp a fused activation becomes.
+
+    The bounds 0, 6, ±1 are quantized with the output's parameters (float32 division, half away
+    from zero, as TFLite) and intersected with the dtype range.
+    """
+    lo, hi = qp.qmin, qp.qmax
+    if fused_activation in (None, "NONE"):
+        return lo, hi
+    if fused_activation not in _ACTIVATION_BOUNDS:
+        raise IntqError(f"unsupported fused activation {fused_activation!r}; intq fuses RELU, RELU6, RELU_N1_TO_1")
+    a, b = _ACTIVATION_BOUNDS[fused_activation]
+    wide = QuantParams(qp.scale, qp.zero_point, np.int32)  # quantize without the int8 clamp
+    as_int = lambda v: int(np.asarray(quantize(np.float32(v), wide)))  # noqa: E731
+    lo = max(lo, as_int(a))
+    if b is not None:
+        hi = min(hi, as_int(b))
+    return lo, hi
+
+
+@dataclass(frozen=True, eq=False)
+class Requantizer:
+    """Integers (and, for ``DOUBLE_PRODUCT`` only, the double multiplier) prepared once.
+
+    ``multiplier``/``shift`` are TFLite's Q0.31 pair per channel (``shift`` positive = left);
+    ``left``/``right``/``half``/``right_pos`` are derived from them for the double-rounding pass.
+    """
+
+    mode: Requant
+    multiplier: np.ndarray  # int64 [C] (or [1])
+    shift: np.ndarray  # int64
+    zero_point: int
+    act_min: int
+    act_max: int
+    out_dtype: np.dtype
+    left: np.ndarray
+    right: np.ndarray
+    half: np.ndarray
+    right_pos: np.ndarray  # 1 where right > 0
+    single_round: np.ndarray  # 2^(30 - shift), for SINGLE
+    single_shift: np.ndarray  # 31 - shift
+    real: np.ndarray | None  # float64 M, for DOUBLE_PRODUCT only
+    any_left: bool
+
+
+def make_requantizer(real_multiplier, mode: Requant, zero_point: int, act_min: int, act_max: int,
+                     out_dtype=np.int8) -> Requantizer:
+    """Prepare the requantization of ``acc * M + zero_point`` clamped to [act_min, act_max].
+
+    ``real_multiplier``: M per output channel (or a scalar), from
+    :func:`intq.qmath.effective_scale`. Raises for a multiplier intq cannot represent.
+    """
+    real = np.atleast_1d(np.asarray(real_multiplier, dtype=np.float64))
+    if not np.all(np.isfinite(real)) or np.any(real < 0):
+        raise IntqError(f"requantization multipliers must be finite and non-negative, got {real.tolist()}")
+    qm = quantize_multiplier(real, for_single_rounding=(mode is Requant.SINGLE))
+    m = np.atleast_1d(np.asarray(qm.multiplier, dtype=np.int64))
+    s = np.atleast_1d(np.asarray(qm.shift, dtype=np.int64))
+    if np.any(s > 30):
+        raise IntqError(f"requantization multiplier {real.max():.6g} is too large (>= 2^30) for TFLite's fixed point")
+    left = np.maximum(s, 0)
+    right = np.maximum(-s, 0)
+    info = np.iinfo(out_dtype)
+    if not (info.min <= act_min <= act_max <= info.max):
+        raise IntqError(f"activation range [{act_min}, {act_max}] does not fit {np.dtype(out_dtype).name}")
+    return Requantizer(
+        mode=mode, multiplier=m, shift=s, zero_point=int(zero_point), act_min=int(act_min), act_max=int(act_max),
+        out_dtype=np.dtype(out_dtype), left=left, right=right, half=(np.int64(1) << right) >> 1,
+        right_pos=(right > 0).astype(np.int64), single_round=np.int64(1) << np.clip(30 - s, 0, 62),
+        single_shift=31 - s, real=real if mode is Requant.DOUBLE_PRODUCT else None, any_left=bool(np.any(left > 0)),
+    )
+
+
+def requantize(r: Requantizer, acc: np.ndarray) -> np.ndarray:
+    """``clamp(R(acc) + zero_point, act_min, act_max)`` as ``r.out_dtype``; channels on the last axis.
+
+    Contract: ``acc`` holds int32 values (any integer dtype). Integer-only except in
+    ``DOUBLE_PRODUCT`` mode, which emulates a runtime that multiplies in double.
+    """
+    x = acc.astype(np.int64, copy=False)
+    if r.mode is Requant.DOUBLE:
+        if r.any_left:
+            x = x << r.left
+            if int(x.max(initial=0)) > 2**31 - 1 or int(x.min(initial=0)) < -(2**31):
+                raise IntqError("requantization: accumulator << shift overflows int32 (multiplier >= 1 on a large sum)")
+        h = (x * r.multiplier + (1 << 30)) >> 31
+        y = (h + r.half - ((h < 0) * r.right_pos)) >> r.right
+    elif r.mode is Requant.SINGLE:
+        y = (x * r.multiplier + r.single_round) >> r.single_shift
+    else:
+        y = _double_product(x, r.real)
+    y += r.zero_point
+    np.clip(y, r.act_min, r.act_max, out=y)
+    return y.astype(r.out_dtype)
+
+
+def _double_product(x: np.ndarray, real: np.ndarray) -> np.ndarray:
+    """``std::round(double(acc) * M)`` — LiteRT 2.3's reference FULLY_CONNECTED (a float emulation)."""
+    prod = round_float(x.astype(np.float64) * real, Rounding.HALF_AWAY_FROM_ZERO)
+    return np.clip(prod, -(2.0**62), 2.0**62).astype(np.int64)  # clamped later; avoids an undefined cast
