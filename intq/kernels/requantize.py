@@ -53,7 +53,7 @@ class Requantizer:
     """Integers (and, for ``DOUBLE_PRODUCT`` only, the double multiplier) prepared once.
 
     ``multiplier``/``shift`` are TFLite's Q0.31 pair per channel (``shift`` positive = left);
-    ``left``/``right``/``half``/``right_pos`` are derived from them for the double-rounding pass.
+    ``left``/``right``/``round_nudge``/``right_pos`` are derived from them for the double-rounding pass.
     """
 
     mode: Requant
@@ -65,7 +65,7 @@ class Requantizer:
     out_dtype: np.dtype
     left: np.ndarray
     right: np.ndarray
-    half: np.ndarray
+    round_nudge: np.ndarray  # 2^(right-1), 0 when right == 0
     right_pos: np.ndarray  # 1 where right > 0
     single_round: np.ndarray  # 2^(30 - shift), for SINGLE
     single_shift: np.ndarray  # 31 - shift
@@ -95,7 +95,7 @@ def make_requantizer(real_multiplier, mode: Requant, zero_point: int, act_min: i
         raise IntqError(f"activation range [{act_min}, {act_max}] does not fit {np.dtype(out_dtype).name}")
     return Requantizer(
         mode=mode, multiplier=m, shift=s, zero_point=int(zero_point), act_min=int(act_min), act_max=int(act_max),
-        out_dtype=np.dtype(out_dtype), left=left, right=right, half=(np.int64(1) << right) >> 1,
+        out_dtype=np.dtype(out_dtype), left=left, right=right, round_nudge=(np.int64(1) << right) >> 1,
         right_pos=(right > 0).astype(np.int64), single_round=np.int64(1) << np.clip(30 - s, 0, 62),
         single_shift=31 - s, real=real if mode is Requant.DOUBLE_PRODUCT else None, any_left=bool(np.any(left > 0)),
     )
@@ -114,7 +114,7 @@ def requantize(r: Requantizer, acc: np.ndarray) -> np.ndarray:
             if int(x.max(initial=0)) > 2**31 - 1 or int(x.min(initial=0)) < -(2**31):
                 raise IntqError("requantization: accumulator << shift overflows int32 (multiplier >= 1 on a large sum)")
         h = (x * r.multiplier + (1 << 30)) >> 31
-        y = (h + r.half - ((h < 0) * r.right_pos)) >> r.right
+        y = (h + r.round_nudge - ((h < 0) * r.right_pos)) >> r.right
     elif r.mode is Requant.SINGLE:
         y = (x * r.multiplier + r.single_round) >> r.single_shift
     else:

@@ -1,0 +1,41 @@
+"""The fused requantizer equals intq.qmath's primitives bit for bit, for every mode."""
+
+import numpy as np
+import pytest
+
+from intq.kernels.requantize import activation_range, make_requantizer, requantize
+from intq.kernels.targets import Requant
+from intq.qmath import (
+    QuantParams,
+    multiply_by_quantized_multiplier,
+    multiply_by_quantized_multiplier_single_rounding,
+    quantize_multiplier,
+    round_float,
+)
+
+
+@pytest.mark.parametrize("mode", list(Requant))
+def test_requantize_equals_the_primitives(rng, mode):
+    c = 16
+    real = np.concatenate([2.0 ** rng.uniform(-20, 0.5, size=c - 4), [0.5, 1.0, 1.5, 2.0**-31]])
+    acc = rng.integers(-(2**22), 2**22, size=(5000, c))
+    acc[:, -4:] >>= 8  # keep x << shift inside int32 for the left-shift channels
+    r = make_requantizer(real, mode, zero_point=-7, act_min=-128, act_max=127)
+    got = requantize(r, acc)
+    m, s = quantize_multiplier(real, for_single_rounding=mode is Requant.SINGLE)
+    if mode is Requant.DOUBLE:
+        want = multiply_by_quantized_multiplier(acc, m, s)
+    elif mode is Requant.SINGLE:
+        want = multiply_by_quantized_multiplier_single_rounding(acc, m, s)
+    else:
+        want = round_float(acc * real)
+    np.testing.assert_array_equal(got, np.clip(np.asarray(want, np.int64) - 7, -128, 127))
+    assert got.dtype == np.int8
+
+
+def test_activation_ranges_follow_tflite():
+    qp = QuantParams(np.float32(0.05), -10)
+    assert activation_range("NONE", qp) == (-128, 127)
+    assert activation_range("RELU", qp) == (-10, 127)
+    assert activation_range("RELU6", qp) == (-10, 110)  # -10 + round(6 / 0.05)
+    assert activation_range("RELU_N1_TO_1", qp) == (-30, 10)
