@@ -1,0 +1,105 @@
+"""intq.convert — a float graph and its calibration table become an integer-only graph.
+
+:func:`convert` maps every float node to TFLite int8 builtins (NHWC) with the rules of
+:mod:`intq.convert.rules`; :func:`quantize` is the whole pipeline (load, simplify, calibrate,
+reconcile, convert). An operator with no integer rule fails before any work, with every such op
+and its nodes listed.
+
+The integer graph takes and returns what the float model did (float32 in the user's layout):
+each input is QUANTIZEd (then transposed to NHWC where a spatial op needs it), each output is
+brought back to the user's layout and DEQUANTIZEd. ``input_type="int8"`` / ``output_type="int8"``
+skip the (de)quantization, as TFLite's ``inference_input_type``.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import numpy as np
+
+from intq.calibration import CalibrationTable, calibrate, reconcile_ranges
+from intq.convert.context import ConversionContext, ConversionError, identity
+from intq.convert.rules import RULES
+from intq.errors import UnsupportedOperatorError
+from intq.ir import Graph
+
+
+def check_convertible(graph: Graph) -> None:
+    """Raise :class:`UnsupportedOperatorError` listing every op with no integer rule, and its nodes."""
+    missing: dict[str, list[str]] = defaultdict(list)
+    for n in graph.nodes:
+        if n.op_type not in RULES:
+            missing[n.op_type].append(n.name)
+    if missing:
+        lines = [f"  {op}: {len(ns)} node(s): " + ", ".join(repr(x) for x in ns[:5]) + (" ..." if len(ns) > 5 else "")
+                 for op, ns in sorted(missing.items())]
+        raise UnsupportedOperatorError(
+            f"graph {graph.name!r} has {len(missing)} operator type(s) intq cannot make integer-only:\n"
+            + "\n".join(lines) + "\nConvertible: " + ", ".join(sorted(RULES)))
+
+
+def convert(graph: Graph, table: CalibrationTable, *, per_channel: bool = True,
+            input_type: str = "float32", output_type: str = "float32") -> Graph:
+    """Convert a simplified float graph (static shapes) with its calibration table."""
+    check_convertible(graph)
+    cx = ConversionContext(graph, table, per_channel)
+    cx.reserved = set(graph.inputs) | set(graph.outputs)
+    inputs = []
+    for name in graph.inputs:
+        t = graph.tensors[name]
+        qp = cx.activation_qparams(name)
+        rank = len(t.shape)
+        if input_type == "float32":
+            cx.tensors[name] = type(t)(name, np.float32, t.shape)
+            q = cx.add_tensor(f"{name}/quantized", t.shape, np.int8, qp)
+            cx.emit("QUANTIZE", f"{name}/quantize", [name], [q])
+            cx.define(name, q, identity(rank))
+        elif input_type == "int8":
+            cx.tensors[name] = type(t)(name, np.int8, t.shape, qparams=qp)
+            cx.define(name, name, identity(rank))
+        else:
+            raise ConversionError(f"input_type must be 'float32' or 'int8', got {input_type!r}")
+        inputs.append(name)
+    for node in graph.nodes:
+        RULES[node.op_type](cx, node)
+    outputs = []
+    for name in graph.outputs:
+        rank = len(graph.tensors[name].shape)
+        q = cx.value_as(name, identity(rank))
+        if output_type == "float32":
+            cx.tensors[name] = type(graph.tensors[name])(name, np.float32, graph.tensors[name].shape)
+            cx.emit("DEQUANTIZE", f"{name}/dequantize", [q], [name])
+            outputs.append(name)
+        elif output_type == "int8":
+            outputs.append(q)
+        else:
+            raise ConversionError(f"output_type must be 'float32' or 'int8', got {output_type!r}")
+    meta = {"source": graph.metadata.get("source", ""), "float_graph": graph.name, "calibration": table.method,
+            "per_channel": per_channel, "conversion_notes": tuple(cx.notes)}
+    return cx.build(inputs, outputs, graph.name, meta)
+
+
+def quantize(model, data=None, *, method: str = "minmax", per_channel: bool = True, table: CalibrationTable | None = None,
+             input_shapes=None, example_inputs=None, progress=None, input_type: str = "float32",
+             output_type: str = "float32", **observer_options) -> Graph:
+    """The whole pipeline: a model (path, ONNX proto, torch module or float Graph) and calibration
+    ``data`` (or a ready ``table``) give an integer-only graph.
+
+    Steps: :func:`intq.load` (unless a Graph), :func:`intq.passes.simplify`, :func:`calibrate`
+    (``method`` and ``observer_options``), :func:`reconcile_ranges`, :func:`convert`.
+    """
+    from intq.frontends import load
+    from intq.passes import simplify
+
+    graph = model if isinstance(model, Graph) else load(model, input_shapes=input_shapes, example_inputs=example_inputs)
+    graph = simplify(graph)
+    check_convertible(graph)
+    if table is None:
+        if data is None:
+            raise ConversionError("quantize needs calibration data (or a calibration table=)")
+        table = calibrate(graph, data, method, progress=progress, **observer_options)
+    table = reconcile_ranges(graph, table)
+    return convert(graph, table, per_channel=per_channel, input_type=input_type, output_type=output_type)
+
+
+__all__ = ["convert", "quantize", "check_convertible", "ConversionError", "RULES"]

@@ -1,0 +1,173 @@
+"""The state of one conversion: the integer graph being built, each float tensor's integer
+counterpart (name and layout), and quantization parameters.
+
+Layout (DESIGN.md decision 2): integer graphs are NHWC. Each float tensor ``t`` maps to an
+integer tensor holding ``t.transpose(perm)``; 4-D activations produced by spatial operators use
+``perm = (0, 2, 3, 1)`` (NCHW -> NHWC), everything else starts as the identity. A rule that needs
+a particular layout asks for it with :meth:`ConversionContext.value_as`, which inserts a
+TRANSPOSE only when the two layouts differ in memory order (e.g. an NHWC tensor whose H and W are
+1 is already in NCHW order: no transpose).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from intq.calibration import CalibrationTable
+from intq.errors import IntqError
+from intq.ir import Graph, Node, Tensor
+from intq.qmath import QuantParams, choose_qparams
+
+NHWC = (0, 2, 3, 1)
+
+#: Output parameters the TFLite int8 spec fixes (spec 003).
+FIXED_OUTPUT = {
+    "LOGISTIC": (1.0 / 256.0, -128),
+    "SOFTMAX": (1.0 / 256.0, -128),
+    "TANH": (1.0 / 128.0, 0),
+    "L2_NORMALIZATION": (1.0 / 128.0, 0),
+    "LOG_SOFTMAX": (16.0 / 256.0, 127),
+}
+
+
+class ConversionError(IntqError, ValueError):
+    """A float node cannot be made integer-only (names the node and why)."""
+
+
+def identity(rank: int) -> tuple[int, ...]:
+    return tuple(range(rank))
+
+
+def same_memory_order(shape: tuple[int, ...], perm_a: tuple[int, ...], perm_b: tuple[int, ...]) -> bool:
+    """True when ``x.transpose(perm_a)`` and ``x.transpose(perm_b)`` hold the same bytes in C order
+    (their non-unit axes appear in the same relative order)."""
+    a = [p for p in perm_a if shape[p] != 1]
+    b = [p for p in perm_b if shape[p] != 1]
+    return a == b
+
+
+@dataclass
+class IntValue:
+    """The integer tensor standing for a float tensor, and its layout."""
+
+    name: str
+    perm: tuple[int, ...]
+
+
+@dataclass
+class ConversionContext:
+    float_graph: Graph
+    table: CalibrationTable
+    per_channel: bool = True
+    tensors: dict[str, Tensor] = field(default_factory=dict)
+    nodes: list[Node] = field(default_factory=list)
+    values: dict[str, IntValue] = field(default_factory=dict)
+    transposed: dict[tuple[str, tuple[int, ...]], str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    reserved: set[str] = field(default_factory=set)  # graph input/output names, kept for the float ends
+
+    # -- names and tensors --------------------------------------------------------------------
+
+    def unique(self, hint: str) -> str:
+        name, k = hint, 1
+        while name in self.tensors or name in self.reserved:
+            name, k = f"{hint}_{k}", k + 1
+        return name
+
+    def add_tensor(self, hint: str, shape, dtype=np.int8, qparams: QuantParams | None = None,
+                   data: np.ndarray | None = None) -> str:
+        name = self.unique(hint)
+        if data is not None:
+            self.tensors[name] = Tensor(name, data=np.asarray(data, dtype=dtype), qparams=qparams)
+        else:
+            self.tensors[name] = Tensor(name, np.dtype(dtype), tuple(int(d) for d in shape), qparams=qparams)
+        return name
+
+    def emit(self, op: str, name: str, inputs, outputs, attrs=None) -> Node:
+        node_names = {n.name for n in self.nodes}
+        nm, k = name, 1
+        while nm in node_names:
+            nm, k = f"{name}_{k}", k + 1
+        node = Node(op, nm, tuple(inputs), tuple(outputs), attrs or {})
+        self.nodes.append(node)
+        return node
+
+    # -- float-graph facts -----------------------------------------------------------------------
+
+    def shape(self, float_name: str) -> tuple[int, ...]:
+        t = self.float_graph.tensors[float_name]
+        if not t.is_static:
+            raise ConversionError(f"tensor {float_name!r} has no static shape; bind input_shapes and simplify first")
+        return tuple(t.shape)
+
+    def constant(self, float_name: str) -> np.ndarray | None:
+        return self.float_graph.constant(float_name) if float_name else None
+
+    # -- quantization parameters -------------------------------------------------------------------
+
+    def activation_qparams(self, float_name: str) -> QuantParams:
+        """Asymmetric int8 parameters from the calibrated range of ``float_name``."""
+        if float_name not in self.table:
+            raise ConversionError(f"the calibration table has no range for tensor {float_name!r}; calibrate this graph")
+        lo, hi = self.table[float_name]
+        return choose_qparams(lo, hi, "int8", name=float_name)
+
+    @staticmethod
+    def fixed_qparams(op: str) -> QuantParams:
+        scale, zp = FIXED_OUTPUT[op]
+        return QuantParams(np.float32(scale), zp, np.int8)
+
+    # -- values and layout --------------------------------------------------------------------------
+
+    def define(self, float_name: str, int_name: str, perm: tuple[int, ...]) -> None:
+        self.values[float_name] = IntValue(int_name, perm)
+
+    def output_tensor(self, float_name: str, perm: tuple[int, ...], qparams: QuantParams, dtype=np.int8) -> str:
+        """Create the integer tensor for a node's float output ``float_name`` in layout ``perm``."""
+        shape = self.shape(float_name)
+        name = self.add_tensor(float_name, [shape[p] for p in perm], dtype, qparams)
+        self.define(float_name, name, perm)
+        return name
+
+    def value(self, float_name: str) -> IntValue:
+        try:
+            return self.values[float_name]
+        except KeyError:
+            raise ConversionError(f"tensor {float_name!r} has no integer value yet (is it a float constant?)") from None
+
+    def qparams_of(self, float_name: str) -> QuantParams:
+        return self.tensors[self.value(float_name).name].qparams
+
+    def value_as(self, float_name: str, perm: tuple[int, ...]) -> str:
+        """The integer tensor of ``float_name`` in layout ``perm`` (a TRANSPOSE when needed)."""
+        v = self.value(float_name)
+        if v.perm == perm:
+            return v.name
+        shape = self.shape(float_name)
+        key = (float_name, perm)
+        if key in self.transposed:
+            return self.transposed[key]
+        src = self.tensors[v.name]
+        target_shape = [shape[p] for p in perm]
+        if same_memory_order(shape, v.perm, perm):
+            out = self.add_tensor(f"{v.name}/as_{''.join(map(str, perm))}", target_shape, src.dtype, src.qparams)
+            shape_const = self.add_tensor(f"{out}/shape", [len(target_shape)], np.int32, data=np.asarray(target_shape, np.int32))
+            self.emit("RESHAPE", f"{out}/reshape", [v.name, shape_const], [out], {"new_shape": tuple(target_shape)})
+        else:
+            # int axes of the target layout, expressed as axes of the current integer tensor
+            rel = [v.perm.index(p) for p in perm]
+            out = self.add_tensor(f"{v.name}/transposed", target_shape, src.dtype, src.qparams)
+            perm_const = self.add_tensor(f"{out}/perm", [len(rel)], np.int32, data=np.asarray(rel, np.int32))
+            self.emit("TRANSPOSE", f"{out}/transpose", [v.name, perm_const], [out])
+        self.transposed[key] = out
+        return out
+
+    def int_constant(self, hint: str, value: np.ndarray, qparams: QuantParams | None, dtype=np.int8) -> str:
+        return self.add_tensor(hint, value.shape, dtype, qparams, data=value)
+
+    def build(self, inputs: list[str], outputs: list[str], name: str, metadata: dict) -> Graph:
+        used = set(inputs) | set(outputs) | {t for n in self.nodes for t in (*n.inputs, *n.outputs) if t}
+        tensors = {k: v for k, v in self.tensors.items() if k in used}
+        return Graph(self.nodes, tensors, inputs, outputs, name=name, metadata=metadata)

@@ -1,0 +1,677 @@
+"""Per-operator conversion rules: one function per ONNX op, named after it.
+
+Each rule reads a float node (opset-21 semantics, after :func:`intq.passes.simplify`) and emits
+integer TFLite builtins into the :class:`~intq.convert.context.ConversionContext`, following
+the TFLite int8 spec (spec 003): weights symmetric int8 per channel, activations asymmetric int8
+per tensor, int32 biases with scale ``s_in * s_w``, fixed output parameters for LOGISTIC /
+SOFTMAX / TANH / LOG_SOFTMAX, and the input's parameters on the outputs of ops that only move
+values (pooling, reshape, transpose, pad, slice, split, max/min).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from intq.convert.context import NHWC, ConversionContext, ConversionError, identity
+from intq.convert.weights import quantize_linear_layer
+from intq.ir import Node
+from intq.qmath import QuantParams, choose_qparams, quantize
+
+Rule = Callable[[ConversionContext, Node], None]
+RULES: dict[str, Rule] = {}
+
+
+def rule(*ops: str):
+    def register(fn: Rule) -> Rule:
+        for op in ops or (fn.__name__,):
+            RULES[op] = fn
+        return fn
+
+    return register
+
+
+def _fail(node: Node, why: str) -> ConversionError:
+    return ConversionError(f"node {node.name!r} ({node.op_type}): {why}")
+
+
+def _act(node: Node) -> str:
+    return node.attrs.get("fused_activation", None) or "NONE"
+
+
+# ----------------------------------------------------------------------------------- padding
+
+def _same_pads(size: int, k: int, stride: int, dilation: int) -> tuple[int, int, int]:
+    """TFLite SAME: output ceil(size/stride), total pad split with the extra at the end."""
+    eff = (k - 1) * dilation + 1
+    out = -(-size // stride)
+    total = max((out - 1) * stride + eff - size, 0)
+    return total // 2, total - total // 2, out
+
+
+def _window_padding(cx: ConversionContext, node: Node, x: str, kernel, strides, dilations, *, ceil=False):
+    """('SAME'|'VALID', explicit pads [(top, bottom), (left, right)] still to apply)."""
+    _, _, h, w = cx.shape(x)
+    pads = list(node.attrs.get("pads", (0, 0, 0, 0)))
+    auto = node.attrs.get("auto_pad", "NOTSET")
+    sizes = (h, w)
+    if auto in ("SAME_UPPER", "SAME_LOWER"):
+        explicit = []
+        for i in range(2):
+            b, e, _ = _same_pads(sizes[i], kernel[i], strides[i], dilations[i])
+            explicit.append((e, b) if auto == "SAME_LOWER" else (b, e))
+    elif auto == "VALID":
+        explicit = [(0, 0), (0, 0)]
+    else:
+        explicit = [(pads[0], pads[2]), (pads[1], pads[3])]
+    if ceil:
+        for i in range(2):
+            eff = (kernel[i] - 1) * dilations[i] + 1
+            span = sizes[i] + explicit[i][0] + explicit[i][1] - eff
+            out = -(-span // strides[i]) + 1
+            if (out - 1) * strides[i] >= sizes[i] + explicit[i][0]:  # last window starts in the end padding
+                out -= 1
+            extra = max((out - 1) * strides[i] + eff - (sizes[i] + explicit[i][0] + explicit[i][1]), 0)
+            explicit[i] = (explicit[i][0], explicit[i][1] + extra)
+    if all(p == (0, 0) for p in explicit):
+        return "VALID", None
+    same = [_same_pads(sizes[i], kernel[i], strides[i], dilations[i])[:2] for i in range(2)]
+    if [tuple(s) for s in same] == explicit:
+        return "SAME", None
+    return "VALID", explicit
+
+
+def _pad_input(cx: ConversionContext, node: Node, x_int: str, explicit, value_q: int | None = None) -> str:
+    """PAD (zero point) or PADV2 (a given quantized value) of an NHWC int8 tensor."""
+    src = cx.tensors[x_int]
+    n_, h, w, c = src.shape
+    (t, b), (l, r) = explicit
+    shape = (n_, h + t + b, w + l + r, c)
+    out = cx.add_tensor(f"{x_int}/padded", shape, src.dtype, src.qparams)
+    paddings = cx.int_constant(f"{out}/paddings", np.array([[0, 0], [t, b], [l, r], [0, 0]], np.int32), None, np.int32)
+    if value_q is None:
+        cx.emit("PAD", f"{node.name}/pad", [x_int, paddings], [out])
+    else:
+        v = cx.int_constant(f"{out}/value", np.array([value_q], np.int8).reshape(()), src.qparams)
+        cx.emit("PADV2", f"{node.name}/pad", [x_int, paddings, v], [out])
+    return out
+
+
+def _spatial_attrs(node: Node):
+    k = tuple(node.attrs.get("kernel_shape", ()))
+    s = tuple(node.attrs.get("strides", (1, 1)))
+    d = tuple(node.attrs.get("dilations", (1, 1)))
+    return k, s, d
+
+
+# ---------------------------------------------------------------------------- linear layers
+
+@rule()
+def Conv(cx: ConversionContext, node: Node) -> None:
+    x, w_name = node.inputs[0], node.inputs[1]
+    b_name = node.inputs[2] if len(node.inputs) > 2 else ""
+    w = cx.constant(w_name)
+    if w is None:
+        raise _fail(node, "the weights must be a constant")
+    if w.ndim != 4:
+        raise _fail(node, f"only 2-D convolutions become CONV_2D (weights of rank {w.ndim})")
+    b = cx.constant(b_name) if b_name else None
+    cout, cin_g, kh, kw = w.shape
+    group = int(node.attrs.get("group", 1))
+    cin = cx.shape(x)[1]
+    _, strides, dilations = _spatial_attrs(node)
+    padding, explicit = _window_padding(cx, node, x, (kh, kw), strides, dilations)
+    in_qp = cx.qparams_of(x)
+    x_int = cx.value_as(x, NHWC)
+    if explicit is not None:
+        x_int = _pad_input(cx, node, x_int, explicit)
+    depthwise = group > 1 and group == cin and cin_g == 1
+    if depthwise:
+        w_tfl, axis, op = w.transpose(1, 2, 3, 0), 3, "DEPTHWISE_CONV_2D"  # [1, KH, KW, Cout]
+        attrs = {"depth_multiplier": cout // cin}
+    else:
+        w_tfl, axis, op = w.transpose(0, 2, 3, 1), 0, "CONV_2D"  # [Cout, KH, KW, Cin/g]
+        attrs = {}
+    w_q, w_qp, b_q, b_qp, fit = quantize_linear_layer(w_tfl, b, float(in_qp.scale[0]), axis if cx.per_channel else None)
+    if fit.channels:
+        cx.notes.append(f"{node.name}: weight scale raised on channels {list(fit.channels)} so the int32 bias fits")
+    w_t = cx.int_constant(f"{node.name}/weights", w_q, w_qp)
+    b_t = cx.int_constant(f"{node.name}/bias", b_q, b_qp, np.int32) if b_q is not None else ""
+    out = node.outputs[0]
+    y = cx.output_tensor(out, NHWC, cx.activation_qparams(out))
+    attrs.update(padding=padding, stride_h=strides[0], stride_w=strides[1], dilation_h_factor=dilations[0],
+                 dilation_w_factor=dilations[1], fused_activation_function=_act(node))
+    cx.emit(op, node.name, [x_int, w_t, b_t], [y], attrs)
+
+
+def _fully_connected(cx: ConversionContext, node: Node, x: str, w_nk: np.ndarray, b: np.ndarray | None) -> None:
+    in_qp = cx.qparams_of(x)
+    rank = len(cx.shape(x))
+    x_int = cx.value_as(x, identity(rank))
+    w_q, w_qp, b_q, b_qp, fit = quantize_linear_layer(w_nk, b, float(in_qp.scale[0]), 0 if cx.per_channel else None)
+    if fit.channels:
+        cx.notes.append(f"{node.name}: weight scale raised on channels {list(fit.channels)} so the int32 bias fits")
+    w_t = cx.int_constant(f"{node.name}/weights", w_q, w_qp)
+    b_t = cx.int_constant(f"{node.name}/bias", b_q, b_qp, np.int32) if b_q is not None else ""
+    out = node.outputs[0]
+    y = cx.output_tensor(out, identity(len(cx.shape(out))), cx.activation_qparams(out))
+    cx.emit("FULLY_CONNECTED", node.name, [x_int, w_t, b_t], [y],
+            {"fused_activation_function": _act(node), "keep_num_dims": rank > 2})
+
+
+@rule()
+def Gemm(cx: ConversionContext, node: Node) -> None:
+    a, bw = node.inputs[0], node.inputs[1]
+    w = cx.constant(bw)
+    if w is None or node.attrs.get("transA", 0):
+        raise _fail(node, "FULLY_CONNECTED needs constant weights and transA = 0")
+    w = w.astype(np.float64) * float(node.attrs.get("alpha", 1.0))
+    w_nk = w if node.attrs.get("transB", 0) else w.T
+    bias = None
+    if len(node.inputs) > 2 and node.inputs[2]:
+        c = cx.constant(node.inputs[2])
+        if c is None or c.size not in (1, w_nk.shape[0]):
+            raise _fail(node, "the bias C must be a constant of N values (or a scalar)")
+        bias = np.broadcast_to(c.reshape(-1) * float(node.attrs.get("beta", 1.0)), (w_nk.shape[0],))
+    _fully_connected(cx, node, a, w_nk, bias)
+
+
+@rule()
+def MatMul(cx: ConversionContext, node: Node) -> None:
+    a, bw = node.inputs
+    w = cx.constant(bw)
+    if w is None:
+        _batch_matmul(cx, node)
+        return
+    if w.ndim != 2:
+        raise _fail(node, "a constant right operand must be 2-D [K, N]")
+    _fully_connected(cx, node, a, w.T, None)
+
+
+def _batch_matmul(cx: ConversionContext, node: Node) -> None:
+    a, b = node.inputs
+    ra, rb = len(cx.shape(a)), len(cx.shape(b))
+    ia, ib = cx.value_as(a, identity(ra)), cx.value_as(b, identity(rb))
+    out = node.outputs[0]
+    y = cx.output_tensor(out, identity(len(cx.shape(out))), cx.activation_qparams(out))
+    cx.emit("BATCH_MATMUL", node.name, [ia, ib], [y], {"adj_x": False, "adj_y": False})
+
+
+@rule()
+def BatchNormalization(cx: ConversionContext, node: Node) -> None:
+    """A batch norm no linear layer absorbed: a 1x1 depthwise conv with per-channel weights
+    ``k = gamma / sqrt(var + eps)`` and bias ``beta - mean * k`` (exact per-channel quantization)."""
+    x = node.inputs[0]
+    vals = [cx.constant(i) for i in node.inputs[1:5]]
+    if any(v is None for v in vals) or len(cx.shape(x)) != 4:
+        raise _fail(node, "a standalone batch norm needs constant parameters and a 4-D input")
+    gamma, beta, mean, var = (v.astype(np.float64) for v in vals)
+    k = gamma / np.sqrt(var + float(node.attrs.get("epsilon", 1e-5)))
+    in_qp = cx.qparams_of(x)
+    x_int = cx.value_as(x, NHWC)
+    w_q, w_qp, b_q, b_qp, _ = quantize_linear_layer(k.reshape(1, 1, 1, -1), beta - mean * k, float(in_qp.scale[0]),
+                                                    3 if cx.per_channel else None)
+    out = node.outputs[0]
+    y = cx.output_tensor(out, NHWC, cx.activation_qparams(out))
+    cx.emit("DEPTHWISE_CONV_2D", node.name,
+            [x_int, cx.int_constant(f"{node.name}/scale", w_q, w_qp), cx.int_constant(f"{node.name}/shift", b_q, b_qp, np.int32)],
+            [y], {"padding": "VALID", "stride_h": 1, "stride_w": 1, "depth_multiplier": 1,
+                  "dilation_h_factor": 1, "dilation_w_factor": 1, "fused_activation_function": _act(node)})
+
+
+# -------------------------------------------------------------------------------- elementwise
+
+def _common_perm(cx: ConversionContext, names: list[str]) -> tuple[int, ...]:
+    ranks = {len(cx.shape(n)) for n in names}
+    if len(ranks) != 1:
+        raise ConversionError(f"operands {names} have different ranks; intq needs equal ranks for integer elementwise ops")
+    perms = [cx.value(n).perm for n in names]
+    return NHWC if NHWC in perms else perms[0]
+
+
+def _constant_operand(cx: ConversionContext, node: Node, value: np.ndarray, rank: int, perm, hint: str,
+                      qp: QuantParams | None = None) -> str:
+    """A float constant broadcast to ``rank``, laid out like the other operand, quantized int8."""
+    v = np.asarray(value, dtype=np.float64)
+    v = v.reshape((1,) * (rank - v.ndim) + v.shape)
+    v = v.transpose(perm)
+    if qp is None:
+        qp = choose_qparams(float(v.min()), float(v.max()), "int8", name=f"{node.name}/{hint}")
+    return cx.int_constant(f"{node.name}/{hint}", quantize(v.astype(np.float32), qp), qp)
+
+
+def _binary(cx: ConversionContext, node: Node, op: str, attrs=None) -> None:
+    a, b = node.inputs[:2]
+    ca, cb = cx.constant(a), cx.constant(b)
+    if ca is not None and cb is not None:
+        raise _fail(node, "both operands are constants (fold constants first)")
+    act_names = [n for n, c in ((a, ca), (b, cb)) if c is None]
+    perm = _common_perm(cx, act_names)
+    rank = len(perm)
+    ins = []
+    for n, c in ((a, ca), (b, cb)):
+        ins.append(cx.value_as(n, perm) if c is None else _constant_operand(cx, node, c, rank, perm, f"const_{len(ins)}"))
+    out = node.outputs[0]
+    y = cx.output_tensor(out, perm, cx.activation_qparams(out))
+    full = {"fused_activation_function": _act(node)} if op in ("ADD", "SUB", "MUL") else {}
+    full.update(attrs or {})
+    cx.emit(op, node.name, ins, [y], full)
+
+
+@rule()
+def Add(cx, node):
+    _binary(cx, node, "ADD")
+
+
+@rule()
+def Sub(cx, node):
+    _binary(cx, node, "SUB")
+
+
+@rule()
+def Mul(cx, node):
+    _binary(cx, node, "MUL")
+
+
+def _unary(cx: ConversionContext, node: Node, op: str, out_qp: QuantParams | None = None, attrs=None,
+           extra_inputs=()) -> str:
+    x = node.inputs[0]
+    perm = cx.value(x).perm
+    x_int = cx.value_as(x, perm)
+    out = node.outputs[0]
+    y = cx.output_tensor(out, perm, out_qp if out_qp is not None else cx.activation_qparams(out))
+    cx.emit(op, node.name, [x_int, *extra_inputs], [y], attrs or {})
+    return y
+
+
+@rule()
+def Relu(cx, node):
+    _unary(cx, node, "RELU")
+
+
+@rule()
+def Clip(cx, node):
+    lo = cx.constant(node.inputs[1]) if len(node.inputs) > 1 and node.inputs[1] else None
+    hi = cx.constant(node.inputs[2]) if len(node.inputs) > 2 and node.inputs[2] else None
+    bounds = (None if lo is None else float(lo), None if hi is None else float(hi))
+    named = {(0.0, 6.0): "RELU6", (-1.0, 1.0): "RELU_N1_TO_1", (0.0, None): "RELU"}.get(bounds)
+    if named:
+        _unary(cx, node, named)
+        return
+    # a general clip: MAXIMUM / MINIMUM with the bounds quantized in the input's parameters
+    x = node.inputs[0]
+    qp = cx.qparams_of(x)
+    perm = cx.value(x).perm
+    cur = cx.value_as(x, perm)
+    shape = cx.tensors[cur].shape
+    for op, bound, tag in (("MAXIMUM", bounds[0], "lo"), ("MINIMUM", bounds[1], "hi")):
+        if bound is None:
+            continue
+        c = cx.int_constant(f"{node.name}/{tag}", quantize(np.float32([bound]), qp).reshape(()), qp)
+        nxt = cx.add_tensor(f"{node.name}/{op.lower()}", shape, np.int8, qp)
+        cx.emit(op, f"{node.name}/{op.lower()}", [cur, c], [nxt])
+        cur = nxt
+    cx.define(node.outputs[0], cur, perm)
+
+
+@rule()
+def Sigmoid(cx, node):
+    _unary(cx, node, "LOGISTIC", cx.fixed_qparams("LOGISTIC"))
+
+
+@rule()
+def Tanh(cx, node):
+    _unary(cx, node, "TANH", cx.fixed_qparams("TANH"))
+
+
+@rule()
+def HardSwish(cx, node):
+    _unary(cx, node, "HARD_SWISH")
+
+
+@rule()
+def LeakyRelu(cx, node):
+    _unary(cx, node, "LEAKY_RELU", attrs={"alpha": float(node.attrs.get("alpha", 0.01))})
+
+
+@rule()
+def PRelu(cx, node):
+    x, slope = node.inputs
+    s = cx.constant(slope)
+    if s is None:
+        raise _fail(node, "the slope must be a constant")
+    perm = cx.value(x).perm
+    alpha = _constant_operand(cx, node, s, len(perm), perm, "alpha")
+    _unary(cx, node, "PRELU", extra_inputs=[alpha])
+
+
+@rule("SiLU")
+def SiLU(cx, node):
+    """x * sigmoid(x): LOGISTIC (fixed output 1/256, -128) then MUL."""
+    x = node.inputs[0]
+    perm = cx.value(x).perm
+    x_int = cx.value_as(x, perm)
+    shape = cx.tensors[x_int].shape
+    sig = cx.add_tensor(f"{node.name}/sigmoid", shape, np.int8, cx.fixed_qparams("LOGISTIC"))
+    cx.emit("LOGISTIC", f"{node.name}/logistic", [x_int], [sig])
+    out = node.outputs[0]
+    y = cx.output_tensor(out, perm, cx.activation_qparams(out))
+    cx.emit("MUL", node.name, [x_int, sig], [y], {"fused_activation_function": "NONE"})
+
+
+@rule()
+def HardSigmoid(cx, node):
+    """clip(alpha * x + beta, 0, 1) = MUL(x, alpha) then ADD(beta); the output parameters come
+    from the calibrated range (inside [0, 1]), so the output's saturation does the clip at 1 and
+    the range's inclusion of 0 the clip at 0."""
+    x = node.inputs[0]
+    alpha, beta = float(node.attrs.get("alpha", 0.2)), float(node.attrs.get("beta", 0.5))
+    perm = cx.value(x).perm
+    x_int = cx.value_as(x, perm)
+    lo, hi = cx.table[x]
+    scaled_qp = choose_qparams(min(alpha * lo, alpha * hi), max(alpha * lo, alpha * hi), "int8")
+    shape = cx.tensors[x_int].shape
+    rank = len(shape)
+    scaled = cx.add_tensor(f"{node.name}/scaled", shape, np.int8, scaled_qp)
+    a_c = _constant_operand(cx, node, np.array(alpha), rank, identity(rank), "alpha")
+    cx.emit("MUL", f"{node.name}/mul", [x_int, a_c], [scaled], {"fused_activation_function": "NONE"})
+    b_c = _constant_operand(cx, node, np.array(beta), rank, identity(rank), "beta")
+    out = node.outputs[0]
+    olo, ohi = cx.table[out]
+    y = cx.output_tensor(out, perm, choose_qparams(max(olo, 0.0), min(ohi, 1.0), "int8", name=out))
+    cx.emit("ADD", node.name, [scaled, b_c], [y], {"fused_activation_function": "NONE"})
+
+
+# --------------------------------------------------------------------------------- pooling
+
+def _pool(cx: ConversionContext, node: Node, op: str) -> None:
+    x = node.inputs[0]
+    kernel, strides, dilations = _spatial_attrs(node)
+    if dilations != (1, 1):
+        raise _fail(node, "TFLite pooling has no dilation")
+    ceil = bool(node.attrs.get("ceil_mode", 0))
+    padding, explicit = _window_padding(cx, node, x, kernel, strides, dilations, ceil=ceil)
+    qp = cx.qparams_of(x)
+    x_int = cx.value_as(x, NHWC)
+    if explicit is not None:
+        if op == "MAX_POOL_2D":
+            x_int = _pad_input(cx, node, x_int, explicit, value_q=qp.qmin)  # never the max
+        elif node.attrs.get("count_include_pad", 0) and not ceil:
+            x_int = _pad_input(cx, node, x_int, explicit)  # zeros count in the average
+        else:
+            raise _fail(node, f"padding {explicit} excluded from the average is not TFLite's SAME padding")
+    elif padding == "SAME" and op == "AVERAGE_POOL_2D" and node.attrs.get("count_include_pad", 0):
+        x_int = _pad_input(cx, node, x_int, _window_padding_explicit(cx, x, kernel, strides))
+        padding = "VALID"
+    out = node.outputs[0]
+    y = cx.output_tensor(out, NHWC, qp)  # pooling keeps the input's parameters (spec 003)
+    cx.emit(op, node.name, [x_int], [y], {"padding": padding, "stride_h": strides[0], "stride_w": strides[1],
+                                          "filter_height": kernel[0], "filter_width": kernel[1],
+                                          "fused_activation_function": _act(node)})
+
+
+def _window_padding_explicit(cx, x, kernel, strides):
+    _, _, h, w = cx.shape(x)
+    return [_same_pads(h, kernel[0], strides[0], 1)[:2], _same_pads(w, kernel[1], strides[1], 1)[:2]]
+
+
+@rule()
+def MaxPool(cx, node):
+    if len(node.outputs) > 1 and node.outputs[1]:
+        raise _fail(node, "the Indices output has no integer equivalent")
+    _pool(cx, node, "MAX_POOL_2D")
+
+
+@rule()
+def AveragePool(cx, node):
+    _pool(cx, node, "AVERAGE_POOL_2D")
+
+
+@rule()
+def GlobalAveragePool(cx, node):
+    x = node.inputs[0]
+    x_int = cx.value_as(x, NHWC)
+    axes = cx.int_constant(f"{node.name}/axes", np.array([1, 2], np.int32), None, np.int32)
+    out = node.outputs[0]
+    y = cx.output_tensor(out, NHWC, cx.activation_qparams(out))
+    cx.emit("MEAN", node.name, [x_int, axes], [y], {"keep_dims": True})
+
+
+@rule()
+def GlobalMaxPool(cx, node):
+    x = node.inputs[0]
+    _, _, h, w = cx.shape(x)
+    qp = cx.qparams_of(x)
+    x_int = cx.value_as(x, NHWC)
+    y = cx.output_tensor(node.outputs[0], NHWC, qp)
+    cx.emit("MAX_POOL_2D", node.name, [x_int], [y], {"padding": "VALID", "stride_h": 1, "stride_w": 1,
+                                                     "filter_height": h, "filter_width": w,
+                                                     "fused_activation_function": "NONE"})
+
+
+# ------------------------------------------------------------------------------ shape ops
+
+@rule("Reshape", "Flatten", "Squeeze", "Unsqueeze")
+def Reshape(cx, node):
+    x, out = node.inputs[0], node.outputs[0]
+    qp = cx.qparams_of(x)
+    x_int = cx.value_as(x, identity(len(cx.shape(x))))
+    shape = cx.shape(out)
+    y = cx.output_tensor(out, identity(len(shape)), qp)
+    new_shape = cx.int_constant(f"{node.name}/shape", np.asarray(shape, np.int32), None, np.int32)
+    cx.emit("RESHAPE", node.name, [x_int, new_shape], [y], {"new_shape": tuple(int(d) for d in shape)})
+
+
+@rule()
+def Transpose(cx, node):
+    x, out = node.inputs[0], node.outputs[0]
+    rank = len(cx.shape(x))
+    p = tuple(int(a) for a in node.attrs.get("perm", tuple(reversed(range(rank)))))
+    v = cx.value(x)
+    # out = x.transpose(p); x_int = x.transpose(v.perm)  =>  out = x_int.transpose(rel)
+    rel = tuple(v.perm.index(a) for a in p)
+    if rel == identity(rank):
+        cx.define(out, v.name, identity(rank))
+        return
+    y = cx.output_tensor(out, identity(rank), cx.tensors[v.name].qparams)
+    perm_c = cx.int_constant(f"{node.name}/perm", np.asarray(rel, np.int32), None, np.int32)
+    cx.emit("TRANSPOSE", node.name, [v.name, perm_c], [y])
+
+
+@rule()
+def Identity(cx, node):
+    v = cx.value(node.inputs[0])
+    cx.define(node.outputs[0], v.name, v.perm)
+
+
+@rule()
+def Concat(cx, node):
+    ins = list(node.inputs)
+    perm = _common_perm(cx, ins)
+    rank = len(perm)
+    axis = int(node.attrs["axis"]) % rank
+    out = node.outputs[0]
+    out_qp = cx.activation_qparams(out)
+    ints = []
+    for i in ins:
+        t = cx.value_as(i, perm)
+        if cx.tensors[t].qparams != out_qp:  # the documented rule: rescale inputs to the output's parameters
+            r = cx.add_tensor(f"{t}/rescaled", cx.tensors[t].shape, np.int8, out_qp)
+            cx.emit("QUANTIZE", f"{node.name}/rescale_{len(ints)}", [t], [r])
+            t = r
+        ints.append(t)
+    y = cx.output_tensor(out, perm, out_qp)
+    cx.emit("CONCATENATION", node.name, ints, [y], {"axis": perm.index(axis), "fused_activation_function": "NONE"})
+
+
+@rule()
+def Split(cx, node):
+    x = node.inputs[0]
+    rank = len(cx.shape(x))
+    axis = int(node.attrs.get("axis", 0)) % rank
+    sizes = [cx.shape(o)[axis] for o in node.outputs]
+    if len(set(sizes)) != 1:
+        raise _fail(node, f"unequal split sizes {sizes} (SPLIT_V) are not supported yet")
+    v = cx.value(x)
+    qp = cx.tensors[v.name].qparams
+    axis_c = cx.int_constant(f"{node.name}/axis", np.array(v.perm.index(axis), np.int32), None, np.int32)
+    outs = [cx.output_tensor(o, v.perm, qp) for o in node.outputs]
+    cx.emit("SPLIT", node.name, [axis_c, v.name], outs, {"num_splits": len(outs)})
+
+
+@rule()
+def Slice(cx, node):
+    x = node.inputs[0]
+    shape = cx.shape(x)
+    rank = len(shape)
+    starts, ends = cx.constant(node.inputs[1]), cx.constant(node.inputs[2])
+    axes = cx.constant(node.inputs[3]) if len(node.inputs) > 3 and node.inputs[3] else np.arange(len(starts))
+    steps = cx.constant(node.inputs[4]) if len(node.inputs) > 4 and node.inputs[4] else np.ones(len(starts), np.int64)
+    if starts is None or ends is None or axes is None or steps is None:
+        raise _fail(node, "starts, ends, axes and steps must be constants")
+    v = cx.value(x)
+    begin, end, stride = [0] * rank, list(shape), [1] * rank
+    for s, e, a, st in zip(starts, ends, axes, steps):
+        a = int(a) % rank
+        sl = slice(int(max(min(s, 2**31 - 1), -(2**31))), int(max(min(e, 2**31 - 1), -(2**31))), int(st))
+        b0, e0, st0 = sl.indices(shape[a])
+        begin[a], end[a], stride[a] = b0, e0, st0
+        if st0 < 0 and e0 < 0:
+            end[a] = -shape[a] - 1  # through index 0
+    to_int = lambda vals: [vals[p] for p in v.perm]  # noqa: E731
+    consts = [cx.int_constant(f"{node.name}/{k}", np.asarray(to_int(vals), np.int32), None, np.int32)
+              for k, vals in (("begin", begin), ("end", end), ("strides", stride))]
+    y = cx.output_tensor(node.outputs[0], v.perm, cx.tensors[v.name].qparams)
+    cx.emit("STRIDED_SLICE", node.name, [v.name, *consts], [y], {"begin_mask": 0, "end_mask": 0, "ellipsis_mask": 0,
+                                                                 "new_axis_mask": 0, "shrink_axis_mask": 0, "offset": False})
+
+
+@rule()
+def Pad(cx, node):
+    x = node.inputs[0]
+    pads = cx.constant(node.inputs[1])
+    mode = node.attrs.get("mode", "constant")
+    if pads is None or mode != "constant":
+        raise _fail(node, f"only constant padding with constant pads becomes PAD (mode {mode!r})")
+    rank = len(cx.shape(x))
+    if len(node.inputs) > 3 and node.inputs[3]:
+        raise _fail(node, "the axes input is not supported")
+    value = cx.constant(node.inputs[2]) if len(node.inputs) > 2 and node.inputs[2] else None
+    v = cx.value(x)
+    qp = cx.tensors[v.name].qparams
+    pairs = np.asarray(pads, np.int64).reshape(2, rank).T  # [(begin, end) per float axis]
+    if np.any(pairs < 0):
+        raise _fail(node, "negative pads (cropping) are not supported")
+    paddings = cx.int_constant(f"{node.name}/paddings", pairs[list(v.perm)].astype(np.int32), None, np.int32)
+    y = cx.output_tensor(node.outputs[0], v.perm, qp)
+    if value is None or float(value) == 0.0:
+        cx.emit("PAD", node.name, [v.name, paddings], [y])
+    else:
+        c = cx.int_constant(f"{node.name}/value", quantize(np.float32([float(value)]), qp).reshape(()), qp)
+        cx.emit("PADV2", node.name, [v.name, paddings, c], [y])
+
+
+@rule()
+def Resize(cx, node):
+    x = node.inputs[0]
+    mode = node.attrs.get("mode", "nearest")
+    coord = node.attrs.get("coordinate_transformation_mode", "half_pixel")
+    nearest_mode = node.attrs.get("nearest_mode", "round_prefer_floor")
+    n_, c, h, w = cx.shape(x)
+    on, oc, oh, ow = cx.shape(node.outputs[0])
+    if (on, oc) != (n_, c):
+        raise _fail(node, "only spatial resizing is supported")
+    half_pixel = coord in ("half_pixel", "pytorch_half_pixel")
+    align = coord == "align_corners"
+    if not (half_pixel or align or coord == "asymmetric"):
+        raise _fail(node, f"coordinate_transformation_mode {coord!r} has no TFLite equivalent")
+    if mode == "nearest":
+        op = "RESIZE_NEAREST_NEIGHBOR"
+        ok = (coord == "asymmetric" and nearest_mode == "floor") or (half_pixel and nearest_mode == "round_prefer_ceil") \
+            or (half_pixel and nearest_mode == "round_prefer_floor" and oh % h == 0 and ow % w == 0)
+        if align:
+            ok = nearest_mode in ("round_prefer_ceil",)
+        if not ok:
+            raise _fail(node, f"nearest mode {nearest_mode!r} with {coord!r} differs from TFLite's nearest neighbour")
+    elif mode == "linear":
+        op = "RESIZE_BILINEAR"
+    else:
+        raise _fail(node, f"resize mode {mode!r} has no TFLite int8 equivalent")
+    x_int = cx.value_as(x, NHWC)
+    size = cx.int_constant(f"{node.name}/size", np.array([oh, ow], np.int32), None, np.int32)
+    y = cx.output_tensor(node.outputs[0], NHWC, cx.qparams_of(x))
+    cx.emit(op, node.name, [x_int, size], [y], {"align_corners": align, "half_pixel_centers": half_pixel})
+
+
+def _softmax(cx: ConversionContext, node: Node, op: str) -> None:
+    x = node.inputs[0]
+    rank = len(cx.shape(x))
+    axis = int(node.attrs.get("axis", -1)) % rank
+    v = cx.value(x)
+    perm = v.perm if v.perm.index(axis) == rank - 1 else tuple([a for a in range(rank) if a != axis] + [axis])
+    x_int = cx.value_as(x, perm)
+    y = cx.output_tensor(node.outputs[0], perm, cx.fixed_qparams(op))
+    cx.emit(op, node.name, [x_int], [y], {"beta": 1.0} if op == "SOFTMAX" else {})
+
+
+@rule()
+def Softmax(cx, node):
+    _softmax(cx, node, "SOFTMAX")
+
+
+@rule()
+def LogSoftmax(cx, node):
+    _softmax(cx, node, "LOG_SOFTMAX")
+
+
+def _reduce(cx: ConversionContext, node: Node, op: str, same_scale: bool) -> None:
+    x = node.inputs[0]
+    rank = len(cx.shape(x))
+    axes = cx.constant(node.inputs[1]) if len(node.inputs) > 1 and node.inputs[1] else np.arange(rank)
+    keep = bool(node.attrs.get("keepdims", 1))
+    v = cx.value(x)
+    float_axes = sorted(int(a) % rank for a in axes)
+    int_axes = sorted(v.perm.index(a) for a in float_axes)
+    axes_c = cx.int_constant(f"{node.name}/axes", np.asarray(int_axes, np.int32), None, np.int32)
+    if keep:
+        out_perm = v.perm
+    else:
+        kept = [a for a in v.perm if a not in float_axes]  # int output axes, as original float axes
+        out_perm = tuple(sorted(kept).index(a) for a in kept)  # int output = float output.transpose(out_perm)
+    out = node.outputs[0]
+    qp = cx.tensors[v.name].qparams if same_scale else cx.activation_qparams(out)
+    y = cx.output_tensor(out, out_perm, qp)
+    cx.emit(op, node.name, [v.name, axes_c], [y], {"keep_dims": keep})
+
+
+@rule()
+def ReduceMean(cx, node):
+    _reduce(cx, node, "MEAN", False)
+
+
+@rule()
+def ReduceSum(cx, node):
+    _reduce(cx, node, "SUM", False)
+
+
+@rule()
+def ReduceMax(cx, node):
+    _reduce(cx, node, "REDUCE_MAX", True)
+
+
+@rule()
+def ReduceMin(cx, node):
+    _reduce(cx, node, "REDUCE_MIN", True)
+
+
+@rule("DepthToSpace", "SpaceToDepth")
+def DepthToSpace(cx, node):
+    if node.op_type == "DepthToSpace" and node.attrs.get("mode", "DCR") != "DCR":
+        raise _fail(node, "only DCR mode matches TFLite's DEPTH_TO_SPACE")
+    x = node.inputs[0]
+    qp = cx.qparams_of(x)
+    x_int = cx.value_as(x, NHWC)
+    y = cx.output_tensor(node.outputs[0], NHWC, qp)
+    op = "DEPTH_TO_SPACE" if node.op_type == "DepthToSpace" else "SPACE_TO_DEPTH"
+    cx.emit(op, node.name, [x_int], [y], {"block_size": int(node.attrs["blocksize"])})

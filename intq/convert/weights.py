@@ -1,0 +1,83 @@
+"""Weights to int8 and biases to int32 (spec 003, spec 004).
+
+Weights: symmetric int8 in [-127, 127], zero point 0, per output channel (``axis``) or per
+tensor: ``S_c = max|w_c| / 127`` (float32), ``q = round_half_away(w / S_c)``.
+
+Bias: int32 with scale ``S_in * S_w[c]`` and zero point 0: ``q_b = round(b / (S_in * S_w[c]))``.
+When ``|b_c| / (S_in * S_w[c])`` exceeds int32 (a tiny weight scale next to a large bias: a
+pruned-to-almost-zero channel), intq does not wrap: it raises that channel's weight scale to
+``|b_c| / (S_in * (2^31 - 1))`` — the smallest scale whose bias fits — and requantizes the
+channel's weights with it (they lose resolution, the bias stays exact). Every adjusted channel is
+reported in :class:`BiasFit`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from intq.qmath import QuantParams, Rounding, quantize, round_float
+
+INT32_MAX = 2**31 - 1
+
+
+@dataclass(frozen=True)
+class BiasFit:
+    """Channels whose weight scale was raised so their int32 bias fits (empty if none)."""
+
+    channels: tuple[int, ...]
+    old_scales: tuple[float, ...]
+    new_scales: tuple[float, ...]
+
+
+def weight_scales(w: np.ndarray, axis: int | None) -> np.ndarray:
+    """Symmetric int8 scales ``max|w| / 127`` per channel of ``axis`` (float32 values, >0)."""
+    a = np.abs(w.astype(np.float64))
+    if axis is None:
+        t = np.array([a.max(initial=0.0)])
+    else:
+        t = np.moveaxis(a, axis, 0).reshape(a.shape[axis], -1).max(axis=1, initial=0.0)
+    s = (t / 127.0).astype(np.float32).astype(np.float64)
+    return np.where(s > 0, s, 1.0)  # an all-zero channel: any scale; 1.0 keeps its multiplier ordinary
+
+
+def quantize_weights(w: np.ndarray, scales: np.ndarray, axis: int | None) -> tuple[np.ndarray, QuantParams]:
+    """int8 weights for the given scales (narrow range [-127, 127])."""
+    qp = QuantParams(scales, np.zeros(len(scales), np.int64), np.int8, axis, narrow_range=True)
+    return quantize(w.astype(np.float32), qp, compute_dtype=np.float64), qp
+
+
+def quantize_linear_layer(w: np.ndarray, b: np.ndarray | None, input_scale: float, axis: int | None):
+    """Quantize a layer's weights (``axis`` = output channel) and bias together.
+
+    Returns ``(w_q, w_qp, b_q, b_qp, fit)``; ``b_q`` is None when there is no bias.
+    """
+    scales = weight_scales(w, axis)
+    fit = BiasFit((), (), ())
+    if b is not None:
+        b64 = np.asarray(b, dtype=np.float64).reshape(-1)
+        per = scales if axis is not None else np.full(b64.size, scales[0])
+        need = np.abs(b64) / (np.float64(np.float32(input_scale)) * per)
+        over = need > INT32_MAX
+        if np.any(over):
+            if axis is None:
+                grow = (np.abs(b64).max() / (input_scale * INT32_MAX)) * (1 + 2**-20)
+                new = np.array([np.float32(grow)], dtype=np.float64)
+                fit = BiasFit((0,), (float(scales[0]),), (float(new[0]),))
+                scales = new
+            else:
+                idx = np.flatnonzero(over)
+                new = scales.copy()
+                new[idx] = (np.abs(b64[idx]) / (input_scale * INT32_MAX) * (1 + 2**-20)).astype(np.float32)
+                fit = BiasFit(tuple(int(i) for i in idx), tuple(float(v) for v in scales[idx]), tuple(float(v) for v in new[idx]))
+                scales = new
+    w_q, w_qp = quantize_weights(w, scales, axis)
+    if b is None:
+        return w_q, w_qp, None, None, fit
+    bias_scales = (np.float32(input_scale) * scales.astype(np.float32)).astype(np.float64)  # float32 product, as TFLite
+    per = bias_scales if axis is not None else np.full(np.asarray(b).size, bias_scales[0])
+    b_q = round_float(np.asarray(b, np.float64).reshape(-1) / per, Rounding.HALF_AWAY_FROM_ZERO)
+    b_q = np.clip(b_q, -INT32_MAX, INT32_MAX).astype(np.int32)
+    b_qp = QuantParams(bias_scales, np.zeros(bias_scales.size, np.int64), np.int32, 0 if axis is not None else None)
+    return w_q, w_qp, b_q, b_qp, fit
