@@ -150,7 +150,7 @@ def _order_inputs(
                 f"input {detail['name']!r} must be {want_dtype}{list(want_shape)}, "
                 f"got {arr.dtype}{list(arr.shape)}"
             )
-        checked.append(np.ascontiguousarray(arr))
+        checked.append(np.require(arr, requirements="C"))  # keeps 0-d arrays 0-d
     return checked
 
 

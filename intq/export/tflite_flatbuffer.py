@@ -52,6 +52,7 @@ _TENSOR_TYPES: dict[np.dtype, int] = {
     np.dtype(np.int32): schema.TensorType.INT32,
     np.dtype(np.int64): schema.TensorType.INT64,
     np.dtype(np.float32): schema.TensorType.FLOAT32,
+    np.dtype(np.bool_): schema.TensorType.BOOL,  # comparison outputs
 }
 
 # Builtin operator name -> code, e.g. "CONV_2D" -> 3 (the placeholder 127 is not an operator).

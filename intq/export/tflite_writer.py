@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import numpy as np
 
 from intq.errors import IntqError
 from intq.export.tflite_flatbuffer import TfliteModelBuilder
@@ -38,7 +37,10 @@ def to_tflite_bytes(graph: Graph, description: str = "intq") -> bytes:
         )
     for node in graph.nodes:
         options = attrs_to_options(node.op_type, node.attrs, node.name)
-        b.add_operator(node.op_type, [index[i] if i else -1 for i in node.inputs], [index[o] for o in node.outputs], options)
+        inputs = list(node.inputs)
+        while inputs and not inputs[-1]:  # trailing omitted inputs are left out, not written as -1:
+            inputs.pop()                  # TFLM's depthwise conv crashes on a -1 bias index
+        b.add_operator(node.op_type, [index[i] if i else -1 for i in inputs], [index[o] for o in node.outputs], options)
     b.set_io([index[i] for i in graph.inputs], [index[o] for o in graph.outputs])
     return b.to_bytes()
 

@@ -273,7 +273,8 @@ class Graph:
         shown = self.nodes if max_nodes is None else self.nodes[:max_nodes]
         for n in shown:
             outs = ", ".join(self.tensors[o].describe() for o in n.outputs if o)
-            act = n.attrs.get("fused_activation")
+            act = n.attrs.get("fused_activation") or n.attrs.get("fused_activation_function")
+            act = None if act == "NONE" else act
             op = f"{n.op_type}+{act}" if act else n.op_type
             lines.append(f"    {op:<20} {n.name}  -> {outs}")
         if len(shown) < len(self.nodes):

@@ -6,7 +6,11 @@ A target names the requantization contract each operator uses (docs/arithmetic.m
   (:func:`intq.qmath.multiply_by_quantized_multiplier`) everywhere. Integer-only.
 * ``litert-ref``: LiteRT 2.3 with ``OpResolverType.BUILTIN_REF`` — the same, except its reference
   FULLY_CONNECTED, which computes ``std::round(double(acc) * M)`` (measured, see
-  tools/probe_litert_rounding.py); emulating it needs a double product.
+  tools/probe_litert_rounding.py); emulating it needs a double product. It reproduces LiteRT
+  as it is, known defects included: SUM reads int8 as uint8 (LiteRT issue #4079).
+
+Kernels branch on ``target.runtime`` (never on the name) where the two runtimes' Prepare
+arithmetic, algorithms or acceptance rules differ; each kernel's docstring says where.
 """
 
 from __future__ import annotations
@@ -17,6 +21,14 @@ from enum import Enum
 from types import MappingProxyType
 
 from intq.errors import IntqError
+
+
+class Runtime(str, Enum):
+    """The runtime family whose operator semantics a target follows: its Prepare arithmetic (e.g.
+    float32 vs double multipliers), its algorithms (LUTs vs fixed point) and its acceptance rules."""
+
+    LITERT = "litert"  # LiteRT (tflite/kernels/*.cc and reference kernels)
+    TFLM = "tflm"  # TensorFlow Lite Micro (tensorflow/lite/micro/kernels/*)
 
 
 class Requant(str, Enum):
@@ -37,6 +49,7 @@ class Target:
 
     name: str
     matches: str  # the real runtime this target equals
+    runtime: Runtime
     requant: Requant = Requant.DOUBLE
     overrides: Mapping[str, Requant] = field(default_factory=dict)
 
@@ -52,8 +65,8 @@ class Target:
 
 
 TARGETS: dict[str, Target] = {
-    "tflite": Target("tflite", "TensorFlow Lite for Microcontrollers (reference kernels)"),
-    "litert-ref": Target("litert-ref", "LiteRT 2.3, OpResolverType.BUILTIN_REF",
+    "tflite": Target("tflite", "TensorFlow Lite for Microcontrollers (reference kernels)", Runtime.TFLM),
+    "litert-ref": Target("litert-ref", "LiteRT 2.3, OpResolverType.BUILTIN_REF", Runtime.LITERT,
                          overrides={"FULLY_CONNECTED": Requant.DOUBLE_PRODUCT}),
 }
 

@@ -12,8 +12,9 @@ requantization, which only the ``litert-ref`` target selects (checked below).
 
 import ast
 import inspect
+import sys
+import textwrap
 
-import numpy as np
 import pytest
 
 from intq.kernels import KERNELS, TARGETS, requantize
@@ -23,7 +24,7 @@ FLOAT_FUNCS = {"exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", 
                "floor", "ceil", "trunc", "true_divide", "divide", "sin", "cos", "tanh", "power", "float_power",
                "ldexp", "frexp", "reciprocal", "round_float", "nan_to_num", "interp"}
 BOUNDARY = {"QUANTIZE", "DEQUANTIZE"}
-ALLOWED_CALLS = {"exact_matmul"}  # decision 6
+ALLOWED_CALLS = {"exact_matmul", "_double_product"}  # decision 6; litert-ref's float FC emulation
 
 
 def _violations(fn_node: ast.AST) -> list[str]:
@@ -42,27 +43,47 @@ def _violations(fn_node: ast.AST) -> list[str]:
     return bad
 
 
-def _called_module_functions(fn: ast.FunctionDef, functions: dict[str, ast.FunctionDef]) -> set[str]:
-    seen, stack = set(), [fn]
+def _run_path(module) -> dict[str, ast.FunctionDef]:
+    """Every function the kernel's ``run`` can reach: functions of the kernel module and of intq's
+    kernel helper modules (``intq.kernels.*``), called by name or as ``helper_module.f(...)``."""
+    reached: dict[str, ast.FunctionDef] = {}
+    stack = [(module, "run")]
     while stack:
-        f = stack.pop()
-        for n in ast.walk(f):
-            if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in functions and n.func.id not in seen:
-                seen.add(n.func.id)
-                stack.append(functions[n.func.id])
-    return seen
+        mod, name = stack.pop()
+        key = f"{mod.__name__}.{name}"
+        if key in reached or name in ALLOWED_CALLS:
+            continue
+        fn = getattr(mod, name, None)
+        if not inspect.isfunction(fn) or not fn.__module__.startswith("intq.kernels"):
+            continue
+        home = sys.modules[fn.__module__]
+        tree = ast.parse(textwrap.dedent(inspect.getsource(fn))).body[0]
+        reached[f"{home.__name__}.{name}"] = tree
+        for n in ast.walk(tree):
+            if not isinstance(n, ast.Call):
+                continue
+            if isinstance(n.func, ast.Name):
+                stack.append((home, n.func.id))
+            elif isinstance(n.func, ast.Attribute) and isinstance(n.func.value, ast.Name):
+                target = getattr(home, n.func.value.id, None)
+                if inspect.ismodule(target) and target.__name__.startswith("intq.kernels"):
+                    stack.append((target, n.func.attr))
+    return reached
 
 
 @pytest.mark.parametrize("op", sorted(set(KERNELS) - BOUNDARY))
 def test_run_is_integer_only(op):
     module = KERNELS[op]
-    tree = ast.parse(inspect.getsource(module))
-    functions = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
-    assert "run" in functions, f"{module.__name__} has no run()"
-    checked = {"run"} | _called_module_functions(functions["run"], functions)
-    problems = {name: _violations(functions[name]) for name in sorted(checked) if name not in ALLOWED_CALLS}
-    problems = {k: v for k, v in problems.items() if v}
+    path = _run_path(module)
+    assert any(k.endswith(".run") for k in path), f"{module.__name__} has no run()"
+    problems = {name: v for name, fn in sorted(path.items()) if (v := _violations(fn))}
     assert not problems, f"{module.__name__}: float arithmetic in the run path: {problems}"
+
+
+def test_the_run_path_reaches_helper_modules():
+    path = _run_path(KERNELS["FULLY_CONNECTED"])
+    assert "intq.kernels.requantize.requantize" in path
+    assert not any(k.endswith("exact_matmul") for k in path)  # decision 6, allowed by name
 
 
 def test_the_integer_requantization_path_is_integer_only():

@@ -1,0 +1,368 @@
+"""Shared pieces of the elementwise kernels (ADD, SUB, MUL, MAXIMUM, MINIMUM, the comparisons,
+RELU*, LEAKY_RELU, PRELU, HARD_SWISH). Not a kernel: it defines no ``OP``.
+
+* :func:`runtime_of` — which runtime's *Prepare* a target reproduces. LiteRT and TensorFlow Lite
+  Micro run the same integer loops for these operators but derive some multipliers differently
+  (float32 or double arithmetic on the scales, rescaling or not in RELU6); each kernel branches
+  on this in ``prepare`` only.
+* :func:`fp32` — float32 arithmetic on scales, as C++ ``float`` expressions compute it.
+* :class:`Rescale` / :func:`make_rescale` / :func:`rescale` — ``x * M`` with TFLite's
+  ``(multiplier, shift)`` pair: ``MultiplyByQuantizedMultiplier`` (and its
+  ``SmallerThanOneExp`` form, the same function for ``shift <= 0``), double or single rounding.
+* :func:`broadcast_shape` — TFLite's (numpy's) broadcasting of two static shapes, checked.
+* :func:`int8_table` / :func:`lookup` — a function of one int8 operand has 256 results; the
+  kernels evaluate their integer arithmetic on all of them at prepare and look them up at run.
+* The 16-bit gemmlowp primitives of HARD_SWISH (:func:`srdhm16`, :func:`sdhm16`,
+  :func:`saturating_left_shift16`, :func:`rounding_divide_by_pot16`).
+
+Every run-time helper here is integer-only (int64 numpy arrays holding int32/int16 values).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from intq.errors import IntqError
+from intq.ir import Tensor
+from intq.kernels.base import KernelContext
+from intq.kernels.requantize import Requantizer, activation_range, make_requantizer, requantize
+from intq.kernels.targets import Requant, Runtime
+from intq.qmath import (
+    QuantParams,
+    multiply_by_quantized_multiplier,
+    multiply_by_quantized_multiplier_single_rounding,
+    quantize_multiplier,
+    rounding_divide_by_pot,
+    saturating_rounding_doubling_high_mul,
+)
+
+INT8_MIN, INT8_MAX = -128, 127
+INT16_MIN, INT16_MAX = -(2**15), 2**15 - 1
+
+#: Every int8 value, ordered by its bit pattern (0..127, then -128..-1): the domain of a table.
+INT8_BY_BITS = np.arange(256, dtype=np.uint8).view(np.int8).astype(np.int64)
+
+
+def int8_table(values: np.ndarray, dtype) -> np.ndarray:
+    """``f(INT8_BY_BITS)`` stored as a read-only table that :func:`lookup` indexes."""
+    table = np.array(values, dtype=dtype)
+    assert table.shape == (256,)
+    table.setflags(write=False)
+    return table
+
+
+def lookup(table: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """``f(x)`` elementwise for an int8 array ``x`` of any shape: the table indexed by x's bits.
+
+    A function of one int8 operand has 256 possible results; prepare computes them all with the
+    kernel's integer arithmetic, so the lookup is that arithmetic, bit for bit, in one gather.
+    """
+    return np.asarray(table[np.asarray(x, dtype=np.int8).view(np.uint8)])  # 0-d stays an array
+
+
+def runtime_of(ctx: KernelContext) -> Runtime:
+    """The runtime family whose Prepare arithmetic ``ctx.target`` follows."""
+    return ctx.target.runtime
+
+
+def requant_mode(ctx: KernelContext) -> Requant:
+    """The target's rounding for ``ctx.op``: double (gemmlowp) or single; others are errors."""
+    mode = ctx.target.requant_for(ctx.op)
+    if mode not in (Requant.DOUBLE, Requant.SINGLE):
+        raise ctx.error(f"target {ctx.target.name!r} requantizes {ctx.op} as {mode.value!r}, "
+                        "which intq's kernel does not implement (it has double and single rounding)")
+    return mode
+
+
+def fp32(x) -> np.float32:
+    """``x`` as a C ``float`` (scales are stored as float32)."""
+    return np.float32(x)
+
+
+def scale_of(qp: QuantParams) -> np.float32:
+    """The per-tensor scale as the runtimes read it: a float32."""
+    return np.float32(qp.scale[0])
+
+
+def zero_point_of(qp: QuantParams) -> int:
+    return int(qp.zero_point[0])
+
+
+@dataclass(frozen=True)
+class Rescale:
+    """``x * M`` as TFLite's pair: ``M = multiplier * 2**(shift - 31)`` (``shift`` positive = left)."""
+
+    multiplier: int  # 0 or in [2^30, 2^31) (negative for a negative M)
+    shift: int
+    single_rounding: bool  # False: gemmlowp double rounding (TFLM, LiteRT's default build)
+
+
+def make_rescale(ctx: KernelContext, real: float, what: str, mode: Requant, *,
+                 smaller_than_one: bool = False, max_left_shift: int = 30,
+                 hint: str = "the scales are too far apart") -> Rescale:
+    """Prepare ``x * real`` (QuantizeMultiplier; ``smaller_than_one``: QuantizeMultiplierSmallerThanOneExp).
+
+    ``smaller_than_one`` mirrors the runtimes' TFLITE_CHECKs (``0 < real < 1`` and ``shift <= 0``
+    after rounding), which abort the process there; here they raise naming the node.
+    ``max_left_shift`` bounds the left shift for the caller's input range (the C code would
+    overflow int32).
+    """
+    real = float(real)
+    if not np.isfinite(real):
+        raise ctx.error(f"the {what} multiplier is {real}; check the tensors' scales")
+    qm = quantize_multiplier(real, for_single_rounding=(mode is Requant.SINGLE))
+    if smaller_than_one and not (0.0 < real < 1.0 and qm.shift <= 0):
+        raise ctx.error(f"the {what} multiplier {real:.6g} must be in (0, 1) as TFLite requires "
+                        f"(QuantizeMultiplierSmallerThanOneExp); {hint}")
+    if qm.shift > max_left_shift:
+        raise ctx.error(f"the {what} multiplier {real:.6g} needs a left shift of {qm.shift} "
+                        f"(at most {max_left_shift} keeps int32 from overflowing); {hint}")
+    return Rescale(int(qm.multiplier), int(qm.shift), mode is Requant.SINGLE)
+
+
+def rescale(r: Rescale, x: np.ndarray) -> np.ndarray:
+    """``MultiplyByQuantizedMultiplier(x, multiplier, shift)`` on int32 values; int64 result."""
+    if r.single_rounding:
+        y = multiply_by_quantized_multiplier_single_rounding(x, r.multiplier, r.shift)
+    else:
+        y = multiply_by_quantized_multiplier(x, r.multiplier, r.shift)
+    return np.asarray(y, dtype=np.int64)
+
+
+def output_requantizer(ctx: KernelContext, real: float, mode: Requant, out_qp: QuantParams,
+                       act_min: int, act_max: int, what: str = "output") -> Requantizer:
+    """``clamp(MultiplyByQuantizedMultiplier(acc, M) + Z_out, act_min, act_max)`` as int8."""
+    try:
+        return make_requantizer(float(real), mode, zero_point_of(out_qp), act_min, act_max, np.int8)
+    except IntqError as e:
+        raise ctx.error(f"{what} requantization: {e}") from None
+
+
+_ACTIVATION_BOUNDS = {"RELU": (0.0,), "RELU6": (0.0, 6.0), "RELU_N1_TO_1": (-1.0, 1.0)}
+
+
+def activation_bounds(ctx: KernelContext, activation: str, qp: QuantParams) -> tuple[int, int]:
+    """The int8 clamp of a RELU-like ``activation`` on the scale of ``qp``.
+
+    TFLite's CalculateActivationRangeQuantized (and QuantizedReluX): ``Z + roundf(b / s)`` with a
+    float32 division, intersected with int8 (:func:`intq.kernels.requantize.activation_range`).
+    Like TFLite (kernel_util.cc, ``no_integer_overflow_from_quantization``), a bound whose
+    ``roundf(b / s)`` does not fit int32 is refused.
+    """
+    for bound in _ACTIVATION_BOUNDS.get(activation, ()):
+        q = np.round(np.float32(bound) / scale_of(qp))
+        if not -(2.0**31) <= q <= 2.0**31 - 1:
+            raise ctx.error(f"{activation}: the bound {bound} is {q:.3g} steps of the scale "
+                            f"{float(scale_of(qp)):.3g}, beyond int32 (TFLite refuses it); use a larger scale")
+    try:
+        return activation_range(activation, qp)
+    except IntqError as e:
+        raise ctx.error(str(e)) from None
+
+
+def fused_activation_range(ctx: KernelContext, out_qp: QuantParams) -> tuple[int, int]:
+    """The clamp of the node's ``fused_activation_function`` on the output's scale."""
+    return activation_bounds(ctx, ctx.attr("fused_activation_function", "NONE"), out_qp)
+
+
+def int8_input(ctx: KernelContext, i: int, what: str) -> tuple[Tensor, QuantParams]:
+    t = ctx.input(i)
+    return t, ctx.per_tensor(t, what)
+
+
+def int8_output(ctx: KernelContext) -> tuple[Tensor, QuantParams]:
+    if len(ctx.outputs) != 1:
+        raise ctx.error(f"expected 1 output, got {len(ctx.outputs)}")
+    t = ctx.outputs[0]
+    return t, ctx.per_tensor(t, "output")
+
+
+def check_arity(ctx: KernelContext, n: int) -> None:
+    if len(ctx.inputs) != n or any(t is None for t in ctx.inputs):
+        raise ctx.error(f"expects {n} inputs, got {sum(t is not None for t in ctx.inputs)}")
+
+
+def broadcast_shape(ctx: KernelContext, a: Tensor, b: Tensor, y: Tensor | None) -> tuple[int, ...] | None:
+    """The broadcast shape of ``a`` and ``b`` (numpy rules, which TFLite's broadcasting follows).
+
+    Checked when the shapes are known: incompatible dims, or an output tensor whose static shape
+    is not the broadcast shape, raise naming the node. None when a shape is unknown.
+    """
+    if a.shape is None or b.shape is None or not (a.is_static and b.is_static):
+        return None
+    try:
+        shape = tuple(int(d) for d in np.broadcast_shapes(a.shape, b.shape))
+    except ValueError:
+        raise ctx.error(f"inputs {a.name!r} {list(a.shape)} and {b.name!r} {list(b.shape)} do not broadcast") from None
+    if y is not None and y.is_static and tuple(y.shape) != shape:
+        raise ctx.error(f"output {y.name!r} has shape {list(y.shape)}; the inputs broadcast to {list(shape)}")
+    return shape
+
+
+def same_quantization(ctx: KernelContext) -> None:
+    """MAXIMUM / MINIMUM's contract: two int8 inputs and an int8 output, one scale and zero point."""
+    check_arity(ctx, 2)
+    a, qa = int8_input(ctx, 0, "input 0")
+    b, qb = int8_input(ctx, 1, "input 1")
+    y, qy = int8_output(ctx)
+    broadcast_shape(ctx, a, b, y)
+    ref = (scale_of(qy), zero_point_of(qy))
+    for t, q in ((a, qa), (b, qb)):
+        if (scale_of(q), zero_point_of(q)) != ref:
+            raise ctx.error(
+                f"{t.name!r} has scale {float(scale_of(q)):.6g} and zero point {zero_point_of(q)}, the output "
+                f"{float(ref[0]):.6g} and {ref[1]}: {ctx.op} compares stored integers, so every tensor needs the "
+                "same scale and zero point (spec 003); requantize the inputs first")
+
+
+def same_shape(ctx: KernelContext, x: Tensor, y: Tensor) -> None:
+    if x.is_static and y.is_static and tuple(x.shape) != tuple(y.shape):
+        raise ctx.error(f"output {y.name!r} has shape {list(y.shape)}; the input's is {list(x.shape)}")
+
+
+# ---------------------------------------------------------------- 16-bit gemmlowp primitives
+# HARD_SWISH computes on int16 with gemmlowp's FixedPoint<int16> primitives. Values are carried
+# in int64 arrays; each function returns values in int16's range.
+
+def srdhm16(a: np.ndarray, b) -> np.ndarray:
+    """gemmlowp's SaturatingRoundingDoublingHighMul on int16: ``floor((a*b + 2^14) / 2^15)``.
+
+    Equal to the int32 primitive on ``a * 2^16``: ``floor((a*b*2^16 + 2^30) / 2^31)``; only
+    ``a == b == -32768`` reaches 2^15, saturated to 32767 as gemmlowp's int16 version does.
+    Contract: ``a``, ``b`` int16 values.
+    """
+    high = np.asarray(saturating_rounding_doubling_high_mul(np.asarray(a, dtype=np.int64) << 16, b), dtype=np.int64)
+    return np.minimum(high, INT16_MAX)
+
+
+def sdhm16(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """TFLite's SaturatingDoublingHighMul (hard_swish.h, ARM SQDMULH): ``trunc(a*b / 2^15)``.
+
+    C's truncating division, no rounding; ``a == b == -32768`` saturates to 32767.
+    """
+    ab = np.asarray(a, dtype=np.int64) * np.asarray(b, dtype=np.int64)
+    q = np.where(ab >= 0, ab >> 15, -((-ab) >> 15))
+    return np.minimum(q, INT16_MAX)
+
+
+def saturating_left_shift16(x: np.ndarray, amount: int) -> np.ndarray:
+    """TFLite's SaturatingLeftShift (hard_swish.h): ``clamp(x * 2^amount)`` to int16."""
+    return np.clip(np.asarray(x, dtype=np.int64) << amount, INT16_MIN, INT16_MAX)
+
+
+def rounding_divide_by_pot16(x: np.ndarray, exponent: int) -> np.ndarray:
+    """gemmlowp's RoundingDivideByPOT on int16 (half away from zero), exponent in [0, 31].
+
+    For exponent <= 15 this is the ordinary rounding shift. For exponent >= 16 gemmlowp's int16
+    mask ``int16((1 << e) - 1)`` is -1 (all ones), so the result is 1 for every ``x >= 0`` and
+    -1 for every ``x < 0`` (``x >> e`` is 0 or -1 and the remainder test is ``x > -1``); intq
+    reproduces that, as the reference kernels compute it.
+    """
+    x = np.asarray(x, dtype=np.int64)
+    if exponent <= 15:
+        return np.asarray(rounding_divide_by_pot(x, exponent), dtype=np.int64)
+    return np.where(x >= 0, 1, -1).astype(np.int64)
+
+
+# ---------------------------------------------------------------- comparisons (LESS ... NOT_EQUAL)
+
+COMPARISON_LEFT_SHIFT = 8  # TFLite's kLeftShift for 8-bit comparisons
+
+
+@dataclass(frozen=True, eq=False)
+class ComparisonParams:
+    """Both inputs rescaled to a common (implicit) scale: ``R_i((x_i - Z_i) << 8)``."""
+
+    zero_point_a: int
+    zero_point_b: int
+    rescale_a: Rescale  # s_a, as QuantizeMultiplierSmallerThanOneExp(s_a)
+    rescale_b: Rescale
+    table_a: np.ndarray  # int32 [256]: R_a((a - Z_a) << 8) for every int8 a (see lookup)
+    table_b: np.ndarray
+
+
+def prepare_comparison(ctx: KernelContext) -> ComparisonParams:
+    """The comparisons' Prepare (identical in LiteRT and TFLM): one multiplier per input scale."""
+    check_arity(ctx, 2)
+    a, qa = int8_input(ctx, 0, "input 0")
+    b, qb = int8_input(ctx, 1, "input 1")
+    if len(ctx.outputs) != 1 or ctx.outputs[0].dtype != np.bool_:
+        raise ctx.error("expects one bool output")
+    broadcast_shape(ctx, a, b, ctx.outputs[0])
+    mode = requant_mode(ctx)
+    hint = "requantize the input to a scale below 1 first"
+    za, zb = zero_point_of(qa), zero_point_of(qb)
+    ra = make_rescale(ctx, float(scale_of(qa)), "input 0 scale", mode, smaller_than_one=True, hint=hint)
+    rb = make_rescale(ctx, float(scale_of(qb)), "input 1 scale", mode, smaller_than_one=True, hint=hint)
+    return ComparisonParams(za, zb, ra, rb, int8_table(comparison_operand(ra, za, INT8_BY_BITS), np.int32),
+                            int8_table(comparison_operand(rb, zb, INT8_BY_BITS), np.int32))
+
+
+def comparison_operand(r: Rescale, zero_point: int, x: np.ndarray) -> np.ndarray:
+    """``MultiplyByQuantizedMultiplierSmallerThanOneExp((x - Z) << 8, m, shift)``: what TFLite compares.
+
+    |(x - Z) << 8| <= 255 * 256 < 2^16: no overflow.
+    """
+    return rescale(r, (np.asarray(x, dtype=np.int64) - zero_point) << COMPARISON_LEFT_SHIFT)
+
+
+def rescaled_operands(p: ComparisonParams, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The int32 values TFLite compares, by table (:func:`comparison_operand` on every int8)."""
+    return lookup(p.table_a, a), lookup(p.table_b, b)
+
+
+# ---------------------------------------------------------------- RELU, RELU6, RELU_N1_TO_1
+
+@dataclass(frozen=True, eq=False)
+class ReluParams:
+    """``clamp(MultiplyByQuantizedMultiplier(x - Z_in, M) + Z_out, lo, hi)`` (ReluX)."""
+
+    zero_point_in: int
+    output: Requantizer
+    table: np.ndarray  # int8 [256]: the above for every int8 x (see lookup)
+
+
+def prepare_relu(ctx: KernelContext, bounds: str, *, tflm_clamp_only: bool = False,
+                 tflm_has_kernel: bool = True) -> ReluParams:
+    """Prepare RELU-like ``bounds`` ("RELU", "RELU6", "RELU_N1_TO_1": the clamp's real bounds).
+
+    LiteRT (activations.cc ReluPrepare + QuantizedReluX): ``M = float(s_in / s_out)``, bounds
+    ``Z_out + roundf(b / s_out)`` within int8. TFLM (activations_common.cc CalculateReluOpData):
+    ``M = double(s_in) / double(s_out)``, same bounds. ``tflm_clamp_only`` (TFLM's RELU6,
+    Relu6Prepare + Relu6Quantized): no rescale at all, ``clamp(x, Z_in, FloatToQuantizedType(6,
+    s_in, Z_in))`` — the output's own parameters are ignored; expressed here as ``M = 1``
+    (exact: SRDHM(v << 1, 2^30) = v) with the input's zero point. ``tflm_has_kernel=False``
+    (RELU_N1_TO_1, which TFLM lacks): every target computes LiteRT's function. Run looks the
+    result up in a table of :func:`relu_x` on all 256 int8 values.
+    """
+    check_arity(ctx, 1)
+    x, qx = int8_input(ctx, 0, "input")
+    y, qy = int8_output(ctx)
+    same_shape(ctx, x, y)
+    mode = requant_mode(ctx)
+    runtime = runtime_of(ctx) if tflm_has_kernel else Runtime.LITERT
+    if tflm_clamp_only and runtime is Runtime.TFLM:
+        lo, hi = activation_bounds(ctx, bounds, qx)  # quantized with the *input's* parameters
+        return _relu_params(zero_point_of(qx), output_requantizer(ctx, 1.0, mode, qx, lo, hi))
+    if runtime is Runtime.LITERT:
+        real = float(scale_of(qx) / scale_of(qy))  # float32 division
+    else:
+        real = float(scale_of(qx)) / float(scale_of(qy))
+    make_rescale(ctx, real, "output", mode, max_left_shift=22)  # |x - Z| <= 255 < 2^8: 2^8 << 22 < 2^31
+    lo, hi = activation_bounds(ctx, bounds, qy)
+    return _relu_params(zero_point_of(qx), output_requantizer(ctx, real, mode, qy, lo, hi))
+
+
+def _relu_params(zero_point_in: int, output: Requantizer) -> ReluParams:
+    return ReluParams(zero_point_in, output, int8_table(relu_x(zero_point_in, output, INT8_BY_BITS), np.int8))
+
+
+def relu_x(zero_point_in: int, output: Requantizer, x: np.ndarray) -> np.ndarray:
+    """ReluX: ``clamp(MultiplyByQuantizedMultiplier(x - Z_in, M) + Z_out, lo, hi)``, |x - Z_in| <= 255."""
+    return requantize(output, np.asarray(x, dtype=np.int64) - zero_point_in)
+
+
+def run_relu(p: ReluParams, x: np.ndarray) -> np.ndarray:
+    return lookup(p.table, x)

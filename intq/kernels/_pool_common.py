@@ -1,0 +1,312 @@
+"""Prepare-time helpers shared by the pooling, reduction, resize and arg-min/max kernels.
+
+Everything here runs in ``prepare`` (shapes, attributes, window geometry, axis resolution) and
+may use Python ints freely; the per-call arithmetic stays in each kernel's own ``run``, where
+tests/kernels/test_integer_only.py can see it. Sources mirrored (LiteRT ``tflite/kernels/``,
+TFLM ``tensorflow/lite/micro/kernels/``):
+
+* window geometry: ``padding.h`` — ``ComputeOutSize`` and ``ComputePaddingWithOffset`` (the
+  pooling kernels use only the leading half of the total padding, ``total // 2``);
+* axis resolution: ``reference/reduce.h`` ``ResolveAxis`` (negative axes + rank, duplicates
+  dropped) and the output shape of ``reduce.cc`` ``ResizeOutputTensor`` (``keep_dims``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from intq.errors import IntqError
+from intq.kernels.base import KernelContext
+from intq.kernels.requantize import activation_range
+from intq.qmath import QuantParams, quantize_multiplier
+from intq.kernels.targets import Runtime
+
+_SCALE_TOLERANCE = 1.0e-6  # TFLM PoolingPrepare: |s_in - s_out| <= 1e-6 (in double)
+
+
+def static_shape(ctx: KernelContext, t, what: str) -> tuple[int, ...]:
+    """The static shape of tensor ``t`` (an error names it when a dimension is unknown)."""
+    if t.shape is None or not t.is_static:
+        raise ctx.error(f"{what} {t.name!r} has shape {t.shape}; the kernel needs a static shape")
+    return tuple(int(d) for d in t.shape)
+
+
+def check_output_shape(ctx: KernelContext, expected: tuple[int, ...]) -> tuple[int, ...]:
+    """The declared output shape must equal the one the runtime computes (TFLite resizes it)."""
+    y = ctx.outputs[0]
+    got = static_shape(ctx, y, "output")
+    if got != tuple(expected):
+        raise ctx.error(f"output {y.name!r} has shape {list(got)}, but the operator produces {list(expected)}")
+    return got
+
+
+def require_same_qparams(ctx: KernelContext, x_qp: QuantParams, y_qp: QuantParams, *, exact: bool) -> None:
+    """Spec 003: this operator keeps the input's scale and zero point.
+
+    ``exact``: REDUCE_MAX/MIN compare float32 scales for equality (LiteRT ``EvalType`` and TFLM
+    ``EvalMaxHelper`` use ``TF_LITE_ENSURE_EQ``); pooling accepts ``|s_in - s_out| <= 1e-6`` as
+    TFLM's ``PoolingPrepare`` does, and the resizes (which neither runtime checks) the same.
+    The zero points must be equal in both cases.
+    """
+    s_in, s_out = float(np.float32(x_qp.scale[0])), float(np.float32(y_qp.scale[0]))
+    same_scale = s_in == s_out if exact else abs(s_in - s_out) <= _SCALE_TOLERANCE
+    if not same_scale or int(x_qp.zero_point[0]) != int(y_qp.zero_point[0]):
+        raise ctx.error(
+            f"input and output must share scale and zero point (spec 003), got "
+            f"({s_in!r}, {int(x_qp.zero_point[0])}) and ({s_out!r}, {int(y_qp.zero_point[0])}); "
+            f"requantize with a QUANTIZE node first")
+
+
+def fused_activation_range(ctx: KernelContext, out_qp: QuantParams) -> tuple[int, int]:
+    """CalculateActivationRangeQuantized for the node's ``fused_activation_function``."""
+    try:
+        return activation_range(ctx.attr("fused_activation_function", "NONE"), out_qp)
+    except IntqError as e:
+        raise ctx.error(str(e)) from None
+
+
+# ---------------------------------------------------------------------------------------------
+# Pooling windows (Pool2DOptions)
+
+
+@dataclass(frozen=True)
+class PoolGeometry:
+    """Where each output pixel's window lies in the input (NHWC), from padding.h.
+
+    Output pixel (oy, ox) reads input rows ``oy*stride_h - pad_h + [0, filter_h)`` and columns
+    ``ox*stride_w - pad_w + [0, filter_w)``, clipped to the image. Padding the input by
+    ``pad_h``/``pad_bottom`` rows and ``pad_w``/``pad_right`` columns makes every window whole.
+    """
+
+    filter_h: int
+    filter_w: int
+    stride_h: int
+    stride_w: int
+    pad_h: int  # rows above the image (TFLite's padding_values.height)
+    pad_w: int  # columns left of the image
+    pad_bottom: int
+    pad_right: int
+    in_h: int
+    in_w: int
+    out_h: int
+    out_w: int
+
+    def valid_counts(self) -> np.ndarray:
+        """int64 [out_h, out_w, 1]: how many input pixels each window covers (AveragePool's
+        ``filter_count``)."""
+        rows = _clipped_extent(self.out_h, self.stride_h, self.pad_h, self.filter_h, self.in_h)
+        cols = _clipped_extent(self.out_w, self.stride_w, self.pad_w, self.filter_w, self.in_w)
+        return (rows[:, None] * cols[None, :])[:, :, None]
+
+
+def _clipped_extent(out: int, stride: int, pad: int, filt: int, size: int) -> np.ndarray:
+    origin = np.arange(out, dtype=np.int64) * stride - pad
+    start = np.maximum(0, -origin)
+    end = np.minimum(filt, size - origin)
+    return np.maximum(end - start, 0)
+
+
+def _out_size(padding: str, size: int, filt: int, stride: int) -> int:
+    # padding.h ComputeOutSizeChecked (dilation 1): C division of non-negative numerators.
+    if padding == "SAME":
+        return (size + stride - 1) // stride
+    num = size + stride - filt
+    return -1 if num < 0 else num // stride  # a negative count is an error in TFLite
+
+
+def pool_geometry(ctx: KernelContext, in_shape: tuple[int, ...]) -> PoolGeometry:
+    """Validate Pool2DOptions against an NHWC input and compute the window placement."""
+    if len(in_shape) != 4:
+        raise ctx.error(f"input must be 4-D NHWC, got shape {list(in_shape)}")
+    padding = ctx.attr("padding", "SAME")
+    if padding not in ("SAME", "VALID"):
+        raise ctx.error(f"padding must be 'SAME' or 'VALID', got {padding!r}")
+    fh, fw = int(ctx.attr("filter_height", 0)), int(ctx.attr("filter_width", 0))
+    sh, sw = int(ctx.attr("stride_h", 0)), int(ctx.attr("stride_w", 0))
+    if min(fh, fw) < 1 or min(sh, sw) < 1:
+        raise ctx.error(f"filter ({fh}x{fw}) and strides ({sh}x{sw}) must be at least 1")
+    _, h, w, _ = in_shape
+    oh, ow = _out_size(padding, h, fh, sh), _out_size(padding, w, fw, sw)
+    if oh < 1 or ow < 1:
+        raise ctx.error(f"a {fh}x{fw} window with {padding} padding does not fit a {h}x{w} image")
+    # padding.h ComputePaddingWithOffset: total = max(0, (out-1)*stride + filter - in); the
+    # pooling kernels pad total // 2 before the image (the odd pixel, if any, goes after).
+    pad_h = max(0, (oh - 1) * sh + fh - h) // 2
+    pad_w = max(0, (ow - 1) * sw + fw - w) // 2
+    g = PoolGeometry(fh, fw, sh, sw, pad_h, pad_w,
+                     max(0, (oh - 1) * sh + fh - h - pad_h), max(0, (ow - 1) * sw + fw - w - pad_w),
+                     h, w, oh, ow)
+    if int(g.valid_counts().min()) < 1:  # AveragePool returns false (an error) on an empty window
+        raise ctx.error("a pooling window lies entirely in the padding")
+    return g
+
+
+# ---------------------------------------------------------------------------------------------
+# Reductions (ReducerOptions) and axis inputs
+
+
+def constant_axes(ctx: KernelContext, index: int, rank: int, *, dtypes=(np.int32,)) -> tuple[int, ...]:
+    """The constant axis input ``index`` resolved against ``rank`` (reduce.h ResolveAxis).
+
+    Negative axes count from the end; duplicates are dropped; the result keeps first-seen order.
+    """
+    t = ctx.input(index)
+    axis = ctx.constant(index, "axis")
+    if axis.dtype not in [np.dtype(d) for d in dtypes]:
+        raise ctx.error(f"axis {t.name!r} is {axis.dtype.name}; expected {', '.join(np.dtype(d).name for d in dtypes)}")
+    resolved: list[int] = []
+    for a in axis.reshape(-1).tolist():
+        r = a + rank if a < 0 else a
+        if not 0 <= r < rank:
+            raise ctx.error(f"axis {a} is out of range for an input of rank {rank}")
+        if r not in resolved:
+            resolved.append(r)
+    return tuple(resolved)
+
+
+def reduced_shape(shape: tuple[int, ...], axes: tuple[int, ...], keep_dims: bool) -> tuple[int, ...]:
+    """reduce.cc GetOutputShape: reduced dimensions become 1 (``keep_dims``) or disappear."""
+    if keep_dims:
+        return tuple(1 if i in axes else d for i, d in enumerate(shape))
+    return tuple(d for i, d in enumerate(shape) if i not in axes)
+
+
+# ---------------------------------------------------------------------------------------------
+# MEAN and SUM: reference_ops::QuantizedMeanOrSum
+
+
+_INT32_MAX = 2**31 - 1
+_MAX_Q_DIFF = 255  # |q - Z| <= 255 for int8 q and zero point
+_MAX_Q_DIFF_UINT8_BYTES = 383  # |b - Z| <= 255 + 128 for a byte b read as uint8 and an int8 Z
+
+
+@dataclass(frozen=True)
+class QuantizedSumParams:
+    """``y = clamp(MBQM(sum(q_in) - Z_in * count, multiplier, shift) + Z_out)`` per output.
+
+    ``multiplier``/``shift`` (shift positive = left) is TFLite's Q0.31 pair of
+    ``s_in / s_out``, for MEAN with the division by ``count`` folded in as QuantizedMeanOrSum
+    does it (see :func:`prepare_quantized_sum`). ``bytes_as_uint8`` selects the LiteRT 2.3
+    ``BUILTIN_REF`` SUM defect (see :mod:`intq.kernels.sum`): the int8 bytes are summed as
+    uint8 and the result is clamped to [0, 255] and stored as a uint8 byte.
+    """
+
+    axes: tuple[int, ...]
+    keep_dims: bool
+    out_shape: tuple[int, ...]
+    count: int  # input elements per output element
+    input_offset: int  # Z_in * count
+    multiplier: int
+    shift: int
+    zero_point: int
+    bytes_as_uint8: bool = False
+
+
+def prepare_quantized_sum(ctx: KernelContext, *, mean: bool, bytes_as_uint8: bool = False) -> QuantizedSumParams:
+    """Prepare MEAN (``mean=True``) or SUM of an int8 tensor over a constant axis input.
+
+    Multiplier (reduce.cc PrepareMeanOrSum, TFLM PrepareMeanOrSumHelper): ``QuantizeMultiplier(
+    double(s_in) / double(s_out))``. For MEAN, QuantizedMeanOrSum then folds ``1/count`` in with
+    integers: ``k = min(floor(log2(count)), 32, 31 + shift)``, ``multiplier = (multiplier << k)
+    // count`` (truncating), ``shift -= k``. Both runtimes run this path for every int8 MEAN and
+    SUM, whatever the axes, ``keep_dims`` or scales (measured by tests/kernels/test_pool_reduce.py);
+    ``bytes_as_uint8`` reproduces LiteRT 2.3's ``BUILTIN_REF`` SUM, which runs it on the bytes
+    read as uint8 (:mod:`intq.kernels.sum`).
+    """
+    x, y = ctx.input(0), ctx.outputs[0]
+    in_qp = ctx.per_tensor(x, "input")
+    out_qp = ctx.per_tensor(y, "output")
+    shape = static_shape(ctx, x, "input")
+    if not shape or min(shape) < 1:
+        raise ctx.error(f"input must have rank >= 1 and no empty dimension, got shape {list(shape)}")
+    axes = constant_axes(ctx, 1, len(shape))
+    keep = bool(ctx.attr("keep_dims", False))
+    out_shape = check_output_shape(ctx, reduced_shape(shape, axes, keep))
+    count = int(np.prod([shape[a] for a in axes], dtype=np.int64))
+    max_diff = _MAX_Q_DIFF_UINT8_BYTES if bytes_as_uint8 else _MAX_Q_DIFF
+    if count * max_diff > _INT32_MAX:
+        raise ctx.error(f"reducing {count} elements can overflow the runtime's int32 accumulator; split the reduction")
+    real = float(np.float32(in_qp.scale[0])) / float(np.float32(out_qp.scale[0]))  # double / double
+    multiplier, shift = (int(v) for v in quantize_multiplier(real))
+    if shift > 30:
+        raise ctx.error(f"s_in / s_out = {real:.6g} is too large for TFLite's fixed-point multiplier")
+    if mean:
+        k = min(count.bit_length() - 1, 32, 31 + shift)  # 63 - CountLeadingZeros(count), clamped
+        multiplier = (multiplier << k) // count
+        shift -= k
+    if (count * max_diff) << max(shift, 0) > _INT32_MAX:
+        raise ctx.error(f"s_in / s_out = {real:.6g} scales a sum of {count} elements beyond int32 "
+                        "(MultiplyByQuantizedMultiplier's left shift would overflow)")
+    zx = int(in_qp.zero_point[0])
+    return QuantizedSumParams(axes, keep, out_shape, count, zx * count, multiplier, shift, int(out_qp.zero_point[0]),
+                              bytes_as_uint8)
+
+
+@dataclass(frozen=True)
+class ReduceExtremumParams:
+    """REDUCE_MAX / REDUCE_MIN: which axes, and the output shape."""
+
+    axes: tuple[int, ...]
+    keep_dims: bool
+    out_shape: tuple[int, ...]
+
+
+def prepare_reduce_extremum(ctx: KernelContext) -> ReduceExtremumParams:
+    """Contract of REDUCE_MAX/MIN: int8, equal scale and zero point in and out, constant axes."""
+    x, y = ctx.input(0), ctx.outputs[0]
+    in_qp = ctx.per_tensor(x, "input")
+    out_qp = ctx.per_tensor(y, "output")
+    require_same_qparams(ctx, in_qp, out_qp, exact=True)
+    shape = static_shape(ctx, x, "input")
+    if not shape or min(shape) < 1:
+        raise ctx.error(f"input must have rank >= 1 and no empty dimension, got shape {list(shape)}")
+    axes = constant_axes(ctx, 1, len(shape))
+    keep = bool(ctx.attr("keep_dims", False))
+    return ReduceExtremumParams(axes, keep, check_output_shape(ctx, reduced_shape(shape, axes, keep)))
+
+
+# ---------------------------------------------------------------------------------------------
+# ARG_MAX / ARG_MIN
+
+_INDEX_TYPES = {"INT32": np.dtype(np.int32), "INT64": np.dtype(np.int64)}
+_INT32_ONLY = Runtime.TFLM  # TFLM: "Only int32_t are supported currently"
+
+
+@dataclass(frozen=True)
+class ArgExtremumParams:
+    """ARG_MAX / ARG_MIN: the resolved axis and the index dtype."""
+
+    axis: int
+    out_dtype: np.dtype
+
+
+def prepare_arg_extremum(ctx: KernelContext) -> ArgExtremumParams:
+    """Contract (LiteRT arg_min_max.cc Prepare / ReadAndNormalizeAxis): int8 input of rank >= 1;
+    input 1 a constant int32 or int64 tensor holding one axis (negative counts from the end); the
+    output drops that axis and holds int32 or int64 indices as ``output_type`` says.
+
+    TFLM's arg_min_max.cc accepts only an int32 axis and an int32 output and fails at invoke
+    otherwise (measured), so on the ``tflite`` target int64 is an error that says so; LiteRT
+    (``litert-ref``) takes all four combinations.
+    """
+    x, y = ctx.input(0), ctx.outputs[0]
+    ctx.per_tensor(x, "input")  # scale and zero point are irrelevant: the order of q is the order of reals
+    shape = static_shape(ctx, x, "input")
+    if not shape or min(shape) < 1:
+        raise ctx.error(f"input must have rank >= 1 and no empty dimension, got shape {list(shape)}")
+    axis_t = ctx.input(1)
+    if ctx.constant(1, "axis").size != 1:
+        raise ctx.error(f"axis {axis_t.name!r} must hold exactly one value")
+    (axis,) = constant_axes(ctx, 1, len(shape), dtypes=(np.int32, np.int64))
+    if y.dtype not in _INDEX_TYPES.values():
+        raise ctx.error(f"output {y.name!r} is {y.dtype.name}; indices are int32 or int64")
+    declared = ctx.attr("output_type", None)
+    if declared is not None and _INDEX_TYPES.get(declared) != y.dtype:
+        raise ctx.error(f"output_type={declared!r} but the output tensor is {y.dtype.name}")
+    check_output_shape(ctx, reduced_shape(shape, (axis,), keep_dims=False))
+    if ctx.target.runtime is _INT32_ONLY and (ctx.constant(1, "axis").dtype != np.int32 or y.dtype != np.int32):
+        raise ctx.error(f"TensorFlow Lite Micro (target {ctx.target.name!r}) supports only an int32 axis and int32 "
+                        f"output; convert with output_type=INT32 and an int32 axis, or use target 'litert-ref'")
+    return ArgExtremumParams(axis, y.dtype)

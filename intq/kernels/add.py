@@ -1,0 +1,98 @@
+"""ADD: ``y = clamp(R_out(R_1((a - Z_a) << 20) + R_2((b - Z_b) << 20)) + Z_y)``, numpy broadcasting.
+
+TFLite's 8-bit ADD (reference_integer_ops::AddFunc / BroadcastAdd6DSlow, prepared by
+tflite/kernels/add.cc Prepare and TFLM's CalculateOpDataAdd, which agree):
+``left_shift = 20``; with ``T = 2 * max(s_a, s_b)`` (double), the inputs are rescaled by
+``s_a / T`` and ``s_b / T`` (both <= 1/2) and the sum by ``T / (2^20 * s_y)``, every multiplier
+through QuantizeMultiplierSmallerThanOneExp and applied with
+MultiplyByQuantizedMultiplierSmallerThanOneExp (gemmlowp double rounding). The fused
+activation becomes the clamp (CalculateActivationRangeQuantized).
+
+Contract (spec 003): both inputs and the output int8, per tensor. Every multiplier must be in
+(0, 1): the runtimes abort otherwise (an output scale below ``2 * max(s_a, s_b) / 2^20``).
+
+No int32 overflow: ``|a - Z_a| <= 255``, so ``(a - Z_a) << 20`` < 2^28; each rescaled input is at
+most half that, so the sum stays below 2^28.
+
+Run: an input's rescaled value depends on that int8 alone, so prepare evaluates
+:func:`scaled_input` on all 256 values and run looks both operands up (one gather each, the same
+integers) before requantizing the sum.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from intq.kernels._elementwise_common import (
+    INT8_BY_BITS,
+    Rescale,
+    broadcast_shape,
+    check_arity,
+    fused_activation_range,
+    int8_input,
+    int8_output,
+    int8_table,
+    lookup,
+    make_rescale,
+    output_requantizer,
+    requant_mode,
+    rescale,
+    scale_of,
+    zero_point_of,
+)
+from intq.kernels.base import KernelContext
+from intq.kernels.requantize import Requantizer, requantize
+
+OP = "ADD"
+LEFT_SHIFT = 20  # TFLite's 8-bit headroom: 255 << 20 < 2^28, sums of two fit int32
+
+
+@dataclass(frozen=True, eq=False)
+class AddParams:
+    zero_point_a: int
+    zero_point_b: int
+    rescale_a: Rescale  # s_a / (2 max(s_a, s_b))
+    rescale_b: Rescale  # s_b / (2 max(s_a, s_b))
+    output: Requantizer  # 2 max(s_a, s_b) / (2^20 s_y), + Z_y, clamp to the fused activation
+    table_a: np.ndarray  # int32 [256]: scaled_input(rescale_a, Z_a, a) for every int8 a (see lookup)
+    table_b: np.ndarray
+
+
+def prepare(ctx: KernelContext) -> AddParams:
+    check_arity(ctx, 2)
+    a, qa = int8_input(ctx, 0, "input 0")
+    b, qb = int8_input(ctx, 1, "input 1")
+    y, qy = int8_output(ctx)
+    broadcast_shape(ctx, a, b, y)
+    mode = requant_mode(ctx)
+    s_a, s_b, s_y = (float(scale_of(q)) for q in (qa, qb, qy))  # float32 scales, read as double
+    twice_max = 2.0 * max(s_a, s_b)
+    real_a, real_b = s_a / twice_max, s_b / twice_max
+    real_out = twice_max / (float(1 << LEFT_SHIFT) * s_y)
+    make_rescale(ctx, real_out, "output", mode, smaller_than_one=True)  # the runtimes' check
+    lo, hi = fused_activation_range(ctx, qy)
+    za, zb = zero_point_of(qa), zero_point_of(qb)
+    ra = make_rescale(ctx, real_a, "input 0", mode, smaller_than_one=True)
+    rb = make_rescale(ctx, real_b, "input 1", mode, smaller_than_one=True)
+    return AddParams(
+        zero_point_a=za,
+        zero_point_b=zb,
+        rescale_a=ra,
+        rescale_b=rb,
+        output=output_requantizer(ctx, real_out, mode, qy, lo, hi),
+        table_a=int8_table(scaled_input(ra, za, INT8_BY_BITS), np.int32),
+        table_b=int8_table(scaled_input(rb, zb, INT8_BY_BITS), np.int32),
+    )
+
+
+def scaled_input(r: Rescale, zero_point: int, x: np.ndarray) -> np.ndarray:
+    """``MultiplyByQuantizedMultiplierSmallerThanOneExp((x - Z) << 20, m, shift)``: |result| < 2^27."""
+    return rescale(r, (np.asarray(x, dtype=np.int64) - zero_point) << LEFT_SHIFT)
+
+
+def run(p: AddParams, a, b):
+    shape = np.broadcast_shapes(a.shape, b.shape)
+    acc = lookup(p.table_a, a) + lookup(p.table_b, b)  # int32: |acc| < 2^28
+    return (requantize(p.output, acc).reshape(shape),)

@@ -1,0 +1,129 @@
+"""CONV_2D (NHWC): ``y[n,oy,ox,o] = requant(sum_{i,j,c} (x[n, oy*s_h - p_t + i*d_h, ox*s_w - p_l + j*d_w,
+g(o)*C_g + c] - Z_x) * w[o,i,j,c] + b[o]) + Z_y``, clamped to the fused activation's range.
+
+Contract (spec 003, TFLite ``conv.cc`` Prepare): input int8 ``[N, H, W, C_in]`` per tensor; weights
+int8 ``[C_out, KH, KW, C_g]`` constant, symmetric, per tensor or per output channel (axis 0); bias
+int32 ``[C_out]`` optional; output int8 per tensor ``[N, OH, OW, C_out]``. Options: padding
+SAME/VALID, stride_h/w >= 1, dilation_h/w_factor >= 1, fused activation NONE/RELU/RELU6/RELU_N1_TO_1.
+Grouped convolution: ``C_g`` may divide ``C_in`` (``G = C_in / C_g`` groups, output channel ``o``
+reads group ``o // (C_out / G)``), as both runtimes' reference kernel ``ConvPerChannel`` does;
+``C_out`` must be a multiple of ``G`` (TFLite does not check it and would read out of bounds).
+
+Semantics verified in the sources: ``reference_integer_ops::ConvPerChannel``
+(kernels/internal/reference/integer_ops/conv.h) accumulates ``w * (x + input_offset)`` in int32,
+skipping positions outside the image, adds the bias, then ``MultiplyByQuantizedMultiplier`` (double
+rounding), the output offset and the clamp. LiteRT's ``conv.cc`` (BUILTIN_REF, kReference) and
+TFLite Micro's ``conv.cc`` both call it for int8 (per-tensor weights included: their scale is
+broadcast to every channel); both derive the multipliers in ``PopulateConvolutionQuantizationParams``
+from ``double(s_in) * double(s_w[c]) / double(s_out)`` and the padding from
+``ComputePaddingHeightWidth``. The two targets therefore agree; the requantization is
+``ctx.target.requant_for("CONV_2D")``. Difference: LiteRT's Prepare requires the bias input
+(``TF_LITE_ENSURE(context, has_bias)``, and an index -1 fails "Tensor at index 2 was optional but
+was expected"); TFLite Micro accepts a convolution without one. The ``litert-ref`` target refuses
+a convolution without bias as LiteRT does (:data:`BIAS_REQUIRED_BY`); ``tflite`` computes it.
+
+Arithmetic: im2col of the input padded with ``Z_x`` (see :mod:`intq.kernels._conv_common`) into a
+reused int8 buffer, one exact int8 GEMM (:func:`intq.kernels.gemm.exact_matmul`) against the
+weights as an ``[C_out, KH*KW*C_in]`` matrix (block-diagonal for grouped convolutions: G times the
+multiply-adds of a dense kernel, zeros elsewhere), then ``- Z_x * sum(w) + b`` (folded per channel
+at prepare) and the requantization, in cache-sized blocks of rows. 1x1 convolutions skip im2col.
+The int32 accumulator cannot overflow: ``|acc| <= 255 * sum|w_o| + |b_o|`` is checked at prepare
+(TFLite would wrap).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from intq.kernels._conv_common import (
+    Im2col,
+    check_accumulator,
+    compute_padding,
+    conv_bias,
+    conv_requantizer,
+    conv_weights,
+    fill_im2col,
+    make_im2col,
+    requantize_rows,
+    static_shape,
+    window_options,
+)
+from intq.kernels.base import KernelContext
+from intq.kernels.gemm import PreparedGemm, exact_matmul, prepare_gemm
+from intq.kernels.requantize import Requantizer
+from intq.kernels.targets import Runtime
+
+OP = "CONV_2D"
+
+#: Targets whose runtime refuses a CONV_2D without bias.
+BIAS_REQUIRED_BY = frozenset({Runtime.LITERT})
+
+
+@dataclass(frozen=True, eq=False)
+class Conv2DParams:
+    """Prepared integers, the exact GEMM's weights and the reused im2col buffers (not re-entrant)."""
+
+    gemm: PreparedGemm  # weights [C_out, KH*KW*C_in] (block-diagonal when grouped)
+    offset: np.ndarray  # int64 [C_out]: b_o - Z_x * sum(w_o)
+    requant: Requantizer
+    im2col: Im2col | None  # None for 1x1 kernels
+    stride_h: int
+    stride_w: int
+    in_channels: int
+    out_shape: tuple[int, int, int, int]
+
+
+def prepare(ctx: KernelContext) -> Conv2DParams:
+    x, y = ctx.input(0), ctx.outputs[0]
+    in_qp = ctx.per_tensor(x, "input")
+    out_qp = ctx.per_tensor(y, "output")
+    n, h, w_in, c_in = static_shape(ctx, x, "input", 4)
+    w, w_qp = conv_weights(ctx, 1, channel_axis=0)
+    c_out, kh, kw, c_g = w.shape
+    if c_g < 1 or c_in % c_g:
+        raise ctx.error(f"input channels ({c_in}) must be a multiple of the weights' channels ({c_g})")
+    groups = c_in // c_g
+    if c_out % groups:
+        raise ctx.error(f"grouped convolution: {c_out} output channels do not split into {groups} groups")
+    if not ctx.has_input(2) and ctx.target.runtime in BIAS_REQUIRED_BY:
+        raise ctx.error(f"target {ctx.target.name!r} ({ctx.target.matches}) refuses a CONV_2D without bias; "
+                        "give it a zero int32 bias")
+    bias = conv_bias(ctx, 2, c_out)
+    opts = window_options(ctx)
+    pad = compute_padding(opts.padding, (h, w_in), (kh, kw), (opts.stride_h, opts.stride_w),
+                          (opts.dilation_h, opts.dilation_w))
+    out_shape = (n, pad.out_h, pad.out_w, c_out)
+    if pad.out_h < 1 or pad.out_w < 1:
+        raise ctx.error(f"a {kh}x{kw} kernel (dilation {opts.dilation_h}x{opts.dilation_w}) with {opts.padding} "
+                        f"padding leaves no output for a {h}x{w_in} input")
+    if static_shape(ctx, y, "output", 4) != out_shape:
+        raise ctx.error(f"output shape {list(y.shape)} does not match the computed {list(out_shape)}")
+
+    zx = int(in_qp.zero_point[0])
+    taps = kh * kw
+    matrix = w.reshape(c_out, taps * c_g)
+    if groups > 1:  # block-diagonal: output channel o sees only its group's input channels
+        full = np.zeros((c_out, taps, groups, c_g), np.int8)
+        full[np.arange(c_out), :, np.arange(c_out) // (c_out // groups), :] = w.reshape(c_out, taps, c_g)
+        matrix = full.reshape(c_out, taps * c_in)
+    gemm = prepare_gemm(matrix)
+    check_accumulator(ctx, np.abs(w.astype(np.int64)).reshape(c_out, -1).sum(axis=1), bias)
+    offset = bias - zx * gemm.weight_sums
+    requant = conv_requantizer(ctx, OP, in_qp, w_qp, out_qp, c_out, opts.activation, y.dtype)
+    im2col = None if kh == kw == 1 else make_im2col((n, h, w_in, c_in), kh, kw, opts, pad, zx)
+    return Conv2DParams(gemm, offset, requant, im2col, opts.stride_h, opts.stride_w, c_in, out_shape)
+
+
+def run(p: Conv2DParams, x, w=None, b=None):
+    if p.im2col is None:  # 1x1: the (strided) input is already the GEMM operand
+        _, oh, ow, _ = p.out_shape
+        cols = x[:, :(oh - 1) * p.stride_h + 1:p.stride_h, :(ow - 1) * p.stride_w + 1:p.stride_w, :]
+        cols = cols.reshape(-1, p.in_channels)
+    else:
+        cols = fill_im2col(p.im2col, x)
+    acc = exact_matmul(cols, p.gemm)  # int32 [N*OH*OW, C_out]: sum(x * w), exact
+    out = np.empty(acc.shape, p.requant.out_dtype)
+    requantize_rows(p.requant, acc, p.offset, out)  # acc + b - Z_x * sum(w): |.| < 2^31 (prepare)
+    return (out.reshape(p.out_shape),)

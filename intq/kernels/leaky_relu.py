@@ -1,0 +1,105 @@
+"""LEAKY_RELU: ``y = clamp(Z_out + (v >= 0 ? R_id(v) : sign(alpha) * R_alpha(v)))``, ``v = x - Z_in``.
+
+TFLite's quantized LeakyRelu (reference_ops::QuantizeLeakyRelu): two multipliers, identity
+``s_in / s_out`` and alpha ``s_in * alpha / s_out``, quantized with QuantizeMultiplier and
+applied with MultiplyByQuantizedMultiplier (gemmlowp double rounding). A negative alpha is
+applied as ``-MultiplyByQuantizedMultiplier(v, |m_alpha|)`` (the reference's sign extraction; it
+rounds ties differently from multiplying by a negative multiplier; both runtimes do it). The
+result is clamped to int8 (LEAKY_RELU has no fused activation).
+
+The targets differ in Prepare's arithmetic for the two reals:
+
+* ``litert-ref`` (activations.cc LeakyReluPrepare): float32, ``float(s_in / s_out)`` and
+  ``float(float(s_in * alpha) / s_out)``;
+* ``tflite``: double. TFLM's leaky_relu_common.cc CalculateOpDataLeakyRelu is written with the
+  same float32 expressions in recent sources, but the tflite-micro package intq tests against
+  computes them in double (its machine code converts the scales and alpha with cvtss2sd and
+  uses mulsd/divsd; measured: on scales where the two forms differ, TFLM equals the double one).
+
+Contract: int8 per-tensor input and output of the same shape; ``alpha`` a finite float
+(attribute, default 0.2). |v| <= 255: the multipliers may shift left by up to 22 bits.
+
+Run: the output depends on one int8, so prepare evaluates :func:`leaky_relu` (the integer
+arithmetic above) on all 256 values and run is a table lookup, bit for bit the same.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from intq.kernels._elementwise_common import (
+    INT8_BY_BITS,
+    INT8_MAX,
+    INT8_MIN,
+    Rescale,
+    Runtime,
+    check_arity,
+    fp32,
+    int8_input,
+    int8_output,
+    int8_table,
+    lookup,
+    make_rescale,
+    output_requantizer,
+    requant_mode,
+    rescale,
+    runtime_of,
+    same_shape,
+    scale_of,
+    zero_point_of,
+)
+from intq.kernels.base import KernelContext
+from intq.kernels.requantize import Requantizer, requantize
+
+OP = "LEAKY_RELU"
+_MAX_LEFT_SHIFT = 22  # |x - Z| <= 255 < 2^8 and 2^8 << 22 = 2^30
+
+
+@dataclass(frozen=True, eq=False)
+class LeakyReluParams:
+    zero_point_in: int
+    zero_point_out: int
+    identity: Requantizer  # v >= 0: v * s_in / s_out + Z_out, clamped to int8
+    alpha: Rescale  # v < 0: v * |alpha| s_in / s_out ...
+    alpha_sign: int  # ... times the sign of alpha (+1 or -1)
+    table: np.ndarray | None = None  # int8 [256]: leaky_relu(self, x) for every int8 x (see lookup)
+
+
+def prepare(ctx: KernelContext) -> LeakyReluParams:
+    check_arity(ctx, 1)
+    x, qx = int8_input(ctx, 0, "input")
+    y, qy = int8_output(ctx)
+    same_shape(ctx, x, y)
+    mode = requant_mode(ctx)
+    alpha = ctx.attr("alpha", 0.2)  # TFLite's LeakyReluOptions default
+    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not np.isfinite(alpha):
+        raise ctx.error(f"alpha must be a finite number, got {alpha!r}")
+    s_in, s_out = scale_of(qx), scale_of(qy)
+    if runtime_of(ctx) is Runtime.LITERT:
+        real_identity = float(s_in / s_out)  # float32 division
+        real_alpha = float(s_in * fp32(alpha) / s_out)  # float32 throughout, as the C++ expression
+    else:
+        real_identity = float(s_in) / float(s_out)
+        real_alpha = float(s_in) * float(fp32(alpha)) / float(s_out)
+    make_rescale(ctx, real_identity, "identity", mode, max_left_shift=_MAX_LEFT_SHIFT)
+    p = LeakyReluParams(
+        zero_point_in=zero_point_of(qx),
+        zero_point_out=zero_point_of(qy),
+        identity=output_requantizer(ctx, real_identity, mode, qy, INT8_MIN, INT8_MAX, "identity"),
+        alpha=make_rescale(ctx, abs(real_alpha), "alpha", mode, max_left_shift=_MAX_LEFT_SHIFT),
+        alpha_sign=-1 if real_alpha < 0 else 1,
+    )
+    return replace(p, table=int8_table(leaky_relu(p, INT8_BY_BITS), np.int8))
+
+
+def leaky_relu(p: LeakyReluParams, x: np.ndarray) -> np.ndarray:
+    """reference_ops::QuantizeLeakyRelu on int8 values ``x`` (int64 in, int8-range int64 out)."""
+    v = np.asarray(x, dtype=np.int64) - p.zero_point_in
+    negative = np.clip(p.alpha_sign * rescale(p.alpha, v) + p.zero_point_out, INT8_MIN, INT8_MAX)
+    return np.where(v >= 0, requantize(p.identity, v), negative)
+
+
+def run(p: LeakyReluParams, x):
+    return (lookup(p.table, x),)

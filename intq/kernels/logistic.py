@@ -1,0 +1,73 @@
+"""LOGISTIC (sigmoid): ``y = 1 / (1 + exp(-x))`` on int8, output fixed at scale 1/256, zero point -128.
+
+Contract (spec 003): input int8 per tensor, any scale and zero point; output int8 per tensor with
+``(1/256, -128)`` exactly, same shape. Other output parameters are refused here although the
+runtimes differ: LiteRT's reference kernel checks only the scale (any zero point is used in its
+table), TFLite Micro checks only the zero point (it computes as if the scale were 1/256).
+
+The two runtimes use different algorithms, and intq reproduces each for its target:
+
+* ``tflite`` — TensorFlow Lite Micro, ``logistic_common.cc`` (CalculateArithmeticOpDataLogistic)
+  and ``reference_integer_ops::Logistic``: ``x - Z_in`` is rescaled to Q4.27 by
+  ``MultiplyByQuantizedMultiplier`` with ``(m, shift) = frexp(s_in * 2^27)`` (``m = round(q * 2^31)``);
+  inputs at or beyond the radius ``floor(15 * 2^27 / 2^shift)`` saturate to -128 / 127; otherwise
+  ``gemmlowp::logistic`` (fixed-point exp and Newton-Raphson division) gives Q0.31, and the output
+  is ``clamp(RoundingDivideByPOT(., 23) - 128)``. Integer-only.
+* ``litert-ref`` — LiteRT ``BUILTIN_REF``, ``activations.cc`` SigmoidPrepare<kReference>:
+  a 256-entry table from ``LUTPopulate<int8_t>`` computed in float32 with the C library's
+  ``expf`` (``1.0f / (1.0f + expf(-s_in * (v - Z_in)))``, times ``1/s_out``, ``std::round``,
+  ``+ Z_out``), then ``LookupTable``.
+
+The two agree except where a value lies within about 1e-7 of a rounding boundary of the output:
+a search over 20000 input scales found such an input code in roughly one model in a thousand
+(tests/kernels/test_lut_ops.py pins some). Either way the result depends only on the int8 input
+code, so ``prepare`` evaluates the target's algorithm on all 256 codes (the fixed-point one in
+integers, LiteRT's in float32 as LiteRT does) and ``run`` is a table lookup ``table[uint8(x)]``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from intq.kernels import _fixedpoint_lut as fp
+from intq.kernels.base import KernelContext
+
+OP = "LOGISTIC"
+
+_INPUT_INTEGER_BITS = 4  # TFLM: the input is rescaled to Q4.27 (|x| < 16)
+_OUTPUT_SHIFT = 31 - 8  # Q0.31 -> multiples of 1/256
+
+
+@dataclass(frozen=True)
+class LogisticParams:
+    table: np.ndarray  # int8 [256], indexed by uint8(x)
+    runtime: str  # "tflm" (fixed point) or "litert" (float-built table)
+
+
+def prepare(ctx: KernelContext) -> LogisticParams:
+    in_qp, out_qp = fp.check_int8_io(ctx)
+    fp.check_output_params(ctx, out_qp, 1.0 / 256.0, -128, "1/256")
+    runtime = fp.runtime_for(ctx)
+    if runtime == "litert":
+        return LogisticParams(fp.litert_float_lut(in_qp, out_qp, "logistic"), runtime)
+    return LogisticParams(fp.int8_table(tflm_logistic(ctx, in_qp)), runtime)
+
+
+def tflm_logistic(ctx: KernelContext, in_qp) -> np.ndarray:
+    """TFLM's int8 LOGISTIC on every input code -128..127 (integer arithmetic after the setup)."""
+    multiplier, shift = fp.frexp_multiplier(float(np.float32(in_qp.scale[0])) * float(1 << (31 - _INPUT_INTEGER_BITS)))
+    if shift < 0:  # CalculateInputRadius would shift by a negative amount (undefined in C)
+        raise ctx.error(f"input scale {float(in_qp.scale[0])!r} is below 2^-28, which TFLite Micro's fixed-point "
+                        f"{ctx.op} does not handle")
+    radius = fp.input_radius(_INPUT_INTEGER_BITS, shift)
+    x = np.arange(-128, 128, dtype=np.int64) - int(in_qp.zero_point[0])
+    inside = (x > -radius) & (x < radius)
+    q4 = fp.multiply_by_quantized_multiplier(np.where(inside, x, 0), multiplier, shift)  # |x| < radius: fits
+    y = np.clip(fp.rdbp(fp.logistic(q4, _INPUT_INTEGER_BITS), _OUTPUT_SHIFT) - 128, -128, 127)
+    return np.where(inside, y, np.where(x <= -radius, -128, 127))
+
+
+def run(p: LogisticParams, x):
+    return (p.table[x.view(np.uint8)],)

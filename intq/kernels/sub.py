@@ -1,0 +1,102 @@
+"""SUB: ``y = clamp(R_out(R_1((a - Z_a) << 20) - R_2((b - Z_b) << 20)) + Z_y)``, numpy broadcasting.
+
+The integer loop is ADD's with a difference (reference_ops::SubElementwise /
+BroadcastQuantSubSlow in LiteRT, TFLM's reference Sub): ``left_shift = 20``, inputs rescaled by
+``s_a / T`` and ``s_b / T`` with ``T = 2 * max(s_a, s_b)``, the difference by
+``T / (2^20 * s_y)``, MultiplyByQuantizedMultiplierSmallerThanOneExp (double rounding), fused
+activation as the clamp.
+
+Prepare computes the three real multipliers in double (LiteRT tflite/kernels/sub.cc
+PrepareGeneralSubOp): ``s_a / double(T)`` and ``double(T) / float(2^20 * s_y)``. Recent TFLM
+sources (sub_common.cc CalculateOpDataSub) write the same in float32, but the tflite-micro
+package intq tests against computes the double form: on scale triples where the two differ in
+an output element, TFLM equals the double form, and so both targets share it.
+
+Contract (spec 003): both inputs and the output int8, per tensor; every multiplier in (0, 1).
+(LiteRT accepts an output multiplier above 1 and then right-shifts by a negative amount, which
+C leaves undefined; TFLM aborts. intq refuses it.) Overflow: as ADD, |difference| < 2^28.
+
+Run: an input's rescaled value depends on that int8 alone, so prepare evaluates
+:func:`scaled_input` on all 256 values and run looks both operands up (one gather each, the same
+integers) before requantizing the difference.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from intq.kernels._elementwise_common import (
+    INT8_BY_BITS,
+    Rescale,
+    broadcast_shape,
+    check_arity,
+    fp32,
+    fused_activation_range,
+    int8_input,
+    int8_output,
+    int8_table,
+    lookup,
+    make_rescale,
+    output_requantizer,
+    requant_mode,
+    rescale,
+    scale_of,
+    zero_point_of,
+)
+from intq.kernels.base import KernelContext
+from intq.kernels.requantize import Requantizer, requantize
+
+OP = "SUB"
+LEFT_SHIFT = 20  # as ADD: 255 << 20 < 2^28
+
+
+@dataclass(frozen=True, eq=False)
+class SubParams:
+    zero_point_a: int
+    zero_point_b: int
+    rescale_a: Rescale  # s_a / (2 max(s_a, s_b))
+    rescale_b: Rescale  # s_b / (2 max(s_a, s_b))
+    output: Requantizer  # 2 max(s_a, s_b) / (2^20 s_y), + Z_y, clamp to the fused activation
+    table_a: np.ndarray  # int32 [256]: scaled_input(rescale_a, Z_a, a) for every int8 a (see lookup)
+    table_b: np.ndarray
+
+
+def prepare(ctx: KernelContext) -> SubParams:
+    check_arity(ctx, 2)
+    a, qa = int8_input(ctx, 0, "input 0")
+    b, qb = int8_input(ctx, 1, "input 1")
+    y, qy = int8_output(ctx)
+    broadcast_shape(ctx, a, b, y)
+    mode = requant_mode(ctx)
+    s_a, s_b, s_y = scale_of(qa), scale_of(qb), scale_of(qy)
+    twice_max = fp32(2) * max(s_a, s_b)  # exact in float32
+    real_a = float(s_a) / float(twice_max)
+    real_b = float(s_b) / float(twice_max)
+    real_out = float(twice_max) / float(fp32(1 << LEFT_SHIFT) * s_y)  # int * float is a float product
+    make_rescale(ctx, real_out, "output", mode, smaller_than_one=True)
+    lo, hi = fused_activation_range(ctx, qy)
+    za, zb = zero_point_of(qa), zero_point_of(qb)
+    ra = make_rescale(ctx, real_a, "input 0", mode, smaller_than_one=True)
+    rb = make_rescale(ctx, real_b, "input 1", mode, smaller_than_one=True)
+    return SubParams(
+        zero_point_a=za,
+        zero_point_b=zb,
+        rescale_a=ra,
+        rescale_b=rb,
+        output=output_requantizer(ctx, real_out, mode, qy, lo, hi),
+        table_a=int8_table(scaled_input(ra, za, INT8_BY_BITS), np.int32),
+        table_b=int8_table(scaled_input(rb, zb, INT8_BY_BITS), np.int32),
+    )
+
+
+def scaled_input(r: Rescale, zero_point: int, x: np.ndarray) -> np.ndarray:
+    """``MultiplyByQuantizedMultiplierSmallerThanOneExp((x - Z) << 20, m, shift)``: |result| < 2^27."""
+    return rescale(r, (np.asarray(x, dtype=np.int64) - zero_point) << LEFT_SHIFT)
+
+
+def run(p: SubParams, a, b):
+    shape = np.broadcast_shapes(a.shape, b.shape)
+    acc = lookup(p.table_a, a) - lookup(p.table_b, b)  # int32: |acc| < 2^28
+    return (requantize(p.output, acc).reshape(shape),)

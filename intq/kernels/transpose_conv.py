@@ -1,0 +1,137 @@
+"""TRANSPOSE_CONV (NHWC): every input pixel scatters ``(x[n,iy,ix,c] - Z_x) * w[o,i,j,c]`` into
+``acc[n, iy*s_h - p_t + i, ix*s_w - p_l + j, o]`` (contributions landing outside the output are
+dropped); ``y = requant(acc + b[o]) + Z_y``, clamped.
+
+Contract (TFLite ``transpose_conv.cc`` Prepare): inputs ``(output_shape, weights, input[, bias])``
+— output_shape int32 ``[4]`` constant, equal to the output tensor's static shape; weights int8
+``[C_out, KH, KW, C_in]`` constant, symmetric, per tensor or per output channel (axis 0); input
+int8 ``[N, H, W, C_in]`` per tensor; bias int32 ``[C_out]`` optional (index -1 or absent); output
+int8 per tensor. Options: padding SAME/VALID, stride_h/w >= 1, fused activation (see below).
+No dilation (TFLite has none for this op).
+
+Semantics verified in the sources: ``reference_integer_ops::TransposeConv``
+(kernels/internal/reference/integer_ops/transpose_conv.h) scatters into an int32 scratch buffer
+exactly as above, then bias, ``MultiplyByQuantizedMultiplier`` (double rounding), output offset,
+clamp. Multipliers from ``PopulateConvolutionQuantizationParams`` (double product, per channel on
+axis 0). Padding: ``ComputePaddingHeightWidth`` run on the *output* height/width as if it were a
+convolution's input (stride, dilation 1, the kernel size); only the leading padding is used.
+LiteRT BUILTIN_REF (``transpose_conv.cc``, kReference) and TFLite Micro (``transpose_conv.cc``)
+call the same reference kernel. Fused activation: both compute the clamp from the node's
+activation (LiteRT's Prepare reads it through a ``TfLiteConvParams`` cast whose ``activation``
+field lines up; TFLite Micro's ``CalculateOpData`` passes ``params->activation`` — older TFLite
+Micro sources passed ``kTfLiteActNone``, the pinned build applies it, measured by
+tests/kernels/test_conv.py).
+
+Difference between the targets: LiteRT 2.3's Prepare also requires the input size to be the one
+a convolution of the output would produce, ``ComputeOutSize(padding, out, k, stride) == in`` per
+axis (its error "computed_input_height != SizeOfDimension(input, 1)"; measured on every
+combination of padding, k <= 4, stride <= 3, in <= 4, out <= 13), and refuses other sizes; TFLite
+Micro accepts any output size and crops or leaves zeros. The ``litert-ref`` target refuses such
+nodes as LiteRT does (:data:`SIZE_CHECKED_BY`); ``tflite`` computes them as TFLite Micro does.
+
+Arithmetic: one exact GEMM (:func:`intq.kernels.gemm.exact_matmul`) of the raw input
+``[N*H*W, C_in]`` against the weights as ``[KH*KW*C_out, C_in]`` gives every tap's contribution;
+``- Z_x * sum_c w[o,i,j,c]`` is folded per (tap, channel) at prepare; a Python loop over the
+KH*KW taps adds each tap's contributions into a strided slice of an int32 buffer covering the
+full (uncropped) output, which is then cropped by the padding. The accumulator cannot overflow:
+``|acc| <= 255 * sum|w_o| + |b_o|`` is checked at prepare.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from intq.kernels._conv_common import (
+    check_accumulator,
+    compute_padding,
+    conv_bias,
+    conv_requantizer,
+    conv_weights,
+    requantize_rows,
+    static_shape,
+    window_options,
+)
+from intq.kernels.base import KernelContext
+from intq.kernels.gemm import PreparedGemm, exact_matmul, prepare_gemm
+from intq.kernels.requantize import Requantizer
+from intq.kernels.targets import Runtime
+
+OP = "TRANSPOSE_CONV"
+
+#: Targets whose runtime refuses an input size that a convolution of the output would not give.
+SIZE_CHECKED_BY = frozenset({Runtime.LITERT})
+
+
+@dataclass(frozen=True, eq=False)
+class TransposeConvParams:
+    gemm: PreparedGemm  # weights [KH*KW*C_out, C_in]
+    tap_offset: np.ndarray  # int32 [KH, KW, C_out]: -Z_x * sum_c w[o,i,j,c]
+    bias: np.ndarray  # int64 [C_out]
+    requant: Requantizer
+    kh: int
+    kw: int
+    stride_h: int
+    stride_w: int
+    top: int
+    left: int
+    full_hw: tuple[int, int]  # the uncropped scatter buffer's height and width
+    out_shape: tuple[int, int, int, int]
+
+
+def prepare(ctx: KernelContext) -> TransposeConvParams:
+    x, y = ctx.input(2), ctx.outputs[0]
+    in_qp = ctx.per_tensor(x, "input")
+    out_qp = ctx.per_tensor(y, "output")
+    n, h, w_in, c_in = static_shape(ctx, x, "input", 4)
+    out_shape = static_shape(ctx, y, "output", 4)
+    shape_t = ctx.input(0)
+    requested = ctx.constant(0, "output_shape")
+    if requested.dtype != np.int32 or requested.shape != (4,):
+        raise ctx.error(f"output_shape {shape_t.name!r} must be int32 [4], got {requested.dtype.name} "
+                        f"{list(requested.shape)}")
+    if tuple(int(v) for v in requested) != out_shape:
+        raise ctx.error(f"output_shape {requested.tolist()} differs from the output tensor's shape {list(out_shape)}")
+    w, w_qp = conv_weights(ctx, 1, channel_axis=0)
+    c_out, kh, kw, c_w = w.shape
+    if c_w != c_in:
+        raise ctx.error(f"weights [C_out, KH, KW, C_in] have {c_w} input channels, the input has {c_in}")
+    if out_shape[0] != n or out_shape[3] != c_out:
+        raise ctx.error(f"output shape {list(out_shape)} must be [{n}, OH, OW, {c_out}]")
+    if out_shape[1] < 1 or out_shape[2] < 1:
+        raise ctx.error(f"output shape {list(out_shape)} is empty")
+    bias = conv_bias(ctx, 3, c_out)
+    opts = window_options(ctx, dilation=False)
+    oh, ow = out_shape[1], out_shape[2]
+    pad = compute_padding(opts.padding, (oh, ow), (kh, kw), (opts.stride_h, opts.stride_w), (1, 1))
+    if ctx.target.runtime in SIZE_CHECKED_BY and (pad.out_h, pad.out_w) != (h, w_in):
+        raise ctx.error(f"target {ctx.target.name!r} ({ctx.target.matches}) refuses this output size: a {opts.padding} "
+                        f"convolution of the {oh}x{ow} output gives {pad.out_h}x{pad.out_w}, not the {h}x{w_in} input")
+
+    check_accumulator(ctx, np.abs(w.astype(np.int64)).reshape(c_out, -1).sum(axis=1), bias)
+    matrix = np.ascontiguousarray(w.transpose(1, 2, 0, 3)).reshape(kh * kw * c_out, c_in)  # row (i, j, o)
+    gemm = prepare_gemm(matrix)
+    zx = int(in_qp.zero_point[0])
+    tap_offset = (-zx * gemm.weight_sums).astype(np.int32).reshape(kh, kw, c_out)  # |.| <= 128 * 127 * C_in
+    requant = conv_requantizer(ctx, OP, in_qp, w_qp, out_qp, c_out, opts.activation, y.dtype)
+    full_hw = (max((h - 1) * opts.stride_h + kh, pad.top + oh), max((w_in - 1) * opts.stride_w + kw, pad.left + ow))
+    return TransposeConvParams(gemm, tap_offset, bias, requant, kh, kw, opts.stride_h,
+                               opts.stride_w, pad.top, pad.left, full_hw, out_shape)
+
+
+def run(p: TransposeConvParams, output_shape, w, x, b=None):
+    n, h, w_in, c_in = x.shape
+    _, oh, ow, c_out = p.out_shape
+    cols = exact_matmul(x.reshape(-1, c_in), p.gemm).reshape(n, h, w_in, p.kh, p.kw, c_out)
+    cols += p.tap_offset  # each tap's contribution, |.| <= 255 * sum|w| < 2^31 (prepare)
+    full = np.zeros((n, *p.full_hw, c_out), np.int32)
+    span_h, span_w = (h - 1) * p.stride_h + 1, (w_in - 1) * p.stride_w + 1
+    for i in range(p.kh):
+        for j in range(p.kw):
+            target = full[:, i:i + span_h:p.stride_h, j:j + span_w:p.stride_w, :]
+            np.add(target, cols[:, :, :, i, j, :], out=target)
+    acc = np.ascontiguousarray(full[:, p.top:p.top + oh, p.left:p.left + ow, :]).reshape(-1, c_out)
+    out = np.empty(acc.shape, p.requant.out_dtype)
+    requantize_rows(p.requant, acc, p.bias, out)  # |acc + b| < 2^31 (prepare)
+    return (out.reshape(p.out_shape),)
