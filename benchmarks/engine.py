@@ -4,7 +4,8 @@ per-channel).
 
     .venv/bin/python benchmarks/engine.py [--threads 1] [--repeat 10] [--batches 1,16]
 
-intq runs its bit-exact integer interpreter (target "tflite") on the graph intq.quantize made;
+intq runs its bit-exact integer interpreter (target "tflite") on the graph intq.quantize made,
+with its default exact int8 GEMM backend (``INTQ_GEMM=blas`` forces the float32-BLAS one);
 onnxruntime runs the same float model exported from PyTorch, and the int8 model its own
 quantizer made from the same calibration data. Every side gets the same thread count (numpy's
 OpenBLAS and onnxruntime's intra-op pool). Prints the median time per run and the ratios
@@ -59,6 +60,7 @@ def main() -> None:
     parser.add_argument("--batches", default="1,16")
     parser.add_argument("--model", default="resnet18")
     args = parser.parse_args()
+    torch.set_num_threads(int(_THREADS))  # intq's int8 GEMM backend (torch-int8) gets the same threads
 
     module = build(args.model, seed=0)
     buf = io.BytesIO()
@@ -87,7 +89,9 @@ def main() -> None:
         s_int8 = ort.InferenceSession(qpath, so, providers=["CPUExecutionProvider"])
         float_graph = intq.passes.simplify(intq.load(proto, input_shapes={"x": (1, 3, 224, 224)}))
         table = intq.calibrate(float_graph, calib)  # one calibration; tensor names are batch-independent
-        print(f"{args.model} 224x224, {_THREADS} thread(s), median of {args.repeat}")
+        from intq.kernels.gemm import gemm_backend
+
+        print(f"{args.model} 224x224, {_THREADS} thread(s), median of {args.repeat}, intq GEMM backend {gemm_backend()}")
         for batch in (int(b) for b in args.batches.split(",")):
             x = rng.standard_normal((batch, 3, 224, 224)).astype(np.float32)
             qg = quantize(proto, input_shapes={"x": (batch, 3, 224, 224)}, table=table)

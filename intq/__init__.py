@@ -1,20 +1,31 @@
 """intq: integer-only int8 neural-network inference, bit-exact and explained.
 
-Public API: :func:`load` (ONNX path or proto, torch module), :func:`calibrate` (ranges of every
-float tensor over data), :class:`Interpreter` (run a graph, see every tensor). The arithmetic
-core is :mod:`intq.qmath`; errors are in :mod:`intq.errors`.
+Public API:
+
+* :func:`load` — an ONNX path or proto, or a torch module, as a float graph;
+* :func:`calibrate` — the range of every float tensor over representative data;
+* :func:`quantize` — the whole pipeline to an integer-only graph (TFLite int8 builtins, NHWC);
+* :class:`Interpreter` — run a float or integer graph, see every tensor; integer graphs run
+  bit-exactly as a named target runtime (``"tflite"``: TensorFlow Lite Micro, ``"litert-ref"``);
+* :func:`export_tflite` — write an integer graph as a ``.tflite`` file.
+
+The arithmetic core is :mod:`intq.qmath`; errors are in :mod:`intq.errors`.
 """
 
 from intq.calibration import CalibrationTable, calibrate
+from intq.convert import quantize
 from intq.errors import ContractError, GraphError, IntqError, QuantizationError, UnsupportedOperatorError
+from intq.export.tflite_writer import export_tflite
 from intq.frontends import load
 from intq.runtime import Interpreter
 
 __all__ = [
     "load",
     "calibrate",
-    "CalibrationTable",
+    "quantize",
     "Interpreter",
+    "export_tflite",
+    "CalibrationTable",
     "IntqError",
     "QuantizationError",
     "ContractError",

@@ -26,6 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.lib.stride_tricks import as_strided
 
 from intq.errors import IntqError
 from intq.ir import Tensor
@@ -172,11 +173,7 @@ def requantize_rows(r: Requantizer, acc: np.ndarray, offset, out: np.ndarray) ->
     """``out = requantize(r, acc + offset)`` for a 2-D ``acc`` (channels last), a block of rows at
     a time (see :data:`BLOCK_ELEMENTS`). ``offset`` is int64 per channel (or 0); the caller
     guarantees ``|acc + offset| < 2^31``."""
-    rows = max(1, BLOCK_ELEMENTS // max(1, acc.shape[1]))
-    for i in range(0, acc.shape[0], rows):
-        block = acc[i:i + rows].astype(np.int64)
-        block += offset
-        out[i:i + rows] = requantize(r, block)
+    out[...] = requantize(r, acc, offset)  # one fused pass (intq.kernels.requantize)
     return out
 
 
@@ -240,12 +237,24 @@ def make_im2col(in_shape: tuple[int, int, int, int], kh: int, kw: int, opts: Win
 
 
 def fill_im2col(g: Im2col, x: np.ndarray) -> np.ndarray:
-    """Write the windows of ``x`` (int8 NHWC) into ``g.buffer`` and return it: one strided int8
-    copy per filter tap."""
+    """Write the windows of ``x`` (int8 NHWC) into ``g.buffer`` (row ``(n, oy, ox)``, columns
+    tap-major then channel) and return it.
+
+    With a column dilation of 1 the ``KW`` taps of one kernel row are ``KW * C`` contiguous bytes
+    of the input, so each kernel row is one strided copy of whole ``KW * C`` runs (``KH`` copies);
+    otherwise one strided copy per tap (``KH * KW`` copies of ``C`` bytes)."""
     src = x
     if g.padded is not None:
         g.padded[:, g.top:g.top + g.h, g.left:g.left + g.w, :] = x
         src = g.padded
+    s0, s1, s2, s3 = src.strides
+    if g.dilation_w == 1:
+        dst = g.buffer.reshape(g.n, g.out_h, g.out_w, g.kh, g.kw * g.c)
+        for i in range(g.kh):
+            rows = as_strided(src[:, i * g.dilation_h:], shape=(g.n, g.out_h, g.out_w, g.kw * g.c),
+                              strides=(s0, s1 * g.stride_h, s2 * g.stride_w, s3), writeable=False)
+            np.copyto(dst[:, :, :, i, :], rows)
+        return g.buffer
     dst = g.buffer.reshape(g.n, g.out_h, g.out_w, g.kh * g.kw, g.c)
     span_h = (g.out_h - 1) * g.stride_h + 1
     span_w = (g.out_w - 1) * g.stride_w + 1
@@ -253,6 +262,5 @@ def fill_im2col(g: Im2col, x: np.ndarray) -> np.ndarray:
         y0 = i * g.dilation_h
         for j in range(g.kw):
             x0 = j * g.dilation_w
-            np.copyto(dst[:, :, :, i * g.kw + j, :],
-                      src[:, y0:y0 + span_h:g.stride_h, x0:x0 + span_w:g.stride_w, :])
+            np.copyto(dst[:, :, :, i * g.kw + j, :], src[:, y0:y0 + span_h:g.stride_h, x0:x0 + span_w:g.stride_w, :])
     return g.buffer

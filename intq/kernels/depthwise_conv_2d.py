@@ -37,9 +37,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 
 from intq.kernels._conv_common import (
-    BLOCK_ELEMENTS,
     check_accumulator,
     compute_padding,
     conv_bias,
@@ -58,18 +58,17 @@ OP = "DEPTHWISE_CONV_2D"
 class DepthwiseConv2DParams:
     """Prepared integers and reused scratch buffers (not re-entrant: one run at a time)."""
 
-    weights: np.ndarray  # int16 [KH*KW, C, M]
+    weights: np.ndarray  # int32 [KH*KW, C, M]
     offset: np.ndarray  # int32 [C*M]: b - Z_x * sum_taps(w)
     requant: Requantizer
-    taps: tuple[tuple[int, int], ...]  # (row, column) offset of each tap in the padded input
+    tap_rows: np.ndarray  # int64 [KH*KW]: row offset of each tap in the padded input
+    tap_cols: np.ndarray  # int64 [KH*KW]: column offset
     top: int
     left: int
     stride_h: int
     stride_w: int
     padded: np.ndarray  # int16 [N, Hp, Wp, C], border = Z_x
-    block_rows: int  # output rows per block
-    acc: np.ndarray  # int32 [N, block_rows, OW, C, M]
-    products: tuple[np.ndarray, np.ndarray]  # int16 [N, block_rows, OW, C, M] scratch
+    acc: np.ndarray  # int32 [N, OH, OW, C*M], reused
     out_shape: tuple[int, int, int, int]
 
 
@@ -110,42 +109,36 @@ def prepare(ctx: KernelContext) -> DepthwiseConv2DParams:
     need_h = (pad.out_h - 1) * opts.stride_h + (kh - 1) * opts.dilation_h + 1
     need_w = (pad.out_w - 1) * opts.stride_w + (kw - 1) * opts.dilation_w + 1
     padded = np.full((n, max(pad.top + h, need_h), max(pad.left + w_in, need_w), c), zx, np.int16)
-    taps = tuple((i * opts.dilation_h, j * opts.dilation_w) for i in range(kh) for j in range(kw))
-    block_rows = min(pad.out_h, max(1, BLOCK_ELEMENTS // (n * pad.out_w * c_out)))
-    acc_shape = (n, block_rows, pad.out_w, c, mult)
+    tap_rows = np.array([i * opts.dilation_h for i in range(kh) for _ in range(kw)], np.int64)
+    tap_cols = np.array([j * opts.dilation_w for _ in range(kh) for j in range(kw)], np.int64)
     return DepthwiseConv2DParams(
-        weights=w.reshape(kh * kw, c, mult).astype(np.int16), offset=offset, requant=requant, taps=taps,
-        top=pad.top, left=pad.left, stride_h=opts.stride_h, stride_w=opts.stride_w, padded=padded,
-        block_rows=block_rows, acc=np.empty(acc_shape, np.int32),
-        products=(np.empty(acc_shape, np.int16), np.empty(acc_shape, np.int16)), out_shape=out_shape)
+        weights=w.reshape(kh * kw, c, mult).astype(np.int32), offset=offset, requant=requant,
+        tap_rows=tap_rows, tap_cols=tap_cols, top=pad.top, left=pad.left, stride_h=opts.stride_h,
+        stride_w=opts.stride_w, padded=padded, acc=np.empty(out_shape, np.int32), out_shape=out_shape)
 
 
 def run(p: DepthwiseConv2DParams, x, w=None, b=None):
-    n, oh, ow, c_out = p.out_shape
     h, w_in = x.shape[1], x.shape[2]
     p.padded[:, p.top:p.top + h, p.left:p.left + w_in, :] = x
-    out = np.empty(p.out_shape, p.requant.out_dtype)
-    span_w = (ow - 1) * p.stride_w + 1
-    for r0 in range(0, oh, p.block_rows):  # blocks of output rows: the scratch stays in cache
-        rows = min(p.block_rows, oh - r0)
-        acc, first, second = p.acc[:, :rows], p.products[0][:, :rows], p.products[1][:, :rows]
-        span_h = (rows - 1) * p.stride_h + 1
-        for k in range(0, len(p.taps), 2):  # two taps per int16 partial sum: |x*w + x'*w'| <= 32512
-            y0, x0 = p.taps[k]
-            y0 += r0 * p.stride_h
-            np.multiply(p.padded[:, y0:y0 + span_h:p.stride_h, x0:x0 + span_w:p.stride_w, :, None],
-                        p.weights[k], out=first)
-            if k + 1 < len(p.taps):
-                y1, x1 = p.taps[k + 1]
-                y1 += r0 * p.stride_h
-                np.multiply(p.padded[:, y1:y1 + span_h:p.stride_h, x1:x1 + span_w:p.stride_w, :, None],
-                            p.weights[k + 1], out=second)
-                np.add(first, second, out=first)
-            if k == 0:
-                np.copyto(acc, first)
-            else:
-                np.add(acc, first, out=acc)
-        block = acc.reshape(n, rows, ow, c_out)
-        np.add(block, p.offset, out=block)  # |acc| < 2^31 (prepare)
-        out[:, r0:r0 + rows] = requantize(p.requant, block)
-    return (out,)
+    _accumulate(p.padded, p.weights, p.tap_rows, p.tap_cols, p.stride_h, p.stride_w, p.offset, p.acc)
+    return (requantize(p.requant, p.acc),)  # |acc| < 2^31 (prepare)
+
+
+@njit(cache=True, nogil=True)
+def _accumulate(padded, weights, tap_rows, tap_cols, stride_h, stride_w, offset, acc):
+    """``acc[n,oy,ox,c*M+m] = offset[c*M+m] + sum_t padded[n, oy*s_h + r_t, ox*s_w + c_t, c] * w[t,c,m]``
+    (int32; the padded border holds Z_x, whose contribution the offset cancels)."""
+    batch, out_h, out_w, cm = acc.shape
+    taps, channels, mult = weights.shape
+    for n in range(batch):
+        for oy in range(out_h):
+            for ox in range(out_w):
+                row = acc[n, oy, ox]
+                row[:] = offset
+                for t in range(taps):
+                    py = oy * stride_h + tap_rows[t]
+                    px = ox * stride_w + tap_cols[t]
+                    for c in range(channels):
+                        v = np.int32(padded[n, py, px, c])
+                        for m in range(mult):
+                            row[c * mult + m] += v * weights[t, c, m]

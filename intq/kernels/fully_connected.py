@@ -79,5 +79,5 @@ def prepare(ctx: KernelContext) -> FullyConnectedParams:
 
 
 def run(p: FullyConnectedParams, x, w=None, b=None):
-    acc = exact_matmul(x.reshape(-1, p.k), p.gemm).astype(np.int64) + p.offset  # |acc| < 2^31 (prepare)
-    return (requantize(p.requant, acc).reshape(p.out_shape),)
+    acc = exact_matmul(x.reshape(-1, p.k), p.gemm)  # int32 sum(x * w), exact
+    return (requantize(p.requant, acc, p.offset).reshape(p.out_shape),)  # |acc + offset| < 2^31 (prepare)

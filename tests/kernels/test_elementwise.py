@@ -461,3 +461,15 @@ def test_rank_0_operands_give_0_d_arrays(op):
         results.append(intq.Interpreter(graph).run(feeds)["y"])
     assert isinstance(results[0], np.ndarray) and results[0].shape == ()
     assert results[0].dtype == results[1].dtype and results[0] == results[1][0]
+
+
+@pytest.mark.parametrize("activation", ["NONE", "RELU6"])
+def test_add_same_shape_fused_path_all_pairs(activation):
+    """Equal shapes take ADD's fused single pass: every (a, b) pair of int8 values, both oracles."""
+    a = np.repeat(ALL_INT8, 256).reshape(1, 256, 256, 1)
+    b = np.tile(ALL_INT8, 256).reshape(1, 256, 256, 1)
+    graph = single_op_graph("ADD", [tensor("a", a.shape, scale=0.031, zero_point=-7),
+                                    tensor("b", b.shape, scale=0.0123, zero_point=90)],
+                            [tensor("y", a.shape, scale=0.047, zero_point=-20)],
+                            {"fused_activation_function": activation})
+    assert_matches_oracles(graph, {"a": a, "b": b}, context=f"ADD same-shape {activation}")

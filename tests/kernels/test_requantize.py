@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from intq.kernels.requantize import activation_range, make_requantizer, requantize
+from intq.kernels.requantize import activation_range, make_requantizer, requantize, requantize_reference
 from intq.kernels.targets import Requant
 from intq.qmath import (
     QuantParams,
@@ -31,6 +31,11 @@ def test_requantize_equals_the_primitives(rng, mode):
         want = round_float(acc * real)
     np.testing.assert_array_equal(got, np.clip(np.asarray(want, np.int64) - 7, -128, 127))
     assert got.dtype == np.int8
+    np.testing.assert_array_equal(requantize_reference(r, acc), got)
+    offset = rng.integers(-1000, 1000, size=c)
+    np.testing.assert_array_equal(requantize(r, acc - offset, offset), got)  # the folded-bias form
+    per_tensor = make_requantizer(real[3], mode, zero_point=5, act_min=-20, act_max=100)
+    np.testing.assert_array_equal(requantize(per_tensor, acc[:, 3:4]), requantize_reference(per_tensor, acc[:, 3:4]))
 
 
 def test_activation_ranges_follow_tflite():
