@@ -66,7 +66,13 @@ def convert(graph: Graph, table: CalibrationTable, *, per_channel: bool = True,
     for name in graph.outputs:
         rank = len(graph.tensors[name].shape)
         q = cx.value_as(name, identity(rank))
-        if output_type == "float32":
+        t = cx.tensors[q]
+        if t.qparams is None:  # integer results (indices): no dequantization, same name as the model's
+            cx.tensors[name] = type(t)(name, t.dtype, t.shape)
+            shape_c = cx.int_constant(f"{name}/shape", np.asarray(t.shape, np.int32), None, np.int32)
+            cx.emit("RESHAPE", f"{name}/output", [q, shape_c], [name], {"new_shape": tuple(t.shape)})
+            outputs.append(name)
+        elif output_type == "float32":
             cx.tensors[name] = type(graph.tensors[name])(name, np.float32, graph.tensors[name].shape)
             cx.emit("DEQUANTIZE", f"{name}/dequantize", [q], [name])
             outputs.append(name)

@@ -675,3 +675,109 @@ def DepthToSpace(cx, node):
     y = cx.output_tensor(node.outputs[0], NHWC, qp)
     op = "DEPTH_TO_SPACE" if node.op_type == "DepthToSpace" else "SPACE_TO_DEPTH"
     cx.emit(op, node.name, [x_int], [y], {"block_size": int(node.attrs["blocksize"])})
+
+
+@rule()
+def ConvTranspose(cx, node):
+    """TRANSPOSE_CONV. ONNX's output size ``s*(in-1) + k + output_padding - pads`` maps to TFLite's
+    VALID (``s*(in-1) + k``) or SAME (``s*in``, pads split with the smaller half first); any other
+    padding computes the VALID output and crops it with STRIDED_SLICE."""
+    x, w_name = node.inputs[0], node.inputs[1]
+    w = cx.constant(w_name)
+    if w is None or w.ndim != 4:
+        raise _fail(node, "the weights must be a 4-D constant")
+    if int(node.attrs.get("group", 1)) != 1 or tuple(node.attrs.get("dilations", (1, 1))) != (1, 1):
+        raise _fail(node, "TFLite's TRANSPOSE_CONV has no groups or dilation")
+    b = cx.constant(node.inputs[2]) if len(node.inputs) > 2 and node.inputs[2] else None
+    cin, cout, kh, kw = w.shape
+    strides = tuple(node.attrs.get("strides", (1, 1)))
+    _, _, h, wd = cx.shape(x)
+    _, _, oh, ow = cx.shape(node.outputs[0])
+    full = (strides[0] * (h - 1) + kh, strides[1] * (wd - 1) + kw)
+    pads = list(node.attrs.get("pads", (0, 0, 0, 0)))
+    if node.attrs.get("auto_pad", "NOTSET") not in ("NOTSET", "VALID") or "output_shape" in node.attrs:
+        raise _fail(node, "auto_pad / output_shape forms are not supported; export with explicit pads")
+    begin = (pads[0], pads[1])
+    if (oh, ow) == full:
+        padding, crop = "VALID", None
+    elif (oh, ow) == (strides[0] * h, strides[1] * wd) and all(
+            b_ == (full[i] - (oh, ow)[i]) // 2 for i, b_ in enumerate(begin)):
+        padding, crop = "SAME", None
+    elif all(begin[i] + (oh, ow)[i] <= full[i] for i in range(2)):
+        padding, crop = "VALID", begin
+    else:
+        raise _fail(node, f"output padding beyond the kernel's reach ({oh}x{ow} from {full[0]}x{full[1]})")
+    in_qp = cx.qparams_of(x)
+    x_int = cx.value_as(x, NHWC)
+    w_tfl = w.transpose(1, 2, 3, 0)  # [Cout, KH, KW, Cin]
+    w_q, w_qp, b_q, b_qp, _ = quantize_linear_layer(w_tfl, b, float(in_qp.scale[0]), 0 if cx.per_channel else None)
+    out = node.outputs[0]
+    out_qp = cx.activation_qparams(out)
+    size = full if crop is not None else (oh, ow)
+    shape_c = cx.int_constant(f"{node.name}/output_shape", np.array([1, size[0], size[1], cout], np.int32), None, np.int32)
+    ins = [shape_c, cx.int_constant(f"{node.name}/weights", w_q, w_qp), x_int]
+    if b_q is not None:
+        ins.append(cx.int_constant(f"{node.name}/bias", b_q, b_qp, np.int32))
+    attrs = {"padding": padding, "stride_h": strides[0], "stride_w": strides[1], "fused_activation_function": _act(node)}
+    if crop is None:
+        y = cx.output_tensor(out, NHWC, out_qp)
+        cx.emit("TRANSPOSE_CONV", node.name, ins, [y], attrs)
+        return
+    n_ = cx.shape(x)[0]
+    full_t = cx.add_tensor(f"{node.name}/full", (n_, full[0], full[1], cout), np.int8, out_qp)
+    cx.emit("TRANSPOSE_CONV", node.name, ins, [full_t], attrs)
+    y = cx.output_tensor(out, NHWC, out_qp)
+    consts = [cx.int_constant(f"{node.name}/{k}", np.asarray(v, np.int32), None, np.int32) for k, v in (
+        ("begin", [0, crop[0], crop[1], 0]), ("end", [n_, crop[0] + oh, crop[1] + ow, cout]), ("strides", [1, 1, 1, 1]))]
+    cx.emit("STRIDED_SLICE", f"{node.name}/crop", [full_t, *consts], [y], {"begin_mask": 0, "end_mask": 0,
+            "ellipsis_mask": 0, "new_axis_mask": 0, "shrink_axis_mask": 0, "offset": False})
+
+
+@rule("Max", "Min")
+def Max(cx, node):
+    """MAXIMUM / MINIMUM need one scale in and out (spec 003): each input is rescaled to the
+    output's parameters (QUANTIZE) when they differ."""
+    if len(node.inputs) != 2:
+        raise _fail(node, "only two inputs become MAXIMUM / MINIMUM")
+    out = node.outputs[0]
+    perm = _common_perm(cx, [i for i in node.inputs if cx.constant(i) is None])
+    out_qp = cx.activation_qparams(out)
+    ins = []
+    for i in node.inputs:
+        c = cx.constant(i)
+        if c is not None:
+            ins.append(_constant_operand(cx, node, c, len(perm), perm, f"const_{len(ins)}", out_qp))
+            continue
+        t = cx.value_as(i, perm)
+        if cx.tensors[t].qparams != out_qp:
+            r = cx.add_tensor(f"{t}/rescaled", cx.tensors[t].shape, np.int8, out_qp)
+            cx.emit("QUANTIZE", f"{node.name}/rescale_{len(ins)}", [t], [r])
+            t = r
+        ins.append(t)
+    y = cx.output_tensor(out, perm, out_qp)
+    cx.emit("MAXIMUM" if node.op_type == "Max" else "MINIMUM", node.name, ins, [y])
+
+
+@rule()
+def ArgMax(cx, node):
+    """ARG_MAX over one axis, int32 indices (TFLite Micro supports int32 only); ONNX's keepdims
+    is restored with a RESHAPE; ``select_last_index`` must be 0 (TFLite keeps the first)."""
+    if node.attrs.get("select_last_index", 0):
+        raise _fail(node, "select_last_index=1 has no TFLite equivalent")
+    x = node.inputs[0]
+    rank = len(cx.shape(x))
+    axis = int(node.attrs.get("axis", 0)) % rank
+    x_int = cx.value_as(x, identity(rank))
+    reduced = [d for i, d in enumerate(cx.shape(x)) if i != axis]
+    axis_c = cx.int_constant(f"{node.name}/axis", np.array([axis], np.int32), None, np.int32)
+    idx = cx.add_tensor(f"{node.name}/indices", reduced, np.int32)
+    cx.emit("ARG_MAX", node.name, [x_int, axis_c], [idx], {"output_type": "INT32"})
+    out = node.outputs[0]
+    shape = cx.shape(out)
+    if list(shape) == reduced:
+        cx.define(out, idx, identity(len(shape)))
+        return
+    y = cx.add_tensor(out, shape, np.int32)
+    cx.define(out, y, identity(len(shape)))
+    new_shape = cx.int_constant(f"{node.name}/shape", np.asarray(shape, np.int32), None, np.int32)
+    cx.emit("RESHAPE", f"{node.name}/keepdims", [idx, new_shape], [y], {"new_shape": tuple(int(d) for d in shape)})

@@ -50,3 +50,30 @@ def test_pytorch_architectures_every_tensor_equals_litert_and_tflm(arch, size):
     qg = quantize(module, data, example_inputs=torch.from_numpy(data[0]))
     counts = _compare_every_tensor(qg, {qg.inputs[0]: data[1]})
     assert counts["litert-ref"] > 20
+
+
+class _Upsampler(torch.nn.Module):
+    def __init__(self, k, s, p, op):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 8, 3, padding=1)
+        self.up = torch.nn.ConvTranspose2d(8, 4, k, s, p, output_padding=op)
+
+    def forward(self, x):
+        y = self.up(torch.relu(self.conv(x)))
+        return torch.maximum(y, torch.relu(y) * 0.5), torch.argmax(y, dim=1)
+
+
+@pytest.mark.parametrize("cfg", [(4, 2, 1, 0), (2, 2, 0, 0), (3, 2, 1, 1), (3, 1, 1, 0), (3, 2, 0, 0)])
+def test_transpose_conv_max_and_argmax_every_tensor_equals_litert_and_tflm(cfg):
+    """ConvTranspose as TFLite SAME, VALID, or VALID then a crop; Max; ArgMax (int32 indices)."""
+    torch.manual_seed(0)
+    module = _Upsampler(*cfg).eval()
+    rng = np.random.default_rng(0)
+    data = [rng.standard_normal((1, 3, 8, 8)).astype(np.float32) for _ in range(6)]
+    qg = quantize(module, data, example_inputs=torch.from_numpy(data[0]))
+    assert "TRANSPOSE_CONV" in qg.op_types() and "ARG_MAX" in qg.op_types()
+    _compare_every_tensor(qg, {qg.inputs[0]: data[1]})
+    out = intq.Interpreter(qg).run({qg.inputs[0]: data[1]})
+    idx = next(v for v in out.values() if v.dtype == np.int32)
+    ref = module(torch.from_numpy(data[1]))[1].numpy()
+    assert idx.shape == ref.shape and np.mean(idx == ref) > 0.95
