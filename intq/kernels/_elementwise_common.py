@@ -284,7 +284,21 @@ class ComparisonParams:
 
 
 def prepare_comparison(ctx: KernelContext) -> ComparisonParams:
-    """The comparisons' Prepare (identical in LiteRT and TFLM): one multiplier per input scale."""
+    """The comparisons' Prepare (identical in LiteRT and TFLM): one multiplier per input scale.
+
+    Shared arithmetic of TFLite's quantized comparisons (reference_ops::ComparisonWithScaling /
+    BroadcastComparison4DSlowWithScaling; Prepare in tflite/kernels/comparisons.cc
+    ComparisonQuantized and TFLM comparisons.cc ComparisonsPrepare, which agree): each input is
+    offset, shifted left by 8 and rescaled by its own scale,
+    ``v_i = MultiplyByQuantizedMultiplierSmallerThanOneExp((x_i - Z_i) << 8, QuantizeMultiplier(s_i))``,
+    and the int32 results are compared. Inputs on different scales compare by real value, up to
+    that rounding.
+
+    Contract (spec 003): two int8 per-tensor inputs, a bool output. Each input scale must be below
+    1: TFLM aborts otherwise, and LiteRT's rescale would shift right by a negative amount
+    (undefined in C). |(x - Z) << 8| < 2^16: no overflow. Run looks both rescaled operands up in
+    tables computed here on all 256 int8 values (the same integers, one gather each).
+    """
     check_arity(ctx, 2)
     a, qa = int8_input(ctx, 0, "input 0")
     b, qb = int8_input(ctx, 1, "input 1")
