@@ -3,7 +3,8 @@
     OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/requantize.py [--elements N]
 
 Requantizes an int32 accumulator tensor of shape (N/64, 64) with per-channel multipliers
-(64 channels), as a conv layer's output. Reports the median of several runs and, for scale,
+(64 channels), as a conv layer's output: intq.qmath's numpy primitives, and the fused compiled
+requantizer the kernels use (intq.kernels.requantize). Reports the median of several runs and, for scale,
 numpy's own cost for one int64 multiply-add over the same data (a floor for any numpy-based
 requantization). The machine is shared: compare ratios, not absolute numbers.
 """
@@ -16,6 +17,8 @@ import time
 
 import numpy as np
 
+from intq.kernels.requantize import make_requantizer, requantize
+from intq.kernels.targets import Requant
 from intq.qmath import (
     multiply_by_quantized_multiplier,
     multiply_by_quantized_multiplier_single_rounding,
@@ -54,10 +57,13 @@ def main() -> None:
         ),
         "single rounding": lambda: multiply_by_quantized_multiplier_single_rounding(acc, m, shift),
         "float32 RNE (+zp, clamp)": lambda: requantize_float32_rne(acc, real, 5, -128, 127),
+        "kernels' fused double rounding (+zp, clamp)": lambda: requantize(fused, acc),
     }
+    fused = make_requantizer(real, Requant.DOUBLE, 5, -128, 127)
+    requantize(fused, acc)  # compile once (numba) before timing
     print(f"{n} int32 elements, {channels} channels")
     for name, fn in rows.items():
-        print(f"  {name:34s} {median_ns_per_element(fn, n):7.2f} ns/element")
+        print(f"  {name:44s} {median_ns_per_element(fn, n):7.2f} ns/element")
 
 
 if __name__ == "__main__":
