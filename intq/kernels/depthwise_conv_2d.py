@@ -22,14 +22,12 @@ runs on neither runtime (LiteRT's Prepare fails, TFLite Micro's ``CalculateOpDat
 dereferences the null bias and crashes); a two-input node without bias runs on both. intq
 computes either as "no bias".
 
-Arithmetic: one vectorised multiply-accumulate per filter tap over a block of output rows (a
-Python loop over the KH*KW taps, and over cache-sized blocks of rows, each of all batches, all
-columns and all channels; then that block's requantization). The input is copied once into a
-reused int16 buffer padded with ``Z_x`` (so padding contributes ``Z_x * w - Z_x * w = 0`` after
-the zero-point expansion ``acc = sum(x * w) - Z_x * sum(w) + b``); raw products satisfy
-``|x * w| <= 128 * 127 = 16256``, so two taps are summed exactly in int16 (``<= 32512 < 2^15``)
-before each int32 accumulation. The int32 accumulator cannot overflow:
-``|acc| <= 255 * sum|w| + |b|`` is checked at prepare.
+Arithmetic: the input is copied once into a reused int32 buffer padded with ``Z_x`` (so padding
+contributes ``Z_x * w - Z_x * w = 0`` after the zero-point expansion
+``acc = sum(x * w) - Z_x * sum(w) + b``); a compiled loop (numba) accumulates, for every output
+pixel, ``offset + sum over taps of x * w`` in int32 — innermost over the contiguous channels when
+the depth multiplier is 1 — and the fused requantizer finishes. The int32 accumulator cannot
+overflow: ``|acc| <= 255 * sum|w| + |b|`` is checked at prepare.
 """
 
 from __future__ import annotations
@@ -67,7 +65,7 @@ class DepthwiseConv2DParams:
     left: int
     stride_h: int
     stride_w: int
-    padded: np.ndarray  # int16 [N, Hp, Wp, C], border = Z_x
+    padded: np.ndarray  # int32 [N, Hp, Wp, C], border = Z_x
     acc: np.ndarray  # int32 [N, OH, OW, C*M], reused
     out_shape: tuple[int, int, int, int]
 
@@ -108,7 +106,7 @@ def prepare(ctx: KernelContext) -> DepthwiseConv2DParams:
 
     need_h = (pad.out_h - 1) * opts.stride_h + (kh - 1) * opts.dilation_h + 1
     need_w = (pad.out_w - 1) * opts.stride_w + (kw - 1) * opts.dilation_w + 1
-    padded = np.full((n, max(pad.top + h, need_h), max(pad.left + w_in, need_w), c), zx, np.int16)
+    padded = np.full((n, max(pad.top + h, need_h), max(pad.left + w_in, need_w), c), zx, np.int32)
     tap_rows = np.array([i * opts.dilation_h for i in range(kh) for _ in range(kw)], np.int64)
     tap_cols = np.array([j * opts.dilation_w for _ in range(kh) for j in range(kw)], np.int64)
     return DepthwiseConv2DParams(
@@ -130,15 +128,20 @@ def _accumulate(padded, weights, tap_rows, tap_cols, stride_h, stride_w, offset,
     (int32; the padded border holds Z_x, whose contribution the offset cancels)."""
     batch, out_h, out_w, cm = acc.shape
     taps, channels, mult = weights.shape
+    flat_w = weights.reshape(taps, channels * mult)
     for n in range(batch):
         for oy in range(out_h):
             for ox in range(out_w):
                 row = acc[n, oy, ox]
                 row[:] = offset
                 for t in range(taps):
-                    py = oy * stride_h + tap_rows[t]
-                    px = ox * stride_w + tap_cols[t]
-                    for c in range(channels):
-                        v = np.int32(padded[n, py, px, c])
-                        for m in range(mult):
-                            row[c * mult + m] += v * weights[t, c, m]
+                    src = padded[n, oy * stride_h + tap_rows[t], ox * stride_w + tap_cols[t]]
+                    w = flat_w[t]
+                    if mult == 1:  # the usual case: one contiguous, vectorisable pass over channels
+                        for c in range(channels):
+                            row[c] += src[c] * w[c]
+                    else:
+                        for c in range(channels):
+                            v = np.int32(src[c])
+                            for m in range(mult):
+                                row[c * mult + m] += v * w[c * mult + m]
