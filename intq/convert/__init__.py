@@ -80,8 +80,10 @@ def convert(graph: Graph, table: CalibrationTable, *, per_channel: bool = True,
             outputs.append(q)
         else:
             raise ConversionError(f"output_type must be 'float32' or 'int8', got {output_type!r}")
+    # which float tensor (and layout) each integer tensor stands for: per-layer analysis uses it
+    float_of = {v.name: (name, v.perm) for name, v in cx.values.items() if v.name in cx.tensors}
     meta = {"source": graph.metadata.get("source", ""), "float_graph": graph.name, "calibration": table.method,
-            "per_channel": per_channel, "conversion_notes": tuple(cx.notes)}
+            "per_channel": per_channel, "conversion_notes": tuple(cx.notes), "float_tensor_of": float_of}
     return cx.build(inputs, outputs, graph.name, meta)
 
 
