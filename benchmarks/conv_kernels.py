@@ -35,7 +35,8 @@ from onnx import helper, numpy_helper  # noqa: E402
 
 from intq.ir import Graph, Node, Tensor  # noqa: E402
 from intq.kernels import KERNELS  # noqa: E402
-from intq.kernels._conv_common import fill_im2col, requantize_rows  # noqa: E402
+from intq.kernels._conv_common import fill_im2col  # noqa: E402
+from intq.kernels.requantize import requantize  # noqa: E402
 from intq.kernels.gemm import exact_matmul  # noqa: E402
 from intq.qmath import QuantParams  # noqa: E402
 from intq.runtime import Interpreter  # noqa: E402
@@ -119,14 +120,12 @@ def _parts(op: str, p, x) -> dict:
     if op == "CONV_2D":
         cols = fill_im2col(p.im2col, x)
         acc = exact_matmul(cols, p.gemm)
-        out = np.empty(acc.shape, np.int8)
         return {"im2col (int8)": lambda: fill_im2col(p.im2col, x),
-                "exact GEMM (+ float32 conversion)": lambda: exact_matmul(cols, p.gemm),
-                "offset + requantize (blocks)": lambda: requantize_rows(p.requant, acc, p.offset, out)}
+                "exact GEMM": lambda: exact_matmul(cols, p.gemm),
+                "offset + requantize (fused)": lambda: requantize(p.requant, acc, p.offset)}
     c_out = p.out_shape[-1]
     acc = np.random.default_rng(2).integers(-2**20, 2**20, size=(int(np.prod(p.out_shape[:3])), c_out), dtype=np.int32)
-    out = np.empty(acc.shape, np.int8)
-    return {"offset + requantize (blocks)": lambda: requantize_rows(p.requant, acc, p.offset, out)}
+    return {"requantize (fused)": lambda: requantize(p.requant, acc)}
 
 
 def main() -> None:

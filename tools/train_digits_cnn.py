@@ -14,7 +14,6 @@ from __future__ import annotations
 import io
 import os
 
-import numpy as np
 import torch
 from torch import nn
 

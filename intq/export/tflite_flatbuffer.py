@@ -29,6 +29,7 @@ import numpy as np
 from ai_edge_litert import schema_py_generated as schema
 
 from intq.errors import IntqError
+from intq.export.tflite_ops import OPTIONS
 from intq.qmath import dtype_range
 
 __all__ = [
@@ -63,29 +64,11 @@ _BUILTIN_OPS: dict[str, int] = {
 }
 _BUILTIN_NAMES: dict[int, str] = {code: name for name, code in _BUILTIN_OPS.items()}
 
-# Options table each of these operators reads; giving another table is rejected, because TFLite
-# would silently parse the operator with default options instead.
-_EXPECTED_OPTIONS: dict[str, str] = {
-    "ADD": "AddOptions",
-    "AVERAGE_POOL_2D": "Pool2DOptions",
-    "CONCATENATION": "ConcatenationOptions",
-    "CONV_2D": "Conv2DOptions",
-    "DEPTHWISE_CONV_2D": "DepthwiseConv2DOptions",
-    "DEQUANTIZE": "DequantizeOptions",
-    "FULLY_CONNECTED": "FullyConnectedOptions",
-    "MAX_POOL_2D": "Pool2DOptions",
-    "MEAN": "ReducerOptions",
-    "MUL": "MulOptions",
-    "PAD": "PadOptions",
-    "QUANTIZE": "QuantizeOptions",
-    "RESHAPE": "ReshapeOptions",
-    "SOFTMAX": "SoftmaxOptions",
-    "SUB": "SubOptions",
-    "TRANSPOSE_CONV": "TransposeConvOptions",
-}
-# Operators whose defaults (stride 0, no window) are unusable: options are mandatory.
+# The options table each operator reads is defined once, in intq.export.tflite_ops.OPTIONS;
+# giving another table is rejected, because TFLite would silently parse the operator with
+# default options instead. Operators whose defaults (stride 0, no window) are unusable:
+# options are mandatory.
 _REQUIRED_OPTIONS = frozenset({"CONV_2D", "DEPTHWISE_CONV_2D", "AVERAGE_POOL_2D", "MAX_POOL_2D"})
-
 
 
 class TfliteExportError(IntqError, ValueError):
@@ -585,7 +568,7 @@ def _check_quantization(
 
 
 def _check_options(where: str, op_name: str, options: Any) -> tuple[str | None, int, Any]:
-    expected = _EXPECTED_OPTIONS.get(op_name)
+    expected = OPTIONS.get(op_name)
     if options is None:
         if op_name in _REQUIRED_OPTIONS:
             raise UnknownOperatorError(f"{where}: needs a {expected}T options object")

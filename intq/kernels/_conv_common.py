@@ -1,6 +1,6 @@
 """Shared pieces of the conv family (CONV_2D, DEPTHWISE_CONV_2D, TRANSPOSE_CONV, BATCH_MATMUL):
 contract checks, TFLite's padding arithmetic, the prepared and the blocked requantization, and
-the im2col builder. Integer-only at run time (:func:`fill_im2col`, :func:`requantize_rows`).
+the im2col builder. Integer-only at run time (:func:`fill_im2col`).
 
 Padding (TFLite ``ComputePaddingHeightWidth``, kernels/padding.h), per spatial axis with
 ``eff = (filter - 1) * dilation + 1``::
@@ -31,17 +31,11 @@ from numpy.lib.stride_tricks import as_strided
 from intq.errors import IntqError
 from intq.ir import Tensor
 from intq.kernels.base import KernelContext
-from intq.kernels.requantize import Requantizer, activation_range, make_requantizer, requantize
+from intq.kernels.requantize import Requantizer, activation_range, make_requantizer
 from intq.qmath import QuantParams, effective_scale
 
 _INT32_MAX = 2**31 - 1
 _PADDINGS = ("SAME", "VALID")
-
-#: Elements per block of requantization (and of depthwise accumulation): the int64 temporaries
-#: of :func:`intq.kernels.requantize.requantize` (128 KiB each) then stay in the L2 cache. On a
-#: 56x56x144 tensor, blocks were measured 2-3x faster than one pass over the whole tensor.
-BLOCK_ELEMENTS = 1 << 14
-
 
 # ----------------------------------------------------------------------------------- padding
 
@@ -167,14 +161,6 @@ def check_accumulator(ctx: KernelContext, abs_weight_sums: np.ndarray, bias: np.
     bound = int((255 * abs_weight_sums.astype(np.int64) + np.abs(bias)).max(initial=0))
     if bound > _INT32_MAX:
         raise ctx.error(f"the int32 accumulator can overflow (|acc| up to {bound} > 2^31 - 1); split the layer")
-
-
-def requantize_rows(r: Requantizer, acc: np.ndarray, offset, out: np.ndarray) -> np.ndarray:
-    """``out = requantize(r, acc + offset)`` for a 2-D ``acc`` (channels last), a block of rows at
-    a time (see :data:`BLOCK_ELEMENTS`). ``offset`` is int64 per channel (or 0); the caller
-    guarantees ``|acc + offset| < 2^31``."""
-    out[...] = requantize(r, acc, offset)  # one fused pass (intq.kernels.requantize)
-    return out
 
 
 def conv_requantizer(ctx: KernelContext, op: str, in_qp: QuantParams, w_qp: QuantParams, out_qp: QuantParams,

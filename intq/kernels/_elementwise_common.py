@@ -140,22 +140,10 @@ def output_requantizer(ctx: KernelContext, real: float, mode: Requant, out_qp: Q
         raise ctx.error(f"{what} requantization: {e}") from None
 
 
-_ACTIVATION_BOUNDS = {"RELU": (0.0,), "RELU6": (0.0, 6.0), "RELU_N1_TO_1": (-1.0, 1.0)}
-
-
 def activation_bounds(ctx: KernelContext, activation: str, qp: QuantParams) -> tuple[int, int]:
-    """The int8 clamp of a RELU-like ``activation`` on the scale of ``qp``.
-
-    TFLite's CalculateActivationRangeQuantized (and QuantizedReluX): ``Z + roundf(b / s)`` with a
-    float32 division, intersected with int8 (:func:`intq.kernels.requantize.activation_range`).
-    Like TFLite (kernel_util.cc, ``no_integer_overflow_from_quantization``), a bound whose
-    ``roundf(b / s)`` does not fit int32 is refused.
-    """
-    for bound in _ACTIVATION_BOUNDS.get(activation, ()):
-        q = np.round(np.float32(bound) / scale_of(qp))
-        if not -(2.0**31) <= q <= 2.0**31 - 1:
-            raise ctx.error(f"{activation}: the bound {bound} is {q:.3g} steps of the scale "
-                            f"{float(scale_of(qp)):.3g}, beyond int32 (TFLite refuses it); use a larger scale")
+    """The int8 clamp of a RELU-like ``activation`` on the scale of ``qp``
+    (:func:`intq.kernels.requantize.activation_range`, TFLite's CalculateActivationRangeQuantized
+    and QuantizedReluX), errors naming the node."""
     try:
         return activation_range(activation, qp)
     except IntqError as e:

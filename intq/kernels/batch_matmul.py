@@ -31,9 +31,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from intq.errors import IntqError
-from intq.kernels._conv_common import requantize_rows, static_shape
+from intq.kernels._conv_common import static_shape
 from intq.kernels.base import KernelContext
-from intq.kernels.requantize import Requantizer, make_requantizer
+from intq.kernels.requantize import Requantizer, make_requantizer, requantize
 from intq.qmath import effective_scale
 
 OP = "BATCH_MATMUL"
@@ -96,4 +96,4 @@ def run(p: BatchMatMulParams, x, w):
         b = np.swapaxes(b, -1, -2)
     acc = np.matmul(a, b)  # int32, exact: |acc| <= K * 255 * 255 < 2^31 (prepare)
     acc = acc.reshape(-1, p.out_shape[-1])
-    return (requantize_rows(p.requant, acc, 0, np.empty(acc.shape, p.requant.out_dtype)).reshape(p.out_shape),)
+    return (requantize(p.requant, acc).reshape(p.out_shape),)

@@ -26,7 +26,7 @@ Arithmetic: im2col of the input padded with ``Z_x`` (see :mod:`intq.kernels._con
 reused int8 buffer, one exact int8 GEMM (:func:`intq.kernels.gemm.exact_matmul`) against the
 weights as an ``[C_out, KH*KW*C_in]`` matrix (block-diagonal for grouped convolutions: G times the
 multiply-adds of a dense kernel, zeros elsewhere), then ``- Z_x * sum(w) + b`` (folded per channel
-at prepare) and the requantization, in cache-sized blocks of rows. 1x1 convolutions skip im2col.
+at prepare) and the fused requantization (one compiled pass). 1x1 convolutions skip im2col.
 The int32 accumulator cannot overflow: ``|acc| <= 255 * sum|w_o| + |b_o|`` is checked at prepare
 (TFLite would wrap).
 """
@@ -46,13 +46,12 @@ from intq.kernels._conv_common import (
     conv_weights,
     fill_im2col,
     make_im2col,
-    requantize_rows,
     static_shape,
     window_options,
 )
 from intq.kernels.base import KernelContext
 from intq.kernels.gemm import PreparedGemm, exact_matmul, prepare_gemm
-from intq.kernels.requantize import Requantizer
+from intq.kernels.requantize import Requantizer, requantize
 from intq.kernels.targets import Runtime
 
 OP = "CONV_2D"
@@ -124,6 +123,5 @@ def run(p: Conv2DParams, x, w=None, b=None):
     else:
         cols = fill_im2col(p.im2col, x)
     acc = exact_matmul(cols, p.gemm)  # int32 [N*OH*OW, C_out]: sum(x * w), exact
-    out = np.empty(acc.shape, p.requant.out_dtype)
-    requantize_rows(p.requant, acc, p.offset, out)  # acc + b - Z_x * sum(w): |.| < 2^31 (prepare)
-    return (out.reshape(p.out_shape),)
+    # one fused pass: acc + b - Z_x * sum(w) (|.| < 2^31, prepare), requantize, clamp
+    return (requantize(p.requant, acc, p.offset).reshape(p.out_shape),)

@@ -24,25 +24,38 @@ from numba import njit
 
 from intq.errors import IntqError
 from intq.kernels.targets import Requant
-from intq.qmath import QuantParams, Rounding, quantize, quantize_multiplier, round_float
+from intq.qmath import QuantParams, Rounding, quantize_multiplier, round_float
 
-_ACTIVATION_BOUNDS = {"RELU": (0.0, None), "RELU6": (0.0, 6.0), "RELU_N1_TO_1": (-1.0, 1.0)}
+#: TFLite's fused activation functions as real bounds (None: unbounded above). The float
+#: interpreter clamps with them too, so float and integer graphs share one definition.
+ACTIVATION_BOUNDS: dict[str, tuple[float, float | None]] = {
+    "RELU": (0.0, None), "RELU6": (0.0, 6.0), "RELU_N1_TO_1": (-1.0, 1.0)}
 
 
 def activation_range(fused_activation: str, qp: QuantParams) -> tuple[int, int]:
     """TFLite's CalculateActivationRangeQuantized: the clamp a fused activation becomes.
 
-    The bounds 0, 6, ±1 are quantized with the output's parameters (float32 division, half away
-    from zero, as TFLite) and intersected with the dtype range.
+    The bounds 0, 6, ±1 are quantized with the output's parameters (``Z + round(b / s)``, float32
+    division, half away from zero, as TFLite) and intersected with the dtype range. As TFLite
+    (kernel_util.cc, ``no_integer_overflow_from_quantization``), a bound whose ``round(b / s)``
+    does not fit int32 is refused.
     """
     lo, hi = qp.qmin, qp.qmax
     if fused_activation in (None, "NONE"):
         return lo, hi
-    if fused_activation not in _ACTIVATION_BOUNDS:
+    if fused_activation not in ACTIVATION_BOUNDS:
         raise IntqError(f"unsupported fused activation {fused_activation!r}; intq fuses RELU, RELU6, RELU_N1_TO_1")
-    a, b = _ACTIVATION_BOUNDS[fused_activation]
-    wide = QuantParams(qp.scale, qp.zero_point, np.int32)  # quantize without the int8 clamp
-    as_int = lambda v: int(np.asarray(quantize(np.float32(v), wide)))  # noqa: E731
+    scale = np.float32(qp.scale[0])
+    zp = int(qp.zero_point[0])
+
+    def as_int(bound: float) -> int:
+        steps = round_float(np.float32(bound) / scale, Rounding.HALF_AWAY_FROM_ZERO)
+        if not -(2.0**31) <= steps <= 2.0**31 - 1:
+            raise IntqError(f"{fused_activation}: the bound {bound} is {float(steps):.3g} steps of the scale "
+                            f"{float(scale):.3g}, beyond int32 (TFLite refuses it); use a larger scale")
+        return zp + int(steps)
+
+    a, b = ACTIVATION_BOUNDS[fused_activation]
     lo = max(lo, as_int(a))
     if b is not None:
         hi = min(hi, as_int(b))

@@ -49,13 +49,12 @@ from intq.kernels._conv_common import (
     conv_bias,
     conv_requantizer,
     conv_weights,
-    requantize_rows,
     static_shape,
     window_options,
 )
 from intq.kernels.base import KernelContext
 from intq.kernels.gemm import PreparedGemm, exact_matmul, prepare_gemm
-from intq.kernels.requantize import Requantizer
+from intq.kernels.requantize import Requantizer, requantize
 from intq.kernels.targets import Runtime
 
 OP = "TRANSPOSE_CONV"
@@ -132,6 +131,4 @@ def run(p: TransposeConvParams, output_shape, w, x, b=None):
             target = full[:, i:i + span_h:p.stride_h, j:j + span_w:p.stride_w, :]
             np.add(target, cols[:, :, :, i, j, :], out=target)
     acc = np.ascontiguousarray(full[:, p.top:p.top + oh, p.left:p.left + ow, :]).reshape(-1, c_out)
-    out = np.empty(acc.shape, p.requant.out_dtype)
-    requantize_rows(p.requant, acc, p.bias, out)  # |acc + b| < 2^31 (prepare)
-    return (out.reshape(p.out_shape),)
+    return (requantize(p.requant, acc, p.bias).reshape(p.out_shape),)  # |acc + b| < 2^31 (prepare)

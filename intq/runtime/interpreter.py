@@ -22,12 +22,6 @@ from intq.ir import Graph, Node
 #: Attributes intq adds to float nodes; the interpreter applies them, the op functions never see them.
 FUSED_ACTIVATION = "fused_activation"
 
-#: Fused activation name -> (lo, hi) clamp, TFLite's fused activation functions.
-ACTIVATION_BOUNDS: dict[str, tuple[float, float]] = {
-    "RELU": (0.0, np.inf),
-    "RELU6": (0.0, 6.0),
-    "RELU_N1_TO_1": (-1.0, 1.0),
-}
 
 
 class InterpreterError(IntqError, ValueError):
@@ -35,7 +29,10 @@ class InterpreterError(IntqError, ValueError):
 
 
 def apply_fused_activation(x: np.ndarray, activation: str | None) -> np.ndarray:
-    """Clamp ``x`` to a fused activation's range (no-op for None)."""
+    """Clamp ``x`` to a fused activation's range (no-op for None); the bounds are the integer
+    kernels' (:data:`intq.kernels.requantize.ACTIVATION_BOUNDS`)."""
+    from intq.kernels.requantize import ACTIVATION_BOUNDS
+
     if activation is None or activation == "NONE":
         return x
     lo, hi = ACTIVATION_BOUNDS[activation]
