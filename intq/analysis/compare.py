@@ -13,18 +13,23 @@ For each integer tensor that stands for a float tensor (the converter records th
   the range is too wide, e.g. set by outliers).
 
 :func:`compare` returns a :class:`Report` ranked worst-SQNR first, each row with a hint of what
-usually helps for its symptom.
+usually helps for its symptom. The report also keeps, per tensor, what plotting needs without
+running the models again (:class:`TensorDetail`: a histogram of the float values, the clip range
+of the int8 grid, the position in the graph) and, per graph output, the top-1 agreement.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 
 import numpy as np
 
+from intq.calibration.observers import AlignedHistogram, HistogramObserver
 from intq.errors import IntqError
 from intq.ir import Graph
-from intq.qmath import dequantize
+from intq.qmath import QuantParams, dequantize
 
 SATURATION_HINT = 0.01  # more than 1% of values at qmin/qmax
 RANGE_USED_HINT = 0.25  # fewer than a quarter of the codes used
@@ -47,9 +52,38 @@ class TensorStats:
 
 
 @dataclass(frozen=True)
+class TensorDetail:
+    """What plots need of one compared tensor, kept by :func:`compare` (no second run).
+
+    ``clip = ((qmin - zp) * s, (qmax - zp) * s)``: the reals the int8 grid spans; float values
+    beyond it saturate. ``histogram`` counts every float value of every sample (power-of-two
+    aligned bins, see :class:`~intq.calibration.observers.HistogramObserver`); ``float_range`` is
+    their exact (min, max). ``position`` is the index in ``int_graph.nodes`` of the node that
+    produced the integer tensor (-1 for a graph input): the graph order.
+    """
+
+    name: str  # the float tensor's name, as in TensorStats
+    int_name: str  # the integer tensor's name
+    position: int
+    scale: float
+    clip: tuple[float, float]
+    float_range: tuple[float, float]
+    histogram: AlignedHistogram
+
+
+@dataclass(frozen=True)
 class Report:
     rows: tuple[TensorStats, ...]  # worst SQNR first
     samples: int
+    target: str = "tflite"
+    #: float tensor name -> TensorDetail, in graph order
+    details: Mapping[str, TensorDetail] = field(default_factory=dict)
+    #: graph output name -> fraction of argmax decisions (over the last axis) float and int8 share
+    output_agreement: Mapping[str, float] = field(default_factory=dict)
+
+    def __post_init__(self):
+        object.__setattr__(self, "details", MappingProxyType(dict(self.details)))
+        object.__setattr__(self, "output_agreement", MappingProxyType(dict(self.output_agreement)))
 
     def worst(self, n: int = 5) -> tuple[TensorStats, ...]:
         return self.rows[:n]
@@ -77,6 +111,7 @@ class _Accumulator:
     count: int = 0
     saturated: int = 0
     codes: set = field(default_factory=set)
+    observer: HistogramObserver | None = None
 
 
 def _hint(sqnr: float, saturated: float, used: float, op: str) -> str:
@@ -89,20 +124,63 @@ def _hint(sqnr: float, saturated: float, used: float, op: str) -> str:
     return ""
 
 
-def compare(float_graph: Graph, int_graph: Graph, samples, target: str = "tflite") -> Report:
-    """Run both graphs on each sample (dicts ``{input: array}``) and compare every mapped tensor."""
+def _clip_range(qp: QuantParams) -> tuple[float, float]:
+    """The reals a per-tensor grid spans: ``((qmin - zp) * s, (qmax - zp) * s)``."""
+    s, zp = float(qp.scale[0]), int(qp.zero_point[0])
+    return (qp.qmin - zp) * s, (qp.qmax - zp) * s
+
+
+def _argmax_agreement(f: np.ndarray, q: np.ndarray) -> tuple[int, int] | None:
+    """(agreeing, total) argmax decisions over the last axis, or None if not a score vector."""
+    f, q = np.asarray(f), np.asarray(q)
+    if f.shape != q.shape or f.ndim == 0 or f.shape[-1] < 2 or not np.issubdtype(q.dtype, np.floating):
+        return None
+    same = np.argmax(f, axis=-1) == np.argmax(q, axis=-1)
+    return int(same.sum()), int(same.size)
+
+
+def _observe(observer: HistogramObserver, f: np.ndarray) -> None:
+    """Histogram the finite values of ``f`` (a float model may overflow; that is no reason to fail)."""
+    if not np.isfinite(f).all():
+        f = f[np.isfinite(f)]
+    if f.size:
+        observer.update(f)
+
+
+def _detail(int_graph: Graph, int_name: str, float_name: str, a: _Accumulator, position: int) -> TensorDetail:
+    """The plotting data of one accumulated tensor (its observer has seen finite values)."""
+    qp = int_graph.tensors[int_name].qparams
+    return TensorDetail(float_name, int_name, position, float(qp.scale[0]), _clip_range(qp),
+                        a.observer.range(), a.observer.histogram())
+
+
+def compare(float_graph: Graph, int_graph: Graph, samples, target: str = "tflite", *,
+            histogram_bins: int = 128) -> Report:
+    """Run both graphs on each sample (dicts ``{input: array}``) and compare every mapped tensor.
+
+    Besides the metrics, each tensor's float values are histogrammed (at most ``histogram_bins``
+    bins) for :func:`intq.analysis.write_html_report`.
+    """
     from intq.runtime import Interpreter
 
     mapping = int_graph.metadata.get("float_tensor_of")
     if not mapping:
         raise IntqError(f"graph {int_graph.name!r} has no float-tensor mapping: compare graphs made by intq.quantize")
     producers = {o: n.op_type for n in int_graph.nodes for o in n.outputs}
+    position = {o: i for i, node in enumerate(int_graph.nodes) for o in node.outputs}
     fi, qi = Interpreter(float_graph), Interpreter(int_graph, target=target)
     acc: dict[str, _Accumulator] = {}
+    agree: dict[str, list[int]] = {}
     n = 0
     for sample in samples:
-        fi.run(sample)
-        qi.run(sample)
+        fo = fi.run(sample)
+        qo = qi.run(sample)
+        for name, value in fo.items():
+            counts = _argmax_agreement(value, qo[name]) if name in qo else None
+            if counts is not None:
+                total = agree.setdefault(name, [0, 0])
+                total[0] += counts[0]
+                total[1] += counts[1]
         ft, qt = fi.tensors(), qi.tensors()
         for int_name, (float_name, perm) in mapping.items():
             t = int_graph.tensors.get(int_name)
@@ -114,7 +192,8 @@ def compare(float_graph: Graph, int_graph: Graph, samples, target: str = "tflite
             if real.shape != f.shape:
                 continue
             err = np.abs(f - real)
-            a = acc.setdefault(int_name, _Accumulator())
+            a = acc.setdefault(int_name, _Accumulator(observer=HistogramObserver(histogram_bins, name=float_name)))
+            _observe(a.observer, f)
             a.signal += float((f * f).sum())
             a.noise += float((err * err).sum())
             a.dot += float((f * real).sum())
@@ -143,4 +222,8 @@ def compare(float_graph: Graph, int_graph: Graph, samples, target: str = "tflite
         rows.append(TensorStats(float_name, op, float(sqnr), float(cos), a.max_err, a.sum_err / a.count, sat, used,
                                 _hint(sqnr, sat, used, op)))
     rows.sort(key=lambda r: r.sqnr_db)
-    return Report(tuple(rows), n)
+    details = [_detail(int_graph, k, mapping[k][0], a, position.get(k, -1))
+               for k, a in acc.items() if a.observer.count]
+    details.sort(key=lambda d: d.position)
+    agreement = {k: c[0] / c[1] for k, c in agree.items() if c[1]}
+    return Report(tuple(rows), n, qi.target.name, {d.name: d for d in details}, agreement)
