@@ -4,7 +4,14 @@
     intq quantize MODEL.onnx --calib DATA -o OUT.tflite [--input-shape name=1x3x224x224]
                   [--method minmax|ema|percentile|mse|entropy] [--per-tensor] [--calib-table ranges.json]
                   [--size H W] [--mean ...] [--std ...] [--layout NCHW|NHWC] [--force] [--json]
-    intq inspect MODEL.onnx [--input-shape ...] [--json]
+    intq inspect MODEL (.onnx | .tflite) [--input-shape ...] [--target T] [--json]
+    intq eval MODEL.onnx [QMODEL.tflite] --data DATA [--labels LABELS] [--calib DATA] [--limit N] [--json]
+    intq compare MODEL.onnx [QMODEL.tflite] --data DATA [--html report.html] [--top N] [--limit N] [--json]
+    intq diff QMODEL.tflite --targets tflite,litert-ref --data DATA [--limit N] [--json]
+    intq run MODEL (.tflite | .onnx) --input x.npy|x.npz [-o y.npy|y.npz] [--target T] [--json]
+
+DATA (for --calib and --data) is a folder of images (resized and normalised by --size, --mean,
+--std, --layout), a folder of .npy/.npz files, or one .npz with an array per input.
 
 Exit codes: 0 ok, 1 failure (the error is one readable paragraph; ``--debug`` shows the
 traceback), 2 usage. Existing output files are never overwritten without ``--force``.
@@ -14,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 import traceback
@@ -26,7 +34,11 @@ EXAMPLES = """examples:
   intq demo
   intq quantize model.onnx --calib images/ --size 224 224 --input-shape input=1x3x224x224 -o model_int8.tflite
   intq quantize model.onnx --calib calib.npz --method percentile --calib-table ranges.json -o model_int8.tflite
-  intq inspect model.onnx --input-shape input=1x3x224x224
+  intq inspect model_int8.tflite
+  intq eval model.onnx model_int8.tflite --data val.npz --labels val_labels.npy
+  intq compare model.onnx model_int8.tflite --data val/ --size 224 224 --html report.html
+  intq diff model_int8.tflite --targets tflite,litert-ref --data val.npz
+  intq run model_int8.tflite --input x.npy -o y.npy
 """
 
 
@@ -76,7 +88,13 @@ def cmd_demo(args) -> dict:
     """Quantize the bundled digits CNN, measure it, export it, check LiteRT agrees."""
     import intq
     from intq.analysis import compare
+    from intq.analysis.evaluate import evaluate
     from intq.export.litert_oracle import run_litert
+    try:
+        from intq.export.tflm_oracle import run_tflm
+        import tflite_micro  # noqa: F401  (an optional package: the check is skipped without it)
+    except ImportError:
+        run_tflm = None
     from intq.passes import simplify
     from intq.testing.digits import load_split
 
@@ -93,68 +111,118 @@ def cmd_demo(args) -> dict:
     qg = intq.quantize(fg, table=table)
     t_quant = time.perf_counter() - t0
 
-    fi, qi = intq.Interpreter(fg), intq.Interpreter(qg)
-    fpred = np.array([fi.run({"image": x[None]})["logits"].argmax() for x in x_test])
-    qpred = np.array([qi.run({"image": x[None]})["logits"].argmax() for x in x_test])
+    ev = evaluate(fg, qg, [{"image": x[None]} for x in x_test], y_test)
     report = compare(fg, qg, [{"image": x[None]} for x in x_test[:100]])
     data = intq.export_tflite(qg, out, overwrite=args.force)
 
-    lite = intq.Interpreter(qg, target="litert-ref")
-    equal = 0
+    lite, micro = intq.Interpreter(qg, target="litert-ref"), intq.Interpreter(qg, target="tflite")
+    equal = equal_tflm = 0
     for x in x_test:
-        mine = lite.run({"image": x[None]})["logits"]
         theirs = run_litert(data, [x[None]], preserve_all_tensors=False)["outputs"][0]
-        equal += int(np.array_equal(mine, theirs))
+        equal += int(np.array_equal(lite.run({"image": x[None]})["logits"], theirs))
+        if run_tflm is not None:
+            theirs = run_tflm(data, [x[None]], preserve_all_tensors=False)["outputs"][0]
+            equal_tflm += int(np.array_equal(micro.run({"image": x[None]})["logits"], theirs))
     result = {
         "model": "digits CNN (bundled), 1x1x8x8, trained on scikit-learn digits",
         "calibration_samples": len(calib),
         "held_out_samples": int(len(y_test)),
-        "float_accuracy": float(np.mean(fpred == y_test)),
-        "int8_accuracy": float(np.mean(qpred == y_test)),
-        "top1_agreement": float(np.mean(fpred == qpred)),
+        "float_accuracy": ev.float_accuracy,
+        "int8_accuracy": ev.int_accuracy,
+        "top1_agreement": ev.outputs[0].top1_agreement,
+        "output_sqnr_db": round(ev.outputs[0].sqnr_db, 2),
         "worst_layers": [{"tensor": r.name, "op": r.op, "sqnr_db": round(r.sqnr_db, 2), "hint": r.hint}
                          for r in report.worst(3)],
         "tflite": str(out),
         "tflite_bytes": len(data),
         "litert_reference_identical": f"{equal}/{len(x_test)}",
+        "tflite_micro_identical": f"{equal_tflm}/{len(x_test)}" if run_tflm else "tflite-micro not installed",
         "seconds": round(time.perf_counter() - t0, 2),
     }
     _out(args, f"""intq demo: the bundled digits CNN, quantized to int8 and checked
   calibrated on {len(calib)} training digits, converted in {t_quant:.2f} s
   float accuracy  {result['float_accuracy']:.2%} on {len(y_test)} held-out digits
-  int8 accuracy   {result['int8_accuracy']:.2%}  (top-1 agreement with float {result['top1_agreement']:.2%})
+  int8 accuracy   {result['int8_accuracy']:.2%}  (top-1 agreement with float {result['top1_agreement']:.2%}, output SQNR {result['output_sqnr_db']:.1f} dB)
   worst layers (SQNR vs float):""")
     for r in report.worst(3):
         _out(args, f"    {r.sqnr_db:6.1f} dB  {r.op:16s} {r.name}" + (f"  -- {r.hint}" if r.hint else ""))
     _out(args, f"""  wrote {out} ({len(data)} bytes)
   LiteRT reference kernels on that file give outputs identical to intq's (target litert-ref): {equal}/{len(x_test)} digits
+  TensorFlow Lite Micro on that file gives outputs identical to intq's (target tflite): {result['tflite_micro_identical']}
   total {result['seconds']:.1f} s""")
-    if equal != len(x_test):
-        raise RuntimeError(f"LiteRT's outputs differ from intq's on {len(x_test) - equal} digits")
+    if equal != len(x_test) or (run_tflm is not None and equal_tflm != len(x_test)):
+        raise RuntimeError(f"the runtimes' outputs differ from intq's: LiteRT on {len(x_test) - equal} digits, "
+                           f"TFLite Micro on {len(x_test) - equal_tflm if run_tflm else 0}")
     return result
 
 
 # --------------------------------------------------------------------------------- quantize
 
-def _calibration_data(args, graph):
+def _preprocess(args, graph):
+    """The image preprocessing the --size/--mean/--std/--layout flags describe (None: defaults)."""
     from intq.calibration import ImagePreprocess
 
-    pre = None
-    if args.size or args.mean or args.std or args.layout:
-        shape = graph.tensors[graph.inputs[0]].shape
-        h, w = args.size or ((shape[2], shape[3]) if (args.layout or "NCHW") == "NCHW" else (shape[1], shape[2]))
-        kw = {"height": h, "width": w, "layout": args.layout or "NCHW"}
-        if args.mean:
-            kw["mean"] = tuple(args.mean)
-        if args.std:
-            kw["std"] = tuple(args.std)
-        pre = ImagePreprocess(**kw)
-    return args.calib, pre
+    if not (args.size or args.mean or args.std or args.layout):
+        return None
+    layout = args.layout or "NCHW"
+    shape = graph.tensors[graph.inputs[0]].shape
+    if args.size:
+        h, w = args.size
+    elif shape is not None and len(shape) == 4:
+        h, w = (shape[2], shape[3]) if layout == "NCHW" else (shape[1], shape[2])
+    else:
+        raise UsageError("--size H W is needed: the model's input is not an image tensor of known size")
+    kw = {"height": h, "width": w, "layout": layout}
+    if args.mean:
+        kw["mean"] = tuple(args.mean)
+    if args.std:
+        kw["std"] = tuple(args.std)
+    return ImagePreprocess(**kw)
+
+
+def _existing(path: str, flag: str) -> str:
+    if not Path(path).exists():
+        raise UsageError(f"{flag} {path}: no such file or folder")
+    return path
+
+
+def _count(data, graph, pre) -> int | None:
+    """How many samples a data source holds (for progress ETAs), or None when that costs a pass."""
+    from intq.calibration import iter_samples
+
+    p = Path(data)
+    if p.is_file() or (p.is_dir() and sum(1 for _ in p.iterdir()) <= 10_000):
+        try:
+            return sum(1 for _ in iter_samples(data, graph, pre))
+        except Exception:  # the real pass reports the error with its context
+            return None
+    return None
+
+
+def _limited(samples, limit: int | None):
+    for i, s in enumerate(samples):
+        if limit is not None and i >= limit:
+            return
+        yield s
+
+
+def _end_progress(args) -> None:
+    if not args.json and sys.stderr.isatty():
+        print(file=sys.stderr)
+
+
+def _row_dict(r) -> dict:
+    return {"tensor": r.name, "op": r.op, "sqnr_db": round(r.sqnr_db, 2) if np.isfinite(r.sqnr_db) else "inf",
+            "cosine": round(r.cosine, 5), "max_err_lsb": round(r.max_err_lsb, 2),
+            "mean_err_lsb": round(r.mean_err_lsb, 3), "saturated": round(r.saturated, 5),
+            "range_used": round(r.range_used, 4), "hint": r.hint}
 
 
 def cmd_quantize(args) -> dict:
     import intq
-    from intq.calibration import CalibrationTable
+    from intq.analysis import compare
+    from intq.analysis.compare import POOR_SQNR_DB
+    from intq.calibration import CalibrationTable, iter_samples
     from intq.passes import simplify
 
     out = Path(args.output)
@@ -164,28 +232,45 @@ def cmd_quantize(args) -> dict:
     t0 = time.perf_counter()
     fg = simplify(intq.load(args.model, input_shapes=_input_shapes(args.input_shape)))
     t_load = time.perf_counter() - t0
-    data, pre = _calibration_data(args, fg)
-    if not Path(data).exists():
-        raise UsageError(f"--calib {data}: no such file or folder")
+    data, pre = _existing(args.calib, "--calib"), _preprocess(args, fg)
     table = intq.calibrate(fg, data, args.method, preprocess=pre, progress=_progress(args, "calibrating"))
-    if not args.json and sys.stderr.isatty():
-        print(file=sys.stderr)
+    _end_progress(args)
     t_cal = time.perf_counter() - t0 - t_load
+    t = time.perf_counter()
     qg = intq.quantize(fg, table=table, per_channel=not args.per_tensor)
+    t_conv = time.perf_counter() - t
     blob = intq.export_tflite(qg, out, overwrite=args.force)
     if args.calib_table:
         CalibrationTable.save(table, args.calib_table, overwrite=args.force)
     params = int(sum(t.data.size for t in qg.tensors.values() if t.data is not None))
+    t = time.perf_counter()
+    check = compare(fg, qg, _limited(iter_samples(data, fg, pre), args.check_samples)) if args.check_samples else None
+    t_check = time.perf_counter() - t
+    poor = [r for r in check.rows if r.sqnr_db < POOR_SQNR_DB] if check else []
     result = {"model": args.model, "output": str(out), "bytes": len(blob), "ops": qg.op_types(), "parameters": params,
               "calibration": {"method": args.method, "samples": table.num_samples},
-              "seconds": {"load": round(t_load, 2), "calibrate": round(t_cal, 2),
-                          "total": round(time.perf_counter() - t0, 2)},
+              "per_channel": not args.per_tensor,
+              "seconds": {"load": round(t_load, 2), "calibrate": round(t_cal, 2), "convert": round(t_conv, 2),
+                          "check": round(t_check, 2), "total": round(time.perf_counter() - t0, 2)},
+              "poor_layers": [_row_dict(r) for r in poor],
               "notes": list(qg.metadata.get("conversion_notes", ()))}
-    _out(args, f"quantized {args.model} -> {out} ({len(blob)} bytes, {params} parameters)")
+    _out(args, f"quantized {args.model} -> {out} ({len(blob):,} bytes, {params:,} parameters)")
     _out(args, "  ops: " + ", ".join(f"{k}x{v}" for k, v in qg.op_types().items()))
-    _out(args, f"  calibration: {args.method} on {table.num_samples} samples ({t_cal:.1f} s)")
+    _out(args, f"  calibration: {args.method} on {table.num_samples} samples ({t_cal:.1f} s); "
+               f"weights {'per channel' if not args.per_tensor else 'per tensor'}; converted in {t_conv:.1f} s")
+    if check:
+        if poor:
+            _out(args, f"  layers below {POOR_SQNR_DB:.0f} dB SQNR on {check.samples} calibration samples:")
+            for r in poor[:10]:
+                _out(args, f"    {r.sqnr_db:6.1f} dB  {r.op:16s} {r.name}" + (f"  -- {r.hint}" if r.hint else ""))
+        else:
+            worst = check.rows[0] if check.rows else None
+            _out(args, f"  no layer below {POOR_SQNR_DB:.0f} dB SQNR on {check.samples} calibration samples"
+                       + (f" (worst {worst.sqnr_db:.1f} dB: {worst.name})" if worst else ""))
     for note in result["notes"]:
         _out(args, f"  note: {note}")
+    if args.calib_table:
+        _out(args, f"  calibration table: {args.calib_table}")
     return result
 
 
@@ -193,12 +278,213 @@ def cmd_quantize(args) -> dict:
 
 def cmd_inspect(args) -> dict:
     import intq
+    from intq.analysis.requant_table import format_requantization_table, requantization_table
 
     g = intq.load(args.model, input_shapes=_input_shapes(args.input_shape))
     _out(args, g.summary(max_nodes=None))
-    return {"model": args.model, "nodes": len(g.nodes), "ops": g.op_types(),
-            "inputs": {n: list(g.tensors[n].shape) for n in g.inputs},
-            "outputs": {n: None if g.tensors[n].shape is None else list(g.tensors[n].shape) for n in g.outputs}}
+    integer = any(t.qparams is not None for t in g.tensors.values())
+    rows = requantization_table(g, target=args.target) if integer else []
+    if integer:
+        _out(args, f"\nfixed-point requantization (target {args.target}): y = clamp(zp + round(acc * m * 2^(shift-31)))")
+        _out(args, format_requantization_table(rows))
+    return {"model": args.model, "nodes": len(g.nodes), "ops": g.op_types(), "integer": integer,
+            "inputs": {n: _shape(g, n) for n in g.inputs},
+            "outputs": {n: _shape(g, n) for n in g.outputs},
+            "quantization": {name: {"dtype": t.dtype.name, "scale": [float(v) for v in t.qparams.scale],
+                                    "zero_point": [int(v) for v in t.qparams.zero_point],
+                                    "axis": t.qparams.axis}
+                             for name, t in g.tensors.items() if t.qparams is not None},
+            "requantization": [r.as_dict() for r in rows]}
+
+
+def _shape(g, name):
+    shape = g.tensors[name].shape
+    return None if shape is None else [d for d in shape]
+
+
+# ------------------------------------------------------------------------ eval and compare
+
+def _float_and_int(args):
+    """The float graph (MODEL) and the integer graph (QMODEL, or MODEL quantized with --calib)."""
+    import intq
+    from intq.passes import simplify
+
+    t0 = time.perf_counter()
+    fg = simplify(intq.load(args.model, input_shapes=_input_shapes(args.input_shape)))
+    if any(t.qparams is not None for t in fg.tensors.values()):
+        raise UsageError(f"{args.model} is already an integer model: give the float model first, then QMODEL")
+    if args.qmodel:
+        qg = intq.load(args.qmodel)
+        source = args.qmodel
+    else:
+        if not args.calib:
+            raise UsageError("give QMODEL (the integer .tflite) or --calib DATA to quantize MODEL first")
+        table = intq.calibrate(fg, _existing(args.calib, "--calib"), args.method, preprocess=_preprocess(args, fg),
+                               progress=_progress(args, "calibrating"))
+        _end_progress(args)
+        qg = intq.quantize(fg, table=table, per_channel=not args.per_tensor)
+        source = f"{args.model} quantized ({args.method}, {table.num_samples} samples)"
+    return fg, qg, source, time.perf_counter() - t0
+
+
+def _data(args, fg):
+    from intq.calibration import iter_samples
+
+    data, pre = _existing(args.data, "--data"), _preprocess(args, fg)
+    total = _count(data, fg, pre)
+    if total is not None and args.limit is not None:
+        total = min(total, args.limit)
+    return _limited(iter_samples(data, fg, pre), args.limit), total
+
+
+def cmd_eval(args) -> dict:
+    from intq.analysis.evaluate import evaluate, load_labels
+
+    labels = load_labels(args.labels) if args.labels else None
+    fg, qg, source, t_models = _float_and_int(args)
+    samples, total = _data(args, fg)
+    if labels is not None and args.limit is not None:
+        labels = labels[: args.limit]
+    ev = evaluate(fg, qg, samples, labels, target=args.target, progress=_progress(args, "evaluating"), total=total)
+    _end_progress(args)
+    result = {"model": args.model, "qmodel": source, "target": args.target, **ev.as_dict(),
+              "seconds_models": round(t_models, 2)}
+    _out(args, f"{args.model} (float) vs {source} (int8, target {args.target}) on {ev.samples} samples")
+    if ev.float_accuracy is not None:
+        _out(args, f"  accuracy   float {ev.float_accuracy:.2%}   int8 {ev.int_accuracy:.2%}   "
+                   f"({100 * (ev.int_accuracy - ev.float_accuracy):+.2f} points, {ev.rows} labelled rows)")
+    for o in ev.outputs:
+        agree = f"   top-1 agreement {o.top1_agreement:.2%}" if o.top1_agreement is not None else ""
+        _out(args, f"  output {o.float_name}{list(o.shape)}: SQNR {o.sqnr_db:.1f} dB, max |err| {o.max_abs_err:.4g}{agree}")
+    _out(args, f"  time: float {ev.seconds['float']:.2f} s, int8 {ev.seconds['int']:.2f} s")
+    return result
+
+
+def cmd_compare(args) -> dict:
+    from intq.analysis import compare
+    from intq.analysis.evaluate import with_output_mapping
+
+    if args.html:
+        _check_output(Path(args.html), args.force)
+    fg, qg, source, _ = _float_and_int(args)
+    mapped = bool(qg.metadata.get("float_tensor_of"))
+    qg = with_output_mapping(fg, qg)
+    samples, _ = _data(args, fg)
+    report = compare(fg, qg, samples, target=args.target)
+    result = {"model": args.model, "qmodel": source, "target": args.target, "samples": report.samples,
+              "tensors": len(report.rows), "per_tensor": mapped,
+              "layers": [_row_dict(r) for r in report.rows]}
+    _out(args, f"{args.model} (float) vs {source} (int8, target {args.target}): {len(report.rows)} tensors "
+               f"on {report.samples} samples, worst first")
+    if not mapped:
+        _out(args, "  (QMODEL carries no float-tensor mapping, e.g. made by another converter: outputs only)")
+    top = args.top or None
+    _out(args, report.table(top))
+    if top is not None and len(report.rows) > top:
+        _out(args, f"... {len(report.rows) - top} more (--top 0 shows all, --json gives every row)")
+    if args.html:
+        from intq.analysis.html_report import write_html_report
+
+        write_html_report(report, args.html, float_graph=fg, int_graph=qg,
+                          title=f"{Path(args.model).name} vs {Path(source).name if args.qmodel else 'int8'}")
+        result["html"] = args.html
+        _out(args, f"wrote {args.html}")
+    return result
+
+
+# ------------------------------------------------------------------------------------ diff
+
+def cmd_diff(args) -> dict:
+    import intq
+    from intq.analysis.diff import diff_targets
+
+    targets = [t.strip() for t in args.targets.split(",") if t.strip()]
+    if len(targets) != 2:
+        raise UsageError(f"--targets {args.targets!r}: give two targets, e.g. --targets tflite,litert-ref")
+    g = intq.load(args.model, input_shapes=_input_shapes(args.input_shape))
+    samples, _ = _data(args, g)
+    report = diff_targets(g, samples, targets)
+    _out(args, f"{args.model}: target {report.targets[0]} vs {report.targets[1]} on {report.samples} samples")
+    _out(args, report.table())
+    causes = report.causes()
+    if causes:
+        _out(args, "differing elements of the origin tensors, by cause: "
+                   + ", ".join(f"{k} {v}" for k, v in causes.most_common()))
+        for t in report.differing:
+            for ex in t.examples:
+                acc = f", accumulator {ex['accumulator']}" if "accumulator" in ex else ""
+                _out(args, f"  e.g. {t.name}{ex['index']}: {ex['values'][0]} vs {ex['values'][1]}{acc} -> {ex['cause']}")
+    return {"model": args.model, **report.as_dict()}
+
+
+# ------------------------------------------------------------------------------------- run
+
+def _read_inputs(path: str, graph) -> dict:
+    from intq.calibration import CalibrationDataError
+
+    p = Path(_existing(path, "--input"))
+    try:
+        if p.suffix.lower() == ".npy":
+            arrays = {graph.inputs[0]: np.load(p, allow_pickle=False)} if len(graph.inputs) == 1 else None
+            if arrays is None:
+                raise UsageError(f"--input {path}: the model has inputs {list(graph.inputs)}; give an .npz with an "
+                                 "array per input name")
+        elif p.suffix.lower() == ".npz":
+            with np.load(p, allow_pickle=False) as z:
+                arrays = {k: z[k] for k in z.files}
+            if len(arrays) == 1 and len(graph.inputs) == 1:
+                arrays = {graph.inputs[0]: next(iter(arrays.values()))}
+        else:
+            raise UsageError(f"--input {path}: expected a .npy or .npz file")
+    except (OSError, ValueError) as e:
+        raise CalibrationDataError(f"{path}: cannot read the array file ({e})") from None
+    return arrays
+
+
+def cmd_run(args) -> dict:
+    import intq
+    from intq.runtime.interpreter import InterpreterError
+
+    out = Path(args.output) if args.output else None
+    if out is not None:
+        _check_output(out, args.force)
+    g = intq.load(args.model, input_shapes=_input_shapes(args.input_shape))
+    inputs = _read_inputs(args.input, g)
+    missing = [n for n in g.inputs if n not in inputs]
+    if missing:
+        raise UsageError(f"--input {args.input}: no array for model input(s) {missing} (it has {sorted(inputs)})")
+    it = intq.Interpreter(g, target=args.target)
+    t0 = time.perf_counter()
+    try:
+        outputs = it.run(inputs, keep=False)
+    except InterpreterError as e:
+        raise InterpreterError(f"{args.model} on {args.input}: {e}") from None
+    seconds = time.perf_counter() - t0
+    if out is not None:
+        if out.suffix.lower() == ".npy":
+            if len(outputs) != 1:
+                raise UsageError(f"-o {out}: the model has {len(outputs)} outputs; write an .npz")
+            np.save(out, next(iter(outputs.values())))
+        else:
+            np.savez(out, **outputs)
+    result = {"model": args.model, "target": args.target, "seconds": round(seconds, 4),
+              "outputs": {k: {"shape": list(v.shape), "dtype": v.dtype.name,
+                              **({"values": v.tolist()} if v.size <= 64 else {}),
+                              **({"argmax": v.reshape(-1, v.shape[-1]).argmax(-1).tolist()}
+                                 if v.ndim >= 2 and v.shape[-1] > 1 and v.size <= 1_000_000 else {})}
+                          for k, v in outputs.items()}}
+    _out(args, f"ran {args.model} (target {args.target}) in {seconds * 1000:.1f} ms")
+    for k, v in outputs.items():
+        line = f"  {k}: {v.dtype.name}{list(v.shape)}"
+        if "argmax" in result["outputs"][k] and len(result["outputs"][k]["argmax"]) <= 16:
+            line += f"  argmax {result['outputs'][k]['argmax']}"
+        if v.size <= 16:
+            line += f"  {np.array2string(v.ravel(), precision=4, separator=', ')}"
+        _out(args, line)
+    if out is not None:
+        result["written"] = str(out)
+        _out(args, f"  wrote {out}")
+    return result
 
 
 # ------------------------------------------------------------------------------------- main
@@ -221,29 +507,106 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--force", action="store_true", help="overwrite an existing output file")
     d.set_defaults(func=cmd_demo)
 
-    q = sub.add_parser("quantize", parents=[common], help="calibrate and convert a model to an int8 .tflite",
-                       epilog="example:\n  intq quantize model.onnx --calib images/ --size 224 224 -o model_int8.tflite",
+    images = argparse.ArgumentParser(add_help=False)
+    g = images.add_argument_group("image preprocessing (DATA given as a folder of images)")
+    g.add_argument("--size", type=int, nargs=2, metavar=("H", "W"), help="resize images to H W (default: the input's)")
+    g.add_argument("--mean", type=float, nargs="+", help="per-channel mean of pixels in [0, 1] (default ImageNet's)")
+    g.add_argument("--std", type=float, nargs="+", help="per-channel std (default ImageNet's)")
+    g.add_argument("--layout", choices=["NCHW", "NHWC"], help="image tensor layout (default NCHW)")
+    shapes = argparse.ArgumentParser(add_help=False)
+    shapes.add_argument("--input-shape", action="append", metavar="NAME=1x3x224x224",
+                        help="bind a dynamic input shape (repeat per input)")
+    target = argparse.ArgumentParser(add_help=False)
+    target.add_argument("--target", default="tflite",
+                        help="the runtime the integer graph must equal: tflite (TensorFlow Lite Micro, default), "
+                             "litert-ref (LiteRT reference kernels)")
+    calib = argparse.ArgumentParser(add_help=False)
+    calib.add_argument("--method", default="minmax", choices=["minmax", "ema", "percentile", "mse", "entropy"],
+                       help="calibration method (default minmax)")
+    calib.add_argument("--per-tensor", action="store_true", help="per-tensor weights (default per-channel)")
+
+    q = sub.add_parser("quantize", parents=[common, shapes, calib, images],
+                       help="calibrate and convert a model to an int8 .tflite",
+                       description="Load MODEL, calibrate it on DATA (progress with samples/s and ETA), convert it "
+                       "to an integer-only int8 graph, write the .tflite (and the calibration table), and check the "
+                       "layers' SQNR on the first calibration samples.",
+                       epilog="examples:\n  intq quantize model.onnx --calib images/ --size 224 224 -o model_int8.tflite\n"
+                       "  intq quantize model.onnx --calib calib.npz --method percentile --calib-table ranges.json "
+                       "-o model_int8.tflite",
                        formatter_class=argparse.RawDescriptionHelpFormatter)
-    q.add_argument("model", help="an .onnx model")
-    q.add_argument("--calib", required=True, help="calibration data: a folder of images / .npy / .npz, or one .npz")
+    q.add_argument("model", help="the float model (.onnx)")
+    q.add_argument("--calib", required=True, metavar="DATA",
+                   help="calibration data: a folder of images / .npy / .npz, or one .npz")
     q.add_argument("-o", "--output", required=True, help="the .tflite to write")
-    q.add_argument("--input-shape", action="append", metavar="NAME=1x3x224x224", help="bind a dynamic input shape")
-    q.add_argument("--method", default="minmax", choices=["minmax", "ema", "percentile", "mse", "entropy"])
-    q.add_argument("--per-tensor", action="store_true", help="per-tensor weights (default per-channel)")
     q.add_argument("--calib-table", help="also write the calibration table (JSON)")
-    q.add_argument("--size", type=int, nargs=2, metavar=("H", "W"), help="resize images to H W")
-    q.add_argument("--mean", type=float, nargs="+", help="per-channel mean (of pixels in [0, 1]); default ImageNet's")
-    q.add_argument("--std", type=float, nargs="+", help="per-channel std; default ImageNet's")
-    q.add_argument("--layout", choices=["NCHW", "NHWC"], help="image tensor layout (default NCHW)")
+    q.add_argument("--check-samples", type=int, default=16, metavar="N",
+                   help="compare float and int8 layer by layer on the first N calibration samples (0: skip)")
     q.add_argument("--force", action="store_true", help="overwrite existing output files")
     q.set_defaults(func=cmd_quantize)
 
-    i = sub.add_parser("inspect", parents=[common], help="show a model's operators and tensors",
-                       epilog="example:\n  intq inspect model.onnx --input-shape input=1x3x224x224",
+    i = sub.add_parser("inspect", parents=[common, shapes, target],
+                       help="show a model's operators, tensors, quantization, multipliers and shifts",
+                       epilog="examples:\n  intq inspect model.onnx --input-shape input=1x3x224x224\n"
+                       "  intq inspect model_int8.tflite --json",
                        formatter_class=argparse.RawDescriptionHelpFormatter)
-    i.add_argument("model", help="an .onnx model")
-    i.add_argument("--input-shape", action="append", metavar="NAME=1x3x224x224", help="bind a dynamic input shape")
+    i.add_argument("model", help="an .onnx or .tflite model")
     i.set_defaults(func=cmd_inspect)
+
+    pair = argparse.ArgumentParser(add_help=False)
+    pair.add_argument("model", help="the float model (.onnx)")
+    pair.add_argument("qmodel", nargs="?", help="its integer model (.tflite); omitted: quantize MODEL with --calib")
+    pair.add_argument("--data", required=True, help="a folder of images / .npy / .npz, or one .npz")
+    pair.add_argument("--calib", metavar="DATA", help="calibration data, when QMODEL is not given")
+    pair.add_argument("--limit", type=int, metavar="N", help="use only the first N samples of --data")
+
+    e = sub.add_parser("eval", parents=[common, pair, shapes, target, calib, images],
+                       help="float vs int8: accuracy, top-1 agreement, output SQNR",
+                       description="Run the float and the integer model on DATA: accuracy of each when labels are "
+                       "given, top-1 agreement, SQNR and max error of every output.",
+                       epilog="examples:\n  intq eval model.onnx model_int8.tflite --data val.npz --labels labels.npy\n"
+                       "  intq eval model.onnx --calib calib.npz --data val.npz --labels labels.txt",
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    e.add_argument("--labels", help="integer class per sample: .npy, or text with one integer per line")
+    e.set_defaults(func=cmd_eval)
+
+    c = sub.add_parser("compare", parents=[common, pair, shapes, target, calib, images],
+                       help="per-tensor float vs int8 analysis, worst layers first (and an HTML report)",
+                       description="For every tensor of the integer model against its float counterpart: SQNR, "
+                       "cosine, error in LSB, saturation, codes used; ranked worst first with a hint per symptom.",
+                       epilog="examples:\n  intq compare model.onnx model_int8.tflite --data val.npz --html report.html\n"
+                       "  intq compare model.onnx --calib calib.npz --data val.npz --top 0 --json",
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    c.add_argument("--html", help="write a self-contained HTML report (plots embedded)")
+    c.add_argument("--top", type=int, default=15, help="show the N worst tensors (0: all; default 15)")
+    c.add_argument("--force", action="store_true", help="overwrite an existing report")
+    c.set_defaults(func=cmd_compare)
+
+    df = sub.add_parser("diff", parents=[common, shapes, images], help="where and why two runtimes differ on a model",
+                        description="Run an integer model under two targets (each bit-exact to a real runtime) on "
+                        "DATA, report every tensor that differs, the first divergence, and the cause of each "
+                        "differing element (tie, double vs single rounding, float32 precision, saturation, "
+                        "multiplier).",
+                        epilog="examples:\n  intq diff model_int8.tflite --targets tflite,litert-ref --data inputs.npz\n"
+                        "  intq diff model_int8.tflite --targets tflite,litert-ref --data images/ --size 96 96 --json",
+                        formatter_class=argparse.RawDescriptionHelpFormatter)
+    df.add_argument("model", help="an integer model (.tflite)")
+    df.add_argument("--targets", default="tflite,litert-ref", help="two targets, comma-separated (default "
+                    "tflite,litert-ref: TensorFlow Lite Micro vs LiteRT's reference kernels)")
+    df.add_argument("--data", required=True, help="a folder of images / .npy / .npz, or one .npz")
+    df.add_argument("--limit", type=int, metavar="N", help="use only the first N samples")
+    df.set_defaults(func=cmd_diff)
+
+    r = sub.add_parser("run", parents=[common, shapes, target], help="run a model on an input file",
+                       description="Run an integer (.tflite) or float (.onnx) model bit-exactly as the target "
+                       "runtime on the arrays of an .npy (one input) or .npz (an array per input name).",
+                       epilog="examples:\n  intq run model_int8.tflite --input x.npy -o y.npy\n"
+                       "  intq run model_int8.tflite --input inputs.npz --target litert-ref --json",
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    r.add_argument("model", help="a .tflite or .onnx model")
+    r.add_argument("--input", required=True, help="an .npy (single-input models) or .npz (array per input)")
+    r.add_argument("-o", "--output", help="write the outputs: .npy (one output) or .npz")
+    r.add_argument("--force", action="store_true", help="overwrite an existing output file")
+    r.set_defaults(func=cmd_run)
     return parser
 
 
@@ -266,8 +629,12 @@ def main(argv=None) -> int:
             traceback.print_exc()
         print(f"intq {args.command}: {type(e).__name__}: {e}", file=sys.stderr)
         return 1
-    if getattr(args, "json", False):
-        print(json.dumps(result, indent=1, default=str))
+    try:
+        if getattr(args, "json", False):
+            print(json.dumps(result, indent=1, default=str))
+        sys.stdout.flush()
+    except BrokenPipeError:  # `intq ... | head`: the reader left; not an error of ours
+        sys.stdout = open(os.devnull, "w")
     return 0
 
 

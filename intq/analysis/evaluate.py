@@ -1,0 +1,207 @@
+"""Float model vs integer model on a dataset: accuracy, top-1 agreement and output SQNR.
+
+:func:`evaluate` runs both graphs on every sample and compares their outputs (the graphs'
+outputs are paired by name when both have the same output names, otherwise by position; the
+paired outputs must have equal shapes). Per output, over all samples:
+
+* ``sqnr_db`` = 10 log10(sum f^2 / sum (f - i)^2), ``f`` the float model's value and ``i`` the
+  integer model's (dequantized) value;
+* ``max_abs_err`` = max |f - i|;
+* ``top1_agreement``: for an output of rank >= 2 whose last axis has more than one class, the
+  fraction of rows (every position but the last axis) where argmax f == argmax i.
+
+With ``labels`` (one integer class per row of the first output, in sample order), the accuracy
+of each model: the fraction of rows whose argmax over the last axis equals the label.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from intq.calibration.calibrate import Progress
+from intq.errors import IntqError
+from intq.ir import Graph
+
+
+class EvaluationError(IntqError, ValueError):
+    """The models or data cannot be evaluated together (outputs that do not pair, bad labels)."""
+
+
+@dataclass(frozen=True)
+class OutputStats:
+    """How one output of the integer model compares with the float model's."""
+
+    float_name: str
+    int_name: str
+    shape: tuple[int, ...]
+    sqnr_db: float
+    max_abs_err: float
+    top1_agreement: float | None  # None when the output is not a class-score tensor
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    samples: int
+    outputs: tuple[OutputStats, ...]
+    float_accuracy: float | None = None
+    int_accuracy: float | None = None
+    rows: int = 0  # class-score rows of the first output (what accuracy and agreement count)
+    seconds: Mapping[str, float] = field(default_factory=dict)  # "float", "int" running time
+
+    def as_dict(self) -> dict:
+        return {
+            "samples": self.samples,
+            "rows": self.rows,
+            "float_accuracy": self.float_accuracy,
+            "int_accuracy": self.int_accuracy,
+            "outputs": [{"float": o.float_name, "int": o.int_name, "shape": list(o.shape),
+                         "sqnr_db": _finite(o.sqnr_db), "max_abs_err": o.max_abs_err,
+                         "top1_agreement": o.top1_agreement} for o in self.outputs],
+            "seconds": {k: round(v, 3) for k, v in self.seconds.items()},
+        }
+
+
+def _finite(x: float):
+    return x if np.isfinite(x) else "inf"
+
+
+def pair_outputs(float_graph: Graph, int_graph: Graph) -> list[tuple[str, str]]:
+    """(float output, integer output) pairs: by name when the names coincide, else by position."""
+    fo, io = list(float_graph.outputs), list(int_graph.outputs)
+    if set(fo) == set(io):
+        return [(n, n) for n in fo]
+    if len(fo) != len(io):
+        raise EvaluationError(
+            f"the float model has {len(fo)} outputs {fo} and the integer model {len(io)} {io}: "
+            "they cannot be paired; compare models of the same network")
+    return list(zip(fo, io))
+
+
+@dataclass
+class _OutputAccumulator:
+    signal: float = 0.0
+    noise: float = 0.0
+    max_err: float = 0.0
+    agree: int = 0
+    rows: int = 0
+    shape: tuple[int, ...] = ()
+
+
+def _is_class_scores(a: np.ndarray) -> bool:
+    return a.ndim >= 2 and a.shape[-1] > 1
+
+
+def evaluate(float_graph: Graph, int_graph: Graph, samples: Iterable[Mapping[str, np.ndarray]],
+             labels: np.ndarray | None = None, *, target: str = "tflite",
+             progress: Callable[[Progress], None] | None = None, total: int | None = None) -> Evaluation:
+    """Run both graphs on each sample ``{input: array}`` and compare their outputs.
+
+    ``labels``: integer classes, one per row of the first output over all samples (checked
+    once every sample has run). ``progress`` is called after each sample (``total`` for its ETA).
+    """
+    from intq.runtime import Interpreter
+
+    pairs = pair_outputs(float_graph, int_graph)
+    fi, qi = Interpreter(float_graph), Interpreter(int_graph, target=target)
+    acc = {p: _OutputAccumulator() for p in pairs}
+    first = pairs[0]
+    fpred, qpred = [], []
+    t_float = t_int = 0.0
+    n = 0
+    t0 = time.perf_counter()
+    for sample in samples:
+        t = time.perf_counter()
+        fout = fi.run(sample, keep=False)
+        t_float += time.perf_counter() - t
+        t = time.perf_counter()
+        qout = qi.run(sample, keep=False)
+        t_int += time.perf_counter() - t
+        for (fname, qname), a in acc.items():
+            f = np.asarray(fout[fname], dtype=np.float64)
+            q = np.asarray(qout[qname], dtype=np.float64)
+            if f.shape != q.shape:
+                raise EvaluationError(f"output {fname!r} of the float model has shape {f.shape} but the integer "
+                                      f"model's {qname!r} has {q.shape} (sample {n})")
+            a.shape = f.shape
+            a.signal += float((f * f).sum())
+            a.noise += float(((f - q) ** 2).sum())
+            a.max_err = max(a.max_err, float(np.abs(f - q).max(initial=0.0)))
+            if _is_class_scores(f):
+                fa, qa = f.argmax(-1).ravel(), q.argmax(-1).ravel()
+                a.agree += int((fa == qa).sum())
+                a.rows += fa.size
+                if (fname, qname) == first:
+                    fpred.append(fa)
+                    qpred.append(qa)
+        n += 1
+        if progress is not None:
+            progress(Progress(n, total, time.perf_counter() - t0))
+    if n == 0:
+        raise EvaluationError("the evaluation data is empty: give at least one sample")
+    outputs = tuple(
+        OutputStats(fname, qname, a.shape,
+                    float(10 * np.log10(a.signal / a.noise)) if a.noise > 0 else float("inf"),
+                    a.max_err, a.agree / a.rows if a.rows else None)
+        for (fname, qname), a in acc.items())
+    rows = acc[first].rows
+    f_acc = q_acc = None
+    if labels is not None:
+        labels = np.asarray(labels).ravel()
+        if not fpred:
+            raise EvaluationError(f"labels were given but the first output {first[0]!r} (shape {acc[first].shape}) "
+                                  "is not a class-score tensor (rank >= 2, more than one class on the last axis)")
+        if labels.size != rows:
+            raise EvaluationError(f"{labels.size} labels for {rows} predictions of output {first[0]!r} "
+                                  f"({n} samples): give one label per sample row, in the data's order")
+        if not np.issubdtype(labels.dtype, np.integer):
+            raise EvaluationError(f"labels must be integer classes, got {labels.dtype}")
+        f_acc = float(np.mean(np.concatenate(fpred) == labels))
+        q_acc = float(np.mean(np.concatenate(qpred) == labels))
+    return Evaluation(n, outputs, f_acc, q_acc, rows, {"float": t_float, "int": t_int})
+
+
+def load_labels(path) -> np.ndarray:
+    """Integer labels from a ``.npy`` file, or a text file with one integer per line (or per
+    comma/whitespace-separated field)."""
+    from pathlib import Path
+
+    path = Path(path)
+    if not path.is_file():
+        raise EvaluationError(f"{path}: no such labels file")
+    try:
+        if path.suffix.lower() == ".npy":
+            labels = np.load(path, allow_pickle=False)
+        else:
+            text = path.read_text().replace(",", " ").split()
+            labels = np.array([int(v) for v in text], dtype=np.int64)
+    except (OSError, ValueError) as e:
+        raise EvaluationError(f"{path}: cannot read labels ({e}); expected a .npy of integers or a text file "
+                              "with one integer per line") from None
+    if not np.issubdtype(labels.dtype, np.integer):
+        raise EvaluationError(f"{path}: labels must be integers, got {labels.dtype}")
+    return labels.ravel()
+
+
+def with_output_mapping(float_graph: Graph, int_graph: Graph) -> Graph:
+    """``int_graph`` with a float-tensor mapping for its outputs, when it has none.
+
+    A graph made by :func:`intq.quantize` (or read back from a .tflite intq wrote) maps every
+    integer tensor to its float counterpart; one from another converter does not, and then only
+    the outputs (paired by :func:`pair_outputs`, same layout) can be compared tensor by tensor.
+    """
+    if int_graph.metadata.get("float_tensor_of"):
+        return int_graph
+    producers = {o: n for n in int_graph.nodes for o in n.outputs}
+    mapping = {}
+    for fname, qname in pair_outputs(float_graph, int_graph):
+        node = producers.get(qname)
+        if int_graph.tensors[qname].qparams is None and node is not None and node.op_type == "DEQUANTIZE":
+            qname = node.inputs[0]  # a float output: compare the int8 tensor it dequantizes
+        t = int_graph.tensors[qname]
+        rank = len(t.shape) if t.shape is not None else len(float_graph.tensors[fname].shape or ())
+        mapping[qname] = (fname, tuple(range(rank)))
+    return int_graph.replace(metadata={**int_graph.metadata, "float_tensor_of": mapping})
