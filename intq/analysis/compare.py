@@ -34,6 +34,7 @@ from intq.qmath import QuantParams, dequantize
 SATURATION_HINT = 0.01  # more than 1% of values at qmin/qmax
 RANGE_USED_HINT = 0.25  # fewer than a quarter of the codes used
 POOR_SQNR_DB = 25.0  # below this a layer's error is worth a look
+INHERITED_DB = 3.0  # a layer within this many dB of its worst input mostly carries upstream error
 
 
 @dataclass(frozen=True)
@@ -114,14 +115,36 @@ class _Accumulator:
     observer: HistogramObserver | None = None
 
 
-def _hint(sqnr: float, saturated: float, used: float, op: str) -> str:
+def _hint(sqnr: float, saturated: float, used: float, op: str, upstream: tuple[str, float] | None = None) -> str:
     if saturated > SATURATION_HINT:
         return "clipping: the range is too narrow; calibrate with minmax or a higher percentile, or more data"
     if used < RANGE_USED_HINT and sqnr < POOR_SQNR_DB:
         return "resolution: few codes used; outliers set the range: try percentile, mse or entropy calibration"
+    if sqnr < POOR_SQNR_DB and upstream is not None and upstream[1] - sqnr < INHERITED_DB:
+        return f"inherited: its input {upstream[0]} is already at {upstream[1]:.1f} dB; fix that layer first"
     if sqnr < POOR_SQNR_DB and op in ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED"):
         return "weights: use per-channel weights, or check for badly scaled channels"
     return ""
+
+
+def _worst_upstream(int_graph: Graph, name: str, sqnrs: dict[str, float]) -> str | None:
+    """The compared tensor with the lowest SQNR among the nearest compared ancestors of ``name``'s
+    producer's activation inputs (walking through uncompared tensors: layout TRANSPOSE/RESHAPE)."""
+    producers = {o: n for n in int_graph.nodes for o in n.outputs if o}
+    node = producers.get(name)
+    if node is None:
+        return None
+    found, stack, seen = [], [i for i in node.inputs if i], set()
+    while stack:
+        t = stack.pop()
+        if t in seen or int_graph.tensors[t].is_constant:
+            continue
+        seen.add(t)
+        if t in sqnrs:
+            found.append(t)
+        elif t in producers:
+            stack.extend(i for i in producers[t].inputs if i)
+    return min(found, key=lambda t: sqnrs[t]) if found else None
 
 
 def _clip_range(qp: QuantParams) -> tuple[float, float]:
@@ -210,17 +233,20 @@ def compare(float_graph: Graph, int_graph: Graph, samples, target: str = "tflite
         n += 1
     if n == 0:
         raise IntqError("compare needs at least one sample")
+    sqnrs = {k: (10 * np.log10(a.signal / a.noise) if a.noise > 0 else float("inf")) for k, a in acc.items()}
     rows = []
     for int_name, a in acc.items():
         float_name = mapping[int_name][0]
-        sqnr = 10 * np.log10(a.signal / a.noise) if a.noise > 0 else float("inf")
+        sqnr = sqnrs[int_name]
         cos = a.dot / np.sqrt(a.f2 * a.q2) if a.f2 > 0 and a.q2 > 0 else 1.0
         sat = a.saturated / a.count
         t = int_graph.tensors[int_name]
         used = len(a.codes) / (t.qparams.qmax - t.qparams.qmin + 1)
         op = producers.get(int_name, "input")
+        up = _worst_upstream(int_graph, int_name, sqnrs)
+        upstream = (mapping[up][0], sqnrs[up]) if up is not None else None
         rows.append(TensorStats(float_name, op, float(sqnr), float(cos), a.max_err, a.sum_err / a.count, sat, used,
-                                _hint(sqnr, sat, used, op)))
+                                _hint(sqnr, sat, used, op, upstream)))
     rows.sort(key=lambda r: r.sqnr_db)
     details = [_detail(int_graph, k, mapping[k][0], a, position.get(k, -1))
                for k, a in acc.items() if a.observer.count]

@@ -64,3 +64,20 @@ def test_graphs_not_made_by_quantize_are_refused(digits):
     fg, _, samples = digits
     with pytest.raises(intq.IntqError, match="float-tensor mapping"):
         compare(fg, fg, samples)
+
+
+def test_error_inherited_from_upstream_is_pointed_upstream(digits):
+    """Clip the first conv's output hard: it is the clipping culprit, and a later layer that only
+    carries its error is pointed upstream instead of being blamed (e.g. on its weights)."""
+    fg, xtr, samples = digits
+    table = intq.calibrate(fg, [x[None] for x in xtr[:200]], "minmax")
+    first = "/features/features.2/Relu_output_0"
+    lo, hi = table[first]
+    rep = compare(fg, intq.quantize(fg, table=table.with_ranges({first: (lo, 0.05 * hi)})), samples)
+    rows = {r.name: r for r in rep.rows}
+    assert rows[first].hint.startswith("clipping")
+    inherited = [r for r in rep.rows if r.hint.startswith("inherited")]
+    assert inherited, rep.table()
+    for r in inherited:  # each names an upstream tensor whose SQNR is indeed within 3 dB or worse
+        upstream = r.hint.split("its input ")[1].split(" is already")[0]
+        assert upstream in rows and rows[upstream].sqnr_db - r.sqnr_db < 3.0 and r.sqnr_db < 25
