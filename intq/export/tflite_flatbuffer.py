@@ -12,7 +12,8 @@ Conventions of the written file, which follow the TFLite converter:
   bytes, holding its data little-endian in C order; every other tensor points to buffer 0;
 * scales are stored as float32 (TFLite's storage type), zero points as int64;
 * one ``OperatorCode`` per distinct (builtin code, version), with both ``builtinCode`` and
-  ``deprecatedBuiltinCode`` (``min(code, 127)``) set.
+  ``deprecatedBuiltinCode`` (``min(code, 127)``) set;
+* model metadata entries (:meth:`TfliteModelBuilder.add_metadata`) get buffers after the tensors'.
 """
 
 from __future__ import annotations
@@ -39,6 +40,8 @@ __all__ = [
     "GraphError",
     "TfliteModelBuilder",
     "builtin_op_code",
+    "builtin_op_name",
+    "TENSOR_TYPE_DTYPES",
 ]
 
 _FILE_IDENTIFIER = b"TFL3"
@@ -55,6 +58,9 @@ _TENSOR_TYPES: dict[np.dtype, int] = {
     np.dtype(np.float32): schema.TensorType.FLOAT32,
     np.dtype(np.bool_): schema.TensorType.BOOL,  # comparison outputs
 }
+
+#: TFLite TensorType code -> the numpy dtype intq reads it as (the inverse of the table above).
+TENSOR_TYPE_DTYPES: dict[int, np.dtype] = {code: dtype for dtype, code in _TENSOR_TYPES.items()}
 
 # Builtin operator name -> code, e.g. "CONV_2D" -> 3 (the placeholder 127 is not an operator).
 _BUILTIN_OPS: dict[str, int] = {
@@ -106,6 +112,11 @@ def builtin_op_code(op: str | int) -> int:
             raise UnknownOperatorError(f"{op!r} is not a TFLite builtin operator code")
         return int(op)
     raise UnknownOperatorError(f"operator must be a builtin name or code, got {op!r}")
+
+
+def builtin_op_name(code: int) -> str | None:
+    """The builtin operator name of ``code`` (``3`` -> ``"CONV_2D"``), or None if there is none."""
+    return _BUILTIN_NAMES.get(int(code))
 
 
 @dataclass(frozen=True)
@@ -177,6 +188,7 @@ class TfliteModelBuilder:
         self._opcodes: dict[tuple[int, int], int] = {}  # (builtin code, version) -> opcode index
         self._inputs: tuple[int, ...] | None = None
         self._outputs: tuple[int, ...] | None = None
+        self._metadata: dict[str, bytes] = {}  # model metadata entries: name -> contents
 
     @property
     def num_tensors(self) -> int:
@@ -300,6 +312,23 @@ class TfliteModelBuilder:
         for t in outs:
             self._producer[t] = index
         return index
+
+    # ---------------------------------------------------------------------------- metadata
+
+    def add_metadata(self, name: str, data: bytes) -> None:
+        """Add a model metadata entry: ``data`` in a buffer of its own, found by ``name``.
+
+        TFLite keeps such entries beside the graph (the converter writes ``min_runtime_version``);
+        runtimes ignore names they do not know. Raises :class:`TfliteExportError` for an empty or
+        repeated name, or contents that are not bytes.
+        """
+        if not isinstance(name, str) or not name:
+            raise TfliteExportError(f"metadata name must be a non-empty string, got {name!r}")
+        if name in self._metadata:
+            raise TfliteExportError(f"metadata {name!r} is already set")
+        if not isinstance(data, (bytes, bytearray)):
+            raise TfliteExportError(f"metadata {name!r}: contents must be bytes, got {type(data).__name__}")
+        self._metadata[name] = bytes(data)
 
     # ---------------------------------------------------------------------------- subgraph
 
@@ -437,12 +466,21 @@ class TfliteModelBuilder:
         subgraph.operators = operators
         subgraph.name = self._subgraph_name
 
+        entries = []
+        for name, payload in self._metadata.items():
+            entry = schema.MetadataT()
+            entry.name = name
+            entry.buffer = len(buffers)
+            buffers.append(_AlignedBufferT(payload))
+            entries.append(entry)
+
         model = schema.ModelT()
         model.version = _SCHEMA_VERSION
         model.description = self._description
         model.operatorCodes = opcodes
         model.subgraphs = [subgraph]
         model.buffers = buffers
+        model.metadata = entries or None
         return model
 
 

@@ -5,7 +5,8 @@ fields of its TFLite options table in snake_case (``stride_w``, ``fused_activati
 with enum fields as their TFLite names (``padding="SAME"``, ``fused_activation_function="RELU6"``).
 :data:`OPTIONS` says which options table each operator reads; :func:`attrs_to_options` and
 :func:`options_to_attrs` convert, so the exporter and the ``.tflite`` importer share one
-definition. Missing attributes take the table's defaults.
+definition. Missing attributes take the table's defaults. :data:`MAX_VERSION` says which
+operator versions the importer accepts.
 """
 
 from __future__ import annotations
@@ -78,6 +79,23 @@ OPTIONS: dict[str, str | None] = {
     "TRANSPOSE_CONV": "TransposeConvOptions",
 }
 
+#: Builtin operator -> the highest operator version LiteRT's builtin resolver registers for it
+#: (tflite/core/kernels/register.cc; operators registered without versions: 1). A ``.tflite``
+#: operator of a higher version uses a feature newer than intq knows. Only operators intq has
+#: kernels for are listed (DIV has options but no integer kernel).
+MAX_VERSION: dict[str, int] = {
+    "ADD": 5, "ARG_MAX": 3, "ARG_MIN": 3, "AVERAGE_POOL_2D": 3, "BATCH_MATMUL": 4,
+    "BATCH_TO_SPACE_ND": 4, "CONCATENATION": 4, "CONV_2D": 8, "DEPTH_TO_SPACE": 2,
+    "DEPTHWISE_CONV_2D": 7, "DEQUANTIZE": 6, "EQUAL": 5, "FULLY_CONNECTED": 13, "GATHER": 7,
+    "GREATER": 2, "GREATER_EQUAL": 3, "HARD_SWISH": 1, "L2_NORMALIZATION": 2, "LEAKY_RELU": 2,
+    "LESS": 3, "LESS_EQUAL": 2, "LOG_SOFTMAX": 2, "LOGISTIC": 3, "MAX_POOL_2D": 3, "MAXIMUM": 4,
+    "MEAN": 3, "MINIMUM": 4, "MUL": 7, "NOT_EQUAL": 4, "PACK": 4, "PAD": 5, "PADV2": 5, "PRELU": 1,
+    "QUANTIZE": 4, "REDUCE_MAX": 3, "REDUCE_MIN": 3, "RELU": 3, "RELU6": 3, "RELU_N1_TO_1": 1,
+    "RESHAPE": 1, "RESIZE_BILINEAR": 4, "RESIZE_NEAREST_NEIGHBOR": 4, "SHAPE": 1, "SLICE": 6,
+    "SOFTMAX": 3, "SPACE_TO_BATCH_ND": 4, "SPACE_TO_DEPTH": 2, "SPLIT": 4, "SQUEEZE": 2,
+    "STRIDED_SLICE": 8, "SUB": 5, "SUM": 2, "TANH": 3, "TRANSPOSE": 7, "TRANSPOSE_CONV": 5,
+}
+
 #: Option fields whose values are TFLite enums, stored in attributes by their names.
 ENUM_FIELDS: dict[str, type] = {
     "padding": schema.Padding,
@@ -106,7 +124,8 @@ def _camel(name: str) -> str:
 
 
 def _enum_names(enum: type) -> dict[int, str]:
-    return {v: k for k, v in vars(enum).items() if k.isupper() and isinstance(v, int)}
+    # not k.isupper(): some members have lower-case letters (SHUFFLED4x16INT8)
+    return {v: k for k, v in vars(enum).items() if not k.startswith("_") and isinstance(v, int)}
 
 
 def options_class(op: str):

@@ -1,4 +1,5 @@
-"""intq.frontends — import models as intq float graphs: ONNX files or protos, torch modules."""
+"""intq.frontends — import models as intq graphs: ONNX files or protos and torch modules (float
+graphs), ``.tflite`` files or bytes (integer graphs of TFLite builtins)."""
 
 from __future__ import annotations
 
@@ -10,28 +11,39 @@ import onnx
 
 from intq.errors import IntqError
 from intq.frontends.from_onnx import OnnxImportError, load_onnx
+from intq.frontends.from_tflite import TfliteImportError, is_tflite_bytes, load_tflite
 from intq.ir import Graph
 
 
 def load(model, input_shapes: Mapping[str, Sequence[int]] | None = None, example_inputs=None) -> Graph:
-    """Load a model as an intq float graph.
+    """Load a model as an intq graph.
 
     ``model`` is a path to an ``.onnx`` file, an ``onnx.ModelProto``, or a ``torch.nn.Module``
-    (with ``example_inputs``). ``input_shapes`` binds dynamic input dimensions of ONNX models.
+    (with ``example_inputs``): a float graph; or a path to a ``.tflite`` file or its bytes: an
+    integer graph (:func:`load_tflite`). ``input_shapes`` binds dynamic input dimensions.
     """
     if isinstance(model, onnx.ModelProto):
         return load_onnx(model, input_shapes)
+    if isinstance(model, (bytes, bytearray, memoryview)):
+        if is_tflite_bytes(model):
+            return load_tflite(model, input_shapes)
+        raise IntqError("these bytes are not a .tflite model (no 'TFL3' identifier); give ONNX models as a path or "
+                        "an onnx.ModelProto")
     if isinstance(model, (str, os.PathLike)):
         suffix = os.fspath(model).lower().rsplit(".", 1)[-1]
         if suffix == "onnx":
             return load_onnx(model, input_shapes)
-        raise IntqError(f"{os.fspath(model)}: intq reads .onnx files (and torch modules); got a .{suffix} file")
+        if suffix == "tflite":
+            return load_tflite(model, input_shapes)
+        raise IntqError(f"{os.fspath(model)}: intq reads .onnx files, .tflite files (and torch modules); "
+                        f"got a .{suffix} file")
     torch = sys.modules.get("torch")
     if torch is not None and isinstance(model, torch.nn.Module):
         from intq.frontends.from_torch import load_torch
 
         return load_torch(model, example_inputs)
-    raise IntqError(f"cannot load a {type(model).__name__}: give an .onnx path, an onnx.ModelProto or a torch.nn.Module")
+    raise IntqError(f"cannot load a {type(model).__name__}: give an .onnx or .tflite path, .tflite bytes, an "
+                    "onnx.ModelProto or a torch.nn.Module")
 
 
-__all__ = ["load", "load_onnx", "OnnxImportError"]
+__all__ = ["load", "load_onnx", "OnnxImportError", "load_tflite", "TfliteImportError"]
