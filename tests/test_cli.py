@@ -22,7 +22,7 @@ def run(*args, cwd=None):
 def test_help_and_usage_errors():
     r = run("--help")
     assert r.returncode == 0 and "examples:" in r.stdout and "quantize" in r.stdout
-    for sub in ("demo", "quantize", "inspect"):
+    for sub in ("demo", "quantize", "inspect", "eval", "compare", "run"):
         h = run(sub, "--help")
         assert h.returncode == 0 and "example" in h.stdout
     assert run().returncode == 2
@@ -36,6 +36,7 @@ def test_demo_writes_and_verifies(tmp_path):
     assert r.returncode == 0, r.stderr
     result = json.loads(r.stdout)
     assert result["litert_reference_identical"] == "450/450"
+    assert result["tflite_micro_identical"] == "450/450"
     assert result["int8_accuracy"] >= result["float_accuracy"] - 0.005
     assert out.stat().st_size == result["tflite_bytes"]
     again = run("demo", "-o", str(out))
@@ -60,3 +61,157 @@ def test_quantize_inspect_and_errors(tmp_path):
     assert dyn.returncode == 1 and "input_shapes" in dyn.stderr
     i = run("inspect", MODEL, "--input-shape", "image=1x1x8x8", "--json")
     assert i.returncode == 0 and json.loads(i.stdout)["inputs"] == {"image": [1, 1, 8, 8]}
+
+
+@pytest.fixture(scope="module")
+def digits_files(tmp_path_factory):
+    """Calibration/validation files and an int8 .tflite made by the command itself."""
+    d = tmp_path_factory.mktemp("cli")
+    (x_train, _), (x_test, y_test) = load_split()
+    np.savez(d / "calib.npz", image=x_train[:64])
+    np.savez(d / "val.npz", image=x_test[:120])
+    np.save(d / "labels.npy", y_test[:120])
+    (d / "labels.txt").write_text("\n".join(str(v) for v in y_test[:120]))
+    np.save(d / "x.npy", x_test[:1])
+    r = run("quantize", MODEL, "--calib", str(d / "calib.npz"), "--input-shape", "image=1x1x8x8",
+            "-o", str(d / "q.tflite"), "--json")
+    assert r.returncode == 0, r.stderr
+    return d, (x_test[:120], y_test[:120]), json.loads(r.stdout)
+
+
+def _reference_predictions(d, x):
+    """Independent of the CLI: the library's own quantization of the same model and data."""
+    import intq
+    from intq.passes import simplify
+
+    fg = simplify(intq.load(MODEL, input_shapes={"image": (1, 1, 8, 8)}))
+    qg = intq.quantize(fg, table=intq.calibrate(fg, str(d / "calib.npz"), "minmax"))
+    fi, qi = intq.Interpreter(fg), intq.Interpreter(qg)
+    f = np.concatenate([fi.run({"image": s[None]})["logits"] for s in x])
+    q = np.concatenate([qi.run({"image": s[None]})["logits"] for s in x])
+    return f, q
+
+
+def test_quantize_reports_layers(digits_files):
+    d, _, result = digits_files
+    assert set(result["seconds"]) >= {"load", "calibrate", "convert", "check", "total"}
+    assert result["poor_layers"] == []  # the digits CNN has no layer below 25 dB
+    r = run("quantize", MODEL, "--calib", str(d / "calib.npz"), "--input-shape", "image=1x1x8x8",
+            "-o", str(d / "q2.tflite"))
+    assert r.returncode == 0 and "no layer below 25 dB SQNR on 16 calibration samples" in r.stdout
+
+
+def test_eval_with_tflite_and_labels(digits_files):
+    d, (x, y), _ = digits_files
+    r = run("eval", MODEL, str(d / "q.tflite"), "--data", str(d / "val.npz"), "--labels", str(d / "labels.npy"),
+            "--input-shape", "image=1x1x8x8", "--json")
+    assert r.returncode == 0, r.stderr
+    ev = json.loads(r.stdout)
+    f, q = _reference_predictions(d, x)
+    assert ev["samples"] == 120 and ev["rows"] == 120
+    assert ev["float_accuracy"] == pytest.approx(np.mean(f.argmax(1) == y), abs=1e-12)
+    assert ev["int_accuracy"] == pytest.approx(np.mean(q.argmax(1) == y), abs=1e-12)
+    out = ev["outputs"][0]
+    assert out["top1_agreement"] == pytest.approx(np.mean(f.argmax(1) == q.argmax(1)), abs=1e-12)
+    sqnr = 10 * np.log10(np.sum(f.astype(np.float64) ** 2) / np.sum((f.astype(np.float64) - q) ** 2))
+    assert out["sqnr_db"] == pytest.approx(sqnr, abs=1e-6)
+    # text labels, and --calib instead of QMODEL, give the same figures
+    t = run("eval", MODEL, "--calib", str(d / "calib.npz"), "--data", str(d / "val.npz"), "--labels",
+            str(d / "labels.txt"), "--input-shape", "image=1x1x8x8")
+    assert t.returncode == 0, t.stderr
+    assert f"int8 {ev['int_accuracy']:.2%}" in t.stdout and "top-1 agreement" in t.stdout
+    bad = run("eval", MODEL, str(d / "q.tflite"), "--data", str(d / "val.npz"), "--labels", str(d / "x.npy"),
+              "--input-shape", "image=1x1x8x8")
+    assert bad.returncode == 1 and "labels must be integers" in bad.stderr and "Traceback" not in bad.stderr
+    short = run("eval", MODEL, str(d / "q.tflite"), "--data", str(d / "val.npz"), "--labels", str(d / "labels.npy"),
+                "--limit", "7", "--input-shape", "image=1x1x8x8", "--json")
+    assert short.returncode == 0 and json.loads(short.stdout)["samples"] == 7
+    neither = run("eval", MODEL, "--data", str(d / "val.npz"), "--input-shape", "image=1x1x8x8")
+    assert neither.returncode == 2 and "--calib" in neither.stderr
+
+
+def test_compare_ranks_every_tensor(digits_files):
+    d, _, _ = digits_files
+    r = run("compare", MODEL, str(d / "q.tflite"), "--data", str(d / "val.npz"), "--limit", "20",
+            "--input-shape", "image=1x1x8x8", "--json")
+    assert r.returncode == 0, r.stderr
+    c = json.loads(r.stdout)
+    assert c["per_tensor"] and c["samples"] == 20 and c["tensors"] >= 6
+    sqnr = [row["sqnr_db"] for row in c["layers"]]
+    assert sqnr == sorted(sqnr)
+    assert {row["op"] for row in c["layers"]} >= {"CONV_2D", "FULLY_CONNECTED", "MAX_POOL_2D"}
+    html = d / "report.html"
+    text = run("compare", MODEL, str(d / "q.tflite"), "--data", str(d / "val.npz"), "--limit", "5", "--top", "2",
+               "--input-shape", "image=1x1x8x8", "--html", str(html))
+    assert text.returncode == 0 and "more (--top 0 shows all" in text.stdout, text.stderr
+    page = html.read_text()
+    assert page.count("data:image/png;base64,") >= 3 and 'src="http' not in page
+    assert all(row["tensor"] in page for row in c["layers"])
+    again = run("compare", MODEL, str(d / "q.tflite"), "--data", str(d / "val.npz"), "--limit", "5",
+                "--input-shape", "image=1x1x8x8", "--html", str(html))
+    assert again.returncode == 2 and "--force" in again.stderr
+
+
+def test_run_tflite_matches_library(digits_files):
+    d, (x, _), _ = digits_files
+    out = d / "y.npy"
+    r = run("run", str(d / "q.tflite"), "--input", str(d / "x.npy"), "-o", str(out), "--json")
+    assert r.returncode == 0, r.stderr
+    y = np.load(out)
+    _, q = _reference_predictions(d, x[:1])
+    np.testing.assert_array_equal(y, q)  # bit-exact: the file and the library give the same integers
+    res = json.loads(r.stdout)
+    assert res["outputs"]["logits"]["argmax"] == [int(q.argmax())]
+    again = run("run", str(d / "q.tflite"), "--input", str(d / "x.npy"), "-o", str(out))
+    assert again.returncode == 2 and "--force" in again.stderr
+    wrong = run("run", str(d / "q.tflite"), "--input", str(d / "labels.txt"))
+    assert wrong.returncode == 2 and ".npy or .npz" in wrong.stderr
+    np.save(d / "bad.npy", np.zeros((1, 3, 8, 8), np.float32))
+    bad = run("run", str(d / "q.tflite"), "--input", str(d / "bad.npy"))
+    assert bad.returncode == 1 and "image" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_inspect_tflite_shows_multipliers(digits_files):
+    d, _, _ = digits_files
+    r = run("inspect", str(d / "q.tflite"), "--json")
+    assert r.returncode == 0, r.stderr
+    info = json.loads(r.stdout)
+    assert info["integer"] and info["ops"]["CONV_2D"] == 3
+    conv = [row for row in info["requantization"] if row["op"] == "CONV_2D"]
+    assert len(conv) == 3 and all(2**30 <= row["multiplier_min"] <= row["multiplier_max"] < 2**31 for row in conv)
+    import intq
+    from intq.qmath import effective_scale, quantize_multiplier
+
+    # each conv's multipliers and shifts are quantize_multiplier(s_in * s_w / s_out) of the file's scales
+    g = intq.load(str(d / "q.tflite"))
+    convs = [n for n in g.nodes if n.op_type == "CONV_2D"]
+    for node, row in zip(convs, conv):
+        s_in, s_w, s_out = (g.tensors[node.inputs[0]].qparams.scale, g.tensors[node.inputs[1]].qparams.scale,
+                            g.tensors[node.outputs[0]].qparams.scale)
+        qm = quantize_multiplier(effective_scale(s_in, s_w, s_out))
+        assert (row["multiplier_min"], row["multiplier_max"]) == (int(qm.multiplier.min()), int(qm.multiplier.max()))
+        assert (row["shift_min"], row["shift_max"]) == (int(qm.shift.min()), int(qm.shift.max()))
+        assert row["channels"] == s_w.size and row["output"] == node.outputs[0]
+    q = info["quantization"]
+    assert q and all(len(v["scale"]) == len(v["zero_point"]) for v in q.values())
+    text = run("inspect", str(d / "q.tflite"))
+    assert "fixed-point requantization" in text.stdout and "multiplier (Q0.31)" in text.stdout
+
+
+def test_diff_explains_tflm_vs_litert(digits_files):
+    d, _, _ = digits_files
+    r = run("diff", str(d / "q.tflite"), "--targets", "tflite,litert-ref", "--data", str(d / "val.npz"), "--json")
+    assert r.returncode == 0, r.stderr
+    res = json.loads(r.stdout)
+    assert res["targets"] == ["tflite", "litert-ref"] and res["samples"] == 120
+    assert res["tensors_compared"] == 9
+    if res["tensors"]:  # the runtimes' FULLY_CONNECTED differ; every differing origin element has a cause
+        origin = [t for t in res["tensors"] if t["origin"]]
+        assert origin and all(sum(t["causes"].values()) == t["differing"] for t in origin)
+        assert res["first_divergence"] == origin[0]["tensor"]
+    same = run("diff", str(d / "q.tflite"), "--targets", "tflite,tflite", "--data", str(d / "val.npz"), "--limit", "5")
+    assert same.returncode == 0 and "agree on every element" in same.stdout
+    bad = run("diff", str(d / "q.tflite"), "--targets", "tflite", "--data", str(d / "val.npz"))
+    assert bad.returncode == 2 and "two targets" in bad.stderr
+    unknown = run("diff", str(d / "q.tflite"), "--targets", "tflite,nope", "--data", str(d / "val.npz"))
+    assert unknown.returncode == 1 and "nope" in unknown.stderr and "Traceback" not in unknown.stderr
