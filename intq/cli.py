@@ -443,6 +443,7 @@ def _read_inputs(path: str, graph) -> dict:
 
 def cmd_run(args) -> dict:
     import intq
+    from intq.analysis.evaluate import is_class_scores
     from intq.runtime.interpreter import InterpreterError
 
     out = Path(args.output) if args.output else None
@@ -471,7 +472,7 @@ def cmd_run(args) -> dict:
               "outputs": {k: {"shape": list(v.shape), "dtype": v.dtype.name,
                               **({"values": v.tolist()} if v.size <= 64 else {}),
                               **({"argmax": v.reshape(-1, v.shape[-1]).argmax(-1).tolist()}
-                                 if v.ndim >= 2 and v.shape[-1] > 1 and v.size <= 1_000_000 else {})}
+                                 if is_class_scores(v.shape) and v.size <= 1_000_000 else {})}
                           for k, v in outputs.items()}}
     _out(args, f"ran {args.model} (target {args.target}) in {seconds * 1000:.1f} ms")
     for k, v in outputs.items():
@@ -539,7 +540,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="calibration data: a folder of images / .npy / .npz, or one .npz")
     q.add_argument("-o", "--output", required=True, help="the .tflite to write")
     q.add_argument("--calib-table", help="also write the calibration table (JSON)")
-    q.add_argument("--check-samples", type=int, default=16, metavar="N",
+    q.add_argument("--check-samples", type=int, default=8, metavar="N",
                    help="compare float and int8 layer by layer on the first N calibration samples (0: skip)")
     q.add_argument("--force", action="store_true", help="overwrite existing output files")
     q.set_defaults(func=cmd_quantize)

@@ -155,8 +155,10 @@ def _clip_range(qp: QuantParams) -> tuple[float, float]:
 
 def _argmax_agreement(f: np.ndarray, q: np.ndarray) -> tuple[int, int] | None:
     """(agreeing, total) argmax decisions over the last axis, or None if not a score vector."""
+    from intq.analysis.evaluate import is_class_scores
+
     f, q = np.asarray(f), np.asarray(q)
-    if f.shape != q.shape or f.ndim == 0 or f.shape[-1] < 2 or not np.issubdtype(q.dtype, np.floating):
+    if f.shape != q.shape or not is_class_scores(f.shape) or not np.issubdtype(q.dtype, np.floating):
         return None
     same = np.argmax(f, axis=-1) == np.argmax(q, axis=-1)
     return int(same.sum()), int(same.size)

@@ -7,8 +7,8 @@ paired outputs must have equal shapes). Per output, over all samples:
 * ``sqnr_db`` = 10 log10(sum f^2 / sum (f - i)^2), ``f`` the float model's value and ``i`` the
   integer model's (dequantized) value;
 * ``max_abs_err`` = max |f - i|;
-* ``top1_agreement``: for an output of rank >= 2 whose last axis has more than one class, the
-  fraction of rows (every position but the last axis) where argmax f == argmax i.
+* ``top1_agreement``: for a class-score output (``[N, C]``, :func:`is_class_scores`), the
+  fraction of rows where argmax f == argmax i.
 
 With ``labels`` (one integer class per row of the first output, in sample order), the accuracy
 of each model: the fraction of rows whose argmax over the last axis equals the label.
@@ -91,8 +91,11 @@ class _OutputAccumulator:
     shape: tuple[int, ...] = ()
 
 
-def _is_class_scores(a: np.ndarray) -> bool:
-    return a.ndim >= 2 and a.shape[-1] > 1
+def is_class_scores(shape: tuple[int, ...]) -> bool:
+    """A class-score tensor: ``[N, C]`` with C > 1 (dims of size 1 between are allowed, e.g.
+    ``[N, 1, 1, C]``). A detection head ``[N, A, H, W]`` is not one: argmax over its last axis
+    means nothing."""
+    return len(shape) >= 2 and shape[-1] > 1 and all(d == 1 for d in shape[1:-1])
 
 
 def evaluate(float_graph: Graph, int_graph: Graph, samples: Iterable[Mapping[str, np.ndarray]],
@@ -130,7 +133,7 @@ def evaluate(float_graph: Graph, int_graph: Graph, samples: Iterable[Mapping[str
             a.signal += float((f * f).sum())
             a.noise += float(((f - q) ** 2).sum())
             a.max_err = max(a.max_err, float(np.abs(f - q).max(initial=0.0)))
-            if _is_class_scores(f):
+            if is_class_scores(f.shape):
                 fa, qa = f.argmax(-1).ravel(), q.argmax(-1).ravel()
                 a.agree += int((fa == qa).sum())
                 a.rows += fa.size
@@ -153,7 +156,7 @@ def evaluate(float_graph: Graph, int_graph: Graph, samples: Iterable[Mapping[str
         labels = np.asarray(labels).ravel()
         if not fpred:
             raise EvaluationError(f"labels were given but the first output {first[0]!r} (shape {acc[first].shape}) "
-                                  "is not a class-score tensor (rank >= 2, more than one class on the last axis)")
+                                  "is not a class-score tensor [N, C]")
         if labels.size != rows:
             raise EvaluationError(f"{labels.size} labels for {rows} predictions of output {first[0]!r} "
                                   f"({n} samples): give one label per sample row, in the data's order")
