@@ -231,6 +231,9 @@ def cmd_quantize(args) -> dict:
         _check_output(Path(args.calib_table), args.force)
     t0 = time.perf_counter()
     fg = simplify(intq.load(args.model, input_shapes=_input_shapes(args.input_shape)))
+    if any(t.qparams is not None for t in fg.tensors.values()):
+        raise UsageError(f"{args.model} is already an integer model; quantize its float model, or use "
+                         "`intq eval` / `intq compare` / `intq run` / `intq diff` on it")
     t_load = time.perf_counter() - t0
     data, pre = _existing(args.calib, "--calib"), _preprocess(args, fg)
     table = intq.calibrate(fg, data, args.method, preprocess=pre, progress=_progress(args, "calibrating"))

@@ -99,6 +99,8 @@ def test_quantize_reports_layers(digits_files):
     r = run("quantize", MODEL, "--calib", str(d / "calib.npz"), "--input-shape", "image=1x1x8x8",
             "-o", str(d / "q2.tflite"))
     assert r.returncode == 0 and "no layer below 25 dB SQNR on 8 calibration samples" in r.stdout
+    again = run("quantize", str(d / "q.tflite"), "--calib", str(d / "calib.npz"), "-o", str(d / "q3.tflite"))
+    assert again.returncode == 2 and "already an integer model" in again.stderr
 
 
 def test_eval_with_tflite_and_labels(digits_files):
