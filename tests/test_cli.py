@@ -209,7 +209,7 @@ def test_diff_explains_tflm_vs_litert(digits_files):
     assert res["tensors_compared"] == 9
     if res["tensors"]:  # the runtimes' FULLY_CONNECTED differ; every differing origin element has a cause
         origin = [t for t in res["tensors"] if t["origin"]]
-        assert origin and all(sum(t["causes"].values()) == t["differing"] for t in origin)
+        assert origin and all(sum(t["causes"].values()) == t["origin_differing"] for t in origin)
         assert res["first_divergence"] == origin[0]["tensor"]
     same = run("diff", str(d / "q.tflite"), "--targets", "tflite,tflite", "--data", str(d / "val.npz"), "--limit", "5")
     assert same.returncode == 0 and "agree on every element" in same.stdout

@@ -61,12 +61,14 @@ class TensorDiff:
     differing: int = 0
     max_abs_diff: float = 0  # in integer steps for integer tensors, real units for float ones
     origin: bool = False  # the producer's inputs were identical (on at least one sample where it differed)
+    origin_differing: int = 0  # differing elements on samples where the inputs were identical (classified)
     causes: Counter = field(default_factory=Counter)
     examples: list = field(default_factory=list)  # a few classified elements, for the report
 
     def as_dict(self) -> dict:
         return {"tensor": self.name, "op": self.op, "elements": self.elements, "differing": self.differing,
-                "max_abs_diff": self.max_abs_diff, "origin": self.origin, "causes": dict(self.causes),
+                "max_abs_diff": self.max_abs_diff, "origin": self.origin,
+                "origin_differing": self.origin_differing, "causes": dict(self.causes),
                 "examples": self.examples}
 
 
@@ -256,6 +258,7 @@ def diff_targets(graph: Graph, samples: Iterable[Mapping[str, np.ndarray]], targ
                 if not inputs_equal:
                     continue
                 st.origin = True
+                st.origin_differing += nd
                 _explain(st, node, k, ia, ib, KERNELS, [None if not i else (graph.tensors[i].data if graph.tensors[i].is_constant else ea[i])
                                                        for i in node.inputs],
                          a, b, neq, max_examples)

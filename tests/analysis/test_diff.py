@@ -35,7 +35,7 @@ def test_tflm_vs_litert_ref_on_digits_is_explained_element_by_element(digits):
     # both runtimes share every kernel but FULLY_CONNECTED (double product vs gemmlowp): it is the origin
     assert first is not None and first.name == fc.outputs[0] and first.origin and first.op == "FULLY_CONNECTED"
     assert all(not t.origin for t in report.differing[1:])
-    assert sum(first.causes.values()) == first.differing > 0
+    assert sum(first.causes.values()) == first.differing == first.origin_differing > 0
     # Recompute independently: the FC accumulator from the graph's constants and the int8 input,
     # the TFLM value (gemmlowp double rounding) and LiteRT's (round(double(acc) * M)).
     x_t, w_t, b_t = (qg.tensors[i] for i in fc.inputs)
@@ -113,3 +113,18 @@ def test_classify_each_cause():
     assert _classify(big, d, f, 25165825, 25165827, 0) == "other"  # not what float32 gives
     # an unexplained pair is reported as such, never forced into a cause
     assert _classify(100, double, single, 25, 30, 0) == "other"
+
+
+@pytest.mark.parametrize("name", ["residual_cnn_int8", "branchy_cnn_int8", "branchy_cnn_int8_pt"])
+def test_converter_models_every_difference_has_a_cause(name):
+    """TensorFlow-converter models: TFLM and LiteRT's reference kernels differ only in
+    FULLY_CONNECTED (fixed point vs a double product), and every such element is explained."""
+    fixtures = "tests/fixtures/tflite"
+    g = intq.load(f"{fixtures}/{name}.tflite")
+    x = np.load(f"{fixtures}/inputs.npz")["x"]
+    report = diff_targets(g, [{g.inputs[0]: s[None]} for s in x], ("tflite", "litert-ref"))
+    origins = [t for t in report.differing if t.origin]
+    assert origins, "these fixtures are known to differ between the two runtimes"
+    assert {t.op for t in origins} == {"FULLY_CONNECTED"}
+    for t in origins:
+        assert sum(t.causes.values()) == t.origin_differing > 0 and "other" not in t.causes, t.as_dict()
