@@ -31,11 +31,22 @@ from numpy.lib.stride_tricks import as_strided
 from intq.errors import IntqError
 from intq.ir import Tensor
 from intq.kernels.base import KernelContext
-from intq.kernels.requantize import Requantizer, activation_range, make_requantizer
+from intq.kernels.requantize import (
+    Requantizer,
+    activation_range,
+    make_requantizer,
+    xnnpack_activation_range,
+    xnnpack_conv_scale,
+)
+from intq.kernels.targets import Requant
 from intq.qmath import QuantParams, effective_scale
 
 _INT32_MAX = 2**31 - 1
 _PADDINGS = ("SAME", "VALID")
+
+#: The conv-family ops the XNNPACK delegate takes and requantizes in float32 (FULLY_CONNECTED has its
+#: own module). TRANSPOSE_CONV is not emulated for XNNPACK (see intq.kernels.targets).
+XNNPACK_FP32_OPS = frozenset({"CONV_2D", "DEPTHWISE_CONV_2D"})
 
 # ----------------------------------------------------------------------------------- padding
 
@@ -164,15 +175,27 @@ def check_accumulator(ctx: KernelContext, abs_weight_sums: np.ndarray, bias: np.
 
 
 def conv_requantizer(ctx: KernelContext, op: str, in_qp: QuantParams, w_qp: QuantParams, out_qp: QuantParams,
-                     channels: int, activation: str, out_dtype) -> Requantizer:
+                     channels: int, activation: str, out_dtype, mode: Requant | None = None,
+                     select: slice = slice(None)) -> Requantizer:
     """TFLite's PopulateConvolutionQuantizationParams: ``M_c = double(s_in) * double(s_w[c]) /
     double(s_out)`` per output channel (a per-tensor weight scale is broadcast), quantized for the
-    target's requantization of ``op``; the fused activation becomes the clamp."""
-    s_w = np.broadcast_to(w_qp.scale, (channels,)) if not w_qp.per_axis else w_qp.scale
-    real = effective_scale(in_qp.scale[0], s_w, out_qp.scale[0], product_dtype=np.float64)
+    target's requantization of ``op``; the fused activation becomes the clamp.
+
+    ``xnnpack`` target, for the ops XNNPACK takes (CONV_2D, DEPTHWISE_CONV_2D): XNNPACK's fp32
+    requantization instead — the float32 scale ``float(float(s_in * s_w[c]) / s_out)``
+    (:func:`xnnpack_conv_scale`), ``rint`` half to even, and the clamp of
+    :func:`xnnpack_activation_range`. ``mode`` overrides the target's contract for ``op``;
+    ``select`` keeps a range of the output channels (a kernel that rounds channel groups differently)."""
+    s_w = (np.broadcast_to(w_qp.scale, (channels,)) if not w_qp.per_axis else w_qp.scale)[select]
     try:
+        if ctx.target.xnnpack and op in XNNPACK_FP32_OPS:
+            lo, hi = xnnpack_activation_range(activation, out_qp)
+            scale = xnnpack_conv_scale(in_qp.scale[0], s_w, out_qp.scale[0])
+            return make_requantizer(scale, Requant.FLOAT32_RNE, int(out_qp.zero_point[0]), lo, hi, out_dtype)
+        real = effective_scale(in_qp.scale[0], s_w, out_qp.scale[0], product_dtype=np.float64)
         lo, hi = activation_range(activation, out_qp)
-        return make_requantizer(real, ctx.target.requant_for(op), int(out_qp.zero_point[0]), lo, hi, out_dtype)
+        mode = ctx.target.requant_for(op) if mode is None else mode
+        return make_requantizer(real, mode, int(out_qp.zero_point[0]), lo, hi, out_dtype)
     except IntqError as e:
         raise ctx.error(str(e)) from None
 

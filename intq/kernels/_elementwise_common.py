@@ -27,7 +27,13 @@ import numpy as np
 from intq.errors import IntqError
 from intq.ir import Tensor
 from intq.kernels.base import KernelContext
-from intq.kernels.requantize import Requantizer, activation_range, make_requantizer, requantize
+from intq.kernels.requantize import (
+    Requantizer,
+    activation_range,
+    make_requantizer,
+    requantize,
+    xnnpack_activation_range,
+)
 from intq.kernels.targets import Requant, Runtime
 from intq.qmath import (
     QuantParams,
@@ -368,3 +374,66 @@ def relu_x(zero_point_in: int, output: Requantizer, x: np.ndarray) -> np.ndarray
 
 def run_relu(p: ReluParams, x: np.ndarray) -> np.ndarray:
     return lookup(p.table, x)
+
+
+# ---------------------------------------------------------------- XNNPACK ADD / SUB
+
+XNNPACK_ADD_SCALE_RANGE = (2.0**-10, 2.0**8)  # the TFLite delegate's check on s_in / s_out (else not delegated)
+
+
+@dataclass(frozen=True, eq=False)
+class XnnpackAdd:
+    """XNNPACK's qs8 add (``xnn_init_qs8_add_minmax_scalar_params`` and the vadd kernels):
+    ``y = clamp(((bias + a * m_a + b * m_b) >> shift) + Z_y, lo, hi)`` on raw int8 ``a``, ``b``.
+
+    ``r_a = float(s_a / s_y)``, ``r_b = float(s_b / s_y)`` (negated for SUB); ``shift = 20 - e`` with
+    ``e`` the float32 exponent of ``max(|r_a|, |r_b|)``; ``m = lrintf(r * 2^shift)`` (ties to
+    even; the largest ``|m|`` in [2^20, 2^21)); ``bias = 2^(shift-1) - m_a Z_a - m_b Z_b`` — one
+    rounding, half up, of the exact sum. ``lo``/``hi`` from :func:`xnnpack_activation_range`.
+    ``table_a[a] = a * m_a``, ``table_b[b] = b * m_b + bias`` (|.| < 2^29: no overflow)."""
+
+    shift: int
+    zero_point: int
+    lo: int
+    hi: int
+    table_a: np.ndarray  # int64 [256], indexed by the int8's bits (lookup)
+    table_b: np.ndarray
+
+
+def xnnpack_add(ctx: KernelContext, qa: QuantParams, qb: QuantParams, qy: QuantParams,
+                subtract: bool) -> XnnpackAdd | None:
+    """XNNPACK's parameters, or None where the delegate declines the node (an input-to-output scale
+    ratio outside [2^-10, 2^8)): LiteRT's own kernel runs it then."""
+    s_y = scale_of(qy)
+    r_a = np.float32(scale_of(qa) / s_y)
+    r_b = np.float32(scale_of(qb) / s_y)
+    lo_r, hi_r = XNNPACK_ADD_SCALE_RANGE
+    if not all(lo_r <= float(r) < hi_r for r in (r_a, r_b)):
+        return None
+    if subtract:
+        r_b = -r_b
+    biggest = max(abs(r_a), abs(r_b))
+    exponent = int((np.array(biggest, np.float32).view(np.uint32) >> 23) & 0xFF) - 127
+    shift = 20 - exponent
+    m_a = int(np.rint(r_a * np.float32(2.0**shift)))  # exact power-of-two scaling, then ties to even
+    m_b = int(np.rint(r_b * np.float32(2.0**shift)))
+    za, zb = zero_point_of(qa), zero_point_of(qb)
+    bias = (1 << (shift - 1)) - m_a * za - m_b * zb
+    lo, hi = xnnpack_bounds(ctx, qy)
+    return XnnpackAdd(shift, zero_point_of(qy), lo, hi, int8_table(INT8_BY_BITS * m_a, np.int64),
+                      int8_table(INT8_BY_BITS * m_b + bias, np.int64))
+
+
+def xnnpack_bounds(ctx: KernelContext, qy: QuantParams) -> tuple[int, int]:
+    """The output clamp XNNPACK derives from the node's fused activation."""
+    try:
+        return xnnpack_activation_range(ctx.attr("fused_activation_function", "NONE"), qy)
+    except IntqError as e:
+        raise ctx.error(str(e)) from None
+
+
+def run_xnnpack_add(p: XnnpackAdd, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``clamp(((table_a[a] + table_b[b]) >> shift) + Z_y, lo, hi)`` as int8, broadcasting."""
+    acc = lookup(p.table_a, a) + lookup(p.table_b, b)
+    y = (acc >> p.shift) + p.zero_point
+    return np.clip(y, p.lo, p.hi).astype(np.int8)

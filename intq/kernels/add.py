@@ -14,6 +14,14 @@ Contract (spec 003): both inputs and the output int8, per tensor. Every multipli
 No int32 overflow: ``|a - Z_a| <= 255``, so ``(a - Z_a) << 20`` < 2^28; each rescaled input is at
 most half that, so the sum stays below 2^28.
 
+Where the targets differ: ``xnnpack`` — XNNPACK takes an int8 ADD whose input-to-output scale
+ratios lie in [2^-10, 2^8) and computes its own single-rounding form
+(:class:`intq.kernels._elementwise_common.XnnpackAdd`: 21-bit multipliers, one shift, ties up;
+clamp from ``xnn_qs8_quantize``); other ADDs fall back to LiteRT's optimized kernel, which is not
+emulated (its 16-wide vector part rescales the inputs with one left shift then ``vqrdmulh`` and
+narrows to int16 without saturation; its scalar tail is the reference arithmetic), so both
+``litert-opt`` and ``xnnpack`` refuse those.
+
 Run: an input's rescaled value depends on that int8 alone, so prepare evaluates
 :func:`scaled_input` on all 256 values and run looks both operands up (one gather each, the same
 integers) before requantizing the sum.
@@ -29,6 +37,7 @@ from numba import njit
 from intq.kernels._elementwise_common import (
     INT8_BY_BITS,
     Rescale,
+    XnnpackAdd,
     broadcast_shape,
     check_arity,
     fused_activation_range,
@@ -40,7 +49,9 @@ from intq.kernels._elementwise_common import (
     output_requantizer,
     requant_mode,
     rescale,
+    run_xnnpack_add,
     scale_of,
+    xnnpack_add,
     zero_point_of,
 )
 from intq.kernels.base import KernelContext
@@ -60,6 +71,7 @@ class AddParams:
     output: Requantizer  # 2 max(s_a, s_b) / (2^20 s_y), + Z_y, clamp to the fused activation
     table_a: np.ndarray  # int32 [256]: scaled_input(rescale_a, Z_a, a) for every int8 a (see lookup)
     table_b: np.ndarray
+    xnnpack: XnnpackAdd | None = None  # the xnnpack target, where XNNPACK takes the node
 
 
 def prepare(ctx: KernelContext) -> AddParams:
@@ -68,6 +80,14 @@ def prepare(ctx: KernelContext) -> AddParams:
     b, qb = int8_input(ctx, 1, "input 1")
     y, qy = int8_output(ctx)
     broadcast_shape(ctx, a, b, y)
+    if ctx.target.xnnpack:
+        xnn = xnnpack_add(ctx, qa, qb, qy, subtract=False)
+        if xnn is None:
+            raise ctx.error(f"target {ctx.target.name!r}: XNNPACK declines this ADD (a scale ratio s_in / s_out "
+                            "outside [2^-10, 2^8)) and LiteRT's optimized ADD, which then runs, is not emulated")
+        z = np.zeros(256, np.int32)
+        return AddParams(zero_point_of(qa), zero_point_of(qb), None, None, None, z, z, xnn)
+    ctx.check_emulated()
     mode = requant_mode(ctx)
     s_a, s_b, s_y = (float(scale_of(q)) for q in (qa, qb, qy))  # float32 scales, read as double
     twice_max = 2.0 * max(s_a, s_b)
@@ -95,6 +115,8 @@ def scaled_input(r: Rescale, zero_point: int, x: np.ndarray) -> np.ndarray:
 
 
 def run(p: AddParams, a, b):
+    if p.xnnpack is not None:
+        return (run_xnnpack_add(p.xnnpack, a, b).reshape(np.broadcast_shapes(a.shape, b.shape)),)
     r = p.output
     if a.shape == b.shape and r.mode is Requant.DOUBLE and r.multiplier.size == 1 and a.ndim > 0:
         out = np.empty(a.shape, r.out_dtype)  # the common case (residual adds): one fused pass

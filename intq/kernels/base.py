@@ -48,6 +48,14 @@ class KernelContext:
     def op(self) -> str:
         return self.node.op_type
 
+    def check_emulated(self) -> None:
+        """Refuse the node if the target lists its operator as measured-but-not-emulated
+        (:attr:`intq.kernels.targets.Target.unsupported`), naming the reason."""
+        reason = self.target.unsupported.get(self.op)
+        if reason is not None:
+            raise self.error(f"target {self.target.name!r} ({self.target.matches}) is not emulated for this "
+                             f"operator: {reason}")
+
     def error(self, message: str) -> KernelError:
         return KernelError(f"node {self.node.name!r} ({self.node.op_type}): {message}")
 

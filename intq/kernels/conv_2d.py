@@ -22,6 +22,16 @@ from ``double(s_in) * double(s_w[c]) / double(s_out)`` and the padding from
 was expected"); TFLite Micro accepts a convolution without one. The ``litert-ref`` target refuses
 a convolution without bias as LiteRT does (:data:`BIAS_REQUIRED_BY`); ``tflite`` computes it.
 
+Where ``litert-opt`` and ``xnnpack`` differ (measured, tools/probe_litert_rounding.py and
+tests/kernels/test_conv.py): LiteRT's optimized CONV_2D (optimized/integer_ops/conv.h: im2col and
+cpu_backend_gemm, i.e. ruy) computes the same accumulators and multipliers and rounds the second
+step half up (``Requant.DOUBLE_HALF_UP``: SRDHM, then ``(h + 2^(r-1)) >> r``); XNNPACK takes every
+int8 CONV_2D intq accepts (grouped ones too) and requantizes in float32
+(``rint(float(acc) * float(float(s_in * s_w) / s_out))``, half to even, clamp from
+``xnn_qs8_quantize``); both require the bias as LiteRT's Prepare does. A grouped convolution
+(``G > 1``) runs LiteRT's reference kernel even in the optimized resolver (measured: ``DOUBLE``
+matches, ``DOUBLE_HALF_UP`` does not), so ``litert-opt`` uses double rounding there.
+
 Arithmetic: im2col of the input padded with ``Z_x`` (see :mod:`intq.kernels._conv_common`) into a
 reused int8 buffer, one exact int8 GEMM (:func:`intq.kernels.gemm.exact_matmul`) against the
 weights as an ``[C_out, KH*KW*C_in]`` matrix (block-diagonal for grouped convolutions: G times the
@@ -52,7 +62,7 @@ from intq.kernels._conv_common import (
 from intq.kernels.base import KernelContext
 from intq.kernels.gemm import PreparedGemm, exact_matmul, prepare_gemm
 from intq.kernels.requantize import Requantizer, requantize
-from intq.kernels.targets import Runtime
+from intq.kernels.targets import Requant, Runtime
 
 OP = "CONV_2D"
 
@@ -110,7 +120,10 @@ def prepare(ctx: KernelContext) -> Conv2DParams:
     gemm = prepare_gemm(matrix)
     check_accumulator(ctx, np.abs(w.astype(np.int64)).reshape(c_out, -1).sum(axis=1), bias)
     offset = bias - zx * gemm.weight_sums
-    requant = conv_requantizer(ctx, OP, in_qp, w_qp, out_qp, c_out, opts.activation, y.dtype)
+    mode = None
+    if groups > 1 and ctx.target.optimized and not ctx.target.xnnpack:
+        mode = Requant.DOUBLE  # LiteRT runs grouped convolutions with its reference kernel (measured)
+    requant = conv_requantizer(ctx, OP, in_qp, w_qp, out_qp, c_out, opts.activation, y.dtype, mode=mode)
     im2col = None if kh == kw == 1 else make_im2col((n, h, w_in, c_in), kh, kw, opts, pad, zx)
     return Conv2DParams(gemm, offset, requant, im2col, opts.stride_h, opts.stride_w, c_in, out_shape)
 

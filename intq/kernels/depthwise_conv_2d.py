@@ -22,6 +22,20 @@ runs on neither runtime (LiteRT's Prepare fails, TFLite Micro's ``CalculateOpDat
 dereferences the null bias and crashes); a two-input node without bias runs on both. intq
 computes either as "no bias".
 
+Where the runtimes differ (measured with single-op models, tests/kernels/test_conv.py):
+
+* ``litert-opt`` (LiteRT's optimized kernel, optimized/integer_ops/depthwise_conv.h
+  ``DepthwiseConvGeneral``): the int32 accumulators are the same; its output stage
+  (``optimized_ops::Quantize``) requantizes output channels in groups of 8 with NEON
+  ``vqrdmulh`` + ``vrshl`` (NEON_2_SSE on x86: ``Requant.DOUBLE_HALF_UP``, the second rounding half
+  up) and the remaining ``C_out % 8`` channels with the scalar ``MultiplyByQuantizedMultiplier``
+  (gemmlowp, ``Requant.DOUBLE``). It dereferences the bias: a node without bias crashes LiteRT
+  (segfault, measured), so intq refuses it for this target (:func:`bias_required`).
+* ``xnnpack``: XNNPACK takes every int8 depthwise convolution intq accepts (measured) and
+  requantizes in float32 (``rint(float(acc) * float(float(s_in * s_w) / s_out))``, half to even,
+  clamp from ``xnn_qs8_quantize`` of the activation bounds). A node without bias crashes LiteRT
+  under this resolver as well (measured), so ``xnnpack`` refuses it too.
+
 Arithmetic: the input is copied once into a reused int32 buffer padded with ``Z_x`` (so padding
 contributes ``Z_x * w - Z_x * w = 0`` after the zero-point expansion
 ``acc = sum(x * w) - Z_x * sum(w) + b``); a compiled loop (numba) accumulates, for every output
@@ -48,8 +62,17 @@ from intq.kernels._conv_common import (
 )
 from intq.kernels.base import KernelContext
 from intq.kernels.requantize import Requantizer, requantize
+from intq.kernels.targets import Requant
 
 OP = "DEPTHWISE_CONV_2D"
+VECTOR_CHANNELS = 8  # LiteRT's optimized output stage: channel groups of 8 through NEON, the rest scalar
+
+
+def bias_required(target) -> bool:
+    """LiteRT's optimized depthwise kernel reads the bias unconditionally (crashes without one);
+    under the XNNPACK resolver a node without bias crashes LiteRT too (measured)."""
+    return target.optimized
+
 
 
 @dataclass(frozen=True, eq=False)
@@ -59,6 +82,8 @@ class DepthwiseConv2DParams:
     weights: np.ndarray  # int32 [KH*KW, C, M]
     offset: np.ndarray  # int32 [C*M]: b - Z_x * sum_taps(w)
     requant: Requantizer
+    tail: Requantizer | None  # litert-opt: the last C_out % 8 channels (scalar gemmlowp rounding)
+    split: int  # channels [0, split) use ``requant``, [split, C_out) ``tail``
     tap_rows: np.ndarray  # int64 [KH*KW]: row offset of each tap in the padded input
     tap_cols: np.ndarray  # int64 [KH*KW]: column offset
     top: int
@@ -87,6 +112,9 @@ def prepare(ctx: KernelContext) -> DepthwiseConv2DParams:
         raise ctx.error(f"depth_multiplier is {option!r} but the shapes give {c_out} / {c} = {mult}; LiteRT uses "
                         "the shapes and TFLite Micro the option, so they would differ: set the option to "
                         f"{mult}")
+    if not ctx.has_input(2) and bias_required(ctx.target):
+        raise ctx.error(f"target {ctx.target.name!r} ({ctx.target.matches}) crashes on a DEPTHWISE_CONV_2D "
+                        "without bias (measured); give it a zero int32 bias")
     bias = conv_bias(ctx, 2, c_out)
     opts = window_options(ctx)
     pad = compute_padding(opts.padding, (h, w_in), (kh, kw), (opts.stride_h, opts.stride_w),
@@ -102,7 +130,18 @@ def prepare(ctx: KernelContext) -> DepthwiseConv2DParams:
     check_accumulator(ctx, np.abs(w64).sum(axis=0), bias)
     zx = int(in_qp.zero_point[0])
     offset = (bias - zx * w64.sum(axis=0)).astype(np.int32)  # |offset| <= 128 * sum|w| + |b| < 2^31
-    requant = conv_requantizer(ctx, OP, in_qp, w_qp, out_qp, c_out, opts.activation, y.dtype)
+    split, tail = c_out, None
+    if ctx.target.optimized and not ctx.target.xnnpack and ctx.target.requant_for(OP) is Requant.DOUBLE_HALF_UP:
+        split = c_out - c_out % VECTOR_CHANNELS
+        if split < c_out:
+            tail = conv_requantizer(ctx, OP, in_qp, w_qp, out_qp, c_out, opts.activation, y.dtype,
+                                    mode=Requant.DOUBLE, select=slice(split, None))
+    requant = None
+    if split > 0:
+        requant = conv_requantizer(ctx, OP, in_qp, w_qp, out_qp, c_out, opts.activation, y.dtype,
+                                   select=slice(0, split))
+    else:
+        requant, tail, split = tail, None, c_out
 
     need_h = (pad.out_h - 1) * opts.stride_h + (kh - 1) * opts.dilation_h + 1
     need_w = (pad.out_w - 1) * opts.stride_w + (kw - 1) * opts.dilation_w + 1
@@ -110,7 +149,7 @@ def prepare(ctx: KernelContext) -> DepthwiseConv2DParams:
     tap_rows = np.array([i * opts.dilation_h for i in range(kh) for _ in range(kw)], np.int64)
     tap_cols = np.array([j * opts.dilation_w for _ in range(kh) for j in range(kw)], np.int64)
     return DepthwiseConv2DParams(
-        weights=w.reshape(kh * kw, c, mult).astype(np.int32), offset=offset, requant=requant,
+        weights=w.reshape(kh * kw, c, mult).astype(np.int32), offset=offset, requant=requant, tail=tail, split=split,
         tap_rows=tap_rows, tap_cols=tap_cols, top=pad.top, left=pad.left, stride_h=opts.stride_h,
         stride_w=opts.stride_w, padded=padded, acc=np.empty(out_shape, np.int32), out_shape=out_shape)
 
@@ -119,7 +158,12 @@ def run(p: DepthwiseConv2DParams, x, w=None, b=None):
     h, w_in = x.shape[1], x.shape[2]
     p.padded[:, p.top:p.top + h, p.left:p.left + w_in, :] = x
     _accumulate(p.padded, p.weights, p.tap_rows, p.tap_cols, p.stride_h, p.stride_w, p.offset, p.acc)
-    return (requantize(p.requant, p.acc),)  # |acc| < 2^31 (prepare)
+    if p.tail is None:
+        return (requantize(p.requant, p.acc),)  # |acc| < 2^31 (prepare)
+    out = np.empty(p.out_shape, p.requant.out_dtype)  # litert-opt: two channel groups, two roundings
+    out[..., :p.split] = requantize(p.requant, p.acc[..., :p.split])
+    out[..., p.split:] = requantize(p.tail, p.acc[..., p.split:])
+    return (out,)
 
 
 @njit(cache=True, nogil=True)

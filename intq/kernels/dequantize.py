@@ -21,6 +21,7 @@ class DequantizeParams:
 
 
 def prepare(ctx: KernelContext) -> DequantizeParams:
+    ctx.check_emulated()  # litert-opt / xnnpack: measured to differ, not emulated (intq.kernels.targets)
     if ctx.outputs[0].dtype != np.float32:
         raise ctx.error("the output must be float32")
     return DequantizeParams(ctx.qparams(ctx.input(0), "input"))

@@ -10,10 +10,19 @@ Arithmetic: the zero-point expansion (Jacob et al. 2.3) keeps operands raw int8:
 BLAS (:mod:`intq.kernels.gemm`) and ``- Z_x * sum w + b`` is folded into one int32 per channel at
 prepare time. The accumulator fits int32: |acc| <= K * 255 * 127 + |b|, checked at prepare.
 
-Requantization by target: ``tflite`` (TFLM) uses double rounding with ``M`` from the float32
-product ``float(s_in * s_w) / s_out`` for per-tensor weights (TFLite's
-GetQuantizedConvolutionMultipler) and the double product per channel; ``litert-ref`` computes
-``round(double(acc) * M)`` with the double product (LiteRT 2.3's reference kernel).
+Requantization by target (where the runtimes differ; measured by tools/probe_litert_rounding.py
+and tests/kernels/test_fully_connected.py):
+
+* ``tflite`` (TFLM): double rounding with ``M`` from the float32 product ``float(s_in * s_w) / s_out``
+  for per-tensor weights (TFLite's GetQuantizedConvolutionMultipler) and the double product per
+  channel;
+* ``litert-ref``: ``round(double(acc) * M)`` with the double product (LiteRT 2.3's reference kernel);
+* ``litert-opt``: LiteRT's optimized kernel (optimized/integer_ops/fully_connected.h through
+  cpu_backend_gemm and ruy): ``Requant.DOUBLE_HALF_UP`` — SRDHM, then a rounding right shift with
+  ties up — and ``M`` computed as TFLM does (float32 product per tensor, double per channel);
+* ``xnnpack``: XNNPACK takes every int8 FULLY_CONNECTED intq accepts (measured) and requantizes in
+  float32: ``rint(float(acc) * float(float(s_in * s_w) / s_out))``, half to even, clamped to
+  ``xnn_qs8_quantize`` of the activation bounds.
 """
 
 from __future__ import annotations
@@ -24,7 +33,14 @@ import numpy as np
 
 from intq.kernels.base import KernelContext
 from intq.kernels.gemm import PreparedGemm, exact_matmul, prepare_gemm
-from intq.kernels.requantize import Requantizer, activation_range, make_requantizer, requantize
+from intq.kernels.requantize import (
+    Requantizer,
+    activation_range,
+    make_requantizer,
+    requantize,
+    xnnpack_activation_range,
+    xnnpack_conv_scale,
+)
 from intq.kernels.targets import Requant
 from intq.qmath import effective_scale
 
@@ -68,11 +84,17 @@ def prepare(ctx: KernelContext) -> FullyConnectedParams:
         raise ctx.error(f"the int32 accumulator can overflow (|acc| up to {bound}); split the layer")
 
     mode = ctx.target.requant_for(OP)
-    per_channel = w_qp.per_axis
-    product = np.float64 if (per_channel or mode is Requant.DOUBLE_PRODUCT) else np.float32
-    real = effective_scale(in_qp.scale[0], w_qp.scale, out_qp.scale[0], product_dtype=product)
-    lo, hi = activation_range(ctx.attr("fused_activation_function", "NONE"), out_qp)
-    r = make_requantizer(real, mode, int(out_qp.zero_point[0]), lo, hi, y.dtype)
+    activation = ctx.attr("fused_activation_function", "NONE")
+    if ctx.target.xnnpack:  # XNNPACK takes the node: fp32 requantization
+        lo, hi = xnnpack_activation_range(activation, out_qp)
+        scale = xnnpack_conv_scale(in_qp.scale[0], w_qp.scale, out_qp.scale[0])
+        r = make_requantizer(scale, Requant.FLOAT32_RNE, int(out_qp.zero_point[0]), lo, hi, y.dtype)
+    else:
+        per_channel = w_qp.per_axis
+        product = np.float64 if (per_channel or mode is Requant.DOUBLE_PRODUCT) else np.float32
+        real = effective_scale(in_qp.scale[0], w_qp.scale, out_qp.scale[0], product_dtype=product)
+        lo, hi = activation_range(activation, out_qp)
+        r = make_requantizer(real, mode, int(out_qp.zero_point[0]), lo, hi, y.dtype)
     if y.shape is None or not y.is_static:
         raise ctx.error("the output shape must be static")
     return FullyConnectedParams(gemm, offset, r, k, tuple(y.shape))

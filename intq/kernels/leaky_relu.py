@@ -68,6 +68,7 @@ class LeakyReluParams:
 
 
 def prepare(ctx: KernelContext) -> LeakyReluParams:
+    ctx.check_emulated()  # litert-opt / xnnpack: measured to differ, not emulated (intq.kernels.targets)
     check_arity(ctx, 1)
     x, qx = int8_input(ctx, 0, "input")
     y, qy = int8_output(ctx)

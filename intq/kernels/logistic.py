@@ -47,6 +47,7 @@ class LogisticParams:
 
 
 def prepare(ctx: KernelContext) -> LogisticParams:
+    ctx.check_emulated()  # litert-opt / xnnpack: measured to differ, not emulated (intq.kernels.targets)
     in_qp, out_qp = fp.check_int8_io(ctx)
     fp.check_output_params(ctx, out_qp, 1.0 / 256.0, -128, "1/256")
     runtime = fp.runtime_for(ctx)

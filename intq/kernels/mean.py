@@ -31,6 +31,7 @@ OP = "MEAN"
 
 
 def prepare(ctx: KernelContext) -> QuantizedSumParams:
+    ctx.check_emulated()  # litert-opt / xnnpack: measured to differ, not emulated (intq.kernels.targets)
     return prepare_quantized_sum(ctx, mean=True)
 
 

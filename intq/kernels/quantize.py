@@ -6,6 +6,11 @@
 * integer input (rescaling between two scales, e.g. concat inputs): TFLite's Requantize,
   ``clamp(MultiplyByQuantizedMultiplier(q - Z_in, M) + Z_out)`` with ``M = S_in / S_out`` —
   integer-only.
+
+Where the runtimes differ: LiteRT's optimized float QUANTIZE multiplies by the float32 reciprocal
+of the scale (measured: an input of exactly 3.5 s gives 3, the reference 4), its int8 rescale
+differs too, and XNNPACK converts with its own float32 rounding; none is emulated, so
+``litert-opt`` and ``xnnpack`` refuse QUANTIZE (:data:`intq.kernels.targets.TARGETS`).
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ class QuantizeParams:
 def prepare(ctx: KernelContext) -> QuantizeParams:
     x, y = ctx.input(0), ctx.outputs[0]
     out_qp = ctx.per_tensor(y, "output", (np.int8, np.uint8, np.int16))
+    ctx.check_emulated()  # litert-opt, xnnpack: measured to differ, not emulated
     if np.issubdtype(x.dtype, np.floating):
         return QuantizeParams(out_qp, 0, None)
     in_qp = ctx.per_tensor(x, "input", (np.int8, np.uint8, np.int16))

@@ -85,6 +85,7 @@ def _taps(ctx: KernelContext, in_size: int, out_size: int, align_corners: bool, 
 
 
 def prepare(ctx: KernelContext) -> ResizeBilinearParams:
+    ctx.check_emulated()  # litert-opt / xnnpack: measured to differ, not emulated (intq.kernels.targets)
     x, y = ctx.input(0), ctx.outputs[0]
     in_qp = ctx.per_tensor(x, "input")
     out_qp = ctx.per_tensor(y, "output")

@@ -16,6 +16,12 @@ Contract (spec 003): both inputs and the output int8, per tensor; every multipli
 (LiteRT accepts an output multiplier above 1 and then right-shifts by a negative amount, which
 C leaves undefined; TFLM aborts. intq refuses it.) Overflow: as ADD, |difference| < 2^28.
 
+Where the targets differ: ``litert-opt`` equals ``litert-ref`` (LiteRT's optimized int8 SUB
+runs the same arithmetic; measured equal on every test model). ``xnnpack``: XNNPACK takes an
+int8 SUB whose input-to-output scale ratios lie in [2^-10, 2^8) and computes it as its ADD with
+the second multiplier negated (:class:`intq.kernels._elementwise_common.XnnpackAdd`); other SUBs
+run LiteRT's kernel, as ``litert-opt``.
+
 Run: an input's rescaled value depends on that int8 alone, so prepare evaluates
 :func:`scaled_input` on all 256 values and run looks both operands up (one gather each, the same
 integers) before requantizing the difference.
@@ -30,6 +36,7 @@ import numpy as np
 from intq.kernels._elementwise_common import (
     INT8_BY_BITS,
     Rescale,
+    XnnpackAdd,
     broadcast_shape,
     check_arity,
     fp32,
@@ -42,7 +49,9 @@ from intq.kernels._elementwise_common import (
     output_requantizer,
     requant_mode,
     rescale,
+    run_xnnpack_add,
     scale_of,
+    xnnpack_add,
     zero_point_of,
 )
 from intq.kernels.base import KernelContext
@@ -61,6 +70,7 @@ class SubParams:
     output: Requantizer  # 2 max(s_a, s_b) / (2^20 s_y), + Z_y, clamp to the fused activation
     table_a: np.ndarray  # int32 [256]: scaled_input(rescale_a, Z_a, a) for every int8 a (see lookup)
     table_b: np.ndarray
+    xnnpack: XnnpackAdd | None = None  # the xnnpack target, where XNNPACK takes the node
 
 
 def prepare(ctx: KernelContext) -> SubParams:
@@ -69,6 +79,11 @@ def prepare(ctx: KernelContext) -> SubParams:
     b, qb = int8_input(ctx, 1, "input 1")
     y, qy = int8_output(ctx)
     broadcast_shape(ctx, a, b, y)
+    if ctx.target.xnnpack:
+        xnn = xnnpack_add(ctx, qa, qb, qy, subtract=True)
+        if xnn is not None:
+            z = np.zeros(256, np.int32)
+            return SubParams(zero_point_of(qa), zero_point_of(qb), None, None, None, z, z, xnn)
     mode = requant_mode(ctx)
     s_a, s_b, s_y = scale_of(qa), scale_of(qb), scale_of(qy)
     twice_max = fp32(2) * max(s_a, s_b)  # exact in float32
@@ -97,6 +112,8 @@ def scaled_input(r: Rescale, zero_point: int, x: np.ndarray) -> np.ndarray:
 
 
 def run(p: SubParams, a, b):
+    if p.xnnpack is not None:
+        return (run_xnnpack_add(p.xnnpack, a, b).reshape(np.broadcast_shapes(a.shape, b.shape)),)
     shape = np.broadcast_shapes(a.shape, b.shape)
     acc = lookup(p.table_a, a) - lookup(p.table_b, b)  # int32: |acc| < 2^28
     return (requantize(p.output, acc).reshape(shape),)

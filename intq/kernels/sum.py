@@ -40,6 +40,7 @@ _LITERT_UINT8_BYTES = frozenset({Runtime.LITERT})  # LiteRT issue #4079: int8 re
 
 
 def prepare(ctx: KernelContext) -> QuantizedSumParams:
+    ctx.check_emulated()  # litert-opt / xnnpack: measured to differ, not emulated (intq.kernels.targets)
     return prepare_quantized_sum(ctx, mean=False, bytes_as_uint8=ctx.target.runtime in _LITERT_UINT8_BYTES)
 
 

@@ -47,6 +47,7 @@ class TanhParams:
 
 
 def prepare(ctx: KernelContext) -> TanhParams:
+    ctx.check_emulated()  # litert-opt / xnnpack: measured to differ, not emulated (intq.kernels.targets)
     in_qp, out_qp = fp.check_int8_io(ctx)
     fp.check_output_params(ctx, out_qp, 1.0 / 128.0, 0, "1/128")
     runtime = fp.runtime_for(ctx)

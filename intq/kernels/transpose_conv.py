@@ -80,6 +80,7 @@ class TransposeConvParams:
 
 
 def prepare(ctx: KernelContext) -> TransposeConvParams:
+    ctx.check_emulated()  # litert-opt / xnnpack: measured to differ, not emulated (intq.kernels.targets)
     x, y = ctx.input(2), ctx.outputs[0]
     in_qp = ctx.per_tensor(x, "input")
     out_qp = ctx.per_tensor(y, "output")

@@ -24,7 +24,9 @@ FLOAT_FUNCS = {"exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", 
                "floor", "ceil", "trunc", "true_divide", "divide", "sin", "cos", "tanh", "power", "float_power",
                "ldexp", "frexp", "reciprocal", "round_float", "nan_to_num", "interp"}
 BOUNDARY = {"QUANTIZE", "DEQUANTIZE"}
-ALLOWED_CALLS = {"exact_matmul", "_double_product"}  # decision 6; litert-ref's float FC emulation
+# decision 6; litert-ref's double-product FC emulation; the xnnpack target's float32 requantization
+# (XNNPACK's fp32 requantization, selected only where ctx.target.xnnpack: checked below)
+ALLOWED_CALLS = {"exact_matmul", "_double_product", "_float32_rne"}
 
 
 def _violations(fn_node: ast.AST) -> list[str]:
@@ -96,7 +98,24 @@ def test_the_integer_requantization_path_is_integer_only():
 
 def test_the_default_target_never_selects_a_float_requantization():
     assert TARGETS["tflite"].integer_only
+    assert TARGETS["litert-opt"].integer_only  # NEON-style half-up double rounding: integers only
     assert not TARGETS["litert-ref"].integer_only  # it emulates LiteRT's double-product FC
+    assert not TARGETS["xnnpack"].integer_only  # it emulates XNNPACK's float32 requantization
+
+
+def test_float32_requantization_is_selected_only_for_the_xnnpack_target():
+    """``Requant.FLOAT32_RNE`` appears in kernel sources only next to a ``target.xnnpack`` check."""
+    import pathlib
+
+    import intq.kernels as pkg
+    for path in pathlib.Path(pkg.__file__).parent.glob("*.py"):
+        if path.name in ("targets.py", "requantize.py"):
+            continue
+        lines = path.read_text().splitlines()
+        for i, line in enumerate(lines):
+            if "Requant.FLOAT32_RNE" in line and "import" not in line:
+                window = "\n".join(lines[max(0, i - 12):i + 1])
+                assert "xnnpack" in window, f"{path.name}:{i + 1} selects FLOAT32_RNE without an xnnpack check"
 
 
 def test_the_checker_catches_float_arithmetic():

@@ -5,6 +5,7 @@ import pytest
 
 from intq.kernels.requantize import activation_range, make_requantizer, requantize, requantize_reference
 from intq.kernels.targets import Requant
+from intq.qmath import requantize_float32_rne, rounded_right_shift, saturating_rounding_doubling_high_mul
 from intq.qmath import (
     QuantParams,
     multiply_by_quantized_multiplier,
@@ -20,6 +21,8 @@ def test_requantize_equals_the_primitives(rng, mode):
     real = np.concatenate([2.0 ** rng.uniform(-20, 0.5, size=c - 4), [0.5, 1.0, 1.5, 2.0**-31]])
     acc = rng.integers(-(2**22), 2**22, size=(5000, c))
     acc[:, -4:] >>= 8  # keep x << shift inside int32 for the left-shift channels
+    if mode is Requant.FLOAT32_RNE:
+        real = real.astype(np.float32).astype(np.float64)  # the runtime's float32 scale
     r = make_requantizer(real, mode, zero_point=-7, act_min=-128, act_max=127)
     got = requantize(r, acc)
     m, s = quantize_multiplier(real, for_single_rounding=mode is Requant.SINGLE)
@@ -27,6 +30,12 @@ def test_requantize_equals_the_primitives(rng, mode):
         want = multiply_by_quantized_multiplier(acc, m, s)
     elif mode is Requant.SINGLE:
         want = multiply_by_quantized_multiplier_single_rounding(acc, m, s)
+    elif mode is Requant.DOUBLE_HALF_UP:  # SRDHM, then a rounding shift with ties up (vrshl)
+        left, right = np.maximum(s, 0), np.maximum(-s, 0)
+        h = np.asarray(saturating_rounding_doubling_high_mul(acc << left, m), np.int64)
+        want = rounded_right_shift(h, right)
+    elif mode is Requant.FLOAT32_RNE:
+        want = requantize_float32_rne(acc, real, 0, -(2**31), 2**31 - 1)
     else:
         want = round_float(acc * real)
     np.testing.assert_array_equal(got, np.clip(np.asarray(want, np.int64) - 7, -128, 127))
