@@ -523,7 +523,8 @@ def build_parser() -> argparse.ArgumentParser:
     target = argparse.ArgumentParser(add_help=False)
     target.add_argument("--target", default="tflite",
                         help="the runtime the integer graph must equal: tflite (TensorFlow Lite Micro, default), "
-                             "litert-ref (LiteRT reference kernels)")
+                             "litert-ref (LiteRT reference kernels), litert-opt (LiteRT optimized kernels), "
+                             "xnnpack (LiteRT with XNNPACK); docs/engine.md lists what each emulates")
     calib = argparse.ArgumentParser(add_help=False)
     calib.add_argument("--method", default="minmax", choices=["minmax", "ema", "percentile", "mse", "entropy"],
                        help="calibration method (default minmax)")
@@ -594,8 +595,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "  intq diff model_int8.tflite --targets tflite,litert-ref --data images/ --size 96 96 --json",
                         formatter_class=argparse.RawDescriptionHelpFormatter)
     df.add_argument("model", help="an integer model (.tflite)")
-    df.add_argument("--targets", default="tflite,litert-ref", help="two targets, comma-separated (default "
-                    "tflite,litert-ref: TensorFlow Lite Micro vs LiteRT's reference kernels)")
+    df.add_argument("--targets", default="tflite,litert-ref", help="two targets, comma-separated: tflite, "
+                    "litert-ref, litert-opt, xnnpack (default tflite,litert-ref: TensorFlow Lite Micro vs LiteRT's "
+                    "reference kernels)")
     df.add_argument("--data", required=True, help="a folder of images / .npy / .npz, or one .npz")
     df.add_argument("--limit", type=int, metavar="N", help="use only the first N samples")
     df.set_defaults(func=cmd_diff)
