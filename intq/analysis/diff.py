@@ -10,18 +10,17 @@ Each differing element of an origin tensor is classified by cause. For operators
 requantize an int32 accumulator (CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED, TRANSPOSE_CONV,
 BATCH_MATMUL), intq recovers the exact accumulator ``acc`` of every element (the kernel run once
 more with an identity requantizer) and recomputes the element under each contract, with the
-real value ``v = acc * m * 2^(shift - 31)`` exact in big integers:
+real value ``acc * M`` exact in rational arithmetic (M: the multiplier each runtime really applies):
 
-* ``multiplier``: the two runtimes' Prepare computed different (m, shift) pairs (e.g. a float32
-  vs a double product of the scales), or one multiplies by the real M in floating point and the
-  other by its Q0.31 approximation, and that approximation alone moves the result;
-* ``tie``: ``v`` lies exactly halfway between two integers and the two contracts break the tie
-  differently (gemmlowp: toward +inf in SRDHM, away from zero in the shift; ruy: up; float: to even);
-* ``float32``: a runtime multiplies in floating point, ``|acc| > 2^24`` (where float32 cannot hold
-  the accumulator exactly) and ``rint(float32(acc) * float32(M))`` reproduces one result while the
-  exactly rounded ``v`` does not;
-* ``double-vs-single``: rounding twice (SRDHM, then a rounding shift) lands on the other
-  integer than rounding ``v`` once;
+* ``multiplier``: the runtimes multiply by different M (a float32 vs a double product of the
+  scales in Prepare; a Q0.31 approximation vs the double or float32 M) and the correctly rounded
+  ``acc * M`` already differs;
+* ``tie``: ``acc * M`` lies exactly halfway between two integers and the two contracts break the
+  tie differently (gemmlowp: away from zero; ruy/NEON: up; XNNPACK: to even);
+* ``float32``: the runtime that deviates from the correctly rounded value computes in float32:
+  ``float32(acc)`` is inexact above 2^24 and the product keeps 24 bits;
+* ``double-vs-single``: the runtime that deviates rounds twice (SRDHM, then a rounding shift) and
+  lands on the other integer than rounding ``acc * M`` once;
 * ``saturation``: one result sits on the clamp bound (``act_min``/``act_max``) and the other not;
 * ``other``: none of the above (reported, never hidden).
 
@@ -159,50 +158,80 @@ def _round_half_away(v: Fraction) -> int:
     return n if v >= 0 else -n
 
 
-def _channel(values, channel: int) -> int:
+def _channel(values, channel: int):
     flat = np.ravel(values)
-    return int(flat[channel % flat.size])
+    return flat[channel % flat.size]
+
+
+def _real_multiplier(r, ch: int) -> Fraction:
+    """The multiplier a runtime really applies, exactly: the float32 scale (FLOAT32_RNE), the
+    double M (DOUBLE_PRODUCT), or m * 2^(shift - 31) (the Q0.31 contracts)."""
+    from intq.kernels.targets import Requant
+
+    if r.mode is Requant.FLOAT32_RNE:
+        return Fraction(float(_channel(r.scale32, ch)))
+    if r.mode is Requant.DOUBLE_PRODUCT:
+        return Fraction(float(_channel(r.real, ch)))
+    return Fraction(int(_channel(r.multiplier, ch))) * Fraction(2) ** (int(_channel(r.shift, ch)) - 31)
+
+
+def _contract_value(r, acc: int, ch: int) -> int | None:
+    """What ``r``'s contract computes for ``acc`` before zero point and clamp (None if out of its domain)."""
+    from intq.kernels.targets import Requant
+    from intq.qmath import (multiply_by_quantized_multiplier, multiply_by_quantized_multiplier_single_rounding,
+                            saturating_rounding_doubling_high_mul)
+
+    if r.mode is Requant.FLOAT32_RNE:
+        return int(np.rint(np.float32(np.float32(acc) * np.float32(_channel(r.scale32, ch)))))
+    if r.mode is Requant.DOUBLE_PRODUCT:
+        return _round_half_away(Fraction(float(np.float64(acc) * np.float64(_channel(r.real, ch)))))
+    m, sh = int(_channel(r.multiplier, ch)), int(_channel(r.shift, ch))
+    left, right = max(sh, 0), max(-sh, 0)
+    if not -(2**31) <= acc << left < 2**31:
+        return None
+    if r.mode is Requant.DOUBLE:
+        return int(multiply_by_quantized_multiplier(acc, m, sh))
+    if r.mode is Requant.SINGLE:
+        return int(multiply_by_quantized_multiplier_single_rounding(acc, m, sh)) if sh <= 30 else None
+    if r.mode is Requant.DOUBLE_HALF_UP:
+        h = int(saturating_rounding_doubling_high_mul(acc << left, m))
+        return (h + (1 << right >> 1)) >> right
+    return None
+
+
+def _is_half(v: Fraction) -> bool:
+    return v.denominator == 2
 
 
 def _classify(acc: int, ra, rb, va: int, vb: int, channel: int) -> str:
-    """The cause of ``va != vb`` for one element whose accumulator is ``acc`` (see module doc)."""
-    from intq.qmath import multiply_by_quantized_multiplier, multiply_by_quantized_multiplier_single_rounding
+    """The cause of ``va != vb`` for one element whose accumulator is ``acc`` (see module doc).
 
-    ma, sa = _channel(ra.multiplier, channel), _channel(ra.shift, channel)
-    mb, sb = _channel(rb.multiplier, channel), _channel(rb.shift, channel)
-    if (ma, sa) != (mb, sb):
-        return "multiplier"
-    exact = Fraction(acc * ma) * Fraction(2) ** (sa - 31)
-    for r, v, w in ((ra, va, vb), (rb, vb, va)):
+    ``exact = acc * M`` with each runtime's real multiplier M. If the correctly rounded exact
+    values differ, the multipliers alone explain it. Otherwise the runtime(s) whose value
+    deviates from the correctly rounded one are checked against their own contract, and the
+    contract names the cause (a tie, float32 arithmetic, rounding twice).
+    """
+    from intq.kernels.targets import Requant
+
+    ea, eb = acc * _real_multiplier(ra, channel), acc * _real_multiplier(rb, channel)
+    for r, e, v, w in ((ra, ea, va, vb), (rb, eb, vb, va)):
         if v in (r.act_min, r.act_max) and w not in (r.act_min, r.act_max):
-            if not (r.act_min - Fraction(1, 2) <= exact + r.zero_point <= r.act_max + Fraction(1, 2)):
+            if not (r.act_min - Fraction(1, 2) <= e + r.zero_point <= r.act_max + Fraction(1, 2)):
                 return "saturation"
-    if exact.denominator != 1 and exact - (exact.numerator // exact.denominator) == Fraction(1, 2):
+    if _round_half_away(ea) != _round_half_away(eb) and not (_is_half(ea) or _is_half(eb)):
+        return "multiplier"
+    if _is_half(ea) or _is_half(eb):
         return "tie"
-    float_modes = [r for r in (ra, rb) if not r.mode.integer_only]
-    got = {va - ra.zero_point, vb - rb.zero_point}
-    if abs(acc) > FLOAT32_EXACT and float_modes:
-        # float32(acc) is inexact above 2^24: does a float32 product reproduce one of the results?
-        m32 = np.float32(ma * 2.0 ** (sa - 31))
-        f32 = int(np.rint(np.float32(np.float32(acc) * m32)))  # round half to even, as XNNPACK
-        if f32 in got and f32 != _round_half_away(exact):
-            return "float32"
-    if not -(2**31) <= acc < 2**31:
-        return "other"
-    double = int(multiply_by_quantized_multiplier(acc, ma, sa))
-    single = int(multiply_by_quantized_multiplier_single_rounding(acc, ma, sa)) if sa <= 30 else double
-    if double != single and got == {double, single}:
-        return "double-vs-single"
-    for r in float_modes:
-        real = getattr(r, "real", None)
-        if real is None or double not in got:
+    correct = _round_half_away(ea)
+    causes = []
+    for r, v in ((ra, va - ra.zero_point), (rb, vb - rb.zero_point)):
+        if v == correct:
             continue
-        # one runtime rounds double(acc) * M once, the other rounds twice with M in Q0.31: double
-        # rounding when rounding once with the Q0.31 M gives the float result, else the multiplier
-        product = _round_half_away(Fraction(float(np.float64(acc) * np.ravel(real)[channel % np.size(real)])))
-        if product in got and product != double:
-            return "double-vs-single" if product == single else "multiplier"
-    return "other"
+        if _contract_value(r, acc, channel) != v:
+            return "other"  # the value is not what the contract gives: not explained, say so
+        causes.append({Requant.FLOAT32_RNE: "float32", Requant.DOUBLE: "double-vs-single",
+                       Requant.DOUBLE_HALF_UP: "double-vs-single"}.get(r.mode, "other"))
+    return causes[0] if causes else "other"
 
 
 # ------------------------------------------------------------------------------------- driver

@@ -95,7 +95,7 @@ def test_classify_each_cause():
     # 0.25 * 6 = 1.5: an exact tie; both rounding schemes meet it
     assert _classify(6, double, single, 2, 1, 0) == "tie"
     # different multipliers: Prepare arithmetic, whatever the accumulator
-    assert _classify(1000, _rq(0.1234), _rq(0.12341), 123, 124, 0) == "multiplier"
+    assert _classify(1000, _rq(0.1234), _rq(0.1239), 123, 124, 0) == "multiplier"
     # saturation: one result clamped to the bound while the exact value lies beyond it
     assert _classify(1000, _rq(0.25, hi=100), _rq(0.25), 100, 127, 0) == "saturation"
     # double vs single: M = 0.1234, acc = -4955 rounds to -612 twice and to -611 once (docs/arithmetic.md)
@@ -106,11 +106,15 @@ def test_classify_each_cause():
     # float32: acc = 2^25 + 1 becomes 2^25 in float32, so with M = 0.75 a float product gives
     # 25165824 where the exact 25165824.75 rounds to 25165825
     big = 2**25 + 1
-    f = _rq(0.75, Requant.DOUBLE_PRODUCT, lo=-(2**31), hi=2**31 - 1)
+    f = _rq(0.75, Requant.FLOAT32_RNE, lo=-(2**31), hi=2**31 - 1)
     d = _rq(0.75, lo=-(2**31), hi=2**31 - 1)
     assert int(np.rint(np.float32(np.float32(big) * np.float32(0.75)))) == 25165824
     assert _classify(big, d, f, 25165825, 25165824, 0) == "float32"
     assert _classify(big, d, f, 25165825, 25165827, 0) == "other"  # not what float32 gives
+    # ruy/NEON half-up double rounding vs gemmlowp's: both round twice; the gemmlowp value -612
+    # deviates from the correctly rounded -611
+    up = _rq(0.1234, Requant.DOUBLE_HALF_UP, lo=-1000, hi=1000)
+    assert _classify(-4955, m, up, -612, -611, 0) == "double-vs-single"
     # an unexplained pair is reported as such, never forced into a cause
     assert _classify(100, double, single, 25, 30, 0) == "other"
 
