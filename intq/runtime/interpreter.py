@@ -50,6 +50,7 @@ class Interpreter:
 
     def __init__(self, graph: Graph, target="tflite"):
         from intq.kernels import KERNELS, KernelContext, get_target
+        from intq.kernels.int16x8 import kernel_for
         from intq.runtime.float_ops import FLOAT_OPS
 
         self.graph = graph
@@ -62,6 +63,11 @@ class Interpreter:
         for node in graph.nodes:
             if node.op_type in KERNELS:
                 kernel = KERNELS[node.op_type]
+                # 16x8: a node whose first input is int16 runs intq.kernels.int16x8's kernel where it has
+                # one (QUANTIZE included: int16 -> int16/int8 requantization); the others (RESHAPE,
+                # CONCATENATION, DEQUANTIZE...) take int16 themselves
+                first = graph.tensors[node.inputs[0]] if node.inputs and node.inputs[0] else None
+                kernel = kernel_for(node.op_type, first.dtype if first is not None else None) or kernel
                 ctx = KernelContext(node, tuple(graph.tensors[i] if i else None for i in node.inputs),
                                     tuple(graph.tensors[o] for o in node.outputs), self.target)
                 self._kernels[node.name] = (kernel.run, kernel.prepare(ctx))

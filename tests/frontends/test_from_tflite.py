@@ -4,7 +4,7 @@ Fixtures (tests/fixtures/tflite, made by tools/make_tflite_fixtures.py with Tens
 small Keras CNNs trained on digits, each converted int8 per-channel, int8 per-tensor, int8 I/O,
 dynamic batch and 16x8. For every fixture, target and committed test input, every tensor intq
 computes must equal the runtime's: ``tflite`` == TensorFlow Lite Micro, ``litert-ref`` == LiteRT
-BUILTIN_REF. The 16x8 fixtures import; running them waits for int16 kernels (strict xfail).
+BUILTIN_REF. The 16x8 fixtures run with the int16 kernels of ``intq.kernels.int16x8``.
 """
 
 from __future__ import annotations
@@ -31,10 +31,6 @@ from intq.testing.torch_models import build
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "fixtures", "tflite")
 MODELS = ("residual_cnn", "branchy_cnn")
 INT8_VARIANTS = ("int8", "int8_pt", "int8_io", "dynamic")
-INT16_MISSING = {  # operators of each 16x8 fixture whose intq kernels refuse int16 activations
-    "residual_cnn": "CONV_2D, DEPTHWISE_CONV_2D, ADD, MAX_POOL_2D, AVERAGE_POOL_2D, FULLY_CONNECTED, SOFTMAX",
-    "branchy_cnn": "CONV_2D, MEAN, FULLY_CONNECTED, LOGISTIC, MUL, TANH, LEAKY_RELU, SOFTMAX",
-}
 
 
 def _path(name: str) -> str:
@@ -119,12 +115,8 @@ def _compare(graph, data: bytes, target: str, feeds, batch: int | None = None) -
 def _fixture_params():
     for model in MODELS:
         for variant in (*INT8_VARIANTS, "16x8"):
-            marks = ()
-            if variant == "16x8":
-                reason = f"int16 activations: intq kernels lack int16 for {INT16_MISSING[model]}"
-                marks = pytest.mark.xfail(strict=True, raises=intq.IntqError, reason=reason)
             for target in ("tflite", "litert-ref"):
-                yield pytest.param(f"{model}_{variant}", target, marks=marks, id=f"{model}_{variant}-{target}")
+                yield pytest.param(f"{model}_{variant}", target, id=f"{model}_{variant}-{target}")
 
 
 @pytest.mark.parametrize("name,target", _fixture_params())

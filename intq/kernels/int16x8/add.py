@@ -1,0 +1,128 @@
+"""ADD, 16x8: int16 inputs and output, numpy broadcasting. Two algorithms, chosen at prepare.
+
+**General scales** (``reference_ops::AddGeneralParamScale`` / ``AddElementwise``, and
+``BroadcastAdd6DSlow`` when broadcasting): as the int8 ADD with ``left_shift = 15`` instead of 20 —
+with ``T = 2 * max(s_a, s_b)`` (double),
+
+    a' = MBQM((a << 15), s_a / T)    b' = MBQM((b << 15), s_b / T)
+    y  = clamp(MBQM(a' + b', T / (2^15 * s_y)))
+
+every multiplier from QuantizeMultiplierSmallerThanOneExp (must be in (0, 1)) and applied with
+gemmlowp double rounding. ``|a| << 15 <= 2^30``; each rescaled input is at most half that, so the
+sum fits int32.
+
+**Power-of-two scales** (``reference_ops::Add`` for int16 with ``pot_scale = true``), LiteRT only:
+LiteRT's ``add.cc`` Prepare takes this path when the node's ``pot_scale_int16`` option is true
+(the schema's default; TensorFlow's converter writes false) and all three scales pass
+``CheckedLog2`` (``|log2(s) - round(log2(s))| < 1e-3`` in float32). With ``k_i = round(log2 s_i)
+- round(log2 s_y)``, one input must have ``k = 0`` and both ``k <= 0`` (else LiteRT refuses the
+model); then ``y = clamp(SaturatingAdd_int16(x_0, RoundingDivideByPOT(x_1, -k_1)))``, ``x_0``
+the input with ``k = 0`` (input 0 when both are). It needs equal input shapes: LiteRT aborts on a
+broadcasting one (``MatchingElementsSize``; measured), which intq refuses at prepare. TFLM has no
+such path: its ``add_common.cc`` always prepares the general one (``left_shift = 15`` for int16)
+— the targets differ here.
+
+Contract: int16 per tensor, zero point 0 everywhere (both runtimes check it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from intq.kernels.base import KernelContext
+from intq.kernels.int16x8._common import (
+    INT16_MAX,
+    INT16_MIN,
+    fused_range,
+    int16_tensor,
+    mbqm,
+    rdbp,
+    reference_runtime,
+    scale64,
+    static_shape,
+)
+from intq.kernels.targets import Runtime
+from intq.qmath import quantize_multiplier
+
+OP = "ADD"
+LEFT_SHIFT = 15  # int16 headroom: 2^15 << 15 = 2^30, and the sum of two halves fits int32
+
+
+@dataclass(frozen=True)
+class Add16x8Params:
+    pot: bool  # LiteRT's power-of-two path
+    multiplier_a: int
+    shift_a: int  # general: <= 0 (QuantizeMultiplierSmallerThanOneExp); pot: the right shift of input a
+    multiplier_b: int
+    shift_b: int
+    multiplier_out: int
+    shift_out: int
+    act_min: int
+    act_max: int
+    out_shape: tuple[int, ...]
+
+
+def checked_log2(scale) -> tuple[bool, int]:
+    """TFLite's CheckedLog2 in float32: ``(|frac| < 1e-3, round(log2(s)))``."""
+    log2 = np.float32(np.log(np.float32(scale))) * np.float32(np.float32(1.0) / np.float32(np.log(np.float32(2.0))))
+    rounded = np.float32(np.round(log2))  # std::round: halves away from zero (np.round: to even; |frac| = .5 never POT)
+    return bool(abs(np.float32(log2 - rounded)) < np.float32(1e-3)), int(rounded)
+
+
+def _smaller_than_one(ctx: KernelContext, real: float, what: str) -> tuple[int, int]:
+    qm = quantize_multiplier(real)
+    if not (0.0 < real < 1.0 and int(qm.shift) <= 0):
+        raise ctx.error(f"the {what} multiplier {real:.6g} must be in (0, 1) as TFLite requires "
+                        f"(QuantizeMultiplierSmallerThanOneExp); the output scale is too small for the inputs'")
+    return int(qm.multiplier), int(qm.shift)
+
+
+def prepare(ctx: KernelContext) -> Add16x8Params:
+    runtime = reference_runtime(ctx)
+    if len(ctx.inputs) != 2:
+        raise ctx.error(f"ADD takes 2 inputs, got {len(ctx.inputs)}")
+    qa = int16_tensor(ctx, ctx.input(0), "input 0")
+    qb = int16_tensor(ctx, ctx.input(1), "input 1")
+    qy = int16_tensor(ctx, ctx.outputs[0], "output")
+    sa, sb = static_shape(ctx, ctx.input(0), "input 0"), static_shape(ctx, ctx.input(1), "input 1")
+    try:
+        shape = tuple(int(d) for d in np.broadcast_shapes(sa, sb))
+    except ValueError:
+        raise ctx.error(f"inputs of shapes {list(sa)} and {list(sb)} do not broadcast") from None
+    if static_shape(ctx, ctx.outputs[0], "output") != shape:
+        raise ctx.error(f"output shape {list(ctx.outputs[0].shape)} is not the broadcast shape {list(shape)}")
+    lo, hi = fused_range(ctx, qy)
+    if runtime is Runtime.LITERT and bool(ctx.attr("pot_scale_int16", True)):
+        logs = [checked_log2(q.scale[0]) for q in (qa, qb, qy)]
+        if all(ok for ok, _ in logs):
+            ka, kb = logs[0][1] - logs[2][1], logs[1][1] - logs[2][1]
+            if not ((ka == 0 or kb == 0) and ka <= 0 and kb <= 0):
+                raise ctx.error(f"LiteRT's power-of-two int16 ADD (pot_scale_int16) needs one input at the output's "
+                                f"scale and the other at most as large (log2 ratios {ka}, {kb}); LiteRT refuses this "
+                                f"model. Set pot_scale_int16 to false for the general path")
+            if sa != sb:
+                raise ctx.error(f"LiteRT's power-of-two int16 ADD (pot_scale_int16) does not broadcast (inputs "
+                                f"{list(sa)} and {list(sb)}: LiteRT aborts, measured); set pot_scale_int16 to false")
+            return Add16x8Params(True, 0, -ka, 0, -kb, 0, 0, lo, hi, shape)
+    s_a, s_b, s_y = scale64(qa), scale64(qb), scale64(qy)
+    twice_max = 2.0 * max(s_a, s_b)
+    ma, sha = _smaller_than_one(ctx, s_a / twice_max, "input 0")
+    mb, shb = _smaller_than_one(ctx, s_b / twice_max, "input 1")
+    mo, sho = _smaller_than_one(ctx, twice_max / (float(1 << LEFT_SHIFT) * s_y), "output")
+    return Add16x8Params(False, ma, sha, mb, shb, mo, sho, lo, hi, shape)
+
+
+def run(p: Add16x8Params, a, b):
+    a64, b64 = a.astype(np.int64), b.astype(np.int64)
+    if p.pot:  # p.shift_a / p.shift_b are right shifts here; one of them is 0
+        if p.shift_a == 0:
+            total = a64 + rdbp(b64, p.shift_b)
+        else:
+            total = b64 + rdbp(a64, p.shift_a)
+        y = np.clip(total, INT16_MIN, INT16_MAX)  # gemmlowp SaturatingAdd on int16
+    else:
+        scaled = mbqm(a64 << LEFT_SHIFT, p.multiplier_a, p.shift_a) + mbqm(b64 << LEFT_SHIFT, p.multiplier_b, p.shift_b)
+        y = mbqm(scaled, p.multiplier_out, p.shift_out)  # |scaled| <= 2^30
+    return (np.broadcast_to(np.clip(y, p.act_min, p.act_max), p.out_shape).astype(np.int16),)

@@ -1,0 +1,24 @@
+"""MAX_POOL_2D, 16x8: the maximum of each window's in-image int16 values, clamped to the fused
+activation's range. LiteRT (``reference_integer_ops::MaxPool`` for int16) and TFLM (the same
+function) agree. Contract: int16 NHWC per tensor, zero point 0, input and output with the same
+scale; Pool2DOptions as the int8 kernel.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from intq.kernels.base import KernelContext
+from intq.kernels.int16x8._common import INT16_MIN
+from intq.kernels.int16x8._pool import PreparedPool, prepare_pool, window_reduce
+
+OP = "MAX_POOL_2D"
+
+
+def prepare(ctx: KernelContext) -> PreparedPool:
+    return prepare_pool(ctx)
+
+
+def run(p: PreparedPool, x):
+    m = window_reduce(p.geometry, x.astype(np.int64), INT16_MIN, np.maximum)  # padding never wins
+    return (np.clip(m, p.act_min, p.act_max).astype(np.int16),)

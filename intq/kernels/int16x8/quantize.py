@@ -1,0 +1,54 @@
+"""QUANTIZE with an int16 input: requantization to int16 (or int8), e.g. the converter's rescale of a
+CONCATENATION input in a 16x8 model.
+
+Both runtimes (LiteRT 2.3 ``quantize.cc`` → ``reference_ops::Requantize``, TFLM ``quantize_common.cc``
+→ the same function) compute ``clamp(MultiplyByQuantizedMultiplier(x - Z_in, m, shift) + Z_out)``
+(gemmlowp double rounding) with ``(m, shift) = QuantizeMultiplier(double(s_in) / double(s_out))``
+— the scales divided in **double**: measured on 60 random int16 → int16 models, the float32
+quotient (what intq's int8 QUANTIZE kernel uses) disagrees with both runtimes on 11 of them, the
+double one on none. The targets agree. A float input is the graph boundary and stays with
+:mod:`intq.kernels.quantize`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from intq.kernels.base import KernelContext
+from intq.kernels.int16x8._common import mbqm, reference_runtime, scale64
+from intq.qmath import quantize_multiplier
+
+OP = "QUANTIZE"
+
+
+@dataclass(frozen=True)
+class Requantize16Params:
+    input_zero_point: int
+    multiplier: int
+    shift: int
+    zero_point: int
+    qmin: int
+    qmax: int
+    out_dtype: np.dtype
+
+
+def prepare(ctx: KernelContext) -> Requantize16Params:
+    reference_runtime(ctx)
+    in_qp = ctx.per_tensor(ctx.input(0), "input", (np.int16,))
+    y = ctx.outputs[0]
+    out_qp = ctx.per_tensor(y, "output", (np.int16, np.int8))
+    if ctx.input(0).shape != y.shape:
+        raise ctx.error("input and output must have the same shape")
+    real = scale64(in_qp) / scale64(out_qp)
+    qm = quantize_multiplier(real)
+    if int(qm.shift) > 30:
+        raise ctx.error(f"s_in / s_out = {real:.6g} is too large for TFLite's fixed-point multiplier")
+    return Requantize16Params(int(in_qp.zero_point[0]), int(qm.multiplier), int(qm.shift), int(out_qp.zero_point[0]),
+                              out_qp.qmin, out_qp.qmax, y.dtype)
+
+
+def run(p: Requantize16Params, x):
+    y = mbqm(x.astype(np.int64) - p.input_zero_point, p.multiplier, p.shift) + p.zero_point  # x * 2^left wraps as in C
+    return (np.clip(y, p.qmin, p.qmax).astype(p.out_dtype),)
