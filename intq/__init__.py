@@ -7,7 +7,9 @@ Public API:
 * :func:`quantize` — the whole pipeline to an integer-only graph (TFLite int8 builtins, NHWC);
 * :class:`Interpreter` — run a float or integer graph, see every tensor; integer graphs run
   bit-exactly as a named target runtime (``"tflite"``: TensorFlow Lite Micro, ``"litert-ref"``);
-* :func:`export_tflite` — write an integer graph as a ``.tflite`` file.
+* :func:`export_tflite` — write an integer graph as a ``.tflite`` file;
+* ``intq.qat`` — quantization-aware training in PyTorch (imported on first use: ``import intq``
+  does not import torch).
 
 The arithmetic core is :mod:`intq.qmath`; errors are in :mod:`intq.errors`.
 """
@@ -33,3 +35,12 @@ __all__ = [
     "UnsupportedOperatorError",
 ]
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str):
+    """``intq.qat`` is imported on first access, so ``import intq`` needs no torch."""
+    if name == "qat":
+        import importlib
+
+        return importlib.import_module("intq.qat")
+    raise AttributeError(f"module 'intq' has no attribute {name!r}")
