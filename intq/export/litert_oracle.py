@@ -9,7 +9,11 @@ Resolvers (``resolver=``):
 * ``"opt"``: ``OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES``, the optimized builtin kernels;
 * ``"xnnpack"``: ``OpResolverType.BUILTIN``, the optimized kernels with the default XNNPACK
   delegate applied to whatever it supports. Tensors inside a delegated partition are not
-  computed by TFLite kernels; their values in ``tensors`` are meaningless.
+  computed by TFLite kernels; their values in ``tensors`` are meaningless, unless
+  ``disable_delegate_node_fusion=True`` (LiteRT's ``experimental_disable_delegate_node_fusion``):
+  then every delegated operator is its own partition and every tensor between operators is
+  written back (what XNNPACK computed for it; XNNPACK no longer fuses e.g. a convolution with
+  the next operator, which it does not do for int8 graphs anyway).
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ def run_litert(
     inputs: Mapping[str | int, np.ndarray] | Sequence[np.ndarray],
     resolver: str = "ref",
     preserve_all_tensors: bool = True,
+    disable_delegate_node_fusion: bool = False,
 ) -> dict[str, Any]:
     """Run ``model_bytes`` once under LiteRT and return what it computed.
 
@@ -52,6 +57,8 @@ def run_litert(
             exactly the input's shape and dtype; nothing is cast or resized.
         resolver: ``"ref"``, ``"opt"`` or ``"xnnpack"`` (see the module docstring).
         preserve_all_tensors: keep intermediate tensors alive so that they can be returned.
+        disable_delegate_node_fusion: ``"xnnpack"`` only: one delegate partition per operator,
+            so that ``tensors`` holds what XNNPACK computed for every intermediate tensor.
 
     Returns:
         A dict with
@@ -81,6 +88,7 @@ def run_litert(
                 num_threads=1,
                 experimental_op_resolver_type=RESOLVERS[resolver],
                 experimental_preserve_all_tensors=preserve_all_tensors,
+                experimental_disable_delegate_node_fusion=disable_delegate_node_fusion,
             )
             interpreter.allocate_tensors()
         except (ValueError, RuntimeError) as exc:

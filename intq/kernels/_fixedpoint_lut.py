@@ -465,3 +465,28 @@ def _uint8_ordered(table_by_value: np.ndarray) -> np.ndarray:
 def int8_table(values_by_input: np.ndarray) -> np.ndarray:
     """A read-only int8 table indexed by ``uint8(x)`` from results listed for x = -128..127."""
     return _uint8_ordered(np.asarray(values_by_input).astype(np.int8))
+
+
+def xnnpack_float_lut(input_qp: QuantParams, output_qp: QuantParams, transform: str) -> np.ndarray:
+    """XNNPACK's qs8 LOGISTIC / TANH table (the ``xnnpack`` target; measured on LiteRT 2.3's
+    XNNPACK, every one of 256 input codes on tie-prone scales where the candidate formulas disagree):
+    ``d = float32(s_in * (v - Z_in))``; ``f`` the float32 value of ``1/(1 + exp(-d))`` correctly
+    rounded (computed in double; LiteRT's two float32 roundings of ``1.0f / (1.0f + expf(-d))``
+    differ from it on some codes), or the C library's ``tanhf(d)`` (glibc's, not always correctly
+    rounded: -0.38066086 gives -0.36328128, and XNNPACK's table follows it);
+    ``q = rint(float32(f * float32(1 / s_out))
+    + float32(Z_out))`` — half to **even** where LiteRT's ``LUTPopulate`` rounds half away, and the
+    zero point added in float before rounding — clamped to [-128, 127]; indexed by ``uint8(v)``."""
+    v = np.arange(-128, 128, dtype=np.int64)
+    s_in = np.float32(input_qp.scale[0])
+    d = (s_in * (v - int(input_qp.zero_point[0])).astype(np.float32)).astype(np.float32)
+    with np.errstate(over="ignore"):
+        if transform == "logistic":
+            f = (1.0 / (1.0 + np.exp(-d.astype(np.float64)))).astype(np.float32)
+        elif transform == "tanh":
+            f = _float32_function("tanhf", d)
+        else:
+            raise AssertionError(transform)
+    inverse_scale = np.float32(1.0) / np.float32(output_qp.scale[0])
+    q = np.rint((f * inverse_scale).astype(np.float32) + np.float32(int(output_qp.zero_point[0])))
+    return _uint8_ordered(np.clip(q, -128, 127).astype(np.int8))

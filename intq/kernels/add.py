@@ -17,10 +17,24 @@ most half that, so the sum stays below 2^28.
 Where the targets differ: ``xnnpack`` — XNNPACK takes an int8 ADD whose input-to-output scale
 ratios lie in [2^-10, 2^8) and computes its own single-rounding form
 (:class:`intq.kernels._elementwise_common.XnnpackAdd`: 21-bit multipliers, one shift, ties up;
-clamp from ``xnn_qs8_quantize``); other ADDs fall back to LiteRT's optimized kernel, which is not
-emulated (its 16-wide vector part rescales the inputs with one left shift then ``vqrdmulh`` and
-narrows to int16 without saturation; its scalar tail is the reference arithmetic), so both
-``litert-opt`` and ``xnnpack`` refuse those.
+clamp from ``xnn_qs8_quantize``); other ADDs fall back to LiteRT's optimized kernel.
+
+``litert-opt`` (and ``xnnpack`` where XNNPACK declines; measured, explained from
+``optimized_integer_ops::AddElementwise``): with equal input shapes the flattened elements
+``[0, 16 floor(n/16))`` are computed by the vector code, which rescales each input with **one**
+rounding, ``SRDHM((q - Z) << (20 + shift_i), m_i)`` (``vshl`` by the combined shift, then
+``vqrdmulh``; the reference rounds twice: ``RDBPOT(SRDHM((q - Z) << 20, m_i), -shift_i)``),
+requantizes the sum as the reference (``vqrdmulh`` then gemmlowp's RoundingDivideByPOT), then
+**narrows to int16 by truncation** (``vmovn_s32``: wraps), adds ``Z_y`` in int16 (wraps),
+saturates to int8 and clamps; the last ``n mod 16`` elements are the reference arithmetic. A
+broadcasting ADD runs ``BinaryBroadcastFiveFold``: runs of the elementwise kernel over the
+innermost common dimensions, or of the scalar-broadcast kernel ``AddScalarBroadcast`` when no
+trailing dimension is shared; the split applies per run
+(:func:`intq.kernels._elementwise_common.optimized_vector_lanes`). ``AddScalarBroadcast``'s vector
+code does 8 elements at a time and rescales each input as the reference, except that its second
+step is a **truncating** shift: ``SRDHM((q - Z) << 20, m_i) >> -shift_i`` (``vshlq_s32`` by a
+negative amount), then the sum as above (including the int16 narrowing). Shapes that do not fold
+run the reference kernel.
 
 Run: an input's rescaled value depends on that int8 alone, so prepare evaluates
 :func:`scaled_input` on all 256 values and run looks both operands up (one gather each, the same
@@ -36,6 +50,8 @@ from numba import njit
 
 from intq.kernels._elementwise_common import (
     INT8_BY_BITS,
+    LANE_ELEMENTWISE,
+    LANE_REFERENCE,
     Rescale,
     XnnpackAdd,
     broadcast_shape,
@@ -46,6 +62,7 @@ from intq.kernels._elementwise_common import (
     int8_table,
     lookup,
     make_rescale,
+    optimized_vector_lanes,
     output_requantizer,
     requant_mode,
     rescale,
@@ -55,7 +72,7 @@ from intq.kernels._elementwise_common import (
     zero_point_of,
 )
 from intq.kernels.base import KernelContext
-from intq.kernels.requantize import Requantizer, requantize
+from intq.kernels.requantize import Requantizer, make_requantizer, requantize
 from intq.kernels.targets import Requant
 
 OP = "ADD"
@@ -72,6 +89,32 @@ class AddParams:
     table_a: np.ndarray  # int32 [256]: scaled_input(rescale_a, Z_a, a) for every int8 a (see lookup)
     table_b: np.ndarray
     xnnpack: XnnpackAdd | None = None  # the xnnpack target, where XNNPACK takes the node
+    vector_a: np.ndarray | None = None  # litert-opt, equal shapes: int32 [256] one-rounding rescale of a
+    vector_b: np.ndarray | None = None
+    vector_output: Requantizer | None = None  # the output multiplier, zero point 0, int32 out, no clamp
+    vector_lanes: np.ndarray | None = None  # int8 over the flat output: LANE_* (optimized_vector_lanes)
+    scalar_a: np.ndarray | None = None  # int32 [256]: AddScalarBroadcast's vector rescale of a
+    scalar_b: np.ndarray | None = None
+
+
+VECTOR_BLOCK = 16  # optimized AddElementwise: one int8x16 register per step
+SCALAR_BROADCAST_BLOCK = 8  # optimized AddScalarBroadcast: one int8x8 register per step
+
+
+def vector_scaled_input(r: Rescale, zero_point: int, x: np.ndarray) -> np.ndarray:
+    """``SRDHM((x - Z) << (20 + shift), m)`` (``vshlq_s32`` by the combined shift — a negative one
+    shifts right, truncating — then ``vqrdmulhq``): the optimized vector part's rescale."""
+    v = np.asarray(x, dtype=np.int64) - zero_point
+    combined = LEFT_SHIFT + r.shift
+    v = v << combined if combined >= 0 else v >> -combined
+    return (v * r.multiplier + (1 << 30)) >> 31
+
+
+def scalar_broadcast_scaled_input(r: Rescale, zero_point: int, x: np.ndarray) -> np.ndarray:
+    """``SRDHM((x - Z) << 20, m) >> -shift``: AddScalarBroadcast's vector rescale (its second step
+    ``vshlq_s32`` by a negative amount truncates)."""
+    v = (np.asarray(x, dtype=np.int64) - zero_point) << LEFT_SHIFT
+    return ((v * r.multiplier + (1 << 30)) >> 31) >> -r.shift
 
 
 def prepare(ctx: KernelContext) -> AddParams:
@@ -82,12 +125,16 @@ def prepare(ctx: KernelContext) -> AddParams:
     broadcast_shape(ctx, a, b, y)
     if ctx.target.xnnpack:
         xnn = xnnpack_add(ctx, qa, qb, qy, subtract=False)
-        if xnn is None:
-            raise ctx.error(f"target {ctx.target.name!r}: XNNPACK declines this ADD (a scale ratio s_in / s_out "
-                            "outside [2^-10, 2^8)) and LiteRT's optimized ADD, which then runs, is not emulated")
-        z = np.zeros(256, np.int32)
-        return AddParams(zero_point_of(qa), zero_point_of(qb), None, None, None, z, z, xnn)
+        if xnn is not None:
+            z = np.zeros(256, np.int32)
+            return AddParams(zero_point_of(qa), zero_point_of(qb), None, None, None, z, z, xnn)
+        # XNNPACK declines (a scale ratio s_in / s_out outside [2^-10, 2^8)): LiteRT's optimized ADD runs
     ctx.check_emulated()
+    lanes = None
+    if ctx.target.optimized:
+        if not (a.is_static and b.is_static):
+            raise ctx.error(f"target {ctx.target.name!r}: LiteRT's optimized ADD needs static input shapes here")
+        lanes = optimized_vector_lanes(a, b, VECTOR_BLOCK, SCALAR_BROADCAST_BLOCK)
     mode = requant_mode(ctx)
     s_a, s_b, s_y = (float(scale_of(q)) for q in (qa, qb, qy))  # float32 scales, read as double
     twice_max = 2.0 * max(s_a, s_b)
@@ -98,7 +145,15 @@ def prepare(ctx: KernelContext) -> AddParams:
     za, zb = zero_point_of(qa), zero_point_of(qb)
     ra = make_rescale(ctx, real_a, "input 0", mode, smaller_than_one=True)
     rb = make_rescale(ctx, real_b, "input 1", mode, smaller_than_one=True)
-    return AddParams(
+    vector = {}
+    if ctx.target.optimized:
+        vector = dict(vector_a=int8_table(vector_scaled_input(ra, za, INT8_BY_BITS), np.int32),
+                      vector_b=int8_table(vector_scaled_input(rb, zb, INT8_BY_BITS), np.int32),
+                      vector_output=make_requantizer(real_out, Requant.DOUBLE, 0, -(2**31), 2**31 - 1, np.int32),
+                      vector_lanes=lanes,
+                      scalar_a=int8_table(scalar_broadcast_scaled_input(ra, za, INT8_BY_BITS), np.int32),
+                      scalar_b=int8_table(scalar_broadcast_scaled_input(rb, zb, INT8_BY_BITS), np.int32))
+    return AddParams(**vector,
         zero_point_a=za,
         zero_point_b=zb,
         rescale_a=ra,
@@ -118,6 +173,10 @@ def run(p: AddParams, a, b):
     if p.xnnpack is not None:
         return (run_xnnpack_add(p.xnnpack, a, b).reshape(np.broadcast_shapes(a.shape, b.shape)),)
     r = p.output
+    if p.vector_output is not None:
+        shape = np.broadcast_shapes(a.shape, b.shape)
+        flat_a, flat_b = (np.broadcast_to(v, shape).reshape(-1) for v in (a, b))
+        return (_run_optimized(p, flat_a, flat_b).reshape(shape),)
     if a.shape == b.shape and r.mode is Requant.DOUBLE and r.multiplier.size == 1 and a.ndim > 0:
         out = np.empty(a.shape, r.out_dtype)  # the common case (residual adds): one fused pass
         _fused_add(a.reshape(-1).view(np.uint8), b.reshape(-1).view(np.uint8), p.table_a, p.table_b,
@@ -127,6 +186,25 @@ def run(p: AddParams, a, b):
     shape = np.broadcast_shapes(a.shape, b.shape)
     acc = lookup(p.table_a, a) + lookup(p.table_b, b)  # int32: |acc| < 2^28
     return (requantize(r, acc).reshape(shape),)
+
+
+def _run_optimized(p: AddParams, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """LiteRT's optimized AddElementwise on the flat, broadcast operands (module docstring)."""
+    kinds = p.vector_lanes
+    lanes = kinds != LANE_REFERENCE
+    elementwise = kinds[lanes] == LANE_ELEMENTWISE
+    a_v, b_v = a[lanes], b[lanes]
+    acc = np.where(elementwise, lookup(p.vector_a, a_v) + lookup(p.vector_b, b_v),
+                   lookup(p.scalar_a, a_v) + lookup(p.scalar_b, b_v))  # int32: |acc| < 2^28
+    v = requantize(p.vector_output, acc).astype(np.int64)
+    v = ((v + 32768) & 0xFFFF) - 32768  # vmovn_s32: truncating narrow to int16
+    v = v + p.output.zero_point
+    v = ((v + 32768) & 0xFFFF) - 32768  # vaddq_s16 wraps
+    v = np.clip(np.clip(v, -128, 127), p.output.act_min, p.output.act_max)  # vqmovn_s16, then the clamp
+    out = np.empty(a.size, np.int8)
+    out[lanes] = v
+    out[~lanes] = requantize(p.output, lookup(p.table_a, a[~lanes]) + lookup(p.table_b, b[~lanes]))
+    return out
 
 
 @njit(cache=True, nogil=True)

@@ -16,6 +16,16 @@ The targets differ in Prepare's arithmetic for the two reals:
   computes them in double (its machine code converts the scales and alpha with cvtss2sd and
   uses mulsd/divsd; measured: on scales where the two forms differ, TFLM equals the double one).
 
+``xnnpack`` (measured, explained from XNNPACK's ``xnn_init_qs8_lrelu_scalar_params`` and its qs8
+``vlrelu`` kernels): XNNPACK takes the node when ``P = float32(s_in / s_out)`` lies in [2^-8, 2^7]
+and ``N = float32(P * alpha)`` satisfies ``2^-8 <= |N|``, ``-0x1.FFFCp+6 <= N <= 2^7`` (its
+asserts; the delegate's acceptance coincides, measured), and computes with 8-bit fixed-point
+multipliers ``m_p = lrintf(256 P)``, ``m_n = lrintf(256 N)`` (half to even)::
+
+    y = clamp(((v * (v >= 0 ? m_p : m_n) + 128) >> 8) + Z_out)           (integers only)
+
+Otherwise LiteRT's kernel runs, which for LEAKY_RELU is the reference one (``litert-opt`` too).
+
 Contract: int8 per-tensor input and output of the same shape; ``alpha`` a finite float
 (attribute, default 0.2). |v| <= 255: the multipliers may shift left by up to 22 bits.
 
@@ -61,14 +71,14 @@ _MAX_LEFT_SHIFT = 22  # |x - Z| <= 255 < 2^8 and 2^8 << 22 = 2^30
 class LeakyReluParams:
     zero_point_in: int
     zero_point_out: int
-    identity: Requantizer  # v >= 0: v * s_in / s_out + Z_out, clamped to int8
-    alpha: Rescale  # v < 0: v * |alpha| s_in / s_out ...
+    identity: Requantizer | None  # v >= 0: v * s_in / s_out + Z_out, clamped to int8 (None: xnnpack table)
+    alpha: Rescale | None  # v < 0: v * |alpha| s_in / s_out ...
     alpha_sign: int  # ... times the sign of alpha (+1 or -1)
     table: np.ndarray | None = None  # int8 [256]: leaky_relu(self, x) for every int8 x (see lookup)
 
 
 def prepare(ctx: KernelContext) -> LeakyReluParams:
-    ctx.check_emulated()  # litert-opt / xnnpack: measured to differ, not emulated (intq.kernels.targets)
+    ctx.check_emulated()
     check_arity(ctx, 1)
     x, qx = int8_input(ctx, 0, "input")
     y, qy = int8_output(ctx)
@@ -84,6 +94,10 @@ def prepare(ctx: KernelContext) -> LeakyReluParams:
     else:
         real_identity = float(s_in) / float(s_out)
         real_alpha = float(s_in) * float(fp32(alpha)) / float(s_out)
+    if ctx.target.xnnpack:
+        table = xnnpack_leaky_relu_table(s_in, s_out, fp32(alpha), zero_point_of(qx), zero_point_of(qy))
+        if table is not None:
+            return LeakyReluParams(zero_point_of(qx), zero_point_of(qy), None, None, 1, table)
     make_rescale(ctx, real_identity, "identity", mode, max_left_shift=_MAX_LEFT_SHIFT)
     p = LeakyReluParams(
         zero_point_in=zero_point_of(qx),
@@ -93,6 +107,19 @@ def prepare(ctx: KernelContext) -> LeakyReluParams:
         alpha_sign=-1 if real_alpha < 0 else 1,
     )
     return replace(p, table=int8_table(leaky_relu(p, INT8_BY_BITS), np.int8))
+
+
+def xnnpack_leaky_relu_table(s_in, s_out, alpha, z_in: int, z_out: int) -> np.ndarray | None:
+    """XNNPACK's qs8 LEAKY_RELU on every int8 (module docstring), or None where XNNPACK declines."""
+    positive = np.float32(np.float32(s_in) / np.float32(s_out))
+    negative = np.float32(positive * np.float32(alpha))
+    if not (2.0**-8 <= positive <= 2.0**7 and abs(negative) >= 2.0**-8
+            and -float.fromhex("0x1.FFFCp+6") <= negative <= 2.0**7):
+        return None
+    m_p, m_n = (int(np.rint(np.float32(256) * v)) for v in (positive, negative))  # lrintf
+    v = INT8_BY_BITS - z_in
+    y = ((v * np.where(v >= 0, m_p, m_n) + 128) >> 8) + z_out
+    return int8_table(np.clip(y, INT8_MIN, INT8_MAX), np.int8)
 
 
 def leaky_relu(p: LeakyReluParams, x: np.ndarray) -> np.ndarray:

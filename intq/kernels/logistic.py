@@ -23,6 +23,11 @@ a search over 20000 input scales found such an input code in roughly one model i
 (tests/kernels/test_lut_ops.py pins some). Either way the result depends only on the int8 input
 code, so ``prepare`` evaluates the target's algorithm on all 256 codes (the fixed-point one in
 integers, LiteRT's in float32 as LiteRT does) and ``run`` is a table lookup ``table[uint8(x)]``.
+
+``litert-opt``: LiteRT's optimized kernel builds the same table (measured equal). ``xnnpack``:
+XNNPACK takes every int8 node and builds its own table, rounding half to even with the output
+zero point added in float (:func:`intq.kernels._fixedpoint_lut.xnnpack_float_lut`; measured on
+every input code of tie-prone scales).
 """
 
 from __future__ import annotations
@@ -43,14 +48,16 @@ _OUTPUT_SHIFT = 31 - 8  # Q0.31 -> multiples of 1/256
 @dataclass(frozen=True)
 class LogisticParams:
     table: np.ndarray  # int8 [256], indexed by uint8(x)
-    runtime: str  # "tflm" (fixed point) or "litert" (float-built table)
+    runtime: str  # "tflm" (fixed point), "litert" or "xnnpack" (float-built tables)
 
 
 def prepare(ctx: KernelContext) -> LogisticParams:
-    ctx.check_emulated()  # litert-opt / xnnpack: measured to differ, not emulated (intq.kernels.targets)
+    ctx.check_emulated()
     in_qp, out_qp = fp.check_int8_io(ctx)
     fp.check_output_params(ctx, out_qp, 1.0 / 256.0, -128, "1/256")
     runtime = fp.runtime_for(ctx)
+    if ctx.target.xnnpack:  # XNNPACK takes every int8 LOGISTIC: its own float-built table
+        return LogisticParams(fp.xnnpack_float_lut(in_qp, out_qp, "logistic"), "xnnpack")
     if runtime == "litert":
         return LogisticParams(fp.litert_float_lut(in_qp, out_qp, "logistic"), runtime)
     return LogisticParams(fp.int8_table(tflm_logistic(ctx, in_qp)), runtime)

@@ -17,25 +17,124 @@ Contract: int8 per-tensor input (rank >= 1) and output; input 1 a constant int32
 ``N = 1``, which follows the sources but cannot be checked against the oracles because intq's
 .tflite writer refuses empty constants);
 ``keep_dims`` keeps reduced dimensions as 1. ``litert-ref`` and ``tflite`` agree.
+
+``litert-opt`` (measured on LiteRT 2.3 x86_64, explained from reduce.cc and
+``optimized_integer_ops::Mean``/``MeanImpl``): a rank-4 MEAN over axes {1, 2} with ``keep_dims``
+runs the optimized 4-D kernel, every other int8 MEAN the reference one (above). The 4-D kernel
+sums the raw int8 values (no zero point), folds the input zero point into a rounded bias and
+``1/N`` into the multiplier, both in float32::
+
+    t    = float32(float32(Z_in * s_in) / s_out)
+    bias = Z_out - trunc(t + 0.5 sign(t))                   (float32 add, then truncation)
+    M    = float32(s_in / float32(float32(N) * s_out))      -> QuantizeMultiplier
+    y    = clamp(R(sum q_in, M) + bias)
+
+where ``R`` rounds both steps half up (NEON ``vqrdmulh`` + ``vrshl``,
+:data:`Requant.DOUBLE_HALF_UP`) on the channels ``[0, 16 floor(C/16))`` (16 int8 lanes per step)
+and is gemmlowp's double rounding on the last ``C mod 16`` channels.
+
+``xnnpack`` (measured, explained from XNNPACK's reduce-nd operator: an int32 sum, then float32):
+XNNPACK takes every int8 MEAN; when the innermost axis is not reduced (its ``rdsum`` path)::
+
+    S_m = float32(float32(s_in / s_out) * float32(1 / N))
+    y   = clamp(rint(float32(float32(sum q_in - N Z_in) * S_m) + float32(Z_out)))   (half to even)
+
+a float32 emulation (``_float32_mean``), ``xnnpack`` target only. A MEAN that reduces the innermost
+axis runs XNNPACK's ``rsum`` path, whose rounding of exact ties differs (measured: 36.5 - 90 gives
+-53 where the formula gives -54): refused.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
+from intq.errors import IntqError
 from intq.kernels._pool_common import QuantizedSumParams, prepare_quantized_sum
 from intq.kernels.base import KernelContext
+from intq.kernels.requantize import Requantizer, make_requantizer, requantize
+from intq.kernels.targets import Requant
 from intq.qmath import multiply_by_quantized_multiplier
 
 OP = "MEAN"
+VECTOR_CHANNELS = 16  # optimized MeanImpl: one int8x16 register of channels per step
 
 
-def prepare(ctx: KernelContext) -> QuantizedSumParams:
-    ctx.check_emulated()  # litert-opt / xnnpack: measured to differ, not emulated (intq.kernels.targets)
-    return prepare_quantized_sum(ctx, mean=True)
+@dataclass(frozen=True, eq=False)
+class OptimizedMean4DParams:
+    """LiteRT's optimized 4-D MEAN over axes {1, 2} (module docstring)."""
+
+    out_shape: tuple[int, ...]
+    vector_channels: int  # channels [0, vector_channels) round half up
+    vector: Requantizer  # DOUBLE_HALF_UP, zero point = the folded bias
+    tail: Requantizer  # DOUBLE, same
 
 
-def run(p: QuantizedSumParams, x, axis=None):
+@dataclass(frozen=True, eq=False)
+class XnnpackMeanParams:
+    """XNNPACK's int8 MEAN over axes that leave the innermost one (module docstring)."""
+
+    axes: tuple[int, ...]
+    keep_dims: bool
+    out_shape: tuple[int, ...]
+    input_offset: int  # N Z_in
+    scale: np.float32  # S_m
+    zero_point: np.float32  # float32(Z_out)
+
+
+def prepare(ctx: KernelContext) -> QuantizedSumParams | OptimizedMean4DParams | XnnpackMeanParams:
+    ctx.check_emulated()
+    p = prepare_quantized_sum(ctx, mean=True)
+    if ctx.target.xnnpack:
+        rank = len(ctx.input(0).shape)
+        if rank - 1 in p.axes:
+            raise ctx.error(f"target {ctx.target.name!r}: XNNPACK's MEAN over the innermost axis (its rsum path) "
+                            "rounds ties its own way: not emulated")
+        if p.count * 255 >= 2**24:
+            raise ctx.error(f"target {ctx.target.name!r}: a sum of {p.count} elements may not be exact in float32")
+        in_qp, out_qp = ctx.input(0).qparams, ctx.outputs[0].qparams
+        ratio = np.float32(np.float32(in_qp.scale[0]) / np.float32(out_qp.scale[0]))
+        scale = np.float32(ratio * (np.float32(1) / np.float32(p.count)))
+        return XnnpackMeanParams(p.axes, p.keep_dims, p.out_shape, p.input_offset, scale,
+                                 np.float32(int(out_qp.zero_point[0])))
+    if not ctx.target.optimized or len(p.out_shape) != 4 or set(p.axes) != {1, 2} or not p.keep_dims:
+        return p
+    s_in = np.float32(ctx.input(0).qparams.scale[0])
+    out_qp = ctx.outputs[0].qparams
+    s_out, z_in, z_out = np.float32(out_qp.scale[0]), int(ctx.input(0).qparams.zero_point[0]), int(out_qp.zero_point[0])
+    t = np.float32(np.float32(np.float32(z_in) * s_in) / s_out)
+    t = t + np.float32(0.5) if t > 0 else t - np.float32(0.5)
+    bias = z_out - int(np.trunc(t))
+    real = float(np.float32(s_in / np.float32(np.float32(p.count) * s_out)))
+    channels = p.out_shape[-1]
+    try:
+        vector = make_requantizer(real, Requant.DOUBLE_HALF_UP, bias, -128, 127)
+        tail = make_requantizer(real, Requant.DOUBLE, bias, -128, 127)
+    except IntqError as e:
+        raise ctx.error(str(e)) from None
+    if (p.count * 128) << max(int(vector.shift[0]), 0) > 2**31 - 1:
+        raise ctx.error("the optimized 4-D MEAN's multiplier shifts the sum beyond int32")
+    return OptimizedMean4DParams(p.out_shape, VECTOR_CHANNELS * (channels // VECTOR_CHANNELS), vector, tail)
+
+
+def run(p: QuantizedSumParams | OptimizedMean4DParams | XnnpackMeanParams, x, axis=None):
+    if isinstance(p, XnnpackMeanParams):
+        acc = x.astype(np.int64).sum(axis=p.axes, keepdims=p.keep_dims) - p.input_offset  # |.| < 2^24 (prepare)
+        return (_float32_mean(acc, p.scale, p.zero_point).reshape(p.out_shape),)
+    if isinstance(p, OptimizedMean4DParams):
+        acc = x.astype(np.int64).sum(axis=(1, 2), keepdims=True)  # raw int8 sum: |.| <= 128 N < 2^31
+        head = requantize(p.vector, acc[..., :p.vector_channels])
+        rest = requantize(p.tail, acc[..., p.vector_channels:])
+        return (np.concatenate([head, rest], axis=-1).reshape(p.out_shape),)
     acc = x.astype(np.int64).sum(axis=p.axes, keepdims=p.keep_dims) - p.input_offset  # |.| <= 255 N < 2^31
     y = np.asarray(multiply_by_quantized_multiplier(acc, p.multiplier, p.shift)).astype(np.int64) + p.zero_point
     return (np.clip(y, -128, 127).astype(np.int8).reshape(p.out_shape),)
+
+
+def _float32_mean(acc: np.ndarray, scale: np.float32, zero_point: np.float32) -> np.ndarray:
+    """XNNPACK's float32 requantization of a MEAN's sums (``xnnpack`` target only, a float
+    emulation): ``clamp(rint(float32(acc) * S_m + float32(Z_out)))``, each step rounded to float32,
+    ties to even. ``acc`` is below 2^24 in magnitude, exact in float32."""
+    v = acc.astype(np.float32) * scale + zero_point
+    return np.clip(np.rint(v), -128, 127).astype(np.int8)

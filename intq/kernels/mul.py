@@ -13,9 +13,16 @@ The targets differ in Prepare's arithmetic for ``M``:
 ``xnnpack``: XNNPACK takes an int8 MUL whose ``float(float(s_a * s_b) / s_y)`` lies in
 [2^-16, 2^8) and requantizes in float32 (``xnn_qs8_vmul_minmax_fp32``: ``rint(float((a - Z_a)(b -
 Z_b)) * S)``, half to even; clamp from ``xnn_qs8_quantize``). Every other MUL runs LiteRT's
-optimized kernel, which is not emulated (its vector part narrows to int16 with saturation and
-then adds the output zero point with wrap-around, measured: saturated products flip from -128 to
-127), so ``litert-opt`` refuses MUL and ``xnnpack`` refuses the MULs XNNPACK declines.
+optimized kernel (``litert-opt``; measured, explained from ``optimized_integer_ops::MulElementwise``):
+``M`` as ``litert-ref``; with equal input shapes the flattened elements ``[0, 16 floor(n/16))``
+are computed by the vector code, ``v = MBQM((a - Z_a)(b - Z_b), M)`` (the same double rounding),
+then **saturated to int16, ``Z_y`` added in int16 with wrap-around**, saturated to int8 and
+clamped (a saturated ``v`` flips: ``v <= -32768`` with ``Z_y = -1`` wraps to 32767 and gives 127,
+measured); the last ``n mod 16`` elements are the
+reference arithmetic. Broadcasting MULs run ``BinaryBroadcastFiveFold``: the output is written in
+runs, each by one call of the elementwise or scalar-broadcast kernel (the same vector code), so the
+split applies per run (:func:`intq.kernels._elementwise_common.optimized_vector_lanes`); shapes
+that do not fold run the reference kernel.
 
 Contract (spec 003): inputs and output int8, per tensor. ``|a - Z_a|, |b - Z_b| <= 255``, so the
 product is below 2^16 in magnitude; a left shift of ``M`` is allowed while the shifted product
@@ -38,6 +45,7 @@ from intq.kernels._elementwise_common import (
     int8_input,
     int8_output,
     make_rescale,
+    optimized_vector_lanes,
     output_requantizer,
     requant_mode,
     runtime_of,
@@ -52,11 +60,28 @@ from intq.kernels.targets import Requant
 OP = "MUL"
 
 
+VECTOR_BLOCK = 16  # optimized MulElementwise: one int8x16 register per step
+
+
 @dataclass(frozen=True)
 class MulParams:
     zero_point_a: int
     zero_point_b: int
     output: Requantizer  # s_a s_b / s_y, + Z_y, clamp to the fused activation
+    unclamped: Requantizer | None = None  # litert-opt: the same multiplier, no zero point, int32 out
+    vector_lanes: np.ndarray | None = None  # litert-opt: bool over the flat output, vector-computed elements
+
+
+def _optimized(ctx: KernelContext, a, b, za: int, zb: int, real: float, max_left: int, qy) -> MulParams:
+    """LiteRT's optimized MulElementwise / MulSimpleBroadcast (module docstring)."""
+    if not (a.is_static and b.is_static):
+        raise ctx.error(f"target {ctx.target.name!r}: LiteRT's optimized MUL needs static input shapes here")
+    lanes = optimized_vector_lanes(a, b, VECTOR_BLOCK, VECTOR_BLOCK) != 0  # MulSimpleBroadcast: the same code
+    make_rescale(ctx, real, "output", Requant.DOUBLE, max_left_shift=max_left)
+    lo, hi = fused_activation_range(ctx, qy)
+    out = output_requantizer(ctx, real, Requant.DOUBLE, qy, lo, hi)
+    raw = make_requantizer(real, Requant.DOUBLE, 0, -(2**31), 2**31 - 1, np.int32)
+    return MulParams(za, zb, out, raw, lanes)
 
 
 def prepare(ctx: KernelContext) -> MulParams:
@@ -68,9 +93,9 @@ def prepare(ctx: KernelContext) -> MulParams:
     s_a, s_b, s_y = scale_of(qa), scale_of(qb), scale_of(qy)
     if ctx.target.xnnpack:
         scale = np.float32(np.float32(s_a * s_b) / s_y)
-        if not 2.0**-16 <= float(scale) < 2.0**8:
-            raise ctx.error(f"target {ctx.target.name!r}: XNNPACK declines this MUL (product scale {float(scale):.3g} "
-                            "outside [2^-16, 2^8)) and LiteRT's optimized MUL, which then runs, is not emulated")
+        if not 2.0**-16 <= float(scale) < 2.0**8:  # XNNPACK declines: LiteRT's optimized MUL runs
+            return _optimized(ctx, a, b, zero_point_of(qa), zero_point_of(qb), float(s_a * s_b / s_y),
+                              _max_left(zero_point_of(qa), zero_point_of(qb)), qy)
         try:
             lo, hi = xnnpack_activation_range(ctx.attr("fused_activation_function", "NONE"), qy)
         except IntqError as e:
@@ -84,14 +109,31 @@ def prepare(ctx: KernelContext) -> MulParams:
     else:
         real = float(s_a) * float(s_b) / float(s_y)
     za, zb = zero_point_of(qa), zero_point_of(qb)
-    bound = max(INT8_MAX - za, za - INT8_MIN) * max(INT8_MAX - zb, zb - INT8_MIN)  # |(a - Z_a)(b - Z_b)|
-    max_left = max(s for s in range(31) if bound << s <= 2**31 - 1)
+    max_left = _max_left(za, zb)
+    if ctx.target.optimized:
+        return _optimized(ctx, a, b, za, zb, real, max_left, qy)
     make_rescale(ctx, real, "output", mode, max_left_shift=max_left)
     lo, hi = fused_activation_range(ctx, qy)
     return MulParams(za, zb, output_requantizer(ctx, real, mode, qy, lo, hi))
 
 
+def _max_left(za: int, zb: int) -> int:
+    bound = max(INT8_MAX - za, za - INT8_MIN) * max(INT8_MAX - zb, zb - INT8_MIN)  # |(a - Z_a)(b - Z_b)|
+    return max(s for s in range(31) if bound << s <= 2**31 - 1)
+
+
 def run(p: MulParams, a, b):
     shape = np.broadcast_shapes(a.shape, b.shape)
     prod = (a.astype(np.int64) - p.zero_point_a) * (b.astype(np.int64) - p.zero_point_b)  # |prod| <= 65025
-    return (requantize(p.output, prod).reshape(shape),)
+    if p.unclamped is None:
+        return (requantize(p.output, prod).reshape(shape),)
+    flat = np.broadcast_to(prod, shape).reshape(-1)
+    lanes = p.vector_lanes
+    v = requantize(p.unclamped, flat[lanes]).astype(np.int64)  # the vector code: int32 lanes
+    v = np.clip(v, -32768, 32767) + p.output.zero_point  # vqmovn_s32, then vaddq_s16: wraps
+    v = ((v + 32768) & 0xFFFF) - 32768
+    v = np.clip(np.clip(v, INT8_MIN, INT8_MAX), p.output.act_min, p.output.act_max)  # vqmovn_s16, clamp
+    out = np.empty(flat.size, np.int8)
+    out[lanes] = v
+    out[~lanes] = requantize(p.output, flat[~lanes])
+    return (out.reshape(shape),)

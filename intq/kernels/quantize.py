@@ -1,16 +1,32 @@
 """QUANTIZE: float32 -> int8/int16 at the graph boundary, or integer -> integer requantization.
 
 * float input (the boundary): ``q = clamp(round_half_away(x / S) + Z)``, the division in float32
-  (TFLite's AffineQuantize). This is the one place a float enters; it is not part of an integer
-  kernel's run path.
+  (TFLite's reference AffineQuantize). This is the one place a float enters; it is not part of an
+  integer kernel's run path.
 * integer input (rescaling between two scales, e.g. concat inputs): TFLite's Requantize,
   ``clamp(MultiplyByQuantizedMultiplier(q - Z_in, M) + Z_out)`` with ``M = S_in / S_out`` —
   integer-only.
 
-Where the runtimes differ: LiteRT's optimized float QUANTIZE multiplies by the float32 reciprocal
-of the scale (measured: an input of exactly 3.5 s gives 3, the reference 4), its int8 rescale
-differs too, and XNNPACK converts with its own float32 rounding; none is emulated, so
-``litert-opt`` and ``xnnpack`` refuse QUANTIZE (:data:`intq.kernels.targets.TARGETS`).
+Where the runtimes differ (int8 output; measured on LiteRT 2.3 x86_64, explained from
+tflite/kernels/quantize.cc, internal/optimized/optimized_ops.h and XNNPACK's convert kernels):
+
+* ``litert-opt`` (``optimized_ops::AffineQuantize`` / ``optimized_ops::Requantize``): the
+  flattened tensor is processed in vector blocks, then a scalar tail, which round differently.
+  Float input: elements ``[0, 8 floor(n/8))`` compute ``rint(x * float32(1/S))`` (float32 product
+  with the float32 reciprocal, round half to even: an exact tie ``x = 2.5 S`` gives 2 where the
+  reference gives 3), the tail ``round_half_away(double(x) / double(S))``; then ``+ Z``
+  and the clamp, in int32 (an input beyond the int32 range converts to INT32_MIN, and adding ``Z``
+  wraps around, measured: -3e9 S with ``Z = -5`` gives 127). Int8 input: elements
+  ``[0, 16 floor(n/16))`` requantize with both rounding
+  steps half up (NEON ``vqrdmulh`` + ``vrshl``, :data:`Requant.DOUBLE_HALF_UP`), the tail with
+  gemmlowp double rounding; ``M`` as the reference (float32 quotient of the scales).
+* ``xnnpack``: XNNPACK takes every float -> int8 QUANTIZE (``xnn_f32_qs8_vcvt``:
+  ``clamp(rint(x * float32(1/S)) + Z)`` on every element) and the int8 -> int8 ones whose
+  ``r = float32(S_in / S_out)`` lies in [2^-8, 2^7] (``xnn_qs8_vcvt``: an 8-bit fixed-point
+  multiplier ``m = lrintf(256 r)``, ``clamp(((q - Z_in) m + 128) >> 8 + Z_out)``, integers
+  only); other int8 rescales run LiteRT's optimized kernel (as ``litert-opt``).
+* Outputs other than int8 (uint8, int16) and integer inputs other than int8 are refused by the
+  optimized targets (not measured).
 """
 
 from __future__ import annotations
@@ -22,32 +38,89 @@ import numpy as np
 from intq.kernels.base import KernelContext
 from intq.kernels.requantize import Requantizer, make_requantizer, requantize
 from intq.kernels.targets import Requant
-from intq.qmath import QuantParams
+from intq.qmath import QuantParams, Rounding, round_float
 from intq.qmath import quantize as quantize_reals
 
 OP = "QUANTIZE"
+FLOAT_BLOCK = 8  # optimized AffineQuantize: two float32x4 registers per step
+INT8_BLOCK = 16  # optimized Requantize<int8, int8>: one int8x16 register per step
+XNN_SHIFT = 8  # xnn_qs8_vcvt: Q8 multiplier
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class QuantizeParams:
     output: QuantParams  # float input: the output's parameters
     input_zero_point: int  # integer input: subtracted before rescaling
     rescale: Requantizer | None  # integer input only
+    float_mode: str = "reference"  # float input: "reference" | "optimized" | "xnnpack"
+    reciprocal: np.float32 | None = None  # float32(1 / S), optimized and xnnpack float input
+    block: int = 0  # optimized: leading elements done by the vector code (a multiple of this)
+    rescale_vector: Requantizer | None = None  # optimized int8 rescale, vector part (DOUBLE_HALF_UP)
+    xnn_multiplier: int = 0  # xnnpack int8 rescale: Q8 multiplier (0: not taken)
 
 
 def prepare(ctx: KernelContext) -> QuantizeParams:
     x, y = ctx.input(0), ctx.outputs[0]
     out_qp = ctx.per_tensor(y, "output", (np.int8, np.uint8, np.int16))
-    ctx.check_emulated()  # litert-opt, xnnpack: measured to differ, not emulated
+    ctx.check_emulated()
+    optimized = ctx.target.optimized
+    if optimized and (y.dtype != np.int8 or not (np.issubdtype(x.dtype, np.floating) or x.dtype == np.int8)):
+        raise ctx.error(f"target {ctx.target.name!r}: the optimized QUANTIZE is emulated for float32 or int8 input "
+                        f"and int8 output only ({x.dtype.name} -> {y.dtype.name} not measured)")
+    s_out = np.float32(out_qp.scale[0])
     if np.issubdtype(x.dtype, np.floating):
-        return QuantizeParams(out_qp, 0, None)
+        if not optimized:
+            return QuantizeParams(out_qp, 0, None)
+        reciprocal = np.float32(1.0 / float(s_out))  # = float32(1) / s_out for every float32 scale
+        mode = "xnnpack" if ctx.target.xnnpack else "optimized"
+        return QuantizeParams(out_qp, 0, None, mode, reciprocal, FLOAT_BLOCK)
     in_qp = ctx.per_tensor(x, "input", (np.int8, np.uint8, np.int16))
-    real = float(np.float32(in_qp.scale[0]) / np.float32(out_qp.scale[0]))  # TFLite: float division of scales
-    r = make_requantizer(real, Requant.DOUBLE, int(out_qp.zero_point[0]), out_qp.qmin, out_qp.qmax, y.dtype)
-    return QuantizeParams(out_qp, int(in_qp.zero_point[0]), r)
+    zi, zo = int(in_qp.zero_point[0]), int(out_qp.zero_point[0])
+    ratio = np.float32(in_qp.scale[0]) / s_out  # TFLite: float division of scales
+    if ctx.target.xnnpack and 2.0**-8 <= float(ratio) <= 2.0**7:
+        m = int(np.rint(np.float32(256.0) * ratio))  # lrintf: half to even
+        return QuantizeParams(out_qp, zi, None, xnn_multiplier=m)
+    r = make_requantizer(float(ratio), Requant.DOUBLE, zo, out_qp.qmin, out_qp.qmax, y.dtype)
+    if not optimized:
+        return QuantizeParams(out_qp, zi, r)
+    rv = make_requantizer(float(ratio), Requant.DOUBLE_HALF_UP, zo, out_qp.qmin, out_qp.qmax, y.dtype)
+    return QuantizeParams(out_qp, zi, r, block=INT8_BLOCK, rescale_vector=rv)
 
 
 def run(p: QuantizeParams, x):
-    if p.rescale is None:
+    if p.xnn_multiplier:
+        acc = (x.astype(np.int64) - p.input_zero_point) * p.xnn_multiplier + (1 << (XNN_SHIFT - 1))
+        y = (acc >> XNN_SHIFT) + int(p.output.zero_point[0])
+        return (np.clip(y, -128, 127).astype(np.int8),)
+    if p.rescale is not None:
+        acc = x.astype(np.int64) - p.input_zero_point
+        if p.rescale_vector is None:
+            return (requantize(p.rescale, acc),)
+        flat = acc.reshape(-1)
+        cut = flat.size - flat.size % p.block
+        out = np.concatenate([requantize(p.rescale_vector, flat[:cut]), requantize(p.rescale, flat[cut:])])
+        return (out.reshape(x.shape),)
+    if p.float_mode == "reference":
         return (quantize_reals(x, p.output),)
-    return (requantize(p.rescale, x.astype(np.int64) - p.input_zero_point),)
+    return (_quantize_optimized(p, np.asarray(x, np.float32)),)
+
+
+def _quantize_optimized(p: QuantizeParams, x: np.ndarray) -> np.ndarray:
+    """The float boundary of the optimized targets (see the module docstring)."""
+    if np.any(np.isnan(x)):
+        raise ValueError("QUANTIZE: the input contains NaN, which has no quantized value")
+    zp = int(p.output.zero_point[0])
+    flat = x.reshape(-1)
+    cut = flat.size if p.float_mode == "xnnpack" else flat.size - flat.size % p.block
+    with np.errstate(over="ignore"):
+        head = np.rint(flat[:cut] * p.reciprocal)  # float32 product, ties to even
+        tail_q = flat[cut:].astype(np.float64) / float(np.float32(p.output.scale[0]))
+        tail = round_float(tail_q, Rounding.HALF_AWAY_FROM_ZERO)  # std::round
+    q = np.concatenate([head.astype(np.float64), tail])
+    if p.float_mode == "xnnpack":  # clamps in float before converting: saturates
+        q = np.clip(q, -129 - zp, 128 - zp).astype(np.int64) + zp
+    else:  # LiteRT: float -> int32 gives INT32_MIN out of range (x86 cvtps2dq / cvttsd2si), + Z wraps
+        big = (q >= 2.0**31) | (q < -(2.0**31))
+        q = np.where(big, -(2**31), np.where(big, 0, q).astype(np.int64)) + zp
+        q = ((q + 2**31) & 0xFFFFFFFF) - 2**31
+    return np.clip(q, -128, 127).astype(np.int8).reshape(x.shape)

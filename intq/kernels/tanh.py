@@ -23,6 +23,11 @@ a search over 20000 input scales found such an input code in roughly one model i
 (tests/kernels/test_lut_ops.py pins some). Either way the result depends only on the int8 input
 code, so ``prepare`` evaluates the target's algorithm on all 256 codes and ``run`` is a table
 lookup ``table[uint8(x)]``.
+
+``litert-opt``: LiteRT's optimized kernel builds the same table (measured equal). ``xnnpack``:
+XNNPACK takes every int8 node and builds its own table, rounding half to even with the output
+zero point added in float (:func:`intq.kernels._fixedpoint_lut.xnnpack_float_lut`; measured on
+every input code of tie-prone scales).
 """
 
 from __future__ import annotations
@@ -43,14 +48,16 @@ _OUTPUT_SHIFT = 31 - 7  # Q0.31 -> multiples of 1/128
 @dataclass(frozen=True)
 class TanhParams:
     table: np.ndarray  # int8 [256], indexed by uint8(x)
-    runtime: str  # "tflm" (fixed point) or "litert" (float-built table)
+    runtime: str  # "tflm" (fixed point), "litert" or "xnnpack" (float-built tables)
 
 
 def prepare(ctx: KernelContext) -> TanhParams:
-    ctx.check_emulated()  # litert-opt / xnnpack: measured to differ, not emulated (intq.kernels.targets)
+    ctx.check_emulated()
     in_qp, out_qp = fp.check_int8_io(ctx)
     fp.check_output_params(ctx, out_qp, 1.0 / 128.0, 0, "1/128")
     runtime = fp.runtime_for(ctx)
+    if ctx.target.xnnpack:  # XNNPACK takes every int8 TANH: its own float-built table
+        return TanhParams(fp.xnnpack_float_lut(in_qp, out_qp, "tanh"), "xnnpack")
     if runtime == "litert":
         return TanhParams(fp.litert_float_lut(in_qp, out_qp, "tanh"), runtime)
     return TanhParams(fp.int8_table(tflm_tanh(ctx, in_qp)), runtime)

@@ -12,11 +12,16 @@ runtime whose kernels it reproduces:
 * ``litert-opt``: LiteRT 2.3 with ``OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES`` on x86_64:
   the optimized kernels, whose vector paths are written with NEON intrinsics and compiled for
   x86 through NEON_2_SSE, so CONV_2D / FULLY_CONNECTED (and DEPTHWISE_CONV_2D on whole groups of
-  8 channels) round both steps half up (``vqrdmulh`` then ``vrshl``, :data:`Requant.DOUBLE_HALF_UP`).
-  Integer-only.
+  8 channels) round both steps half up (``vqrdmulh`` then ``vrshl``, :data:`Requant.DOUBLE_HALF_UP`);
+  QUANTIZE, DEQUANTIZE, ADD, MUL and the 4-D MEAN compute an element one way on their vector
+  lanes and another on their scalar tail, which the kernels reproduce by position
+  (docs/arithmetic.md 4.3c). Integer-only, except at the float boundary (QUANTIZE, DEQUANTIZE)
+  and SUM, which LiteRT's optimized kernel computes in float32 (emulated in float32).
 * ``xnnpack``: LiteRT 2.3 with ``OpResolverType.BUILTIN`` (the default XNNPACK delegate): the ops
-  XNNPACK takes requantize in float32 and round half to even (:data:`Requant.FLOAT32_RNE`); the
-  ops it refuses run LiteRT's optimized kernels, as ``litert-opt``.
+  XNNPACK takes requantize in float32 and round half to even (:data:`Requant.FLOAT32_RNE`; MEAN's
+  float32 form too), or use XNNPACK's own 8-bit fixed-point multipliers (QUANTIZE's int8 rescale,
+  LEAKY_RELU) or float-built tables (LOGISTIC, TANH); the ops it refuses run LiteRT's optimized
+  kernels, as ``litert-opt``.
 
 Kernels branch on the target's properties (``runtime``, ``kernels``, ``delegate``, the requant
 contract), never on its name; each kernel's docstring says where. Ops whose measured behaviour a
@@ -109,32 +114,15 @@ class Target:
 #: LiteRT 2.3's optimized kernels measured to differ from the reference ones in ways intq does not
 #: emulate yet (docs/engine.md, "Targets"); the litert-opt and xnnpack targets refuse them.
 _OPT_NOT_EMULATED = {
-    "MUL": "LiteRT's optimized MUL adds the output zero point in int16 with wrap-around after a "
-           "saturating narrow (NEON vqmovn + vaddq_s16) and rounds half up on its vector part only",
-    "MEAN": "LiteRT's optimized MEAN truncates its folded zero-point bias (measured off by one)",
-    "SUM": "LiteRT's optimized SUM is a different algorithm from the reference one (measured)",
     "TRANSPOSE_CONV": "LiteRT's optimized TRANSPOSE_CONV rounds half up on part of its output (measured)",
-    "DEQUANTIZE": "LiteRT's optimized DEQUANTIZE multiplies in float32, not double (float output)",
-    "ADD": "LiteRT's optimized ADD rescales its inputs differently on its 16-wide vector part (one left "
-           "shift then vqrdmulh, truncating int16 narrowing) and on its scalar tail (gemmlowp)",
-    "QUANTIZE": "LiteRT's optimized float QUANTIZE multiplies by the float32 reciprocal of the scale "
-                "(measured: x = 3.5 s quantizes to 3) and its int8 rescale differs too; not emulated yet",
 }
 
 #: What the XNNPACK delegate takes and computes its own way, measured and not emulated yet. Other
 #: ops XNNPACK takes (data movement, pooling maxima, CONCATENATION, ...) move int8 values unchanged.
 _XNNPACK_NOT_EMULATED = {
     **_OPT_NOT_EMULATED,
-    "LEAKY_RELU": "XNNPACK's qs8 LEAKY_RELU (vlrelu) uses its own 8-bit fixed-point multipliers",
-    "LOGISTIC": "XNNPACK builds its qs8 LOGISTIC table in float with its own rounding",
-    "TANH": "XNNPACK builds its qs8 TANH table in float with its own rounding",
     "RESIZE_BILINEAR": "XNNPACK's qs8 bilinear resize uses 11-bit fixed-point interpolation weights",
-    "MEAN": "XNNPACK's qs8 MEAN requantizes its int32 sums in float32",
-    "SUM": "XNNPACK's qs8 SUM requantizes its int32 sums in float32",
 }
-for _op in ("ADD", "MUL", "DEQUANTIZE"):  # XNNPACK takes them (ADD, MUL emulated; where XNNPACK declines,
-    # the kernel refuses); DEQUANTIZE under XNNPACK equals the reference kernel (measured)
-    _XNNPACK_NOT_EMULATED.pop(_op, None)
 
 TARGETS: dict[str, Target] = {
     "tflite": Target("tflite", "TensorFlow Lite for Microcontrollers (reference kernels)", Runtime.TFLM),

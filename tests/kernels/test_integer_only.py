@@ -25,8 +25,10 @@ FLOAT_FUNCS = {"exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", 
                "ldexp", "frexp", "reciprocal", "round_float", "nan_to_num", "interp"}
 BOUNDARY = {"QUANTIZE", "DEQUANTIZE"}
 # decision 6; litert-ref's double-product FC emulation; the xnnpack target's float32 requantization
-# (XNNPACK's fp32 requantization, selected only where ctx.target.xnnpack: checked below)
-ALLOWED_CALLS = {"exact_matmul", "_double_product", "_float32_rne"}
+# (XNNPACK's fp32 requantization, selected only where ctx.target.xnnpack: checked below); XNNPACK's
+# float32 MEAN and SUM (XnnpackMeanParams are prepared only where ctx.target.xnnpack); LiteRT's
+# optimized SUM, computed in float32 by LiteRT (intq.kernels.sum: OptimizedSumParams, litert-opt only)
+ALLOWED_CALLS = {"exact_matmul", "_double_product", "_float32_rne", "_float32_mean", "_float32_sum"}
 
 
 def _violations(fn_node: ast.AST) -> list[str]:

@@ -7,8 +7,8 @@ model is run by LiteRT's optimized resolver and by its XNNPACK resolver and must
 ``litert-opt`` / ``xnnpack`` result on every output. A node whose operator the target does not
 emulate (intq refuses it, :attr:`intq.kernels.Target.unsupported`) is counted as refused; the
 test requires at least the conv-family nodes (CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED) to be
-compared. Whole-graph runs under these targets are not possible while a graph holds a refused
-operator (every graph starts with a float QUANTIZE, which ``litert-opt`` does not emulate).
+compared. The same models run end to end under both targets in
+test_whole_models_end_to_end_optimized.py.
 """
 
 from collections import Counter

@@ -1,0 +1,216 @@
+"""Targeted cases for the ``litert-opt`` and ``xnnpack`` emulations, where the random suites rarely
+go: the vector-block / scalar-tail split of the optimized QUANTIZE, DEQUANTIZE and 4-D MEAN (tensor
+sizes around multiples of 8 and 16, channels beyond 16), exact ties, XNNPACK's acceptance limits of
+an int8 rescale (scale ratio 2^-8 and 2^7) and float inputs beyond the int32 range."""
+
+import numpy as np
+import pytest
+
+from intq.kernels import KernelError
+
+from .harness import TALLY, assert_matches_oracles, single_op_graph, tensor
+
+OPT = ("litert-opt", "xnnpack")
+
+
+def _pair(rng, i):
+    """Equal shapes on even ``i``; otherwise a broadcasting pair: some dimensions of one operand set
+    to 1 (squeeze-excite [1, H, W, C] x [1, C], per-row [N, 1] x [N, M], scalars, ...), shapes long
+    enough for 16-element vector runs."""
+    shape = tuple(int(d) for d in rng.integers(1, 9, size=int(rng.integers(1, 5))))
+    if i % 2 == 0:
+        return shape, shape
+    if rng.random() < 0.5:
+        shape = shape[:-1] + (int(rng.integers(12, 40)),)
+    other = tuple(1 if rng.random() < 0.5 else d for d in shape)
+    if rng.random() < 0.3:
+        other = other[int(rng.integers(0, len(other))):] or (1,)
+    return (shape, other) if rng.random() < 0.5 else (other, shape)
+
+
+@pytest.mark.parametrize("n", [7, 8, 15, 16, 17, 33])
+def test_quantize_float_blocks_ties_and_overflow(n):
+    rng = np.random.default_rng(n)
+    for zp in (-5, 0, 7):
+        s = float(np.float32(2.0 ** -rng.integers(1, 8)))
+        x = ((rng.integers(-140, 140, n) + 0.5) * s).astype(np.float32)  # exact ties of x / s
+        x[::5] = np.float32(3e38) * np.sign(x[::5] + 1e-9).astype(np.float32)  # beyond int32: wraps in LiteRT
+        x[1::7] = np.float32(-2.2e9 * s)
+        graph = single_op_graph("QUANTIZE", [tensor("x", (n,), np.float32)], [tensor("y", (n,), scale=s, zero_point=zp)])
+        assert_matches_oracles(graph, {"x": x}, targets=OPT, context=f"QUANTIZE float n={n} zp={zp}")
+
+
+@pytest.mark.parametrize("ratio", [2.0**-8, 2.0**-8 * 0.999, 2.0**7, 2.0**7 * 1.001, 0.3, 1.0])
+def test_quantize_int8_rescale_xnnpack_limits(ratio):
+    rng = np.random.default_rng(int(ratio * 1000))
+    for n in (5, 16, 37):
+        s_in = 0.05
+        s_out = float(np.float32(s_in / ratio))
+        graph = single_op_graph("QUANTIZE", [tensor("x", (n,), scale=s_in, zero_point=3)],
+                                [tensor("y", (n,), scale=s_out, zero_point=-9)])
+        x = rng.integers(-128, 128, n).astype(np.int8)
+        assert_matches_oracles(graph, {"x": x}, targets=OPT, context=f"QUANTIZE int8 ratio={ratio} n={n}")
+
+
+def test_dequantize_blocks():
+    rng = np.random.default_rng(11)
+    for n in (1, 7, 8, 9, 24, 31):
+        s, zp = float(np.float32(10 ** rng.uniform(-3, 0))), int(rng.integers(-128, 128))
+        graph = single_op_graph("DEQUANTIZE", [tensor("x", (n,), scale=s, zero_point=zp)], [tensor("y", (n,), np.float32)])
+        x = rng.integers(-128, 128, n).astype(np.int8)
+        assert_matches_oracles(graph, {"x": x}, targets=OPT, context=f"DEQUANTIZE n={n}")
+
+
+def test_mean_4d_spatial_channel_blocks():
+    """Channels ``[0, 16 floor(C/16))`` round half up in LiteRT's optimized 4-D MEAN, the rest half
+    away; XNNPACK's float32 MEAN on the same tie-heavy models."""
+    rng = np.random.default_rng(12)
+    for i in range(40):
+        c = int(rng.integers(1, 50))
+        shape = (int(rng.integers(1, 3)), int(rng.integers(1, 6)), int(rng.integers(1, 6)), c)
+        if i % 2:  # tie-heavy: power-of-two scales, N a power of two
+            shape = (shape[0], 2, 2 ** int(rng.integers(0, 3)), c)
+            s_in = s_out = float(2.0 ** -rng.integers(2, 8))
+        else:
+            s_in, s_out = (float(np.float32(10 ** rng.uniform(-2, 0))) for _ in range(2))
+        zi, zo = (int(v) for v in rng.integers(-128, 128, 2))
+        graph = single_op_graph("MEAN", [tensor("x", shape, scale=s_in, zero_point=zi),
+                                         tensor("axis", (2,), np.int32, data=np.array([1, 2], np.int32))],
+                                [tensor("y", (shape[0], 1, 1, c), scale=s_out, zero_point=zo)], {"keep_dims": True})
+        x = rng.integers(-128, 128, shape).astype(np.int8)
+        assert_matches_oracles(graph, {"x": x}, targets=("litert-ref", "litert-opt", "xnnpack"),
+                               context=f"MEAN 4-D {i}", optimized=False)
+
+
+def test_mul_vector_part_saturates_and_wraps():
+    """LiteRT's optimized MUL: int16 saturation, then the output zero point added with int16
+    wrap-around on the 16-wide vector part of each kernel run; the reference arithmetic on each
+    run's tail. 200 random models (half broadcasting), many with products far beyond the output
+    range (the flip to 127)."""
+    rng = np.random.default_rng(13)
+    for i in range(200):
+        sa_shape, sb_shape = _pair(rng, i)
+        shape = np.broadcast_shapes(sa_shape, sb_shape)
+        s_a, s_b = (float(np.float32(10 ** rng.uniform(-3, 0))) for _ in range(2))
+        k = 10 ** rng.uniform(-3, 2.5) if i % 3 else 10 ** rng.uniform(-5, -3.5)  # tiny s_y: saturates
+        s_y = float(np.float32(max(s_a * s_b * k, 1e-8)))
+        za, zb, zy = (int(v) for v in rng.integers(-128, 128, 3))
+        if i % 4 == 0:
+            zy = int(rng.choice([-1, 1, -128, 127]))
+        act = ["NONE", "RELU", "RELU6", "RELU_N1_TO_1"][i % 4]
+        graph = single_op_graph("MUL", [tensor("a", sa_shape, scale=s_a, zero_point=za),
+                                        tensor("b", sb_shape, scale=s_b, zero_point=zb)],
+                                [tensor("y", shape, scale=s_y, zero_point=zy)], {"fused_activation_function": act})
+        a, b = (rng.integers(-128, 128, size=sh).astype(np.int8) for sh in (sa_shape, sb_shape))
+        try:
+            assert_matches_oracles(graph, {"a": a, "b": b}, context=f"MUL equal shapes {i}")
+        except KernelError as e:  # a multiplier the runtimes refuse (left shift beyond int32)
+            assert "left shift" in str(e) or "too large" in str(e), e
+    assert TALLY[("MUL", "litert-opt", "compared")] >= 150, TALLY
+
+
+def test_add_vector_part_rounds_once_and_wraps():
+    """LiteRT's optimized ADD: one rounding per input rescale and a truncating int16 narrow on the
+    16-wide vector part of each elementwise run, a truncating second rescale step on the 8-wide
+    vector part of each scalar-broadcast run, the reference on each run's tail. 200 random
+    models (half broadcasting, through both of LiteRT's kernels), scales up to 10^4 apart
+    (XNNPACK declines the farthest: the xnnpack target then runs the same code)."""
+    rng = np.random.default_rng(14)
+    for i in range(200):
+        sa_shape, sb_shape = _pair(rng, i)
+        shape = np.broadcast_shapes(sa_shape, sb_shape)
+        s_a, s_b = (float(np.float32(10 ** rng.uniform(-3, 1))) for _ in range(2))
+        s_y = float(np.float32(max(s_a, s_b) * 10 ** rng.uniform(-2.5, 1.5)))
+        za, zb, zy = (int(v) for v in rng.integers(-128, 128, 3))
+        act = ["NONE", "RELU", "RELU6", "RELU_N1_TO_1"][i % 4]
+        graph = single_op_graph("ADD", [tensor("a", sa_shape, scale=s_a, zero_point=za),
+                                        tensor("b", sb_shape, scale=s_b, zero_point=zb)],
+                                [tensor("y", shape, scale=s_y, zero_point=zy)], {"fused_activation_function": act})
+        a, b = (rng.integers(-128, 128, size=sh).astype(np.int8) for sh in (sa_shape, sb_shape))
+        try:
+            assert_matches_oracles(graph, {"a": a, "b": b}, context=f"ADD equal shapes {i}")
+        except KernelError as e:  # an output scale the runtimes refuse (multiplier >= 1)
+            assert "(0, 1)" in str(e), e
+    assert TALLY[("ADD", "litert-opt", "compared")] >= 150, TALLY
+
+
+def test_mean_xnnpack_ties_any_axes_but_the_innermost():
+    """XNNPACK's float32 MEAN (``rint(float32(sum - N Z_in) * S_m + Z_out)``, ties to even) on
+    power-of-two scales, where exact ties are common, over any axes leaving the innermost one."""
+    rng = np.random.default_rng(15)
+    for i in range(100):
+        rank = int(rng.integers(2, 5))
+        shape = tuple(int(d) for d in rng.integers(1, 7, size=rank))
+        axes = sorted(int(a) for a in rng.choice(rank - 1, size=int(rng.integers(1, rank)), replace=False))
+        keep = bool(i % 2)
+        out = tuple(1 if d in axes else n for d, n in enumerate(shape)) if keep else \
+            tuple(n for d, n in enumerate(shape) if d not in axes)
+        s_in = float(2.0 ** -rng.integers(1, 8))
+        s_out = float(s_in * 2.0 ** rng.integers(-2, 3))
+        zi, zo = (int(v) for v in rng.integers(-128, 128, 2))
+        graph = single_op_graph("MEAN", [tensor("x", shape, scale=s_in, zero_point=zi),
+                                         tensor("axis", (len(axes),), np.int32, data=np.array(axes, np.int32))],
+                                [tensor("y", out, scale=s_out, zero_point=zo)], {"keep_dims": keep})
+        x = rng.integers(-128, 128, shape).astype(np.int8)
+        assert_matches_oracles(graph, {"x": x}, targets=OPT, context=f"MEAN ties {i}", optimized=False)
+
+
+#: input quantizations (s_in, Z_in) where XNNPACK's table differs from LiteRT's, found by a search
+#: over 10^-3 <= s_in <= 1 (about 1 in 1200 for LOGISTIC, 1 in 4000 for TANH)
+LUT_DIFFERENCES = {
+    "LOGISTIC": [(0.03704802319407463, 32), (0.0042512379586696625, 6), (0.0010280921123921871, -75),
+                 (0.002790537429973483, 98), (0.002170421415939927, -124), (0.10910488665103912, -103),
+                 (0.02343844808638096, -13), (0.0014692724216729403, 125)],
+    "TANH": [(0.0346880704164505, -10), (0.010728184133768082, 122), (0.011933472938835621, 104),
+             (0.001869749161414802, -88), (0.003825986525043845, -124), (0.037239786237478256, 45),
+             (0.010350476950407028, -123), (0.10187260806560516, -13)],
+}
+#: also checked: where XNNPACK's tanh follows glibc's tanhf, not the correctly rounded value
+#: (tanhf(-0.38066086) = -0.36328128; -0.36328125 would be an exact tie, 46.5 steps of 1/128)
+LUT_PINNED = {"LOGISTIC": [], "TANH": [(0.0026252472307533026, 35)]}
+
+
+@pytest.mark.parametrize("op,out", [("LOGISTIC", (1 / 256, -128)), ("TANH", (1 / 128, 0))])
+def test_lut_xnnpack_where_its_table_differs_from_litert(op, out):
+    """XNNPACK's float-built tables (``xnnpack_float_lut``: half to even, zero point added in float,
+    correctly rounded sigmoid / the C library's tanhf), on every input code of input quantizations
+    where they differ from LiteRT's (expf-based, half away from zero)."""
+    from intq.kernels._fixedpoint_lut import litert_float_lut, xnnpack_float_lut
+    from intq.qmath import QuantParams
+
+    out_qp = QuantParams(np.float32([out[0]]), np.array([out[1]]), np.int8)
+    for s_in, zi in LUT_DIFFERENCES[op] + LUT_PINNED[op]:
+        in_qp = QuantParams(np.float32([s_in]), np.array([zi]), np.int8)
+        differs = not np.array_equal(xnnpack_float_lut(in_qp, out_qp, op.lower()),
+                                     litert_float_lut(in_qp, out_qp, op.lower()))
+        assert differs or (s_in, zi) in LUT_PINNED[op]
+        graph = single_op_graph(op, [tensor("x", (256,), scale=s_in, zero_point=zi)],
+                                [tensor("y", (256,), scale=out[0], zero_point=out[1])])
+        assert_matches_oracles(graph, {"x": np.arange(-128, 128).astype(np.int8)}, targets=("litert-ref", "xnnpack"),
+                               context=f"{op} s_in={s_in} zi={zi}", optimized=False)
+
+
+def test_sum_float32_both_targets():
+    """LiteRT's optimized SUM (float32, half away from zero) and XNNPACK's (float32, half to even;
+    innermost axis refused): 150 models, half on power-of-two scales where exact ties are common."""
+    rng = np.random.default_rng(18)
+    for i in range(150):
+        rank = int(rng.integers(2, 5))
+        shape = tuple(int(d) for d in rng.integers(1, 7, size=rank))
+        pool = rank - 1 if i % 5 else rank  # four in five leave the innermost axis (XNNPACK's rdsum path)
+        axes = sorted(int(a) for a in rng.choice(pool, size=int(rng.integers(1, pool + 1)), replace=False))
+        keep = bool(i % 2)
+        out = tuple(1 if d in axes else n for d, n in enumerate(shape)) if keep else \
+            tuple(n for d, n in enumerate(shape) if d not in axes)
+        if i % 2:
+            s_in = float(2.0 ** -rng.integers(1, 8))
+            s_out = float(s_in * 2.0 ** rng.integers(-1, 5))
+        else:
+            s_in = float(np.float32(10 ** rng.uniform(-2, 0)))
+            s_out = float(np.float32(s_in * 10 ** rng.uniform(-0.5, 1.5)))
+        zi, zo = (int(v) for v in rng.integers(-128, 128, 2))
+        graph = single_op_graph("SUM", [tensor("x", shape, scale=s_in, zero_point=zi),
+                                        tensor("axis", (len(axes),), np.int32, data=np.array(axes, np.int32))],
+                                [tensor("y", out, scale=s_out, zero_point=zo)], {"keep_dims": keep})
+        x = rng.integers(-128, 128, shape).astype(np.int8)
+        assert_matches_oracles(graph, {"x": x}, targets=("litert-ref",), context=f"SUM {i}")

@@ -1,0 +1,151 @@
+"""Whole models end to end under ``litert-opt`` and ``xnnpack``: every tensor equal to the runtime's.
+
+The TensorFlow-converter int8 fixtures (tests/fixtures/tflite: per-channel, per-tensor, int8-I/O
+and dynamic-batch variants of both CNNs; all 256 committed inputs fed one at a time) and intq's own
+exports of the whole models of tests/kernels/test_whole_models_optimized.py (the digits CNN,
+ResNet-18, MobileNetV2, MobileNetV3-small and a YOLO-style net with random weights) are run by
+intq and by LiteRT's optimized resolver (``preserve_all_tensors``: every tensor) and
+its XNNPACK resolver with ``experimental_disable_delegate_node_fusion`` (one delegate partition
+per operator, so every intermediate tensor is what XNNPACK computed for it; measured on the
+residual CNN: they differ from the reference kernels' values wherever XNNPACK's arithmetic does). A model intq refuses under a
+target (an operator it does not emulate there) must be listed in :data:`REFUSED` with that
+operator; everything else must run end to end and match on every tensor and input.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+
+import numpy as np
+import pytest
+from ai_edge_litert.interpreter import Interpreter as LiteRtInterpreter
+
+import intq
+from intq.export.litert_oracle import RESOLVERS, run_litert
+from intq.kernels import KernelError
+
+FIXTURES = os.path.join(os.path.dirname(__file__), "..", "fixtures", "tflite")
+TARGETS = {"litert-opt": "opt", "xnnpack": "xnnpack"}
+FIXTURE_MODELS = [f"{m}_{v}" for m in ("residual_cnn", "branchy_cnn") for v in ("int8", "int8_pt", "int8_io", "dynamic")]
+
+#: (model, target) -> the operator intq refuses there (measured behaviour not emulated)
+REFUSED: dict[tuple[str, str], str] = {}
+
+
+def _inputs() -> np.ndarray:
+    return np.load(os.path.join(FIXTURES, "inputs.npz"))["x"]  # float32 [256, 8, 8, 1]
+
+
+def _feed(graph, x: np.ndarray) -> np.ndarray:
+    t = graph.tensors[graph.inputs[0]]
+    if t.dtype == np.float32:
+        return x
+    qp = t.qparams
+    return np.clip(np.round(x / qp.scale[0]) + qp.zero_point[0], -128, 127).astype(t.dtype)
+
+
+def _litert_runs(data: bytes, resolver: str, feeds, names):
+    """The tensors ``names`` LiteRT computes for each feed, one interpreter reused (run_litert
+    builds one per call); checked against run_litert on the first feed."""
+    it = LiteRtInterpreter(model_content=data, num_threads=1, experimental_op_resolver_type=RESOLVERS[resolver],
+                           experimental_preserve_all_tensors=True,
+                           experimental_disable_delegate_node_fusion=resolver == "xnnpack")
+    it.allocate_tensors()
+    inp = it.get_input_details()[0]["index"]
+    index = {d["name"]: d["index"] for d in it.get_tensor_details()}
+    for k, x in enumerate(feeds):
+        it.set_tensor(inp, x)
+        it.invoke()
+        got = {n: it.get_tensor(index[n]) for n in names}
+        if k == 0:
+            full = run_litert(data, [x], resolver=resolver, disable_delegate_node_fusion=resolver == "xnnpack")
+            assert full["delegated"] == (resolver == "xnnpack")
+            assert all(np.array_equal(full["tensors"][n], got[n]) for n in names)
+        yield got
+
+
+def _compare(graph, data: bytes, target: str, feeds) -> int:
+    """Every tensor of every run equal; returns the number of tensors compared per run."""
+    it = intq.Interpreter(graph, target=target)
+    runs = None
+    names: list[str] = []
+    for k, x in enumerate(feeds):
+        it.run({graph.inputs[0]: x})
+        mine = it.tensors()
+        if runs is None:
+            names = sorted(mine)
+            runs = _litert_runs(data, TARGETS[target], feeds, names)
+        ref = next(runs)
+        bad = {n: int(np.sum(mine[n] != ref[n])) for n in names
+               if mine[n].shape != ref[n].shape or not np.array_equal(mine[n], ref[n])}
+        assert not bad, f"[{target}] input {k}: tensors differ (name: elements): {bad}"
+    return len(names)
+
+
+def _refused_op(graph, target: str) -> str | None:
+    try:
+        intq.Interpreter(graph, target=target)
+    except KernelError as e:
+        return str(e).split("(", 2)[1].split(")")[0]  # "node 'x' (OP): ..." -> OP
+    return None
+
+
+@pytest.mark.parametrize("target", sorted(TARGETS))
+@pytest.mark.parametrize("name", FIXTURE_MODELS)
+def test_converter_fixture_end_to_end(name, target):
+    path = os.path.join(FIXTURES, f"{name}.tflite")
+    graph = intq.load(path)
+    if "dynamic" in name:
+        graph = intq.load(path, input_shapes={graph.inputs[0]: (1, 8, 8, 1)})
+    refused = _refused_op(graph, target)
+    assert refused == REFUSED.get((name, target)), f"{name} under {target}: intq refuses {refused}"
+    if refused:
+        pytest.skip(f"{refused} is not emulated under {target}")
+    feeds = [_feed(graph, x[None]) for x in _inputs()]
+    assert _compare(graph, open(path, "rb").read(), target, feeds) >= 10
+
+
+# ------------------------------------------------------------------ intq's own whole-model exports
+
+DIGITS = "intq/data/digits_cnn.onnx"
+ARCHS = ["resnet18", "mobilenet_v2", "mobilenet_v3_small", "tiny_yolo"]
+#: (model, target) -> the operator intq refuses there, for the exported models
+REFUSED_EXPORTS: dict[tuple[str, str], str] = {}
+
+
+@functools.lru_cache(maxsize=1)  # the two targets' tests of one model run one after the other
+def _exported(model: str):
+    from intq.convert import quantize
+
+    if model == "digits_cnn":
+        from intq.testing.digits import load_split
+
+        (x_train, _), (x_test, _) = load_split()
+        graph = quantize(DIGITS, [x[None] for x in x_train[:64]], input_shapes={"image": (1, 1, 8, 8)})
+        return graph, [x_test[i:i + 1] for i in range(32)]
+    import torch
+
+    from intq.testing.torch_models import build
+
+    module = build(model, seed=1)
+    rng = np.random.default_rng(0)
+    data = [rng.standard_normal((1, 3, 64, 64)).astype(np.float32) for _ in range(10)]
+    graph = quantize(module, data[:8], example_inputs=torch.from_numpy(data[0]))
+    return graph, data[8:]
+
+
+@pytest.mark.parametrize("target", sorted(TARGETS))
+@pytest.mark.parametrize("model", ["digits_cnn", *ARCHS])
+def test_exported_model_end_to_end(model, target):
+    """intq's quantized whole models, exported with intq's writer: every tensor on 2 inputs (32 for
+    the digits CNN), both targets."""
+    from intq.export.tflite_writer import to_tflite_bytes
+
+    graph, feeds = _exported(model)
+    refused = _refused_op(graph, target)
+    assert refused == REFUSED_EXPORTS.get((model, target)), f"{model} under {target}: intq refuses {refused}"
+    if refused:
+        pytest.skip(f"{refused} is not emulated under {target}")
+    feeds = [np.ascontiguousarray(x, dtype=np.float32) for x in feeds]
+    assert _compare(graph, to_tflite_bytes(graph), target, feeds) >= 10
