@@ -19,7 +19,7 @@ tflite/kernels/quantize.cc, internal/optimized/optimized_ops.h and XNNPACK's con
   wraps around, measured: -3e9 S with ``Z = -5`` gives 127). Int8 input: elements
   ``[0, 16 floor(n/16))`` requantize with both rounding
   steps half up (NEON ``vqrdmulh`` + ``vrshl``, :data:`Requant.DOUBLE_HALF_UP`), the tail with
-  gemmlowp double rounding; ``M`` as the reference (float32 quotient of the scales).
+  gemmlowp double rounding; ``M`` as the reference (the double quotient of the scales).
 * ``xnnpack``: XNNPACK takes every float -> int8 QUANTIZE (``xnn_f32_qs8_vcvt``:
   ``clamp(rint(x * float32(1/S)) + Z)`` on every element) and the int8 -> int8 ones whose
   ``r = float32(S_in / S_out)`` lies in [2^-8, 2^7] (``xnn_qs8_vcvt``: an 8-bit fixed-point
@@ -76,14 +76,16 @@ def prepare(ctx: KernelContext) -> QuantizeParams:
         return QuantizeParams(out_qp, 0, None, mode, reciprocal, FLOAT_BLOCK)
     in_qp = ctx.per_tensor(x, "input", (np.int8, np.uint8, np.int16))
     zi, zo = int(in_qp.zero_point[0]), int(out_qp.zero_point[0])
-    ratio = np.float32(in_qp.scale[0]) / s_out  # TFLite: float division of scales
+    ratio = np.float32(in_qp.scale[0]) / s_out  # XNNPACK: the float32 quotient of the scales
     if ctx.target.xnnpack and 2.0**-8 <= float(ratio) <= 2.0**7:
         m = int(np.rint(np.float32(256.0) * ratio))  # lrintf: half to even
         return QuantizeParams(out_qp, zi, None, xnn_multiplier=m)
-    r = make_requantizer(float(ratio), Requant.DOUBLE, zo, out_qp.qmin, out_qp.qmax, y.dtype)
+    # LiteRT and TFLM Prepare: double(S_in) / double(S_out) (a float32 quotient differs, measured)
+    real = float(np.float64(np.float32(in_qp.scale[0])) / np.float64(s_out))
+    r = make_requantizer(real, Requant.DOUBLE, zo, out_qp.qmin, out_qp.qmax, y.dtype)
     if not optimized:
         return QuantizeParams(out_qp, zi, r)
-    rv = make_requantizer(float(ratio), Requant.DOUBLE_HALF_UP, zo, out_qp.qmin, out_qp.qmax, y.dtype)
+    rv = make_requantizer(real, Requant.DOUBLE_HALF_UP, zo, out_qp.qmin, out_qp.qmax, y.dtype)
     return QuantizeParams(out_qp, zi, r, block=INT8_BLOCK, rescale_vector=rv)
 
 
