@@ -59,6 +59,24 @@ def static_shape(ctx: KernelContext, t: Tensor, what: str) -> tuple[int, ...]:
     return tuple(int(d) for d in t.shape)
 
 
+def binary_int16(ctx: KernelContext) -> tuple[QuantParams, QuantParams, QuantParams, tuple[int, ...]]:
+    """The int16 parameters of a two-input elementwise op's inputs and output, and the broadcast
+    output shape (checked against the output tensor's)."""
+    if len(ctx.inputs) != 2:
+        raise ctx.error(f"{ctx.op} takes 2 inputs, got {len(ctx.inputs)}")
+    qa = int16_tensor(ctx, ctx.input(0), "input 0")
+    qb = int16_tensor(ctx, ctx.input(1), "input 1")
+    qy = int16_tensor(ctx, ctx.outputs[0], "output")
+    sa, sb = static_shape(ctx, ctx.input(0), "input 0"), static_shape(ctx, ctx.input(1), "input 1")
+    try:
+        shape = tuple(int(d) for d in np.broadcast_shapes(sa, sb))
+    except ValueError:
+        raise ctx.error(f"inputs of shapes {list(sa)} and {list(sb)} do not broadcast") from None
+    if static_shape(ctx, ctx.outputs[0], "output") != shape:
+        raise ctx.error(f"output shape {list(ctx.outputs[0].shape)} is not the broadcast shape {list(shape)}")
+    return qa, qb, qy, shape
+
+
 def scale64(qp: QuantParams) -> float:
     """A tensor's float32 scale read as a double (``static_cast<double>(params.scale)``)."""
     return float(np.float32(qp.scale[0]))

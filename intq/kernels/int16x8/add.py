@@ -36,12 +36,11 @@ from intq.kernels.int16x8._common import (
     INT16_MAX,
     INT16_MIN,
     fused_range,
-    int16_tensor,
+    binary_int16,
     mbqm,
     rdbp,
     reference_runtime,
     scale64,
-    static_shape,
 )
 from intq.kernels.targets import Runtime
 from intq.qmath import quantize_multiplier
@@ -81,18 +80,8 @@ def _smaller_than_one(ctx: KernelContext, real: float, what: str) -> tuple[int, 
 
 def prepare(ctx: KernelContext) -> Add16x8Params:
     runtime = reference_runtime(ctx)
-    if len(ctx.inputs) != 2:
-        raise ctx.error(f"ADD takes 2 inputs, got {len(ctx.inputs)}")
-    qa = int16_tensor(ctx, ctx.input(0), "input 0")
-    qb = int16_tensor(ctx, ctx.input(1), "input 1")
-    qy = int16_tensor(ctx, ctx.outputs[0], "output")
-    sa, sb = static_shape(ctx, ctx.input(0), "input 0"), static_shape(ctx, ctx.input(1), "input 1")
-    try:
-        shape = tuple(int(d) for d in np.broadcast_shapes(sa, sb))
-    except ValueError:
-        raise ctx.error(f"inputs of shapes {list(sa)} and {list(sb)} do not broadcast") from None
-    if static_shape(ctx, ctx.outputs[0], "output") != shape:
-        raise ctx.error(f"output shape {list(ctx.outputs[0].shape)} is not the broadcast shape {list(shape)}")
+    qa, qb, qy, shape = binary_int16(ctx)
+    sa, sb = tuple(ctx.input(0).shape), tuple(ctx.input(1).shape)
     lo, hi = fused_range(ctx, qy)
     if runtime is Runtime.LITERT and bool(ctx.attr("pot_scale_int16", True)):
         logs = [checked_log2(q.scale[0]) for q in (qa, qb, qy)]

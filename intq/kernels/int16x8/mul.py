@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from intq.kernels.base import KernelContext
-from intq.kernels.int16x8._common import fused_range, int16_tensor, mbqm, reference_runtime, static_shape
+from intq.kernels.int16x8._common import binary_int16, fused_range, mbqm, reference_runtime
 from intq.kernels.targets import Runtime
 from intq.qmath import quantize_multiplier
 
@@ -35,18 +35,7 @@ class Mul16x8Params:
 
 def prepare(ctx: KernelContext) -> Mul16x8Params:
     runtime = reference_runtime(ctx)
-    if len(ctx.inputs) != 2:
-        raise ctx.error(f"MUL takes 2 inputs, got {len(ctx.inputs)}")
-    qa = int16_tensor(ctx, ctx.input(0), "input 0")
-    qb = int16_tensor(ctx, ctx.input(1), "input 1")
-    qy = int16_tensor(ctx, ctx.outputs[0], "output")
-    sa, sb = static_shape(ctx, ctx.input(0), "input 0"), static_shape(ctx, ctx.input(1), "input 1")
-    try:
-        shape = tuple(int(d) for d in np.broadcast_shapes(sa, sb))
-    except ValueError:
-        raise ctx.error(f"inputs of shapes {list(sa)} and {list(sb)} do not broadcast") from None
-    if static_shape(ctx, ctx.outputs[0], "output") != shape:
-        raise ctx.error(f"output shape {list(ctx.outputs[0].shape)} is not the broadcast shape {list(shape)}")
+    qa, qb, qy, shape = binary_int16(ctx)
     s_a, s_b, s_y = (np.float32(q.scale[0]) for q in (qa, qb, qy))
     if runtime is Runtime.LITERT:
         real = float(np.float32(np.float32(s_a * s_b) / s_y))
