@@ -22,8 +22,16 @@ class TorchExportError(IntqError, ValueError):
     """PyTorch could not export the module to ONNX."""
 
 
-def load_torch(module, example_inputs, *, input_names: Sequence[str] | None = None, opset: int = EXPORT_OPSET) -> Graph:
-    """Export ``module`` with ``example_inputs`` (a tensor or tuple of tensors) and import it."""
+def load_torch(module, example_inputs, *, input_names: Sequence[str] | None = None, opset: int = EXPORT_OPSET,
+               keep_batch_norm: bool = False) -> Graph:
+    """Export ``module`` with ``example_inputs`` (a tensor or tuple of tensors) and import it.
+
+    ``keep_batch_norm``: export batch norms as BatchNormalization nodes (PyTorch's
+    ``TrainingMode.PRESERVE``) instead of letting the exporter fold them away; quantization-aware
+    training needs them to simulate the folding itself.
+    """
+    import warnings
+
     import onnx
     import torch
 
@@ -39,9 +47,11 @@ def load_torch(module, example_inputs, *, input_names: Sequence[str] | None = No
     was_training = module.training
     module.eval()
     try:
-        with torch.no_grad():
+        training = torch.onnx.TrainingMode.PRESERVE if keep_batch_norm else torch.onnx.TrainingMode.EVAL
+        with torch.no_grad(), warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # "constant folding in training mode": eval here
             torch.onnx.export(module, args, buf, dynamo=False, opset_version=opset, input_names=names,
-                              do_constant_folding=True)
+                              training=training, do_constant_folding=True)
     except Exception as e:
         raise TorchExportError(f"torch.onnx.export failed for {type(module).__name__}: {type(e).__name__}: {e}") from e
     finally:

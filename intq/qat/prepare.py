@@ -2,10 +2,10 @@
 
 Steps:
 
-1. Export the module to ONNX in memory with batch norm kept as a node (TorchScript exporter,
-   ``training=PRESERVE`` in eval mode: PyTorch's default eval export folds batch norm into the
-   convolution, which would hide it from training), and import it with :func:`intq.frontends.load_onnx`
-   — inputs named as :func:`intq.load` names them (``input``, or ``input_0``, ``input_1``, ...).
+1. Import the module with :func:`intq.frontends.from_torch.load_torch` (what :func:`intq.load`
+   uses), ``keep_batch_norm=True``: PyTorch's default eval export folds batch norm into the
+   convolution, which would hide it from training. Inputs are named as :func:`intq.load` names
+   them (``input``, or ``input_0``, ``input_1``, ...).
 2. :func:`intq.passes.simplify`: the graph conversion sees (constants folded, batch norm folded into
    its Conv / Gemm, ReLU / ReLU6 fused). Each layer whose weights simplify folded gets its original
    weights and its batch norm back as trainable state (:class:`~intq.qat.layers.QATLinear`).
@@ -17,8 +17,6 @@ Steps:
 
 from __future__ import annotations
 
-import io
-import warnings
 from collections.abc import Iterable
 
 import numpy as np
@@ -26,8 +24,7 @@ import torch
 
 from intq.calibration import CalibrationTable
 from intq.convert import check_convertible
-from intq.frontends import load_onnx
-from intq.frontends.from_torch import EXPORT_OPSET
+from intq.frontends.from_torch import EXPORT_OPSET, load_torch
 from intq.ir import Graph
 from intq.passes import fold_constants, remove_identities, simplify
 from intq.qat.errors import QATError
@@ -50,28 +47,10 @@ def _as_args(example_inputs) -> tuple:
 
 def export_graph(model: torch.nn.Module, example_inputs, *, opset: int = EXPORT_OPSET) -> Graph:
     """The module as an intq float graph with batch norm kept as BatchNormalization nodes."""
-    import onnx
-
     if not isinstance(model, torch.nn.Module):
         raise QATError(f"intq.qat.prepare takes a torch.nn.Module, got {type(model).__name__}")
     args = _as_args(example_inputs)
-    names = ["input"] if len(args) == 1 else [f"input_{i}" for i in range(len(args))]
-    buf = io.BytesIO()
-    was_training = model.training
-    model.eval()
-    try:
-        with torch.no_grad(), warnings.catch_warnings():
-            warnings.simplefilter("ignore", UserWarning)  # "constant folding in training mode": eval here
-            warnings.simplefilter("ignore", DeprecationWarning)  # the TorchScript exporter, as intq.load uses
-            torch.onnx.export(model, args, buf, dynamo=False, opset_version=opset, input_names=names,
-                              training=torch.onnx.TrainingMode.PRESERVE, do_constant_folding=True)
-    except Exception as e:
-        raise QATError(f"torch.onnx.export failed for {type(model).__name__}: {type(e).__name__}: {e}") from e
-    finally:
-        model.train(was_training)
-    proto = onnx.load_from_string(buf.getvalue())
-    proto.graph.name = type(model).__name__
-    return load_onnx(proto, input_shapes={n: tuple(a.shape) for n, a in zip(names, args)})
+    return load_torch(model, args, opset=opset, keep_batch_norm=True)
 
 
 def _layers(raw: Graph, g: Graph, per_channel: bool) -> dict[str, QATLinear]:
