@@ -399,7 +399,9 @@ def log_softmax_reverse_scaling(ctx: KernelContext, scaling: SoftmaxScaling) -> 
 # LiteRT's reference LOGISTIC/TANH: a table built in float32 with the C library's expf / tanhf.
 
 @lru_cache(maxsize=1)
-def _libm():
+def c_math_library():
+    """The platform C math library with ``expf``/``tanhf`` (float) and ``exp`` (double) typed, or
+    None where it does not load (callers then fall back to numpy, which may differ in the last bit)."""
     path = ctypes.util.find_library("m")
     if path is None:
         return None
@@ -408,6 +410,7 @@ def _libm():
         for name in ("expf", "tanhf"):
             fn = getattr(lib, name)
             fn.restype, fn.argtypes = ctypes.c_float, [ctypes.c_float]
+        lib.exp.restype, lib.exp.argtypes = ctypes.c_double, [ctypes.c_double]
     except (OSError, AttributeError):
         return None
     return lib
@@ -421,7 +424,7 @@ def _float32_function(name: str, x: np.ndarray) -> np.ndarray:
     ctypes. Without a loadable C math library, the float64 function rounded to float32 is used
     (correctly rounded; may differ from a runtime's libm in the last bit).
     """
-    lib = _libm()
+    lib = c_math_library()
     if lib is not None:
         fn = getattr(lib, name)
         return np.array([fn(float(v)) for v in x], dtype=np.float32)

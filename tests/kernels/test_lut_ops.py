@@ -305,6 +305,6 @@ def test_litert_table_without_libm_matches(monkeypatch):
     for _ in range(100):
         qp = QuantParams(np.float32(_scale(rng)), _zero_point(rng), np.int8)
         with_libm += [(qp, t, fp.litert_float_lut(qp, out, t)) for t, out in outs.items()]
-    monkeypatch.setattr(fp, "_libm", lambda: None)
+    monkeypatch.setattr(fp, "c_math_library", lambda: None)
     for qp, t, table in with_libm:
         assert np.array_equal(fp.litert_float_lut(qp, outs[t], t), table)

@@ -17,33 +17,17 @@ through ctypes so the table equals the runtime's bit for bit.
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
-from functools import lru_cache
-
 import numpy as np
 
+from intq.kernels._fixedpoint_lut import c_math_library
+
 NB_STEPS = 512
-
-
-@lru_cache(maxsize=1)
-def _libm():
-    path = ctypes.util.find_library("m")
-    if path is None:
-        return None
-    try:
-        lib = ctypes.CDLL(path)
-        lib.expf.restype, lib.expf.argtypes = ctypes.c_float, [ctypes.c_float]
-        lib.exp.restype, lib.exp.argtypes = ctypes.c_double, [ctypes.c_double]
-    except (OSError, AttributeError):
-        return None
-    return lib
 
 
 def c_exp(x: np.ndarray) -> np.ndarray:
     """The C library's ``expf`` (float32 ``x``) or ``exp`` (float64 ``x``), elementwise; numpy's
     function where no C math library loads (it may differ in the last bit)."""
-    lib = _libm()
+    lib = c_math_library()
     if lib is None:
         return np.exp(x).astype(x.dtype)
     fn = lib.expf if x.dtype == np.float32 else lib.exp
