@@ -249,7 +249,6 @@ def diff_targets(graph: Graph, samples: Iterable[Mapping[str, np.ndarray]], targ
                         "(a .tflite, or the result of intq.quantize)")
     ta, tb = (get_target(t).name for t in targets)
     ia, ib = Interpreter(graph, target=ta), Interpreter(graph, target=tb)
-    from intq.kernels import KERNELS
 
     stats: dict[str, TensorDiff] = {}
     order = [o for n in graph.nodes for o in n.outputs if o]
@@ -288,7 +287,7 @@ def diff_targets(graph: Graph, samples: Iterable[Mapping[str, np.ndarray]], targ
                     continue
                 st.origin = True
                 st.origin_differing += nd
-                _explain(st, node, k, ia, ib, KERNELS, [None if not i else (graph.tensors[i].data if graph.tensors[i].is_constant else ea[i])
+                _explain(st, node, k, ia, ib, [None if not i else (graph.tensors[i].data if graph.tensors[i].is_constant else ea[i])
                                                        for i in node.inputs],
                          a, b, neq, max_examples)
         count += 1
@@ -297,14 +296,13 @@ def diff_targets(graph: Graph, samples: Iterable[Mapping[str, np.ndarray]], targ
     return DiffReport((ta, tb), count, tuple(stats[o] for o in order))
 
 
-def _explain(st: TensorDiff, node, k, ia, ib, kernels, inputs, a, b, neq, max_examples) -> None:
+def _explain(st: TensorDiff, node, k, ia, ib, inputs, a, b, neq, max_examples) -> None:
     """Classify the differing elements of an origin tensor (see the module docstring)."""
     pa, pb = ia.prepared(node.name), ib.prepared(node.name)
     idx = np.argwhere(neq)
     acc = None
     if node.op_type in ACCUMULATOR_OPS and k == 0:
-        run = kernels[node.op_type].run
-        acc = _accumulator(run, pa, inputs)
+        acc = _accumulator(ia.kernel_run(node.name), pa, inputs)
     if acc is None or acc.shape != a.shape:
         cause = "multiplier" if not _same_requantizers(pa, pb) else "algorithm"
         st.causes[cause] += len(idx)

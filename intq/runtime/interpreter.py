@@ -145,6 +145,10 @@ class Interpreter:
         """The prepared parameters of an integer node (multipliers, shifts, clamps...)."""
         return self._kernels[node_name][1]
 
+    def kernel_run(self, node_name: str):
+        """The ``run`` function chosen for an integer node (an int16x8 kernel for int16 inputs)."""
+        return self._kernels[node_name][0]
+
     def _run_node(self, node: Node, env: Mapping[str, np.ndarray]) -> tuple:
         kernel = self._kernels.get(node.name)
         if kernel is not None:
