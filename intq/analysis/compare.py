@@ -127,10 +127,10 @@ def _hint(sqnr: float, saturated: float, used: float, op: str, upstream: tuple[s
     return ""
 
 
-def _worst_upstream(int_graph: Graph, name: str, sqnrs: dict[str, float]) -> str | None:
+def _worst_upstream(int_graph: Graph, producers: dict, name: str, sqnrs: dict[str, float]) -> str | None:
     """The compared tensor with the lowest SQNR among the nearest compared ancestors of ``name``'s
-    producer's activation inputs (walking through uncompared tensors: layout TRANSPOSE/RESHAPE)."""
-    producers = {o: n for n in int_graph.nodes for o in n.outputs if o}
+    producer's activation inputs (walking through uncompared tensors: layout TRANSPOSE/RESHAPE);
+    ``producers``: tensor name -> the node that writes it."""
     node = producers.get(name)
     if node is None:
         return None
@@ -191,7 +191,7 @@ def compare(float_graph: Graph, int_graph: Graph, samples, target: str = "tflite
     mapping = int_graph.metadata.get("float_tensor_of")
     if not mapping:
         raise IntqError(f"graph {int_graph.name!r} has no float-tensor mapping: compare graphs made by intq.quantize")
-    producers = {o: n.op_type for n in int_graph.nodes for o in n.outputs}
+    producers = {o: n for n in int_graph.nodes for o in n.outputs if o}
     position = {o: i for i, node in enumerate(int_graph.nodes) for o in node.outputs}
     fi, qi = Interpreter(float_graph), Interpreter(int_graph, target=target)
     acc: dict[str, _Accumulator] = {}
@@ -244,8 +244,8 @@ def compare(float_graph: Graph, int_graph: Graph, samples, target: str = "tflite
         sat = a.saturated / a.count
         t = int_graph.tensors[int_name]
         used = len(a.codes) / (t.qparams.qmax - t.qparams.qmin + 1)
-        op = producers.get(int_name, "input")
-        up = _worst_upstream(int_graph, int_name, sqnrs)
+        op = producers[int_name].op_type if int_name in producers else "input"
+        up = _worst_upstream(int_graph, producers, int_name, sqnrs)
         upstream = (mapping[up][0], sqnrs[up]) if up is not None else None
         rows.append(TensorStats(float_name, op, float(sqnr), float(cos), a.max_err, a.sum_err / a.count, sat, used,
                                 _hint(sqnr, sat, used, op, upstream)))
