@@ -187,16 +187,31 @@ def _existing(path: str, flag: str) -> str:
 
 
 def _count(data, graph, pre) -> int | None:
-    """How many samples a data source holds (for progress ETAs), or None when that costs a pass."""
-    from intq.calibration import iter_samples
+    """How many samples a data source holds (for progress ETAs), without decoding it: a folder
+    of images holds one per image; a single .npy/.npz, its first axis over the input's batch.
+    None when that cannot be told cheaply (folders of array files, unknown batch)."""
+    from intq.calibration.data import ARRAY_SUFFIXES, IMAGE_SUFFIXES
 
     p = Path(data)
-    if p.is_file() or (p.is_dir() and sum(1 for _ in p.iterdir()) <= 10_000):
-        try:
-            return sum(1 for _ in iter_samples(data, graph, pre))
-        except Exception:  # the real pass reports the error with its context
+    if p.is_dir():
+        files = [f.suffix.lower() for f in p.iterdir()]
+        if any(f in ARRAY_SUFFIXES for f in files):
             return None
-    return None
+        return sum(f in IMAGE_SUFFIXES for f in files) or None
+    shape = graph.tensors[graph.inputs[0]].shape
+    batch = shape[0] if shape and isinstance(shape[0], int) and shape[0] > 0 else None
+    if batch is None or p.suffix.lower() not in ARRAY_SUFFIXES:
+        return None
+    try:
+        if p.suffix.lower() == ".npy":
+            rows = np.load(p, mmap_mode="r", allow_pickle=False).shape[0]
+        else:
+            with np.load(p, allow_pickle=False) as z:
+                key = graph.inputs[0] if graph.inputs[0] in z.files else z.files[0]
+                rows = z[key].shape[0]
+    except (OSError, ValueError, IndexError):  # the real pass reports the error with its context
+        return None
+    return max(rows // batch, 1)
 
 
 def _limited(samples, limit: int | None):
