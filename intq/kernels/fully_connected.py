@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from intq.kernels.base import KernelContext
+from intq.kernels.base import KernelContext, kernel
 from intq.kernels.gemm import PreparedGemm, exact_matmul, prepare_gemm
 from intq.kernels.requantize import (
     Requantizer,
@@ -56,6 +56,7 @@ class FullyConnectedParams:
     out_shape: tuple[int, ...]
 
 
+@kernel(OP)
 def prepare(ctx: KernelContext) -> FullyConnectedParams:
     x, y = ctx.input(0), ctx.outputs[0]
     in_qp = ctx.per_tensor(x, "input")
@@ -76,7 +77,7 @@ def prepare(ctx: KernelContext) -> FullyConnectedParams:
         bias = b.astype(np.int64)
     if x.shape is not None and int(np.prod(x.shape)) % k:
         raise ctx.error(f"input of shape {x.shape} cannot be read as rows of {k}")
-    zx = int(in_qp.zero_point[0])
+    zx = in_qp.tensor_zero_point
     gemm = prepare_gemm(w)
     offset = bias - zx * gemm.weight_sums
     bound = k * 255 * 127 + int(np.abs(bias).max(initial=0))
@@ -88,13 +89,13 @@ def prepare(ctx: KernelContext) -> FullyConnectedParams:
     if ctx.target.xnnpack:  # XNNPACK takes the node: fp32 requantization
         lo, hi = xnnpack_activation_range(activation, out_qp)
         scale = xnnpack_conv_scale(in_qp.scale[0], w_qp.scale, out_qp.scale[0])
-        r = make_requantizer(scale, Requant.FLOAT32_RNE, int(out_qp.zero_point[0]), lo, hi, y.dtype)
+        r = make_requantizer(scale, Requant.FLOAT32_RNE, out_qp.tensor_zero_point, lo, hi, y.dtype)
     else:
         per_channel = w_qp.per_axis
         product = np.float64 if (per_channel or mode is Requant.DOUBLE_PRODUCT) else np.float32
         real = effective_scale(in_qp.scale[0], w_qp.scale, out_qp.scale[0], product_dtype=product)
         lo, hi = activation_range(activation, out_qp)
-        r = make_requantizer(real, mode, int(out_qp.zero_point[0]), lo, hi, y.dtype)
+        r = make_requantizer(real, mode, out_qp.tensor_zero_point, lo, hi, y.dtype)
     if y.shape is None or not y.is_static:
         raise ctx.error("the output shape must be static")
     return FullyConnectedParams(gemm, offset, r, k, tuple(y.shape))
