@@ -4,15 +4,11 @@ import numpy as np
 import pytest
 from ai_edge_litert import schema_py_generated as schema
 
-from intq.errors import IntqError
-from intq.export.litert_oracle import LiteRtOracleError, run_litert
-from intq.export.tflite_flatbuffer import (
-    GraphError,
-    TensorSpecError,
-    TfliteModelBuilder,
-    UnknownOperatorError,
-    builtin_op_code,
-)
+from intq.errors import GraphError, IntqError
+from intq.runtime.oracles.litert import LiteRtOracleError, run_litert
+from intq.tflite.builder import TfliteModelBuilder
+from intq.tflite.errors import TensorSpecError, UnknownOperatorError
+from intq.tflite.schema import builtin_op_code
 
 
 def _relu_model():
