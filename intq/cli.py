@@ -89,9 +89,9 @@ def cmd_demo(args) -> dict:
     import intq
     from intq.analysis import compare
     from intq.analysis.evaluate import evaluate
-    from intq.export.litert_oracle import run_litert
+    from intq.runtime.oracles.litert import run_litert
     try:
-        from intq.export.tflm_oracle import run_tflm
+        from intq.runtime.oracles.tflm import run_tflm
         import tflite_micro  # noqa: F401  (an optional package: the check is skipped without it)
     except ImportError:
         run_tflm = None

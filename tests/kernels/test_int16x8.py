@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 
 import intq
-from intq.export.litert_oracle import run_litert
-from intq.export.tflm_oracle import run_tflm
+from intq.runtime.oracles.litert import run_litert
+from intq.runtime.oracles.tflm import run_tflm
 from intq.kernels import KernelError
 from intq.kernels._conv_common import compute_padding
 from intq.kernels import INT8, INT16, KERNELS, activation_of, lookup
