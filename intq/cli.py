@@ -646,9 +646,12 @@ def main(argv=None) -> int:
         print(f"intq {args.command}: {e}", file=sys.stderr)
         return 2
     except Exception as e:  # one readable paragraph, the traceback only with --debug
+        from intq.frontends import InputShapeError
+
         if args.debug:
             traceback.print_exc()
-        print(f"intq {args.command}: {type(e).__name__}: {e}", file=sys.stderr)
+        text = e.cli_message() if isinstance(e, InputShapeError) else str(e)  # the fix as an option
+        print(f"intq {args.command}: {type(e).__name__}: {text}", file=sys.stderr)
         return 1
     try:
         if getattr(args, "json", False):
