@@ -13,6 +13,9 @@
 DATA (for --calib and --data) is a folder of images (resized and normalised by --size, --mean,
 --std, --layout), a folder of .npy/.npz files, or one .npz with an array per input.
 
+``intq quantize`` reports success only after LiteRT (and TFLite Micro, when installed) loaded and ran
+the written file; a file they refuse is removed and the command fails.
+
 Exit codes: 0 ok, 1 failure (the error is one readable paragraph; ``--debug`` shows the
 traceback), 2 usage. Existing output files are never overwritten without ``--force``.
 """
@@ -29,6 +32,8 @@ from importlib import resources
 from pathlib import Path
 
 import numpy as np
+
+from intq.errors import IntqError
 
 EXAMPLES = """examples:
   intq demo
@@ -258,6 +263,7 @@ def cmd_quantize(args) -> dict:
     qg = intq.quantize(fg, table=table, per_channel=not args.per_tensor)
     t_conv = time.perf_counter() - t
     blob = intq.export_tflite(qg, out, overwrite=args.force)
+    runtimes = _check_runtimes_run(qg, blob, out)
     if args.calib_table:
         CalibrationTable.save(table, args.calib_table, overwrite=args.force)
     params = int(sum(t.data.size for t in qg.tensors.values() if t.data is not None))
@@ -270,10 +276,12 @@ def cmd_quantize(args) -> dict:
               "per_channel": not args.per_tensor,
               "seconds": {"load": round(t_load, 2), "calibrate": round(t_cal, 2), "convert": round(t_conv, 2),
                           "check": round(t_check, 2), "total": round(time.perf_counter() - t0, 2)},
+              "runtimes": runtimes,
               "poor_layers": [_row_dict(r) for r in poor],
               "notes": list(qg.metadata.get("conversion_notes", ()))}
     _out(args, f"quantized {args.model} -> {out} ({len(blob):,} bytes, {params:,} parameters)")
     _out(args, "  ops: " + ", ".join(f"{k}x{v}" for k, v in qg.op_types().items()))
+    _out(args, "  runs in: " + "; ".join(f"{k} ({v})" for k, v in runtimes.items()))
     _out(args, f"  calibration: {args.method} on {table.num_samples} samples ({t_cal:.1f} s); "
                f"weights {'per channel' if not args.per_tensor else 'per tensor'}; converted in {t_conv:.1f} s")
     if check:
@@ -290,6 +298,38 @@ def cmd_quantize(args) -> dict:
     if args.calib_table:
         _out(args, f"  calibration table: {args.calib_table}")
     return result
+
+
+class ExportCheckError(IntqError):
+    """A runtime the written .tflite is meant for refuses to load or run it (the file is removed)."""
+
+
+def _check_runtimes_run(qg, blob: bytes, out: Path) -> dict[str, str]:
+    """Load and invoke the written file once (zero inputs) in LiteRT's reference kernels and, when
+    the tflite-micro package is installed, in TFLite Micro; a refusal removes the file and raises
+    :class:`ExportCheckError` naming the runtime and its message (DESIGN decision 9)."""
+    from importlib.util import find_spec
+
+    from intq.runtime.oracles.litert import run_litert
+
+    zeros = [np.zeros(qg.tensors[n].shape, qg.tensors[n].dtype) for n in qg.inputs]
+    checks = [("LiteRT", lambda: run_litert(blob, zeros, resolver="ref", preserve_all_tensors=False))]
+    if find_spec("tflite_micro") is not None:
+        from intq.runtime.oracles.tflm import run_tflm
+
+        checks.append(("TFLite Micro", lambda: run_tflm(blob, zeros, preserve_all_tensors=False)))
+    done = {}
+    for runtime, check in checks:
+        try:
+            check()
+        except IntqError as e:
+            out.unlink(missing_ok=True)
+            raise ExportCheckError(f"{runtime} refuses the written {out} ({e}); the file was removed. This is an intq "
+                                   "bug: please report it with the model") from None
+        done[runtime] = "loaded and ran"
+    if "TFLite Micro" not in done:
+        done["TFLite Micro"] = "not checked: the tflite-micro package is not installed"
+    return done
 
 
 # ---------------------------------------------------------------------------------- inspect
@@ -646,9 +686,12 @@ def main(argv=None) -> int:
         print(f"intq {args.command}: {e}", file=sys.stderr)
         return 2
     except Exception as e:  # one readable paragraph, the traceback only with --debug
+        from intq.frontends import InputShapeError
+
         if args.debug:
             traceback.print_exc()
-        print(f"intq {args.command}: {type(e).__name__}: {e}", file=sys.stderr)
+        text = e.cli_message() if isinstance(e, InputShapeError) else str(e)  # the fix as an option
+        print(f"intq {args.command}: {type(e).__name__}: {text}", file=sys.stderr)
         return 1
     try:
         if getattr(args, "json", False):

@@ -53,12 +53,13 @@ def test_quantize_inspect_and_errors(tmp_path):
     result = json.loads(r.stdout)
     assert out.exists() and table.exists() and result["calibration"] == {"method": "percentile", "samples": 32}
     assert result["ops"]["CONV_2D"] == 3
+    assert result["runtimes"] == {"LiteRT": "loaded and ran", "TFLite Micro": "loaded and ran"}
     assert run("quantize", MODEL, "--calib", str(tmp_path / "calib.npz"), "--input-shape", "image=1x1x8x8",
                "-o", str(out)).returncode == 2  # no overwrite without --force
     missing = run("quantize", str(tmp_path / "none.onnx"), "--calib", str(tmp_path / "calib.npz"), "-o", str(tmp_path / "y.tflite"))
     assert missing.returncode == 1 and "none.onnx: no such file" in missing.stderr and "Traceback" not in missing.stderr
     dyn = run("quantize", MODEL, "--calib", str(tmp_path / "calib.npz"), "-o", str(tmp_path / "z.tflite"))
-    assert dyn.returncode == 1 and "input_shapes" in dyn.stderr
+    assert dyn.returncode == 1 and "--input-shape image=1x1x8x8" in dyn.stderr and "input_shapes" not in dyn.stderr
     i = run("inspect", MODEL, "--input-shape", "image=1x1x8x8", "--json")
     assert i.returncode == 0 and json.loads(i.stdout)["inputs"] == {"image": [1, 1, 8, 8]}
 
@@ -217,3 +218,15 @@ def test_diff_explains_tflm_vs_litert(digits_files):
     assert bad.returncode == 2 and "two targets" in bad.stderr
     unknown = run("diff", str(d / "q.tflite"), "--targets", "tflite,nope", "--data", str(d / "val.npz"))
     assert unknown.returncode == 1 and "nope" in unknown.stderr and "Traceback" not in unknown.stderr
+
+
+def test_quantize_refuses_and_removes_a_file_a_runtime_cannot_load(tmp_path):
+    import intq
+    from intq.cli import ExportCheckError, _check_runtimes_run
+
+    qg = intq.quantize(MODEL, [np.zeros((1, 1, 8, 8), np.float32)], input_shapes={"image": (1, 1, 8, 8)})
+    out = tmp_path / "broken.tflite"
+    out.write_bytes(b"TFL3 is not enough")
+    with pytest.raises(ExportCheckError, match="LiteRT refuses the written .*broken.tflite.*the file was removed"):
+        _check_runtimes_run(qg, out.read_bytes(), out)
+    assert not out.exists()

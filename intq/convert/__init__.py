@@ -22,6 +22,7 @@ from intq.convert.context import ConversionContext, ConversionError, identity
 from intq.convert.rules import RULES
 from intq.errors import UnsupportedOperatorError
 from intq.ir import Graph
+from intq.qmath import QuantParams
 
 
 def check_convertible(graph: Graph) -> None:
@@ -80,11 +81,48 @@ def convert(graph: Graph, table: CalibrationTable, *, per_channel: bool = True,
             outputs.append(q)
         else:
             raise ConversionError(f"output_type must be 'float32' or 'int8', got {output_type!r}")
+    _give_every_linear_op_a_bias(cx)
     # which float tensor (and layout) each integer tensor stands for: per-layer analysis uses it
     float_of = {v.name: (name, v.perm) for name, v in cx.values.items() if v.name in cx.tensors}
     meta = {"source": graph.metadata.get("source", ""), "float_graph": graph.name, "calibration": table.method,
             "per_channel": per_channel, "conversion_notes": tuple(cx.notes), "float_tensor_of": float_of}
     return cx.build(inputs, outputs, graph.name, meta)
+
+
+#: op -> (input index of the activation, of the weights, of the bias; weights axis of the output channels)
+_BIAS_SLOTS = {
+    "CONV_2D": (0, 1, 2, 0),               # weights [Cout, KH, KW, Cin]
+    "DEPTHWISE_CONV_2D": (0, 1, 2, 3),     # weights [1, KH, KW, Cout]
+    "FULLY_CONNECTED": (0, 1, 2, 0),       # weights [N, K]
+    "TRANSPOSE_CONV": (2, 1, 3, 0),        # inputs (output_shape, weights, x, bias); weights [Cout, KH, KW, Cin]
+}
+
+
+def _give_every_linear_op_a_bias(cx: ConversionContext) -> None:
+    """Give each CONV_2D, DEPTHWISE_CONV_2D, TRANSPOSE_CONV and FULLY_CONNECTED without a bias a zero
+    int32 bias, as the TensorFlow converter writes: LiteRT's kernels refuse a missing one.
+
+    Its parameters are the ones a real bias would get: scale ``S_in * S_w[c]`` (the float32
+    product, per output channel or per tensor as the weights are), zero point 0; every value is 0,
+    so the accumulator and every output are unchanged.
+    """
+    for i, node in enumerate(cx.nodes):
+        slots = _BIAS_SLOTS.get(node.op_type)
+        if slots is None:
+            continue
+        x_at, w_at, b_at, axis = slots
+        if len(node.inputs) > b_at and node.inputs[b_at]:
+            continue
+        x_qp, w = cx.tensors[node.inputs[x_at]].qparams, cx.tensors[node.inputs[w_at]]
+        channels = w.shape[axis]
+        w_scales = np.asarray(w.qparams.scale, np.float32).reshape(-1)
+        scales = (np.float32(np.asarray(x_qp.scale).reshape(-1)[0]) * w_scales).astype(np.float64)
+        per_channel = w.qparams.axis is not None
+        b_qp = QuantParams(scales, np.zeros(scales.size, np.int64), np.int32, 0 if per_channel else None)
+        bias = cx.int_constant(f"{node.name}/bias", np.zeros(channels, np.int32), b_qp, np.int32)
+        inputs = list(node.inputs) + [""] * (b_at + 1 - len(node.inputs))
+        inputs[b_at] = bias
+        cx.nodes[i] = node.with_(inputs=tuple(inputs))
 
 
 def quantize(model, data=None, *, method: str = "minmax", per_channel: bool = True, table: CalibrationTable | None = None,

@@ -12,6 +12,7 @@ import onnx
 from intq.errors import IntqError
 from intq.frontends.from_onnx import OnnxImportError, load_onnx
 from intq.frontends.from_tflite import TfliteImportError, load_tflite
+from intq.frontends.shapes import InputShapeError
 from intq.ir import Graph
 from intq.tflite.schema import FILE_IDENTIFIER, is_tflite_bytes
 
@@ -21,7 +22,9 @@ def load(model, input_shapes: Mapping[str, Sequence[int]] | None = None, example
 
     ``model`` is a path to an ``.onnx`` file, an ``onnx.ModelProto``, or a ``torch.nn.Module``
     (with ``example_inputs``): a float graph; or a path to a ``.tflite`` file or its bytes: an
-    integer graph (:func:`load_tflite`). ``input_shapes`` binds dynamic input dimensions.
+    integer graph (:func:`load_tflite`). ``input_shapes`` binds dynamic input dimensions (ONNX
+    ``dim_param``, unnamed dims and ``dim_value`` -1 or 0); an unbound or contradicting shape raises
+    :class:`InputShapeError`, whose ``cli_message()`` gives the fix as ``--input-shape``.
     """
     if isinstance(model, onnx.ModelProto):
         return load_onnx(model, input_shapes)
@@ -47,4 +50,4 @@ def load(model, input_shapes: Mapping[str, Sequence[int]] | None = None, example
                     "onnx.ModelProto or a torch.nn.Module")
 
 
-__all__ = ["load", "load_onnx", "OnnxImportError", "load_tflite", "TfliteImportError"]
+__all__ = ["load", "load_onnx", "OnnxImportError", "load_tflite", "TfliteImportError", "InputShapeError"]

@@ -28,6 +28,7 @@ import onnx
 from onnx import helper, numpy_helper
 
 from intq.errors import GraphError, IntqError, UnsupportedOperatorError
+from intq.frontends.shapes import InputShapeError, is_dynamic
 from intq.ir import Graph, Node, Tensor, topological_order
 
 #: Default-domain opsets the importer accepts. Older models predate the operator forms intq
@@ -43,6 +44,10 @@ IMPORTER_OPS = frozenset({"Constant", "Upsample"})
 
 class OnnxImportError(IntqError, ValueError):
     """The file is not a readable ONNX model, or its inputs cannot be bound."""
+
+
+class OnnxInputShapeError(OnnxImportError, InputShapeError):
+    """An ONNX input's dynamic dims are not bound, or the shape given contradicts the file."""
 
 
 # ------------------------------------------------------------------------------- normalisation
@@ -284,9 +289,18 @@ def _check_operators(proto: onnx.ModelProto, opset: int, where: str) -> None:
 
 
 def _dims(type_proto: onnx.TypeProto) -> tuple[int | None, ...] | None:
+    """The declared dims, None for each dynamic one (``dim_param``, unnamed, or ``dim_value`` <= 0:
+    paddle2onnx writes -1); None for an unknown rank."""
     if not type_proto.HasField("tensor_type") or not type_proto.tensor_type.HasField("shape"):
         return None
-    return tuple(d.dim_value if d.HasField("dim_value") else None for d in type_proto.tensor_type.shape.dim)
+    return tuple(d.dim_value if d.HasField("dim_value") and not is_dynamic(d.dim_value) else None
+                 for d in type_proto.tensor_type.shape.dim)
+
+
+def _symbols(type_proto: onnx.TypeProto) -> tuple[str, ...]:
+    """A display name per dim: its size, its ``dim_param``, or ``?``."""
+    return tuple(str(d.dim_value) if d.HasField("dim_value") and not is_dynamic(d.dim_value) else (d.dim_param or "?")
+                 for d in type_proto.tensor_type.shape.dim)
 
 
 def _dtype(type_proto: onnx.TypeProto) -> np.dtype:
@@ -297,34 +311,40 @@ def _dtype(type_proto: onnx.TypeProto) -> np.dtype:
 
 
 def _bind_inputs(proto: onnx.ModelProto, input_shapes: Mapping[str, Sequence[int]] | None, where: str):
+    """Each real graph input's shape: its declared static dims, with the dynamic ones (None, see
+    :func:`_dims`) taken from ``input_shapes``. Static dims must match what the caller gives."""
     init_names = {t.name for t in proto.graph.initializer}
     real_inputs = [i for i in proto.graph.input if i.name not in init_names]
     given = dict(input_shapes or {})
     names = [i.name for i in real_inputs]
     unknown = sorted(set(given) - set(names))
-    if unknown:
-        raise OnnxImportError(f"{where}: input_shapes names {unknown}, but the model's inputs are {names}")
+    if unknown and real_inputs:
+        first = real_inputs[0]
+        raise OnnxInputShapeError(where, f"the shapes given name {unknown}, but the model's inputs are {names}",
+                              first.name, _dims(first.type), symbols=_symbols(first.type))
     bound: dict[str, tuple[int, ...]] = {}
     for inp in real_inputs:
-        dims = _dims(inp.type)
+        dims, symbols = _dims(inp.type), _symbols(inp.type)
         shape = given.get(inp.name)
+        fail = None
         if shape is not None:
             shape = tuple(int(d) for d in shape)
             if dims is not None and len(dims) != len(shape):
-                raise OnnxImportError(f"{where}: input {inp.name!r} has rank {len(dims)}, input_shapes gives {shape}")
-            if dims is not None and any(d is not None and d != s for d, s in zip(dims, shape)):
-                raise OnnxImportError(f"{where}: input {inp.name!r} has static shape {dims}, input_shapes gives {shape}")
-            if any(s <= 0 for s in shape):
-                raise OnnxImportError(f"{where}: input_shapes[{inp.name!r}] = {shape} must be positive")
-            bound[inp.name] = shape
-        elif dims is None or any(d is None for d in dims):
-            sym = [d.dim_param or "?" for d in inp.type.tensor_type.shape.dim] if dims is not None else ["unknown rank"]
-            raise OnnxImportError(
-                f"{where}: input {inp.name!r} has dynamic dimensions {sym}; pass "
-                f"input_shapes={{{inp.name!r}: (...)}} with a value for each, e.g. a batch of 1"
-            )
+                fail = f"input {inp.name!r} has rank {len(dims)} {list(symbols)}, the shape given is {shape}"
+            elif dims is not None and any(d is not None and d != s for d, s in zip(dims, shape)):
+                fail = f"input {inp.name!r} has static shape {dims} (None: dynamic), the shape given is {shape}"
+            elif any(s <= 0 for s in shape):
+                fail = f"input {inp.name!r}: the shape given, {shape}, must be positive"
+            else:
+                bound[inp.name] = shape
+        elif dims is None:
+            fail = f"input {inp.name!r} has an unknown rank"
+        elif any(d is None for d in dims):
+            fail = f"input {inp.name!r} has dynamic dimensions {list(symbols)}"
         else:
             bound[inp.name] = dims
+        if fail:
+            raise OnnxInputShapeError(where, fail, inp.name, dims, shape, symbols)
     return real_inputs, bound
 
 

