@@ -29,6 +29,7 @@ from onnx import helper, numpy_helper
 
 from intq.errors import GraphError, IntqError, UnsupportedOperatorError
 from intq.ir import Graph, Node, Tensor, topological_order
+from intq.registry import Registry
 
 #: Default-domain opsets the importer accepts. Older models predate the operator forms intq
 #: normalises from; newer ones may change semantics intq has not checked.
@@ -70,16 +71,9 @@ class _Context:
 
 
 Normalizer = Callable[[Node, _Context], list[Node]]
-NORMALIZERS: dict[str, Normalizer] = {}
 
-
-def _normalizer(*op_types: str):
-    def register(fn: Normalizer) -> Normalizer:
-        for op in op_types:
-            NORMALIZERS[op] = fn
-        return fn
-
-    return register
+#: ONNX op type -> the function rewriting its older forms; each joins with ``@NORMALIZERS.register(...)``.
+NORMALIZERS: Registry[Normalizer] = Registry("opset-21 normaliser", OnnxImportError)
 
 
 def _attrs_without(node: Node, *names: str) -> dict[str, Any]:
@@ -90,7 +84,7 @@ def _pad_inputs(inputs: Sequence[str], n: int) -> list[str]:
     return list(inputs) + [""] * (n - len(inputs))
 
 
-@_normalizer("Squeeze", "Unsqueeze")
+@NORMALIZERS.register("Squeeze", "Unsqueeze")
 def _axes_attr_to_input_13(node: Node, ctx: _Context) -> list[Node]:
     if ctx.opset >= 13 or "axes" not in node.attrs:
         return [node]
@@ -98,12 +92,12 @@ def _axes_attr_to_input_13(node: Node, ctx: _Context) -> list[Node]:
     return [node.with_(inputs=(node.inputs[0], axes), attrs=_attrs_without(node, "axes"))]
 
 
-@_normalizer("ReduceSum")
+@NORMALIZERS.register("ReduceSum")
 def _reduce_sum(node: Node, ctx: _Context) -> list[Node]:
     return _reduce_axes(node, ctx, since=13)
 
 
-@_normalizer("ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceSumSquare", "ReduceL1", "ReduceL2",
+@NORMALIZERS.register("ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceSumSquare", "ReduceL1", "ReduceL2",
              "ReduceLogSum", "ReduceLogSumExp")
 def _reduce_other(node: Node, ctx: _Context) -> list[Node]:
     return _reduce_axes(node, ctx, since=18)
@@ -116,7 +110,7 @@ def _reduce_axes(node: Node, ctx: _Context, since: int) -> list[Node]:
     return [node.with_(inputs=(node.inputs[0], axes), attrs=_attrs_without(node, "axes"))]
 
 
-@_normalizer("Split")
+@NORMALIZERS.register("Split")
 def _split(node: Node, ctx: _Context) -> list[Node]:
     attrs = _attrs_without(node, "split")
     inputs = list(node.inputs)
@@ -127,7 +121,7 @@ def _split(node: Node, ctx: _Context) -> list[Node]:
     return [node.with_(inputs=inputs, attrs=attrs)]
 
 
-@_normalizer("Clip")
+@NORMALIZERS.register("Clip")
 def _clip(node: Node, ctx: _Context) -> list[Node]:
     if ctx.opset >= 11:
         return [node]
@@ -139,7 +133,7 @@ def _clip(node: Node, ctx: _Context) -> list[Node]:
     return [node.with_(inputs=inputs, attrs=_attrs_without(node, "min", "max"))]
 
 
-@_normalizer("Pad")
+@NORMALIZERS.register("Pad")
 def _pad(node: Node, ctx: _Context) -> list[Node]:
     if ctx.opset >= 11:
         return [node]
@@ -148,7 +142,7 @@ def _pad(node: Node, ctx: _Context) -> list[Node]:
     return [node.with_(inputs=(node.inputs[0], pads, value), attrs=_attrs_without(node, "pads", "paddings", "value"))]
 
 
-@_normalizer("Slice")
+@NORMALIZERS.register("Slice")
 def _slice(node: Node, ctx: _Context) -> list[Node]:
     if ctx.opset >= 10:
         return [node]
@@ -168,7 +162,7 @@ def _legacy_resize(node: Node, scales: str, mode: str) -> Node:
     return node.with_(op_type="Resize", inputs=(node.inputs[0], "", scales), attrs=attrs)
 
 
-@_normalizer("Upsample")
+@NORMALIZERS.register("Upsample")
 def _upsample(node: Node, ctx: _Context) -> list[Node]:
     mode = node.attrs.get("mode", "nearest")
     if len(node.inputs) > 1 and node.inputs[1]:
@@ -178,14 +172,14 @@ def _upsample(node: Node, ctx: _Context) -> list[Node]:
     return [_legacy_resize(node, scales, mode)]
 
 
-@_normalizer("Resize")
+@NORMALIZERS.register("Resize")
 def _resize(node: Node, ctx: _Context) -> list[Node]:
     if ctx.opset >= 11:
         return [node]
     return [_legacy_resize(node, node.inputs[1], node.attrs.get("mode", "nearest"))]
 
 
-@_normalizer("Softmax", "LogSoftmax", "Hardmax")
+@NORMALIZERS.register("Softmax", "LogSoftmax", "Hardmax")
 def _softmax(node: Node, ctx: _Context) -> list[Node]:
     if ctx.opset >= 13:
         return [node]
@@ -207,7 +201,7 @@ def _softmax(node: Node, ctx: _Context) -> list[Node]:
     ]
 
 
-@_normalizer("BatchNormalization")
+@NORMALIZERS.register("BatchNormalization")
 def _batch_norm(node: Node, ctx: _Context) -> list[Node]:
     attrs = {k: v for k, v in node.attrs.items() if k in ("epsilon", "momentum", "training_mode")}
     if attrs.get("training_mode", 0):
@@ -215,13 +209,13 @@ def _batch_norm(node: Node, ctx: _Context) -> list[Node]:
     return [node.with_(outputs=node.outputs[:1], attrs=attrs)]
 
 
-@_normalizer("Dropout")
+@NORMALIZERS.register("Dropout")
 def _dropout(node: Node, ctx: _Context) -> list[Node]:
     inputs = node.inputs[:1]  # inference: identity (ratio and training_mode do not matter)
     return [node.with_(op_type="Identity", inputs=inputs, outputs=node.outputs[:1], attrs={})]
 
 
-@_normalizer("Gemm", "Add", "Sub", "Mul", "Div")
+@NORMALIZERS.register("Gemm", "Add", "Sub", "Mul", "Div")
 def _drop_legacy_broadcast(node: Node, ctx: _Context) -> list[Node]:
     return [node.with_(attrs=_attrs_without(node, "broadcast", "axis", "consumed_inputs"))]
 

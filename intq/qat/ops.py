@@ -22,23 +22,16 @@ import torch
 import torch.nn.functional as F
 
 from intq.qat.errors import QATError
+from intq.registry import Registry
 
-TORCH_OPS: dict[str, Callable] = {}
+#: ONNX op type -> PyTorch function; each function joins with ``@TORCH_OPS.register()`` below.
+TORCH_OPS: Registry[Callable] = Registry("PyTorch form of ONNX operator", QATError)
 
 _ACTIVATIONS = {
     "RELU": lambda y: F.relu(y),
     "RELU6": lambda y: F.hardtanh(y, 0.0, 6.0),
     "RELU_N1_TO_1": lambda y: F.hardtanh(y, -1.0, 1.0),
 }
-
-
-def op(*names: str):
-    def register(fn):
-        for n in names or (fn.__name__,):
-            TORCH_OPS[n] = fn
-        return fn
-
-    return register
 
 
 def fused_activation(node, y: torch.Tensor) -> torch.Tensor:
@@ -92,7 +85,7 @@ def _window(node):
 LINEAR_OPS = frozenset({"Conv", "Gemm", "MatMul"})  # run by the module through their QATLinear layer
 
 
-@op(*LINEAR_OPS)
+@TORCH_OPS.register(*LINEAR_OPS)
 def linear_layer(m, node, x, *rest):
     raise AssertionError("linear layers run through QATModule")  # listed here so prepare accepts them
 
@@ -127,76 +120,76 @@ def _binary(m, node, a, b, fn):
     return fused_activation(node, fn(a, b))
 
 
-@op()
+@TORCH_OPS.register()
 def Add(m, node, a, b):
     return _binary(m, node, a, b, torch.add)
 
 
-@op()
+@TORCH_OPS.register()
 def Sub(m, node, a, b):
     return _binary(m, node, a, b, torch.sub)
 
 
-@op()
+@TORCH_OPS.register()
 def Mul(m, node, a, b):
     return _binary(m, node, a, b, torch.mul)
 
 
-@op("Max", "Min")
+@TORCH_OPS.register("Max", "Min")
 def Max(m, node, a, b):
     return _binary(m, node, a, b, torch.maximum if node.op_type == "Max" else torch.minimum)
 
 
-@op()
+@TORCH_OPS.register()
 def Relu(m, node, x):
     return F.relu(x)
 
 
-@op()
+@TORCH_OPS.register()
 def Clip(m, node, x, *bounds):
     lo = m.constant(node.inputs[1]) if len(node.inputs) > 1 and node.inputs[1] else None
     hi = m.constant(node.inputs[2]) if len(node.inputs) > 2 and node.inputs[2] else None
     return x.clamp(None if lo is None else float(lo), None if hi is None else float(hi))
 
 
-@op()
+@TORCH_OPS.register()
 def Sigmoid(m, node, x):
     return torch.sigmoid(x)
 
 
-@op()
+@TORCH_OPS.register()
 def Tanh(m, node, x):
     return torch.tanh(x)
 
 
-@op()
+@TORCH_OPS.register()
 def HardSwish(m, node, x):
     return F.hardswish(x)
 
 
-@op()
+@TORCH_OPS.register()
 def LeakyRelu(m, node, x):
     return F.leaky_relu(x, float(node.attrs.get("alpha", 0.01)))
 
 
-@op()
+@TORCH_OPS.register()
 def Softmax(m, node, x):
     return torch.softmax(x, int(node.attrs.get("axis", -1)))
 
 
-@op()
+@TORCH_OPS.register()
 def LogSoftmax(m, node, x):
     return torch.log_softmax(x, int(node.attrs.get("axis", -1)))
 
 
-@op()
+@TORCH_OPS.register()
 def Identity(m, node, x):
     return x
 
 
 # ----------------------------------------------------------------------------------- pooling
 
-@op()
+@TORCH_OPS.register()
 def MaxPool(m, node, x):
     k, s, d = _window(node)
     begins, ends = _explicit_pads(node, x.shape[2:], k, s, d)
@@ -206,7 +199,7 @@ def MaxPool(m, node, x):
     return fused_activation(node, y)
 
 
-@op()
+@TORCH_OPS.register()
 def AveragePool(m, node, x):
     k, s, d = _window(node)
     if d != (1, 1):
@@ -219,17 +212,17 @@ def AveragePool(m, node, x):
     return fused_activation(node, y)
 
 
-@op()
+@TORCH_OPS.register()
 def GlobalAveragePool(m, node, x):
     return x.mean(dim=tuple(range(2, x.dim())), keepdim=True)
 
 
-@op()
+@TORCH_OPS.register()
 def GlobalMaxPool(m, node, x):
     return x.amax(dim=tuple(range(2, x.dim())), keepdim=True)
 
 
-@op("ReduceMean", "ReduceMax", "ReduceMin", "ReduceSum")
+@TORCH_OPS.register("ReduceMean", "ReduceMax", "ReduceMin", "ReduceSum")
 def ReduceMean(m, node, x, axes=None):
     ax = m.constant(node.inputs[1]) if len(node.inputs) > 1 and node.inputs[1] else None
     dims = tuple(range(x.dim())) if ax is None or ax.size == 0 else tuple(int(a) % x.dim() for a in ax.reshape(-1))
@@ -240,7 +233,7 @@ def ReduceMean(m, node, x, axes=None):
 
 # ------------------------------------------------------------------------------------- shape
 
-@op("Reshape", "Flatten", "Squeeze", "Unsqueeze")
+@TORCH_OPS.register("Reshape", "Flatten", "Squeeze", "Unsqueeze")
 def Reshape(m, node, x, *rest):
     shape = list(m.static_shape(node.outputs[0]))
     in_shape = m.static_shape(node.inputs[0])
@@ -249,13 +242,13 @@ def Reshape(m, node, x, *rest):
     return x.reshape(shape)
 
 
-@op()
+@TORCH_OPS.register()
 def Transpose(m, node, x):
     perm = node.attrs.get("perm")
     return x.permute(*[int(p) for p in perm]) if perm is not None else x.permute(*reversed(range(x.dim())))
 
 
-@op()
+@TORCH_OPS.register()
 def Concat(m, node, *xs):
     if any(t is None for t in xs):
         raise QATError(f"node {node.name!r} (Concat): constant inputs are not supported by quantization-aware training")

@@ -24,7 +24,7 @@ from intq.errors import GraphError
 from . import _scratch
 from ._checks import choice, ints
 from ._windows import Geometry, channel_chunks, geometry, pad, per_axis, taps, windows
-from .registry import register
+from .registry import FLOAT_OPS
 
 
 def _check_kernel_shape(op: str, kernel_shape, kernel: tuple[int, ...]) -> None:
@@ -33,7 +33,7 @@ def _check_kernel_shape(op: str, kernel_shape, kernel: tuple[int, ...]) -> None:
                          f"spatial shape {list(kernel)}")
 
 
-@register
+@FLOAT_OPS.register()
 def Conv(X, W, B=None, *, auto_pad="NOTSET", dilations=None, group=1, kernel_shape=None,
          pads=None, strides=None):
     """ONNX Conv (module docstring formula); returns (Y,) of shape (N, M, *out)."""
@@ -182,7 +182,7 @@ def _depthwise_taps(X: np.ndarray, w: np.ndarray, g: Geometry) -> np.ndarray:
     return y.reshape((n, c * mult) + g.out_shape)
 
 
-@register
+@FLOAT_OPS.register()
 def ConvTranspose(X, W, B=None, *, auto_pad="NOTSET", dilations=None, group=1, kernel_shape=None,
                   output_padding=None, output_shape=None, pads=None, strides=None):
     """ONNX ConvTranspose: the adjoint of Conv; returns (Y,) of shape (N, M, *out).
