@@ -17,6 +17,7 @@ import numpy as np
 from intq.convert.context import NHWC, ConversionContext, ConversionError, identity
 from intq.convert.weights import quantize_linear_layer
 from intq.ir import Node
+from intq.passes.padding import same_pads
 from intq.qmath import QuantParams, choose_qparams, quantize
 from intq.registry import Registry
 
@@ -36,29 +37,23 @@ def _act(node: Node) -> str:
 
 # ----------------------------------------------------------------------------------- padding
 
-def _same_pads(size: int, k: int, stride: int, dilation: int) -> tuple[int, int, int]:
-    """TFLite SAME: output ceil(size/stride), total pad split with the extra at the end."""
-    eff = (k - 1) * dilation + 1
-    out = -(-size // stride)
-    total = max((out - 1) * stride + eff - size, 0)
-    return total // 2, total - total // 2, out
+def _explicit_pads(node: Node) -> list[tuple[int, int]]:
+    """The node's 2-D pads as [(top, bottom), (left, right)]; the importer wrote them out
+    (:func:`intq.passes.explicit_pads`), so an ``auto_pad`` left over is refused."""
+    auto = node.attrs.get("auto_pad", "NOTSET")
+    if auto != "NOTSET" or node.attrs.get("output_shape"):
+        raise _fail(node, f"auto_pad={auto!r} / output_shape: conversion reads explicit pads; run "
+                          "intq.passes.explicit_pads on the graph first (intq.load does)")
+    pads = list(node.attrs.get("pads", (0, 0, 0, 0)))
+    return [(pads[0], pads[2]), (pads[1], pads[3])]
 
 
 def _window_padding(cx: ConversionContext, node: Node, x: str, kernel, strides, dilations, *, ceil=False):
-    """('SAME'|'VALID', explicit pads [(top, bottom), (left, right)] still to apply)."""
+    """('SAME'|'VALID', explicit pads [(top, bottom), (left, right)] still to apply); TFLite's
+    SAME is ONNX's SAME_UPPER."""
     _, _, h, w = cx.shape(x)
-    pads = list(node.attrs.get("pads", (0, 0, 0, 0)))
-    auto = node.attrs.get("auto_pad", "NOTSET")
     sizes = (h, w)
-    if auto in ("SAME_UPPER", "SAME_LOWER"):
-        explicit = []
-        for i in range(2):
-            b, e, _ = _same_pads(sizes[i], kernel[i], strides[i], dilations[i])
-            explicit.append((e, b) if auto == "SAME_LOWER" else (b, e))
-    elif auto == "VALID":
-        explicit = [(0, 0), (0, 0)]
-    else:
-        explicit = [(pads[0], pads[2]), (pads[1], pads[3])]
+    explicit = _explicit_pads(node)
     if ceil:
         for i in range(2):
             eff = (kernel[i] - 1) * dilations[i] + 1
@@ -70,8 +65,8 @@ def _window_padding(cx: ConversionContext, node: Node, x: str, kernel, strides, 
             explicit[i] = (explicit[i][0], explicit[i][1] + extra)
     if all(p == (0, 0) for p in explicit):
         return "VALID", None
-    same = [_same_pads(sizes[i], kernel[i], strides[i], dilations[i])[:2] for i in range(2)]
-    if [tuple(s) for s in same] == explicit:
+    same = [same_pads(sizes[i], kernel[i], strides[i], dilations[i]) for i in range(2)]
+    if same == explicit:
         return "SAME", None
     return "VALID", explicit
 
@@ -407,7 +402,7 @@ def _pool(cx: ConversionContext, node: Node, op: str) -> None:
 
 def _window_padding_explicit(cx, x, kernel, strides):
     _, _, h, w = cx.shape(x)
-    return [_same_pads(h, kernel[0], strides[0], 1)[:2], _same_pads(w, kernel[1], strides[1], 1)[:2]]
+    return [same_pads(h, kernel[0], strides[0], 1), same_pads(w, kernel[1], strides[1], 1)]
 
 
 @RULES.register()
@@ -688,10 +683,8 @@ def ConvTranspose(cx, node):
     _, _, h, wd = cx.shape(x)
     _, _, oh, ow = cx.shape(node.outputs[0])
     full = (strides[0] * (h - 1) + kh, strides[1] * (wd - 1) + kw)
-    pads = list(node.attrs.get("pads", (0, 0, 0, 0)))
-    if node.attrs.get("auto_pad", "NOTSET") not in ("NOTSET", "VALID") or "output_shape" in node.attrs:
-        raise _fail(node, "auto_pad / output_shape forms are not supported; export with explicit pads")
-    begin = (pads[0], pads[1])
+    (top, _), (left, _) = _explicit_pads(node)
+    begin = (top, left)
     if (oh, ow) == full:
         padding, crop = "VALID", None
     elif (oh, ow) == (strides[0] * h, strides[1] * wd) and all(

@@ -9,7 +9,8 @@ What the importer does, in order, before any heavy work:
    and the dimensions that need a value) and runs ONNX shape inference with data propagation;
 4. turns initializers and ``Constant`` nodes into constant tensors, and rewrites each node into
    its opset-21 form (:data:`NORMALIZERS`: axes/pads/min/max as inputs, Upsample as Resize,
-   pre-13 Softmax as flatten-softmax-reshape...), so that later stages know one semantics per op.
+   pre-13 Softmax as flatten-softmax-reshape...), so that later stages know one semantics per op;
+5. writes out the padding of Conv / ConvTranspose / pools (:func:`intq.passes.explicit_pads`).
 
 Names of tensors and nodes are kept (unnamed nodes are named ``<OpType>_<index>``).
 """
@@ -29,6 +30,7 @@ from onnx import helper, numpy_helper
 
 from intq.errors import GraphError, IntqError, UnsupportedOperatorError
 from intq.ir import Graph, Node, Tensor, topological_order
+from intq.passes.padding import explicit_pads
 from intq.registry import Registry
 
 #: Default-domain opsets the importer accepts. Older models predate the operator forms intq
@@ -416,7 +418,7 @@ def load_onnx(model, input_shapes: Mapping[str, Sequence[int]] | None = None) ->
     outputs = tuple(o.name for o in proto.graph.output)
     graph = Graph(ordered, tensors, tuple(bound), outputs, name=model_name, opset=TARGET_OPSET,
                   metadata={"source": "onnx", "source_opset": opset, "producer": proto.producer_name})
-    return graph.prune()
+    return explicit_pads(graph.prune())
 
 
 def _attr_value(attr: onnx.AttributeProto) -> Any:

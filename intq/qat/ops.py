@@ -44,22 +44,14 @@ def fused_activation(node, y: torch.Tensor) -> torch.Tensor:
     return _ACTIVATIONS[act](y)
 
 
-def _explicit_pads(node, in_spatial, kernel, strides, dilations) -> tuple[list[int], list[int]]:
-    """(begins, ends) per spatial axis from ``pads`` / ``auto_pad`` (ONNX rules)."""
-    nd = len(kernel)
+def _explicit_pads(node, nd: int) -> tuple[list[int], list[int]]:
+    """(begins, ends) per spatial axis from the node's ``pads``, which the importer wrote out
+    (:func:`intq.passes.explicit_pads`); a leftover ``auto_pad`` is refused."""
     auto = node.attrs.get("auto_pad", "NOTSET")
-    if auto in ("SAME_UPPER", "SAME_LOWER"):
-        begins, ends = [], []
-        for n, k, s, d in zip(in_spatial, kernel, strides, dilations):
-            out = -(-n // s)
-            total = max(0, (out - 1) * s + (k - 1) * d + 1 - n)
-            small, big = total // 2, total - total // 2
-            begins.append(small if auto == "SAME_UPPER" else big)
-            ends.append(big if auto == "SAME_UPPER" else small)
-        return begins, ends
-    if auto == "VALID":
-        return [0] * nd, [0] * nd
-    pads = list(node.attrs.get("pads", (0,) * (2 * nd)))
+    if auto != "NOTSET":
+        raise QATError(f"node {node.name!r} ({node.op_type}): auto_pad={auto!r}: quantization-aware training reads "
+                       "explicit pads; run intq.passes.explicit_pads on the graph first (intq.load does)")
+    pads = [int(p) for p in node.attrs.get("pads", (0,) * (2 * nd))]
     return pads[:nd], pads[nd:]
 
 
@@ -93,9 +85,7 @@ def linear_layer(m, node, x, *rest):
 def conv_padding(node, x, kernel) -> tuple[torch.Tensor, tuple[int, int]]:
     """``(x', padding)``: the Conv node's zero padding as a symmetric ``padding`` for the
     convolution, applying asymmetric pads to ``x`` first (``x' = F.pad(x)``, padding 0)."""
-    s = tuple(int(v) for v in node.attrs.get("strides", (1, 1)))
-    d = tuple(int(v) for v in node.attrs.get("dilations", (1, 1)))
-    begins, ends = _explicit_pads(node, x.shape[2:], kernel, s, d)
+    begins, ends = _explicit_pads(node, len(kernel))
     return _pad_for_torch(x, begins, ends)
 
 
@@ -106,7 +96,7 @@ def conv2d(node, x, w, b):
     k = tuple(w.shape[2:])
     s = tuple(int(v) for v in node.attrs.get("strides", (1, 1)))
     d = tuple(int(v) for v in node.attrs.get("dilations", (1, 1)))
-    begins, ends = _explicit_pads(node, x.shape[2:], k, s, d)
+    begins, ends = _explicit_pads(node, len(k))
     x, padding = _pad_for_torch(x, begins, ends)
     return F.conv2d(x, w, b, s, padding, d, int(node.attrs.get("group", 1)))
 
@@ -192,7 +182,7 @@ def Identity(m, node, x):
 @TORCH_OPS.register()
 def MaxPool(m, node, x):
     k, s, d = _window(node)
-    begins, ends = _explicit_pads(node, x.shape[2:], k, s, d)
+    begins, ends = _explicit_pads(node, len(k))
     x, padding = _pad_for_torch(x, begins, ends, value=float("-inf"))
     x = x.contiguous(memory_format=torch.channels_last)  # PyTorch's CPU max pooling is ~5x faster in NHWC
     y = F.max_pool2d(x, k, s, padding, d, ceil_mode=bool(node.attrs.get("ceil_mode", 0)))
@@ -204,7 +194,7 @@ def AveragePool(m, node, x):
     k, s, d = _window(node)
     if d != (1, 1):
         raise QATError(f"node {node.name!r} (AveragePool): dilation is not supported")
-    begins, ends = _explicit_pads(node, x.shape[2:], k, s, d)
+    begins, ends = _explicit_pads(node, len(k))
     if begins != ends:
         raise QATError(f"node {node.name!r} (AveragePool): asymmetric padding {begins, ends} is not supported")
     y = F.avg_pool2d(x, k, s, tuple(begins), ceil_mode=bool(node.attrs.get("ceil_mode", 0)),

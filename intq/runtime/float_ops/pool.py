@@ -1,6 +1,6 @@
 """Pooling: MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool (N-d, float32).
 
-Window geometry (strides, dilations, pads, auto_pad, ceil_mode) as in ``_windows``. Pools run
+Window geometry (strides, dilations, explicit pads, ceil_mode) as in ``_windows``. Pools run
 tap by tap over strided views of the padded input: prod(kernel) vectorised passes over chunks
 of (image, channel) planes sized to stay in cache, never a Python loop over pixels.
 
