@@ -17,7 +17,7 @@ import numpy as np
 from intq.convert.context import NHWC, ConversionContext, ConversionError, identity
 from intq.convert.weights import quantize_linear_layer
 from intq.ir import Node
-from intq.passes.padding import same_pads
+from intq.passes.padding import pads_of, same_pads
 from intq.qmath import QuantParams, choose_qparams, quantize
 from intq.registry import Registry
 
@@ -38,14 +38,9 @@ def _act(node: Node) -> str:
 # ----------------------------------------------------------------------------------- padding
 
 def _explicit_pads(node: Node) -> list[tuple[int, int]]:
-    """The node's 2-D pads as [(top, bottom), (left, right)]; the importer wrote them out
-    (:func:`intq.passes.explicit_pads`), so an ``auto_pad`` left over is refused."""
-    auto = node.attrs.get("auto_pad", "NOTSET")
-    if auto != "NOTSET" or node.attrs.get("output_shape"):
-        raise _fail(node, f"auto_pad={auto!r} / output_shape: conversion reads explicit pads; run "
-                          "intq.passes.explicit_pads on the graph first (intq.load does)")
-    pads = list(node.attrs.get("pads", (0, 0, 0, 0)))
-    return [(pads[0], pads[2]), (pads[1], pads[3])]
+    """The node's 2-D pads as [(top, bottom), (left, right)] (written out at import)."""
+    begin, end = pads_of(f"node {node.name!r} ({node.op_type})", node.attrs, 2)
+    return list(zip(begin, end))
 
 
 def _window_padding(cx: ConversionContext, node: Node, x: str, kernel, strides, dilations, *, ceil=False):

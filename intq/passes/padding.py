@@ -10,10 +10,10 @@ For one spatial axis with input size ``n``, kernel ``k``, stride ``s``, dilation
         total = max(0, (out - 1)*s + (k - 1)*d + 1 - n)
         SAME_UPPER: (begin, end) = (total // 2, total - total // 2)     (odd element at the end)
         SAME_LOWER: (begin, end) = (total - total // 2, total // 2)     (odd element at the beginning)
-    ConvTranspose:  full = s*(n - 1) + output_padding + (k - 1)*d + 1,  out = n*s (SAME_*) or
-        the given output_shape;  total = full - out split the same way, except that with an
-        output_shape and auto_pad NOTSET the odd element goes to the beginning; an output_shape
-        beyond ``full`` grows ``output_padding`` instead (pads stay 0)
+    ConvTranspose with SAME_* or an output_shape:  full = s*(n - 1) + output_padding + (k - 1)*d + 1,
+        out = the output_shape if given, else n*s;  total = max(0, full - out), the odd element
+        at the end for SAME_UPPER and at the beginning otherwise (onnxruntime's split); an
+        output_shape beyond ``full`` grows ``output_padding`` by the difference instead
     VALID: pads 0.       NOTSET: the node's pads (0 when absent).
 
 ``ceil_mode`` is kept as it is: it is not padding (a ceil-mode window that reaches past the pads
@@ -102,6 +102,31 @@ def explicit_pad_attrs(where: str, op: str, attrs: Mapping[str, Any], in_spatial
         begin, end = pads[:nd], pads[nd:]
     out["pads"] = tuple(begin) + tuple(end)
     return out
+
+
+def pads_of(where: str, attrs: Mapping[str, Any], nd: int) -> tuple[list[int], list[int]]:
+    """``(begins, ends)`` of a window node's explicit ``pads`` (zeros when absent): what every reader
+    of a float graph (float runtime, convert, QAT) calls. An ``auto_pad`` other than NOTSET or an
+    ``output_shape`` left on the node is refused, naming :func:`explicit_pads` as the fix; pads must
+    be ``2 * nd`` non-negative ints."""
+    auto = attrs.get("auto_pad", "NOTSET")
+    auto = auto.decode() if isinstance(auto, bytes) else auto
+    shape = attrs.get("output_shape")
+    left = []
+    if auto != "NOTSET":
+        left.append(f"auto_pad={auto!r}")
+    if shape is not None and len(shape) > 0:
+        left.append(f"output_shape={list(shape)}")
+    if left:
+        raise UnsupportedOperatorError(f"{where}: {', '.join(left)}: intq reads explicit pads only; run "
+                                       "intq.passes.explicit_pads on the graph first (intq.load does)")
+    pads = attrs.get("pads")
+    p = [0] * (2 * nd) if pads is None or len(pads) == 0 else [int(v) for v in pads]
+    if len(p) != 2 * nd:
+        raise GraphError(f"{where}: pads={p} must have 2*{nd} entries (all begins, then all ends)")
+    if any(v < 0 for v in p):
+        raise GraphError(f"{where}: pads={p} must be non-negative")
+    return p[:nd], p[nd:]
 
 
 def _kernel(graph: Graph, node: Node) -> tuple[int, ...] | None:

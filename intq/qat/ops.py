@@ -21,6 +21,7 @@ from collections.abc import Callable
 import torch
 import torch.nn.functional as F
 
+from intq.passes.padding import pads_of
 from intq.qat.errors import QATError
 from intq.registry import Registry
 
@@ -44,15 +45,8 @@ def fused_activation(node, y: torch.Tensor) -> torch.Tensor:
     return _ACTIVATIONS[act](y)
 
 
-def _explicit_pads(node, nd: int) -> tuple[list[int], list[int]]:
-    """(begins, ends) per spatial axis from the node's ``pads``, which the importer wrote out
-    (:func:`intq.passes.explicit_pads`); a leftover ``auto_pad`` is refused."""
-    auto = node.attrs.get("auto_pad", "NOTSET")
-    if auto != "NOTSET":
-        raise QATError(f"node {node.name!r} ({node.op_type}): auto_pad={auto!r}: quantization-aware training reads "
-                       "explicit pads; run intq.passes.explicit_pads on the graph first (intq.load does)")
-    pads = [int(p) for p in node.attrs.get("pads", (0,) * (2 * nd))]
-    return pads[:nd], pads[nd:]
+def _where(node) -> str:
+    return f"node {node.name!r} ({node.op_type})"
 
 
 def _pad_for_torch(x, begins, ends, value=0.0):
@@ -85,7 +79,7 @@ def linear_layer(m, node, x, *rest):
 def conv_padding(node, x, kernel) -> tuple[torch.Tensor, tuple[int, int]]:
     """``(x', padding)``: the Conv node's zero padding as a symmetric ``padding`` for the
     convolution, applying asymmetric pads to ``x`` first (``x' = F.pad(x)``, padding 0)."""
-    begins, ends = _explicit_pads(node, len(kernel))
+    begins, ends = pads_of(_where(node), node.attrs, len(kernel))
     return _pad_for_torch(x, begins, ends)
 
 
@@ -96,7 +90,7 @@ def conv2d(node, x, w, b):
     k = tuple(w.shape[2:])
     s = tuple(int(v) for v in node.attrs.get("strides", (1, 1)))
     d = tuple(int(v) for v in node.attrs.get("dilations", (1, 1)))
-    begins, ends = _explicit_pads(node, len(k))
+    begins, ends = pads_of(_where(node), node.attrs, len(k))
     x, padding = _pad_for_torch(x, begins, ends)
     return F.conv2d(x, w, b, s, padding, d, int(node.attrs.get("group", 1)))
 
@@ -182,7 +176,7 @@ def Identity(m, node, x):
 @TORCH_OPS.register()
 def MaxPool(m, node, x):
     k, s, d = _window(node)
-    begins, ends = _explicit_pads(node, len(k))
+    begins, ends = pads_of(_where(node), node.attrs, len(k))
     x, padding = _pad_for_torch(x, begins, ends, value=float("-inf"))
     x = x.contiguous(memory_format=torch.channels_last)  # PyTorch's CPU max pooling is ~5x faster in NHWC
     y = F.max_pool2d(x, k, s, padding, d, ceil_mode=bool(node.attrs.get("ceil_mode", 0)))
@@ -194,7 +188,7 @@ def AveragePool(m, node, x):
     k, s, d = _window(node)
     if d != (1, 1):
         raise QATError(f"node {node.name!r} (AveragePool): dilation is not supported")
-    begins, ends = _explicit_pads(node, len(k))
+    begins, ends = pads_of(_where(node), node.attrs, len(k))
     if begins != ends:
         raise QATError(f"node {node.name!r} (AveragePool): asymmetric padding {begins, ends} is not supported")
     y = F.avg_pool2d(x, k, s, tuple(begins), ceil_mode=bool(node.attrs.get("ceil_mode", 0)),

@@ -138,3 +138,18 @@ def test_same_with_an_unknown_spatial_size_names_the_node_and_the_fix():
 def test_an_unknown_auto_pad_is_refused_by_name():
     with pytest.raises(UnsupportedOperatorError, match=r"node 'conv7' \(Conv\): auto_pad='SAME'"):
         explicit_pads(_graph((1, 3, 8, 8), "SAME"))
+
+
+def test_pads_of_is_what_every_reader_calls():
+    from intq.passes.padding import pads_of
+
+    assert pads_of("n", {"pads": (1, 2, 3, 4)}, 2) == ([1, 2], [3, 4])
+    assert pads_of("n", {}, 1) == ([0], [0])
+    with pytest.raises(UnsupportedOperatorError, match=r"^n: auto_pad='SAME_LOWER': .*run intq.passes.explicit_pads"):
+        pads_of("n", {"auto_pad": "SAME_LOWER"}, 2)
+    with pytest.raises(UnsupportedOperatorError, match=r"output_shape=\[4, 4\]"):
+        pads_of("n", {"output_shape": (4, 4)}, 2)
+    with pytest.raises(GraphError, match="2\\*2 entries"):
+        pads_of("n", {"pads": (1, 1)}, 2)
+    with pytest.raises(GraphError, match="non-negative"):
+        pads_of("n", {"pads": (1, -1, 0, 0)}, 2)

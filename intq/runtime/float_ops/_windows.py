@@ -7,8 +7,8 @@ at ``o*s + t*d`` for taps ``t`` in [0, k), and::
 
     out = floor((n + b + e - (k-1)*d - 1) / s) + 1          (ceil instead of floor: ceil_mode)
 
-Pads are explicit: ``auto_pad`` other than NOTSET is refused (:func:`explicit_only`); the
-importer wrote every node's pads out (:func:`intq.passes.explicit_pads`).
+Pads are explicit (:func:`intq.passes.padding.pads_of`: ``auto_pad`` other than NOTSET is
+refused); the importer wrote every node's pads out (:func:`intq.passes.explicit_pads`).
 """
 
 from __future__ import annotations
@@ -19,21 +19,11 @@ from typing import Iterator, Sequence
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from intq.errors import GraphError, UnsupportedOperatorError
+from intq.errors import GraphError
+from intq.passes.padding import pads_of
 
 from . import _scratch
 from ._checks import ints
-
-
-def explicit_only(op: str, auto_pad="NOTSET", **derived) -> None:
-    """Refuse an ``auto_pad`` other than NOTSET (and ConvTranspose's ``output_shape``): the float
-    runtime reads explicit pads, as :func:`intq.passes.explicit_pads` writes them."""
-    auto_pad = auto_pad.decode() if isinstance(auto_pad, bytes) else auto_pad
-    given = [f"{k}={v!r}" for k, v in (("auto_pad", auto_pad), *derived.items())
-             if v is not None and v != "NOTSET"]
-    if given:
-        raise UnsupportedOperatorError(f"{op}: {', '.join(given)}: the float runtime reads explicit pads only; "
-                                       "run intq.passes.explicit_pads on the graph first (intq.load does)")
 
 
 @dataclass(frozen=True)
@@ -92,14 +82,9 @@ def geometry(op: str, in_shape: Sequence[int], kernel: Sequence[int], *, strides
         raise GraphError(f"{op}: kernel_shape={list(kernel)} must be positive")
     strides = per_axis(op, "strides", strides, nd, 1)
     dilations = per_axis(op, "dilations", dilations, nd, 1)
-    explicit_only(op, auto_pad)
+    begin, end = pads_of(op, {"auto_pad": auto_pad, "pads": ints(pads)}, nd)
+    p = begin + end
     reach = [(k - 1) * d + 1 for k, d in zip(kernel, dilations)]  # extent of one window
-    p = ints(pads) or [0] * (2 * nd)
-    if len(p) != 2 * nd:
-        raise GraphError(f"{op}: pads={p} must have 2*{nd} entries (all begins, then all ends)")
-    if any(v < 0 for v in p):
-        raise GraphError(f"{op}: pads={p} must be non-negative")
-    begin, end = p[:nd], p[nd:]
     out = []
     for n, b, e, r, s in zip(in_shape, begin, end, reach, strides):
         span = n + b + e - r

@@ -20,10 +20,11 @@ from __future__ import annotations
 import numpy as np
 
 from intq.errors import GraphError
+from intq.passes.padding import pads_of
 
 from . import _scratch
 from ._checks import ints
-from ._windows import Geometry, channel_chunks, explicit_only, geometry, pad, per_axis, taps, windows
+from ._windows import Geometry, channel_chunks, geometry, pad, per_axis, taps, windows
 from .registry import FLOAT_OPS
 
 
@@ -207,8 +208,6 @@ def ConvTranspose(X, W, B=None, *, auto_pad="NOTSET", dilations=None, group=1, k
     kernel = tuple(W.shape[2:])
     nd = len(kernel)
     _check_kernel_shape("ConvTranspose", kernel_shape, kernel)
-    explicit_only("ConvTranspose", auto_pad,
-                  output_shape=output_shape if output_shape is not None and len(output_shape) else None)
     strides = per_axis("ConvTranspose", "strides", strides, nd, 1)
     dilations = per_axis("ConvTranspose", "dilations", dilations, nd, 1)
     in_sp = X.shape[2:]
@@ -217,10 +216,8 @@ def ConvTranspose(X, W, B=None, *, auto_pad="NOTSET", dilations=None, group=1, k
         raise GraphError(f"ConvTranspose: output_padding={adj} needs {nd} non-negative entries")
     full = [s * (i - 1) + (k - 1) * d + 1 + a
             for s, i, k, d, a in zip(strides, in_sp, kernel, dilations, adj)]
-    p = ints(pads) or [0] * (2 * nd)
-    if len(p) != 2 * nd or any(v < 0 for v in p):
-        raise GraphError(f"ConvTranspose: pads={p} needs 2*{nd} non-negative entries")
-    begin, end = p[:nd], p[nd:]
+    begin, end = pads_of("ConvTranspose", {"auto_pad": auto_pad, "output_shape": ints(output_shape),
+                                           "pads": ints(pads)}, nd)
     out = [f - b - e for f, b, e in zip(full, begin, end)]
     if any(o < 1 for o in out):
         raise GraphError(f"ConvTranspose: pads {begin + end} leave no output (full size {full})")
