@@ -46,6 +46,7 @@ def fused_activation(node, y: torch.Tensor) -> torch.Tensor:
 
 
 def _where(node) -> str:
+    """How errors name the node."""
     return f"node {node.name!r} ({node.op_type})"
 
 
