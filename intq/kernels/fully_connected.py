@@ -42,7 +42,7 @@ from intq.kernels.requantize import (
     xnnpack_conv_scale,
 )
 from intq.kernels.targets import Requant
-from intq.qmath import effective_scale
+from intq.qmath import QuantParams, effective_scale
 
 OP = "FULLY_CONNECTED"
 
@@ -84,21 +84,28 @@ def prepare(ctx: KernelContext) -> FullyConnectedParams:
     if bound > 2**31 - 1:
         raise ctx.error(f"the int32 accumulator can overflow (|acc| up to {bound}); split the layer")
 
-    mode = ctx.target.requant_for(OP)
-    activation = ctx.attr("fused_activation_function", "NONE")
-    if ctx.target.xnnpack:  # XNNPACK takes the node: fp32 requantization
-        lo, hi = xnnpack_activation_range(activation, out_qp)
-        scale = xnnpack_conv_scale(in_qp.scale[0], w_qp.scale, out_qp.scale[0])
-        r = make_requantizer(scale, Requant.FLOAT32_RNE, out_qp.tensor_zero_point, lo, hi, y.dtype)
-    else:
-        per_channel = w_qp.per_axis
-        product = np.float64 if (per_channel or mode is Requant.DOUBLE_PRODUCT) else np.float32
-        real = effective_scale(in_qp.scale[0], w_qp.scale, out_qp.scale[0], product_dtype=product)
-        lo, hi = activation_range(activation, out_qp)
-        r = make_requantizer(real, mode, out_qp.tensor_zero_point, lo, hi, y.dtype)
+    r = fc_requantizer(ctx, in_qp, w_qp, out_qp, ctx.attr("fused_activation_function", "NONE"), y.dtype)
     if y.shape is None or not y.is_static:
         raise ctx.error("the output shape must be static")
     return FullyConnectedParams(gemm, offset, r, k, tuple(y.shape))
+
+
+def fc_requantizer(ctx: KernelContext, in_qp: QuantParams, w_qp: QuantParams, out_qp: QuantParams,
+                   activation: str, out_dtype) -> Requantizer:
+    """The requantization ``prepare`` uses on ``ctx.target`` (module docstring): ``M`` from the
+    float32 product ``float(s_in * s_w) / s_out`` for per-tensor weights, the double product per
+    channel (and for ``DOUBLE_PRODUCT``); XNNPACK's fp32 scale and clamp on ``xnnpack``. Only
+    ``ctx.target`` is read."""
+    mode = ctx.target.requant_for(OP)
+    if ctx.target.xnnpack:  # XNNPACK takes the node: fp32 requantization
+        lo, hi = xnnpack_activation_range(activation, out_qp)
+        scale = xnnpack_conv_scale(in_qp.scale[0], w_qp.scale, out_qp.scale[0])
+        return make_requantizer(scale, Requant.FLOAT32_RNE, out_qp.tensor_zero_point, lo, hi, out_dtype)
+    per_channel = w_qp.per_axis
+    product = np.float64 if (per_channel or mode is Requant.DOUBLE_PRODUCT) else np.float32
+    real = effective_scale(in_qp.scale[0], w_qp.scale, out_qp.scale[0], product_dtype=product)
+    lo, hi = activation_range(activation, out_qp)
+    return make_requantizer(real, mode, out_qp.tensor_zero_point, lo, hi, out_dtype)
 
 
 def run(p: FullyConnectedParams, x, w=None, b=None):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _checks
-from .registry import register
+from .registry import FLOAT_OPS
 
 
 def _reduce(op: str, fn, data, axes, keepdims, noop_with_empty_axes):
@@ -52,7 +52,7 @@ def _make(op: str, fn, what: str):
 
     run.__name__ = run.__qualname__ = op
     run.__doc__ = f"reduced = {what} of data over axes (see module docstring)."
-    return register(op)(run)
+    return FLOAT_OPS.register(op)(run)
 
 
 ReduceMean = _make("ReduceMean", np.mean, "mean")
@@ -76,14 +76,14 @@ def _arg(op: str, fn, data, axis, keepdims, select_last_index):
     return (np.expand_dims(idx, a) if keepdims else idx,)
 
 
-@register
+@FLOAT_OPS.register()
 def ArgMax(data, *, axis=0, keepdims=1, select_last_index=0):
     """reduced = int64 index of the maximum along ``axis`` (first one, or last if
     select_last_index)."""
     return _arg("ArgMax", np.argmax, data, axis, keepdims, select_last_index)
 
 
-@register
+@FLOAT_OPS.register()
 def ArgMin(data, *, axis=0, keepdims=1, select_last_index=0):
     """reduced = int64 index of the minimum along ``axis`` (first one, or last if
     select_last_index)."""
