@@ -22,7 +22,8 @@ int64 biases) or from :func:`intq.export_tflite` becomes the :class:`~intq.ir.Gr
   model's) and node names. Every imported graph's metadata also has ``tflite_file`` (the path, or
   ``"<bytes>"``), ``tflite_description`` and ``tflite_metadata`` (the file's entry names).
 
-Only subgraph 0 is read. Operators intq has no kernel for, or of a version newer than the ones
+The file is parsed and its tensors read by :mod:`intq.tflite.reader`; this module decides what
+they mean as a graph. Only subgraph 0 is read. Operators intq has no kernel for, or of a version newer than the ones
 LiteRT registers (:data:`intq.tflite.schema.MAX_VERSION`), stop the import with one
 :class:`~intq.errors.UnsupportedOperatorError` listing them all with their operator indices.
 """

@@ -9,12 +9,12 @@ class TfliteImportError(IntqError, ValueError):
     """A ``.tflite`` file cannot be read: corrupt, or using a feature intq does not import."""
 
 
-class TfliteOpError(IntqError, ValueError):
-    """An operator or attribute has no TFLite equivalent."""
-
-
 class TfliteExportError(IntqError, ValueError):
     """A ``.tflite`` model cannot be written as requested."""
+
+
+class TfliteOpError(TfliteExportError):
+    """A node's operator or attribute has no TFLite equivalent (its options table cannot be written)."""
 
 
 class UnknownOperatorError(TfliteExportError):

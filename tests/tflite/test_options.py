@@ -5,7 +5,7 @@ import copy
 import pytest
 from ai_edge_litert import schema_py_generated as schema
 
-from intq.tflite.errors import TfliteOpError, UnknownOperatorError
+from intq.tflite.errors import TfliteExportError, TfliteOpError, UnknownOperatorError
 from intq.tflite.options import OPTIONS, REQUIRED_OPTIONS, attrs_to_options, check_options, default_attrs, options_to_attrs
 
 
@@ -35,8 +35,9 @@ def test_attribute_errors_name_the_node():
         attrs_to_options("CONV_2D", {"kernel": 3}, "c")
     with pytest.raises(TfliteOpError, match=r"node 'c' \(CONV_2D\): padding='FULL'; expected one of"):
         attrs_to_options("CONV_2D", {"padding": "FULL"}, "c")
-    with pytest.raises(TfliteOpError, match="'GELU' is not an operator intq writes"):
+    with pytest.raises(TfliteOpError, match="'GELU' is not an operator intq writes") as e:
         default_attrs("GELU")
+    assert isinstance(e.value, TfliteExportError)  # every error of writing a file is one
 
 
 def test_check_options_places_the_union():
