@@ -33,6 +33,7 @@ from intq.errors import IntqError
 from intq.ir import Node, Tensor
 from intq.kernels.targets import Target
 from intq.qmath import QuantParams
+from intq.registry import Registry
 
 
 class KernelError(IntqError, ValueError):
@@ -104,7 +105,7 @@ class KernelContext:
 INT8, INT16 = "int8", "int16"
 
 #: The one kernel registry: (op, activation dtype) -> the kernel module (its ``prepare`` and ``run``).
-KERNELS: dict[tuple[str, str], ModuleType] = {}
+KERNELS: Registry[ModuleType] = Registry("integer kernel", KernelError)
 
 
 def static_shape(ctx: KernelContext, t: Tensor, what: str, rank: int | None = None) -> tuple[int, ...]:
@@ -135,11 +136,8 @@ def kernel(op: str, *activations: str):
     activations = activations or (INT8,)
 
     def register(prepare):
-        module = sys.modules[prepare.__module__]
-        for activation in activations:
-            assert activation in (INT8, INT16), activation
-            assert (op, activation) not in KERNELS, f"two kernels for {op} ({activation}): {module.__name__}"
-            KERNELS[(op, activation)] = module
+        assert all(a in (INT8, INT16) for a in activations), activations
+        KERNELS.register(*((op, a) for a in activations))(sys.modules[prepare.__module__])
         return prepare
 
     return register
@@ -154,10 +152,7 @@ def activation_of(dtype) -> str:
 def lookup(op: str, activation: str = INT8) -> ModuleType:
     """The kernel of ``op`` for ``activation``. An op with no 16x8 kernel of its own runs its int8
     kernel on int16 data (data movement, DEQUANTIZE...), whose ``prepare`` checks the dtypes it takes."""
-    module = KERNELS.get((op, activation)) or KERNELS.get((op, INT8))
-    if module is None:
-        known = sorted({o for o, _ in KERNELS})
-        raise KernelError(f"no integer kernel for {op!r}; intq implements: {', '.join(known)}")
+    module = KERNELS.get((op, activation)) or KERNELS.lookup((op, INT8))
     for name in ("prepare", "run"):
         assert callable(getattr(module, name, None)), f"{module.__name__} has no {name}"
     return module
