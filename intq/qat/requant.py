@@ -39,7 +39,7 @@ from intq.kernels.fully_connected import fc_requantizer
 from intq.kernels.requantize import Requantizer
 from intq.kernels.targets import Requant, get_target
 from intq.qat.errors import QATError
-from intq.qmath import QuantParams
+from intq.qmath import QuantParams, raw
 
 #: The integer target quantization-aware training reproduces: TensorFlow Lite Micro's kernels
 #: (double rounding, which :func:`requantize` and the fused pass compute).
@@ -76,8 +76,8 @@ def make_layer_requantizer(input_scale: float, weight_scales: np.ndarray, output
 def layer_requantizer_arrays(input_scale: float, weight_scales: np.ndarray, output_scale: float, output_zero_point: int,
                              activation: str | None, channels: int, *, fully_connected: bool):
     """:func:`make_layer_requantizer` as the fused pass takes it (the per-step hot path):
-    ``(arrays, act_min, act_max)`` with ``arrays = (multiplier, left, right, nudge, right_pos)``,
-    contiguous int64 of ``channels`` entries each."""
+    ``(arrays, act_min, act_max)`` with ``arrays = (multiplier, left, right)``, contiguous int64 of
+    ``channels`` entries each."""
     r = make_layer_requantizer(input_scale, weight_scales, output_scale, output_zero_point, activation, channels,
                                fully_connected=fully_connected)
     arrays = tuple(np.ascontiguousarray(np.broadcast_to(v, (channels,))) for v in fused_arrays(r))
@@ -85,15 +85,14 @@ def layer_requantizer_arrays(input_scale: float, weight_scales: np.ndarray, outp
 
 
 def fused_arrays(r: Requantizer) -> tuple[np.ndarray, ...]:
-    """``(multiplier, left, right, nudge, right_pos)`` as contiguous int64 arrays, for
+    """``(multiplier, left, right)`` as contiguous int64 arrays, for
     :func:`intq.qat._fused.requantize_output`."""
-    return tuple(np.array(v, dtype=np.int64) for v in (r.multiplier, r.left, r.right, r.round_nudge, r.right_pos))
+    return tuple(np.array(v, dtype=np.int64) for v in (r.multiplier, r.left, r.right))
 
 
 def requantize(r: Requantizer, acc: torch.Tensor, channel_view: tuple[int, ...] = (-1,)) -> torch.Tensor:
-    """``RDBP(SRDHM(acc << left, m), right) + Z_y`` as int64, *before* the clamp, channels laid out
-    as ``channel_view`` (e.g. ``(1, -1, 1, 1)`` for NCHW conv outputs)."""
-    m, left, right, nudge, right_pos = (torch.from_numpy(v).reshape(channel_view) for v in fused_arrays(r))
-    x = acc << left
-    h = (x * m + (1 << 30)) >> 31  # SRDHM: floor((x*m + 2^30) / 2^31), m > 0
-    return ((h + nudge - ((h < 0).long() * right_pos)) >> right) + r.zero_point
+    """``MultiplyByQuantizedMultiplier(acc, m, shift) + Z_y`` (:func:`intq.qmath.raw.mbqm`, the
+    kernels' double rounding) as int64, *before* the clamp, channels laid out as ``channel_view``
+    (e.g. ``(1, -1, 1, 1)`` for NCHW conv outputs)."""
+    m, shift = (np.asarray(v, np.int64).reshape(channel_view) for v in (r.multiplier, r.shift))
+    return torch.from_numpy(raw.mbqm(acc.numpy(), m, shift) + r.zero_point)
