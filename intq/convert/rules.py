@@ -243,21 +243,6 @@ def _binary(cx: ConversionContext, node: Node, op: str, attrs=None) -> None:
     cx.emit(op, node.name, ins, [y], full)
 
 
-@RULES.register()
-def Add(cx, node):
-    _binary(cx, node, "ADD")
-
-
-@RULES.register()
-def Sub(cx, node):
-    _binary(cx, node, "SUB")
-
-
-@RULES.register()
-def Mul(cx, node):
-    _binary(cx, node, "MUL")
-
-
 def _unary(cx: ConversionContext, node: Node, op: str, out_qp: QuantParams | None = None, attrs=None,
            extra_inputs=()) -> str:
     x = node.inputs[0]
@@ -267,11 +252,6 @@ def _unary(cx: ConversionContext, node: Node, op: str, out_qp: QuantParams | Non
     y = cx.output_tensor(out, perm, out_qp if out_qp is not None else cx.activation_qparams(out))
     cx.emit(op, node.name, [x_int, *extra_inputs], [y], attrs or {})
     return y
-
-
-@RULES.register()
-def Relu(cx, node):
-    _unary(cx, node, "RELU")
 
 
 @RULES.register()
@@ -297,21 +277,6 @@ def Clip(cx, node):
         cx.emit(op, f"{node.name}/{op.lower()}", [cur, c], [nxt])
         cur = nxt
     cx.define(node.outputs[0], cur, perm)
-
-
-@RULES.register()
-def Sigmoid(cx, node):
-    _unary(cx, node, "LOGISTIC", cx.fixed_qparams("LOGISTIC"))
-
-
-@RULES.register()
-def Tanh(cx, node):
-    _unary(cx, node, "TANH", cx.fixed_qparams("TANH"))
-
-
-@RULES.register()
-def HardSwish(cx, node):
-    _unary(cx, node, "HARD_SWISH")
 
 
 @RULES.register()
@@ -405,11 +370,6 @@ def MaxPool(cx, node):
     if len(node.outputs) > 1 and node.outputs[1]:
         raise _fail(node, "the Indices output has no integer equivalent")
     _pool(cx, node, "MAX_POOL_2D")
-
-
-@RULES.register()
-def AveragePool(cx, node):
-    _pool(cx, node, "AVERAGE_POOL_2D")
 
 
 @RULES.register()
@@ -599,16 +559,6 @@ def _softmax(cx: ConversionContext, node: Node, op: str) -> None:
     cx.emit(op, node.name, [x_int], [y], {"beta": 1.0} if op == "SOFTMAX" else {})
 
 
-@RULES.register()
-def Softmax(cx, node):
-    _softmax(cx, node, "SOFTMAX")
-
-
-@RULES.register()
-def LogSoftmax(cx, node):
-    _softmax(cx, node, "LOG_SOFTMAX")
-
-
 def _reduce(cx: ConversionContext, node: Node, op: str, same_scale: bool) -> None:
     x = node.inputs[0]
     rank = len(cx.shape(x))
@@ -627,26 +577,6 @@ def _reduce(cx: ConversionContext, node: Node, op: str, same_scale: bool) -> Non
     qp = cx.tensors[v.name].qparams if same_scale else cx.activation_qparams(out)
     y = cx.output_tensor(out, out_perm, qp)
     cx.emit(op, node.name, [v.name, axes_c], [y], {"keep_dims": keep})
-
-
-@RULES.register()
-def ReduceMean(cx, node):
-    _reduce(cx, node, "MEAN", False)
-
-
-@RULES.register()
-def ReduceSum(cx, node):
-    _reduce(cx, node, "SUM", False)
-
-
-@RULES.register()
-def ReduceMax(cx, node):
-    _reduce(cx, node, "REDUCE_MAX", True)
-
-
-@RULES.register()
-def ReduceMin(cx, node):
-    _reduce(cx, node, "REDUCE_MIN", True)
 
 
 @RULES.register("DepthToSpace", "SpaceToDepth")
@@ -763,3 +693,30 @@ def ArgMax(cx, node):
     cx.define(out, y, identity(len(shape)))
     new_shape = cx.int_constant(f"{node.name}/shape", np.asarray(shape, np.int32), None, np.int32)
     cx.emit("RESHAPE", f"{node.name}/keepdims", [idx, new_shape], [y], {"new_shape": tuple(int(d) for d in shape)})
+
+
+# ------------------------------------------------------------------------------ one-line rules, as data
+
+def _rule(convert, *args):
+    """The rule ``convert(cx, node, *args)``: ONNX ops whose conversion is one call of a shared helper."""
+    def rule(cx, node):
+        convert(cx, node, *args)
+    return rule
+
+
+def _fixed_output(cx: ConversionContext, node: Node, op: str) -> None:
+    """A unary op whose output parameters spec 003 fixes (LOGISTIC 1/256, TANH 1/128)."""
+    _unary(cx, node, op, cx.fixed_qparams(op))
+
+
+#: ONNX op -> (helper, TFLite builtin, extra arguments)
+_ONE_LINE_RULES = {
+    "Add": (_binary, "ADD"), "Sub": (_binary, "SUB"), "Mul": (_binary, "MUL"),
+    "Sigmoid": (_fixed_output, "LOGISTIC"), "Tanh": (_fixed_output, "TANH"), "HardSwish": (_unary, "HARD_SWISH"), "Relu": (_unary, "RELU"),
+    "Softmax": (_softmax, "SOFTMAX"), "LogSoftmax": (_softmax, "LOG_SOFTMAX"),
+    "ReduceMean": (_reduce, "MEAN", False), "ReduceSum": (_reduce, "SUM", False),  # requantize
+    "ReduceMax": (_reduce, "REDUCE_MAX", True), "ReduceMin": (_reduce, "REDUCE_MIN", True),  # keep the scale
+    "AveragePool": (_pool, "AVERAGE_POOL_2D"),
+}
+for _onnx_op, (_helper, *_args) in _ONE_LINE_RULES.items():
+    RULES.register(_onnx_op)(_rule(_helper, *_args))

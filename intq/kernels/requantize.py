@@ -138,6 +138,17 @@ class Requantizer:
         return y.astype(self.out_dtype)
 
 
+def _rows(r: "FixedPointRequantizer", acc: np.ndarray, offset: np.ndarray | None, per_channel: tuple):
+    """What a fused pass takes: ``acc`` as rows x channels (one column when every prepared value is
+    per tensor), the offset and ``per_channel`` values as contiguous int64 columns, and the output."""
+    cols = acc.shape[-1] if r.multiplier.size > 1 or (offset is not None and np.size(offset) > 1) else 1
+    flat = acc.reshape(-1, cols)
+    off = (np.zeros(cols, np.int64) if offset is None
+           else np.ascontiguousarray(np.broadcast_to(offset, (cols,)), np.int64))
+    columns = tuple(np.ascontiguousarray(np.broadcast_to(v, (cols,))) for v in per_channel)
+    return flat, off, np.empty(flat.shape, r.out_dtype), columns
+
+
 def _with_offset(acc: np.ndarray, offset: np.ndarray | None) -> np.ndarray:
     return acc.astype(np.int64) if offset is None else acc.astype(np.int64) + offset
 
@@ -202,13 +213,7 @@ class DoubleRounding(FixedPointRequantizer):
 
     def apply(self, acc, offset=None):
         """One fused compiled pass (:func:`intq.qmath.compiled.requantize_rows_double`)."""
-        per_channel = self.multiplier.size > 1
-        cols = acc.shape[-1] if per_channel or (offset is not None and np.size(offset) > 1) else 1
-        flat = acc.reshape(-1, cols)
-        out = np.empty(flat.shape, self.out_dtype)
-        off = (np.zeros(cols, np.int64) if offset is None
-               else np.ascontiguousarray(np.broadcast_to(offset, (cols,)), np.int64))
-        m, left, right = (np.ascontiguousarray(np.broadcast_to(v, (cols,))) for v in (self.multiplier, self.left, self.right))
+        flat, off, out, (m, left, right) = _rows(self, acc, offset, (self.multiplier, self.left, self.right))
         if compiled.requantize_rows_double(flat, off, m, left, right, self.zero_point, self.act_min, self.act_max,
                                            out, self.away):
             raise IntqError("requantization: accumulator << shift overflows int32 (multiplier >= 1 on a large sum)")
@@ -250,13 +255,7 @@ class SingleRounding(FixedPointRequantizer):
 
     def apply(self, acc, offset=None):
         """One fused compiled pass (:func:`intq.qmath.compiled.requantize_rows_single`)."""
-        per_channel = self.multiplier.size > 1
-        cols = acc.shape[-1] if per_channel or (offset is not None and np.size(offset) > 1) else 1
-        flat = acc.reshape(-1, cols)
-        out = np.empty(flat.shape, self.out_dtype)
-        off = (np.zeros(cols, np.int64) if offset is None
-               else np.ascontiguousarray(np.broadcast_to(offset, (cols,)), np.int64))
-        m, s = (np.ascontiguousarray(np.broadcast_to(v, (cols,))) for v in (self.multiplier, self.shift))
+        flat, off, out, (m, s) = _rows(self, acc, offset, (self.multiplier, self.shift))
         compiled.requantize_rows_single(flat, off, m, s, self.zero_point, self.act_min, self.act_max, out)
         return out.reshape(acc.shape)
 

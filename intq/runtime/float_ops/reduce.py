@@ -55,14 +55,14 @@ def _make(op: str, fn, what: str):
     return FLOAT_OPS.register(op)(run)
 
 
-ReduceMean = _make("ReduceMean", np.mean, "mean")
-ReduceMax = _make("ReduceMax", np.max, "max")
-ReduceMin = _make("ReduceMin", np.min, "min")
-ReduceSum = _make("ReduceSum", np.sum, "sum")
-ReduceProd = _make("ReduceProd", np.prod, "product")
-ReduceL1 = _make("ReduceL1", _l1, "sum of |x|")
-ReduceL2 = _make("ReduceL2", _l2, "sqrt of the sum of x^2")
-ReduceSumSquare = _make("ReduceSumSquare", _sum_square, "sum of x^2")
+#: (ONNX operator, numpy reduction, what it computes): one registered float op each.
+_REDUCTIONS = (
+    ("ReduceMean", np.mean, "mean"), ("ReduceMax", np.max, "max"), ("ReduceMin", np.min, "min"),
+    ("ReduceSum", np.sum, "sum"), ("ReduceProd", np.prod, "product"), ("ReduceL1", _l1, "sum of |x|"),
+    ("ReduceL2", _l2, "sqrt of the sum of x^2"), ("ReduceSumSquare", _sum_square, "sum of x^2"),
+)
+for _op, _fn, _what in _REDUCTIONS:
+    _make(_op, _fn, _what)
 ReduceLogSumExp = _make("ReduceLogSumExp", _log_sum_exp, "log of the sum of exp(x) (max-shifted)")
 
 
