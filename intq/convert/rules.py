@@ -455,13 +455,15 @@ def Split(cx, node):
     rank = len(cx.shape(x))
     axis = int(node.attrs.get("axis", 0)) % rank
     sizes = [cx.shape(o)[axis] for o in node.outputs]
-    if len(set(sizes)) != 1:
-        raise _fail(node, f"unequal split sizes {sizes} (SPLIT_V) are not supported yet")
     v = cx.value(x)
     qp = cx.tensors[v.name].qparams
     axis_c = cx.int_constant(f"{node.name}/axis", np.array(v.perm.index(axis), np.int32), None, np.int32)
     outs = [cx.output_tensor(o, v.perm, qp) for o in node.outputs]
-    cx.emit("SPLIT", node.name, [axis_c, v.name], outs, {"num_splits": len(outs)})
+    if len(set(sizes)) == 1:
+        cx.emit("SPLIT", node.name, [axis_c, v.name], outs, {"num_splits": len(outs)})
+    else:  # unequal pieces (a detector head's box / class channels): SPLIT_V with the sizes
+        sizes_c = cx.int_constant(f"{node.name}/size_splits", np.asarray(sizes, np.int32), None, np.int32)
+        cx.emit("SPLIT_V", node.name, [v.name, sizes_c, axis_c], outs, {"num_splits": len(outs)})
 
 
 @RULES.register()

@@ -71,6 +71,7 @@ OPTIONS: dict[str, str | None] = {
     "SPACE_TO_BATCH_ND": "SpaceToBatchNDOptions",
     "SPACE_TO_DEPTH": "SpaceToDepthOptions",
     "SPLIT": "SplitOptions",
+    "SPLIT_V": "SplitVOptions",
     "SQUEEZE": "SqueezeOptions",
     "STRIDED_SLICE": "StridedSliceOptions",
     "SUB": "SubOptions",

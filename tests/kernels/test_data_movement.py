@@ -1,6 +1,6 @@
 """Data-movement kernels against LiteRT's reference kernels and TensorFlow Lite Micro.
 
-For each of RESHAPE, SQUEEZE, TRANSPOSE, CONCATENATION, SPLIT, SLICE, STRIDED_SLICE, PAD, PADV2,
+For each of RESHAPE, SQUEEZE, TRANSPOSE, CONCATENATION, SPLIT, SPLIT_V, SLICE, STRIDED_SLICE, PAD, PADV2,
 GATHER, SPACE_TO_DEPTH, DEPTH_TO_SPACE, BATCH_TO_SPACE_ND, SPACE_TO_BATCH_ND, SHAPE and PACK:
 random single-op models (shapes, ranks 1-5, negative axes, dtypes, quantization parameters,
 every option), each run under both targets. Per target, either intq's output equals the
@@ -243,6 +243,30 @@ def split_case(rng, i):
     outs = [tensor(f"y{k}", piece, dtype, **out_qargs(rng, q, dtype)) for k in range(n)]
     axis_t = const("axis", [axis]) if rng.random() < 0.7 else const("axis", axis)
     graph = single_op_graph("SPLIT", [axis_t, tensor("x", shape, dtype, **q)], outs, {"num_splits": n})
+    return graph, {"x": random_data(rng, shape, dtype)}, ()
+
+
+def split_v_case(rng, i):
+    dtype = pick_dtype(rng, ((I8, 0.7), (I16, 0.1), (I32, 0.1), (U8, 0.05), (I64, 0.05)))
+    rank = int(rng.integers(1, 6))
+    axis = int(rng.integers(-rank, rank))
+    n = int(rng.integers(1, 5))
+    sizes = [int(s) for s in rng.integers(0 if rng.random() < 0.1 else 1, 4, size=n)]
+    shape = list(random_shape(rng, rank, 1, 3))
+    shape[axis] = sum(sizes)
+    q = qargs(rng, dtype)
+    outs = []
+    for k, size in enumerate(sizes):
+        piece = list(shape)
+        piece[axis] = size
+        outs.append(tensor(f"y{k}", piece, dtype, **out_qargs(rng, q, dtype)))
+    declared = list(sizes)
+    if rng.random() < 0.3:
+        declared[int(rng.integers(n))] = -1  # inferred from the others
+    size_dtype = I64 if rng.random() < 0.1 else I32
+    axis_t = const("axis", [axis]) if rng.random() < 0.7 else const("axis", axis)
+    graph = single_op_graph("SPLIT_V", [tensor("x", shape, dtype, **q), const("sizes", declared, size_dtype), axis_t],
+                            outs, {"num_splits": n})
     return graph, {"x": random_data(rng, shape, dtype)}, ()
 
 
@@ -525,6 +549,7 @@ CASES = {
     "TRANSPOSE": transpose_case,
     "CONCATENATION": concatenation_case,
     "SPLIT": split_case,
+    "SPLIT_V": split_v_case,
     "SLICE": slice_case,
     "STRIDED_SLICE": strided_slice_case,
     "PAD": pad_case,
