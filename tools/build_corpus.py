@@ -82,7 +82,7 @@ CORPUS: tuple[Entry, ...] = (
           "detector (YOLOv8n head)", "AGPL-3.0", inputs={"images": (1, 3, 320, 320)}),
     Entry("silero_vad_16k_op15", "silero-vad", "6.2.3", "silero_vad/data/silero_vad_16k_op15.onnx",
           "7ed98ddbad84ccac4cd0aeb3099049280713df825c610a8ed34543318f1b2c49", "torch.onnx",
-          "voice activity detector (STFT conv, LSTM)", "MIT", commit=True,
+          "voice activity detector (STFT conv; LSTM inside If branches)", "MIT", commit=True,
           inputs={"input": (1, 512), "state": (2, 1, 128)}, consts={"sr": 16000}, data="signal"),
     Entry("silero_vad_op18_ifless", "silero-vad", "6.2.3", "silero_vad/data/silero_vad_op18_ifless.onnx",
           "7671cd04b004e9076da0d4a7b1a5aec36adf161c39230c1cb94a4fd5db6bbd28", "torch.onnx",

@@ -72,7 +72,7 @@ class Row:
 def error_text(e: BaseException, limit: int = 400) -> str:
     """An exception as one table cell: type, message lines joined, the 'Supported:' list dropped."""
     lines = [ln.strip() for ln in str(e).splitlines() if ln.strip() and not ln.startswith(("Supported:", "Convertible:"))]
-    text = f"{type(e).__name__}: " + " ".join(lines)
+    text = (f"{type(e).__name__}: " + " ".join(lines)).split(" intq runs: ")[0]  # tflite's list of runnable ops
     return text if len(text) <= limit else text[:limit] + "…"
 
 
@@ -130,19 +130,30 @@ def runtimes_equal(qg: intq.Graph, blob: bytes, feed: dict) -> tuple[str, str]:
 
 
 def run_entry(entry: Entry, path: Path) -> Row:
-    """Every stage of the module docstring for one model file."""
+    """Every stage of the module docstring for one model file (error texts name the file
+    without its folder, which is the caller's cache)."""
+    row = _run_stages(entry, path)
+    folder = str(path.parent) + "/"
+    for k, v in vars(row).items():
+        if isinstance(v, str):
+            setattr(row, k, v.replace(folder, ""))
+    return row
+
+
+def _run_stages(entry: Entry, path: Path) -> Row:
     t0 = time.perf_counter()
     row = Row(entry.id, path.suffix.lstrip("."), entry.task, entry.exporter)
     try:
         g = intq.load(path, input_shapes=entry.inputs or None)
-        row.import_ = "ok"
+        row.import_ = "ok" + (" (" + ", ".join(f"{k}={'x'.join(map(str, v))}" for k, v in entry.inputs.items()) + ")"
+                              if entry.inputs else "")
     except Exception as e:
         row.import_ = error_text(e)
         row.seconds = round(time.perf_counter() - t0, 1)
         return row
     integer_file = any(t.qparams is not None for t in g.tensors.values())
     if path.suffix == ".tflite" and not integer_file:
-        row.import_ = "ok (float32 TFLite builtins: intq has no float kernels for them yet)"
+        row.import_ = "ok (float32 TFLite builtins)"
     if integer_file:
         row.float_parity = row.quantize = "n/a (int8 file)"
         row.litert, row.tflm = runtimes_equal(g, path.read_bytes(), samples(entry, g, 1, 0)[0])
@@ -183,6 +194,30 @@ def run_entry(entry: Entry, path: Path) -> Row:
     return row
 
 
+#: What the error text alone does not say: the cause behind a blocker, diagnosed by hand on the
+#: corpus (re-check when the row changes; the table above it is always measured).
+DIAGNOSIS = {
+    "ppocr_det_v4": "p2o.Conv.22 (SE block, 192 -> 48) has a pruned output channel (weights ~1e-33) with a "
+                    "nonzero bias. intq.convert.weights raises that channel's weight scale only until the int32 "
+                    "bias fits (2^31 - 1 - 2^11), so bias + products can exceed int32: the bias-fit rule needs "
+                    "headroom for the K x 255 x 127 products (owner of intq/convert/weights.py).",
+    "ppocr_rec_v4": "SVTR's LayerNorm is exported decomposed (ReduceMean, Sub, Pow 2, Sqrt, Div): needs the Pow -> "
+                    "SQUARE / Sqrt -> SQRT / Div conversion rules of issue 12 item 4.",
+    "nudenet_320n": "YOLOv8 DFL head: Split [64, 18] needs SPLIT_V (issue 12 item 4; kernels' owner).",
+    "silero_vad_16k_op15": "If nodes select the 8 kHz / 16 kHz branch on the sample rate: needs If with a constant "
+                           "condition folded at import.",
+    "silero_vad_op18_ifless": "Still one If at the top (the sample-rate check), same as above.",
+    "mp_face_detection_short": "float16 weights (the converter's float16 mode, DEQUANTIZE fp16 -> fp32): issue 12 item 7.",
+    "mp_palm_detection_lite": "float16 weights, as above.",
+    "mp_selfie_segmentation": "MediaPipe's custom op Convolution2DTransposeBias (LiteRT needs MediaPipe's resolver too).",
+    "mp_hand_recrop": "a float .tflite: intq imports it but has no float kernels for TFLite builtins (issue 12 item 7).",
+    "mp_iris_landmark": "a float .tflite, as above.",
+    "mww_okay_nabu": "streaming model: resource variables (CALL_ONCE, VAR_HANDLE, READ_VARIABLE, ASSIGN_VARIABLE) "
+                     "and SPLIT_V.",
+    "mww_hey_jarvis": "streaming model: resource variables (CALL_ONCE, VAR_HANDLE, READ_VARIABLE, ASSIGN_VARIABLE).",
+}
+
+
 def _cell(text: str) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
@@ -204,11 +239,21 @@ def markdown(rows: list[Row], entries: dict[str, Entry]) -> str:
     for r in rows:
         table.append("| " + " | ".join(_cell(x) for x in (r.id, r.format, r.task, r.exporter, r.import_, r.float_parity,
                                                            r.quantize, r.sqnr_db, r.top1, r.litert, r.tflm, r.seconds)) + " |")
+    blockers = []
+    for r in rows:
+        if r.green:
+            continue
+        stage, text = next((st, v) for st, v in (("import", r.import_), ("float parity", r.float_parity),
+                                                 ("quantize", r.quantize), ("intq run (SQNR)", r.sqnr_db), ("LiteRT", r.litert),
+                                                 ("TFLM", r.tflm)) if not (v == "ok" or v.startswith(("ok", "max abs",
+                                                 "n/a", "equal")) or v.replace(".", "", 1).lstrip("-").isdigit()))
+        why = DIAGNOSIS.get(r.id)
+        blockers.append(f"- **{r.id}** — {stage}: `{_cell(text)[:300]}`" + (f"  \n  Cause: {why}" if why else ""))
     origins = ["| model | package | version | path in the wheel | licence (licence file) | sha256 |", "|---|---|---|---|---|---|"]
     for r in rows:
         e = entries[r.id]
         origins.append(f"| {e.id} | {e.package} | {e.version} | `{e.wheel_path}` | {e.licence} | `{e.sha256}` |")
-    return head + "## Results\n\n" + "\n".join(table) + "\n\n## Origins\n\n" + "\n".join(origins) + (
+    return head + "## Results\n\n" + "\n".join(table) + "\n\n## Blockers\n\n" + "\n".join(blockers) + "\n\n## Origins\n\n" + "\n".join(origins) + (
         "\n\nnudenet's wheel metadata says MIT but the licence file it bundles is AGPL-3.0: its model is "
         "not committed. Every other file is Apache-2.0 or MIT.\n")
 
