@@ -16,7 +16,8 @@ intq's error text, which names the op or pattern that blocks it):
    where the output is class scores;
 5. **LiteRT / TFLM**: the exported ``.tflite`` (for an int8 file: the file itself) run by LiteRT
    BUILTIN_REF and by TensorFlow Lite Micro; every tensor must EQUAL intq's ``litert-ref`` /
-   ``tflite`` target on a synthetic sample.
+   ``tflite`` target on a synthetic sample. An int8 file is also written back by intq's exporter
+   and that file checked the same way (in the quantize column).
 
 Synthetic data measures quantization noise and runtime equality, not task accuracy: no corpus
 model ships labelled data.
@@ -155,8 +156,15 @@ def _run_stages(entry: Entry, path: Path) -> Row:
     if path.suffix == ".tflite" and not integer_file:
         row.import_ = "ok (float32 TFLite builtins)"
     if integer_file:
-        row.float_parity = row.quantize = "n/a (int8 file)"
-        row.litert, row.tflm = runtimes_equal(g, path.read_bytes(), samples(entry, g, 1, 0)[0])
+        row.float_parity = "n/a (int8 file)"
+        feed = samples(entry, g, 1, 0)[0]
+        row.litert, row.tflm = runtimes_equal(g, path.read_bytes(), feed)
+        try:  # the same graph written back by intq's exporter must run the same
+            again = runtimes_equal(g, to_tflite_bytes(g), feed)
+            row.quantize = "n/a (int8 file); intq's re-export: " + (
+                "equal in LiteRT and TFLM" if all(r.startswith("equal") for r in again) else " / ".join(again))
+        except Exception as e:
+            row.quantize = "n/a (int8 file); intq's re-export: " + error_text(e)
         row.seconds = round(time.perf_counter() - t0, 1)
         return row
     try:

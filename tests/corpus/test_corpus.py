@@ -104,8 +104,10 @@ def _every_tensor_equal(qg, blob: bytes, feed: dict) -> None:
 def test_corpus_model_end_to_end(entry):
     path = FIXTURES / entry.filename
     g = intq.load(path, input_shapes=entry.inputs or None)
-    if any(t.qparams is not None for t in g.tensors.values()):  # an int8 file: run it as it is
-        _every_tensor_equal(g, path.read_bytes(), samples(entry, g, 1, 0)[0])
+    if any(t.qparams is not None for t in g.tensors.values()):  # an int8 file: as it is, and as intq writes it back
+        feed = samples(entry, g, 1, 0)[0]
+        _every_tensor_equal(g, path.read_bytes(), feed)
+        _every_tensor_equal(g, to_tflite_bytes(g), feed)
         return
     feed = samples(entry, g, 1, 100)[0]
     mine = intq.Interpreter(g).run(feed)
