@@ -122,3 +122,26 @@ def test_corpus_model_end_to_end(entry):
         assert float(np.abs(mine[name] - r).max()) <= bound, name
     qg = intq.quantize(simplify(g), samples(entry, g, 8, 1))
     _every_tensor_equal(qg, to_tflite_bytes(qg), samples(entry, g, 1, 3)[0])
+
+
+def test_cli_quantize_on_a_corpus_model_writes_a_checked_file_or_nothing(tmp_path):
+    """`intq quantize` as a user runs it on a paddle2onnx file: exit 0 with a file LiteRT, TFLM and
+    intq's kernels accept, or exit 1 with intq's error and no file (the text detector is blocked
+    today: intq's CONV_2D refuses a layer whose accumulator can overflow)."""
+    import json
+    import subprocess
+
+    for entry in (COMMITTED["ppocr_cls_mobile_v2"], COMMITTED["ppocr_det_v4"]):
+        name, shape = next(iter(entry.inputs.items()))
+        calib = tmp_path / f"{entry.id}.npz"
+        np.savez(calib, **{name: np.random.default_rng(0).uniform(0, 1, (4, *shape[1:])).astype(np.float32)})
+        out = tmp_path / f"{entry.id}.tflite"
+        r = subprocess.run([sys.executable, "-m", "intq.cli", "quantize", str(FIXTURES / entry.filename), "--calib",
+                            str(calib), "--input-shape", f"{name}={'x'.join(map(str, shape))}", "-o", str(out),
+                            "--check-samples", "0", "--json"], capture_output=True, text=True, cwd=ROOT)
+        if r.returncode == 0:
+            assert json.loads(r.stdout)["runtimes"] == {"LiteRT": "loaded and ran", "TFLite Micro": "loaded and ran"}
+            intq.Interpreter(intq.load(out))  # and intq's own kernels accept what it wrote
+        else:
+            assert r.returncode == 1 and "Traceback" not in r.stderr and not out.exists(), r.stderr
+    assert (tmp_path / "ppocr_cls_mobile_v2.tflite").exists()
