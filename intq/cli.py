@@ -94,9 +94,9 @@ def cmd_demo(args) -> dict:
     import intq
     from intq.analysis import compare
     from intq.analysis.evaluate import evaluate
-    from intq.export.litert_oracle import run_litert
+    from intq.runtime.oracles.litert import run_litert
     try:
-        from intq.export.tflm_oracle import run_tflm
+        from intq.runtime.oracles.tflm import run_tflm
         import tflite_micro  # noqa: F401  (an optional package: the check is skipped without it)
     except ImportError:
         run_tflm = None
@@ -311,12 +311,12 @@ def _check_runtimes_run(qg, blob: bytes, out: Path) -> dict[str, str]:
     :class:`ExportCheckError` naming the runtime and its message (DESIGN decision 9)."""
     from importlib.util import find_spec
 
-    from intq.export.litert_oracle import run_litert
+    from intq.runtime.oracles.litert import run_litert
 
     zeros = [np.zeros(qg.tensors[n].shape, qg.tensors[n].dtype) for n in qg.inputs]
     checks = [("LiteRT", lambda: run_litert(blob, zeros, resolver="ref", preserve_all_tensors=False))]
     if find_spec("tflite_micro") is not None:
-        from intq.export.tflm_oracle import run_tflm
+        from intq.runtime.oracles.tflm import run_tflm
 
         checks.append(("TFLite Micro", lambda: run_tflm(blob, zeros, preserve_all_tensors=False)))
     done = {}

@@ -41,9 +41,9 @@ from build_corpus import CORPUS, DEFAULT_CACHE, Entry  # noqa: E402
 
 import intq  # noqa: E402
 from intq.analysis.evaluate import evaluate  # noqa: E402
-from intq.export.litert_oracle import run_litert  # noqa: E402
+from intq.runtime.oracles.litert import run_litert  # noqa: E402
 from intq.export.tflite_writer import to_tflite_bytes  # noqa: E402
-from intq.export.tflm_oracle import run_tflm  # noqa: E402
+from intq.runtime.oracles.tflm import run_tflm  # noqa: E402
 from intq.passes import simplify  # noqa: E402
 
 CALIB_SAMPLES = 8

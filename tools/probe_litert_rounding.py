@@ -4,7 +4,7 @@ Not a pytest module (the name does not start with ``test_``); run it directly::
 
     .venv/bin/python tools/probe_litert_rounding.py
 
-It writes single-operator int8 models with :class:`intq.export.tflite_flatbuffer.TfliteModelBuilder`,
+It writes single-operator int8 models with :class:`intq.tflite.builder.TfliteModelBuilder`,
 runs them under LiteRT with each op resolver (``ref`` = BUILTIN_REF, ``opt`` =
 BUILTIN_WITHOUT_DEFAULT_DELEGATES, ``xnnpack`` = BUILTIN), and counts, element by element, which
 of these exact references reproduces the int8 output (``acc`` is the int32 accumulator, bias
@@ -39,8 +39,8 @@ from dataclasses import dataclass
 import numpy as np
 from ai_edge_litert import schema_py_generated as schema
 
-from intq.export.litert_oracle import run_litert
-from intq.export.tflite_flatbuffer import TfliteModelBuilder
+from intq.runtime.oracles.litert import run_litert
+from intq.tflite.builder import TfliteModelBuilder
 
 RESOLVERS = ("ref", "opt", "xnnpack")
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1

@@ -34,8 +34,8 @@ sys.path.insert(0, str(ROOT))
 
 import intq  # noqa: E402
 from intq.errors import IntqError  # noqa: E402
-from intq.export.litert_oracle import run_litert  # noqa: E402
-from intq.export.tflm_oracle import run_tflm  # noqa: E402
+from intq.runtime.oracles.litert import run_litert  # noqa: E402
+from intq.runtime.oracles.tflm import run_tflm  # noqa: E402
 
 FIXTURES = ROOT / "tests" / "fixtures" / "tflite"
 RESOLVER = {"litert-ref": "ref", "litert-opt": "opt", "xnnpack": "xnnpack"}

@@ -149,7 +149,7 @@ def _worst_upstream(int_graph: Graph, producers: dict, name: str, sqnrs: dict[st
 
 def _clip_range(qp: QuantParams) -> tuple[float, float]:
     """The reals a per-tensor grid spans: ``((qmin - zp) * s, (qmax - zp) * s)``."""
-    s, zp = float(qp.scale[0]), int(qp.zero_point[0])
+    s, zp = float(qp.scale[0]), qp.tensor_zero_point
     return (qp.qmin - zp) * s, (qp.qmax - zp) * s
 
 
@@ -228,7 +228,7 @@ def compare(float_graph: Graph, int_graph: Graph, samples, target: str = "tflite
             a.max_err = max(a.max_err, float(err.max(initial=0.0)) / scale)
             a.sum_err += float(err.sum()) / scale
             a.count += f.size
-            zp = int(t.qparams.zero_point[0])
+            zp = t.qparams.tensor_zero_point
             lo, hi = (t.qparams.qmin - zp - 0.5) * scale, (t.qparams.qmax - zp + 0.5) * scale
             a.saturated += int(np.sum((f < lo) | (f > hi)))
             a.codes.update(np.unique(q).tolist())

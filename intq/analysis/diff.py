@@ -176,27 +176,14 @@ def _real_multiplier(r, ch: int) -> Fraction:
 
 
 def _contract_value(r, acc: int, ch: int) -> int | None:
-    """What ``r``'s contract computes for ``acc`` before zero point and clamp (None if out of its domain)."""
-    from intq.kernels.targets import Requant
-    from intq.qmath import (multiply_by_quantized_multiplier, multiply_by_quantized_multiplier_single_rounding,
-                            saturating_rounding_doubling_high_mul)
-
-    if r.mode is Requant.FLOAT32_RNE:
-        return int(np.rint(np.float32(np.float32(acc) * np.float32(_channel(r.scale32, ch)))))
-    if r.mode is Requant.DOUBLE_PRODUCT:
-        return _round_half_away(Fraction(float(np.float64(acc) * np.float64(_channel(r.real, ch)))))
-    m, sh = int(_channel(r.multiplier, ch)), int(_channel(r.shift, ch))
-    left, right = max(sh, 0), max(-sh, 0)
-    if not -(2**31) <= acc << left < 2**31:
+    """What ``r``'s contract computes for ``acc`` before zero point and clamp (None if out of its
+    domain): the requantizer's own arithmetic (:meth:`intq.kernels.requantize.Requantizer.rescaled`)."""
+    shift = getattr(r, "shift", None)
+    if shift is not None and not -(2**31) <= acc << max(int(_channel(shift, ch)), 0) < 2**31:
         return None
-    if r.mode is Requant.DOUBLE:
-        return int(multiply_by_quantized_multiplier(acc, m, sh))
-    if r.mode is Requant.SINGLE:
-        return int(multiply_by_quantized_multiplier_single_rounding(acc, m, sh)) if sh <= 30 else None
-    if r.mode is Requant.DOUBLE_HALF_UP:
-        h = int(saturating_rounding_doubling_high_mul(acc << left, m))
-        return (h + (1 << right >> 1)) >> right
-    return None
+    x = np.zeros(r.channels, np.int64)
+    x[ch % r.channels] = acc
+    return int(r.rescaled(x)[ch % r.channels])
 
 
 def _is_half(v: Fraction) -> bool:

@@ -47,6 +47,7 @@ import numpy as np
 
 from intq.errors import QuantizationError
 from intq.qmath.params import choose_qparams, dequantize, dtype_range, quantize
+from intq.registry import Registry
 
 #: Version of the ``state_dict`` layout; ``from_state_dict`` refuses other versions.
 STATE_VERSION = 1
@@ -276,7 +277,9 @@ def _window(lo: float, hi: float, bins: int) -> tuple[int, int, int]:
 # the interface
 
 
-_REGISTRY: dict[str, type["Observer"]] = {}
+#: Class name -> observer class (what ``Observer.from_state_dict`` builds from a state's ``"type"``);
+#: each class joins with ``@OBSERVERS.register()``.
+OBSERVERS: Registry[type["Observer"]] = Registry("observer class", QuantizationError)
 
 
 def _check_int(value, what: str, low: int, high: int, name: str | None) -> int:
@@ -319,10 +322,6 @@ class Observer(abc.ABC):
             raise QuantizationError(f"an observer's name must be a string or None, got {name!r}")
         self._name = name
         self._count = 0
-
-    def __init_subclass__(cls, **kwargs):
-        super().__init_subclass__(**kwargs)
-        _REGISTRY[cls.__name__] = cls
 
     # -- public API --------------------------------------------------------------------------------
 
@@ -390,9 +389,9 @@ class Observer(abc.ABC):
             raise QuantizationError(f"an observer state must be a dict, got {type(state).__name__}")
         name = state.get("name")
         typ = state.get("type")
-        target = _REGISTRY.get(typ) if cls is Observer else cls
+        target = OBSERVERS.get(typ) if cls is Observer else cls
         if target is None or typ != target.__name__:
-            known = ", ".join(sorted(_REGISTRY))
+            known = OBSERVERS.available()
             expected = known if cls is Observer else cls.__name__
             raise QuantizationError(
                 f"{_label(name) if isinstance(name, str) else 'observer state'}: type {typ!r} is not "
@@ -466,6 +465,7 @@ def _float_or_none(v) -> float | None:
 # min / max
 
 
+@OBSERVERS.register()
 class MinMaxObserver(Observer):
     """Running minimum and maximum of every value seen.
 
@@ -513,6 +513,7 @@ class MinMaxObserver(Observer):
         self._min, self._max = state["min"], state["max"]
 
 
+@OBSERVERS.register()
 class MovingAverageMinMaxObserver(Observer):
     """Exponential moving average of each batch's min and max (Jacob et al. 2018, spec 004).
 
@@ -590,6 +591,7 @@ class MovingAverageMinMaxObserver(Observer):
         self._first, self._ema = (None, None) if state is None else (tuple(state[0]), tuple(state[1]))
 
 
+@OBSERVERS.register()
 class PerChannelMinMaxObserver(Observer):
     """Per-channel running min and max along ``axis`` (weights: conv axis 0, depthwise axis 3).
 
@@ -675,6 +677,7 @@ class PerChannelMinMaxObserver(Observer):
 # histograms
 
 
+@OBSERVERS.register()
 class HistogramObserver(Observer):
     """Exact min/max plus an exactly mergeable power-of-two-aligned histogram of the values.
 
@@ -801,6 +804,7 @@ class HistogramObserver(Observer):
         return np.maximum(edges[:-1], lo), np.minimum(edges[1:], hi)
 
 
+@OBSERVERS.register()
 class PercentileObserver(HistogramObserver):
     """Range = the lower and upper ``percentile`` of the values (e.g. 0.01% and 99.99%).
 
@@ -854,6 +858,7 @@ class PercentileObserver(HistogramObserver):
         return self._cached_range(compute)
 
 
+@OBSERVERS.register()
 class MSEObserver(HistogramObserver):
     """Range = the clipping range [a, b] that minimises the int8 quantize-dequantize MSE.
 
@@ -931,6 +936,7 @@ class MSEObserver(HistogramObserver):
         return self._cached_range(compute)
 
 
+@OBSERVERS.register()
 class EntropyObserver(HistogramObserver):
     """Range from the KL-divergence threshold (TensorRT's entropy calibration, as in TPU-MLIR).
 
@@ -1027,10 +1033,7 @@ def _kl_divergence(ref: np.ndarray, outliers: float, levels: int) -> float:
 
 
 #: ``make_observer`` method names and the classes they build.
-OBSERVER_METHODS: dict[str, type[Observer]] = {
-    cls.method: cls
-    for cls in (MinMaxObserver, MovingAverageMinMaxObserver, PercentileObserver, MSEObserver, EntropyObserver)
-}
+OBSERVER_METHODS: dict[str, type[Observer]] = {cls.method: cls for cls in OBSERVERS.values() if cls.method}
 
 
 def make_observer(method: str, *, name: str | None = None, **options) -> Observer:

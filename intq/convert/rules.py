@@ -17,19 +17,14 @@ import numpy as np
 from intq.convert.context import NHWC, ConversionContext, ConversionError, identity
 from intq.convert.weights import quantize_linear_layer
 from intq.ir import Node
+from intq.passes.padding import pads_of, same_pads
 from intq.qmath import QuantParams, choose_qparams, quantize
+from intq.registry import Registry
 
 Rule = Callable[[ConversionContext, Node], None]
-RULES: dict[str, Rule] = {}
 
-
-def rule(*ops: str):
-    def register(fn: Rule) -> Rule:
-        for op in ops or (fn.__name__,):
-            RULES[op] = fn
-        return fn
-
-    return register
+#: ONNX op type -> rule; each rule joins with ``@RULES.register()`` (under its name) below.
+RULES: Registry[Rule] = Registry("conversion rule", ConversionError)
 
 
 def _fail(node: Node, why: str) -> ConversionError:
@@ -42,29 +37,18 @@ def _act(node: Node) -> str:
 
 # ----------------------------------------------------------------------------------- padding
 
-def _same_pads(size: int, k: int, stride: int, dilation: int) -> tuple[int, int, int]:
-    """TFLite SAME: output ceil(size/stride), total pad split with the extra at the end."""
-    eff = (k - 1) * dilation + 1
-    out = -(-size // stride)
-    total = max((out - 1) * stride + eff - size, 0)
-    return total // 2, total - total // 2, out
+def _explicit_pads(node: Node) -> list[tuple[int, int]]:
+    """The node's 2-D pads as [(top, bottom), (left, right)] (written out at import)."""
+    begin, end = pads_of(f"node {node.name!r} ({node.op_type})", node.attrs, 2)
+    return list(zip(begin, end))
 
 
 def _window_padding(cx: ConversionContext, node: Node, x: str, kernel, strides, dilations, *, ceil=False):
-    """('SAME'|'VALID', explicit pads [(top, bottom), (left, right)] still to apply)."""
+    """('SAME'|'VALID', explicit pads [(top, bottom), (left, right)] still to apply); TFLite's
+    SAME is ONNX's SAME_UPPER."""
     _, _, h, w = cx.shape(x)
-    pads = list(node.attrs.get("pads", (0, 0, 0, 0)))
-    auto = node.attrs.get("auto_pad", "NOTSET")
     sizes = (h, w)
-    if auto in ("SAME_UPPER", "SAME_LOWER"):
-        explicit = []
-        for i in range(2):
-            b, e, _ = _same_pads(sizes[i], kernel[i], strides[i], dilations[i])
-            explicit.append((e, b) if auto == "SAME_LOWER" else (b, e))
-    elif auto == "VALID":
-        explicit = [(0, 0), (0, 0)]
-    else:
-        explicit = [(pads[0], pads[2]), (pads[1], pads[3])]
+    explicit = _explicit_pads(node)
     if ceil:
         for i in range(2):
             eff = (kernel[i] - 1) * dilations[i] + 1
@@ -76,8 +60,8 @@ def _window_padding(cx: ConversionContext, node: Node, x: str, kernel, strides, 
             explicit[i] = (explicit[i][0], explicit[i][1] + extra)
     if all(p == (0, 0) for p in explicit):
         return "VALID", None
-    same = [_same_pads(sizes[i], kernel[i], strides[i], dilations[i])[:2] for i in range(2)]
-    if [tuple(s) for s in same] == explicit:
+    same = [same_pads(sizes[i], kernel[i], strides[i], dilations[i]) for i in range(2)]
+    if same == explicit:
         return "SAME", None
     return "VALID", explicit
 
@@ -107,7 +91,7 @@ def _spatial_attrs(node: Node):
 
 # ---------------------------------------------------------------------------- linear layers
 
-@rule()
+@RULES.register()
 def Conv(cx: ConversionContext, node: Node) -> None:
     x, w_name = node.inputs[0], node.inputs[1]
     b_name = node.inputs[2] if len(node.inputs) > 2 else ""
@@ -160,7 +144,7 @@ def _fully_connected(cx: ConversionContext, node: Node, x: str, w_nk: np.ndarray
             {"fused_activation_function": _act(node), "keep_num_dims": rank > 2})
 
 
-@rule()
+@RULES.register()
 def Gemm(cx: ConversionContext, node: Node) -> None:
     a, bw = node.inputs[0], node.inputs[1]
     w = cx.constant(bw)
@@ -177,7 +161,7 @@ def Gemm(cx: ConversionContext, node: Node) -> None:
     _fully_connected(cx, node, a, w_nk, bias)
 
 
-@rule()
+@RULES.register()
 def MatMul(cx: ConversionContext, node: Node) -> None:
     a, bw = node.inputs
     w = cx.constant(bw)
@@ -198,7 +182,7 @@ def _batch_matmul(cx: ConversionContext, node: Node) -> None:
     cx.emit("BATCH_MATMUL", node.name, [ia, ib], [y], {"adj_x": False, "adj_y": False})
 
 
-@rule()
+@RULES.register()
 def BatchNormalization(cx: ConversionContext, node: Node) -> None:
     """A batch norm no linear layer absorbed: a 1x1 depthwise conv with per-channel weights
     ``k = gamma / sqrt(var + eps)`` and bias ``beta - mean * k`` (exact per-channel quantization)."""
@@ -259,21 +243,6 @@ def _binary(cx: ConversionContext, node: Node, op: str, attrs=None) -> None:
     cx.emit(op, node.name, ins, [y], full)
 
 
-@rule()
-def Add(cx, node):
-    _binary(cx, node, "ADD")
-
-
-@rule()
-def Sub(cx, node):
-    _binary(cx, node, "SUB")
-
-
-@rule()
-def Mul(cx, node):
-    _binary(cx, node, "MUL")
-
-
 def _unary(cx: ConversionContext, node: Node, op: str, out_qp: QuantParams | None = None, attrs=None,
            extra_inputs=()) -> str:
     x = node.inputs[0]
@@ -285,12 +254,7 @@ def _unary(cx: ConversionContext, node: Node, op: str, out_qp: QuantParams | Non
     return y
 
 
-@rule()
-def Relu(cx, node):
-    _unary(cx, node, "RELU")
-
-
-@rule()
+@RULES.register()
 def Clip(cx, node):
     lo = cx.constant(node.inputs[1]) if len(node.inputs) > 1 and node.inputs[1] else None
     hi = cx.constant(node.inputs[2]) if len(node.inputs) > 2 and node.inputs[2] else None
@@ -315,27 +279,12 @@ def Clip(cx, node):
     cx.define(node.outputs[0], cur, perm)
 
 
-@rule()
-def Sigmoid(cx, node):
-    _unary(cx, node, "LOGISTIC", cx.fixed_qparams("LOGISTIC"))
-
-
-@rule()
-def Tanh(cx, node):
-    _unary(cx, node, "TANH", cx.fixed_qparams("TANH"))
-
-
-@rule()
-def HardSwish(cx, node):
-    _unary(cx, node, "HARD_SWISH")
-
-
-@rule()
+@RULES.register()
 def LeakyRelu(cx, node):
     _unary(cx, node, "LEAKY_RELU", attrs={"alpha": float(node.attrs.get("alpha", 0.01))})
 
 
-@rule()
+@RULES.register()
 def PRelu(cx, node):
     x, slope = node.inputs
     s = cx.constant(slope)
@@ -346,7 +295,7 @@ def PRelu(cx, node):
     _unary(cx, node, "PRELU", extra_inputs=[alpha])
 
 
-@rule("SiLU")
+@RULES.register("SiLU")
 def SiLU(cx, node):
     """x * sigmoid(x): LOGISTIC (fixed output 1/256, -128) then MUL."""
     x = node.inputs[0]
@@ -360,7 +309,7 @@ def SiLU(cx, node):
     cx.emit("MUL", node.name, [x_int, sig], [y], {"fused_activation_function": "NONE"})
 
 
-@rule()
+@RULES.register()
 def HardSigmoid(cx, node):
     """clip(alpha * x + beta, 0, 1) = MUL(x, alpha) then ADD(beta); the output parameters come
     from the calibrated range (inside [0, 1]), so the output's saturation does the clip at 1 and
@@ -413,22 +362,17 @@ def _pool(cx: ConversionContext, node: Node, op: str) -> None:
 
 def _window_padding_explicit(cx, x, kernel, strides):
     _, _, h, w = cx.shape(x)
-    return [_same_pads(h, kernel[0], strides[0], 1)[:2], _same_pads(w, kernel[1], strides[1], 1)[:2]]
+    return [same_pads(h, kernel[0], strides[0], 1), same_pads(w, kernel[1], strides[1], 1)]
 
 
-@rule()
+@RULES.register()
 def MaxPool(cx, node):
     if len(node.outputs) > 1 and node.outputs[1]:
         raise _fail(node, "the Indices output has no integer equivalent")
     _pool(cx, node, "MAX_POOL_2D")
 
 
-@rule()
-def AveragePool(cx, node):
-    _pool(cx, node, "AVERAGE_POOL_2D")
-
-
-@rule()
+@RULES.register()
 def GlobalAveragePool(cx, node):
     x = node.inputs[0]
     x_int = cx.value_as(x, NHWC)
@@ -438,7 +382,7 @@ def GlobalAveragePool(cx, node):
     cx.emit("MEAN", node.name, [x_int, axes], [y], {"keep_dims": True})
 
 
-@rule()
+@RULES.register()
 def GlobalMaxPool(cx, node):
     x = node.inputs[0]
     _, _, h, w = cx.shape(x)
@@ -452,7 +396,7 @@ def GlobalMaxPool(cx, node):
 
 # ------------------------------------------------------------------------------ shape ops
 
-@rule("Reshape", "Flatten", "Squeeze", "Unsqueeze")
+@RULES.register("Reshape", "Flatten", "Squeeze", "Unsqueeze")
 def Reshape(cx, node):
     x, out = node.inputs[0], node.outputs[0]
     qp = cx.qparams_of(x)
@@ -463,7 +407,7 @@ def Reshape(cx, node):
     cx.emit("RESHAPE", node.name, [x_int, new_shape], [y], {"new_shape": tuple(int(d) for d in shape)})
 
 
-@rule()
+@RULES.register()
 def Transpose(cx, node):
     x, out = node.inputs[0], node.outputs[0]
     rank = len(cx.shape(x))
@@ -479,13 +423,13 @@ def Transpose(cx, node):
     cx.emit("TRANSPOSE", node.name, [v.name, perm_c], [y])
 
 
-@rule()
+@RULES.register()
 def Identity(cx, node):
     v = cx.value(node.inputs[0])
     cx.define(node.outputs[0], v.name, v.perm)
 
 
-@rule()
+@RULES.register()
 def Concat(cx, node):
     ins = list(node.inputs)
     perm = _common_perm(cx, ins)
@@ -505,7 +449,7 @@ def Concat(cx, node):
     cx.emit("CONCATENATION", node.name, ints, [y], {"axis": perm.index(axis), "fused_activation_function": "NONE"})
 
 
-@rule()
+@RULES.register()
 def Split(cx, node):
     x = node.inputs[0]
     rank = len(cx.shape(x))
@@ -520,7 +464,7 @@ def Split(cx, node):
     cx.emit("SPLIT", node.name, [axis_c, v.name], outs, {"num_splits": len(outs)})
 
 
-@rule()
+@RULES.register()
 def Slice(cx, node):
     x = node.inputs[0]
     shape = cx.shape(x)
@@ -547,7 +491,7 @@ def Slice(cx, node):
                                                                  "new_axis_mask": 0, "shrink_axis_mask": 0, "offset": False})
 
 
-@rule()
+@RULES.register()
 def Pad(cx, node):
     x = node.inputs[0]
     pads = cx.constant(node.inputs[1])
@@ -572,7 +516,7 @@ def Pad(cx, node):
         cx.emit("PADV2", node.name, [v.name, paddings, c], [y])
 
 
-@rule()
+@RULES.register()
 def Resize(cx, node):
     x = node.inputs[0]
     mode = node.attrs.get("mode", "nearest")
@@ -615,16 +559,6 @@ def _softmax(cx: ConversionContext, node: Node, op: str) -> None:
     cx.emit(op, node.name, [x_int], [y], {"beta": 1.0} if op == "SOFTMAX" else {})
 
 
-@rule()
-def Softmax(cx, node):
-    _softmax(cx, node, "SOFTMAX")
-
-
-@rule()
-def LogSoftmax(cx, node):
-    _softmax(cx, node, "LOG_SOFTMAX")
-
-
 def _reduce(cx: ConversionContext, node: Node, op: str, same_scale: bool) -> None:
     x = node.inputs[0]
     rank = len(cx.shape(x))
@@ -645,27 +579,7 @@ def _reduce(cx: ConversionContext, node: Node, op: str, same_scale: bool) -> Non
     cx.emit(op, node.name, [v.name, axes_c], [y], {"keep_dims": keep})
 
 
-@rule()
-def ReduceMean(cx, node):
-    _reduce(cx, node, "MEAN", False)
-
-
-@rule()
-def ReduceSum(cx, node):
-    _reduce(cx, node, "SUM", False)
-
-
-@rule()
-def ReduceMax(cx, node):
-    _reduce(cx, node, "REDUCE_MAX", True)
-
-
-@rule()
-def ReduceMin(cx, node):
-    _reduce(cx, node, "REDUCE_MIN", True)
-
-
-@rule("DepthToSpace", "SpaceToDepth")
+@RULES.register("DepthToSpace", "SpaceToDepth")
 def DepthToSpace(cx, node):
     if node.op_type == "DepthToSpace" and node.attrs.get("mode", "DCR") != "DCR":
         raise _fail(node, "only DCR mode matches TFLite's DEPTH_TO_SPACE")
@@ -677,7 +591,7 @@ def DepthToSpace(cx, node):
     cx.emit(op, node.name, [x_int], [y], {"block_size": int(node.attrs["blocksize"])})
 
 
-@rule()
+@RULES.register()
 def ConvTranspose(cx, node):
     """TRANSPOSE_CONV. ONNX's output size ``s*(in-1) + k + output_padding - pads`` maps to TFLite's
     VALID (``s*(in-1) + k``) or SAME (``s*in``, pads split with the smaller half first); any other
@@ -694,10 +608,8 @@ def ConvTranspose(cx, node):
     _, _, h, wd = cx.shape(x)
     _, _, oh, ow = cx.shape(node.outputs[0])
     full = (strides[0] * (h - 1) + kh, strides[1] * (wd - 1) + kw)
-    pads = list(node.attrs.get("pads", (0, 0, 0, 0)))
-    if node.attrs.get("auto_pad", "NOTSET") not in ("NOTSET", "VALID") or "output_shape" in node.attrs:
-        raise _fail(node, "auto_pad / output_shape forms are not supported; export with explicit pads")
-    begin = (pads[0], pads[1])
+    (top, _), (left, _) = _explicit_pads(node)
+    begin = (top, left)
     if (oh, ow) == full:
         padding, crop = "VALID", None
     elif (oh, ow) == (strides[0] * h, strides[1] * wd) and all(
@@ -733,7 +645,7 @@ def ConvTranspose(cx, node):
             "ellipsis_mask": 0, "new_axis_mask": 0, "shrink_axis_mask": 0, "offset": False})
 
 
-@rule("Max", "Min")
+@RULES.register("Max", "Min")
 def Max(cx, node):
     """MAXIMUM / MINIMUM need one scale in and out (spec 003): each input is rescaled to the
     output's parameters (QUANTIZE) when they differ."""
@@ -758,7 +670,7 @@ def Max(cx, node):
     cx.emit("MAXIMUM" if node.op_type == "Max" else "MINIMUM", node.name, ins, [y])
 
 
-@rule()
+@RULES.register()
 def ArgMax(cx, node):
     """ARG_MAX over one axis, int32 indices (TFLite Micro supports int32 only); ONNX's keepdims
     is restored with a RESHAPE; ``select_last_index`` must be 0 (TFLite keeps the first)."""
@@ -781,3 +693,30 @@ def ArgMax(cx, node):
     cx.define(out, y, identity(len(shape)))
     new_shape = cx.int_constant(f"{node.name}/shape", np.asarray(shape, np.int32), None, np.int32)
     cx.emit("RESHAPE", f"{node.name}/keepdims", [idx, new_shape], [y], {"new_shape": tuple(int(d) for d in shape)})
+
+
+# ------------------------------------------------------------------------------ one-line rules, as data
+
+def _rule(convert, *args):
+    """The rule ``convert(cx, node, *args)``: ONNX ops whose conversion is one call of a shared helper."""
+    def rule(cx, node):
+        convert(cx, node, *args)
+    return rule
+
+
+def _fixed_output(cx: ConversionContext, node: Node, op: str) -> None:
+    """A unary op whose output parameters spec 003 fixes (LOGISTIC 1/256, TANH 1/128)."""
+    _unary(cx, node, op, cx.fixed_qparams(op))
+
+
+#: ONNX op -> (helper, TFLite builtin, extra arguments)
+_ONE_LINE_RULES = {
+    "Add": (_binary, "ADD"), "Sub": (_binary, "SUB"), "Mul": (_binary, "MUL"),
+    "Sigmoid": (_fixed_output, "LOGISTIC"), "Tanh": (_fixed_output, "TANH"), "HardSwish": (_unary, "HARD_SWISH"), "Relu": (_unary, "RELU"),
+    "Softmax": (_softmax, "SOFTMAX"), "LogSoftmax": (_softmax, "LOG_SOFTMAX"),
+    "ReduceMean": (_reduce, "MEAN", False), "ReduceSum": (_reduce, "SUM", False),  # requantize
+    "ReduceMax": (_reduce, "REDUCE_MAX", True), "ReduceMin": (_reduce, "REDUCE_MIN", True),  # keep the scale
+    "AveragePool": (_pool, "AVERAGE_POOL_2D"),
+}
+for _onnx_op, (_helper, *_args) in _ONE_LINE_RULES.items():
+    RULES.register(_onnx_op)(_rule(_helper, *_args))

@@ -1,1 +1,2 @@
-"""Writing intq models as LiteRT ``.tflite`` flatbuffers, and running them under LiteRT."""
+"""intq.export — write integer graphs as files real runtimes run: ``.tflite``
+(:mod:`intq.export.tflite_writer`; the format itself lives in :mod:`intq.tflite`)."""

@@ -3,51 +3,24 @@
 Every tensor keeps its name, static shape, dtype, constant data and quantization parameters
 (per-axis parameters keep their axis as ``quantized_dimension``); every node becomes the builtin
 operator it names, with its attributes as the TFLite options table
-(:mod:`intq.export.tflite_ops`). Graph inputs and outputs keep their order.
+(:mod:`intq.tflite.options`). Graph inputs and outputs keep their order.
 
-What a ``.tflite`` file has no field for travels in a model metadata entry named ``"intq"``
-(:data:`INTQ_METADATA`): JSON ``{"format": 1, "metadata": graph.metadata, "node_names": [...]}``
-(tuples as lists; values JSON cannot hold are written as their ``repr``). ``intq.load`` of the
-file restores both (:mod:`intq.frontends.from_tflite`).
+What a ``.tflite`` file has no field for (the graph's metadata and node names) travels in the
+``"intq"`` model metadata entry (:mod:`intq.tflite.metadata`); ``intq.load`` of the file restores
+both (:mod:`intq.frontends.from_tflite`). The flatbuffer itself is written by
+:class:`intq.tflite.builder.TfliteModelBuilder`.
 """
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
-from typing import Any
-
-import numpy as np
 
 from intq.errors import IntqError
-from intq.export.tflite_flatbuffer import TfliteModelBuilder
-from intq.export.tflite_ops import attrs_to_options
 from intq.ir import Graph
-
-#: Name of the model metadata entry holding intq's graph metadata and node names (JSON).
-INTQ_METADATA = "intq"
-INTQ_METADATA_FORMAT = 1
-
-
-def _jsonable(value: Any) -> Any:
-    """``value`` with tuples as lists, numpy values as Python ones and anything else as its repr."""
-    if isinstance(value, dict) or hasattr(value, "items"):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, (np.ndarray, np.generic)):
-        return _jsonable(value.tolist())
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    return repr(value)
-
-
-def intq_metadata_bytes(graph: Graph) -> bytes:
-    """The ``"intq"`` metadata entry of ``graph``: its metadata and node names as UTF-8 JSON."""
-    doc = {"format": INTQ_METADATA_FORMAT, "metadata": _jsonable(graph.metadata),
-           "node_names": [n.name for n in graph.nodes]}
-    return json.dumps(doc, sort_keys=True, allow_nan=True).encode("utf-8")
+from intq.tflite import metadata
+from intq.tflite.builder import TfliteModelBuilder
+from intq.tflite.options import attrs_to_options
 
 
 def to_tflite_bytes(graph: Graph, description: str = "intq") -> bytes:
@@ -74,7 +47,7 @@ def to_tflite_bytes(graph: Graph, description: str = "intq") -> bytes:
             inputs.pop()                  # TFLM's depthwise conv crashes on a -1 bias index
         b.add_operator(node.op_type, [index[i] if i else -1 for i in inputs], [index[o] for o in node.outputs], options)
     b.set_io([index[i] for i in graph.inputs], [index[o] for o in graph.outputs])
-    b.add_metadata(INTQ_METADATA, intq_metadata_bytes(graph))
+    b.add_metadata(metadata.INTQ_METADATA, metadata.encode(graph.metadata, [n.name for n in graph.nodes]))
     return b.to_bytes()
 
 

@@ -11,9 +11,10 @@ import onnx
 
 from intq.errors import IntqError
 from intq.frontends.from_onnx import OnnxImportError, load_onnx
-from intq.frontends.from_tflite import TfliteImportError, is_tflite_bytes, load_tflite
+from intq.frontends.from_tflite import TfliteImportError, load_tflite
 from intq.frontends.shapes import InputShapeError
 from intq.ir import Graph
+from intq.tflite.schema import FILE_IDENTIFIER, is_tflite_bytes
 
 
 def load(model, input_shapes: Mapping[str, Sequence[int]] | None = None, example_inputs=None) -> Graph:
@@ -30,8 +31,8 @@ def load(model, input_shapes: Mapping[str, Sequence[int]] | None = None, example
     if isinstance(model, (bytes, bytearray, memoryview)):
         if is_tflite_bytes(model):
             return load_tflite(model, input_shapes)
-        raise IntqError("these bytes are not a .tflite model (no 'TFL3' identifier); give ONNX models as a path or "
-                        "an onnx.ModelProto")
+        raise IntqError(f"these bytes are not a .tflite model (no {FILE_IDENTIFIER.decode()!r} identifier); give ONNX "
+                        "models as a path or an onnx.ModelProto")
     if isinstance(model, (str, os.PathLike)):
         suffix = os.fspath(model).lower().rsplit(".", 1)[-1]
         if suffix == "onnx":

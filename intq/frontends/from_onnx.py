@@ -9,7 +9,8 @@ What the importer does, in order, before any heavy work:
    and the dimensions that need a value) and runs ONNX shape inference with data propagation;
 4. turns initializers and ``Constant`` nodes into constant tensors, and rewrites each node into
    its opset-21 form (:data:`NORMALIZERS`: axes/pads/min/max as inputs, Upsample as Resize,
-   pre-13 Softmax as flatten-softmax-reshape...), so that later stages know one semantics per op.
+   pre-13 Softmax as flatten-softmax-reshape...), so that later stages know one semantics per op;
+5. writes out the padding of Conv / ConvTranspose / pools (:func:`intq.passes.explicit_pads`).
 
 Names of tensors and nodes are kept (unnamed nodes are named ``<OpType>_<index>``).
 """
@@ -30,6 +31,8 @@ from onnx import helper, numpy_helper
 from intq.errors import GraphError, IntqError, UnsupportedOperatorError
 from intq.frontends.shapes import InputShapeError, is_dynamic
 from intq.ir import Graph, Node, Tensor, topological_order
+from intq.passes.padding import explicit_pads
+from intq.registry import Registry
 
 #: Default-domain opsets the importer accepts. Older models predate the operator forms intq
 #: normalises from; newer ones may change semantics intq has not checked.
@@ -75,16 +78,9 @@ class _Context:
 
 
 Normalizer = Callable[[Node, _Context], list[Node]]
-NORMALIZERS: dict[str, Normalizer] = {}
 
-
-def _normalizer(*op_types: str):
-    def register(fn: Normalizer) -> Normalizer:
-        for op in op_types:
-            NORMALIZERS[op] = fn
-        return fn
-
-    return register
+#: ONNX op type -> the function rewriting its older forms; each joins with ``@NORMALIZERS.register(...)``.
+NORMALIZERS: Registry[Normalizer] = Registry("opset-21 normaliser", OnnxImportError)
 
 
 def _attrs_without(node: Node, *names: str) -> dict[str, Any]:
@@ -95,7 +91,7 @@ def _pad_inputs(inputs: Sequence[str], n: int) -> list[str]:
     return list(inputs) + [""] * (n - len(inputs))
 
 
-@_normalizer("Squeeze", "Unsqueeze")
+@NORMALIZERS.register("Squeeze", "Unsqueeze")
 def _axes_attr_to_input_13(node: Node, ctx: _Context) -> list[Node]:
     if ctx.opset >= 13 or "axes" not in node.attrs:
         return [node]
@@ -103,12 +99,12 @@ def _axes_attr_to_input_13(node: Node, ctx: _Context) -> list[Node]:
     return [node.with_(inputs=(node.inputs[0], axes), attrs=_attrs_without(node, "axes"))]
 
 
-@_normalizer("ReduceSum")
+@NORMALIZERS.register("ReduceSum")
 def _reduce_sum(node: Node, ctx: _Context) -> list[Node]:
     return _reduce_axes(node, ctx, since=13)
 
 
-@_normalizer("ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceSumSquare", "ReduceL1", "ReduceL2",
+@NORMALIZERS.register("ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceSumSquare", "ReduceL1", "ReduceL2",
              "ReduceLogSum", "ReduceLogSumExp")
 def _reduce_other(node: Node, ctx: _Context) -> list[Node]:
     return _reduce_axes(node, ctx, since=18)
@@ -121,7 +117,7 @@ def _reduce_axes(node: Node, ctx: _Context, since: int) -> list[Node]:
     return [node.with_(inputs=(node.inputs[0], axes), attrs=_attrs_without(node, "axes"))]
 
 
-@_normalizer("Split")
+@NORMALIZERS.register("Split")
 def _split(node: Node, ctx: _Context) -> list[Node]:
     attrs = _attrs_without(node, "split")
     inputs = list(node.inputs)
@@ -132,7 +128,7 @@ def _split(node: Node, ctx: _Context) -> list[Node]:
     return [node.with_(inputs=inputs, attrs=attrs)]
 
 
-@_normalizer("Clip")
+@NORMALIZERS.register("Clip")
 def _clip(node: Node, ctx: _Context) -> list[Node]:
     if ctx.opset >= 11:
         return [node]
@@ -144,7 +140,7 @@ def _clip(node: Node, ctx: _Context) -> list[Node]:
     return [node.with_(inputs=inputs, attrs=_attrs_without(node, "min", "max"))]
 
 
-@_normalizer("Pad")
+@NORMALIZERS.register("Pad")
 def _pad(node: Node, ctx: _Context) -> list[Node]:
     if ctx.opset >= 11:
         return [node]
@@ -153,7 +149,7 @@ def _pad(node: Node, ctx: _Context) -> list[Node]:
     return [node.with_(inputs=(node.inputs[0], pads, value), attrs=_attrs_without(node, "pads", "paddings", "value"))]
 
 
-@_normalizer("Slice")
+@NORMALIZERS.register("Slice")
 def _slice(node: Node, ctx: _Context) -> list[Node]:
     if ctx.opset >= 10:
         return [node]
@@ -173,7 +169,7 @@ def _legacy_resize(node: Node, scales: str, mode: str) -> Node:
     return node.with_(op_type="Resize", inputs=(node.inputs[0], "", scales), attrs=attrs)
 
 
-@_normalizer("Upsample")
+@NORMALIZERS.register("Upsample")
 def _upsample(node: Node, ctx: _Context) -> list[Node]:
     mode = node.attrs.get("mode", "nearest")
     if len(node.inputs) > 1 and node.inputs[1]:
@@ -183,14 +179,14 @@ def _upsample(node: Node, ctx: _Context) -> list[Node]:
     return [_legacy_resize(node, scales, mode)]
 
 
-@_normalizer("Resize")
+@NORMALIZERS.register("Resize")
 def _resize(node: Node, ctx: _Context) -> list[Node]:
     if ctx.opset >= 11:
         return [node]
     return [_legacy_resize(node, node.inputs[1], node.attrs.get("mode", "nearest"))]
 
 
-@_normalizer("Softmax", "LogSoftmax", "Hardmax")
+@NORMALIZERS.register("Softmax", "LogSoftmax", "Hardmax")
 def _softmax(node: Node, ctx: _Context) -> list[Node]:
     if ctx.opset >= 13:
         return [node]
@@ -212,7 +208,7 @@ def _softmax(node: Node, ctx: _Context) -> list[Node]:
     ]
 
 
-@_normalizer("BatchNormalization")
+@NORMALIZERS.register("BatchNormalization")
 def _batch_norm(node: Node, ctx: _Context) -> list[Node]:
     attrs = {k: v for k, v in node.attrs.items() if k in ("epsilon", "momentum", "training_mode")}
     if attrs.get("training_mode", 0):
@@ -220,13 +216,13 @@ def _batch_norm(node: Node, ctx: _Context) -> list[Node]:
     return [node.with_(outputs=node.outputs[:1], attrs=attrs)]
 
 
-@_normalizer("Dropout")
+@NORMALIZERS.register("Dropout")
 def _dropout(node: Node, ctx: _Context) -> list[Node]:
     inputs = node.inputs[:1]  # inference: identity (ratio and training_mode do not matter)
     return [node.with_(op_type="Identity", inputs=inputs, outputs=node.outputs[:1], attrs={})]
 
 
-@_normalizer("Gemm", "Add", "Sub", "Mul", "Div")
+@NORMALIZERS.register("Gemm", "Add", "Sub", "Mul", "Div")
 def _drop_legacy_broadcast(node: Node, ctx: _Context) -> list[Node]:
     return [node.with_(attrs=_attrs_without(node, "broadcast", "axis", "consumed_inputs"))]
 
@@ -442,7 +438,7 @@ def load_onnx(model, input_shapes: Mapping[str, Sequence[int]] | None = None) ->
     outputs = tuple(o.name for o in proto.graph.output)
     graph = Graph(ordered, tensors, tuple(bound), outputs, name=model_name, opset=TARGET_OPSET,
                   metadata={"source": "onnx", "source_opset": opset, "producer": proto.producer_name})
-    return graph.prune()
+    return explicit_pads(graph.prune())
 
 
 def _attr_value(attr: onnx.AttributeProto) -> Any:

@@ -6,7 +6,7 @@ Names are preserved from the source model. A float graph's tensors are float32 (
 arithmetic may be int64); an integer graph's tensors carry an integer dtype and ``QuantParams``.
 
 Every stage is a function from graph to graph: nothing here mutates a graph. Build a modified
-graph with :meth:`Graph.replace` (or a :class:`GraphEditor` in passes).
+graph with :meth:`Graph.replace`.
 """
 
 from __future__ import annotations

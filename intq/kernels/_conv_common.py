@@ -29,8 +29,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from intq.errors import IntqError
-from intq.ir import Tensor
-from intq.kernels.base import KernelContext
+from intq.kernels.base import KernelContext, static_shape  # noqa: F401 (the conv kernels import it from here)
 from intq.kernels.requantize import (
     Requantizer,
     activation_range,
@@ -125,12 +124,6 @@ def window_options(ctx: KernelContext, dilation: bool = True) -> WindowOptions:
                          activation)
 
 
-def static_shape(ctx: KernelContext, t: Tensor, what: str, rank: int | None = None) -> tuple[int, ...]:
-    if not t.is_static:
-        raise ctx.error(f"{what} {t.name!r} needs a static shape, got {t.shape}")
-    if rank is not None and len(t.shape) != rank:
-        raise ctx.error(f"{what} {t.name!r} must have rank {rank}, got shape {list(t.shape)}")
-    return tuple(int(d) for d in t.shape)
 
 
 def conv_weights(ctx: KernelContext, index: int, channel_axis: int) -> tuple[np.ndarray, QuantParams]:
@@ -191,11 +184,11 @@ def conv_requantizer(ctx: KernelContext, op: str, in_qp: QuantParams, w_qp: Quan
         if ctx.target.xnnpack and op in XNNPACK_FP32_OPS:
             lo, hi = xnnpack_activation_range(activation, out_qp)
             scale = xnnpack_conv_scale(in_qp.scale[0], s_w, out_qp.scale[0])
-            return make_requantizer(scale, Requant.FLOAT32_RNE, int(out_qp.zero_point[0]), lo, hi, out_dtype)
+            return make_requantizer(scale, Requant.FLOAT32_RNE, out_qp.tensor_zero_point, lo, hi, out_dtype)
         real = effective_scale(in_qp.scale[0], s_w, out_qp.scale[0], product_dtype=np.float64)
         lo, hi = activation_range(activation, out_qp)
         mode = ctx.target.requant_for(op) if mode is None else mode
-        return make_requantizer(real, mode, int(out_qp.zero_point[0]), lo, hi, out_dtype)
+        return make_requantizer(real, mode, out_qp.tensor_zero_point, lo, hi, out_dtype)
     except IntqError as e:
         raise ctx.error(str(e)) from None
 

@@ -12,8 +12,6 @@ RELU*, LEAKY_RELU, PRELU, HARD_SWISH). Not a kernel: it defines no ``OP``.
 * :func:`broadcast_shape` — TFLite's (numpy's) broadcasting of two static shapes, checked.
 * :func:`int8_table` / :func:`lookup` — a function of one int8 operand has 256 results; the
   kernels evaluate their integer arithmetic on all of them at prepare and look them up at run.
-* The 16-bit gemmlowp primitives of HARD_SWISH (:func:`srdhm16`, :func:`sdhm16`,
-  :func:`saturating_left_shift16`, :func:`rounding_divide_by_pot16`).
 
 Every run-time helper here is integer-only (int64 numpy arrays holding int32/int16 values).
 """
@@ -26,7 +24,7 @@ import numpy as np
 
 from intq.errors import IntqError
 from intq.ir import Tensor
-from intq.kernels.base import KernelContext
+from intq.kernels.base import KernelContext, fused_activation_range  # noqa: F401 (the elementwise kernels import it from here)
 from intq.kernels.requantize import (
     Requantizer,
     activation_range,
@@ -40,8 +38,6 @@ from intq.qmath import (
     multiply_by_quantized_multiplier,
     multiply_by_quantized_multiplier_single_rounding,
     quantize_multiplier,
-    rounding_divide_by_pot,
-    saturating_rounding_doubling_high_mul,
 )
 
 INT8_MIN, INT8_MAX = -128, 127
@@ -89,11 +85,11 @@ def fp32(x) -> np.float32:
 
 def scale_of(qp: QuantParams) -> np.float32:
     """The per-tensor scale as the runtimes read it: a float32."""
-    return np.float32(qp.scale[0])
+    return np.float32(qp.tensor_scale)
 
 
 def zero_point_of(qp: QuantParams) -> int:
-    return int(qp.zero_point[0])
+    return qp.tensor_zero_point
 
 
 @dataclass(frozen=True)
@@ -156,9 +152,6 @@ def activation_bounds(ctx: KernelContext, activation: str, qp: QuantParams) -> t
         raise ctx.error(str(e)) from None
 
 
-def fused_activation_range(ctx: KernelContext, out_qp: QuantParams) -> tuple[int, int]:
-    """The clamp of the node's ``fused_activation_function`` on the output's scale."""
-    return activation_bounds(ctx, ctx.attr("fused_activation_function", "NONE"), out_qp)
 
 
 def int8_input(ctx: KernelContext, i: int, what: str) -> tuple[Tensor, QuantParams]:
@@ -214,50 +207,6 @@ def same_quantization(ctx: KernelContext) -> None:
 def same_shape(ctx: KernelContext, x: Tensor, y: Tensor) -> None:
     if x.is_static and y.is_static and tuple(x.shape) != tuple(y.shape):
         raise ctx.error(f"output {y.name!r} has shape {list(y.shape)}; the input's is {list(x.shape)}")
-
-
-# ---------------------------------------------------------------- 16-bit gemmlowp primitives
-# HARD_SWISH computes on int16 with gemmlowp's FixedPoint<int16> primitives. Values are carried
-# in int64 arrays; each function returns values in int16's range.
-
-def srdhm16(a: np.ndarray, b) -> np.ndarray:
-    """gemmlowp's SaturatingRoundingDoublingHighMul on int16: ``floor((a*b + 2^14) / 2^15)``.
-
-    Equal to the int32 primitive on ``a * 2^16``: ``floor((a*b*2^16 + 2^30) / 2^31)``; only
-    ``a == b == -32768`` reaches 2^15, saturated to 32767 as gemmlowp's int16 version does.
-    Contract: ``a``, ``b`` int16 values.
-    """
-    high = np.asarray(saturating_rounding_doubling_high_mul(np.asarray(a, dtype=np.int64) << 16, b), dtype=np.int64)
-    return np.minimum(high, INT16_MAX)
-
-
-def sdhm16(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """TFLite's SaturatingDoublingHighMul (hard_swish.h, ARM SQDMULH): ``trunc(a*b / 2^15)``.
-
-    C's truncating division, no rounding; ``a == b == -32768`` saturates to 32767.
-    """
-    ab = np.asarray(a, dtype=np.int64) * np.asarray(b, dtype=np.int64)
-    q = np.where(ab >= 0, ab >> 15, -((-ab) >> 15))
-    return np.minimum(q, INT16_MAX)
-
-
-def saturating_left_shift16(x: np.ndarray, amount: int) -> np.ndarray:
-    """TFLite's SaturatingLeftShift (hard_swish.h): ``clamp(x * 2^amount)`` to int16."""
-    return np.clip(np.asarray(x, dtype=np.int64) << amount, INT16_MIN, INT16_MAX)
-
-
-def rounding_divide_by_pot16(x: np.ndarray, exponent: int) -> np.ndarray:
-    """gemmlowp's RoundingDivideByPOT on int16 (half away from zero), exponent in [0, 31].
-
-    For exponent <= 15 this is the ordinary rounding shift. For exponent >= 16 gemmlowp's int16
-    mask ``int16((1 << e) - 1)`` is -1 (all ones), so the result is 1 for every ``x >= 0`` and
-    -1 for every ``x < 0`` (``x >> e`` is 0 or -1 and the remainder test is ``x > -1``); intq
-    reproduces that, as the reference kernels compute it.
-    """
-    x = np.asarray(x, dtype=np.int64)
-    if exponent <= 15:
-        return np.asarray(rounding_divide_by_pot(x, exponent), dtype=np.int64)
-    return np.where(x >= 0, 1, -1).astype(np.int64)
 
 
 # ---------------------------------------------------------------- comparisons (LESS ... NOT_EQUAL)

@@ -2,8 +2,10 @@
 
 Three parts:
 
-1. **gemmlowp fixed point, vectorised** (gemmlowp ``fixedpoint/fixedpoint.h`` and the additions in
-   TFLite's ``kernels/internal/common.h``). A value of ``FixedPoint<int32_t, k>`` (``Qk.(31-k)``)
+1. **gemmlowp's fixed-point functions, vectorised** (``exp_on_negative_values``, ``logistic``,
+   ``tanh``, the Newton-Raphson reciprocal of gemmlowp ``fixedpoint/fixedpoint.h`` and TFLite's
+   ``kernels/internal/common.h``), built on the primitives of :mod:`intq.qmath.raw` (SRDHM, RDBP,
+   saturating multiply by a power of two). A value of ``FixedPoint<int32_t, k>`` (``Qk.(31-k)``)
    is its raw int32 held in an int64 numpy array; every function takes and returns raws and
    reproduces the C function bit for bit, including gemmlowp's rounding, saturation and (where
    C's int32 arithmetic can wrap) wrapping. Integer-only: the kernels call these at run time.
@@ -29,54 +31,23 @@ import numpy as np
 
 from intq.kernels.base import KernelContext
 from intq.qmath import QuantParams, Rounding, quantize_multiplier, round_float
+from intq.qmath.raw import INT32_MAX, INT32_MIN, mul_by_pot, mul_by_pot_param, rdbp, srdhm, wrap32
 
-INT32_MIN = -(1 << 31)
-INT32_MAX = (1 << 31) - 1
 _MASK32 = (1 << 32) - 1
 
 # --------------------------------------------------------------------------------------------
-# 1. gemmlowp primitives on int64 arrays holding int32 raws
+# 1. gemmlowp fixed-point functions on int64 arrays holding int32 raws
 # --------------------------------------------------------------------------------------------
 
 
-def wrap32(x):
-    """C's int32 wrap-around of ``x`` (two's complement), for sums the runtimes let overflow."""
-    return ((x - INT32_MIN) & _MASK32) + INT32_MIN
 
 
-def srdhm(a, b):
-    """SaturatingRoundingDoublingHighMul: ``floor((a*b + 2^30) / 2^31)``; ``MIN*MIN`` saturates.
-
-    gemmlowp's ``(ab + nudge) / 2^31`` with C truncation equals this floor form for both signs
-    (see :func:`intq.qmath.saturating_rounding_doubling_high_mul`). ``|a*b| <= 2^62``: exact.
-    """
-    high = (a * b + (1 << 30)) >> 31
-    if np.any(np.equal(a, INT32_MIN) & np.equal(b, INT32_MIN)):
-        high = np.where(np.equal(a, INT32_MIN) & np.equal(b, INT32_MIN), INT32_MAX, high)
-    return high
 
 
-def rdbp(x, exponent):
-    """RoundingDivideByPOT: ``x / 2^exponent`` rounded half away from zero; exponent in [0, 31]."""
-    nudge = (np.int64(1) << exponent) >> 1  # 2^(exponent-1), 0 for exponent 0
-    return (x + nudge - ((x < 0) & (np.asarray(exponent) > 0))) >> exponent
 
 
-def mul_by_pot(x, exponent: int):
-    """SaturatingRoundingMultiplyByPOT<exponent>: a saturating left shift, or :func:`rdbp` right."""
-    if exponent < 0:
-        return rdbp(x, -exponent)
-    return mul_by_pot_param(x, exponent)
 
 
-def mul_by_pot_param(x, exponent):
-    """TFLite's SaturatingRoundingMultiplyByPOTParam for ``exponent >= 0`` (scalar or per element).
-
-    ``x << exponent`` saturated to int32 when ``|x| > 2^(31 - exponent) - 1``.
-    """
-    threshold = (np.int64(1) << (31 - np.asarray(exponent, dtype=np.int64))) - 1
-    shifted = x << exponent
-    return np.where(x > threshold, INT32_MAX, np.where(x < -threshold, INT32_MIN, shifted))
 
 
 def rescale(x, src_integer_bits: int, dst_integer_bits: int):
@@ -102,14 +73,6 @@ def count_leading_zeros32(x):
     return np.where(np.equal(x, 0), 32, n)
 
 
-def multiply_by_quantized_multiplier(x, multiplier, shift):
-    """TFLite's MultiplyByQuantizedMultiplier (double rounding), vectorised over per-element shifts.
-
-    ``rdbp(srdhm(x << max(shift, 0), multiplier), max(-shift, 0))``. The callers bound ``x`` so
-    that the left shift fits in int32 (TFLite's input radii).
-    """
-    shift = np.asarray(shift, dtype=np.int64)
-    return rdbp(srdhm(x << np.maximum(shift, 0), multiplier), np.maximum(-shift, 0))
 
 
 # Constants of gemmlowp's fixed-point functions (raw int32 values; the real each encodes).
@@ -325,7 +288,7 @@ def check_int8_io(ctx: KernelContext) -> tuple[QuantParams, QuantParams]:
 
 def check_output_params(ctx: KernelContext, qp: QuantParams, scale: float, zero_point: int, scale_text: str):
     """Spec 003's fixed output parameters, compared exactly (each is a power of two in float32)."""
-    got_scale, got_zp = float(np.float32(qp.scale[0])), int(qp.zero_point[0])
+    got_scale, got_zp = qp.tensor_scale, qp.tensor_zero_point
     if got_scale != scale or got_zp != zero_point:
         raise ctx.error(
             f"the int8 output must have scale {scale_text} and zero point {zero_point} (TFLite int8 spec for "
@@ -441,18 +404,18 @@ def litert_float_lut(input_qp: QuantParams, output_qp: QuantParams, transform: s
     does, so a run is one lookup ``table[x.view(uint8)]``.
     """
     v = np.arange(-128, 128, dtype=np.int64)
-    s_in = np.float32(input_qp.scale[0])
-    d = (s_in * (v - int(input_qp.zero_point[0])).astype(np.float32)).astype(np.float32)
+    s_in = np.float32(input_qp.tensor_scale)
+    d = (s_in * (v - input_qp.tensor_zero_point).astype(np.float32)).astype(np.float32)
     if transform == "logistic":
         f = (np.float32(1.0) / (np.float32(1.0) + _float32_function("expf", -d))).astype(np.float32)
     elif transform == "tanh":
         f = _float32_function("tanhf", d)
     else:
         raise AssertionError(transform)
-    inverse_scale = np.float32(1.0) / np.float32(output_qp.scale[0])
+    inverse_scale = np.float32(1.0) / np.float32(output_qp.tensor_scale)
     scaled = (f * inverse_scale).astype(np.float32)
     rounded = round_float(scaled, Rounding.HALF_AWAY_FROM_ZERO)  # roundf, decided on the exact fraction
-    quantized = np.trunc((rounded + np.float32(int(output_qp.zero_point[0]))).astype(np.float32))
+    quantized = np.trunc((rounded + np.float32(output_qp.tensor_zero_point)).astype(np.float32))
     table = np.clip(quantized, -128, 127).astype(np.int8)
     return _uint8_ordered(table)
 
@@ -481,8 +444,8 @@ def xnnpack_float_lut(input_qp: QuantParams, output_qp: QuantParams, transform: 
     + float32(Z_out))`` — half to **even** where LiteRT's ``LUTPopulate`` rounds half away, and the
     zero point added in float before rounding — clamped to [-128, 127]; indexed by ``uint8(v)``."""
     v = np.arange(-128, 128, dtype=np.int64)
-    s_in = np.float32(input_qp.scale[0])
-    d = (s_in * (v - int(input_qp.zero_point[0])).astype(np.float32)).astype(np.float32)
+    s_in = np.float32(input_qp.tensor_scale)
+    d = (s_in * (v - input_qp.tensor_zero_point).astype(np.float32)).astype(np.float32)
     with np.errstate(over="ignore"):
         if transform == "logistic":
             f = (1.0 / (1.0 + np.exp(-d.astype(np.float64)))).astype(np.float32)
@@ -490,6 +453,6 @@ def xnnpack_float_lut(input_qp: QuantParams, output_qp: QuantParams, transform: 
             f = _float32_function("tanhf", d)
         else:
             raise AssertionError(transform)
-    inverse_scale = np.float32(1.0) / np.float32(output_qp.scale[0])
-    q = np.rint((f * inverse_scale).astype(np.float32) + np.float32(int(output_qp.zero_point[0])))
+    inverse_scale = np.float32(1.0) / np.float32(output_qp.tensor_scale)
+    q = np.rint((f * inverse_scale).astype(np.float32) + np.float32(output_qp.tensor_zero_point))
     return _uint8_ordered(np.clip(q, -128, 127).astype(np.int8))

@@ -22,7 +22,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 
 from intq.ir import Tensor
-from intq.kernels.base import KernelContext, KernelError
+from intq.kernels.base import KernelContext, KernelError, static_shape
 
 LITERT = "litert"
 TFLM = "tflm"
@@ -47,11 +47,6 @@ def unsupported(ctx: KernelContext, what: str) -> KernelError:
     return ctx.error(f"{runtime_name(ctx)} (target {ctx.target.name!r}) does not support {what}")
 
 
-def static_shape(ctx: KernelContext, t: Tensor, what: str) -> tuple[int, ...]:
-    """The static shape of ``t`` (integer graphs are static; bind input shapes at import)."""
-    if not t.is_static:
-        raise ctx.error(f"{what} {t.name!r} has shape {t.shape}; integer kernels need static shapes")
-    return tuple(int(d) for d in t.shape)
 
 
 def check_dtype(ctx: KernelContext, t: Tensor, what: str, litert: Sequence[np.dtype],
@@ -83,7 +78,7 @@ def quant_key(t: Tensor) -> tuple[float, int]:
     if qp is None:
         return 0.0, 0
     assert not qp.per_axis, f"{t.name}: check_per_tensor first"
-    return float(np.float32(qp.scale[0])), int(qp.zero_point[0])
+    return qp.tensor_scale, qp.tensor_zero_point
 
 
 def check_per_tensor(ctx: KernelContext, tensors: Iterable[Tensor | None]) -> None:

@@ -17,20 +17,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from intq.errors import IntqError
-from intq.kernels.base import KernelContext
-from intq.kernels.requantize import activation_range
+from intq.kernels.base import KernelContext, fused_activation_range, static_shape  # noqa: F401 (the pooling kernels import them from here)
 from intq.qmath import QuantParams, quantize_multiplier
 from intq.kernels.targets import Runtime
 
 _SCALE_TOLERANCE = 1.0e-6  # TFLM PoolingPrepare: |s_in - s_out| <= 1e-6 (in double)
 
 
-def static_shape(ctx: KernelContext, t, what: str) -> tuple[int, ...]:
-    """The static shape of tensor ``t`` (an error names it when a dimension is unknown)."""
-    if t.shape is None or not t.is_static:
-        raise ctx.error(f"{what} {t.name!r} has shape {t.shape}; the kernel needs a static shape")
-    return tuple(int(d) for d in t.shape)
 
 
 def check_output_shape(ctx: KernelContext, expected: tuple[int, ...]) -> tuple[int, ...]:
@@ -50,21 +43,15 @@ def require_same_qparams(ctx: KernelContext, x_qp: QuantParams, y_qp: QuantParam
     TFLM's ``PoolingPrepare`` does, and the resizes (which neither runtime checks) the same.
     The zero points must be equal in both cases.
     """
-    s_in, s_out = float(np.float32(x_qp.scale[0])), float(np.float32(y_qp.scale[0]))
+    s_in, s_out = x_qp.tensor_scale, y_qp.tensor_scale
     same_scale = s_in == s_out if exact else abs(s_in - s_out) <= _SCALE_TOLERANCE
-    if not same_scale or int(x_qp.zero_point[0]) != int(y_qp.zero_point[0]):
+    if not same_scale or x_qp.tensor_zero_point != y_qp.tensor_zero_point:
         raise ctx.error(
             f"input and output must share scale and zero point (spec 003), got "
-            f"({s_in!r}, {int(x_qp.zero_point[0])}) and ({s_out!r}, {int(y_qp.zero_point[0])}); "
+            f"({s_in!r}, {x_qp.tensor_zero_point}) and ({s_out!r}, {y_qp.tensor_zero_point}); "
             f"requantize with a QUANTIZE node first")
 
 
-def fused_activation_range(ctx: KernelContext, out_qp: QuantParams) -> tuple[int, int]:
-    """CalculateActivationRangeQuantized for the node's ``fused_activation_function``."""
-    try:
-        return activation_range(ctx.attr("fused_activation_function", "NONE"), out_qp)
-    except IntqError as e:
-        raise ctx.error(str(e)) from None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -228,7 +215,7 @@ def prepare_quantized_sum(ctx: KernelContext, *, mean: bool, bytes_as_uint8: boo
     max_diff = _MAX_Q_DIFF_UINT8_BYTES if bytes_as_uint8 else _MAX_Q_DIFF
     if count * max_diff > _INT32_MAX:
         raise ctx.error(f"reducing {count} elements can overflow the runtime's int32 accumulator; split the reduction")
-    real = float(np.float32(in_qp.scale[0])) / float(np.float32(out_qp.scale[0]))  # double / double
+    real = in_qp.tensor_scale / out_qp.tensor_scale  # double / double
     multiplier, shift = (int(v) for v in quantize_multiplier(real))
     if shift > 30:
         raise ctx.error(f"s_in / s_out = {real:.6g} is too large for TFLite's fixed-point multiplier")
@@ -239,8 +226,8 @@ def prepare_quantized_sum(ctx: KernelContext, *, mean: bool, bytes_as_uint8: boo
     if (count * max_diff) << max(shift, 0) > _INT32_MAX:
         raise ctx.error(f"s_in / s_out = {real:.6g} scales a sum of {count} elements beyond int32 "
                         "(MultiplyByQuantizedMultiplier's left shift would overflow)")
-    zx = int(in_qp.zero_point[0])
-    return QuantizedSumParams(axes, keep, out_shape, count, zx * count, multiplier, shift, int(out_qp.zero_point[0]),
+    zx = in_qp.tensor_zero_point
+    return QuantizedSumParams(axes, keep, out_shape, count, zx * count, multiplier, shift, out_qp.tensor_zero_point,
                               bytes_as_uint8)
 
 

@@ -43,6 +43,7 @@ integers) before requantizing the sum.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -71,9 +72,11 @@ from intq.kernels._elementwise_common import (
     xnnpack_add,
     zero_point_of,
 )
-from intq.kernels.base import KernelContext
-from intq.kernels.requantize import Requantizer, make_requantizer, requantize
+from intq.kernels.base import KernelContext, kernel
+from intq.kernels.requantize import DoubleRounding, Requantizer, make_requantizer, requantize
 from intq.kernels.targets import Requant
+from intq.qmath import raw
+from intq.qmath.compiled import mbqm_scalar
 
 OP = "ADD"
 LEFT_SHIFT = 20  # TFLite's 8-bit headroom: 255 << 20 < 2^28, sums of two fit int32
@@ -81,6 +84,9 @@ LEFT_SHIFT = 20  # TFLite's 8-bit headroom: 255 << 20 < 2^28, sums of two fit in
 
 @dataclass(frozen=True, eq=False)
 class AddParams:
+    """The reference kernel (TFLM, LiteRT's reference and optimized scalar code). SUB uses it too,
+    with ``table_b`` holding the negated rescale of ``b`` (:mod:`intq.kernels.sub`)."""
+
     zero_point_a: int
     zero_point_b: int
     rescale_a: Rescale  # s_a / (2 max(s_a, s_b))
@@ -88,13 +94,19 @@ class AddParams:
     output: Requantizer  # 2 max(s_a, s_b) / (2^20 s_y), + Z_y, clamp to the fused activation
     table_a: np.ndarray  # int32 [256]: scaled_input(rescale_a, Z_a, a) for every int8 a (see lookup)
     table_b: np.ndarray
-    xnnpack: XnnpackAdd | None = None  # the xnnpack target, where XNNPACK takes the node
-    vector_a: np.ndarray | None = None  # litert-opt, equal shapes: int32 [256] one-rounding rescale of a
-    vector_b: np.ndarray | None = None
-    vector_output: Requantizer | None = None  # the output multiplier, zero point 0, int32 out, no clamp
-    vector_lanes: np.ndarray | None = None  # int8 over the flat output: LANE_* (optimized_vector_lanes)
-    scalar_a: np.ndarray | None = None  # int32 [256]: AddScalarBroadcast's vector rescale of a
-    scalar_b: np.ndarray | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class OptimizedAddParams(AddParams):
+    """LiteRT's optimized ADD (``litert-opt``, and ``xnnpack`` where XNNPACK declines): the reference
+    tables for the scalar tail, plus the vector code's own rescales (module docstring)."""
+
+    vector_a: np.ndarray  # int32 [256]: the vector code's one-rounding rescale of a
+    vector_b: np.ndarray
+    vector_output: Requantizer  # the output multiplier, zero point 0, int32 out, no clamp
+    vector_lanes: np.ndarray  # int8 over the flat output: LANE_* (optimized_vector_lanes)
+    scalar_a: np.ndarray  # int32 [256]: AddScalarBroadcast's vector rescale of a
+    scalar_b: np.ndarray
 
 
 VECTOR_BLOCK = 16  # optimized AddElementwise: one int8x16 register per step
@@ -107,16 +119,17 @@ def vector_scaled_input(r: Rescale, zero_point: int, x: np.ndarray) -> np.ndarra
     v = np.asarray(x, dtype=np.int64) - zero_point
     combined = LEFT_SHIFT + r.shift
     v = v << combined if combined >= 0 else v >> -combined
-    return (v * r.multiplier + (1 << 30)) >> 31
+    return raw.srdhm(v, r.multiplier)
 
 
 def scalar_broadcast_scaled_input(r: Rescale, zero_point: int, x: np.ndarray) -> np.ndarray:
     """``SRDHM((x - Z) << 20, m) >> -shift``: AddScalarBroadcast's vector rescale (its second step
     ``vshlq_s32`` by a negative amount truncates)."""
     v = (np.asarray(x, dtype=np.int64) - zero_point) << LEFT_SHIFT
-    return ((v * r.multiplier + (1 << 30)) >> 31) >> -r.shift
+    return raw.srdhm(v, r.multiplier) >> -r.shift
 
 
+@kernel(OP)
 def prepare(ctx: KernelContext) -> AddParams:
     check_arity(ctx, 2)
     a, qa = int8_input(ctx, 0, "input 0")
@@ -126,8 +139,7 @@ def prepare(ctx: KernelContext) -> AddParams:
     if ctx.target.xnnpack:
         xnn = xnnpack_add(ctx, qa, qb, qy, subtract=False)
         if xnn is not None:
-            z = np.zeros(256, np.int32)
-            return AddParams(zero_point_of(qa), zero_point_of(qb), None, None, None, z, z, xnn)
+            return xnn
         # XNNPACK declines (a scale ratio s_in / s_out outside [2^-10, 2^8)): LiteRT's optimized ADD runs
     ctx.check_emulated()
     lanes = None
@@ -145,15 +157,7 @@ def prepare(ctx: KernelContext) -> AddParams:
     za, zb = zero_point_of(qa), zero_point_of(qb)
     ra = make_rescale(ctx, real_a, "input 0", mode, smaller_than_one=True)
     rb = make_rescale(ctx, real_b, "input 1", mode, smaller_than_one=True)
-    vector = {}
-    if ctx.target.optimized:
-        vector = dict(vector_a=int8_table(vector_scaled_input(ra, za, INT8_BY_BITS), np.int32),
-                      vector_b=int8_table(vector_scaled_input(rb, zb, INT8_BY_BITS), np.int32),
-                      vector_output=make_requantizer(real_out, Requant.DOUBLE, 0, -(2**31), 2**31 - 1, np.int32),
-                      vector_lanes=lanes,
-                      scalar_a=int8_table(scalar_broadcast_scaled_input(ra, za, INT8_BY_BITS), np.int32),
-                      scalar_b=int8_table(scalar_broadcast_scaled_input(rb, zb, INT8_BY_BITS), np.int32))
-    return AddParams(**vector,
+    reference = AddParams(
         zero_point_a=za,
         zero_point_b=zb,
         rescale_a=ra,
@@ -162,6 +166,16 @@ def prepare(ctx: KernelContext) -> AddParams:
         table_a=int8_table(scaled_input(ra, za, INT8_BY_BITS), np.int32),
         table_b=int8_table(scaled_input(rb, zb, INT8_BY_BITS), np.int32),
     )
+    if not ctx.target.optimized:
+        return reference
+    return OptimizedAddParams(
+        **{f.name: getattr(reference, f.name) for f in dataclasses.fields(AddParams)},
+        vector_a=int8_table(vector_scaled_input(ra, za, INT8_BY_BITS), np.int32),
+        vector_b=int8_table(vector_scaled_input(rb, zb, INT8_BY_BITS), np.int32),
+        vector_output=make_requantizer(real_out, Requant.DOUBLE, 0, -(2**31), 2**31 - 1, np.int32),
+        vector_lanes=lanes,
+        scalar_a=int8_table(scalar_broadcast_scaled_input(ra, za, INT8_BY_BITS), np.int32),
+        scalar_b=int8_table(scalar_broadcast_scaled_input(rb, zb, INT8_BY_BITS), np.int32))
 
 
 def scaled_input(r: Rescale, zero_point: int, x: np.ndarray) -> np.ndarray:
@@ -169,23 +183,28 @@ def scaled_input(r: Rescale, zero_point: int, x: np.ndarray) -> np.ndarray:
     return rescale(r, (np.asarray(x, dtype=np.int64) - zero_point) << LEFT_SHIFT)
 
 
-def run(p: AddParams, a, b):
-    if p.xnnpack is not None:
-        return (run_xnnpack_add(p.xnnpack, a, b).reshape(np.broadcast_shapes(a.shape, b.shape)),)
-    r = p.output
-    if p.vector_output is not None:
+def run(p: AddParams | OptimizedAddParams | XnnpackAdd, a, b):
+    if isinstance(p, XnnpackAdd):
+        return (run_xnnpack_add(p, a, b).reshape(np.broadcast_shapes(a.shape, b.shape)),)
+    if isinstance(p, OptimizedAddParams):
         shape = np.broadcast_shapes(a.shape, b.shape)
         flat_a, flat_b = (np.broadcast_to(v, shape).reshape(-1) for v in (a, b))
         return (_run_optimized(p, flat_a, flat_b).reshape(shape),)
-    if a.shape == b.shape and r.mode is Requant.DOUBLE and r.multiplier.size == 1 and a.ndim > 0:
+    return (run_reference(p, a, b),)
+
+
+def run_reference(p: AddParams, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``clamp(R_out(table_a[a] + table_b[b]) + Z_y)``: the reference kernel (ADD and SUB)."""
+    r = p.output
+    if a.shape == b.shape and type(r) is DoubleRounding and r.multiplier.size == 1 and a.ndim > 0:
         out = np.empty(a.shape, r.out_dtype)  # the common case (residual adds): one fused pass
         _fused_add(a.reshape(-1).view(np.uint8), b.reshape(-1).view(np.uint8), p.table_a, p.table_b,
-                   int(r.multiplier[0]), int(r.left[0]), int(r.right[0]), int(r.round_nudge[0]),
-                   r.zero_point, r.act_min, r.act_max, out.reshape(-1))
-        return (out,)
+                   int(r.multiplier[0]), int(r.left[0]), int(r.right[0]), r.zero_point, r.act_min, r.act_max,
+                   out.reshape(-1))
+        return out
     shape = np.broadcast_shapes(a.shape, b.shape)
     acc = lookup(p.table_a, a) + lookup(p.table_b, b)  # int32: |acc| < 2^28
-    return (requantize(r, acc).reshape(shape),)
+    return requantize(r, acc).reshape(shape)
 
 
 def _run_optimized(p: AddParams, a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -208,13 +227,9 @@ def _run_optimized(p: AddParams, a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 @njit(cache=True, nogil=True)
-def _fused_add(a, b, table_a, table_b, mult, left, right, nudge, zp, lo, hi, out):
-    """``out = clamp(R(table_a[a] + table_b[b]) + zp)`` with R the double rounding of
-    :func:`intq.kernels.requantize.requantize` (``left`` is 0: ADD's output multiplier is < 1)."""
+def _fused_add(a, b, table_a, table_b, mult, left, right, zp, lo, hi, out):
+    """``out = clamp(mbqm(table_a[a] + table_b[b]) + zp)``, the double rounding of
+    :func:`intq.qmath.compiled.mbqm_scalar` (``left`` is 0: ADD's output multiplier is < 1)."""
     for i in range(a.size):
-        x = np.int64(table_a[a[i]] + table_b[b[i]]) << left
-        h = (x * mult + 1073741824) >> 31
-        if h < 0 and right > 0:
-            h -= 1
-        y = ((h + nudge) >> right) + zp
+        y = mbqm_scalar(np.int64(table_a[a[i]] + table_b[b[i]]), mult, left, right, 1) + zp
         out[i] = lo if y < lo else (hi if y > hi else y)

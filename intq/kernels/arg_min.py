@@ -12,11 +12,12 @@ from __future__ import annotations
 import numpy as np
 
 from intq.kernels._pool_common import ArgExtremumParams, prepare_arg_extremum
-from intq.kernels.base import KernelContext
+from intq.kernels.base import KernelContext, kernel
 
 OP = "ARG_MIN"
 
 
+@kernel(OP)
 def prepare(ctx: KernelContext) -> ArgExtremumParams:
     return prepare_arg_extremum(ctx)
 

@@ -37,7 +37,7 @@ from intq.kernels._pool_common import (
     require_same_qparams,
     static_shape,
 )
-from intq.kernels.base import KernelContext
+from intq.kernels.base import KernelContext, kernel
 
 OP = "AVERAGE_POOL_2D"
 
@@ -51,6 +51,7 @@ class AveragePool2DParams:
     act_max: int
 
 
+@kernel(OP)
 def prepare(ctx: KernelContext) -> AveragePool2DParams:
     x, y = ctx.input(0), ctx.outputs[0]
     in_qp = ctx.per_tensor(x, "input")

@@ -7,6 +7,7 @@ A kernel module defines::
     @dataclass(frozen=True)
     class FullyConnectedParams: ...          # integers (and prepared constant arrays) only
 
+    @kernel(OP)                              # registers this module for (OP, int8)
     def prepare(ctx: KernelContext) -> FullyConnectedParams:   # once; floats allowed
     def run(p, *inputs) -> tuple[np.ndarray, ...]              # per call; integer-only
 
@@ -15,12 +16,15 @@ A kernel module defines::
 ``ctx.target``. ``run`` receives the node's inputs in order (constants included, None for an
 omitted optional input; it may ignore constants it prepared) and returns the outputs.
 ``tests/kernels/test_integer_only.py`` fails if a ``run`` path uses float arithmetic.
-Registration is one line in :mod:`intq.kernels`.
+Registration is the decorator :func:`kernel` above ``prepare`` (``@kernel(OP)`` for int8,
+``@kernel(OP, INT16)`` for a 16x8 kernel in :mod:`intq.kernels.int16x8`): one registry,
+:data:`KERNELS`, keyed by (op, activation dtype).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+import sys
 from types import ModuleType
 
 import numpy as np
@@ -29,6 +33,7 @@ from intq.errors import IntqError
 from intq.ir import Node, Tensor
 from intq.kernels.targets import Target
 from intq.qmath import QuantParams
+from intq.registry import Registry
 
 
 class KernelError(IntqError, ValueError):
@@ -84,6 +89,10 @@ class KernelContext:
             raise self.error(f"{what} {t.name!r} must be quantized per tensor")
         return qp
 
+    def static_shape(self, t: Tensor, what: str, rank: int | None = None) -> tuple[int, ...]:
+        """The static shape of ``t`` (of rank ``rank`` when given); an error names the tensor."""
+        return static_shape(self, t, what, rank)
+
     def constant(self, i: int, what: str) -> np.ndarray:
         t = self.input(i)
         if t.data is None:
@@ -91,20 +100,59 @@ class KernelContext:
         return t.data
 
 
-KERNELS: dict[str, ModuleType] = {}
+#: The activation dtypes kernels are registered for: TFLite's int8 scheme and its 16x8 variant
+#: (int16 activations, int8 weights). Weights are int8 in both.
+INT8, INT16 = "int8", "int16"
+
+#: The one kernel registry: (op, activation dtype) -> the kernel module (its ``prepare`` and ``run``).
+KERNELS: Registry[ModuleType] = Registry("integer kernel", KernelError)
 
 
-def register(module: ModuleType) -> ModuleType:
-    """Register a kernel module under its ``OP`` name."""
-    op = module.OP
-    assert op not in KERNELS, f"two kernels for {op}"
-    assert callable(getattr(module, "prepare", None)) and callable(getattr(module, "run", None)), module.__name__
-    KERNELS[op] = module
-    return module
+def static_shape(ctx: KernelContext, t: Tensor, what: str, rank: int | None = None) -> tuple[int, ...]:
+    """The static shape of tensor ``t``: integer kernels need one (bind dynamic input dimensions at
+    import, ``input_shapes=``); with ``rank``, the shape must have that many dimensions."""
+    if t.shape is None or not t.is_static:
+        raise ctx.error(f"{what} {t.name!r} needs a static shape, got {t.shape}; integer kernels need static "
+                        f"shapes (bind dynamic input dimensions at import)")
+    if rank is not None and len(t.shape) != rank:
+        raise ctx.error(f"{what} {t.name!r} must have rank {rank}, got shape {list(t.shape)}")
+    return tuple(int(d) for d in t.shape)
 
 
-def lookup(op: str) -> ModuleType:
+def fused_activation_range(ctx: KernelContext, out_qp: QuantParams) -> tuple[int, int]:
+    """TFLite's CalculateActivationRangeQuantized for the node's ``fused_activation_function`` on the
+    output's parameters (:func:`intq.kernels.requantize.activation_range`), errors naming the node."""
+    from intq.kernels.requantize import activation_range
+
     try:
-        return KERNELS[op]
-    except KeyError:
-        raise KernelError(f"no integer kernel for {op!r}; intq implements: {', '.join(sorted(KERNELS))}") from None
+        return activation_range(ctx.attr("fused_activation_function", "NONE"), out_qp)
+    except IntqError as e:
+        raise ctx.error(str(e)) from None
+
+
+def kernel(op: str, *activations: str):
+    """Register the decorated ``prepare``'s module as the kernel of ``op`` for each activation dtype
+    (default int8): ``@kernel(OP)`` above ``def prepare``. The module must define ``run`` too."""
+    activations = activations or (INT8,)
+
+    def register(prepare):
+        assert all(a in (INT8, INT16) for a in activations), activations
+        KERNELS.register(*((op, a) for a in activations))(sys.modules[prepare.__module__])
+        return prepare
+
+    return register
+
+
+def activation_of(dtype) -> str:
+    """The activation family of a node whose first input has ``dtype``: int16 inputs select the
+    16x8 kernels, everything else (int8, uint8, float at the QUANTIZE boundary) the int8 ones."""
+    return INT16 if dtype is not None and np.dtype(dtype) == np.int16 else INT8
+
+
+def lookup(op: str, activation: str = INT8) -> ModuleType:
+    """The kernel of ``op`` for ``activation``. An op with no 16x8 kernel of its own runs its int8
+    kernel on int16 data (data movement, DEQUANTIZE...), whose ``prepare`` checks the dtypes it takes."""
+    module = KERNELS.get((op, activation)) or KERNELS.lookup((op, INT8))
+    for name in ("prepare", "run"):
+        assert callable(getattr(module, name, None)), f"{module.__name__} has no {name}"
+    return module

@@ -32,7 +32,7 @@ import numpy as np
 
 from intq.errors import IntqError
 from intq.kernels._conv_common import static_shape
-from intq.kernels.base import KernelContext
+from intq.kernels.base import KernelContext, kernel
 from intq.kernels.requantize import Requantizer, make_requantizer, requantize
 from intq.qmath import effective_scale
 
@@ -51,6 +51,7 @@ class BatchMatMulParams:
     out_shape: tuple[int, ...]
 
 
+@kernel(OP)
 def prepare(ctx: KernelContext) -> BatchMatMulParams:
     lhs, rhs, y = ctx.input(0), ctx.input(1), ctx.outputs[0]
     if len(ctx.inputs) != 2:
@@ -80,11 +81,11 @@ def prepare(ctx: KernelContext) -> BatchMatMulParams:
         raise ctx.error(f"contracted length {depth} can overflow the int32 accumulator (at most {_MAX_DEPTH})")
     real = effective_scale(lhs_qp.scale[0], rhs_qp.scale[0], out_qp.scale[0], product_dtype=np.float32)
     try:
-        r = make_requantizer(real, ctx.target.requant_for(OP), int(out_qp.zero_point[0]), out_qp.qmin,
+        r = make_requantizer(real, ctx.target.requant_for(OP), out_qp.tensor_zero_point, out_qp.qmin,
                              out_qp.qmax, y.dtype)
     except IntqError as e:
         raise ctx.error(str(e)) from None
-    return BatchMatMulParams(int(lhs_qp.zero_point[0]), int(rhs_qp.zero_point[0]), adj_x, adj_y, r, out_shape)
+    return BatchMatMulParams(lhs_qp.tensor_zero_point, rhs_qp.tensor_zero_point, adj_x, adj_y, r, out_shape)
 
 
 def run(p: BatchMatMulParams, x, w):

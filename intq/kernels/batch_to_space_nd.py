@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from intq.kernels import _movement_common as mc
-from intq.kernels.base import KernelContext
+from intq.kernels.base import KernelContext, kernel
 
 OP = "BATCH_TO_SPACE_ND"
 DTYPES = {mc.LITERT: mc.ALL_INTS, mc.TFLM: (mc.I8,)}
@@ -35,6 +35,7 @@ class BatchToSpaceNDParams:
     out_shape: tuple[int, ...]
 
 
+@kernel(OP)
 def prepare(ctx: KernelContext) -> BatchToSpaceNDParams:
     x, y = ctx.input(0), ctx.outputs[0]
     dtype = mc.check_dtype(ctx, x, "input", DTYPES[mc.LITERT], DTYPES[mc.TFLM])

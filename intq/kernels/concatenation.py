@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from intq.kernels import _movement_common as mc
-from intq.kernels.base import KernelContext
+from intq.kernels.base import KernelContext, kernel
 from intq.qmath import Rounding, round_float
 
 OP = "CONCATENATION"
@@ -58,6 +58,7 @@ def _uint8_table(s_in: float, z_in: int, s_out: float, z_out: int) -> np.ndarray
     return np.clip(value, 0, 255).astype(np.uint8)
 
 
+@kernel(OP)
 def prepare(ctx: KernelContext) -> ConcatenationParams:
     y = ctx.outputs[0]
     inputs = [ctx.input(i) for i in range(len(ctx.inputs))]

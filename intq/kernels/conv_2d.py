@@ -59,7 +59,7 @@ from intq.kernels._conv_common import (
     static_shape,
     window_options,
 )
-from intq.kernels.base import KernelContext
+from intq.kernels.base import KernelContext, kernel
 from intq.kernels.gemm import PreparedGemm, exact_matmul, prepare_gemm
 from intq.kernels.requantize import Requantizer, requantize
 from intq.kernels.targets import Requant, Runtime
@@ -84,6 +84,7 @@ class Conv2DParams:
     out_shape: tuple[int, int, int, int]
 
 
+@kernel(OP)
 def prepare(ctx: KernelContext) -> Conv2DParams:
     x, y = ctx.input(0), ctx.outputs[0]
     in_qp = ctx.per_tensor(x, "input")
@@ -110,7 +111,7 @@ def prepare(ctx: KernelContext) -> Conv2DParams:
     if static_shape(ctx, y, "output", 4) != out_shape:
         raise ctx.error(f"output shape {list(y.shape)} does not match the computed {list(out_shape)}")
 
-    zx = int(in_qp.zero_point[0])
+    zx = in_qp.tensor_zero_point
     taps = kh * kw
     matrix = w.reshape(c_out, taps * c_g)
     if groups > 1:  # block-diagonal: output channel o sees only its group's input channels

@@ -60,7 +60,7 @@ from intq.kernels._conv_common import (
     static_shape,
     window_options,
 )
-from intq.kernels.base import KernelContext
+from intq.kernels.base import KernelContext, kernel
 from intq.kernels.requantize import Requantizer, requantize
 from intq.kernels.targets import Requant
 
@@ -95,6 +95,7 @@ class DepthwiseConv2DParams:
     out_shape: tuple[int, int, int, int]
 
 
+@kernel(OP)
 def prepare(ctx: KernelContext) -> DepthwiseConv2DParams:
     x, y = ctx.input(0), ctx.outputs[0]
     in_qp = ctx.per_tensor(x, "input")
@@ -128,7 +129,7 @@ def prepare(ctx: KernelContext) -> DepthwiseConv2DParams:
 
     w64 = w.reshape(kh * kw, c_out).astype(np.int64)
     check_accumulator(ctx, np.abs(w64).sum(axis=0), bias)
-    zx = int(in_qp.zero_point[0])
+    zx = in_qp.tensor_zero_point
     offset = (bias - zx * w64.sum(axis=0)).astype(np.int32)  # |offset| <= 128 * sum|w| + |b| < 2^31
     split, tail = c_out, None
     if ctx.target.optimized and not ctx.target.xnnpack and ctx.target.requant_for(OP) is Requant.DOUBLE_HALF_UP:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from intq.kernels.base import KernelContext
+from intq.kernels.base import KernelContext, kernel
 from intq.qmath import QuantParams
 from intq.qmath import dequantize as dequantize_ints
 
@@ -31,6 +31,7 @@ class DequantizeParams:
     block: int = 0  # litert-opt: leading elements done by the vector code (a multiple of this)
 
 
+@kernel(OP)
 def prepare(ctx: KernelContext) -> DequantizeParams:
     ctx.check_emulated()
     if ctx.outputs[0].dtype != np.float32:
@@ -51,8 +52,8 @@ def run(p: DequantizeParams, x):
         return (dequantize_ints(x, p.input),)
     flat = x.reshape(-1)
     cut = flat.size - flat.size % p.block
-    s = np.float32(p.input.scale[0])
-    bias = np.float32(-int(p.input.zero_point[0])) * s
+    s = np.float32(p.input.tensor_scale)
+    bias = np.float32(-p.input.tensor_zero_point) * s
     head = flat[:cut].astype(np.float32) * s + bias  # float32 throughout
     out = np.concatenate([head, dequantize_ints(flat[cut:], p.input)])
     return (out.reshape(x.shape),)

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from intq.kernels.base import KernelContext
+from intq.kernels.base import KernelContext, kernel
 from intq.kernels.gemm import PreparedGemm, exact_matmul, prepare_gemm
 from intq.kernels.requantize import (
     Requantizer,
@@ -42,7 +42,7 @@ from intq.kernels.requantize import (
     xnnpack_conv_scale,
 )
 from intq.kernels.targets import Requant
-from intq.qmath import effective_scale
+from intq.qmath import QuantParams, effective_scale
 
 OP = "FULLY_CONNECTED"
 
@@ -56,6 +56,7 @@ class FullyConnectedParams:
     out_shape: tuple[int, ...]
 
 
+@kernel(OP)
 def prepare(ctx: KernelContext) -> FullyConnectedParams:
     x, y = ctx.input(0), ctx.outputs[0]
     in_qp = ctx.per_tensor(x, "input")
@@ -76,28 +77,35 @@ def prepare(ctx: KernelContext) -> FullyConnectedParams:
         bias = b.astype(np.int64)
     if x.shape is not None and int(np.prod(x.shape)) % k:
         raise ctx.error(f"input of shape {x.shape} cannot be read as rows of {k}")
-    zx = int(in_qp.zero_point[0])
+    zx = in_qp.tensor_zero_point
     gemm = prepare_gemm(w)
     offset = bias - zx * gemm.weight_sums
     bound = k * 255 * 127 + int(np.abs(bias).max(initial=0))
     if bound > 2**31 - 1:
         raise ctx.error(f"the int32 accumulator can overflow (|acc| up to {bound}); split the layer")
 
-    mode = ctx.target.requant_for(OP)
-    activation = ctx.attr("fused_activation_function", "NONE")
-    if ctx.target.xnnpack:  # XNNPACK takes the node: fp32 requantization
-        lo, hi = xnnpack_activation_range(activation, out_qp)
-        scale = xnnpack_conv_scale(in_qp.scale[0], w_qp.scale, out_qp.scale[0])
-        r = make_requantizer(scale, Requant.FLOAT32_RNE, int(out_qp.zero_point[0]), lo, hi, y.dtype)
-    else:
-        per_channel = w_qp.per_axis
-        product = np.float64 if (per_channel or mode is Requant.DOUBLE_PRODUCT) else np.float32
-        real = effective_scale(in_qp.scale[0], w_qp.scale, out_qp.scale[0], product_dtype=product)
-        lo, hi = activation_range(activation, out_qp)
-        r = make_requantizer(real, mode, int(out_qp.zero_point[0]), lo, hi, y.dtype)
+    r = fc_requantizer(ctx, in_qp, w_qp, out_qp, ctx.attr("fused_activation_function", "NONE"), y.dtype)
     if y.shape is None or not y.is_static:
         raise ctx.error("the output shape must be static")
     return FullyConnectedParams(gemm, offset, r, k, tuple(y.shape))
+
+
+def fc_requantizer(ctx: KernelContext, in_qp: QuantParams, w_qp: QuantParams, out_qp: QuantParams,
+                   activation: str, out_dtype) -> Requantizer:
+    """The requantization ``prepare`` uses on ``ctx.target`` (module docstring): ``M`` from the
+    float32 product ``float(s_in * s_w) / s_out`` for per-tensor weights, the double product per
+    channel (and for ``DOUBLE_PRODUCT``); XNNPACK's fp32 scale and clamp on ``xnnpack``. Only
+    ``ctx.target`` is read."""
+    mode = ctx.target.requant_for(OP)
+    if ctx.target.xnnpack:  # XNNPACK takes the node: fp32 requantization
+        lo, hi = xnnpack_activation_range(activation, out_qp)
+        scale = xnnpack_conv_scale(in_qp.scale[0], w_qp.scale, out_qp.scale[0])
+        return make_requantizer(scale, Requant.FLOAT32_RNE, out_qp.tensor_zero_point, lo, hi, out_dtype)
+    per_channel = w_qp.per_axis
+    product = np.float64 if (per_channel or mode is Requant.DOUBLE_PRODUCT) else np.float32
+    real = effective_scale(in_qp.scale[0], w_qp.scale, out_qp.scale[0], product_dtype=product)
+    lo, hi = activation_range(activation, out_qp)
+    return make_requantizer(real, mode, out_qp.tensor_zero_point, lo, hi, out_dtype)
 
 
 def run(p: FullyConnectedParams, x, w=None, b=None):

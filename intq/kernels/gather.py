@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from intq.kernels import _movement_common as mc
-from intq.kernels.base import KernelContext
+from intq.kernels.base import KernelContext, kernel
 
 OP = "GATHER"
 DTYPES = {mc.LITERT: mc.ALL_INTS, mc.TFLM: (mc.I8,)}
@@ -35,6 +35,7 @@ class GatherParams:
     node: str
 
 
+@kernel(OP)
 def prepare(ctx: KernelContext) -> GatherParams:
     x, idx, y = ctx.input(0), ctx.input(1), ctx.outputs[0]
     mc.check_dtype(ctx, x, "input", DTYPES[mc.LITERT], DTYPES[mc.TFLM])

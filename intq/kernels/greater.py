@@ -10,11 +10,12 @@ from __future__ import annotations
 import numpy as np
 
 from intq.kernels._elementwise_common import ComparisonParams, prepare_comparison, rescaled_operands
-from intq.kernels.base import KernelContext
+from intq.kernels.base import KernelContext, kernel
 
 OP = "GREATER"
 
 
+@kernel(OP)
 def prepare(ctx: KernelContext) -> ComparisonParams:
     return prepare_comparison(ctx)
 

@@ -48,16 +48,13 @@ from intq.kernels._elementwise_common import (
     int8_table,
     int8_output,
     lookup,
-    rounding_divide_by_pot16,
     runtime_of,
     same_shape,
-    saturating_left_shift16,
     scale_of,
-    sdhm16,
-    srdhm16,
     zero_point_of,
 )
-from intq.kernels.base import KernelContext
+from intq.qmath.raw import rdbp16, saturating_left_shift16, sdhm16, srdhm16
+from intq.kernels.base import KernelContext, kernel
 from intq.qmath import quantize_multiplier
 
 OP = "HARD_SWISH"
@@ -86,6 +83,7 @@ def _int16_multiplier(real: float) -> tuple[int, int]:
     return int(m16), int(exponent)
 
 
+@kernel(OP)
 def prepare(ctx: KernelContext) -> HardSwishParams:
     check_arity(ctx, 1)
     x, qx = int8_input(ctx, 0, "input")
@@ -122,9 +120,9 @@ def hard_swish(p: HardSwishParams, x: np.ndarray) -> np.ndarray:
     pre_out = srdhm16(hires, p.output_multiplier)
     r = saturating_left_shift16(hires, p.reluish_pre_left_shift)
     r = saturating_left_shift16(srdhm16(r, p.reluish_multiplier), p.reluish_post_left_shift)
-    r = rounding_divide_by_pot16(r, p.reluish_right_shift)
+    r = rdbp16(r, p.reluish_right_shift)
     r = (r + (1 << 15)) >> 1  # [-1, 1] -> [0, 1] in Q0.15
-    out = rounding_divide_by_pot16(sdhm16(r, pre_out), p.output_right_shift) + p.zero_point_out
+    out = rdbp16(sdhm16(r, pre_out), p.output_right_shift) + p.zero_point_out
     return np.clip(out, INT8_MIN, INT8_MAX)
 
 

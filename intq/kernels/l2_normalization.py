@@ -24,7 +24,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from intq.kernels import _fixedpoint_lut as fp
-from intq.kernels.base import KernelContext
+from intq.qmath import raw
+from intq.kernels.base import KernelContext, kernel
 
 OP = "L2_NORMALIZATION"
 
@@ -38,6 +39,7 @@ class L2NormalizationParams:
     input_zero_point: int
 
 
+@kernel(OP)
 def prepare(ctx: KernelContext) -> L2NormalizationParams:
     in_qp, out_qp = fp.check_int8_io(ctx)
     fp.check_output_params(ctx, out_qp, 1.0 / 128.0, 0, "1/128")
@@ -51,12 +53,12 @@ def prepare(ctx: KernelContext) -> L2NormalizationParams:
     depth = int(shape[-1])
     if depth > _MAX_DEPTH:
         raise ctx.error(f"rows of {depth} elements can overflow the int32 sum of squares (at most {_MAX_DEPTH})")
-    return L2NormalizationParams(depth, int(in_qp.zero_point[0]))
+    return L2NormalizationParams(depth, in_qp.tensor_zero_point)
 
 
 def run(p: L2NormalizationParams, x):
     v = x.reshape(-1, p.depth).astype(np.int64) - p.input_zero_point  # in [-255, 255]
     acc = (v * v).sum(axis=1)  # < 2^31 (prepare)
     multiplier, shift = fp.inv_sqrt_multiplier(acc)
-    y = fp.multiply_by_quantized_multiplier(v, multiplier[:, None], shift[:, None] + _OUTPUT_SCALE_BITS)
+    y = raw.mbqm(v, multiplier[:, None], shift[:, None] + _OUTPUT_SCALE_BITS)
     return (np.clip(y, -128, 127).astype(np.int8).reshape(x.shape),)

@@ -60,7 +60,7 @@ from intq.kernels._elementwise_common import (
     scale_of,
     zero_point_of,
 )
-from intq.kernels.base import KernelContext
+from intq.kernels.base import KernelContext, kernel
 from intq.kernels.requantize import Requantizer, requantize
 
 OP = "LEAKY_RELU"
@@ -77,6 +77,7 @@ class LeakyReluParams:
     table: np.ndarray | None = None  # int8 [256]: leaky_relu(self, x) for every int8 x (see lookup)
 
 
+@kernel(OP)
 def prepare(ctx: KernelContext) -> LeakyReluParams:
     ctx.check_emulated()
     check_arity(ctx, 1)

@@ -30,7 +30,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from intq.kernels import _fixedpoint_lut as fp
-from intq.kernels.base import KernelContext
+from intq.qmath import raw
+from intq.kernels.base import KernelContext, kernel
 
 OP = "LOG_SOFTMAX"
 
@@ -50,6 +51,7 @@ class LogSoftmaxParams:
     reverse_shift: int  # <= 0 (a right shift)
 
 
+@kernel(OP)
 def prepare(ctx: KernelContext) -> LogSoftmaxParams:
     in_qp, out_qp = fp.check_int8_io(ctx)
     fp.check_output_params(ctx, out_qp, 16.0 / 256.0, _OUTPUT_ZERO_POINT, "16/256")
@@ -58,7 +60,7 @@ def prepare(ctx: KernelContext) -> LogSoftmaxParams:
     reverse_multiplier, reverse_shift = fp.log_softmax_reverse_scaling(ctx, scaling)
     d = np.arange(256, dtype=np.int64)
     used = d <= -scaling.diff_min
-    scaled_q5 = fp.multiply_by_quantized_multiplier(np.where(used, -d, 0), scaling.multiplier, scaling.left_shift)
+    scaled_q5 = raw.mbqm(np.where(used, -d, 0), scaling.multiplier, scaling.left_shift)
     exp_q12 = np.where(used, fp.rescale(fp.exp_on_negative_values(scaled_q5, fp.SCALED_DIFF_INTEGER_BITS), 0,
                                         _ACCUMULATION_INTEGER_BITS), 0)
     for t in (scaled_q5, exp_q12):
@@ -70,11 +72,11 @@ def prepare(ctx: KernelContext) -> LogSoftmaxParams:
 def run(p: LogSoftmaxParams, x):
     rows = x.reshape(-1, p.depth)
     d = rows.max(axis=1, keepdims=True).astype(np.int16) - rows  # max - x in [0, 255]
-    sums = fp.wrap32(p.exp_q12[d].sum(axis=1))  # int32 accumulation, as C
+    sums = raw.wrap32(p.exp_q12[d].sum(axis=1))  # int32 accumulation, as C
     log_sum = fp.log_x_for_x_greater_than_or_equal_to_1(sums, _ACCUMULATION_INTEGER_BITS, fp.SCALED_DIFF_INTEGER_BITS)
-    shifted = fp.wrap32(log_sum + fp.INT32_MIN)  # smallest Q5.26 plus log(sum)
+    shifted = raw.wrap32(log_sum + raw.INT32_MIN)  # smallest Q5.26 plus log(sum)
     adjusted_diff_min = np.maximum(
-        p.diff_min - 1, fp.multiply_by_quantized_multiplier(shifted, p.reverse_multiplier, p.reverse_shift))
-    y = fp.rdbp(fp.wrap32(p.scaled_q5[d] - log_sum[:, None]), _OUTPUT_SHIFT) + _OUTPUT_ZERO_POINT
+        p.diff_min - 1, raw.mbqm(shifted, p.reverse_multiplier, p.reverse_shift))
+    y = raw.rdbp(raw.wrap32(p.scaled_q5[d] - log_sum[:, None]), _OUTPUT_SHIFT) + _OUTPUT_ZERO_POINT
     y = np.where(-d > adjusted_diff_min[:, None], np.clip(y, -128, 127), -128)
     return (y.astype(np.int8).reshape(x.shape),)

@@ -37,7 +37,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from intq.kernels import _fixedpoint_lut as fp
-from intq.kernels.base import KernelContext
+from intq.qmath import raw
+from intq.kernels.base import KernelContext, kernel
 
 OP = "LOGISTIC"
 
@@ -51,6 +52,7 @@ class LogisticParams:
     runtime: str  # "tflm" (fixed point), "litert" or "xnnpack" (float-built tables)
 
 
+@kernel(OP)
 def prepare(ctx: KernelContext) -> LogisticParams:
     ctx.check_emulated()
     in_qp, out_qp = fp.check_int8_io(ctx)
@@ -65,15 +67,15 @@ def prepare(ctx: KernelContext) -> LogisticParams:
 
 def tflm_logistic(ctx: KernelContext, in_qp) -> np.ndarray:
     """TFLM's int8 LOGISTIC on every input code -128..127 (integer arithmetic after the setup)."""
-    multiplier, shift = fp.frexp_multiplier(float(np.float32(in_qp.scale[0])) * float(1 << (31 - _INPUT_INTEGER_BITS)))
+    multiplier, shift = fp.frexp_multiplier(in_qp.tensor_scale * float(1 << (31 - _INPUT_INTEGER_BITS)))
     if shift < 0:  # CalculateInputRadius would shift by a negative amount (undefined in C)
         raise ctx.error(f"input scale {float(in_qp.scale[0])!r} is below 2^-28, which TFLite Micro's fixed-point "
                         f"{ctx.op} does not handle")
     radius = fp.input_radius(_INPUT_INTEGER_BITS, shift)
-    x = np.arange(-128, 128, dtype=np.int64) - int(in_qp.zero_point[0])
+    x = np.arange(-128, 128, dtype=np.int64) - in_qp.tensor_zero_point
     inside = (x > -radius) & (x < radius)
-    q4 = fp.multiply_by_quantized_multiplier(np.where(inside, x, 0), multiplier, shift)  # |x| < radius: fits
-    y = np.clip(fp.rdbp(fp.logistic(q4, _INPUT_INTEGER_BITS), _OUTPUT_SHIFT) - 128, -128, 127)
+    q4 = raw.mbqm(np.where(inside, x, 0), multiplier, shift)  # |x| < radius: fits
+    y = np.clip(raw.rdbp(fp.logistic(q4, _INPUT_INTEGER_BITS), _OUTPUT_SHIFT) - 128, -128, 127)
     return np.where(inside, y, np.where(x <= -radius, -128, 127))
 
 

@@ -25,7 +25,7 @@ from intq.kernels._pool_common import (
     require_same_qparams,
     static_shape,
 )
-from intq.kernels.base import KernelContext
+from intq.kernels.base import KernelContext, kernel
 
 OP = "MAX_POOL_2D"
 
@@ -39,6 +39,7 @@ class MaxPool2DParams:
     act_max: int
 
 
+@kernel(OP)
 def prepare(ctx: KernelContext) -> MaxPool2DParams:
     x, y = ctx.input(0), ctx.outputs[0]
     in_qp = ctx.per_tensor(x, "input")

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from intq.kernels._elementwise_common import same_quantization
-from intq.kernels.base import KernelContext
+from intq.kernels.base import KernelContext, kernel
 
 OP = "MAXIMUM"
 
@@ -24,6 +24,7 @@ class MaximumParams:
     pass  # nothing to prepare: the contract is checked, the values are compared as stored
 
 
+@kernel(OP)
 def prepare(ctx: KernelContext) -> MaximumParams:
     same_quantization(ctx)
     return MaximumParams()

@@ -52,7 +52,7 @@ import numpy as np
 
 from intq.errors import IntqError
 from intq.kernels._pool_common import QuantizedSumParams, prepare_quantized_sum
-from intq.kernels.base import KernelContext
+from intq.kernels.base import KernelContext, kernel
 from intq.kernels.requantize import Requantizer, make_requantizer, requantize
 from intq.kernels.targets import Requant
 from intq.qmath import multiply_by_quantized_multiplier
@@ -83,6 +83,7 @@ class XnnpackMeanParams:
     zero_point: np.float32  # float32(Z_out)
 
 
+@kernel(OP)
 def prepare(ctx: KernelContext) -> QuantizedSumParams | OptimizedMean4DParams | XnnpackMeanParams:
     ctx.check_emulated()
     p = prepare_quantized_sum(ctx, mean=True)
@@ -94,15 +95,15 @@ def prepare(ctx: KernelContext) -> QuantizedSumParams | OptimizedMean4DParams | 
         if p.count * 255 >= 2**24:
             raise ctx.error(f"target {ctx.target.name!r}: a sum of {p.count} elements may not be exact in float32")
         in_qp, out_qp = ctx.input(0).qparams, ctx.outputs[0].qparams
-        ratio = np.float32(np.float32(in_qp.scale[0]) / np.float32(out_qp.scale[0]))
+        ratio = np.float32(np.float32(in_qp.tensor_scale) / np.float32(out_qp.tensor_scale))
         scale = np.float32(ratio * (np.float32(1) / np.float32(p.count)))
         return XnnpackMeanParams(p.axes, p.keep_dims, p.out_shape, p.input_offset, scale,
-                                 np.float32(int(out_qp.zero_point[0])))
+                                 np.float32(out_qp.tensor_zero_point))
     if not ctx.target.optimized or len(p.out_shape) != 4 or set(p.axes) != {1, 2} or not p.keep_dims:
         return p
-    s_in = np.float32(ctx.input(0).qparams.scale[0])
+    s_in = np.float32(ctx.input(0).qparams.tensor_scale)
     out_qp = ctx.outputs[0].qparams
-    s_out, z_in, z_out = np.float32(out_qp.scale[0]), int(ctx.input(0).qparams.zero_point[0]), int(out_qp.zero_point[0])
+    s_out, z_in, z_out = np.float32(out_qp.tensor_scale), ctx.input(0).qparams.tensor_zero_point, out_qp.tensor_zero_point
     t = np.float32(np.float32(np.float32(z_in) * s_in) / s_out)
     t = t + np.float32(0.5) if t > 0 else t - np.float32(0.5)
     bias = z_out - int(np.trunc(t))

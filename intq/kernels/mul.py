@@ -53,7 +53,7 @@ from intq.kernels._elementwise_common import (
     zero_point_of,
 )
 from intq.errors import IntqError
-from intq.kernels.base import KernelContext
+from intq.kernels.base import KernelContext, kernel
 from intq.kernels.requantize import Requantizer, make_requantizer, requantize, xnnpack_activation_range
 from intq.kernels.targets import Requant
 
@@ -65,14 +65,23 @@ VECTOR_BLOCK = 16  # optimized MulElementwise: one int8x16 register per step
 
 @dataclass(frozen=True)
 class MulParams:
+    """The reference kernel (and XNNPACK's, whose float32 requantization is the ``output`` contract)."""
+
     zero_point_a: int
     zero_point_b: int
     output: Requantizer  # s_a s_b / s_y, + Z_y, clamp to the fused activation
-    unclamped: Requantizer | None = None  # litert-opt: the same multiplier, no zero point, int32 out
-    vector_lanes: np.ndarray | None = None  # litert-opt: bool over the flat output, vector-computed elements
 
 
-def _optimized(ctx: KernelContext, a, b, za: int, zb: int, real: float, max_left: int, qy) -> MulParams:
+@dataclass(frozen=True)
+class OptimizedMulParams(MulParams):
+    """LiteRT's optimized MUL (``litert-opt``; ``xnnpack`` where XNNPACK declines): the vector lanes
+    requantize without zero point into int32, then narrow as NEON does (module docstring)."""
+
+    unclamped: Requantizer  # the same multiplier, no zero point, int32 out
+    vector_lanes: np.ndarray  # bool over the flat output: the vector-computed elements
+
+
+def _optimized(ctx: KernelContext, a, b, za: int, zb: int, real: float, max_left: int, qy) -> OptimizedMulParams:
     """LiteRT's optimized MulElementwise / MulSimpleBroadcast (module docstring)."""
     if not (a.is_static and b.is_static):
         raise ctx.error(f"target {ctx.target.name!r}: LiteRT's optimized MUL needs static input shapes here")
@@ -80,11 +89,12 @@ def _optimized(ctx: KernelContext, a, b, za: int, zb: int, real: float, max_left
     make_rescale(ctx, real, "output", Requant.DOUBLE, max_left_shift=max_left)
     lo, hi = fused_activation_range(ctx, qy)
     out = output_requantizer(ctx, real, Requant.DOUBLE, qy, lo, hi)
-    raw = make_requantizer(real, Requant.DOUBLE, 0, -(2**31), 2**31 - 1, np.int32)
-    return MulParams(za, zb, out, raw, lanes)
+    unclamped = make_requantizer(real, Requant.DOUBLE, 0, -(2**31), 2**31 - 1, np.int32)
+    return OptimizedMulParams(za, zb, out, unclamped, lanes)
 
 
-def prepare(ctx: KernelContext) -> MulParams:
+@kernel(OP)
+def prepare(ctx: KernelContext) -> MulParams | OptimizedMulParams:
     check_arity(ctx, 2)
     a, qa = int8_input(ctx, 0, "input 0")
     b, qb = int8_input(ctx, 1, "input 1")
@@ -122,10 +132,10 @@ def _max_left(za: int, zb: int) -> int:
     return max(s for s in range(31) if bound << s <= 2**31 - 1)
 
 
-def run(p: MulParams, a, b):
+def run(p: MulParams | OptimizedMulParams, a, b):
     shape = np.broadcast_shapes(a.shape, b.shape)
     prod = (a.astype(np.int64) - p.zero_point_a) * (b.astype(np.int64) - p.zero_point_b)  # |prod| <= 65025
-    if p.unclamped is None:
+    if not isinstance(p, OptimizedMulParams):
         return (requantize(p.output, prod).reshape(shape),)
     flat = np.broadcast_to(prod, shape).reshape(-1)
     lanes = p.vector_lanes

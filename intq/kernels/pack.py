@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from intq.kernels import _movement_common as mc
-from intq.kernels.base import KernelContext
+from intq.kernels.base import KernelContext, kernel
 
 OP = "PACK"
 DTYPES = {mc.LITERT: mc.ALL_INTS, mc.TFLM: (mc.I8, mc.I16, mc.I32, mc.I64)}
@@ -28,6 +28,7 @@ class PackParams:
     axis: int
 
 
+@kernel(OP)
 def prepare(ctx: KernelContext) -> PackParams:
     y = ctx.outputs[0]
     inputs = [ctx.input(i) for i in range(len(ctx.inputs))]

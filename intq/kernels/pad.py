@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from intq.kernels import _movement_common as mc
-from intq.kernels.base import KernelContext
+from intq.kernels.base import KernelContext, kernel
 
 OP = "PAD"
 DTYPES = {mc.LITERT: mc.ALL_INTS, mc.TFLM: (mc.I8, mc.I16, mc.I32)}
@@ -82,6 +82,7 @@ def prepare_padding(ctx: KernelContext) -> PadParams:
     return PadParams(widths, value)
 
 
+@kernel(OP)
 def prepare(ctx: KernelContext) -> PadParams:
     return prepare_padding(ctx)
 

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from intq.kernels.base import KernelContext
+from intq.kernels.base import KernelContext, kernel
 from intq.kernels.pad import PadParams, prepare_padding
 
 OP = "PADV2"
 
 
+@kernel(OP)
 def prepare(ctx: KernelContext) -> PadParams:
     return prepare_padding(ctx)
 

@@ -36,7 +36,7 @@ from intq.kernels._elementwise_common import (
     scale_of,
     zero_point_of,
 )
-from intq.kernels.base import KernelContext
+from intq.kernels.base import KernelContext, kernel
 
 OP = "PRELU"
 
@@ -50,6 +50,7 @@ class PreluParams:
     negative: Rescale  # s_in s_alpha / s_out, applied to v * (alpha - Z_alpha)
 
 
+@kernel(OP)
 def prepare(ctx: KernelContext) -> PreluParams:
     check_arity(ctx, 2)
     x, qx = int8_input(ctx, 0, "input")

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from intq.kernels.base import KernelContext
+from intq.kernels.base import KernelContext, kernel
 from intq.kernels.requantize import Requantizer, make_requantizer, requantize
 from intq.kernels.targets import Requant
 from intq.qmath import QuantParams, Rounding, round_float
@@ -48,17 +48,52 @@ XNN_SHIFT = 8  # xnn_qs8_vcvt: Q8 multiplier
 
 
 @dataclass(frozen=True, eq=False)
-class QuantizeParams:
-    output: QuantParams  # float input: the output's parameters
-    input_zero_point: int  # integer input: subtracted before rescaling
-    rescale: Requantizer | None  # integer input only
-    float_mode: str = "reference"  # float input: "reference" | "optimized" | "xnnpack"
-    reciprocal: np.float32 | None = None  # float32(1 / S), optimized and xnnpack float input
-    block: int = 0  # optimized: leading elements done by the vector code (a multiple of this)
-    rescale_vector: Requantizer | None = None  # optimized int8 rescale, vector part (DOUBLE_HALF_UP)
-    xnn_multiplier: int = 0  # xnnpack int8 rescale: Q8 multiplier (0: not taken)
+class FloatQuantizeParams:
+    """Float input, the reference AffineQuantize: ``clamp(round_half_away(float32(x / S)) + Z)``."""
+
+    output: QuantParams
 
 
+@dataclass(frozen=True, eq=False)
+class OptimizedFloatQuantizeParams(FloatQuantizeParams):
+    """Float input, LiteRT's optimized AffineQuantize (``block > 0``: the vector head, then the
+    reference tail) or XNNPACK's ``xnn_f32_qs8_vcvt`` (``block == 0``: every element, saturating)."""
+
+    reciprocal: np.float32  # float32(1 / S)
+    block: int  # leading elements done by the vector code come in multiples of this; 0: XNNPACK
+
+
+@dataclass(frozen=True, eq=False)
+class RequantizeParams:
+    """Integer input, TFLite's Requantize: ``clamp(MultiplyByQuantizedMultiplier(q - Z_in, M) + Z_out)``."""
+
+    input_zero_point: int
+    rescale: Requantizer
+
+
+@dataclass(frozen=True, eq=False)
+class OptimizedRequantizeParams(RequantizeParams):
+    """LiteRT's optimized Requantize<int8, int8>: the first ``block * floor(n / block)`` elements with
+    ``rescale_vector`` (both roundings half up), the tail with the reference ``rescale``."""
+
+    rescale_vector: Requantizer
+    block: int
+
+
+@dataclass(frozen=True, eq=False)
+class XnnpackRequantizeParams:
+    """XNNPACK's ``xnn_qs8_vcvt``: ``clamp(((q - Z_in) * m + 128) >> 8 + Z_out)``, integers only."""
+
+    input_zero_point: int
+    output_zero_point: int
+    multiplier: int  # Q8: lrintf(256 * float32(S_in / S_out))
+
+
+QuantizeParams = (FloatQuantizeParams | OptimizedFloatQuantizeParams | RequantizeParams | OptimizedRequantizeParams
+                  | XnnpackRequantizeParams)
+
+
+@kernel(OP)
 def prepare(ctx: KernelContext) -> QuantizeParams:
     x, y = ctx.input(0), ctx.outputs[0]
     out_qp = ctx.per_tensor(y, "output", (np.int8, np.uint8, np.int16))
@@ -67,59 +102,58 @@ def prepare(ctx: KernelContext) -> QuantizeParams:
     if optimized and (y.dtype != np.int8 or not (np.issubdtype(x.dtype, np.floating) or x.dtype == np.int8)):
         raise ctx.error(f"target {ctx.target.name!r}: the optimized QUANTIZE is emulated for float32 or int8 input "
                         f"and int8 output only ({x.dtype.name} -> {y.dtype.name} not measured)")
-    s_out = np.float32(out_qp.scale[0])
+    s_out = out_qp.tensor_scale
     if np.issubdtype(x.dtype, np.floating):
         if not optimized:
-            return QuantizeParams(out_qp, 0, None)
+            return FloatQuantizeParams(out_qp)
         reciprocal = np.float32(1.0 / float(s_out))  # = float32(1) / s_out for every float32 scale
-        mode = "xnnpack" if ctx.target.xnnpack else "optimized"
-        return QuantizeParams(out_qp, 0, None, mode, reciprocal, FLOAT_BLOCK)
-    in_qp = ctx.per_tensor(x, "input", (np.int8, np.uint8, np.int16))
-    zi, zo = int(in_qp.zero_point[0]), int(out_qp.zero_point[0])
-    ratio = np.float32(in_qp.scale[0]) / s_out  # XNNPACK: the float32 quotient of the scales
+        return OptimizedFloatQuantizeParams(out_qp, reciprocal, 0 if ctx.target.xnnpack else FLOAT_BLOCK)
+    # int16 input runs intq.kernels.int16x8.quantize (the registry's int16 entry)
+    in_qp = ctx.per_tensor(x, "input", (np.int8, np.uint8))
+    zi, zo = in_qp.tensor_zero_point, out_qp.tensor_zero_point
+    ratio = np.float32(in_qp.tensor_scale) / np.float32(s_out)  # XNNPACK: the float32 quotient of the scales
     if ctx.target.xnnpack and 2.0**-8 <= float(ratio) <= 2.0**7:
-        m = int(np.rint(np.float32(256.0) * ratio))  # lrintf: half to even
-        return QuantizeParams(out_qp, zi, None, xnn_multiplier=m)
+        return XnnpackRequantizeParams(zi, zo, int(np.rint(np.float32(256.0) * ratio)))  # lrintf: half to even
     # LiteRT and TFLM Prepare: double(S_in) / double(S_out) (a float32 quotient differs, measured)
-    real = float(np.float64(np.float32(in_qp.scale[0])) / np.float64(s_out))
+    real = in_qp.tensor_scale / s_out
     r = make_requantizer(real, Requant.DOUBLE, zo, out_qp.qmin, out_qp.qmax, y.dtype)
     if not optimized:
-        return QuantizeParams(out_qp, zi, r)
+        return RequantizeParams(zi, r)
     rv = make_requantizer(real, Requant.DOUBLE_HALF_UP, zo, out_qp.qmin, out_qp.qmax, y.dtype)
-    return QuantizeParams(out_qp, zi, r, block=INT8_BLOCK, rescale_vector=rv)
+    return OptimizedRequantizeParams(zi, r, rv, INT8_BLOCK)
 
 
 def run(p: QuantizeParams, x):
-    if p.xnn_multiplier:
-        acc = (x.astype(np.int64) - p.input_zero_point) * p.xnn_multiplier + (1 << (XNN_SHIFT - 1))
-        y = (acc >> XNN_SHIFT) + int(p.output.zero_point[0])
+    if isinstance(p, XnnpackRequantizeParams):
+        acc = (x.astype(np.int64) - p.input_zero_point) * p.multiplier + (1 << (XNN_SHIFT - 1))
+        y = (acc >> XNN_SHIFT) + p.output_zero_point
         return (np.clip(y, -128, 127).astype(np.int8),)
-    if p.rescale is not None:
-        acc = x.astype(np.int64) - p.input_zero_point
-        if p.rescale_vector is None:
-            return (requantize(p.rescale, acc),)
-        flat = acc.reshape(-1)
+    if isinstance(p, OptimizedRequantizeParams):
+        flat = x.astype(np.int64).reshape(-1) - p.input_zero_point
         cut = flat.size - flat.size % p.block
         out = np.concatenate([requantize(p.rescale_vector, flat[:cut]), requantize(p.rescale, flat[cut:])])
         return (out.reshape(x.shape),)
-    if p.float_mode == "reference":
-        return (quantize_reals(x, p.output),)
-    return (_quantize_optimized(p, np.asarray(x, np.float32)),)
+    if isinstance(p, RequantizeParams):
+        return (requantize(p.rescale, x.astype(np.int64) - p.input_zero_point),)
+    if isinstance(p, OptimizedFloatQuantizeParams):
+        return (_quantize_optimized(p, np.asarray(x, np.float32)),)
+    return (quantize_reals(x, p.output),)
 
 
-def _quantize_optimized(p: QuantizeParams, x: np.ndarray) -> np.ndarray:
+def _quantize_optimized(p: OptimizedFloatQuantizeParams, x: np.ndarray) -> np.ndarray:
     """The float boundary of the optimized targets (see the module docstring)."""
     if np.any(np.isnan(x)):
         raise ValueError("QUANTIZE: the input contains NaN, which has no quantized value")
-    zp = int(p.output.zero_point[0])
+    zp = p.output.tensor_zero_point
+    xnnpack = p.block == 0
     flat = x.reshape(-1)
-    cut = flat.size if p.float_mode == "xnnpack" else flat.size - flat.size % p.block
+    cut = flat.size if xnnpack else flat.size - flat.size % p.block
     with np.errstate(over="ignore"):
         head = np.rint(flat[:cut] * p.reciprocal)  # float32 product, ties to even
-        tail_q = flat[cut:].astype(np.float64) / float(np.float32(p.output.scale[0]))
+        tail_q = flat[cut:].astype(np.float64) / p.output.tensor_scale
         tail = round_float(tail_q, Rounding.HALF_AWAY_FROM_ZERO)  # std::round
     q = np.concatenate([head.astype(np.float64), tail])
-    if p.float_mode == "xnnpack":  # clamps in float before converting: saturates
+    if xnnpack:  # clamps in float before converting: saturates
         q = np.clip(q, -129 - zp, 128 - zp).astype(np.int64) + zp
     else:  # LiteRT: float -> int32 gives INT32_MIN out of range (x86 cvtps2dq / cvttsd2si), + Z wraps
         big = (q >= 2.0**31) | (q < -(2.0**31))

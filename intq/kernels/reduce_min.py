@@ -13,11 +13,12 @@ from __future__ import annotations
 import numpy as np
 
 from intq.kernels._pool_common import ReduceExtremumParams, prepare_reduce_extremum
-from intq.kernels.base import KernelContext
+from intq.kernels.base import KernelContext, kernel
 
 OP = "REDUCE_MIN"
 
 
+@kernel(OP)
 def prepare(ctx: KernelContext) -> ReduceExtremumParams:
     return prepare_reduce_extremum(ctx)
 

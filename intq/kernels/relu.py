@@ -10,11 +10,12 @@ Targets differ only in the multiplier's arithmetic: ``litert-ref`` float32 ``s_i
 from __future__ import annotations
 
 from intq.kernels._elementwise_common import ReluParams, prepare_relu, run_relu
-from intq.kernels.base import KernelContext
+from intq.kernels.base import KernelContext, kernel
 
 OP = "RELU"
 
 
+@kernel(OP)
 def prepare(ctx: KernelContext) -> ReluParams:
     return prepare_relu(ctx, "RELU")
 

@@ -13,11 +13,12 @@ Contract: int8 per-tensor input and output of the same shape.
 from __future__ import annotations
 
 from intq.kernels._elementwise_common import ReluParams, prepare_relu, run_relu
-from intq.kernels.base import KernelContext
+from intq.kernels.base import KernelContext, kernel
 
 OP = "RELU6"
 
 
+@kernel(OP)
 def prepare(ctx: KernelContext) -> ReluParams:
     return prepare_relu(ctx, "RELU6", tflm_clamp_only=True)
 

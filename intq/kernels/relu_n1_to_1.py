@@ -13,11 +13,12 @@ the same shape.
 from __future__ import annotations
 
 from intq.kernels._elementwise_common import ReluParams, prepare_relu, run_relu
-from intq.kernels.base import KernelContext
+from intq.kernels.base import KernelContext, kernel
 
 OP = "RELU_N1_TO_1"
 
 
+@kernel(OP)
 def prepare(ctx: KernelContext) -> ReluParams:
     return prepare_relu(ctx, "RELU_N1_TO_1", tflm_has_kernel=False)
 

@@ -1,36 +1,36 @@
 """Prepared requantization: int32 accumulators -> output integers, fused with zero point and clamp.
 
 :func:`make_requantizer` (prepare time, floats allowed) derives everything from the real
-multiplier ``M = s_in * s_w / s_out`` per output channel; :func:`requantize` (run time) applies
-it to an accumulator array whose last axis is the channel axis (NHWC), in one vectorised pass
-per step:
+multiplier ``M = s_in * s_w / s_out`` per output channel and returns the :class:`Requantizer` of
+the contract the target names — one subclass per contract, holding only what it needs;
+:func:`requantize` (run time) applies it to an accumulator array whose last axis is the channel
+axis (NHWC):
 
-* ``Requant.DOUBLE`` (gemmlowp, TFLM): ``h = (x * 2^l * m + 2^30) >> 31`` (SRDHM: its nudge and
-  truncation equal this floor form), then ``(h + 2^(r-1) - [h < 0 and r > 0]) >> r``
-  (RoundingDivideByPOT, half away from zero), with ``l = max(shift, 0)``, ``r = max(-shift, 0)``;
-* ``Requant.SINGLE``: ``(x * m + 2^(30 - shift)) >> (31 - shift)``;
-* ``Requant.DOUBLE_HALF_UP`` (LiteRT's optimized kernels: NEON ``vqrdmulh`` then ``vrshl``, via
-  NEON_2_SSE on x86): ``h`` as for ``DOUBLE``, then ``(h + 2^(r-1)) >> r`` — the second rounding
-  half up instead of half away from zero;
-* ``Requant.DOUBLE_PRODUCT`` (LiteRT 2.3's reference FULLY_CONNECTED): ``round_half_away(double(x)
-  * M)``, a float step used by the ``litert-ref`` target alone;
-* ``Requant.FLOAT32_RNE`` (XNNPACK's fp32 requantization): ``rint(float32(x) * S)`` with the
-  float32 scale ``S`` XNNPACK computes (the caller passes it), half to even; used by the
-  ``xnnpack`` target alone.
+* :class:`DoubleRounding` — ``Requant.DOUBLE`` (gemmlowp, TFLM): :func:`intq.qmath.raw.mbqm`,
+  SRDHM then RoundingDivideByPOT (half away from zero);
+* :class:`SingleRounding` — ``Requant.SINGLE``: ``(x * m + 2^(30 - shift)) >> (31 - shift)``;
+* :class:`DoubleRoundingHalfUp` — ``Requant.DOUBLE_HALF_UP`` (LiteRT's optimized kernels: NEON
+  ``vqrdmulh`` then ``vrshl``, via NEON_2_SSE on x86): the second rounding half up;
+* :class:`DoubleProduct` — ``Requant.DOUBLE_PRODUCT`` (LiteRT 2.3's reference FULLY_CONNECTED):
+  ``round_half_away(double(x) * M)``, a float step used by the ``litert-ref`` target alone;
+* :class:`Float32Rne` — ``Requant.FLOAT32_RNE`` (XNNPACK's fp32 requantization): ``rint(float32(x) * S)``
+  with the float32 scale ``S`` XNNPACK computes (the caller passes it), half to even.
 
-Each is checked bit for bit against :mod:`intq.qmath`'s primitives (tests/kernels).
+The fixed-point contracts run as one fused compiled pass (:mod:`intq.qmath.compiled`) and have a
+whole-array form (:func:`requantize_reference`, on :mod:`intq.qmath.raw`); tests/kernels require
+both to equal :mod:`intq.qmath`'s checked primitives bit for bit.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import ClassVar
 
 import numpy as np
-from numba import njit
 
 from intq.errors import IntqError
 from intq.kernels.targets import Requant
-from intq.qmath import QuantParams, Rounding, quantize_multiplier, round_float
+from intq.qmath import QuantParams, Rounding, compiled, quantize_multiplier, raw, round_float
 
 #: TFLite's fused activation functions as real bounds (None: unbounded above). The float
 #: interpreter clamps with them too, so float and integer graphs share one definition.
@@ -51,8 +51,8 @@ def activation_range(fused_activation: str, qp: QuantParams) -> tuple[int, int]:
         return lo, hi
     if fused_activation not in ACTIVATION_BOUNDS:
         raise IntqError(f"unsupported fused activation {fused_activation!r}; intq fuses RELU, RELU6, RELU_N1_TO_1")
-    scale = np.float32(qp.scale[0])
-    zp = int(qp.zero_point[0])
+    scale = np.float32(qp.tensor_scale)
+    zp = qp.tensor_zero_point
 
     def as_int(bound: float) -> int:
         steps = round_float(np.float32(bound) / scale, Rounding.HALF_AWAY_FROM_ZERO)
@@ -90,7 +90,7 @@ def xnnpack_activation_range(fused_activation: str, qp: QuantParams) -> tuple[in
     if key not in XNNPACK_ACTIVATION_BOUNDS:
         raise IntqError(f"unsupported fused activation {fused_activation!r}; intq fuses RELU, RELU6, RELU_N1_TO_1")
     a, b = XNNPACK_ACTIVATION_BOUNDS[key]
-    zp = int(qp.zero_point[0])
+    zp = qp.tensor_zero_point
     return xnnpack_quantize(a, qp.scale[0], zp), xnnpack_quantize(b, qp.scale[0], zp)
 
 
@@ -103,33 +103,224 @@ def xnnpack_conv_scale(s_in, s_w, s_out) -> np.ndarray:
 
 @dataclass(frozen=True, eq=False)
 class Requantizer:
-    """Integers (and, for ``DOUBLE_PRODUCT`` only, the double multiplier) prepared once.
+    """The output side every requantization contract shares: ``clamp(R(acc) + zero_point, act_min,
+    act_max)`` as ``out_dtype``. Each contract (:class:`~intq.kernels.targets.Requant`) is a subclass
+    holding only its own prepared values and implementing ``R``; :func:`make_requantizer` picks it.
+    A new contract adds a subclass registered with :func:`_contract`; it edits none of these."""
 
-    ``multiplier``/``shift`` are TFLite's Q0.31 pair per channel (``shift`` positive = left);
-    ``left``/``right``/``round_nudge``/``right_pos`` are derived from them for the double-rounding pass.
-    """
-
-    mode: Requant
-    multiplier: np.ndarray  # int64 [C] (or [1])
-    shift: np.ndarray  # int64
     zero_point: int
     act_min: int
     act_max: int
     out_dtype: np.dtype
-    left: np.ndarray
-    right: np.ndarray
-    round_nudge: np.ndarray  # 2^(right-1), 0 when right == 0
-    right_pos: np.ndarray  # 1 where right > 0
-    single_round: np.ndarray  # 2^(30 - shift), for SINGLE
-    single_shift: np.ndarray  # 31 - shift
-    real: np.ndarray | None  # float64 M, for DOUBLE_PRODUCT only
-    any_left: bool
-    scale32: np.ndarray | None = None  # float32 S per channel, for FLOAT32_RNE only
+
+    mode: ClassVar[Requant]
+
+    def apply(self, acc: np.ndarray, offset: np.ndarray | None = None) -> np.ndarray:
+        """``clamp(R(acc + offset) + zero_point, act_min, act_max)``; channels on the last axis."""
+        return self._finish(self.rescaled(_with_offset(acc, offset)))
+
+    def reference(self, acc: np.ndarray, offset: np.ndarray | None = None) -> np.ndarray:
+        """:meth:`apply` as whole-array numpy steps (the tests require both to be equal)."""
+        return self.apply(acc, offset)
+
+    def rescaled(self, x: np.ndarray) -> np.ndarray:
+        """``R(x)`` on int64 values (channels on the last axis), before the zero point and the clamp."""
+        raise NotImplementedError
+
+    @property
+    def channels(self) -> int:
+        """How many output channels the prepared values cover (1: per tensor)."""
+        raise NotImplementedError
+
+    def _finish(self, y: np.ndarray) -> np.ndarray:
+        y = y + self.zero_point
+        np.clip(y, self.act_min, self.act_max, out=y)
+        return y.astype(self.out_dtype)
+
+
+def _rows(r: "FixedPointRequantizer", acc: np.ndarray, offset: np.ndarray | None, per_channel: tuple):
+    """What a fused pass takes: ``acc`` as rows x channels (one column when every prepared value is
+    per tensor), the offset and ``per_channel`` values as contiguous int64 columns, and the output."""
+    cols = acc.shape[-1] if r.multiplier.size > 1 or (offset is not None and np.size(offset) > 1) else 1
+    flat = acc.reshape(-1, cols)
+    off = (np.zeros(cols, np.int64) if offset is None
+           else np.ascontiguousarray(np.broadcast_to(offset, (cols,)), np.int64))
+    columns = tuple(np.ascontiguousarray(np.broadcast_to(v, (cols,))) for v in per_channel)
+    return flat, off, np.empty(flat.shape, r.out_dtype), columns
+
+
+def _with_offset(acc: np.ndarray, offset: np.ndarray | None) -> np.ndarray:
+    return acc.astype(np.int64) if offset is None else acc.astype(np.int64) + offset
+
+
+_CONTRACTS: dict[Requant, type[Requantizer]] = {}
+
+
+def _contract(cls):
+    """Register a :class:`Requantizer` subclass as the implementation of ``cls.mode``."""
+    assert cls.mode not in _CONTRACTS, cls.mode
+    _CONTRACTS[cls.mode] = cls
+    return cls
+
+
+@dataclass(frozen=True, eq=False)
+class FixedPointRequantizer(Requantizer):
+    """A contract on TFLite's Q0.31 pair: ``M = multiplier * 2^(shift - 31)`` per channel
+    (``shift`` positive = left), from :func:`intq.qmath.quantize_multiplier`."""
+
+    multiplier: np.ndarray  # int64 [C] (or [1])
+    shift: np.ndarray  # int64, in [-31, 30]
+
+    for_single_rounding: ClassVar[bool] = False
+
+    @classmethod
+    def prepare(cls, real: np.ndarray, **output) -> "FixedPointRequantizer":
+        qm = quantize_multiplier(real, for_single_rounding=cls.for_single_rounding)
+        m = np.atleast_1d(np.asarray(qm.multiplier, dtype=np.int64))
+        s = np.atleast_1d(np.asarray(qm.shift, dtype=np.int64))
+        if np.any(s > 30):
+            raise IntqError(f"requantization multiplier {real.max():.6g} is too large (>= 2^30) for TFLite's fixed point")
+        return cls(multiplier=m, shift=s, **output)
+
+    @property
+    def channels(self) -> int:
+        return self.multiplier.size
+
+
+@_contract
+@dataclass(frozen=True, eq=False)
+class DoubleRounding(FixedPointRequantizer):
+    """``Requant.DOUBLE`` (gemmlowp, TFLM, the reference kernels): :func:`intq.qmath.raw.mbqm`,
+    SRDHM then RoundingDivideByPOT (half away from zero). ``left``/``right``/``round_nudge``/
+    ``right_pos`` are derived from ``shift`` once, for the fused loop."""
+
+    left: np.ndarray = field(init=False)  # max(shift, 0)
+    right: np.ndarray = field(init=False)  # max(-shift, 0)
+    round_nudge: np.ndarray = field(init=False)  # 2^(right-1), 0 when right == 0
+    right_pos: np.ndarray = field(init=False)  # 1 where right > 0
+    any_left: bool = field(init=False)
+
+    mode: ClassVar[Requant] = Requant.DOUBLE
+    away: ClassVar[int] = 1  # the second rounding's ties go away from zero
+
+    def __post_init__(self):
+        right = np.maximum(-self.shift, 0)
+        object.__setattr__(self, "left", np.maximum(self.shift, 0))
+        object.__setattr__(self, "right", right)
+        object.__setattr__(self, "round_nudge", (np.int64(1) << right) >> 1)
+        object.__setattr__(self, "right_pos", (right > 0).astype(np.int64))
+        object.__setattr__(self, "any_left", bool(np.any(self.shift > 0)))
+
+    def apply(self, acc, offset=None):
+        """One fused compiled pass (:func:`intq.qmath.compiled.requantize_rows_double`)."""
+        flat, off, out, (m, left, right) = _rows(self, acc, offset, (self.multiplier, self.left, self.right))
+        if compiled.requantize_rows_double(flat, off, m, left, right, self.zero_point, self.act_min, self.act_max,
+                                           out, self.away):
+            raise IntqError("requantization: accumulator << shift overflows int32 (multiplier >= 1 on a large sum)")
+        return out.reshape(acc.shape)
+
+    def reference(self, acc, offset=None):
+        x = _with_offset(acc, offset)
+        if self.any_left:
+            shifted = x << self.left
+            if int(shifted.max(initial=0)) > 2**31 - 1 or int(shifted.min(initial=0)) < -(2**31):
+                raise IntqError("requantization: accumulator << shift overflows int32 (multiplier >= 1 on a large sum)")
+        return self._finish(self.rescaled(x))
+
+    def rescaled(self, x):
+        return raw.mbqm(x, self.multiplier, self.shift)
+
+
+@_contract
+@dataclass(frozen=True, eq=False)
+class DoubleRoundingHalfUp(DoubleRounding):
+    """``Requant.DOUBLE_HALF_UP`` (LiteRT's optimized kernels: NEON ``vqrdmulh`` then ``vrshl``):
+    :func:`intq.qmath.raw.mbqm_half_up`, the second rounding half up."""
+
+    mode: ClassVar[Requant] = Requant.DOUBLE_HALF_UP
+    away: ClassVar[int] = 0
+
+    def rescaled(self, x):
+        return raw.mbqm_half_up(x, self.multiplier, self.shift)
+
+
+@_contract
+@dataclass(frozen=True, eq=False)
+class SingleRounding(FixedPointRequantizer):
+    """``Requant.SINGLE`` (TFLITE_SINGLE_ROUNDING, CMSIS-NN, ruy): :func:`intq.qmath.raw.mbqm_single`,
+    ``(x * m + 2^(30 - shift)) >> (31 - shift)``."""
+
+    mode: ClassVar[Requant] = Requant.SINGLE
+    for_single_rounding: ClassVar[bool] = True
+
+    def apply(self, acc, offset=None):
+        """One fused compiled pass (:func:`intq.qmath.compiled.requantize_rows_single`)."""
+        flat, off, out, (m, s) = _rows(self, acc, offset, (self.multiplier, self.shift))
+        compiled.requantize_rows_single(flat, off, m, s, self.zero_point, self.act_min, self.act_max, out)
+        return out.reshape(acc.shape)
+
+    def reference(self, acc, offset=None):
+        return self._finish(self.rescaled(_with_offset(acc, offset)))
+
+    def rescaled(self, x):
+        return raw.mbqm_single(x, self.multiplier, self.shift)
+
+
+@_contract
+@dataclass(frozen=True, eq=False)
+class DoubleProduct(Requantizer):
+    """``Requant.DOUBLE_PRODUCT`` (LiteRT 2.3's reference FULLY_CONNECTED): ``std::round(double(acc) * M)``,
+    half away from zero — a float emulation, used by the ``litert-ref`` target alone."""
+
+    real: np.ndarray  # float64 M per channel
+
+    mode: ClassVar[Requant] = Requant.DOUBLE_PRODUCT
+
+    @classmethod
+    def prepare(cls, real: np.ndarray, **output) -> "DoubleProduct":
+        return cls(real=real, **output)
+
+    @property
+    def channels(self) -> int:
+        return self.real.size
+
+    def rescaled(self, x):
+        prod = round_float(x.astype(np.float64) * self.real, Rounding.HALF_AWAY_FROM_ZERO)
+        return np.clip(prod, -(2.0**62), 2.0**62).astype(np.int64)  # clamped later; avoids an undefined cast
+
+
+@_contract
+@dataclass(frozen=True, eq=False)
+class Float32Rne(Requantizer):
+    """``Requant.FLOAT32_RNE`` (XNNPACK's fp32 requantization): ``rint(float32(acc) * S)`` in float32,
+    ties to even (``cvtepi32_ps``, ``mul_ps``, ``cvtps_epi32``; a float emulation, ``xnnpack``
+    target only). The clamp to the output range, which XNNPACK applies in float before rounding,
+    commutes with the rounding because the bounds are integers."""
+
+    scale32: np.ndarray  # float32 S per channel, exactly as XNNPACK computes it
+
+    mode: ClassVar[Requant] = Requant.FLOAT32_RNE
+
+    @classmethod
+    def prepare(cls, real: np.ndarray, **output) -> "Float32Rne":
+        scale32 = real.astype(np.float32)
+        if not np.array_equal(scale32.astype(np.float64), real):
+            raise IntqError("FLOAT32_RNE requantization needs float32 scales (compute them as the runtime does)")
+        return cls(scale32=scale32, **output)
+
+    @property
+    def channels(self) -> int:
+        return self.scale32.size
+
+    def rescaled(self, x):
+        prod = x.astype(np.float32) * self.scale32  # int32 -> float32 rounds to nearest even above 2^24
+        return np.clip(np.rint(prod), -(2.0**40), 2.0**40).astype(np.int64)  # clamped later
 
 
 def make_requantizer(real_multiplier, mode: Requant, zero_point: int, act_min: int, act_max: int,
                      out_dtype=np.int8) -> Requantizer:
-    """Prepare the requantization of ``acc * M + zero_point`` clamped to [act_min, act_max].
+    """Prepare the requantization of ``acc * M + zero_point`` clamped to [act_min, act_max] under
+    ``mode``'s contract: an instance of the :class:`Requantizer` subclass registered for it.
 
     ``real_multiplier``: M per output channel (or a scalar), from
     :func:`intq.qmath.effective_scale`; for ``FLOAT32_RNE`` the float32 scale exactly as the
@@ -138,137 +329,24 @@ def make_requantizer(real_multiplier, mode: Requant, zero_point: int, act_min: i
     real = np.atleast_1d(np.asarray(real_multiplier, dtype=np.float64))
     if not np.all(np.isfinite(real)) or np.any(real < 0):
         raise IntqError(f"requantization multipliers must be finite and non-negative, got {real.tolist()}")
-    if mode is Requant.FLOAT32_RNE:
-        scale32 = real.astype(np.float32)
-        if not np.array_equal(scale32.astype(np.float64), real):
-            raise IntqError("FLOAT32_RNE requantization needs float32 scales (compute them as the runtime does)")
-        info = np.iinfo(out_dtype)
-        if not (info.min <= act_min <= act_max <= info.max):
-            raise IntqError(f"activation range [{act_min}, {act_max}] does not fit {np.dtype(out_dtype).name}")
-        zeros = np.zeros(real.shape, np.int64)
-        return Requantizer(mode=mode, multiplier=zeros, shift=zeros, zero_point=int(zero_point), act_min=int(act_min),
-                           act_max=int(act_max), out_dtype=np.dtype(out_dtype), left=zeros, right=zeros,
-                           round_nudge=zeros, right_pos=zeros, single_round=zeros, single_shift=zeros, real=None,
-                           any_left=False, scale32=scale32)
-    qm = quantize_multiplier(real, for_single_rounding=(mode is Requant.SINGLE))
-    m = np.atleast_1d(np.asarray(qm.multiplier, dtype=np.int64))
-    s = np.atleast_1d(np.asarray(qm.shift, dtype=np.int64))
-    if np.any(s > 30):
-        raise IntqError(f"requantization multiplier {real.max():.6g} is too large (>= 2^30) for TFLite's fixed point")
-    left = np.maximum(s, 0)
-    right = np.maximum(-s, 0)
     info = np.iinfo(out_dtype)
     if not (info.min <= act_min <= act_max <= info.max):
         raise IntqError(f"activation range [{act_min}, {act_max}] does not fit {np.dtype(out_dtype).name}")
-    return Requantizer(
-        mode=mode, multiplier=m, shift=s, zero_point=int(zero_point), act_min=int(act_min), act_max=int(act_max),
-        out_dtype=np.dtype(out_dtype), left=left, right=right, round_nudge=(np.int64(1) << right) >> 1,
-        right_pos=(right > 0).astype(np.int64), single_round=np.int64(1) << np.clip(30 - s, 0, 62),
-        single_shift=31 - s, real=real if mode is Requant.DOUBLE_PRODUCT else None, any_left=bool(np.any(left > 0)),
-    )
+    return _CONTRACTS[mode].prepare(real, zero_point=int(zero_point), act_min=int(act_min), act_max=int(act_max),
+                                    out_dtype=np.dtype(out_dtype))
 
 
 def requantize(r: Requantizer, acc: np.ndarray, offset: np.ndarray | None = None) -> np.ndarray:
     """``clamp(R(acc + offset) + zero_point, act_min, act_max)`` as ``r.out_dtype``; channels on the
     last axis; ``offset`` (int64 per channel, optional) is a folded bias.
 
-    Contract: ``acc + offset`` holds int32 values. Integer-only except in ``DOUBLE_PRODUCT`` and
-    ``FLOAT32_RNE`` modes, which emulate runtimes that multiply in double / float32. The integer
-    modes run as one fused pass (:func:`_fused_double`, :func:`_fused_single`, compiled with
-    numba); :func:`requantize_reference` is the same arithmetic as whole-array numpy steps, and
-    the tests require both to be equal.
+    Contract: ``acc + offset`` holds int32 values. Integer-only for the fixed-point contracts
+    (one fused compiled pass each); ``DOUBLE_PRODUCT`` and ``FLOAT32_RNE`` emulate runtimes that
+    multiply in double / float32.
     """
-    if r.mode is Requant.DOUBLE_PRODUCT:
-        x = acc.astype(np.int64) if offset is None else acc.astype(np.int64) + offset
-        y = _double_product(x, r.real) + r.zero_point
-        return np.clip(y, r.act_min, r.act_max).astype(r.out_dtype)
-    if r.mode is Requant.FLOAT32_RNE:
-        x = acc.astype(np.int64) if offset is None else acc.astype(np.int64) + offset
-        y = _float32_rne(x, r.scale32) + r.zero_point
-        return np.clip(y, r.act_min, r.act_max).astype(r.out_dtype)
-    per_channel = r.multiplier.size > 1
-    cols = acc.shape[-1] if per_channel or (offset is not None and np.size(offset) > 1) else 1
-    flat = acc.reshape(-1, cols)
-    out = np.empty(flat.shape, r.out_dtype)
-    off = np.zeros(cols, np.int64) if offset is None else np.ascontiguousarray(np.broadcast_to(offset, (cols,)), np.int64)
-    m, left, right, nudge = (np.ascontiguousarray(np.broadcast_to(v, (cols,))) for v in (r.multiplier, r.left, r.right, r.round_nudge))
-    if r.mode is Requant.DOUBLE or r.mode is Requant.DOUBLE_HALF_UP:
-        away = 1 if r.mode is Requant.DOUBLE else 0
-        overflow = _fused_double(flat, off, m, left, right, nudge, r.zero_point, r.act_min, r.act_max, out, away)
-        if overflow:
-            raise IntqError("requantization: accumulator << shift overflows int32 (multiplier >= 1 on a large sum)")
-    else:
-        rnd, sh = (np.ascontiguousarray(np.broadcast_to(v, (cols,))) for v in (r.single_round, r.single_shift))
-        _fused_single(flat, off, m, rnd, sh, r.zero_point, r.act_min, r.act_max, out)
-    return out.reshape(acc.shape)
-
-
-@njit(cache=True, nogil=True)
-def _fused_double(acc, offset, mult, left, right, nudge, zp, lo, hi, out, away):
-    """Double rounding, one element at a time: ``x = (acc + offset) << left``;
-    ``h = (x * m + 2^30) >> 31`` (SRDHM); ``y = (h + nudge - [away and h < 0 and right > 0]) >> right``
-    (``away`` = 1: RoundingDivideByPOT, ties away from zero; 0: a rounding shift, ties up);
-    ``clamp(y + zp, lo, hi)``. Returns True if ``x`` left int32."""
-    rows, cols = acc.shape
-    overflow = False
-    for i in range(rows):
-        for c in range(cols):
-            x = np.int64(acc[i, c]) + offset[c]
-            if left[c] > 0:
-                x = x << left[c]
-                if x > 2147483647 or x < -2147483648:
-                    overflow = True
-            h = (x * mult[c] + 1073741824) >> 31
-            if away and h < 0 and right[c] > 0:
-                h -= 1
-            y = ((h + nudge[c]) >> right[c]) + zp
-            out[i, c] = lo if y < lo else (hi if y > hi else y)
-    return overflow
-
-
-@njit(cache=True, nogil=True)
-def _fused_single(acc, offset, mult, rnd, shift, zp, lo, hi, out):
-    """Single rounding: ``clamp(((acc + offset) * m + 2^(30 - s)) >> (31 - s) + zp, lo, hi)``."""
-    rows, cols = acc.shape
-    for i in range(rows):
-        for c in range(cols):
-            x = np.int64(acc[i, c]) + offset[c]
-            y = ((x * mult[c] + rnd[c]) >> shift[c]) + zp
-            out[i, c] = lo if y < lo else (hi if y > hi else y)
+    return r.apply(acc, offset)
 
 
 def requantize_reference(r: Requantizer, acc: np.ndarray, offset: np.ndarray | None = None) -> np.ndarray:
-    """:func:`requantize` as whole-array numpy steps (the formulation the module docstring gives)."""
-    x = acc.astype(np.int64) if offset is None else acc.astype(np.int64) + offset
-    if r.mode in (Requant.DOUBLE, Requant.DOUBLE_HALF_UP):
-        if r.any_left:
-            x = x << r.left
-            if int(x.max(initial=0)) > 2**31 - 1 or int(x.min(initial=0)) < -(2**31):
-                raise IntqError("requantization: accumulator << shift overflows int32 (multiplier >= 1 on a large sum)")
-        h = (x * r.multiplier + (1 << 30)) >> 31
-        away = (h < 0) * r.right_pos if r.mode is Requant.DOUBLE else 0
-        y = (h + r.round_nudge - away) >> r.right
-    elif r.mode is Requant.SINGLE:
-        y = (x * r.multiplier + r.single_round) >> r.single_shift
-    elif r.mode is Requant.FLOAT32_RNE:
-        y = _float32_rne(x, r.scale32)
-    else:
-        y = _double_product(x, r.real)
-    y += r.zero_point
-    np.clip(y, r.act_min, r.act_max, out=y)
-    return y.astype(r.out_dtype)
-
-
-def _double_product(x: np.ndarray, real: np.ndarray) -> np.ndarray:
-    """``std::round(double(acc) * M)`` — LiteRT 2.3's reference FULLY_CONNECTED (a float emulation)."""
-    prod = round_float(x.astype(np.float64) * real, Rounding.HALF_AWAY_FROM_ZERO)
-    return np.clip(prod, -(2.0**62), 2.0**62).astype(np.int64)  # clamped later; avoids an undefined cast
-
-
-def _float32_rne(x: np.ndarray, scale32: np.ndarray) -> np.ndarray:
-    """``rint(float32(acc) * S)`` in float32, ties to even — XNNPACK's fp32 requantization
-    (``cvtepi32_ps``, ``mul_ps``, ``cvtps_epi32``; a float emulation, ``xnnpack`` target only).
-    The clamp to the output range, which XNNPACK applies in float before rounding, commutes with
-    the rounding because the bounds are integers; the caller clamps after adding the zero point."""
-    prod = x.astype(np.float32) * scale32  # int32 -> float32 rounds to nearest even above 2^24
-    return np.clip(np.rint(prod), -(2.0**40), 2.0**40).astype(np.int64)  # clamped later
+    """:func:`requantize` as whole-array numpy steps on :mod:`intq.qmath.raw` (the tests require equality)."""
+    return r.reference(acc, offset)

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from intq.kernels import _movement_common as mc
-from intq.kernels.base import KernelContext
+from intq.kernels.base import KernelContext, kernel
 
 OP = "RESHAPE"
 
@@ -45,6 +45,7 @@ def _resolve(ctx: KernelContext, shape: list[int], size: int) -> tuple[int, ...]
     return tuple(shape)
 
 
+@kernel(OP)
 def prepare(ctx: KernelContext) -> ReshapeParams:
     x, y = ctx.input(0), ctx.outputs[0]
     mc.check_dtype(ctx, x, "input", mc.ALL_INTS, mc.ALL_INTS)

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from intq.kernels._pool_common import check_output_shape, require_same_qparams, static_shape
-from intq.kernels.base import KernelContext
+from intq.kernels.base import KernelContext, kernel
 
 OP = "RESIZE_BILINEAR"
 
@@ -84,6 +84,7 @@ def _taps(ctx: KernelContext, in_size: int, out_size: int, align_corners: bool, 
     return AxisTaps(lo, hi, (_ONE - f).astype(np.int32), f.astype(np.int32))
 
 
+@kernel(OP)
 def prepare(ctx: KernelContext) -> ResizeBilinearParams:
     ctx.check_emulated()  # litert-opt / xnnpack: measured to differ, not emulated (intq.kernels.targets)
     x, y = ctx.input(0), ctx.outputs[0]

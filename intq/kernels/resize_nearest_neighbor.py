@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from intq.kernels._pool_common import check_output_shape, require_same_qparams, static_shape
-from intq.kernels.base import KernelContext
+from intq.kernels.base import KernelContext, kernel
 from intq.qmath import Rounding, round_float
 
 OP = "RESIZE_NEAREST_NEIGHBOR"
@@ -53,6 +53,7 @@ def _source_index(in_size: int, out_size: int, align_corners: bool, half_pixel: 
     return np.maximum(src, 0) if half_pixel else src
 
 
+@kernel(OP)
 def prepare(ctx: KernelContext) -> ResizeNearestNeighborParams:
     x, y = ctx.input(0), ctx.outputs[0]
     in_qp = ctx.per_tensor(x, "input")

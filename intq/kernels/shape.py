@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from intq.kernels import _movement_common as mc
-from intq.kernels.base import KernelContext
+from intq.kernels.base import KernelContext, kernel
 
 OP = "SHAPE"
 OUT_DTYPES = {mc.LITERT: (mc.I32, mc.I64), mc.TFLM: (mc.I32,)}
@@ -25,6 +25,7 @@ class ShapeParams:
     dims: np.ndarray  # the output, prepared once
 
 
+@kernel(OP)
 def prepare(ctx: KernelContext) -> ShapeParams:
     x, y = ctx.input(0), ctx.outputs[0]
     shape = mc.static_shape(ctx, x, "input")

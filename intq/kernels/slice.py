@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from intq.kernels import _movement_common as mc
-from intq.kernels.base import KernelContext
+from intq.kernels.base import KernelContext, kernel
 
 OP = "SLICE"
 DTYPES = {mc.LITERT: mc.ALL_INTS, mc.TFLM: (mc.I8, mc.I16, mc.I32)}
@@ -51,6 +51,7 @@ def _resolve(in_shape, begin, size):
     return tuple(slices), tuple(sizes)
 
 
+@kernel(OP)
 def prepare(ctx: KernelContext) -> SliceParams:
     x, y = ctx.input(0), ctx.outputs[0]
     mc.check_dtype(ctx, x, "input", DTYPES[mc.LITERT], DTYPES[mc.TFLM])

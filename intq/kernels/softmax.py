@@ -37,7 +37,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from intq.kernels import _fixedpoint_lut as fp
-from intq.kernels.base import KernelContext, KernelError
+from intq.qmath import raw
+from intq.kernels.base import KernelContext, KernelError, kernel
 
 OP = "SOFTMAX"
 
@@ -56,6 +57,7 @@ class SoftmaxParams:
     scaling: fp.SoftmaxScaling
 
 
+@kernel(OP)
 def prepare(ctx: KernelContext) -> SoftmaxParams:
     in_qp, out_qp = fp.check_int8_io(ctx)
     fp.check_output_params(ctx, out_qp, 1.0 / 256.0, -128, "1/256")
@@ -71,7 +73,7 @@ def exp_tables(scaling: fp.SoftmaxScaling) -> tuple[np.ndarray, np.ndarray]:
     d = np.arange(256, dtype=np.int64)
     used = d <= -scaling.diff_min
     diff = np.where(used, -d, 0)  # |diff| <= radius keeps diff << left_shift inside int32
-    scaled = fp.srdhm(diff << scaling.left_shift, scaling.multiplier)  # MultiplyByQuantizedMultiplierGreaterThanOne
+    scaled = raw.srdhm(diff << scaling.left_shift, scaling.multiplier)  # MultiplyByQuantizedMultiplierGreaterThanOne
     exp_q0 = fp.exp_on_negative_values(scaled, fp.SCALED_DIFF_INTEGER_BITS)
     exp_q12 = np.where(used, fp.rescale(exp_q0, 0, _ACCUMULATION_INTEGER_BITS), 0)
     for t in (exp_q0, exp_q12):
@@ -82,7 +84,7 @@ def exp_tables(scaling: fp.SoftmaxScaling) -> tuple[np.ndarray, np.ndarray]:
 def run(p: SoftmaxParams, x):
     rows = x.reshape(-1, p.depth)
     d = rows.max(axis=1, keepdims=True).astype(np.int16) - rows  # max - x in [0, 255]
-    sums = fp.wrap32(p.exp_q12[d].sum(axis=1))  # int32 accumulation, as C
+    sums = raw.wrap32(p.exp_q12[d].sum(axis=1))  # int32 accumulation, as C
     inverse, bits_over_unit = fp.get_reciprocal(sums, _ACCUMULATION_INTEGER_BITS)
     exponent = bits_over_unit + 31 - _OUTPUT_BITS
     if np.any((exponent < 0) | (exponent > 31)):
@@ -90,6 +92,6 @@ def run(p: SoftmaxParams, x):
             f"node {p.node!r} ({OP}): a row's sum of exponentials is >= 512 (a long, nearly flat row), which "
             f"TFLite's int8 softmax cannot represent (its kernels abort); increase beta or the input scale, "
             f"or shorten the rows")
-    y = fp.rdbp(fp.srdhm(inverse[:, None], p.exp_q0[d]), exponent[:, None]) - 128
+    y = raw.rdbp(raw.srdhm(inverse[:, None], p.exp_q0[d]), exponent[:, None]) - 128
     y = np.where(d <= p.radius, np.clip(y, -128, 127), -128)
     return (y.astype(np.int8).reshape(x.shape),)

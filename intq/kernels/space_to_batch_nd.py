@@ -16,9 +16,8 @@ size, one padding pair). Contract (LiteRT ``space_to_batch_nd.cc``, TFLM
   ``SpaceToBatchParams::output_offset``, which TFLM's prepare never sets (a TFLM bug): the
   persistent buffer holding it is uninitialised arena memory — zero in a fresh host arena, other
   values after earlier runs (measured: -32, -88) — so the padded outputs are **undefined**: intq
-  refuses a padded SPACE_TO_BATCH_ND for the ``tflite`` target instead of guessing; the positions hold the real
-  value ``-Z * S`` instead of 0. intq reproduces the host behaviour (0) for the ``tflite`` target;
-  a graph meant for TFLM should have zero point 0 here, or pad explicitly with PAD first.
+  refuses a padded SPACE_TO_BATCH_ND for the ``tflite`` target instead of guessing (pad explicitly
+  with PAD first, whose pad value TFLM sets); without padding the op is pure data movement there.
 """
 
 from __future__ import annotations
@@ -28,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from intq.kernels import _movement_common as mc
-from intq.kernels.base import KernelContext
+from intq.kernels.base import KernelContext, kernel
 
 OP = "SPACE_TO_BATCH_ND"
 DTYPES = {mc.LITERT: mc.ALL_INTS, mc.TFLM: (mc.I8,)}
@@ -43,6 +42,7 @@ class SpaceToBatchNDParams:
     out_shape: tuple[int, ...]
 
 
+@kernel(OP)
 def prepare(ctx: KernelContext) -> SpaceToBatchNDParams:
     x, y = ctx.input(0), ctx.outputs[0]
     dtype = mc.check_dtype(ctx, x, "input", DTYPES[mc.LITERT], DTYPES[mc.TFLM])

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from intq.kernels import _movement_common as mc
-from intq.kernels.base import KernelContext
+from intq.kernels.base import KernelContext, kernel
 
 OP = "SPACE_TO_DEPTH"
 DTYPES = {mc.LITERT: (mc.I8, mc.U8, mc.I32, mc.I64), mc.TFLM: (mc.I8,)}
@@ -25,6 +25,7 @@ class SpaceToDepthParams:
     out_shape: tuple[int, ...]
 
 
+@kernel(OP)
 def prepare(ctx: KernelContext) -> SpaceToDepthParams:
     x, y = ctx.input(0), ctx.outputs[0]
     mc.check_dtype(ctx, x, "input", DTYPES[mc.LITERT], DTYPES[mc.TFLM])

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from intq.kernels import _movement_common as mc
-from intq.kernels.base import KernelContext
+from intq.kernels.base import KernelContext, kernel
 
 OP = "SPLIT"
 DTYPES = {mc.LITERT: mc.ALL_INTS, mc.TFLM: (mc.I8, mc.I16, mc.I32)}
@@ -26,6 +26,7 @@ class SplitParams:
     num_splits: int
 
 
+@kernel(OP)
 def prepare(ctx: KernelContext) -> SplitParams:
     x = ctx.input(1)
     mc.check_dtype(ctx, x, "input", DTYPES[mc.LITERT], DTYPES[mc.TFLM])

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from intq.kernels import _movement_common as mc
-from intq.kernels.base import KernelContext
+from intq.kernels.base import KernelContext, kernel
 
 OP = "SQUEEZE"
 MAX_RANK = 8  # both runtimes: should_squeeze[8]
@@ -24,6 +24,7 @@ class SqueezeParams:
     out_shape: tuple[int, ...]
 
 
+@kernel(OP)
 def prepare(ctx: KernelContext) -> SqueezeParams:
     x, y = ctx.input(0), ctx.outputs[0]
     mc.check_dtype(ctx, x, "input", mc.ALL_INTS, mc.ALL_INTS)

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from intq.kernels import _movement_common as mc
-from intq.kernels.base import KernelContext
+from intq.kernels.base import KernelContext, kernel
 
 OP = "STRIDED_SLICE"
 DTYPES = {mc.LITERT: mc.ALL_INTS, mc.TFLM: (mc.I8, mc.I16, mc.I32)}
@@ -160,6 +160,7 @@ def _tflm_shape(axes: list[_Axis]) -> list[int]:
     return shape
 
 
+@kernel(OP)
 def prepare(ctx: KernelContext) -> StridedSliceParams:
     x, y = ctx.input(0), ctx.outputs[0]
     rt = mc.runtime(ctx)

@@ -29,8 +29,6 @@ integers) before requantizing the difference.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from intq.kernels._elementwise_common import (
@@ -44,7 +42,6 @@ from intq.kernels._elementwise_common import (
     int8_input,
     int8_output,
     int8_table,
-    lookup,
     make_rescale,
     output_requantizer,
     requant_mode,
@@ -54,26 +51,16 @@ from intq.kernels._elementwise_common import (
     xnnpack_add,
     zero_point_of,
 )
-from intq.kernels.base import KernelContext
-from intq.kernels.requantize import Requantizer, requantize
+from intq.kernels.base import KernelContext, kernel
+from intq.kernels.add import AddParams, run_reference
 
 OP = "SUB"
 LEFT_SHIFT = 20  # as ADD: 255 << 20 < 2^28
 
 
-@dataclass(frozen=True, eq=False)
-class SubParams:
-    zero_point_a: int
-    zero_point_b: int
-    rescale_a: Rescale  # s_a / (2 max(s_a, s_b))
-    rescale_b: Rescale  # s_b / (2 max(s_a, s_b))
-    output: Requantizer  # 2 max(s_a, s_b) / (2^20 s_y), + Z_y, clamp to the fused activation
-    table_a: np.ndarray  # int32 [256]: scaled_input(rescale_a, Z_a, a) for every int8 a (see lookup)
-    table_b: np.ndarray
-    xnnpack: XnnpackAdd | None = None  # the xnnpack target, where XNNPACK takes the node
-
-
-def prepare(ctx: KernelContext) -> SubParams:
+@kernel(OP)
+def prepare(ctx: KernelContext) -> AddParams | XnnpackAdd:
+    """ADD's parameters with ``table_b`` negated: ``table_a[a] + (-table_b)[b]`` is SUB's difference."""
     check_arity(ctx, 2)
     a, qa = int8_input(ctx, 0, "input 0")
     b, qb = int8_input(ctx, 1, "input 1")
@@ -82,8 +69,7 @@ def prepare(ctx: KernelContext) -> SubParams:
     if ctx.target.xnnpack:
         xnn = xnnpack_add(ctx, qa, qb, qy, subtract=True)
         if xnn is not None:
-            z = np.zeros(256, np.int32)
-            return SubParams(zero_point_of(qa), zero_point_of(qb), None, None, None, z, z, xnn)
+            return xnn
     mode = requant_mode(ctx)
     s_a, s_b, s_y = scale_of(qa), scale_of(qb), scale_of(qy)
     twice_max = fp32(2) * max(s_a, s_b)  # exact in float32
@@ -95,14 +81,14 @@ def prepare(ctx: KernelContext) -> SubParams:
     za, zb = zero_point_of(qa), zero_point_of(qb)
     ra = make_rescale(ctx, real_a, "input 0", mode, smaller_than_one=True)
     rb = make_rescale(ctx, real_b, "input 1", mode, smaller_than_one=True)
-    return SubParams(
+    return AddParams(
         zero_point_a=za,
         zero_point_b=zb,
         rescale_a=ra,
         rescale_b=rb,
         output=output_requantizer(ctx, real_out, mode, qy, lo, hi),
         table_a=int8_table(scaled_input(ra, za, INT8_BY_BITS), np.int32),
-        table_b=int8_table(scaled_input(rb, zb, INT8_BY_BITS), np.int32),
+        table_b=int8_table(-scaled_input(rb, zb, INT8_BY_BITS), np.int32),  # negated: SUB adds it
     )
 
 
@@ -111,9 +97,7 @@ def scaled_input(r: Rescale, zero_point: int, x: np.ndarray) -> np.ndarray:
     return rescale(r, (np.asarray(x, dtype=np.int64) - zero_point) << LEFT_SHIFT)
 
 
-def run(p: SubParams, a, b):
-    if p.xnnpack is not None:
-        return (run_xnnpack_add(p.xnnpack, a, b).reshape(np.broadcast_shapes(a.shape, b.shape)),)
-    shape = np.broadcast_shapes(a.shape, b.shape)
-    acc = lookup(p.table_a, a) - lookup(p.table_b, b)  # int32: |acc| < 2^28
-    return (requantize(p.output, acc).reshape(shape),)
+def run(p: AddParams | XnnpackAdd, a, b):
+    if isinstance(p, XnnpackAdd):
+        return (run_xnnpack_add(p, a, b).reshape(np.broadcast_shapes(a.shape, b.shape)),)
+    return (run_reference(p, a, b),)

@@ -43,7 +43,7 @@ import numpy as np
 from dataclasses import dataclass
 
 from intq.kernels._pool_common import QuantizedSumParams, prepare_quantized_sum
-from intq.kernels.base import KernelContext
+from intq.kernels.base import KernelContext, kernel
 from intq.kernels.mean import XnnpackMeanParams, _float32_mean
 from intq.kernels.targets import Runtime
 from intq.qmath import multiply_by_quantized_multiplier
@@ -65,6 +65,7 @@ class OptimizedSumParams:
     zero_point: int
 
 
+@kernel(OP)
 def prepare(ctx: KernelContext) -> QuantizedSumParams | OptimizedSumParams | XnnpackMeanParams:
     ctx.check_emulated()
     if not ctx.target.optimized:
@@ -73,8 +74,8 @@ def prepare(ctx: KernelContext) -> QuantizedSumParams | OptimizedSumParams | Xnn
     if p.count * 255 >= 2**24:
         raise ctx.error(f"target {ctx.target.name!r}: a sum of {p.count} elements may not be exact in float32")
     in_qp, out_qp = ctx.input(0).qparams, ctx.outputs[0].qparams
-    ratio = np.float32(np.float32(in_qp.scale[0]) / np.float32(out_qp.scale[0]))
-    zi, zo = int(in_qp.zero_point[0]), int(out_qp.zero_point[0])
+    ratio = np.float32(np.float32(in_qp.tensor_scale) / np.float32(out_qp.tensor_scale))
+    zi, zo = in_qp.tensor_zero_point, out_qp.tensor_zero_point
     if ctx.target.xnnpack:
         if len(ctx.input(0).shape) - 1 in p.axes:
             raise ctx.error(f"target {ctx.target.name!r}: XNNPACK's SUM over the innermost axis (its rsum path) "

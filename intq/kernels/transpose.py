@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from intq.kernels import _movement_common as mc
-from intq.kernels.base import KernelContext
+from intq.kernels.base import KernelContext, kernel
 
 OP = "TRANSPOSE"
 DTYPES = {mc.LITERT: mc.ALL_INTS, mc.TFLM: (mc.I8, mc.I16)}
@@ -28,6 +28,7 @@ class TransposeParams:
     perm: tuple[int, ...]
 
 
+@kernel(OP)
 def prepare(ctx: KernelContext) -> TransposeParams:
     x, y = ctx.input(0), ctx.outputs[0]
     mc.check_dtype(ctx, x, "input", DTYPES[mc.LITERT], DTYPES[mc.TFLM])

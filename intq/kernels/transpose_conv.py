@@ -52,7 +52,7 @@ from intq.kernels._conv_common import (
     static_shape,
     window_options,
 )
-from intq.kernels.base import KernelContext
+from intq.kernels.base import KernelContext, kernel
 from intq.kernels.gemm import PreparedGemm, exact_matmul, prepare_gemm
 from intq.kernels.requantize import Requantizer, requantize
 from intq.kernels.targets import Runtime
@@ -79,6 +79,7 @@ class TransposeConvParams:
     out_shape: tuple[int, int, int, int]
 
 
+@kernel(OP)
 def prepare(ctx: KernelContext) -> TransposeConvParams:
     ctx.check_emulated()  # litert-opt / xnnpack: measured to differ, not emulated (intq.kernels.targets)
     x, y = ctx.input(2), ctx.outputs[0]
@@ -112,7 +113,7 @@ def prepare(ctx: KernelContext) -> TransposeConvParams:
     check_accumulator(ctx, np.abs(w.astype(np.int64)).reshape(c_out, -1).sum(axis=1), bias)
     matrix = np.ascontiguousarray(w.transpose(1, 2, 0, 3)).reshape(kh * kw * c_out, c_in)  # row (i, j, o)
     gemm = prepare_gemm(matrix)
-    zx = int(in_qp.zero_point[0])
+    zx = in_qp.tensor_zero_point
     tap_offset = (-zx * gemm.weight_sums).astype(np.int32).reshape(kh, kw, c_out)  # |.| <= 128 * 127 * C_in
     requant = conv_requantizer(ctx, OP, in_qp, w_qp, out_qp, c_out, opts.activation, y.dtype)
     full_hw = (max((h - 1) * opts.stride_h + kh, pad.top + oh), max((w_in - 1) * opts.stride_w + kw, pad.left + ow))

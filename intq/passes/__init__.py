@@ -1,6 +1,7 @@
 """intq.passes — pure graph-to-graph rewrites that prepare a float graph for integer deployment.
 
-:func:`simplify` runs the standard pipeline; each pass is also usable alone.
+:func:`simplify` runs the standard pipeline; each pass is also usable alone. The importer already
+ran :func:`explicit_pads` (padding written out), which the pipeline's passes and readers rely on.
 """
 
 from intq.ir import Graph
@@ -8,6 +9,7 @@ from intq.passes.activations import fuse_activations, recognize_activations
 from intq.passes.batchnorm import fold_batch_norms
 from intq.passes.cleanup import remove_identities, remove_noop_reshapes
 from intq.passes.constants import div_by_constant_to_mul, fold_constants
+from intq.passes.padding import explicit_pads
 from intq.passes.rewrite import Const, Pattern, Rule, apply_rules, match
 
 
@@ -33,6 +35,7 @@ __all__ = [
     "remove_identities",
     "remove_noop_reshapes",
     "div_by_constant_to_mul",
+    "explicit_pads",
     "fold_batch_norms",
     "recognize_activations",
     "fuse_activations",

@@ -13,6 +13,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from intq.qmath.compiled import mbqm_scalar
+
 
 @njit(cache=True, nogil=True)
 def fake_quantize(x, scale, lo, hi, out, inside):
@@ -44,40 +46,20 @@ def codes(x, scale, out):
 
 
 @njit(cache=True, nogil=True)
-def requantize_output(acc, bias, mult, left, right, nudge, right_pos, zp, act_min, act_max, scale, out, inside):
-    """The linear layers' requantization (:func:`intq.qat.requant.requantize`), clamp and
-    dequantization in one pass over ``acc`` [rows, C, inner] (integer values, any real dtype or
-    int64). Returns the unclamped output's (min, max) in integers. ``h >> 63`` is -1 for a
-    negative ``h`` (all ones), 0 otherwise: RoundingDivideByPOT's ``(h < 0)`` without a branch."""
+def requantize_output(acc, bias, mult, left, right, zp, act_min, act_max, scale, out, inside):
+    """The linear layers' requantization (:func:`intq.qat.requant.requantize`: the kernels'
+    double rounding, :func:`intq.qmath.compiled.mbqm_scalar`), clamp and dequantization in one
+    pass over ``acc`` [rows, C, inner] (integer values, any real dtype or int64). Returns the
+    unclamped output's (min, max) in integers."""
     rows, channels, inner = acc.shape
     lo_seen = np.int64(2**62)
     hi_seen = -lo_seen
     one = np.float32(1.0)
     zero = np.float32(0.0)
-    rnd = np.int64(1) << 30
-    if inner == 1:  # channels last in memory: loop over channels innermost
-        for r in range(rows):
-            for c in range(channels):
-                x = (np.int64(acc[r, c, 0]) + bias[c]) << left[c]
-                h = (x * mult[c] + rnd) >> 31  # SRDHM, m > 0
-                y = ((h + nudge[c] - (right_pos[c] & (h >> 63))) >> right[c]) + zp
-                lo_seen = min(lo_seen, y)
-                hi_seen = max(hi_seen, y)
-                inside[r, c, 0] = one if (y >= act_min) and (y <= act_max) else zero
-                out[r, c, 0] = np.float32(min(max(y, act_min), act_max) - zp) * scale
-        return lo_seen, hi_seen
     for r in range(rows):
         for c in range(channels):
-            m = mult[c]
-            sl = left[c]
-            sr = right[c]
-            nd = nudge[c]
-            rp = right_pos[c]
-            b = bias[c]
             for k in range(inner):
-                x = (np.int64(acc[r, c, k]) + b) << sl
-                h = (x * m + rnd) >> 31
-                y = ((h + nd - (rp & (h >> 63))) >> sr) + zp
+                y = mbqm_scalar(np.int64(acc[r, c, k]) + bias[c], mult[c], left[c], right[c], 1) + zp
                 lo_seen = min(lo_seen, y)
                 hi_seen = max(hi_seen, y)
                 inside[r, c, k] = one if (y >= act_min) and (y <= act_max) else zero

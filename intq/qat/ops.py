@@ -21,24 +21,18 @@ from collections.abc import Callable
 import torch
 import torch.nn.functional as F
 
+from intq.passes.padding import pads_of
 from intq.qat.errors import QATError
+from intq.registry import Registry
 
-TORCH_OPS: dict[str, Callable] = {}
+#: ONNX op type -> PyTorch function; each function joins with ``@TORCH_OPS.register()`` below.
+TORCH_OPS: Registry[Callable] = Registry("PyTorch form of ONNX operator", QATError)
 
 _ACTIVATIONS = {
     "RELU": lambda y: F.relu(y),
     "RELU6": lambda y: F.hardtanh(y, 0.0, 6.0),
     "RELU_N1_TO_1": lambda y: F.hardtanh(y, -1.0, 1.0),
 }
-
-
-def op(*names: str):
-    def register(fn):
-        for n in names or (fn.__name__,):
-            TORCH_OPS[n] = fn
-        return fn
-
-    return register
 
 
 def fused_activation(node, y: torch.Tensor) -> torch.Tensor:
@@ -51,23 +45,9 @@ def fused_activation(node, y: torch.Tensor) -> torch.Tensor:
     return _ACTIVATIONS[act](y)
 
 
-def _explicit_pads(node, in_spatial, kernel, strides, dilations) -> tuple[list[int], list[int]]:
-    """(begins, ends) per spatial axis from ``pads`` / ``auto_pad`` (ONNX rules)."""
-    nd = len(kernel)
-    auto = node.attrs.get("auto_pad", "NOTSET")
-    if auto in ("SAME_UPPER", "SAME_LOWER"):
-        begins, ends = [], []
-        for n, k, s, d in zip(in_spatial, kernel, strides, dilations):
-            out = -(-n // s)
-            total = max(0, (out - 1) * s + (k - 1) * d + 1 - n)
-            small, big = total // 2, total - total // 2
-            begins.append(small if auto == "SAME_UPPER" else big)
-            ends.append(big if auto == "SAME_UPPER" else small)
-        return begins, ends
-    if auto == "VALID":
-        return [0] * nd, [0] * nd
-    pads = list(node.attrs.get("pads", (0,) * (2 * nd)))
-    return pads[:nd], pads[nd:]
+def _where(node) -> str:
+    """How errors name the node."""
+    return f"node {node.name!r} ({node.op_type})"
 
 
 def _pad_for_torch(x, begins, ends, value=0.0):
@@ -92,7 +72,7 @@ def _window(node):
 LINEAR_OPS = frozenset({"Conv", "Gemm", "MatMul"})  # run by the module through their QATLinear layer
 
 
-@op(*LINEAR_OPS)
+@TORCH_OPS.register(*LINEAR_OPS)
 def linear_layer(m, node, x, *rest):
     raise AssertionError("linear layers run through QATModule")  # listed here so prepare accepts them
 
@@ -100,9 +80,7 @@ def linear_layer(m, node, x, *rest):
 def conv_padding(node, x, kernel) -> tuple[torch.Tensor, tuple[int, int]]:
     """``(x', padding)``: the Conv node's zero padding as a symmetric ``padding`` for the
     convolution, applying asymmetric pads to ``x`` first (``x' = F.pad(x)``, padding 0)."""
-    s = tuple(int(v) for v in node.attrs.get("strides", (1, 1)))
-    d = tuple(int(v) for v in node.attrs.get("dilations", (1, 1)))
-    begins, ends = _explicit_pads(node, x.shape[2:], kernel, s, d)
+    begins, ends = pads_of(_where(node), node.attrs, len(kernel))
     return _pad_for_torch(x, begins, ends)
 
 
@@ -113,7 +91,7 @@ def conv2d(node, x, w, b):
     k = tuple(w.shape[2:])
     s = tuple(int(v) for v in node.attrs.get("strides", (1, 1)))
     d = tuple(int(v) for v in node.attrs.get("dilations", (1, 1)))
-    begins, ends = _explicit_pads(node, x.shape[2:], k, s, d)
+    begins, ends = pads_of(_where(node), node.attrs, len(k))
     x, padding = _pad_for_torch(x, begins, ends)
     return F.conv2d(x, w, b, s, padding, d, int(node.attrs.get("group", 1)))
 
@@ -127,91 +105,91 @@ def _binary(m, node, a, b, fn):
     return fused_activation(node, fn(a, b))
 
 
-@op()
+@TORCH_OPS.register()
 def Add(m, node, a, b):
     return _binary(m, node, a, b, torch.add)
 
 
-@op()
+@TORCH_OPS.register()
 def Sub(m, node, a, b):
     return _binary(m, node, a, b, torch.sub)
 
 
-@op()
+@TORCH_OPS.register()
 def Mul(m, node, a, b):
     return _binary(m, node, a, b, torch.mul)
 
 
-@op("Max", "Min")
+@TORCH_OPS.register("Max", "Min")
 def Max(m, node, a, b):
     return _binary(m, node, a, b, torch.maximum if node.op_type == "Max" else torch.minimum)
 
 
-@op()
+@TORCH_OPS.register()
 def Relu(m, node, x):
     return F.relu(x)
 
 
-@op()
+@TORCH_OPS.register()
 def Clip(m, node, x, *bounds):
     lo = m.constant(node.inputs[1]) if len(node.inputs) > 1 and node.inputs[1] else None
     hi = m.constant(node.inputs[2]) if len(node.inputs) > 2 and node.inputs[2] else None
     return x.clamp(None if lo is None else float(lo), None if hi is None else float(hi))
 
 
-@op()
+@TORCH_OPS.register()
 def Sigmoid(m, node, x):
     return torch.sigmoid(x)
 
 
-@op()
+@TORCH_OPS.register()
 def Tanh(m, node, x):
     return torch.tanh(x)
 
 
-@op()
+@TORCH_OPS.register()
 def HardSwish(m, node, x):
     return F.hardswish(x)
 
 
-@op()
+@TORCH_OPS.register()
 def LeakyRelu(m, node, x):
     return F.leaky_relu(x, float(node.attrs.get("alpha", 0.01)))
 
 
-@op()
+@TORCH_OPS.register()
 def Softmax(m, node, x):
     return torch.softmax(x, int(node.attrs.get("axis", -1)))
 
 
-@op()
+@TORCH_OPS.register()
 def LogSoftmax(m, node, x):
     return torch.log_softmax(x, int(node.attrs.get("axis", -1)))
 
 
-@op()
+@TORCH_OPS.register()
 def Identity(m, node, x):
     return x
 
 
 # ----------------------------------------------------------------------------------- pooling
 
-@op()
+@TORCH_OPS.register()
 def MaxPool(m, node, x):
     k, s, d = _window(node)
-    begins, ends = _explicit_pads(node, x.shape[2:], k, s, d)
+    begins, ends = pads_of(_where(node), node.attrs, len(k))
     x, padding = _pad_for_torch(x, begins, ends, value=float("-inf"))
     x = x.contiguous(memory_format=torch.channels_last)  # PyTorch's CPU max pooling is ~5x faster in NHWC
     y = F.max_pool2d(x, k, s, padding, d, ceil_mode=bool(node.attrs.get("ceil_mode", 0)))
     return fused_activation(node, y)
 
 
-@op()
+@TORCH_OPS.register()
 def AveragePool(m, node, x):
     k, s, d = _window(node)
     if d != (1, 1):
         raise QATError(f"node {node.name!r} (AveragePool): dilation is not supported")
-    begins, ends = _explicit_pads(node, x.shape[2:], k, s, d)
+    begins, ends = pads_of(_where(node), node.attrs, len(k))
     if begins != ends:
         raise QATError(f"node {node.name!r} (AveragePool): asymmetric padding {begins, ends} is not supported")
     y = F.avg_pool2d(x, k, s, tuple(begins), ceil_mode=bool(node.attrs.get("ceil_mode", 0)),
@@ -219,17 +197,17 @@ def AveragePool(m, node, x):
     return fused_activation(node, y)
 
 
-@op()
+@TORCH_OPS.register()
 def GlobalAveragePool(m, node, x):
     return x.mean(dim=tuple(range(2, x.dim())), keepdim=True)
 
 
-@op()
+@TORCH_OPS.register()
 def GlobalMaxPool(m, node, x):
     return x.amax(dim=tuple(range(2, x.dim())), keepdim=True)
 
 
-@op("ReduceMean", "ReduceMax", "ReduceMin", "ReduceSum")
+@TORCH_OPS.register("ReduceMean", "ReduceMax", "ReduceMin", "ReduceSum")
 def ReduceMean(m, node, x, axes=None):
     ax = m.constant(node.inputs[1]) if len(node.inputs) > 1 and node.inputs[1] else None
     dims = tuple(range(x.dim())) if ax is None or ax.size == 0 else tuple(int(a) % x.dim() for a in ax.reshape(-1))
@@ -240,7 +218,7 @@ def ReduceMean(m, node, x, axes=None):
 
 # ------------------------------------------------------------------------------------- shape
 
-@op("Reshape", "Flatten", "Squeeze", "Unsqueeze")
+@TORCH_OPS.register("Reshape", "Flatten", "Squeeze", "Unsqueeze")
 def Reshape(m, node, x, *rest):
     shape = list(m.static_shape(node.outputs[0]))
     in_shape = m.static_shape(node.inputs[0])
@@ -249,13 +227,13 @@ def Reshape(m, node, x, *rest):
     return x.reshape(shape)
 
 
-@op()
+@TORCH_OPS.register()
 def Transpose(m, node, x):
     perm = node.attrs.get("perm")
     return x.permute(*[int(p) for p in perm]) if perm is not None else x.permute(*reversed(range(x.dim())))
 
 
-@op()
+@TORCH_OPS.register()
 def Concat(m, node, *xs):
     if any(t is None for t in xs):
         raise QATError(f"node {node.name!r} (Concat): constant inputs are not supported by quantization-aware training")

@@ -121,7 +121,7 @@ def prepare(model: torch.nn.Module, example_inputs, *, per_channel: bool = True,
     missing = sorted({n.op_type for n in g.nodes if n.op_type not in TORCH_OPS})
     if missing:
         raise QATError(f"{g.name}: quantization-aware training has no PyTorch form for {missing} "
-                       f"(nodes {[n.name for n in g.nodes if n.op_type in missing][:5]}); available: {sorted(TORCH_OPS)}")
+                       f"(nodes {[n.name for n in g.nodes if n.op_type in missing][:5]}); available: {TORCH_OPS.available()}")
     bad = [n.name for n in g.nodes if n.op_type == "BatchNormalization"]
     if bad:
         raise QATError(f"{g.name}: batch norm nodes {bad} follow no Conv/Gemm they could fold into; quantization-aware "

@@ -9,11 +9,15 @@ For output channel ``c``::
 with ``(m_c, shift_c)`` the Q0.31 pair of ``M_c = S_x * S_w[c] / S_y`` (TFLite's
 ``QuantizeMultiplier``), SRDHM gemmlowp's saturating rounding doubling high multiply
 ``floor((x * m + 2^30) / 2^31)``, RDBP its rounding divide by a power of two (half away from zero)
-— ``docs/arithmetic.md`` section 4.1. The integers come from intq's own
-:func:`intq.kernels.requantize.make_requantizer` and the clamp from
-:func:`~intq.kernels.requantize.activation_range`; ``M_c`` from :func:`intq.qmath.effective_scale`
-with the product precision each kernel uses (double for convolutions and per-channel fully
-connected, float32 for per-tensor fully connected, as TFLM's ``FULLY_CONNECTED``).
+— ``docs/arithmetic.md`` section 4.1.
+
+Nothing here re-derives the kernels' rules: the :class:`~intq.kernels.requantize.Requantizer`
+(``M_c``'s product precision — double for convolutions and per-channel fully connected, float32
+for per-tensor fully connected, as TFLM's ``FULLY_CONNECTED`` —, the multiplier and shifts, the
+fused activation's clamp) is what the integer kernels' ``prepare`` computes for :data:`TARGET`:
+:func:`intq.kernels._conv_common.conv_requantizer` (CONV_2D, DEPTHWISE_CONV_2D) and
+:func:`intq.kernels.fully_connected.fc_requantizer`, called with a :class:`KernelContext` that
+names the operator and the target.
 
 :func:`requantize` is the whole-tensor PyTorch form; the QAT layers run the same arithmetic fused
 (:func:`intq.qat._fused.requantize_output`). Contract: ``acc`` holds int32 values and
@@ -27,60 +31,68 @@ from functools import lru_cache
 import numpy as np
 import torch
 
-from intq.kernels.requantize import Requantizer, activation_range, make_requantizer
-from intq.kernels.targets import Requant
+from intq.errors import IntqError
+from intq.ir import Node
+from intq.kernels._conv_common import conv_requantizer
+from intq.kernels.base import KernelContext
+from intq.kernels.fully_connected import fc_requantizer
+from intq.kernels.requantize import Requantizer
+from intq.kernels.targets import Requant, get_target
 from intq.qat.errors import QATError
-from intq.qmath import QuantParams, effective_scale, quantize_multiplier
+from intq.qmath import QuantParams, raw
+
+#: The integer target quantization-aware training reproduces: TensorFlow Lite Micro's kernels
+#: (double rounding, which :func:`requantize` and the fused pass compute).
+TARGET = get_target("tflite")
 
 
-@lru_cache(maxsize=1024)
-def _clamp(output_scale: float, output_zero_point: int, activation: str | None) -> tuple[int, int]:
-    return activation_range(activation or "NONE", QuantParams(np.float32(output_scale), output_zero_point, np.int8))
+@lru_cache(maxsize=None)
+def _context(op: str) -> KernelContext:
+    """The context a kernel's requantization reads (the op and the target; no tensors)."""
+    return KernelContext(Node(op, f"quantization-aware {op}", (), ()), (), (), TARGET)
 
 
 def make_layer_requantizer(input_scale: float, weight_scales: np.ndarray, output_scale: float, output_zero_point: int,
                            activation: str | None, channels: int, *, fully_connected: bool) -> Requantizer:
-    """The requantization of a layer with ``channels`` outputs (per-channel arrays of ``channels``
-    entries; one weight scale is broadcast)."""
-    per_channel = np.size(weight_scales) > 1
-    s_w = np.broadcast_to(np.asarray(weight_scales, np.float64), (channels,))
-    product = np.float32 if (fully_connected and not per_channel) else np.float64
-    real = np.atleast_1d(effective_scale(input_scale, s_w, output_scale, product_dtype=product))
-    lo, hi = _clamp(float(output_scale), int(output_zero_point), activation)
-    return make_requantizer(real, Requant.DOUBLE, output_zero_point, lo, hi, np.int8)
+    """The kernel's requantization of a layer with ``channels`` outputs: FULLY_CONNECTED's when
+    ``fully_connected``, else CONV_2D's (which DEPTHWISE_CONV_2D shares on :data:`TARGET`); one
+    weight scale means per-tensor weights. A multiplier the kernel cannot represent is a QATError."""
+    s_w = np.asarray(weight_scales, np.float64).reshape(-1)
+    w_qp = QuantParams(s_w, np.zeros(s_w.size, np.int64), np.int8, axis=0 if s_w.size > 1 else None)
+    in_qp = QuantParams(np.float32(input_scale), 0, np.int8)
+    out_qp = QuantParams(np.float32(output_scale), int(output_zero_point), np.int8)
+    act = activation or "NONE"
+    try:
+        if fully_connected:
+            r = fc_requantizer(_context("FULLY_CONNECTED"), in_qp, w_qp, out_qp, act, np.int8)
+        else:
+            r = conv_requantizer(_context("CONV_2D"), "CONV_2D", in_qp, w_qp, out_qp, channels, act, np.int8)
+    except IntqError as e:
+        raise QATError(f"layer requantization: {e}") from None
+    assert r.mode is Requant.DOUBLE, r.mode  # the only rounding requantize / _fused compute
+    return r
 
 
 def layer_requantizer_arrays(input_scale: float, weight_scales: np.ndarray, output_scale: float, output_zero_point: int,
                              activation: str | None, channels: int, *, fully_connected: bool):
-    """What :func:`make_layer_requantizer` gives, lean (the per-step hot path): ``(arrays, act_min,
-    act_max)`` with ``arrays = (multiplier, left, right, nudge, right_pos)`` int64 — the
-    multiplier from :func:`intq.qmath.quantize_multiplier`, the rest as
-    :func:`intq.kernels.requantize.make_requantizer` derives them (tests require equality)."""
-    per_channel = np.size(weight_scales) > 1
-    s_w = np.broadcast_to(np.asarray(weight_scales, np.float64), (channels,))
-    product = np.float32 if (fully_connected and not per_channel) else np.float64
-    real = np.atleast_1d(effective_scale(input_scale, s_w, output_scale, product_dtype=product))
-    qm = quantize_multiplier(real)
-    shift = np.array(qm.shift, dtype=np.int64)
-    if np.any(shift > 30):
-        raise QATError(f"requantization multiplier {real.max():.6g} is too large (>= 2^30) for TFLite's fixed point")
-    left = np.maximum(shift, 0)
-    right = np.maximum(-shift, 0)
-    arrays = (np.array(qm.multiplier, dtype=np.int64), left, right, (np.int64(1) << right) >> 1, (right > 0).astype(np.int64))
-    lo, hi = _clamp(float(output_scale), int(output_zero_point), activation)
-    return arrays, lo, hi
+    """:func:`make_layer_requantizer` as the fused pass takes it (the per-step hot path):
+    ``(arrays, act_min, act_max)`` with ``arrays = (multiplier, left, right)``, contiguous int64 of
+    ``channels`` entries each."""
+    r = make_layer_requantizer(input_scale, weight_scales, output_scale, output_zero_point, activation, channels,
+                               fully_connected=fully_connected)
+    arrays = tuple(np.ascontiguousarray(np.broadcast_to(v, (channels,))) for v in fused_arrays(r))
+    return arrays, r.act_min, r.act_max
 
 
 def fused_arrays(r: Requantizer) -> tuple[np.ndarray, ...]:
-    """``(multiplier, left, right, nudge, right_pos)`` as contiguous int64 arrays, for
+    """``(multiplier, left, right)`` as contiguous int64 arrays, for
     :func:`intq.qat._fused.requantize_output`."""
-    return tuple(np.array(v, dtype=np.int64) for v in (r.multiplier, r.left, r.right, r.round_nudge, r.right_pos))
+    return tuple(np.array(v, dtype=np.int64) for v in (r.multiplier, r.left, r.right))
 
 
 def requantize(r: Requantizer, acc: torch.Tensor, channel_view: tuple[int, ...] = (-1,)) -> torch.Tensor:
-    """``RDBP(SRDHM(acc << left, m), right) + Z_y`` as int64, *before* the clamp, channels laid out
-    as ``channel_view`` (e.g. ``(1, -1, 1, 1)`` for NCHW conv outputs)."""
-    m, left, right, nudge, right_pos = (torch.from_numpy(v).reshape(channel_view) for v in fused_arrays(r))
-    x = acc << left
-    h = (x * m + (1 << 30)) >> 31  # SRDHM: floor((x*m + 2^30) / 2^31), m > 0
-    return ((h + nudge - ((h < 0).long() * right_pos)) >> right) + r.zero_point
+    """``MultiplyByQuantizedMultiplier(acc, m, shift) + Z_y`` (:func:`intq.qmath.raw.mbqm`, the
+    kernels' double rounding) as int64, *before* the clamp, channels laid out as ``channel_view``
+    (e.g. ``(1, -1, 1, 1)`` for NCHW conv outputs)."""
+    m, shift = (np.asarray(v, np.int64).reshape(channel_view) for v in (r.multiplier, r.shift))
+    return torch.from_numpy(raw.mbqm(acc.numpy(), m, shift) + r.zero_point)

@@ -16,11 +16,9 @@ import numpy as np
 
 from intq.errors import ContractError
 from intq.qmath._checks import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN, as_int64, scalar_or_array
+from intq.qmath import raw
 from intq.qmath.rounding import Rounding, shift_right_rounded
 
-_Q31_ONE = np.int64(1) << 31  # 2^31: 1.0 in Q0.31
-_NUDGE_POS = np.int64(1) << 30  # 2^30: +0.5 in the Q0.31 result of a doubling high multiply
-_NUDGE_NEG = np.int64(1) - (np.int64(1) << 30)  # 1 - 2^30: -0.5 + 2^-31, for truncating division
 
 
 def saturating_rounding_doubling_high_mul(a, b):
@@ -38,24 +36,7 @@ def saturating_rounding_doubling_high_mul(a, b):
     """
     a = as_int64(a, "saturating_rounding_doubling_high_mul: a")
     b = as_int64(b, "saturating_rounding_doubling_high_mul: b")
-    return scalar_or_array(_srdhm(a, b))
-
-
-def _srdhm(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    # (ab + nudge) / 2^31 with C truncation equals floor((ab + 2^30) / 2^31) for every sign of ab:
-    # for ab < 0, trunc((ab + 1 - 2^30) / 2^31) = -floor((-ab + 2^30 - 1) / 2^31)
-    #           = -ceil((-ab - 2^30) / 2^31) = floor((ab + 2^30) / 2^31).
-    high = (a * b + _NUDGE_POS) >> 31  # |ab| <= 2^62: exact in int64
-    if np.any(b == INT32_MIN) and np.any(a == INT32_MIN):
-        high = np.where((a == INT32_MIN) & (b == INT32_MIN), INT32_MAX, high)
-    return high
-
-
-def _rounding_divide_by_pot(x: np.ndarray, exponent: np.ndarray) -> np.ndarray:
-    # Half away from zero as one shift: floor((x + 2^(e-1) - [x < 0 and e > 0]) / 2^e).
-    # Ties of positive x go up, ties of negative x go down; e == 0 adds nothing.
-    half = (np.int64(1) << exponent) >> 1
-    return (x + half - ((x < 0) & (exponent > 0))) >> exponent
+    return scalar_or_array(raw.srdhm(a, b))
 
 
 def rounding_divide_by_pot(x, exponent):
@@ -69,7 +50,7 @@ def rounding_divide_by_pot(x, exponent):
     """
     x = as_int64(x, "rounding_divide_by_pot: x")
     e = as_int64(exponent, "rounding_divide_by_pot: exponent", 0, 31)
-    return scalar_or_array(_rounding_divide_by_pot(x, e))
+    return scalar_or_array(raw.rdbp(x, e))
 
 
 def multiply_by_quantized_multiplier(x, multiplier, shift):
@@ -95,7 +76,7 @@ def multiply_by_quantized_multiplier(x, multiplier, shift):
             "multiply_by_quantized_multiplier: x * 2**shift overflows int32 "
             f"(shift {int(left.max())}); the multiplier is too large for this input range"
         )
-    return scalar_or_array(_rounding_divide_by_pot(_srdhm(xs, m), np.maximum(-s, 0)))
+    return scalar_or_array(raw.mbqm(x, m, s))
 
 
 def multiply_by_quantized_multiplier_single_rounding(x, multiplier, shift):
@@ -111,8 +92,7 @@ def multiply_by_quantized_multiplier_single_rounding(x, multiplier, shift):
     x = as_int64(x, "multiply_by_quantized_multiplier_single_rounding: x")
     m = as_int64(multiplier, "multiply_by_quantized_multiplier_single_rounding: multiplier", 0)
     s = as_int64(shift, "multiply_by_quantized_multiplier_single_rounding: shift", -31, 30)
-    total = 31 - s  # in [1, 62]
-    result = (x * m + (np.int64(1) << (total - 1))) >> total  # |x*m| < 2^62: no overflow
+    result = raw.mbqm_single(x, m, s)  # |x*m| < 2^62: no overflow
     if result.size and (int(result.min()) < INT32_MIN or int(result.max()) > INT32_MAX):
         raise ContractError("multiply_by_quantized_multiplier_single_rounding: result overflows int32")
     return scalar_or_array(result)
@@ -131,9 +111,8 @@ def multiply_by_quantized_multiplier_int64(x, multiplier, shift):
     x = as_int64(x, "multiply_by_quantized_multiplier_int64: x", -(2**47), 2**47 - 1)
     m = as_int64(multiplier, "multiply_by_quantized_multiplier_int64: multiplier", 0)
     s = as_int64(shift, "multiply_by_quantized_multiplier_int64: shift", -31, 7)
-    m16 = np.where(m < 0x7FFF0000, (m + (1 << 15)) >> 16, 0x7FFF)  # 0x7FFF0000: m16 would hit 2^15
-    total = 15 - s  # in [8, 46]
-    result = (x * m16 + (np.int64(1) << (total - 1))) >> total  # |x*m16| < 2^62
+    m16, total = raw.reduce_multiplier(m, s)  # total in [8, 46]
+    result = raw.rshift_half_up(x * m16, total)  # |x*m16| < 2^62; raw.mbqm_int64 wraps this to int32
     if result.size and (int(result.min()) < INT32_MIN or int(result.max()) > INT32_MAX):
         raise ContractError("multiply_by_quantized_multiplier_int64: result overflows int32")
     return scalar_or_array(result)

@@ -109,6 +109,23 @@ class QuantParams:
     def per_axis(self) -> bool:
         return self.axis is not None
 
+    @property
+    def tensor_scale(self) -> float:
+        """The one scale of per-tensor parameters as the runtimes store it: ``float(float32(scale))``
+        (a float32 value, read as a double — C's ``static_cast<double>(params.scale)``)."""
+        return float(np.float32(self._single(self.scale, "scale")))
+
+    @property
+    def tensor_zero_point(self) -> int:
+        """The one zero point of per-tensor parameters."""
+        return int(self._single(self.zero_point, "zero point"))
+
+    def _single(self, values: np.ndarray, what: str):
+        if values.size != 1:
+            raise QuantizationError(f"these parameters have {values.size} channels (axis {self.axis}); "
+                                    f"a per-tensor {what} was expected")
+        return values[0]
+
     def broadcast_to(self, shape: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
         """``(scale, zero_point)`` reshaped to broadcast against an array of ``shape``."""
         if self.axis is None:

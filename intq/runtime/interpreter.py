@@ -49,25 +49,24 @@ class Interpreter:
     """
 
     def __init__(self, graph: Graph, target="tflite"):
-        from intq.kernels import KERNELS, KernelContext, get_target
-        from intq.kernels.int16x8 import kernel_for
+        from intq.kernels import KERNELS, KernelContext, activation_of, get_target, lookup
         from intq.runtime.float_ops import FLOAT_OPS
 
         self.graph = graph
         self.target = get_target(target)
-        missing = sorted({n.op_type for n in graph.nodes if n.op_type not in FLOAT_OPS and n.op_type not in KERNELS})
+        integer_ops = {op for op, _ in KERNELS}
+        missing = sorted({n.op_type for n in graph.nodes if n.op_type not in FLOAT_OPS and n.op_type not in integer_ops})
         if missing:
             raise InterpreterError(f"graph {graph.name!r} has operators intq cannot execute: {missing}")
         self._ops = FLOAT_OPS
         self._kernels: dict[str, tuple] = {}  # node name -> (run, prepared params)
         for node in graph.nodes:
-            if node.op_type in KERNELS:
-                kernel = KERNELS[node.op_type]
-                # 16x8: a node whose first input is int16 runs intq.kernels.int16x8's kernel where it has
-                # one (QUANTIZE included: int16 -> int16/int8 requantization); the others (RESHAPE,
+            if node.op_type in integer_ops:
+                # the kernel of the node's activation dtype: a first input of int16 selects the 16x8
+                # kernel where the op has one (QUANTIZE included); the others (RESHAPE,
                 # CONCATENATION, DEQUANTIZE...) take int16 themselves
                 first = graph.tensors[node.inputs[0]] if node.inputs and node.inputs[0] else None
-                kernel = kernel_for(node.op_type, first.dtype if first is not None else None) or kernel
+                kernel = lookup(node.op_type, activation_of(first.dtype if first is not None else None))
                 ctx = KernelContext(node, tuple(graph.tensors[i] if i else None for i in node.inputs),
                                     tuple(graph.tensors[o] for o in node.outputs), self.target)
                 self._kernels[node.name] = (kernel.run, kernel.prepare(ctx))

@@ -97,3 +97,33 @@ def test_int8_io_and_float_io():
     assert qf.tensors[qf.inputs[0]].dtype == np.float32 and qf.inputs == g.inputs and qf.outputs == g.outputs
     with pytest.raises(ConversionError, match="input_type"):
         convert(g, table, input_type="uint4")
+
+
+@pytest.mark.parametrize("auto_pad, padding, pad_ops", [
+    ("SAME_UPPER", "SAME", 0),    # TFLite's SAME is ONNX's SAME_UPPER
+    ("SAME_LOWER", "VALID", 1),   # odd totals put the extra pad first: an explicit PAD
+    ("VALID", "VALID", 0),
+])
+def test_auto_pad_arrives_as_explicit_pads_and_maps_to_tflite_padding(auto_pad, padding, pad_ops):
+    w = numpy_helper.from_array(RNG.standard_normal((4, 3, 3, 3)).astype(np.float32), "w")
+    b = numpy_helper.from_array(RNG.standard_normal(4).astype(np.float32), "b")
+    node = helper.make_node("Conv", ["x", "w", "b"], ["y"], auto_pad=auto_pad, strides=[2, 2])
+    g = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 9, 10])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [w, b])
+    q = quantize(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), _data((1, 3, 9, 10)))
+    conv = next(n for n in q.nodes if n.op_type == "CONV_2D")
+    assert conv.attrs["padding"] == padding
+    assert q.op_types().get("PAD", 0) == pad_ops
+
+
+def test_a_graph_built_with_auto_pad_is_refused_by_name():
+    """Graphs from intq.load have explicit pads; one built by hand with auto_pad is refused, naming the fix."""
+    from intq.ir import Graph, Node, Tensor
+
+    tensors = {"x": Tensor("x", shape=(1, 3, 8, 8)), "w": Tensor("w", data=np.ones((4, 3, 3, 3), np.float32)),
+               "y": Tensor("y")}
+    g = Graph([Node("Conv", "c1", ("x", "w"), ("y",), {"auto_pad": "SAME_UPPER"})], tensors, ("x",), ("y",))
+    with pytest.raises(UnsupportedOperatorError, match=r"auto_pad='SAME_UPPER'.*intq.passes.explicit_pads"):
+        quantize(g, _data((1, 3, 8, 8)))
+    q = quantize(intq.passes.explicit_pads(g), _data((1, 3, 8, 8)))
+    assert next(n for n in q.nodes if n.op_type == "CONV_2D").attrs["padding"] == "SAME"

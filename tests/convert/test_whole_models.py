@@ -11,9 +11,9 @@ import torch
 
 import intq
 from intq.convert import quantize
-from intq.export.litert_oracle import run_litert
+from intq.runtime.oracles.litert import run_litert
 from intq.export.tflite_writer import to_tflite_bytes
-from intq.export.tflm_oracle import run_tflm
+from intq.runtime.oracles.tflm import run_tflm
 from intq.testing.digits import load_split
 from intq.testing.torch_models import build
 

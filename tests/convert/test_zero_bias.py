@@ -8,9 +8,9 @@ from onnx import TensorProto, helper, numpy_helper
 
 import intq
 from intq.convert import quantize
-from intq.export.litert_oracle import run_litert
+from intq.runtime.oracles.litert import run_litert
 from intq.export.tflite_writer import to_tflite_bytes
-from intq.export.tflm_oracle import run_tflm
+from intq.runtime.oracles.tflm import run_tflm
 
 LINEAR = ("CONV_2D", "DEPTHWISE_CONV_2D", "TRANSPOSE_CONV", "FULLY_CONNECTED")
 

@@ -17,9 +17,9 @@ import pytest
 
 import intq
 from intq.errors import UnsupportedOperatorError
-from intq.export.litert_oracle import run_litert
+from intq.runtime.oracles.litert import run_litert
 from intq.export.tflite_writer import to_tflite_bytes
-from intq.export.tflm_oracle import run_tflm
+from intq.runtime.oracles.tflm import run_tflm
 from intq.frontends import InputShapeError, TfliteImportError
 from intq.kernels.base import KernelError
 from intq.passes import simplify

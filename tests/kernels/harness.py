@@ -25,9 +25,9 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 import intq
-from intq.export.litert_oracle import LiteRtOracleError, run_litert
+from intq.runtime.oracles.litert import LiteRtOracleError, run_litert
 from intq.export.tflite_writer import to_tflite_bytes
-from intq.export.tflm_oracle import run_tflm
+from intq.runtime.oracles.tflm import run_tflm
 from intq.ir import Graph, Node, Tensor
 from intq.kernels import KernelError
 from intq.qmath import QuantParams

@@ -17,9 +17,9 @@ import numpy as np
 import pytest
 
 import intq
-from intq.export.litert_oracle import LiteRtOracleError
+from intq.runtime.oracles.litert import LiteRtOracleError
 from intq.export.tflite_writer import to_tflite_bytes
-from intq.export.tflm_oracle import TflmOracleError
+from intq.runtime.oracles.tflm import TflmOracleError
 from intq.kernels import KernelError
 from intq.qmath import QuantParams, quantize
 

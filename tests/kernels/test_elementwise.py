@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import intq
-from intq.export.litert_oracle import run_litert
+from intq.runtime.oracles.litert import run_litert
 from intq.export.tflite_writer import to_tflite_bytes
 from intq.kernels import KernelError, Requant, Runtime, Target
 

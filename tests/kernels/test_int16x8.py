@@ -16,11 +16,11 @@ import numpy as np
 import pytest
 
 import intq
-from intq.export.litert_oracle import run_litert
-from intq.export.tflm_oracle import run_tflm
+from intq.runtime.oracles.litert import run_litert
+from intq.runtime.oracles.tflm import run_tflm
 from intq.kernels import KernelError
 from intq.kernels._conv_common import compute_padding
-from intq.kernels.int16x8 import KERNELS_16X8, kernel_for
+from intq.kernels import INT8, INT16, KERNELS, activation_of, lookup
 from intq.qmath import quantize_multiplier
 
 from .harness import assert_matches_oracles, single_op_graph, tensor
@@ -384,7 +384,8 @@ def test_converter_16x8_fixtures_every_tensor_equals_both_runtimes(model):
     path = os.path.join(FIXTURES, f"{model}.tflite")
     data = open(path, "rb").read()
     graph = intq.load(path)
-    assert {n.op_type for n in graph.nodes if kernel_for(n.op_type, graph.tensors[n.inputs[0]].dtype)}
+    assert {n.op_type for n in graph.nodes if (n.op_type, activation_of(graph.tensors[n.inputs[0]].dtype)) in KERNELS
+            and activation_of(graph.tensors[n.inputs[0]].dtype) == INT16}
     xs = np.load(os.path.join(FIXTURES, "inputs.npz"))["x"][:FIXTURE_INPUTS]
     for target, oracle in (("tflite", run_tflm), ("litert-ref", run_litert)):
         it = intq.Interpreter(graph, target=target)
@@ -420,14 +421,17 @@ def test_power_of_two_add_that_broadcasts_is_refused_for_litert_only():
 
 
 def test_every_16x8_kernel_is_tested():
-    assert set(CASES) == set(KERNELS_16X8)
+    assert set(CASES) == {op for op, activation in KERNELS if activation == INT16}
 
 
-def test_kernel_for_selects_int16_only():
-    assert kernel_for("FULLY_CONNECTED", np.int16) is KERNELS_16X8["FULLY_CONNECTED"]
-    assert kernel_for("FULLY_CONNECTED", np.int8) is None
-    assert kernel_for("RESHAPE", np.int16) is None
-    assert kernel_for("FULLY_CONNECTED", None) is None
+def test_the_registry_selects_16x8_kernels_for_int16_activations_only():
+    assert activation_of(np.int16) == INT16
+    assert activation_of(np.int8) == activation_of(np.float32) == activation_of(None) == INT8
+    assert lookup("FULLY_CONNECTED", INT16) is KERNELS[("FULLY_CONNECTED", INT16)]
+    assert lookup("FULLY_CONNECTED", INT16) is not lookup("FULLY_CONNECTED", INT8)
+    assert lookup("RESHAPE", INT16) is KERNELS[("RESHAPE", INT8)]  # data movement takes int16 itself
+    with pytest.raises(KernelError, match="no integer kernel for 'NO_SUCH_OP/int8'; available: ADD/int16, ADD/int8"):
+        lookup("NO_SUCH_OP")
 
 
 def test_int16_with_a_zero_point_is_refused_naming_the_node():

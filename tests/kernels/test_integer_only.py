@@ -1,13 +1,17 @@
 """The ``run`` path of every kernel is integer-only (DESIGN.md decision 3).
 
-For each kernel module, the AST of ``run`` and of every module-level function it calls (directly
-or transitively, within the module) must not contain: float literals, true division ``/``,
-``float``/``np.float*``/``np.floating`` names, float ufuncs (exp, log, sqrt, rint, round,
-floor, ceil, ...), ``astype`` to a float type, or ``math.*``. Exempt, by design and documented in
-their modules: QUANTIZE and DEQUANTIZE (the float boundary; QUANTIZE's integer-input path is
+For each registered kernel — every (op, activation dtype) of the one registry, int8 and 16x8 —
+the AST of ``run`` and of every function it calls (directly or transitively, in the kernel module,
+in intq's kernel helper modules and in :mod:`intq.qmath`'s run-time primitives) must not contain:
+float literals, true division ``/``, ``float``/``np.float*``/``np.floating`` names, float ufuncs
+(exp, log, sqrt, rint, round, floor, ceil, ...), ``astype`` to a float type, or ``math.*``. The
+requantizers are reached through :func:`intq.kernels.requantize.requantize`: every method of each
+integer contract's class is on the path. Exempt, by design and documented in their modules:
+QUANTIZE and DEQUANTIZE of the int8 family (the float boundary; QUANTIZE's integer-input path is
 checked at run time below), :func:`intq.kernels.gemm.exact_matmul` (exact integers on float32
-BLAS, DESIGN.md decision 6, bound asserted at prepare) and the ``DOUBLE_PRODUCT``
-requantization, which only the ``litert-ref`` target selects (checked below).
+BLAS, DESIGN.md decision 6, bound asserted at prepare) and the float-emulating contracts
+(``DoubleProduct``: LiteRT's reference FC, ``litert-ref`` only; ``Float32Rne``: XNNPACK, ``xnnpack``
+only), which are not on the integer contracts' path (checked below).
 """
 
 import ast
@@ -17,18 +21,29 @@ import textwrap
 
 import pytest
 
-from intq.kernels import KERNELS, TARGETS, requantize
+from intq.kernels import INT8, INT16, KERNELS, TARGETS, requantize
 
 FLOAT_NAMES = {"float", "float16", "float32", "float64", "floating", "longdouble", "half", "single", "double"}
 FLOAT_FUNCS = {"exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "cbrt", "rint", "round", "around",
                "floor", "ceil", "trunc", "true_divide", "divide", "sin", "cos", "tanh", "power", "float_power",
                "ldexp", "frexp", "reciprocal", "round_float", "nan_to_num", "interp"}
-BOUNDARY = {"QUANTIZE", "DEQUANTIZE"}
+BOUNDARY = {("QUANTIZE", INT8), ("DEQUANTIZE", INT8)}
 # decision 6; litert-ref's double-product FC emulation; the xnnpack target's float32 requantization
 # (XNNPACK's fp32 requantization, selected only where ctx.target.xnnpack: checked below); XNNPACK's
 # float32 MEAN and SUM (XnnpackMeanParams are prepared only where ctx.target.xnnpack); LiteRT's
 # optimized SUM, computed in float32 by LiteRT (intq.kernels.sum: OptimizedSumParams, litert-opt only)
-ALLOWED_CALLS = {"exact_matmul", "_double_product", "_float32_rne", "_float32_mean", "_float32_sum"}
+ALLOWED_CALLS = {"exact_matmul", "_float32_mean", "_float32_sum"}
+RUNTIME_PACKAGES = ("intq.kernels", "intq.qmath")
+
+
+def _integer_contract_methods() -> list[tuple[type, str]]:
+    """(class, method) of every requantization contract that is integer-only: what
+    ``requantize(r, ...)`` runs (``r.apply`` and what it calls) for the integer targets."""
+    out = []
+    for mode, cls in requantize._CONTRACTS.items():
+        if mode.integer_only:
+            out += [(cls, name) for name in ("apply", "reference", "rescaled", "_finish")]
+    return out
 
 
 def _violations(fn_node: ast.AST) -> list[str]:
@@ -48,22 +63,28 @@ def _violations(fn_node: ast.AST) -> list[str]:
 
 
 def _run_path(module, entry: str = "run") -> dict[str, ast.FunctionDef]:
-    """Every function the kernel's ``run`` can reach: functions of the kernel module and of intq's
-    kernel helper modules (``intq.kernels.*``), called by name or as ``helper_module.f(...)``."""
+    """Every function the kernel's ``run`` can reach: functions of the kernel module, of intq's
+    kernel helper modules (``intq.kernels.*``) and of :mod:`intq.qmath`, called by name or as
+    ``helper_module.f(...)``; :func:`intq.kernels.requantize.requantize` adds the integer contracts'
+    methods (``_integer_contract_methods``)."""
     reached: dict[str, ast.FunctionDef] = {}
     stack = [(module, entry)]
     while stack:
         mod, name = stack.pop()
-        key = f"{mod.__name__}.{name}"
-        if key in reached or name in ALLOWED_CALLS:
+        if name in ALLOWED_CALLS:
             continue
         fn = getattr(mod, name, None)
         fn = getattr(fn, "py_func", fn)  # a numba-compiled function: check its Python source
-        if not inspect.isfunction(fn) or not fn.__module__.startswith("intq.kernels"):
+        if not inspect.isfunction(fn) or not fn.__module__.startswith(RUNTIME_PACKAGES):
+            continue
+        key = f"{fn.__module__}.{fn.__qualname__}"
+        if key in reached:
             continue
         home = sys.modules[fn.__module__]
         tree = ast.parse(textwrap.dedent(inspect.getsource(fn))).body[0]
-        reached[f"{home.__name__}.{name}"] = tree
+        reached[key] = tree
+        if fn is requantize.requantize:
+            stack += _integer_contract_methods()
         for n in ast.walk(tree):
             if not isinstance(n, ast.Call):
                 continue
@@ -71,14 +92,16 @@ def _run_path(module, entry: str = "run") -> dict[str, ast.FunctionDef]:
                 stack.append((home, n.func.id))
             elif isinstance(n.func, ast.Attribute) and isinstance(n.func.value, ast.Name):
                 target = getattr(home, n.func.value.id, None)
-                if inspect.ismodule(target) and target.__name__.startswith("intq.kernels"):
+                if inspect.ismodule(target) and target.__name__.startswith(RUNTIME_PACKAGES):
                     stack.append((target, n.func.attr))
+                elif n.func.value.id == "self" and inspect.isclass(mod):
+                    stack.append((mod, n.func.attr))
     return reached
 
 
-@pytest.mark.parametrize("op", sorted(set(KERNELS) - BOUNDARY))
-def test_run_is_integer_only(op):
-    module = KERNELS[op]
+@pytest.mark.parametrize("key", sorted(set(KERNELS) - BOUNDARY), ids="-".join)
+def test_run_is_integer_only(key):
+    module = KERNELS[key]
     path = _run_path(module)
     assert any(k.endswith(".run") for k in path), f"{module.__name__} has no run()"
     problems = {name: v for name, fn in sorted(path.items()) if (v := _violations(fn))}
@@ -86,16 +109,37 @@ def test_run_is_integer_only(op):
 
 
 def test_the_run_path_reaches_helper_modules():
-    path = _run_path(KERNELS["FULLY_CONNECTED"])
+    path = _run_path(KERNELS[("FULLY_CONNECTED", INT8)])
     assert "intq.kernels.requantize.requantize" in path
+    assert "intq.qmath.compiled.requantize_rows_double" in path  # the walk descends into intq.qmath
+    assert "intq.qmath.compiled.mbqm_scalar" in path
     assert not any(k.endswith("exact_matmul") for k in path)  # decision 6, allowed by name
+
+
+def test_the_walk_reaches_the_16x8_helpers():
+    assert "intq.kernels.int16x8._common.requantize_int64" in _run_path(KERNELS[("CONV_2D", INT16)])
+    assert "intq.qmath.raw.mbqm_int64" in _run_path(KERNELS[("CONV_2D", INT16)])
+    assert "intq.kernels.int16x8._lut.lookup" in _run_path(KERNELS[("SOFTMAX", INT16)])
+    assert "intq.kernels.int16x8._sigmoid.interpolate" in _run_path(KERNELS[("TANH", INT16)])
 
 
 def test_the_integer_requantization_path_is_integer_only():
     path = _run_path(requantize, "requantize")
-    assert {"intq.kernels.requantize._fused_double", "intq.kernels.requantize._fused_single"} <= set(path)
+    expected = {"intq.qmath.compiled.requantize_rows_double", "intq.qmath.compiled.requantize_rows_single",
+                "intq.qmath.raw.mbqm", "intq.qmath.raw.mbqm_half_up", "intq.qmath.raw.mbqm_single",
+                "intq.kernels.requantize.DoubleRounding.apply", "intq.kernels.requantize.SingleRounding.apply"}
+    assert expected <= set(path), expected - set(path)
+    assert not any("DoubleProduct" in k or "Float32Rne" in k for k in path)  # the float emulations
     problems = {name: v for name, fn in path.items() if (v := _violations(fn))}
-    assert not problems, problems  # _double_product (the float emulation) is allowed by name
+    assert not problems, problems
+
+
+def test_the_double_product_is_litert_only():
+    """The 16x8 FULLY_CONNECTED selects the float emulation only where the target's runtime is LiteRT."""
+    src = inspect.getsource(KERNELS[("FULLY_CONNECTED", INT16)].prepare)
+    assert "Requant.DOUBLE_PRODUCT" in src
+    before = src.split("Requant.DOUBLE_PRODUCT")[0].splitlines()[-3:]
+    assert any("Runtime.LITERT" in line for line in before), before
 
 
 def test_the_default_target_never_selects_a_float_requantization():

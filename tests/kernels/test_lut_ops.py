@@ -221,7 +221,7 @@ def test_flat_softmax_rows_are_refused_at_run_time(target):
 _ABORT_SCRIPT = """
 import numpy as np
 from intq.export.tflite_writer import to_tflite_bytes
-from intq.export.{module} import {runner}
+from intq.runtime.oracles.{module} import {runner}
 from tests.kernels.harness import single_op_graph, tensor
 g = single_op_graph("SOFTMAX", [tensor("x", (1, 512), scale=0.01, zero_point=0)],
                     [tensor("y", (1, 512), scale=1 / 256, zero_point=-128)], {{"beta": 1.0}})
@@ -229,7 +229,7 @@ g = single_op_graph("SOFTMAX", [tensor("x", (1, 512), scale=0.01, zero_point=0)]
 """
 
 
-@pytest.mark.parametrize("module,runner", [("litert_oracle", "run_litert"), ("tflm_oracle", "run_tflm")])
+@pytest.mark.parametrize("module,runner", [("litert", "run_litert"), ("tflm", "run_tflm")])
 def test_flat_softmax_rows_abort_the_runtimes(module, runner):
     # what the KernelError above stands for: TFLITE_CHECK(exponent <= 31) kills the process
     proc = subprocess.run([sys.executable, "-c", _ABORT_SCRIPT.format(module=module, runner=runner)],

@@ -22,7 +22,7 @@ import pytest
 from ai_edge_litert.interpreter import Interpreter as LiteRtInterpreter
 
 import intq
-from intq.export.litert_oracle import RESOLVERS, run_litert
+from intq.runtime.oracles.litert import RESOLVERS, run_litert
 from intq.kernels import KernelError
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "fixtures", "tflite")

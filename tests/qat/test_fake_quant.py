@@ -120,19 +120,70 @@ def test_quantparams_of_fixed_outputs_round_trip():
         assert qp == QuantParams(np.float32(s), z, np.int8)
 
 
-def test_lean_requantizer_equals_make_requantizer():
+def _kernel_requantizer(op, s_in, s_w, s_out, z_out, activation, channels):
+    """The Requantizer of the integer kernel's own ``prepare`` (target tflite) on a one-node graph."""
+    from intq.ir import Node, Tensor
+    from intq.kernels import conv_2d, depthwise_conv_2d, fully_connected
+    from intq.kernels.base import KernelContext
+    from intq.kernels.targets import get_target
+
+    per_channel = np.size(s_w) > 1
+    k = 3
+    in_qp = QuantParams(np.float32(s_in), 5, np.int8)
+    out_qp = QuantParams(np.float32(s_out), z_out, np.int8)
+    attrs = {"fused_activation_function": activation or "NONE"}
+    w = np.ones({"FULLY_CONNECTED": (channels, k), "CONV_2D": (channels, 1, 1, k),
+                 "DEPTHWISE_CONV_2D": (1, 1, 1, channels)}[op], np.int8)
+    axis = {"FULLY_CONNECTED": 0, "CONV_2D": 0, "DEPTHWISE_CONV_2D": 3}[op] if per_channel else None
+    w_qp = QuantParams(np.asarray(s_w, np.float64), np.zeros(np.size(s_w), np.int64), np.int8, axis=axis)
+    if op == "FULLY_CONNECTED":
+        x_shape, y_shape, module = (2, k), (2, channels), fully_connected
+    else:
+        c_in = k if op == "CONV_2D" else channels
+        x_shape, y_shape = (1, 2, 2, c_in), (1, 2, 2, channels)
+        module = conv_2d if op == "CONV_2D" else depthwise_conv_2d
+        attrs.update(padding="VALID", stride_h=1, stride_w=1, dilation_h_factor=1, dilation_w_factor=1,
+                     depth_multiplier=1)
+    inputs = (Tensor("x", np.int8, x_shape, qparams=in_qp), Tensor("w", data=w, qparams=w_qp),
+              Tensor("b", data=np.zeros(channels, np.int32)))
+    ctx = KernelContext(Node(op, "n", ("x", "w", "b"), ("y",), attrs), inputs,
+                        (Tensor("y", np.int8, y_shape, qparams=out_qp),), get_target("tflite"))
+    return module.prepare(ctx).requant
+
+
+@pytest.mark.parametrize("op", ["FULLY_CONNECTED", "CONV_2D", "DEPTHWISE_CONV_2D"])
+@pytest.mark.parametrize("per_channel", [False, True])
+def test_qat_requantizer_is_the_kernels_prepare(op, per_channel):
+    """QAT's requantization is what the integer kernel's prepare derives (product precision,
+    multipliers, shifts, clamp), and the fused pass's arrays are its integers per channel."""
     from intq.qat.requant import layer_requantizer_arrays
 
     rng = np.random.default_rng(4)
-    for fc in (False, True):
-        for c in (1, 7):
-            s_w = rng.uniform(1e-4, 1e-1, c)
-            args = (0.0213, s_w, 0.0377, 11, "RELU6", 7)
-            arrays, lo, hi = layer_requantizer_arrays(*args, fully_connected=fc)
-            ref = make_layer_requantizer(*args, fully_connected=fc)
-            for a, b in zip(arrays, fused_arrays(ref)):
-                np.testing.assert_array_equal(a, np.broadcast_to(b, (7,)))
-            assert (lo, hi) == (ref.act_min, ref.act_max)
+    for _ in range(30):
+        c = 7
+        s_w = rng.uniform(1e-4, 1e-1, c if per_channel else 1).astype(np.float32)
+        args = (float(rng.uniform(1e-3, 0.1)), s_w, float(rng.uniform(1e-2, 0.2)), int(rng.integers(-20, 20)),
+                ["RELU6", None, "RELU"][_ % 3], c)
+        fc = op == "FULLY_CONNECTED"
+        ref = _kernel_requantizer(op, *args)
+        req = make_layer_requantizer(*args, fully_connected=fc)
+        for field in ("multiplier", "shift", "left", "right", "round_nudge", "right_pos"):
+            np.testing.assert_array_equal(np.broadcast_to(getattr(req, field), (c,)),
+                                          np.broadcast_to(getattr(ref, field), (c,)), err_msg=field)
+        assert (req.mode, req.act_min, req.act_max, req.zero_point) == (ref.mode, ref.act_min, ref.act_max,
+                                                                         ref.zero_point)
+        arrays, lo, hi = layer_requantizer_arrays(*args, fully_connected=fc)
+        for a, b in zip(arrays, fused_arrays(ref)):
+            assert a.shape == (c,) and a.flags.c_contiguous
+            np.testing.assert_array_equal(a, np.broadcast_to(b, (c,)))
+        assert (lo, hi) == (ref.act_min, ref.act_max)
+
+
+def test_an_unrepresentable_multiplier_is_a_qat_error():
+    from intq.qat import QATError
+
+    with pytest.raises(QATError, match="too large"):
+        make_layer_requantizer(1.0, np.array([1.0]), 1e-12, 0, None, 1, fully_connected=True)
 
 
 @pytest.mark.parametrize("layout", ["contiguous", "channels_last", "transposed"])

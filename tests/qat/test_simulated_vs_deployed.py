@@ -59,7 +59,7 @@ def test_exported_tflite_runs_as_simulated_in_tflite_micro(trained_qat, digits, 
     """The .tflite file under TensorFlow Lite Micro's reference kernels (the ``tflite`` target's
     oracle) gives the QAT module's simulated outputs."""
     pytest.importorskip("tflite_micro")
-    from intq.export.tflm_oracle import run_tflm
+    from intq.runtime.oracles.tflm import run_tflm
 
     _, _, xte, _ = digits
     for name in ("tiny_cnn", "tiny_mobile"):

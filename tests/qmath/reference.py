@@ -141,3 +141,53 @@ def requantize_float32_rne(acc: int, scale: float, zp: int, qmin: int, qmax: int
     prod = f32(f32(float(acc)) * f32(scale))
     prod = min(max(prod, float(qmin - zp)), float(qmax - zp))
     return round(prod) + zp  # Python's round() on a float is half to even
+
+
+def mbqm_half_up(x: int, m: int, shift: int) -> int:
+    """LiteRT's optimized MultiplyByQuantizedMultiplier on NEON: vqrdmulh, then vrshl by -right
+    (a rounding shift, ties toward +infinity)."""
+    left = shift if shift > 0 else 0
+    right = -shift if shift < 0 else 0
+    h = srdhm(x * (1 << left), m)
+    return (h + ((1 << right) >> 1)) >> right
+
+
+def wrap32(x: int) -> int:
+    """C's conversion of a wider integer to int32 (two's complement)."""
+    return ((x + 2**31) % 2**32) - 2**31
+
+
+def srdhm16(a: int, b: int) -> int:
+    """gemmlowp SaturatingRoundingDoublingHighMul<int16_t>."""
+    if a == b == -32768:
+        return 32767
+    ab = a * b
+    nudge = (1 << 14) if ab >= 0 else 1 - (1 << 14)
+    return c_div(ab + nudge, 1 << 15)
+
+
+def sdhm16(a: int, b: int) -> int:
+    """TFLite hard_swish.h SaturatingDoublingHighMul(int16): trunc(2ab / 2^16)."""
+    if a == b == -32768:
+        return 32767
+    return c_div(2 * a * b, 1 << 16)
+
+
+def rdbp16(x: int, exponent: int) -> int:
+    """gemmlowp RoundingDivideByPOT<int16_t>: the mask is computed in int16 (wraps for e >= 16)."""
+    mask = ((1 << exponent) - 1) & 0xFFFF
+    mask = mask - 0x10000 if mask >= 0x8000 else mask  # int16(mask)
+    remainder = x & mask
+    threshold = (mask >> 1) + (1 if x < 0 else 0)
+    shifted = x >> exponent if exponent < 63 else (-1 if x < 0 else 0)
+    return shifted + (1 if remainder > threshold else 0)
+
+
+def mul_by_pot_param(x: int, exponent: int) -> int:
+    """TFLite SaturatingRoundingMultiplyByPOTParam for exponent >= 0 (int32)."""
+    threshold = (1 << (31 - exponent)) - 1
+    if x > threshold:
+        return INT32_MAX
+    if x < -threshold:
+        return INT32_MIN
+    return x * (1 << exponent)

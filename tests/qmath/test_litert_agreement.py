@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 from ai_edge_litert import schema_py_generated as schema
 
-from intq.export.litert_oracle import run_litert
-from intq.export.tflite_flatbuffer import TfliteModelBuilder
+from intq.runtime.oracles.litert import run_litert
+from intq.tflite.builder import TfliteModelBuilder
 from intq.qmath import (
     effective_scale,
     multiply_by_quantized_multiplier,

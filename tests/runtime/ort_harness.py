@@ -21,6 +21,7 @@ import onnx  # noqa: E402
 import onnxruntime as ort  # noqa: E402
 from onnx import helper, numpy_helper  # noqa: E402
 
+from intq.passes.padding import WINDOW_OPS, explicit_pad_attrs  # noqa: E402
 from intq.runtime.float_ops import FLOAT_OPS  # noqa: E402
 
 IR_VERSION = 10  # opset 21 needs IR >= 10; onnx 1.23's default IR is newer than onnxruntime reads
@@ -87,7 +88,13 @@ def run_onnxruntime(case: Case, inputs: list) -> list[np.ndarray]:
 
 
 def run_intq(case: Case, inputs: list) -> tuple:
-    return FLOAT_OPS[case.op](*inputs, **case.attrs, **case.extra)
+    """The float op on ``inputs``; a sliding-window op's padding written out first, as the importer
+    does (:func:`intq.passes.padding.explicit_pad_attrs`), so its auto_pad cases test both."""
+    attrs = case.attrs
+    if case.op in WINDOW_OPS:
+        kernel = case.attrs.get("kernel_shape") or inputs[1].shape[2:]
+        attrs = explicit_pad_attrs(case.op, case.op, case.attrs, inputs[0].shape[2:], kernel)
+    return FLOAT_OPS[case.op](*inputs, **attrs, **case.extra)
 
 
 def assert_matches(got: np.ndarray, ref: np.ndarray, what: str) -> None:

@@ -14,6 +14,7 @@ import pytest
 from onnx import TensorProto
 
 from intq.errors import GraphError, IntqError, UnsupportedOperatorError
+from intq.passes.padding import explicit_pad_attrs
 from intq.runtime.float_ops import FLOAT_OPS, lookup
 
 from .ort_harness import Case, assert_matches, check, f32, i64, rand, randint, randn, run_onnxruntime
@@ -494,6 +495,12 @@ def test_unknown_op_lists_the_known_ones():
      GraphError, "group"),
     ("Conv", [np.zeros((1, 3, 5, 5), np.float32), np.zeros((4, 3, 3, 3), np.float32)],
      dict(auto_pad="SAME"), UnsupportedOperatorError, "auto_pad='SAME'"),
+    ("Conv", [np.zeros((1, 3, 5, 5), np.float32), np.zeros((4, 3, 3, 3), np.float32)],
+     dict(auto_pad="SAME_UPPER"), UnsupportedOperatorError, "explicit pads only; run intq.passes.explicit_pads"),
+    ("MaxPool", [np.zeros((1, 3, 5, 5), np.float32)], dict(kernel_shape=[2, 2], auto_pad="VALID"),
+     UnsupportedOperatorError, "auto_pad='VALID'"),
+    ("ConvTranspose", [np.zeros((1, 3, 5, 5), np.float32), np.zeros((3, 2, 3, 3), np.float32)],
+     dict(output_shape=[10, 10]), UnsupportedOperatorError, "output_shape"),
     ("Conv", [np.zeros((1, 3, 2, 2), np.float32), np.zeros((4, 3, 3, 3), np.float32)], {},
      GraphError, "larger than the padded input"),
     ("MaxPool", [np.zeros((1, 3, 5, 5), np.float32)], dict(kernel_shape=[2, 2], pads=[1, 1]),
@@ -536,7 +543,10 @@ def test_conv_same_with_dilation_equals_explicit_pads(auto_pad, group, rng):
     (h0, h1), (w0, w1) = (_spec_same_pads(n, 3, 2, 2, auto_pad == "SAME_UPPER") for n in (11, 10))
     ref = FLOAT_OPS["Conv"](x, w, group=group, strides=[2, 2], dilations=[2, 2],
                             pads=[h0, w0, h1, w1])[0]
-    got = FLOAT_OPS["Conv"](x, w, group=group, strides=[2, 2], dilations=[2, 2], auto_pad=auto_pad)[0]
+    attrs = explicit_pad_attrs("Conv", "Conv", dict(group=group, strides=[2, 2], dilations=[2, 2], auto_pad=auto_pad),
+                               x.shape[2:], w.shape[2:])
+    assert "auto_pad" not in attrs
+    got = FLOAT_OPS["Conv"](x, w, **attrs)[0]
     assert got.shape == (1, 4, 6, 5)
     np.testing.assert_array_equal(got, ref)
     # and the explicit form itself agrees with onnxruntime

@@ -2,10 +2,8 @@
 
 * **Contract checks**: int16 activations are symmetric (spec 003, "16x8": zero point 0, per
   tensor); both runtimes refuse a non-zero int16 zero point for most operators.
-* **Fixed point on int64 arrays** (integer-only, used by ``run``): gemmlowp's
-  SaturatingRoundingDoublingHighMul and RoundingDivideByPOT, TFLite's MultiplyByQuantizedMultiplier
-  for int32 accumulators (double rounding) and for int64 accumulators
-  (:func:`mbqm_int64`: the 16-bit reduced multiplier, one rounding half up).
+* The fixed-point primitives themselves live in :mod:`intq.qmath.raw` (``mbqm``, ``rdbp``,
+  ``mbqm_int64`` with its 16-bit reduced multiplier...); the kernels import them from there.
 * **The int64 requantization** of the conv family (:class:`Int64Requant`), prepared once.
 
 Names follow the C functions so the code reads side by side with the runtimes' sources.
@@ -17,12 +15,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from intq.errors import IntqError
 from intq.ir import Tensor
-from intq.kernels.base import KernelContext
-from intq.kernels.requantize import activation_range
+from intq.kernels.base import KernelContext, fused_activation_range, static_shape  # noqa: F401 (the 16x8 kernels import them from here)
 from intq.kernels.targets import Runtime
 from intq.qmath import QuantParams, quantize_multiplier
+from intq.qmath.raw import mbqm_int64, reduce_multiplier
 
 INT16_MIN, INT16_MAX = -(1 << 15), (1 << 15) - 1
 INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
@@ -34,8 +31,8 @@ INT64_ACC_LIMIT = 1 << 47  # MultiplyByQuantizedMultiplier(int64): |x| < 2^47 (i
 def int16_tensor(ctx: KernelContext, t: Tensor, what: str) -> QuantParams:
     """Per-tensor int16 with zero point 0 (spec 003's 16x8 activations)."""
     qp = ctx.per_tensor(t, what, dtypes=(np.int16,))
-    if int(qp.zero_point[0]) != 0:
-        raise ctx.error(f"{what} {t.name!r} is int16 with zero point {int(qp.zero_point[0])}; 16x8 activations "
+    if qp.tensor_zero_point != 0:
+        raise ctx.error(f"{what} {t.name!r} is int16 with zero point {qp.tensor_zero_point}; 16x8 activations "
                         f"are symmetric (zero point 0, spec 003)")
     return qp
 
@@ -45,18 +42,8 @@ def io_int16(ctx: KernelContext) -> tuple[QuantParams, QuantParams]:
     return int16_tensor(ctx, ctx.input(0), "input"), int16_tensor(ctx, ctx.outputs[0], "output")
 
 
-def fused_range(ctx: KernelContext, out_qp: QuantParams) -> tuple[int, int]:
-    """CalculateActivationRangeQuantized on the int16 output (the fused activation's clamp)."""
-    try:
-        return activation_range(ctx.attr("fused_activation_function", "NONE"), out_qp)
-    except IntqError as e:
-        raise ctx.error(str(e)) from None
 
 
-def static_shape(ctx: KernelContext, t: Tensor, what: str) -> tuple[int, ...]:
-    if t.shape is None or not t.is_static:
-        raise ctx.error(f"{what} {t.name!r} has shape {t.shape}; the kernel needs a static shape")
-    return tuple(int(d) for d in t.shape)
 
 
 def binary_int16(ctx: KernelContext) -> tuple[QuantParams, QuantParams, QuantParams, tuple[int, ...]]:
@@ -79,7 +66,7 @@ def binary_int16(ctx: KernelContext) -> tuple[QuantParams, QuantParams, QuantPar
 
 def scale64(qp: QuantParams) -> float:
     """A tensor's float32 scale read as a double (``static_cast<double>(params.scale)``)."""
-    return float(np.float32(qp.scale[0]))
+    return qp.tensor_scale
 
 
 def int64_bias(ctx: KernelContext, index: int, channels: int) -> np.ndarray:
@@ -94,54 +81,6 @@ def int64_bias(ctx: KernelContext, index: int, channels: int) -> np.ndarray:
         raise ctx.error(f"16x8 bias must be int64 [{channels}], got {b.dtype.name} {list(b.shape)} "
                         f"(an int32 bias with int16 activations is not supported by intq yet)")
     return b.astype(np.int64)
-
-
-# ------------------------------------------------------------------- fixed point (integer-only)
-
-def srdhm(a, b):
-    """SaturatingRoundingDoublingHighMul of int32 values held in int64: ``floor((a*b + 2^30) / 2^31)``
-    (gemmlowp's nudge-and-truncate equals this floor form); ``MIN * MIN`` saturates to MAX."""
-    high = (a * b + (1 << 30)) >> 31
-    return np.where((a == INT32_MIN) & (b == INT32_MIN), INT32_MAX, high)
-
-
-def rdbp(x, exponent):
-    """RoundingDivideByPOT: ``x / 2^exponent`` rounded half away from zero (exponent >= 0)."""
-    mask = (np.int64(1) << exponent) - 1
-    remainder = x & mask
-    threshold = (mask >> 1) + (x < 0)
-    return (x >> exponent) + (remainder > threshold)
-
-
-def mbqm(x, multiplier, shift):
-    """MultiplyByQuantizedMultiplier(int32 x, int32 m, shift) with double rounding (TFLite's default
-    build): ``RDBP(SRDHM(x * 2^max(shift, 0), m), max(-shift, 0))``. ``x * 2^left`` is computed in
-    int32 by the C code, so it wraps there and here alike."""
-    left = np.maximum(shift, 0)
-    right = np.maximum(-shift, 0)
-    return rdbp(srdhm(wrap32(x << left), multiplier), right)
-
-
-def mbqm_int64(x, m16, total_shift):
-    """MultiplyByQuantizedMultiplier(int64 x, m, shift) (TFLite common.cc): the multiplier reduced to
-    16 bits at prepare (:func:`reduce_multiplier`), then ``(x * m16 + 2^(t-1)) >> t`` with
-    ``t = 15 - shift`` — a single rounding, half up. ``|x| < 2^47`` and ``m16 <= 2^15``: the
-    product stays below 2^62. The C function returns ``static_cast<int32_t>`` of the result
-    (its range is only DCHECKed): a result beyond int32 wraps, as there."""
-    return wrap32((x * m16 + (np.int64(1) << (total_shift - 1))) >> total_shift)
-
-
-def wrap32(x):
-    """C's conversion of an int64 to int32 (two's complement wrap-around)."""
-    return ((x - INT32_MIN) & 0xFFFFFFFF) + INT32_MIN
-
-
-def reduce_multiplier(multiplier: np.ndarray, shift: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Prepare-time half of :func:`mbqm_int64`: ``m16 = (m + 2^15) >> 16`` (``0x7FFF`` from
-    ``m >= 0x7FFF0000``, where it would reach 2^15) and ``t = 15 - shift``."""
-    m = np.asarray(multiplier, np.int64)
-    m16 = np.where(m < 0x7FFF0000, (m + (1 << 15)) >> 16, 0x7FFF)
-    return m16.astype(np.int64), (15 - np.asarray(shift, np.int64)).astype(np.int64)
 
 
 # --------------------------------------------------------------- int64 accumulator requantization

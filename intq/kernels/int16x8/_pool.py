@@ -18,7 +18,7 @@ from intq.kernels._pool_common import (
     require_same_qparams,
 )
 from intq.kernels.base import KernelContext
-from intq.kernels.int16x8._common import fused_range, io_int16, reference_runtime, static_shape
+from intq.kernels.int16x8._common import fused_activation_range, io_int16, reference_runtime, static_shape
 
 
 @dataclass(frozen=True)
@@ -36,7 +36,7 @@ def prepare_pool(ctx: KernelContext) -> PreparedPool:
     shape = static_shape(ctx, ctx.input(0), "input")
     g = pool_geometry(ctx, shape)
     check_output_shape(ctx, (shape[0], g.out_h, g.out_w, shape[3]))
-    lo, hi = fused_range(ctx, out_qp)
+    lo, hi = fused_activation_range(ctx, out_qp)
     return PreparedPool(g, lo, hi)
 
 

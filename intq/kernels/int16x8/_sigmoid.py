@@ -74,7 +74,7 @@ def prepare_sigmoid_input(ctx: KernelContext, pot_shifts: tuple[int, ...]) -> Si
     left_shift = 12 + e  # (15 - kInputIntegerBits) + log2(s_in), kInputIntegerBits = 3
     if pot and left_shift in pot_shifts:
         return SigmoidInput(3 << left_shift, 0, 0)
-    m = float(np.float32(in_qp.scale[0])) * 4096.0 * 3.0
+    m = in_qp.tensor_scale * 4096.0 * 3.0
     left_shift = 0
     while m <= 32767.0 / 2.0 and left_shift <= 30:
         left_shift += 1

@@ -31,17 +31,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from intq.kernels.base import KernelContext
-from intq.kernels.int16x8._common import (
-    INT16_MAX,
-    INT16_MIN,
-    fused_range,
-    binary_int16,
-    mbqm,
-    rdbp,
-    reference_runtime,
-    scale64,
-)
+from intq.kernels.base import INT16, KernelContext, kernel
+from intq.kernels.int16x8._common import INT16_MAX, INT16_MIN, fused_activation_range, binary_int16, reference_runtime, scale64
+from intq.qmath.raw import mbqm, rdbp
 from intq.kernels.targets import Runtime
 from intq.qmath import quantize_multiplier
 
@@ -78,11 +70,12 @@ def _smaller_than_one(ctx: KernelContext, real: float, what: str) -> tuple[int, 
     return int(qm.multiplier), int(qm.shift)
 
 
+@kernel(OP, INT16)
 def prepare(ctx: KernelContext) -> Add16x8Params:
     runtime = reference_runtime(ctx)
     qa, qb, qy, shape = binary_int16(ctx)
     sa, sb = tuple(ctx.input(0).shape), tuple(ctx.input(1).shape)
-    lo, hi = fused_range(ctx, qy)
+    lo, hi = fused_activation_range(ctx, qy)
     if runtime is Runtime.LITERT and bool(ctx.attr("pot_scale_int16", True)):
         logs = [checked_log2(q.scale[0]) for q in (qa, qb, qy)]
         if all(ok for ok, _ in logs):

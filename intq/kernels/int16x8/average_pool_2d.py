@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from intq.kernels.base import KernelContext
+from intq.kernels.base import INT16, KernelContext, kernel
 from intq.kernels.int16x8._pool import PreparedPool, prepare_pool, window_reduce
 
 OP = "AVERAGE_POOL_2D"
@@ -27,6 +27,7 @@ class AveragePool16x8Params:
     half_count: np.ndarray
 
 
+@kernel(OP, INT16)
 def prepare(ctx: KernelContext) -> AveragePool16x8Params:
     p = prepare_pool(ctx)
     g = p.geometry

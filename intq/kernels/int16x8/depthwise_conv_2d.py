@@ -20,11 +20,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from intq.kernels._conv_common import conv_weights, static_shape, window_options
-from intq.kernels.base import KernelContext
+from intq.kernels.base import INT16, KernelContext, kernel
 from intq.kernels.int16x8._common import (
     INT64_ACC_LIMIT,
     Int64Requant,
-    fused_range,
+    fused_activation_range,
     int16_tensor,
     int64_bias,
     make_int64_requant,
@@ -47,6 +47,7 @@ class DepthwiseConv16x8Params:
     out_shape: tuple[int, int, int, int]
 
 
+@kernel(OP, INT16)
 def prepare(ctx: KernelContext) -> DepthwiseConv16x8Params:
     reference_runtime(ctx)
     x, y = ctx.input(0), ctx.outputs[0]
@@ -73,7 +74,7 @@ def prepare(ctx: KernelContext) -> DepthwiseConv16x8Params:
         raise ctx.error(f"the accumulator can exceed 2^47 (|acc| up to {bound}); split the layer")
     s_w = w_qp.scale if w_qp.per_axis else np.broadcast_to(w_qp.scale, (c_out,))
     real = effective_scale(in_qp.scale[0], s_w, out_qp.scale[0], product_dtype=np.float64)
-    lo, hi = fused_range(ctx, out_qp)
+    lo, hi = fused_activation_range(ctx, out_qp)
     return DepthwiseConv16x8Params(g, np.arange(c_out, dtype=np.int64) // mult, w64, bias,
                                    make_int64_requant(ctx, real, lo, hi), out_shape)
 

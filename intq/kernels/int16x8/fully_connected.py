@@ -30,11 +30,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from intq.kernels.base import KernelContext
+from intq.kernels.base import INT16, KernelContext, kernel
 from intq.kernels.int16x8._common import (
     INT64_ACC_LIMIT,
     Int64Requant,
-    fused_range,
+    fused_activation_range,
     int16_tensor,
     int64_bias,
     make_int64_requant,
@@ -58,6 +58,7 @@ class FullyConnected16x8Params:
     litert: Requantizer | None  # litert-ref target: the double product
 
 
+@kernel(OP, INT16)
 def prepare(ctx: KernelContext) -> FullyConnected16x8Params:
     runtime = reference_runtime(ctx)
     x, y = ctx.input(0), ctx.outputs[0]
@@ -79,7 +80,7 @@ def prepare(ctx: KernelContext) -> FullyConnected16x8Params:
     if bound >= INT64_ACC_LIMIT:
         raise ctx.error(f"the accumulator can exceed 2^47 (|acc| up to {bound}), beyond TFLite's int64 "
                         f"requantization; split the layer")
-    lo, hi = fused_range(ctx, out_qp)
+    lo, hi = fused_activation_range(ctx, out_qp)
     # both runtimes: M = double(s_in) * double(s_w) / double(s_out), per tensor too (measured for TFLM)
     real = np.broadcast_to(effective_scale(in_qp.scale[0], w_qp.scale, out_qp.scale[0], product_dtype=np.float64), (n,))
     tflm = litert = None

@@ -17,8 +17,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from intq.kernels.base import KernelContext
-from intq.kernels.int16x8._common import INT16_MAX, INT16_MIN, io_int16, mbqm, reference_runtime, static_shape
+from intq.kernels.base import INT16, KernelContext, kernel
+from intq.kernels.int16x8._common import INT16_MAX, INT16_MIN, io_int16, reference_runtime, static_shape
+from intq.qmath.raw import mbqm
 from intq.kernels.targets import Runtime
 from intq.qmath import quantize_multiplier
 
@@ -34,6 +35,7 @@ class LeakyRelu16x8Params:
     alpha_sign: int  # +1 or -1
 
 
+@kernel(OP, INT16)
 def prepare(ctx: KernelContext) -> LeakyRelu16x8Params:
     runtime = reference_runtime(ctx)
     in_qp, out_qp = io_int16(ctx)
@@ -42,7 +44,7 @@ def prepare(ctx: KernelContext) -> LeakyRelu16x8Params:
     alpha = ctx.attr("alpha", 0.2)  # TFLite's LeakyReluOptions default
     if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not np.isfinite(alpha):
         raise ctx.error(f"alpha must be a finite number, got {alpha!r}")
-    s_in, s_out, a32 = np.float32(in_qp.scale[0]), np.float32(out_qp.scale[0]), np.float32(alpha)
+    s_in, s_out, a32 = np.float32(in_qp.tensor_scale), np.float32(out_qp.tensor_scale), np.float32(alpha)
     if runtime is Runtime.LITERT:
         real_identity = float(np.float32(s_in / s_out))  # float32 expressions, as the C++ source
         real_alpha = float(np.float32(np.float32(s_in * a32) / s_out))

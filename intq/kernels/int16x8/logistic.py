@@ -19,12 +19,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from intq.kernels.base import KernelContext
+from intq.kernels.base import INT16, KernelContext, kernel
 from intq.kernels.int16x8._sigmoid import SigmoidInput, interpolate, prepare_sigmoid_input, scaled_input
 
 OP = "LOGISTIC"
 
 
+@kernel(OP, INT16)
 def prepare(ctx: KernelContext) -> SigmoidInput:
     return prepare_sigmoid_input(ctx, pot_shifts=(0,))
 

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from intq.kernels.base import KernelContext
+from intq.kernels.base import INT16, KernelContext, kernel
 from intq.kernels.int16x8._common import INT16_MIN
 from intq.kernels.int16x8._pool import PreparedPool, prepare_pool, window_reduce
 
 OP = "MAX_POOL_2D"
 
 
+@kernel(OP, INT16)
 def prepare(ctx: KernelContext) -> PreparedPool:
     return prepare_pool(ctx)
 

@@ -20,16 +20,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from intq.kernels._pool_common import check_output_shape, constant_axes, reduced_shape
-from intq.kernels.base import KernelContext
-from intq.kernels.int16x8._common import (
-    INT16_MAX,
-    INT16_MIN,
-    INT32_MAX,
-    io_int16,
-    mbqm,
-    reference_runtime,
-    static_shape,
-)
+from intq.kernels.base import INT16, KernelContext, kernel
+from intq.kernels.int16x8._common import INT16_MAX, INT16_MIN, INT32_MAX, io_int16, reference_runtime, static_shape
+from intq.qmath.raw import mbqm
 from intq.qmath import quantize_multiplier
 
 OP = "MEAN"
@@ -44,6 +37,7 @@ class Mean16x8Params:
     shift: int
 
 
+@kernel(OP, INT16)
 def prepare(ctx: KernelContext) -> Mean16x8Params:
     reference_runtime(ctx)
     in_qp, out_qp = io_int16(ctx)
@@ -56,7 +50,7 @@ def prepare(ctx: KernelContext) -> Mean16x8Params:
     count = int(np.prod([shape[a] for a in axes], dtype=np.int64))
     if count * (1 << 15) > INT32_MAX:
         raise ctx.error(f"reducing {count} elements can overflow the runtime's int32 accumulator; split the reduction")
-    real = float(np.float32(in_qp.scale[0])) / float(np.float32(out_qp.scale[0]))
+    real = in_qp.tensor_scale / out_qp.tensor_scale
     multiplier, shift = (int(v) for v in quantize_multiplier(real))
     if shift > 30:
         raise ctx.error(f"s_in / s_out = {real:.6g} is too large for TFLite's fixed-point multiplier")

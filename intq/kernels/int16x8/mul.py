@@ -16,8 +16,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from intq.kernels.base import KernelContext
-from intq.kernels.int16x8._common import binary_int16, fused_range, mbqm, reference_runtime
+from intq.kernels.base import INT16, KernelContext, kernel
+from intq.kernels.int16x8._common import binary_int16, fused_activation_range, reference_runtime
+from intq.qmath.raw import mbqm
 from intq.kernels.targets import Runtime
 from intq.qmath import quantize_multiplier
 
@@ -33,10 +34,11 @@ class Mul16x8Params:
     out_shape: tuple[int, ...]
 
 
+@kernel(OP, INT16)
 def prepare(ctx: KernelContext) -> Mul16x8Params:
     runtime = reference_runtime(ctx)
     qa, qb, qy, shape = binary_int16(ctx)
-    s_a, s_b, s_y = (np.float32(q.scale[0]) for q in (qa, qb, qy))
+    s_a, s_b, s_y = (np.float32(q.tensor_scale) for q in (qa, qb, qy))
     if runtime is Runtime.LITERT:
         real = float(np.float32(np.float32(s_a * s_b) / s_y))
     else:
@@ -44,7 +46,7 @@ def prepare(ctx: KernelContext) -> Mul16x8Params:
     qm = quantize_multiplier(real)
     if int(qm.shift) > 30:
         raise ctx.error(f"s_a * s_b / s_y = {real:.6g} is too large for TFLite's fixed-point multiplier")
-    lo, hi = fused_range(ctx, qy)
+    lo, hi = fused_activation_range(ctx, qy)
     return Mul16x8Params(int(qm.multiplier), int(qm.shift), lo, hi, shape)
 
 

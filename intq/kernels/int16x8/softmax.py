@@ -33,9 +33,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from intq.kernels.base import KernelContext
+from intq.kernels.base import INT16, KernelContext, kernel
 from intq.kernels.int16x8 import _lut
-from intq.kernels.int16x8._common import io_int16, mbqm, reference_runtime, static_shape
+from intq.kernels.int16x8._common import io_int16, reference_runtime, static_shape
+from intq.qmath.raw import mbqm
 from intq.kernels.targets import Runtime
 from intq.qmath import quantize_multiplier
 
@@ -67,6 +68,7 @@ def _tflm_tables() -> tuple[np.ndarray, np.ndarray]:
     return exp, recip
 
 
+@kernel(OP, INT16)
 def prepare(ctx: KernelContext) -> Softmax16x8Params:
     runtime = reference_runtime(ctx)
     in_qp, out_qp = io_int16(ctx)
@@ -75,11 +77,11 @@ def prepare(ctx: KernelContext) -> Softmax16x8Params:
         raise ctx.error(f"input and output must have the same shape of rank >= 1, got {list(shape)}")
     if runtime is Runtime.LITERT and len(shape) > 4:  # SoftmaxQuantized<int16_t, int16_t>: "Only 1D, 2D, 3D and 4D"
         raise ctx.error(f"LiteRT's int16 SOFTMAX takes ranks 1 to 4, got rank {len(shape)}")
-    s_out = np.float32(out_qp.scale[0])
+    s_out = np.float32(out_qp.tensor_scale)
     if not abs(s_out - np.float32(1.0 / 32768)) <= np.float32(0.001 / 32768):
         raise ctx.error(f"output scale must be 1/32768 (spec 003, 16x8), got {float(s_out)!r}")
     beta = np.float32(ctx.attr("beta", 1.0))
-    s_in = np.float32(in_qp.scale[0])
+    s_in = np.float32(in_qp.tensor_scale)
     if runtime is Runtime.LITERT:
         real = float(np.float32(s_in * beta)) / (10.0 / 65535.0)
         exp_lut, recip_lut = _litert_tables()

@@ -27,6 +27,8 @@ softmax        Softmax, LogSoftmax
 """
 
 from . import activation, conv, elementwise, linalg, norm, pool, reduce, resize, shape, softmax  # noqa: F401
-from .registry import FLOAT_OPS, lookup, register
+from .registry import FLOAT_OPS
 
-__all__ = ["FLOAT_OPS", "lookup", "register"]
+lookup = FLOAT_OPS.lookup
+
+__all__ = ["FLOAT_OPS", "lookup"]

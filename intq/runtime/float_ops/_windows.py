@@ -7,9 +7,8 @@ at ``o*s + t*d`` for taps ``t`` in [0, k), and::
 
     out = floor((n + b + e - (k-1)*d - 1) / s) + 1          (ceil instead of floor: ceil_mode)
 
-``auto_pad`` SAME_UPPER / SAME_LOWER choose ``out = ceil(n / s)`` and split the total pad
-``max(0, (out-1)*s + (k-1)*d + 1 - n)`` evenly, the odd element going to the end (UPPER) or the
-beginning (LOWER); VALID means no padding.
+Pads are explicit (:func:`intq.passes.padding.pads_of`: ``auto_pad`` other than NOTSET is
+refused); the importer wrote every node's pads out (:func:`intq.passes.explicit_pads`).
 """
 
 from __future__ import annotations
@@ -21,11 +20,10 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from intq.errors import GraphError
+from intq.passes.padding import pads_of
 
 from . import _scratch
-from ._checks import choice, ints
-
-AUTO_PADS = ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID")
+from ._checks import ints
 
 
 @dataclass(frozen=True)
@@ -69,7 +67,7 @@ def per_axis(op: str, name: str, values, nd: int, default: int) -> tuple[int, ..
 
 def geometry(op: str, in_shape: Sequence[int], kernel: Sequence[int], *, strides=None,
              dilations=None, pads=None, auto_pad: str = "NOTSET", ceil_mode: int = 0) -> Geometry:
-    """Resolve strides, dilations, pads and auto_pad into a :class:`Geometry` (module formulas).
+    """Resolve strides, dilations and explicit pads into a :class:`Geometry` (module formulas).
 
     With ``ceil_mode`` a last window that would start beyond the input's end padding is
     dropped, as onnxruntime and PyTorch do.
@@ -84,34 +82,20 @@ def geometry(op: str, in_shape: Sequence[int], kernel: Sequence[int], *, strides
         raise GraphError(f"{op}: kernel_shape={list(kernel)} must be positive")
     strides = per_axis(op, "strides", strides, nd, 1)
     dilations = per_axis(op, "dilations", dilations, nd, 1)
-    auto_pad = auto_pad.decode() if isinstance(auto_pad, bytes) else auto_pad
-    choice(op, "auto_pad", auto_pad, AUTO_PADS)
+    begin, end = pads_of(op, {"auto_pad": auto_pad, "pads": ints(pads)}, nd)
+    p = begin + end
     reach = [(k - 1) * d + 1 for k, d in zip(kernel, dilations)]  # extent of one window
-    if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
-        out = [-(-n // s) for n, s in zip(in_shape, strides)]
-        total = [max(0, (o - 1) * s + r - n) for o, s, r, n in zip(out, strides, reach, in_shape)]
-        small = [t // 2 for t in total]
-        big = [t - t // 2 for t in total]
-        begin, end = (small, big) if auto_pad == "SAME_UPPER" else (big, small)
-    else:
-        p = ints(pads) if auto_pad == "NOTSET" else []
-        p = p or [0] * (2 * nd)
-        if len(p) != 2 * nd:
-            raise GraphError(f"{op}: pads={p} must have 2*{nd} entries (all begins, then all ends)")
-        if any(v < 0 for v in p):
-            raise GraphError(f"{op}: pads={p} must be non-negative")
-        begin, end = p[:nd], p[nd:]
-        out = []
-        for n, b, e, r, s in zip(in_shape, begin, end, reach, strides):
-            span = n + b + e - r
-            if span < 0:
-                raise GraphError(f"{op}: the window (kernel {list(kernel)}, dilations "
-                                 f"{list(dilations)}) is larger than the padded input "
-                                 f"{list(in_shape)} + pads {p}")
-            o = (-(-span // s) if ceil_mode else span // s) + 1
-            if ceil_mode and (o - 1) * s >= n + b:
-                o -= 1  # the last window would start inside the end padding: dropped
-            out.append(o)
+    out = []
+    for n, b, e, r, s in zip(in_shape, begin, end, reach, strides):
+        span = n + b + e - r
+        if span < 0:
+            raise GraphError(f"{op}: the window (kernel {list(kernel)}, dilations "
+                             f"{list(dilations)}) is larger than the padded input "
+                             f"{list(in_shape)} + pads {p}")
+        o = (-(-span // s) if ceil_mode else span // s) + 1
+        if ceil_mode and (o - 1) * s >= n + b:
+            o -= 1  # the last window would start inside the end padding: dropped
+        out.append(o)
     reach_end = [max(e, (o - 1) * s + r - n - b)
                  for o, s, r, n, b, e in zip(out, strides, reach, in_shape, begin, end)]
     return Geometry(kernel, strides, dilations, tuple(begin), tuple(end), tuple(reach_end),

@@ -11,25 +11,25 @@ from intq.errors import GraphError
 
 from ._checks import choice
 from ._erf import erf
-from .registry import register
+from .registry import FLOAT_OPS
 
 _SQRT_HALF = 0.7071067811865476  # 1 / sqrt(2)
 _SQRT_2_OVER_PI = 0.7978845608028654  # sqrt(2 / pi)
 
 
-@register
+@FLOAT_OPS.register()
 def Relu(X):
     """Y = max(X, 0)."""
     return (np.maximum(X, X.dtype.type(0)),)
 
 
-@register
+@FLOAT_OPS.register()
 def LeakyRelu(X, *, alpha=0.01):
     """Y = X if X >= 0 else alpha * X."""
     return (np.where(X < 0, X * alpha, X),)
 
 
-@register
+@FLOAT_OPS.register()
 def PRelu(X, slope):
     """Y = X if X >= 0 else slope * X (slope broadcasts to X)."""
     try:
@@ -39,7 +39,7 @@ def PRelu(X, slope):
                          f"shape {list(X.shape)}") from None
 
 
-@register
+@FLOAT_OPS.register()
 def ThresholdedRelu(X, *, alpha=1.0):
     """Y = X if X > alpha else 0."""
     return (np.where(X > alpha, X, X.dtype.type(0)),)
@@ -53,13 +53,13 @@ def _sigmoid(X: np.ndarray) -> np.ndarray:
     return np.reciprocal(y, out=y)
 
 
-@register
+@FLOAT_OPS.register()
 def Sigmoid(X):
     """Y = 1 / (1 + exp(-X))."""
     return (np.asarray(_sigmoid(X)),)
 
 
-@register
+@FLOAT_OPS.register()
 def SiLU(X):
     """Y = X * sigmoid(X) (SiLU, a.k.a. swish). An intq-domain op: intq.passes writes it for the
     ``Mul(x, Sigmoid(x))`` pattern; ONNX has no SiLU (opset 24's Swish adds a slope alpha)."""
@@ -68,7 +68,7 @@ def SiLU(X):
     return (y,)
 
 
-@register
+@FLOAT_OPS.register()
 def Swish(X, *, alpha=1.0):
     """Y = X * sigmoid(alpha * X) (ONNX opset 24)."""
     y = _sigmoid(X * X.dtype.type(alpha))
@@ -76,13 +76,13 @@ def Swish(X, *, alpha=1.0):
     return (y,)
 
 
-@register
+@FLOAT_OPS.register()
 def Tanh(X):
     """Y = tanh(X)."""
     return (np.asarray(np.tanh(X)),)
 
 
-@register
+@FLOAT_OPS.register()
 def HardSigmoid(X, *, alpha=0.2, beta=0.5):
     """Y = max(0, min(1, alpha * X + beta))."""
     y = X * alpha
@@ -90,7 +90,7 @@ def HardSigmoid(X, *, alpha=0.2, beta=0.5):
     return (np.clip(y, 0, 1, out=y),)
 
 
-@register
+@FLOAT_OPS.register()
 def HardSwish(X):
     """Y = X * max(0, min(1, X / 6 + 1/2))."""
     y = X / X.dtype.type(6)
@@ -105,44 +105,44 @@ def _expm1_negative_part(X: np.ndarray) -> np.ndarray:
     return np.expm1(np.minimum(X, X.dtype.type(0)))
 
 
-@register
+@FLOAT_OPS.register()
 def Elu(X, *, alpha=1.0):
     """Y = X if X > 0 else alpha * (exp(X) - 1)."""
     return (np.where(X > 0, X, alpha * _expm1_negative_part(X)),)
 
 
-@register
+@FLOAT_OPS.register()
 def Selu(X, *, alpha=1.67326319217681884765625, gamma=1.05070102214813232421875):
     """Y = gamma * (X if X > 0 else alpha * (exp(X) - 1)) (ONNX's default alpha and gamma)."""
     return (np.where(X > 0, X * gamma, (alpha * gamma) * _expm1_negative_part(X)),)
 
 
-@register
+@FLOAT_OPS.register()
 def Celu(X, *, alpha=1.0):
     """Y = max(0, X) + min(0, alpha * (exp(X / alpha) - 1))."""
     neg = np.expm1(np.minimum(X / X.dtype.type(alpha), X.dtype.type(0))) * alpha
     return (np.maximum(X, 0) + neg,)
 
 
-@register
+@FLOAT_OPS.register()
 def Softplus(X):
     """Y = log(1 + exp(X)), computed as logaddexp(X, 0) (no overflow)."""
     return (np.asarray(np.logaddexp(X, X.dtype.type(0))),)
 
 
-@register
+@FLOAT_OPS.register()
 def Softsign(X):
     """Y = X / (1 + |X|)."""
     return (X / (np.abs(X) + 1),)
 
 
-@register
+@FLOAT_OPS.register()
 def Mish(X):
     """Y = X * tanh(softplus(X))."""
     return (X * np.tanh(np.logaddexp(X, X.dtype.type(0))),)
 
 
-@register
+@FLOAT_OPS.register()
 def Gelu(X, *, approximate="none"):
     """approximate="none": Y = X/2 * (1 + erf(X / sqrt(2)));
     approximate="tanh": Y = X/2 * (1 + tanh(sqrt(2/pi) * (X + 0.044715 X^3)))."""
@@ -162,7 +162,7 @@ def Gelu(X, *, approximate="none"):
     return (inner,)
 
 
-@register
+@FLOAT_OPS.register()
 def Clip(input, min=None, max=None):
     """output = min(max(input, min), max); an omitted bound does not clip. NaN stays NaN."""
     y = input

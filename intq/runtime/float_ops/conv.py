@@ -20,11 +20,12 @@ from __future__ import annotations
 import numpy as np
 
 from intq.errors import GraphError
+from intq.passes.padding import pads_of
 
 from . import _scratch
-from ._checks import choice, ints
+from ._checks import ints
 from ._windows import Geometry, channel_chunks, geometry, pad, per_axis, taps, windows
-from .registry import register
+from .registry import FLOAT_OPS
 
 
 def _check_kernel_shape(op: str, kernel_shape, kernel: tuple[int, ...]) -> None:
@@ -33,7 +34,7 @@ def _check_kernel_shape(op: str, kernel_shape, kernel: tuple[int, ...]) -> None:
                          f"spatial shape {list(kernel)}")
 
 
-@register
+@FLOAT_OPS.register()
 def Conv(X, W, B=None, *, auto_pad="NOTSET", dilations=None, group=1, kernel_shape=None,
          pads=None, strides=None):
     """ONNX Conv (module docstring formula); returns (Y,) of shape (N, M, *out)."""
@@ -182,7 +183,7 @@ def _depthwise_taps(X: np.ndarray, w: np.ndarray, g: Geometry) -> np.ndarray:
     return y.reshape((n, c * mult) + g.out_shape)
 
 
-@register
+@FLOAT_OPS.register()
 def ConvTranspose(X, W, B=None, *, auto_pad="NOTSET", dilations=None, group=1, kernel_shape=None,
                   output_padding=None, output_shape=None, pads=None, strides=None):
     """ONNX ConvTranspose: the adjoint of Conv; returns (Y,) of shape (N, M, *out).
@@ -191,9 +192,8 @@ def ConvTranspose(X, W, B=None, *, auto_pad="NOTSET", dilations=None, group=1, k
     with ``out = s*(in-1) + output_padding + (k-1)*d + 1 - pad_begin - pad_end``.
     Computed as one matmul per group (``W_g^T @ X_g``, the "columns") and a col2im that adds
     each tap's columns into a strided view of the output: prod(kernel) vectorised adds.
-    When ``output_shape`` is given (or auto_pad is SAME_*, meaning out = in * stride), the
-    total pad ``full - out`` is derived from it and split as the ONNX spec (and onnxruntime)
-    says: the odd element goes to the end for SAME_UPPER and to the beginning otherwise.
+    Pads are explicit (``auto_pad`` and ``output_shape`` are refused: :func:`intq.passes.explicit_pads`
+    writes them as pads and output_padding).
     """
     if X.ndim < 3 or W.ndim != X.ndim:
         raise GraphError(f"ConvTranspose: input rank {X.ndim} and weight rank {W.ndim} must be "
@@ -208,8 +208,6 @@ def ConvTranspose(X, W, B=None, *, auto_pad="NOTSET", dilations=None, group=1, k
     kernel = tuple(W.shape[2:])
     nd = len(kernel)
     _check_kernel_shape("ConvTranspose", kernel_shape, kernel)
-    auto_pad = auto_pad.decode() if isinstance(auto_pad, bytes) else auto_pad
-    choice("ConvTranspose", "auto_pad", auto_pad, ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID"))
     strides = per_axis("ConvTranspose", "strides", strides, nd, 1)
     dilations = per_axis("ConvTranspose", "dilations", dilations, nd, 1)
     in_sp = X.shape[2:]
@@ -218,25 +216,9 @@ def ConvTranspose(X, W, B=None, *, auto_pad="NOTSET", dilations=None, group=1, k
         raise GraphError(f"ConvTranspose: output_padding={adj} needs {nd} non-negative entries")
     full = [s * (i - 1) + (k - 1) * d + 1 + a
             for s, i, k, d, a in zip(strides, in_sp, kernel, dilations, adj)]
-    target = ints(output_shape)[-nd:] if output_shape is not None and len(ints(output_shape)) else None
-    if target is None and auto_pad in ("SAME_UPPER", "SAME_LOWER"):
-        target = [i * s for i, s in zip(in_sp, strides)]
-    if target is not None:
-        if len(target) != nd:
-            raise GraphError(f"ConvTranspose: output_shape={ints(output_shape)} needs {nd} spatial sizes")
-        total = [max(0, f - t) for f, t in zip(full, target)]
-        if auto_pad == "SAME_UPPER":
-            begin, end = [t // 2 for t in total], [t - t // 2 for t in total]
-        else:
-            begin, end = [t - t // 2 for t in total], [t // 2 for t in total]
-    else:
-        p = (ints(pads) if auto_pad == "NOTSET" else []) or [0] * (2 * nd)
-        if len(p) != 2 * nd or any(v < 0 for v in p):
-            raise GraphError(f"ConvTranspose: pads={p} needs 2*{nd} non-negative entries")
-        begin, end = p[:nd], p[nd:]
+    begin, end = pads_of("ConvTranspose", {"auto_pad": auto_pad, "output_shape": ints(output_shape),
+                                           "pads": ints(pads)}, nd)
     out = [f - b - e for f, b, e in zip(full, begin, end)]
-    if target is not None:
-        out = list(target)
     if any(o < 1 for o in out):
         raise GraphError(f"ConvTranspose: pads {begin + end} leave no output (full size {full})")
     dtype = np.result_type(X.dtype, W.dtype)
@@ -244,7 +226,7 @@ def ConvTranspose(X, W, B=None, *, auto_pad="NOTSET", dilations=None, group=1, k
     positions = int(np.prod(in_sp, dtype=np.int64))
     w = W.astype(dtype, copy=False).reshape(group, c // group, mg * K).transpose(0, 2, 1)
     x = X.astype(dtype, copy=False).reshape(n, group, c // group, positions)
-    canvas_shape = (m,) + tuple(max(f, b + o) for f, b, o in zip(full, begin, out))
+    canvas_shape = (m,) + tuple(full)
     crop = (slice(None),) + tuple(slice(b, b + o) for b, o in zip(begin, out))
     y = np.empty((n, m) + tuple(out), dtype)
     for i in range(n):

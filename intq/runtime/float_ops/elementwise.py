@@ -18,7 +18,7 @@ import onnx
 from intq.errors import GraphError, UnsupportedOperatorError
 
 from ._erf import erf
-from .registry import register
+from .registry import FLOAT_OPS
 
 
 def _broadcast(op: str, fn, *arrays):
@@ -39,19 +39,19 @@ def _no_int_zero_divisor(op: str, B: np.ndarray) -> None:
         raise GraphError(f"{op}: integer division by zero (the divisor input contains 0)")
 
 
-@register
+@FLOAT_OPS.register()
 def Add(A, B):
     """C = A + B."""
     return (_broadcast("Add", np.add, A, B),)
 
 
-@register
+@FLOAT_OPS.register()
 def Sub(A, B):
     """C = A - B."""
     return (_broadcast("Sub", np.subtract, A, B),)
 
 
-@register
+@FLOAT_OPS.register()
 def Mul(A, B):
     """C = A * B."""
     return (_broadcast("Mul", np.multiply, A, B),)
@@ -65,7 +65,7 @@ def _trunc_divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return q
 
 
-@register
+@FLOAT_OPS.register()
 def Div(A, B):
     """C = A / B; integers: truncated toward zero (onnxruntime, C++ semantics)."""
     if _is_int(A) and _is_int(B):
@@ -75,7 +75,7 @@ def Div(A, B):
         return (_broadcast("Div", np.divide, A, B),)
 
 
-@register
+@FLOAT_OPS.register()
 def Mod(A, B, *, fmod=0):
     """C = A mod B: sign of B (fmod=0, Python %), or sign of A (fmod=1, C fmod)."""
     if not fmod and not (_is_int(A) and _is_int(B)):
@@ -85,7 +85,7 @@ def Mod(A, B, *, fmod=0):
         return (_broadcast("Mod", np.fmod if fmod else np.remainder, A, B),)
 
 
-@register
+@FLOAT_OPS.register()
 def Pow(X, Y):
     """Z = X ** Y in X's dtype (Y may have another type, as ONNX allows)."""
     if np.issubdtype(X.dtype, np.floating):
@@ -109,7 +109,7 @@ def _unary(op: str, fn, formula: str, *, quiet: bool = False):
 
     run.__name__ = run.__qualname__ = op
     run.__doc__ = f"Y = {formula}, elementwise."
-    return register(op)(run)
+    return FLOAT_OPS.register(op)(run)
 
 
 Sqrt = _unary("Sqrt", np.sqrt, "sqrt(X)", quiet=True)
@@ -128,14 +128,14 @@ Not = _unary("Not", np.logical_not, "not X")
 IsNaN = _unary("IsNaN", np.isnan, "X is NaN")
 
 
-@register
+@FLOAT_OPS.register()
 def Reciprocal(X):
     """Y = 1 / X."""
     with np.errstate(divide="ignore"):
         return (np.asarray(np.reciprocal(X)),)
 
 
-@register
+@FLOAT_OPS.register()
 def IsInf(X, *, detect_negative=1, detect_positive=1):
     """Y = X is +inf (if detect_positive) or -inf (if detect_negative)."""
     pos = np.isposinf(X) if detect_positive else np.zeros(X.shape, bool)
@@ -150,25 +150,25 @@ def _variadic(op: str, ufunc, inputs) -> np.ndarray:
     return _broadcast(op, lambda *xs: reduce(ufunc, xs), *inputs)
 
 
-@register
+@FLOAT_OPS.register()
 def Min(*inputs):
     """Elementwise minimum of all inputs (broadcast); NaN propagates."""
     return (_variadic("Min", np.minimum, inputs),)
 
 
-@register
+@FLOAT_OPS.register()
 def Max(*inputs):
     """Elementwise maximum of all inputs (broadcast); NaN propagates."""
     return (_variadic("Max", np.maximum, inputs),)
 
 
-@register
+@FLOAT_OPS.register()
 def Sum(*inputs):
     """Elementwise sum of all inputs (broadcast), added left to right."""
     return (_variadic("Sum", np.add, inputs),)
 
 
-@register
+@FLOAT_OPS.register()
 def Mean(*inputs):
     """Elementwise sum of all inputs (broadcast) divided by their count."""
     total = _variadic("Mean", np.add, inputs)
@@ -183,7 +183,7 @@ def _compare(op: str, ufunc):
 
     run.__name__ = run.__qualname__ = op
     run.__doc__ = f"C = {ufunc.__name__}(A, B), broadcast, bool."
-    return register(op)(run)
+    return FLOAT_OPS.register(op)(run)
 
 
 Equal = _compare("Equal", np.equal)
@@ -196,7 +196,7 @@ Or = _compare("Or", np.logical_or)
 Xor = _compare("Xor", np.logical_xor)
 
 
-@register
+@FLOAT_OPS.register()
 def Where(condition, X, Y):
     """output = X where condition else Y (all three broadcast)."""
     if condition.dtype != np.bool_:
@@ -231,7 +231,7 @@ def _cast(op: str, X: np.ndarray, dtype) -> np.ndarray:
     return X.astype(dtype)
 
 
-@register
+@FLOAT_OPS.register()
 def Cast(input, *, saturate=1, to):
     """output = input converted to ONNX type ``to`` (float -> int truncates toward zero).
 
@@ -244,19 +244,19 @@ def Cast(input, *, saturate=1, to):
     return (_cast("Cast", input, _CAST_TYPES[to]),)
 
 
-@register
+@FLOAT_OPS.register()
 def CastLike(input, target_type, *, saturate=1):
     """output = input converted to target_type's dtype."""
     return (_cast("CastLike", input, target_type.dtype),)
 
 
-@register
+@FLOAT_OPS.register()
 def Identity(input):
     """output = input (the same array, not a copy)."""
     return (input,)
 
 
-@register
+@FLOAT_OPS.register()
 def Dropout(data, ratio=None, training_mode=None, *, seed=None):
     """Inference Dropout: (output = data, mask = all True, a read-only broadcast view).
 

@@ -6,10 +6,10 @@ import numpy as np
 
 from intq.errors import GraphError
 
-from .registry import register
+from .registry import FLOAT_OPS
 
 
-@register
+@FLOAT_OPS.register()
 def MatMul(A, B):
     """Y = A @ B with numpy broadcasting of the batch axes; 1-D operands are promoted and the
     added axis removed again (numpy.matmul == ONNX MatMul)."""
@@ -19,7 +19,7 @@ def MatMul(A, B):
         raise GraphError(f"MatMul: shapes {list(A.shape)} and {list(B.shape)} do not multiply") from None
 
 
-@register
+@FLOAT_OPS.register()
 def Gemm(A, B, C=None, *, alpha=1.0, beta=1.0, transA=0, transB=0):
     """Y = alpha * A' @ B' + beta * C, with A' = A^T if transA, B' = B^T if transB (2-D), and C
     broadcast to (M, N). Transposes are views: BLAS reads them in place."""

@@ -10,7 +10,7 @@ import numpy as np
 from intq.errors import GraphError, UnsupportedOperatorError
 
 from . import _checks
-from .registry import register
+from .registry import FLOAT_OPS
 
 
 def _channel_shape(x: np.ndarray) -> tuple[int, ...]:
@@ -18,7 +18,7 @@ def _channel_shape(x: np.ndarray) -> tuple[int, ...]:
     return (x.shape[1],) + (1,) * (x.ndim - 2)
 
 
-@register
+@FLOAT_OPS.register()
 def BatchNormalization(X, scale, B, input_mean, input_var, *, epsilon=1e-5, momentum=0.9,
                        training_mode=0):
     """Y = (X - mean) / sqrt(var + epsilon) * scale + B per channel (axis 1), computed as
@@ -49,7 +49,7 @@ def _normalize(x: np.ndarray, axes: tuple[int, ...], epsilon: float):
     return centred, mean, inv_std
 
 
-@register
+@FLOAT_OPS.register()
 def LayerNormalization(X, Scale, B=None, *, axis=-1, epsilon=1e-5, stash_type=1):
     """Y = (X - mean) / sqrt(var + epsilon) * Scale + B, statistics over axes [axis, rank).
 
@@ -68,7 +68,7 @@ def LayerNormalization(X, Scale, B=None, *, axis=-1, epsilon=1e-5, stash_type=1)
     return y, mean, inv_std
 
 
-@register
+@FLOAT_OPS.register()
 def InstanceNormalization(input, scale, B, *, epsilon=1e-5):
     """Y = (X - mean) / sqrt(var + epsilon) * scale[c] + B[c], statistics per (n, c) over the
     spatial axes."""
@@ -81,7 +81,7 @@ def InstanceNormalization(input, scale, B, *, epsilon=1e-5):
     return (y,)
 
 
-@register
+@FLOAT_OPS.register()
 def GroupNormalization(X, scale, bias, *, epsilon=1e-5, num_groups, stash_type=1):
     """Y = (X - mean_g) / sqrt(var_g + epsilon) * scale[c] + bias[c], statistics per (n, group)
     over the group's channels and all spatial axes (opset 21: scale and bias per channel)."""

@@ -1,6 +1,6 @@
 """Pooling: MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool (N-d, float32).
 
-Window geometry (strides, dilations, pads, auto_pad, ceil_mode) as in ``_windows``. Pools run
+Window geometry (strides, dilations, explicit pads, ceil_mode) as in ``_windows``. Pools run
 tap by tap over strided views of the padded input: prod(kernel) vectorised passes over chunks
 of (image, channel) planes sized to stay in cache, never a Python loop over pixels.
 
@@ -15,7 +15,7 @@ from intq.errors import GraphError
 
 from ._checks import ints
 from ._windows import Geometry, channel_chunks, geometry, pad, taps
-from .registry import register
+from .registry import FLOAT_OPS
 
 
 def _geometry(op: str, X: np.ndarray, kernel_shape, **kw) -> Geometry:
@@ -52,7 +52,7 @@ def _lowest(dtype: np.dtype):
     return -np.inf if np.issubdtype(dtype, np.floating) else np.iinfo(dtype).min
 
 
-@register
+@FLOAT_OPS.register()
 def MaxPool(X, *, auto_pad="NOTSET", ceil_mode=0, dilations=None, kernel_shape=None, pads=None,
             storage_order=0, strides=None, return_indices=False):
     """ONNX MaxPool: ``Y[n, c, o] = max_t Xpad[n, c, o*s + t*d]``, padding never wins.
@@ -98,7 +98,7 @@ def _argmax_indices(xp: np.ndarray, y: np.ndarray, g: Geometry, storage_order: i
     return found
 
 
-@register
+@FLOAT_OPS.register()
 def AveragePool(X, *, auto_pad="NOTSET", ceil_mode=0, count_include_pad=0, dilations=None,
                 kernel_shape=None, pads=None, strides=None):
     """ONNX AveragePool: ``Y[n, c, o] = sum_t Xpad[n, c, o*s + t*d] / count[o]``.
@@ -131,13 +131,13 @@ def _global(op: str, X: np.ndarray, reduce) -> np.ndarray:
     return y.reshape((n, c) + (1,) * (X.ndim - 2))
 
 
-@register
+@FLOAT_OPS.register()
 def GlobalAveragePool(X):
     """``Y[n, c, 1, ...] = mean over all spatial positions of X[n, c]``."""
     return (_global("GlobalAveragePool", X, np.mean),)
 
 
-@register
+@FLOAT_OPS.register()
 def GlobalMaxPool(X):
     """``Y[n, c, 1, ...] = max over all spatial positions of X[n, c]``."""
     return (_global("GlobalMaxPool", X, np.max),)

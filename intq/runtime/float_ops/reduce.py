@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _checks
-from .registry import register
+from .registry import FLOAT_OPS
 
 
 def _reduce(op: str, fn, data, axes, keepdims, noop_with_empty_axes):
@@ -52,17 +52,17 @@ def _make(op: str, fn, what: str):
 
     run.__name__ = run.__qualname__ = op
     run.__doc__ = f"reduced = {what} of data over axes (see module docstring)."
-    return register(op)(run)
+    return FLOAT_OPS.register(op)(run)
 
 
-ReduceMean = _make("ReduceMean", np.mean, "mean")
-ReduceMax = _make("ReduceMax", np.max, "max")
-ReduceMin = _make("ReduceMin", np.min, "min")
-ReduceSum = _make("ReduceSum", np.sum, "sum")
-ReduceProd = _make("ReduceProd", np.prod, "product")
-ReduceL1 = _make("ReduceL1", _l1, "sum of |x|")
-ReduceL2 = _make("ReduceL2", _l2, "sqrt of the sum of x^2")
-ReduceSumSquare = _make("ReduceSumSquare", _sum_square, "sum of x^2")
+#: (ONNX operator, numpy reduction, what it computes): one registered float op each.
+_REDUCTIONS = (
+    ("ReduceMean", np.mean, "mean"), ("ReduceMax", np.max, "max"), ("ReduceMin", np.min, "min"),
+    ("ReduceSum", np.sum, "sum"), ("ReduceProd", np.prod, "product"), ("ReduceL1", _l1, "sum of |x|"),
+    ("ReduceL2", _l2, "sqrt of the sum of x^2"), ("ReduceSumSquare", _sum_square, "sum of x^2"),
+)
+for _op, _fn, _what in _REDUCTIONS:
+    _make(_op, _fn, _what)
 ReduceLogSumExp = _make("ReduceLogSumExp", _log_sum_exp, "log of the sum of exp(x) (max-shifted)")
 
 
@@ -76,14 +76,14 @@ def _arg(op: str, fn, data, axis, keepdims, select_last_index):
     return (np.expand_dims(idx, a) if keepdims else idx,)
 
 
-@register
+@FLOAT_OPS.register()
 def ArgMax(data, *, axis=0, keepdims=1, select_last_index=0):
     """reduced = int64 index of the maximum along ``axis`` (first one, or last if
     select_last_index)."""
     return _arg("ArgMax", np.argmax, data, axis, keepdims, select_last_index)
 
 
-@register
+@FLOAT_OPS.register()
 def ArgMin(data, *, axis=0, keepdims=1, select_last_index=0):
     """reduced = int64 index of the minimum along ``axis`` (first one, or last if
     select_last_index)."""

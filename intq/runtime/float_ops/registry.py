@@ -25,45 +25,22 @@ Calling convention (every entry of :data:`FLOAT_OPS`)::
   do not fit the operator's contract); messages name the operator and the offending value. The
   caller adds the node's name.
 
-Each family module (``conv``, ``pool``, ...) registers its functions with :func:`register`;
-importing :mod:`intq.runtime.float_ops` imports them all.
+Each family module (``conv``, ``pool``, ...) registers its functions with
+``@FLOAT_OPS.register()`` (an :class:`intq.registry.Registry`); importing
+:mod:`intq.runtime.float_ops` imports them all.
 """
 
 from __future__ import annotations
 
-from typing import Callable, TypeVar
+from typing import Callable
 
 import numpy as np
 
 from intq.errors import UnsupportedOperatorError
+from intq.registry import Registry
 
 FloatOp = Callable[..., tuple[np.ndarray, ...]]
-F = TypeVar("F", bound=FloatOp)
 
 #: ONNX op type -> function; filled by the family modules at import.
-FLOAT_OPS: dict[str, FloatOp] = {}
+FLOAT_OPS: Registry[FloatOp] = Registry("float implementation of ONNX operator", UnsupportedOperatorError)
 
-
-def register(op_type: str | F) -> F | Callable[[F], F]:
-    """Add a function to :data:`FLOAT_OPS`: ``@register`` (under the function's name) or
-    ``@register("OpType")``. Registering one op type twice is a programming error."""
-
-    def add(fn: F, name: str) -> F:
-        assert name not in FLOAT_OPS, f"float op {name!r} registered twice"
-        FLOAT_OPS[name] = fn
-        return fn
-
-    if callable(op_type):
-        return add(op_type, op_type.__name__)
-    return lambda fn: add(fn, op_type)
-
-
-def lookup(op_type: str) -> FloatOp:
-    """The function for ``op_type``; an unknown op type raises an error listing every known one."""
-    try:
-        return FLOAT_OPS[op_type]
-    except KeyError:
-        known = ", ".join(sorted(FLOAT_OPS))
-        raise UnsupportedOperatorError(
-            f"no float implementation of ONNX operator {op_type!r}; implemented: {known}"
-        ) from None

@@ -34,7 +34,7 @@ from intq.errors import GraphError, UnsupportedOperatorError
 
 from . import _checks
 from ._checks import choice
-from .registry import register
+from .registry import FLOAT_OPS
 
 _MODES = ("nearest", "linear", "cubic")
 _TRANSFORMS = ("half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners",
@@ -137,7 +137,7 @@ def _resample_axis(x: np.ndarray, axis: int, coord: np.ndarray, mode: str, neare
     return y
 
 
-@register
+@FLOAT_OPS.register()
 def Resize(X, roi=None, scales=None, sizes=None, *, antialias=0, axes=None,
            coordinate_transformation_mode="half_pixel", cubic_coeff_a=-0.75, exclude_outside=0,
            extrapolation_value=0.0, keep_aspect_ratio_policy="stretch", mode="nearest",

@@ -15,10 +15,10 @@ from intq.errors import GraphError, UnsupportedOperatorError
 
 from . import _checks
 from ._checks import choice, ints
-from .registry import register
+from .registry import FLOAT_OPS
 
 
-@register
+@FLOAT_OPS.register()
 def Reshape(data, shape, *, allowzero=0):
     """reshaped = data with dims ``shape``: a 0 copies the input dim at that position (unless
     allowzero=1, where 0 is a real zero-size dim), one -1 is inferred from the element count."""
@@ -41,7 +41,7 @@ def Reshape(data, shape, *, allowzero=0):
                          f"to {ints(shape)}") from None
 
 
-@register
+@FLOAT_OPS.register()
 def Flatten(input, *, axis=1):
     """output = input as 2-D (prod(dims[:axis]), prod(dims[axis:])); axis in [-rank, rank]."""
     rank = input.ndim
@@ -52,7 +52,7 @@ def Flatten(input, *, axis=1):
     return (input.reshape(outer, int(np.prod(input.shape[a:], dtype=np.int64))),)
 
 
-@register
+@FLOAT_OPS.register()
 def Transpose(data, *, perm=None):
     """transposed[i...] = data permuted so that output axis k is input axis perm[k] (default:
     reversed). A view."""
@@ -64,7 +64,7 @@ def Transpose(data, *, perm=None):
     return (data.transpose(p),)
 
 
-@register
+@FLOAT_OPS.register()
 def Squeeze(data, axes=None):
     """squeezed = data without the listed size-1 axes (all size-1 axes if axes is omitted)."""
     if _checks.is_omitted(axes):
@@ -76,14 +76,14 @@ def Squeeze(data, axes=None):
     return (np.squeeze(data, axis=ax),)
 
 
-@register
+@FLOAT_OPS.register()
 def Unsqueeze(data, axes):
     """expanded = data with size-1 axes inserted at ``axes`` (positions in the output)."""
     ax = _checks.axes("Unsqueeze", axes, data.ndim + len(ints(axes)))
     return (np.expand_dims(data, ax),)
 
 
-@register
+@FLOAT_OPS.register()
 def Concat(*inputs, axis):
     """concat_result = the inputs joined along ``axis``."""
     if not inputs:
@@ -96,7 +96,7 @@ def Concat(*inputs, axis):
         raise GraphError(f"Concat: shapes {shapes} do not fit along axis {axis}") from None
 
 
-@register
+@FLOAT_OPS.register()
 def Split(input, split=None, *, axis=0, num_outputs=None):
     """outputs = consecutive parts of input along ``axis``: sizes from the ``split`` input, or
     ``num_outputs`` parts of ceil(dim / num_outputs) (the last one smaller). Views."""
@@ -117,7 +117,7 @@ def Split(input, split=None, *, axis=0, num_outputs=None):
     return tuple(np.split(input, cuts, axis=a))
 
 
-@register
+@FLOAT_OPS.register()
 def Slice(data, starts, ends, axes=None, steps=None):
     """output = data[start:end:step] on the given axes, ONNX clamping: negative values count
     from the end; then start is clamped to [0, dim] (step > 0) or [0, dim-1] (step < 0), end to
@@ -155,7 +155,7 @@ def _indices(op: str, indices: np.ndarray, dim: int) -> np.ndarray:
     return np.where(idx < 0, idx + dim, idx)
 
 
-@register
+@FLOAT_OPS.register()
 def Gather(data, indices, *, axis=0):
     """output = take(data, indices, axis): indexes axis ``axis`` with an index tensor of any
     rank (negative indices count from the end); output rank = r + q - 1."""
@@ -163,27 +163,27 @@ def Gather(data, indices, *, axis=0):
     return (np.take(data, _indices("Gather", indices, data.shape[a]), axis=a),)
 
 
-@register
+@FLOAT_OPS.register()
 def GatherElements(data, indices, *, axis=0):
     """output[i][j][k] = data[index][j][k] with index = indices[i][j][k] on ``axis`` (0 here)."""
     a = _checks.axis("GatherElements", axis, data.ndim)
     return (np.take_along_axis(data, _indices("GatherElements", indices, data.shape[a]), axis=a),)
 
 
-@register
+@FLOAT_OPS.register()
 def Shape(data, *, end=None, start=0):
     """shape = data's dims [start:end] as int64 (Python slicing: negatives count from the
     end, out-of-range values clamp)."""
     return (np.array(data.shape[start:end], dtype=np.int64),)
 
 
-@register
+@FLOAT_OPS.register()
 def Size(data):
     """size = number of elements, an int64 scalar."""
     return (np.array(data.size, dtype=np.int64),)
 
 
-@register
+@FLOAT_OPS.register()
 def ConstantOfShape(input, *, value=None):
     """output = a tensor of dims ``input`` filled with ``value`` (one-element tensor
     attribute; default float32 0)."""
@@ -196,7 +196,7 @@ def ConstantOfShape(input, *, value=None):
     return (np.full(dims, fill[0], dtype=fill.dtype),)
 
 
-@register
+@FLOAT_OPS.register()
 def Range(start, limit, delta):
     """output[i] = start + i * delta for i < max(ceil((limit - start) / delta), 0), in start's
     dtype."""
@@ -211,7 +211,7 @@ def Range(start, limit, delta):
     return ((np.arange(count, dtype=dtype) * d + s).astype(dtype, copy=False),)
 
 
-@register
+@FLOAT_OPS.register()
 def Expand(input, shape):
     """output = input broadcast with ``shape`` (bidirectionally: dims of 1 in ``shape`` keep
     the input's). A read-only broadcast view."""
@@ -223,7 +223,7 @@ def Expand(input, shape):
     return (np.broadcast_to(input, out),)
 
 
-@register
+@FLOAT_OPS.register()
 def Tile(input, repeats):
     """output = input repeated repeats[i] times along axis i."""
     reps = ints(repeats)
@@ -235,7 +235,7 @@ def Tile(input, repeats):
 _PAD_MODES = ("constant", "reflect", "edge", "wrap")
 
 
-@register
+@FLOAT_OPS.register()
 def Pad(data, pads, constant_value=None, axes=None, *, mode="constant"):
     """output = data padded by pads = [begin_0, ..., begin_k, end_0, ..., end_k] on ``axes``
     (all axes by default). Negative pads remove elements. Modes: constant (constant_value,
@@ -280,7 +280,7 @@ def _block(op: str, x: np.ndarray, blocksize: int) -> tuple[int, int, int, int]:
     return x.shape
 
 
-@register
+@FLOAT_OPS.register()
 def DepthToSpace(input, *, blocksize, mode="DCR"):
     """output (N, C/b^2, H*b, W*b): channel blocks moved into b x b spatial blocks.
 
@@ -300,7 +300,7 @@ def DepthToSpace(input, *, blocksize, mode="DCR"):
     return (y.reshape(n, c // (b * b), h * b, w * b),)
 
 
-@register
+@FLOAT_OPS.register()
 def SpaceToDepth(input, *, blocksize):
     """output (N, C*b^2, H/b, W/b): output[n, (i*b + j)*C + c, h, w] = input[n, c, h*b + i, w*b + j]."""
     n, c, h, w = _block("SpaceToDepth", input, blocksize)
@@ -311,7 +311,7 @@ def SpaceToDepth(input, *, blocksize):
     return (y.reshape(n, c * b * b, h // b, w // b),)
 
 
-@register
+@FLOAT_OPS.register()
 def Constant(*, value=None, value_float=None, value_floats=None, value_int=None, value_ints=None,
              value_string=None, value_strings=None, sparse_value=None):
     """output = the one attribute given: a tensor (value), a float32 or int64 scalar or list, or
@@ -335,13 +335,13 @@ def Constant(*, value=None, value_float=None, value_floats=None, value_int=None,
     return (_checks.tensor(v),)
 
 
-@register
+@FLOAT_OPS.register()
 def NonZero(X):
     """Y = int64 (rank, count) coordinates of the non-zero elements, in row-major order."""
     return (np.array(np.nonzero(np.asarray(X)), dtype=np.int64).reshape(np.ndim(X), -1),)
 
 
-@register
+@FLOAT_OPS.register()
 def Einsum(*Inputs, equation):
     """Output = Einstein summation of the inputs by ``equation`` (numpy.einsum's notation,
     which ONNX shares)."""

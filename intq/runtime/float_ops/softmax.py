@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _checks
-from .registry import register
+from .registry import FLOAT_OPS
 
 
 def _shifted(op: str, x: np.ndarray, axis: int) -> tuple[np.ndarray, int]:
@@ -19,7 +19,7 @@ def _shifted(op: str, x: np.ndarray, axis: int) -> tuple[np.ndarray, int]:
     return x - np.max(x, axis=axis, keepdims=True), axis
 
 
-@register
+@FLOAT_OPS.register()
 def Softmax(input, *, axis=-1):
     """output = exp(x - max) / sum(exp(x - max)) along ``axis``."""
     y, axis = _shifted("Softmax", input, axis)
@@ -28,7 +28,7 @@ def Softmax(input, *, axis=-1):
     return (y,)
 
 
-@register
+@FLOAT_OPS.register()
 def LogSoftmax(input, *, axis=-1):
     """output = (x - max) - log(sum(exp(x - max))) along ``axis``."""
     y, axis = _shifted("LogSoftmax", input, axis)

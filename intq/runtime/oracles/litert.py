@@ -27,6 +27,7 @@ from ai_edge_litert import schema_py_generated as schema
 from ai_edge_litert.interpreter import Interpreter, OpResolverType
 
 from intq.errors import IntqError
+from intq.runtime.oracles.inputs import order_inputs
 
 __all__ = ["RESOLVERS", "LiteRtOracleError", "run_litert"]
 
@@ -95,7 +96,7 @@ def run_litert(
             raise LiteRtOracleError(f"LiteRT rejected the model ({resolver=}): {exc}") from exc
 
     input_details = interpreter.get_input_details()
-    for detail, array in zip(input_details, _order_inputs(input_details, inputs)):
+    for detail, array in zip(input_details, order_inputs(input_details, inputs, LiteRtOracleError)):
         interpreter.set_tensor(detail["index"], array)
     try:
         interpreter.invoke()
@@ -112,54 +113,6 @@ def run_litert(
         ),
     }
     return result
-
-
-def _order_inputs(
-    details: list[dict[str, Any]], inputs: Mapping[str | int, np.ndarray] | Sequence[np.ndarray]
-) -> list[np.ndarray]:
-    names = [d["name"] for d in details]
-    if isinstance(inputs, Mapping):
-        ordered: list[Any] = [None] * len(details)
-        for key, array in inputs.items():
-            if isinstance(key, str):
-                if names.count(key) != 1:
-                    raise LiteRtOracleError(
-                        f"input {key!r} is not (exactly one of) the model inputs {names}"
-                    )
-                pos = names.index(key)
-            elif isinstance(key, (int, np.integer)) and not isinstance(key, bool):
-                pos = int(key)
-                if not 0 <= pos < len(details):
-                    raise LiteRtOracleError(
-                        f"input position {pos} is out of range: the model has {len(details)} inputs"
-                    )
-            else:
-                raise LiteRtOracleError(f"input key {key!r} is neither a name nor a position")
-            if ordered[pos] is not None:
-                raise LiteRtOracleError(f"input {names[pos]!r} is given twice")
-            ordered[pos] = array
-        missing = [names[i] for i, a in enumerate(ordered) if a is None]
-        if missing:
-            raise LiteRtOracleError(f"missing model inputs {missing}")
-    else:
-        ordered = list(inputs)
-        if len(ordered) != len(details):
-            raise LiteRtOracleError(
-                f"{len(ordered)} input arrays given, but the model has {len(details)} inputs {names}"
-            )
-
-    checked = []
-    for detail, array in zip(details, ordered):
-        arr = np.asarray(array)
-        want_shape = tuple(int(d) for d in detail["shape"])
-        want_dtype = np.dtype(detail["dtype"])
-        if arr.shape != want_shape or arr.dtype != want_dtype:
-            raise LiteRtOracleError(
-                f"input {detail['name']!r} must be {want_dtype}{list(want_shape)}, "
-                f"got {arr.dtype}{list(arr.shape)}"
-            )
-        checked.append(np.require(arr, requirements="C"))  # keeps 0-d arrays 0-d
-    return checked
 
 
 def _all_tensors(interpreter: Interpreter, model_bytes: bytes) -> dict[str, np.ndarray]:

@@ -1,23 +1,24 @@
-"""TFLite builtin operators as intq's integer graphs name them: options <-> node attributes.
+"""TFLite builtin operators' options tables as intq's node attributes, both ways.
 
 An integer graph's node is a TFLite builtin (``op_type="CONV_2D"``) whose attributes are the
 fields of its TFLite options table in snake_case (``stride_w``, ``fused_activation_function``),
 with enum fields as their TFLite names (``padding="SAME"``, ``fused_activation_function="RELU6"``).
 :data:`OPTIONS` says which options table each operator reads; :func:`attrs_to_options` and
 :func:`options_to_attrs` convert, so the exporter and the ``.tflite`` importer share one
-definition. Missing attributes take the table's defaults. :data:`MAX_VERSION` says which
-operator versions the importer accepts.
+definition. Missing attributes take the table's defaults. :func:`check_options` says where a
+schema options object goes in an ``Operator`` (``builtin_options`` or ``builtin_options_2``).
 """
 
 from __future__ import annotations
 
+import copy
 import re
 from collections.abc import Mapping
 from typing import Any
 
 from ai_edge_litert import schema_py_generated as schema
 
-from intq.errors import IntqError
+from intq.tflite.errors import TfliteOpError, UnknownOperatorError
 
 #: Builtin operator -> the name of the options table it reads (None: no options).
 OPTIONS: dict[str, str | None] = {
@@ -79,23 +80,6 @@ OPTIONS: dict[str, str | None] = {
     "TRANSPOSE_CONV": "TransposeConvOptions",
 }
 
-#: Builtin operator -> the highest operator version LiteRT's builtin resolver registers for it
-#: (tflite/core/kernels/register.cc; operators registered without versions: 1). A ``.tflite``
-#: operator of a higher version uses a feature newer than intq knows. Only operators intq has
-#: kernels for are listed (DIV has options but no integer kernel).
-MAX_VERSION: dict[str, int] = {
-    "ADD": 5, "ARG_MAX": 3, "ARG_MIN": 3, "AVERAGE_POOL_2D": 3, "BATCH_MATMUL": 4,
-    "BATCH_TO_SPACE_ND": 4, "CONCATENATION": 4, "CONV_2D": 8, "DEPTH_TO_SPACE": 2,
-    "DEPTHWISE_CONV_2D": 7, "DEQUANTIZE": 6, "EQUAL": 5, "FULLY_CONNECTED": 13, "GATHER": 7,
-    "GREATER": 2, "GREATER_EQUAL": 3, "HARD_SWISH": 1, "L2_NORMALIZATION": 2, "LEAKY_RELU": 2,
-    "LESS": 3, "LESS_EQUAL": 2, "LOG_SOFTMAX": 2, "LOGISTIC": 3, "MAX_POOL_2D": 3, "MAXIMUM": 4,
-    "MEAN": 3, "MINIMUM": 4, "MUL": 7, "NOT_EQUAL": 4, "PACK": 4, "PAD": 5, "PADV2": 5, "PRELU": 1,
-    "QUANTIZE": 4, "REDUCE_MAX": 3, "REDUCE_MIN": 3, "RELU": 3, "RELU6": 3, "RELU_N1_TO_1": 1,
-    "RESHAPE": 1, "RESIZE_BILINEAR": 4, "RESIZE_NEAREST_NEIGHBOR": 4, "SHAPE": 1, "SLICE": 6,
-    "SOFTMAX": 3, "SPACE_TO_BATCH_ND": 4, "SPACE_TO_DEPTH": 2, "SPLIT": 4, "SQUEEZE": 2,
-    "STRIDED_SLICE": 8, "SUB": 5, "SUM": 2, "TANH": 3, "TRANSPOSE": 7, "TRANSPOSE_CONV": 5,
-}
-
 #: Option fields whose values are TFLite enums, stored in attributes by their names.
 ENUM_FIELDS: dict[str, type] = {
     "padding": schema.Padding,
@@ -109,9 +93,8 @@ ENUM_FIELDS: dict[str, type] = {
 #: Fields that describe a storage detail the converter fills in, not the operator's meaning.
 _IGNORED_FIELDS = frozenset({"quant_spec", "quantized_bias_type"})  # converter storage details
 
-
-class TfliteOpError(IntqError, ValueError):
-    """An operator or attribute has no TFLite equivalent."""
+#: Operators whose default options (stride 0, no window) are unusable: options are mandatory.
+REQUIRED_OPTIONS = frozenset({"CONV_2D", "DEPTHWISE_CONV_2D", "AVERAGE_POOL_2D", "MAX_POOL_2D"})
 
 
 def _snake(name: str) -> str:
@@ -181,3 +164,34 @@ def options_to_attrs(op: str, options) -> dict[str, Any]:
             value = tuple(value)
         attrs[key] = value
     return attrs
+
+
+def check_options(where: str, op_name: str, options: Any) -> tuple[str | None, int, Any]:
+    """``(union field, union type code, a copy of options)`` of an operator's options object.
+
+    The field is ``"builtinOptions"`` or ``"builtinOptions2"`` (None, type 0 without options).
+    Options of another table than :data:`OPTIONS` names are rejected, because TFLite would
+    silently parse the operator with default options instead; :data:`REQUIRED_OPTIONS` cannot
+    go without. Raises :class:`UnknownOperatorError` naming ``where``.
+    """
+    expected = OPTIONS.get(op_name)
+    if options is None:
+        if op_name in REQUIRED_OPTIONS:
+            raise UnknownOperatorError(f"{where}: needs a {expected}T options object")
+        return None, 0, None
+    cls = type(options)
+    cls_name = cls.__name__
+    table = cls_name[:-1] if cls_name.endswith("T") else ""
+    if not table or getattr(schema, cls_name, None) is not cls:
+        raise UnknownOperatorError(
+            f"{where}: options must be a schema options object such as Conv2DOptionsT, got "
+            f"{cls_name}"
+        )
+    if expected is not None and table != expected:
+        raise UnknownOperatorError(f"{where}: takes {expected}T, not {cls_name}")
+    for field, union in (("builtinOptions", schema.BuiltinOptions),
+                         ("builtinOptions2", schema.BuiltinOptions2)):
+        code = getattr(union, table, None)
+        if isinstance(code, int) and code != 0:
+            return field, code, copy.deepcopy(options)
+    raise UnknownOperatorError(f"{where}: {cls_name} is not a builtin options table")

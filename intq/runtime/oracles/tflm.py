@@ -3,7 +3,7 @@
 This is the oracle of intq's default ``tflite`` target: what integer-only devices compute. It
 uses the ``tflite-micro`` package (``tflite_micro.python.tflite_micro.runtime``) with
 ``kPreserveAllTensors`` so every tensor of the run can be compared. Same calling convention and
-result layout as :func:`intq.export.litert_oracle.run_litert`.
+result layout as :func:`intq.runtime.oracles.litert.run_litert`.
 """
 
 from __future__ import annotations
@@ -15,12 +15,10 @@ import numpy as np
 from ai_edge_litert import schema_py_generated as schema
 
 from intq.errors import IntqError
-from intq.export.litert_oracle import _order_inputs
+from intq.runtime.oracles.inputs import order_inputs
+from intq.tflite.schema import TENSOR_TYPE_DTYPES
 
 _ARENA_BYTES = 64 * 1024 * 1024  # host runs: generous; microcontroller arena sizing is not tested here
-_NUMPY_TYPES = {schema.TensorType.INT8: np.int8, schema.TensorType.UINT8: np.uint8, schema.TensorType.INT16: np.int16,
-                schema.TensorType.INT32: np.int32, schema.TensorType.INT64: np.int64, schema.TensorType.FLOAT32: np.float32,
-                schema.TensorType.BOOL: np.bool_}
 
 
 class TflmOracleError(IntqError, ValueError):
@@ -42,8 +40,8 @@ def run_tflm(model_bytes: bytes, inputs: Mapping[str | int, np.ndarray] | Sequen
         raise TflmOracleError(f"TFLite Micro rejected the model: {exc}") from exc
     sub = schema.Model.GetRootAs(model_bytes, 0).Subgraphs(0)
     details = [{"name": sub.Tensors(sub.Inputs(i)).Name().decode(), "shape": sub.Tensors(sub.Inputs(i)).ShapeAsNumpy(),
-                "dtype": _NUMPY_TYPES[sub.Tensors(sub.Inputs(i)).Type()]} for i in range(sub.InputsLength())]
-    for i, arr in enumerate(_order_inputs(details, inputs)):
+                "dtype": TENSOR_TYPE_DTYPES[sub.Tensors(sub.Inputs(i)).Type()]} for i in range(sub.InputsLength())]
+    for i, arr in enumerate(order_inputs(details, inputs, TflmOracleError)):
         interp.set_input(arr, i)
     try:
         interp.invoke()

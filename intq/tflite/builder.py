@@ -29,94 +29,15 @@ import flatbuffers
 import numpy as np
 from ai_edge_litert import schema_py_generated as schema
 
-from intq.errors import IntqError
-from intq.export.tflite_ops import OPTIONS
 from intq.qmath import dtype_range
+from intq.tflite.errors import TensorSpecError, TfliteExportError, TfliteGraphError, UnknownOperatorError
+from intq.tflite.options import check_options
+from intq.tflite.schema import (FILE_IDENTIFIER, SCHEMA_VERSION, TENSOR_TYPES, builtin_op_code, builtin_op_name,
+                                deprecated_code)
 
-__all__ = [
-    "TfliteExportError",
-    "UnknownOperatorError",
-    "TensorSpecError",
-    "GraphError",
-    "TfliteModelBuilder",
-    "builtin_op_code",
-    "builtin_op_name",
-    "TENSOR_TYPE_DTYPES",
-]
+__all__ = ["TfliteModelBuilder"]
 
-_FILE_IDENTIFIER = b"TFL3"
-_SCHEMA_VERSION = 3
-_BUFFER_ALIGNMENT = 16
-_PLACEHOLDER_CODE = schema.BuiltinOperator.PLACEHOLDER_FOR_GREATER_OP_CODES  # 127
-
-_TENSOR_TYPES: dict[np.dtype, int] = {
-    np.dtype(np.int8): schema.TensorType.INT8,
-    np.dtype(np.uint8): schema.TensorType.UINT8,
-    np.dtype(np.int16): schema.TensorType.INT16,
-    np.dtype(np.int32): schema.TensorType.INT32,
-    np.dtype(np.int64): schema.TensorType.INT64,
-    np.dtype(np.float32): schema.TensorType.FLOAT32,
-    np.dtype(np.bool_): schema.TensorType.BOOL,  # comparison outputs
-}
-
-#: TFLite TensorType code -> the numpy dtype intq reads it as (the inverse of the table above).
-TENSOR_TYPE_DTYPES: dict[int, np.dtype] = {code: dtype for dtype, code in _TENSOR_TYPES.items()}
-
-# Builtin operator name -> code, e.g. "CONV_2D" -> 3 (the placeholder 127 is not an operator).
-_BUILTIN_OPS: dict[str, int] = {
-    name: value
-    for name, value in vars(schema.BuiltinOperator).items()
-    if name.isupper() and isinstance(value, int) and value != _PLACEHOLDER_CODE
-}
-_BUILTIN_NAMES: dict[int, str] = {code: name for name, code in _BUILTIN_OPS.items()}
-
-# The options table each operator reads is defined once, in intq.export.tflite_ops.OPTIONS;
-# giving another table is rejected, because TFLite would silently parse the operator with
-# default options instead. Operators whose defaults (stride 0, no window) are unusable:
-# options are mandatory.
-_REQUIRED_OPTIONS = frozenset({"CONV_2D", "DEPTHWISE_CONV_2D", "AVERAGE_POOL_2D", "MAX_POOL_2D"})
-
-
-class TfliteExportError(IntqError, ValueError):
-    """A ``.tflite`` model cannot be written as requested."""
-
-
-class UnknownOperatorError(TfliteExportError):
-    """The operator is not a TFLite builtin operator, or its options do not fit it."""
-
-
-class TensorSpecError(TfliteExportError):
-    """A tensor's name, shape, dtype, constant data or quantization parameters are invalid."""
-
-
-class GraphError(TfliteExportError):
-    """Operators or subgraph inputs/outputs refer to tensors in an impossible way."""
-
-
-def builtin_op_code(op: str | int) -> int:
-    """Return the TFLite ``BuiltinOperator`` code of ``op`` (a name like ``"CONV_2D"`` or a code).
-
-    Names are matched case-insensitively. Raises :class:`UnknownOperatorError` for anything
-    that is not a builtin operator of the installed schema.
-    """
-    if isinstance(op, str):
-        code = _BUILTIN_OPS.get(op.upper())
-        if code is None:
-            raise UnknownOperatorError(
-                f"{op!r} is not a TFLite builtin operator name (expected e.g. 'CONV_2D', "
-                "'FULLY_CONNECTED'; see ai_edge_litert.schema_py_generated.BuiltinOperator)"
-            )
-        return code
-    if isinstance(op, numbers.Integral) and not isinstance(op, bool):
-        if int(op) not in _BUILTIN_NAMES:
-            raise UnknownOperatorError(f"{op!r} is not a TFLite builtin operator code")
-        return int(op)
-    raise UnknownOperatorError(f"operator must be a builtin name or code, got {op!r}")
-
-
-def builtin_op_name(code: int) -> str | None:
-    """The builtin operator name of ``code`` (``3`` -> ``"CONV_2D"``), or None if there is none."""
-    return _BUILTIN_NAMES.get(int(code))
+_BUFFER_ALIGNMENT = 16  # bytes; the converter aligns every buffer so that kernels may read it in place
 
 
 @dataclass(frozen=True)
@@ -250,7 +171,7 @@ class TfliteModelBuilder:
             _Tensor(
                 name=name,
                 shape=dims,
-                type_code=_TENSOR_TYPES[np_dtype],
+                type_code=TENSOR_TYPES[np_dtype],
                 data=payload,
                 scale=scale_arr,
                 zero_point=zp_arr,
@@ -284,24 +205,24 @@ class TfliteModelBuilder:
 
         Raises:
             UnknownOperatorError: unknown operator, or options of the wrong table.
-            GraphError: a bad tensor index, a constant or already-written output.
+            TfliteGraphError: a bad tensor index, a constant or already-written output.
         """
         code = builtin_op_code(op)
-        op_name = _BUILTIN_NAMES[code]
+        op_name = builtin_op_name(code)
         where = f"operator {len(self._operators)} ({op_name})"
         if not isinstance(version, numbers.Integral) or isinstance(version, bool) or version < 1:
             raise UnknownOperatorError(f"{where}: version must be an int >= 1, got {version!r}")
-        field, options_type, options_copy = _check_options(where, op_name, options)
+        field, options_type, options_copy = check_options(where, op_name, options)
         ins = self._check_indices(where, "inputs", inputs, allow_omitted=True)
         outs = self._check_indices(where, "outputs", outputs, allow_omitted=False)
         if not outs:
-            raise GraphError(f"{where}: an operator needs at least one output")
+            raise TfliteGraphError(f"{where}: an operator needs at least one output")
         for t in outs:
             tensor = self._tensors[t]
             if tensor.data is not None:
-                raise GraphError(f"{where}: output tensor {tensor.name!r} is a constant")
+                raise TfliteGraphError(f"{where}: output tensor {tensor.name!r} is a constant")
             if t in self._producer or outs.count(t) > 1:
-                raise GraphError(f"{where}: output tensor {tensor.name!r} is written twice")
+                raise TfliteGraphError(f"{where}: output tensor {tensor.name!r} is written twice")
 
         key = (code, int(version))
         opcode_index = self._opcodes.setdefault(key, len(self._opcodes))
@@ -336,19 +257,19 @@ class TfliteModelBuilder:
         """Declare the subgraph's input and output tensors (replacing any earlier declaration).
 
         Inputs must be non-constant tensors that no operator writes; outputs any tensors.
-        Neither list may repeat a tensor. Raises :class:`GraphError`.
+        Neither list may repeat a tensor. Raises :class:`TfliteGraphError`.
         """
         ins = self._check_indices("subgraph", "inputs", inputs, allow_omitted=False)
         outs = self._check_indices("subgraph", "outputs", outputs, allow_omitted=False)
         for kind, idx in (("inputs", ins), ("outputs", outs)):
             if len(set(idx)) != len(idx):
-                raise GraphError(f"subgraph {kind} repeat a tensor: {list(idx)}")
+                raise TfliteGraphError(f"subgraph {kind} repeat a tensor: {list(idx)}")
         for t in ins:
             tensor = self._tensors[t]
             if tensor.data is not None:
-                raise GraphError(f"subgraph input {tensor.name!r} is a constant tensor")
+                raise TfliteGraphError(f"subgraph input {tensor.name!r} is a constant tensor")
             if t in self._producer:
-                raise GraphError(
+                raise TfliteGraphError(
                     f"subgraph input {tensor.name!r} is written by operator {self._producer[t]}"
                 )
         self._inputs, self._outputs = ins, outs
@@ -358,15 +279,15 @@ class TfliteModelBuilder:
 
         Requires :meth:`set_io` to have been called, every non-constant operator input to be a
         subgraph input or written by an earlier operator, and every subgraph output to be
-        written by an operator or be a subgraph input or constant. Raises :class:`GraphError`.
+        written by an operator or be a subgraph input or constant. Raises :class:`TfliteGraphError`.
         The builder is not modified; it can be serialized again or extended afterwards.
         """
         if self._inputs is None or self._outputs is None:
-            raise GraphError("set_io() must declare the subgraph inputs and outputs first")
+            raise TfliteGraphError("set_io() must declare the subgraph inputs and outputs first")
         self._check_dataflow()
         model = self._model()
         builder = flatbuffers.Builder(1024)
-        builder.Finish(model.Pack(builder), file_identifier=_FILE_IDENTIFIER)
+        builder.Finish(model.Pack(builder), file_identifier=FILE_IDENTIFIER)
         return bytes(builder.Output())
 
     # ----------------------------------------------------------------------------- private
@@ -375,19 +296,19 @@ class TfliteModelBuilder:
         self, where: str, kind: str, indices: Sequence[int], *, allow_omitted: bool
     ) -> tuple[int, ...]:
         if isinstance(indices, (str, bytes)) or not isinstance(indices, Sequence):
-            raise GraphError(f"{where}: {kind} must be a sequence of tensor indices")
+            raise TfliteGraphError(f"{where}: {kind} must be a sequence of tensor indices")
         result = []
         for i in indices:
             if not isinstance(i, numbers.Integral) or isinstance(i, bool):
-                raise GraphError(f"{where}: {kind} contain {i!r}, which is not a tensor index")
+                raise TfliteGraphError(f"{where}: {kind} contain {i!r}, which is not a tensor index")
             i = int(i)
             if i == -1:
                 if not allow_omitted:
-                    raise GraphError(f"{where}: {kind} cannot be omitted (-1)")
+                    raise TfliteGraphError(f"{where}: {kind} cannot be omitted (-1)")
                 result.append(i)
                 continue
             if not 0 <= i < len(self._tensors):
-                raise GraphError(
+                raise TfliteGraphError(
                     f"{where}: {kind} contain tensor index {i}, but only "
                     f"{len(self._tensors)} tensors exist"
                 )
@@ -404,18 +325,18 @@ class TfliteModelBuilder:
                     name = self._tensors[t].name
                     writer = self._producer.get(t)
                     why = "is never written" if writer is None else f"is written later by {writer}"
-                    raise GraphError(
+                    raise TfliteGraphError(
                         f"operator {index} ({self._op_name(op)}) reads tensor {name!r}, which "
                         f"is not a subgraph input or constant and {why}"
                     )
             available.update(op.outputs)
         for t in self._outputs:
             if t not in available:
-                raise GraphError(f"subgraph output {self._tensors[t].name!r} is never written")
+                raise TfliteGraphError(f"subgraph output {self._tensors[t].name!r} is never written")
 
     def _op_name(self, op: _Operator) -> str:
         code = next(c for (c, _), i in self._opcodes.items() if i == op.opcode_index)
-        return _BUILTIN_NAMES[code]
+        return builtin_op_name(code)
 
     def _model(self) -> schema.ModelT:
         buffers: list[schema.BufferT] = [schema.BufferT()]  # index 0: the empty sentinel
@@ -455,7 +376,7 @@ class TfliteModelBuilder:
         for (code, version), _ in sorted(self._opcodes.items(), key=lambda kv: kv[1]):
             c = schema.OperatorCodeT()
             c.builtinCode = code
-            c.deprecatedBuiltinCode = min(code, _PLACEHOLDER_CODE)
+            c.deprecatedBuiltinCode = deprecated_code(code)
             c.version = version
             opcodes.append(c)
 
@@ -475,7 +396,7 @@ class TfliteModelBuilder:
             entries.append(entry)
 
         model = schema.ModelT()
-        model.version = _SCHEMA_VERSION
+        model.version = SCHEMA_VERSION
         model.description = self._description
         model.operatorCodes = opcodes
         model.subgraphs = [subgraph]
@@ -506,8 +427,8 @@ def _check_dtype(name: str, dtype: Any) -> np.dtype:
         np_dtype = np.dtype(dtype)
     except TypeError:
         np_dtype = None
-    if np_dtype not in _TENSOR_TYPES:
-        allowed = ", ".join(str(d) for d in _TENSOR_TYPES)
+    if np_dtype not in TENSOR_TYPES:
+        allowed = ", ".join(str(d) for d in TENSOR_TYPES)
         raise TensorSpecError(f"tensor {name!r}: dtype {dtype!r} is not one of {allowed}")
     return np_dtype
 
@@ -603,27 +524,3 @@ def _check_quantization(
             )
         zps.append(int(z))
     return scale32, np.asarray(zps, dtype=np.int64)
-
-
-def _check_options(where: str, op_name: str, options: Any) -> tuple[str | None, int, Any]:
-    expected = OPTIONS.get(op_name)
-    if options is None:
-        if op_name in _REQUIRED_OPTIONS:
-            raise UnknownOperatorError(f"{where}: needs a {expected}T options object")
-        return None, 0, None
-    cls = type(options)
-    cls_name = cls.__name__
-    table = cls_name[:-1] if cls_name.endswith("T") else ""
-    if not table or getattr(schema, cls_name, None) is not cls:
-        raise UnknownOperatorError(
-            f"{where}: options must be a schema options object such as Conv2DOptionsT, got "
-            f"{cls_name}"
-        )
-    if expected is not None and table != expected:
-        raise UnknownOperatorError(f"{where}: takes {expected}T, not {cls_name}")
-    for field, union in (("builtinOptions", schema.BuiltinOptions),
-                         ("builtinOptions2", schema.BuiltinOptions2)):
-        code = getattr(union, table, None)
-        if isinstance(code, int) and code != 0:
-            return field, code, copy.deepcopy(options)
-    raise UnknownOperatorError(f"{where}: {cls_name} is not a builtin options table")

@@ -1,0 +1,85 @@
+"""The fixed-point primitives compiled (numba), for the kernels' fused per-element loops.
+
+Scalar forms of :mod:`intq.qmath.raw` — the same formulas, one int64 element at a time — and the
+fused requantization loops built from them (accumulator + offset -> multiplier -> zero point ->
+clamp in one pass, with no temporary arrays). tests/qmath/test_raw.py checks every function here
+against the big-integer reference and against :mod:`intq.qmath.raw`.
+
+Contracts are those of the matching :mod:`intq.qmath.raw` function; nothing is checked here.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+_HALF_Q31 = 1073741824  # 2^30: 0.5 in the Q0.31 result of a doubling high multiply
+_INT32_MIN = -2147483648
+_INT32_MAX = 2147483647
+
+
+@njit(cache=True, nogil=True, inline="always")
+def srdhm_scalar(a, b):
+    """:func:`intq.qmath.raw.srdhm` on one pair: ``floor((a * b + 2^30) / 2^31)``, ``MIN * MIN`` saturated."""
+    if a == _INT32_MIN and b == _INT32_MIN:
+        return np.int64(_INT32_MAX)
+    return (np.int64(a) * np.int64(b) + _HALF_Q31) >> 31
+
+
+@njit(cache=True, nogil=True, inline="always")
+def rdbp_scalar(x, exponent, away):
+    """``(x + 2^(e-1) - [away and x < 0 and e > 0]) >> e``: with ``away`` = 1 gemmlowp's
+    RoundingDivideByPOT (:func:`intq.qmath.raw.rdbp`, ties away from zero), with 0 the rounding
+    shift :func:`intq.qmath.raw.rshift_half_up` (ties up). ``exponent`` in [0, 62]."""
+    nudge = (np.int64(1) << exponent) >> 1
+    if away and x < 0 and exponent > 0:
+        return (x + nudge - 1) >> exponent
+    return (x + nudge) >> exponent
+
+
+@njit(cache=True, nogil=True, inline="always")
+def mbqm_scalar(x, multiplier, left, right, away):
+    """MultiplyByQuantizedMultiplier, double rounding, with ``left = max(shift, 0)`` and
+    ``right = max(-shift, 0)`` prepared: ``rdbp_scalar(srdhm_scalar(x << left, m), right, away)``.
+    ``away`` = 1: :func:`intq.qmath.raw.mbqm` (gemmlowp, TFLM); 0: :func:`intq.qmath.raw.mbqm_half_up`
+    (NEON ``vrshl``). The caller guarantees ``x << left`` fits int32 (see :func:`requantize_rows_double`)."""
+    return rdbp_scalar(srdhm_scalar(np.int64(x) << left, multiplier), right, away)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def mbqm_single_scalar(x, multiplier, shift):
+    """:func:`intq.qmath.raw.mbqm_single`: ``(x * m + 2^(30 - shift)) >> (31 - shift)``."""
+    total = 31 - shift
+    return (np.int64(x) * multiplier + (np.int64(1) << (total - 1))) >> total
+
+
+@njit(cache=True, nogil=True)
+def requantize_rows_double(acc, offset, multiplier, left, right, zero_point, lo, hi, out, away):
+    """``out[i, c] = clamp(mbqm_scalar(acc[i, c] + offset[c], m[c], left[c], right[c], away) + zp, lo, hi)``.
+
+    ``acc`` 2-D (rows x channels), ``offset``/``multiplier``/``left``/``right`` int64 per channel.
+    Returns True if some ``(acc + offset) << left`` left int32 (the C code would overflow there;
+    the caller raises), computing the element from the wrapped value as C would.
+    """
+    rows, cols = acc.shape
+    overflow = False
+    for i in range(rows):
+        for c in range(cols):
+            x = np.int64(acc[i, c]) + offset[c]
+            if left[c] > 0:
+                shifted = x << left[c]
+                if shifted > _INT32_MAX or shifted < _INT32_MIN:
+                    overflow = True
+            y = mbqm_scalar(x, multiplier[c], left[c], right[c], away) + zero_point
+            out[i, c] = lo if y < lo else (hi if y > hi else y)
+    return overflow
+
+
+@njit(cache=True, nogil=True)
+def requantize_rows_single(acc, offset, multiplier, shift, zero_point, lo, hi, out):
+    """``out[i, c] = clamp(mbqm_single_scalar(acc[i, c] + offset[c], m[c], shift[c]) + zp, lo, hi)``."""
+    rows, cols = acc.shape
+    for i in range(rows):
+        for c in range(cols):
+            y = mbqm_single_scalar(np.int64(acc[i, c]) + offset[c], multiplier[c], shift[c]) + zero_point
+            out[i, c] = lo if y < lo else (hi if y > hi else y)
