@@ -262,6 +262,7 @@ def cmd_quantize(args) -> dict:
     t = time.perf_counter()
     qg = intq.quantize(fg, table=table, per_channel=not args.per_tensor)
     t_conv = time.perf_counter() - t
+    intq.Interpreter(qg)  # prepares every kernel: a graph intq itself refuses (KernelError) is not written
     blob = intq.export_tflite(qg, out, overwrite=args.force)
     runtimes = _check_runtimes_run(qg, blob, out)
     if args.calib_table:

