@@ -4,11 +4,13 @@ Weights: symmetric int8 in [-127, 127], zero point 0, per output channel (``axis
 tensor: ``S_c = max|w_c| / 127`` (float32), ``q = round_half_away(w / S_c)``.
 
 Bias: int32 with scale ``S_in * S_w[c]`` and zero point 0: ``q_b = round(b / (S_in * S_w[c]))``.
-When ``|b_c| / (S_in * S_w[c])`` exceeds int32 (a tiny weight scale next to a large bias: a
-pruned-to-almost-zero channel), intq does not wrap: it raises that channel's weight scale to
-``|b_c| / (S_in * (2^31 - 1))`` — the smallest scale whose bias fits — and requantizes the
-channel's weights with it (they lose resolution, the bias stays exact). Every adjusted channel is
-reported in :class:`BiasFit`.
+When ``|b_c| / (S_in * S_w[c])`` exceeds the int32 room the accumulator leaves (a tiny weight
+scale next to a large bias: a pruned-to-almost-zero channel), intq does not wrap: it raises that
+channel's weight scale to ``|b_c| / (S_in * L)`` — the smallest scale whose bias fits — with
+``L = 2^31 - 1 - K * 255 * 127`` for a reduction of ``K`` products: the largest bias that still
+leaves room for every ``(x - Z_x) * w`` term, so the kernels' accumulator bound holds. The channel's
+weights are requantized with it (they lose resolution, the bias stays exact). Every adjusted
+channel is reported in :class:`BiasFit`.
 """
 
 from __future__ import annotations
@@ -17,9 +19,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+
+from intq.convert.context import ConversionError
 from intq.qmath import QuantParams, Rounding, quantize, round_float
 
 INT32_MAX = 2**31 - 1
+PRODUCT_BOUND = 255 * 127  # the largest |(x - Z_x) * w| of an int8 activation and an int8 weight
 
 
 @dataclass(frozen=True)
@@ -59,17 +64,21 @@ def quantize_linear_layer(w: np.ndarray, b: np.ndarray | None, input_scale: floa
         b64 = np.asarray(b, dtype=np.float64).reshape(-1)
         per = scales if axis is not None else np.full(b64.size, scales[0])
         need = np.abs(b64) / (np.float64(np.float32(input_scale)) * per)
-        over = need > INT32_MAX
+        room = INT32_MAX - (w.size // max(b64.size, 1)) * PRODUCT_BOUND  # the accumulator's bias headroom
+        if room <= 0:
+            raise ConversionError(f"a layer with {w.size // max(b64.size, 1)} products per output can overflow "
+                                  f"int32 whatever its bias; split the layer")
+        over = need > room
         if np.any(over):
             if axis is None:
-                grow = (np.abs(b64).max() / (input_scale * INT32_MAX)) * (1 + 2**-20)
+                grow = (np.abs(b64).max() / (input_scale * room)) * (1 + 2**-20)
                 new = np.array([np.float32(grow)], dtype=np.float64)
                 fit = BiasFit((0,), (float(scales[0]),), (float(new[0]),))
                 scales = new
             else:
                 idx = np.flatnonzero(over)
                 new = scales.copy()
-                new[idx] = (np.abs(b64[idx]) / (input_scale * INT32_MAX) * (1 + 2**-20)).astype(np.float32)
+                new[idx] = (np.abs(b64[idx]) / (input_scale * room) * (1 + 2**-20)).astype(np.float32)
                 fit = BiasFit(tuple(int(i) for i in idx), tuple(float(v) for v in scales[idx]), tuple(float(v) for v in new[idx]))
                 scales = new
     w_q, w_qp = quantize_weights(w, scales, axis)

@@ -30,6 +30,21 @@ def test_bias_overflow_raises_the_weight_scale_and_is_reported():
     assert w_qp.scale[0] > 1e-9 / 127 and w_qp.scale[1] == np.float32(0.5 / 127)
 
 
+def test_the_fitted_bias_leaves_the_accumulator_room_for_every_product():
+    """PP-OCRv4's detector (paddle2onnx): a pruned channel (weights ~1e-33) with a bias. Fitting the
+    bias to int32 alone left no room for the K products, and CONV_2D refused the layer; the fit now
+    keeps |bias| + K * 255 * 127 inside int32, so the kernel's accumulator bound holds."""
+    k = 3 * 3 * 64
+    w = np.full((2, 3, 3, 64), 1e-33)
+    w[1] = 0.2
+    b = np.array([5.0, 0.1])
+    w_q, w_qp, b_q, b_qp, fit = quantize_linear_layer(w, b, input_scale=0.02, axis=0)
+    assert fit.channels == (0,)
+    assert abs(int(b_q[0])) + k * 255 * 127 <= 2**31 - 1
+    assert abs(int(b_q[0])) + k * 255 * int(np.abs(w_q[0]).max()) <= 2**31 - 1
+    np.testing.assert_allclose(b_q[0] * b_qp.scale[0], 5.0, rtol=1e-6)
+
+
 def test_unconvertible_ops_are_listed_before_any_work():
     nodes = [helper.make_node("Erf", ["x"], ["e"], name="erf1"), helper.make_node("Sqrt", ["e"], ["y"], name="sq")]
     g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
