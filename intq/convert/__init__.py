@@ -26,7 +26,17 @@ from intq.qmath import QuantParams
 
 
 def check_convertible(graph: Graph) -> None:
-    """Raise :class:`UnsupportedOperatorError` listing every op with no integer rule, and its nodes."""
+    """Raise before any calibration what :func:`convert` would refuse: every op with no integer rule
+    (:class:`UnsupportedOperatorError` listing them and their nodes), then the first node a rule
+    itself refuses (:class:`ConversionError` naming it: an exponent with no int8 form, indices that
+    are not constants...), found by running the same rules on placeholder ranges — one list of
+    rules, not a second one."""
+    _refuse_missing_rules(graph)
+    placeholder = CalibrationTable("placeholder", {k: (-1.0, 1.0) for k, t in graph.tensors.items() if not t.is_constant})
+    _convert_nodes(graph, placeholder, per_channel=True, input_type="float32", output_type="float32")
+
+
+def _refuse_missing_rules(graph: Graph) -> None:
     missing: dict[str, list[str]] = defaultdict(list)
     for n in graph.nodes:
         if n.op_type not in RULES:
@@ -42,7 +52,12 @@ def check_convertible(graph: Graph) -> None:
 def convert(graph: Graph, table: CalibrationTable, *, per_channel: bool = True,
             input_type: str = "float32", output_type: str = "float32") -> Graph:
     """Convert a simplified float graph (static shapes) with its calibration table."""
-    check_convertible(graph)
+    _refuse_missing_rules(graph)
+    return _convert_nodes(graph, table, per_channel=per_channel, input_type=input_type, output_type=output_type)
+
+
+def _convert_nodes(graph: Graph, table: CalibrationTable, *, per_channel: bool, input_type: str,
+                   output_type: str) -> Graph:
     cx = ConversionContext(graph, table, per_channel)
     cx.reserved = set(graph.inputs) | set(graph.outputs)
     inputs = []

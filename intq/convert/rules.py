@@ -697,6 +697,127 @@ def ArgMax(cx, node):
     cx.emit("RESHAPE", f"{node.name}/keepdims", [idx, new_shape], [y], {"new_shape": tuple(int(d) for d in shape)})
 
 
+# ------------------------------------------------------------------------------ comparisons, Where, Gather
+
+def _operands_on_one_grid(cx: ConversionContext, node: Node) -> tuple[list[str], tuple[int, ...]]:
+    """The two operands of a comparison as int8 tensors in one layout. A constant operand is
+    quantized with the other operand's parameters when it lies in that operand's range (the two are
+    then compared on one integer grid, exactly), with its own range otherwise."""
+    a, b = node.inputs[:2]
+    ca, cb = cx.constant(a), cx.constant(b)
+    if ca is not None and cb is not None:
+        raise _fail(node, "both operands are constants (fold constants first)")
+    act = [n for n, c in ((a, ca), (b, cb)) if c is None]
+    perm = _common_perm(cx, act)
+    ref = cx.qparams_of(act[0])
+    ins = []
+    for n, c in ((a, ca), (b, cb)):
+        if c is None:
+            ins.append(cx.value_as(n, perm))
+            continue
+        lo, hi = (ref.qmin - ref.tensor_zero_point) * ref.tensor_scale, (ref.qmax - ref.tensor_zero_point) * ref.tensor_scale
+        inside = lo <= float(np.min(c)) and float(np.max(c)) <= hi
+        ins.append(_constant_operand(cx, node, c, len(perm), perm, f"const_{len(ins)}", ref if inside else None))
+    return ins, perm
+
+
+def _compare(cx: ConversionContext, node: Node, op: str) -> None:
+    """EQUAL / LESS / ... of two int8 operands (each rescaled by the kernel): a bool tensor."""
+    ins, perm = _operands_on_one_grid(cx, node)
+    y = cx.output_tensor(node.outputs[0], perm, None, np.bool_)
+    cx.emit(op, node.name, ins, [y])
+
+
+@RULES.register()
+def Where(cx, node):
+    """SELECT_V2: the runtimes copy integers, so both value inputs are requantized to the output's
+    parameters first (QUANTIZE), as CONCATENATION's inputs are; a constant value is quantized with them."""
+    cond, x, y = node.inputs[:3]
+    if cx.constant(cond) is not None:
+        raise _fail(node, "a constant condition (fold constants first)")
+    out = node.outputs[0]
+    act = [n for n in (cond, x, y) if cx.constant(n) is None]
+    perm = _common_perm(cx, act)
+    out_qp = cx.activation_qparams(out)
+    ins = [cx.value_as(cond, perm)]
+    for k, n in enumerate((x, y)):
+        c = cx.constant(n)
+        if c is not None:
+            ins.append(_constant_operand(cx, node, c, len(perm), perm, f"value_{k}", out_qp))
+            continue
+        t = cx.value_as(n, perm)
+        if cx.tensors[t].qparams != out_qp:
+            r = cx.add_tensor(f"{t}/rescaled", cx.tensors[t].shape, np.int8, out_qp)
+            cx.emit("QUANTIZE", f"{node.name}/rescale_{k}", [t], [r])
+            t = r
+        ins.append(t)
+    cx.emit("SELECT_V2", node.name, ins, [cx.output_tensor(out, perm, out_qp)])
+
+
+@RULES.register()
+def Gather(cx, node):
+    """GATHER of an int8 activation along one axis by constant indices (negative ones count from the
+    end, as ONNX allows and TFLite does not): the output keeps the data's parameters."""
+    data, indices = node.inputs[:2]
+    idx = cx.constant(indices)
+    if cx.constant(data) is not None:
+        raise _fail(node, "gathering from a constant table (an embedding) by run-time indices needs integer "
+                          "graph inputs, which intq does not convert yet; fold the lookup or feed the embedded values")
+    if idx is None:
+        raise _fail(node, "the indices must be constants (intq's integer graphs have static shapes)")
+    v = cx.value(data)
+    rank = len(cx.shape(data))
+    axis = int(node.attrs.get("axis", 0)) % rank
+    size = cx.shape(data)[axis]
+    idx = np.where(np.asarray(idx) < 0, np.asarray(idx) + size, np.asarray(idx)).astype(np.int32)
+    if idx.size and (idx.min() < 0 or idx.max() >= size):
+        raise _fail(node, f"indices {idx.ravel().tolist()} out of range for a dimension of size {size}")
+    if idx.ndim != 1 and v.perm != identity(rank):
+        x_int, perm = cx.value_as(data, identity(rank)), identity(rank)
+    else:
+        x_int, perm = v.name, v.perm
+    int_axis = perm.index(axis)
+    idx_c = cx.int_constant(f"{node.name}/indices", idx, None, np.int32)
+    out_perm = perm if idx.ndim == 1 else identity(len(cx.shape(node.outputs[0])))
+    y = cx.output_tensor(node.outputs[0], out_perm, cx.tensors[x_int].qparams)
+    cx.emit("GATHER", node.name, [x_int, idx_c], [y], {"axis": int_axis, "batch_dims": 0})
+
+
+@RULES.register()
+def Pow(cx, node):
+    """``x ** 2`` is MUL(x, x) (TFLite has no int8 SQUARE); ``x ** 1`` the identity. Other exponents
+    (``x ** 0.5``: TFLite has no int8 SQRT) have no integer builtin and are refused by name."""
+    e = cx.constant(node.inputs[1])
+    if e is None or np.size(e) != 1 or float(np.ravel(e)[0]) not in (1.0, 2.0):
+        raise _fail(node, f"exponent {None if e is None else np.ravel(e).tolist()}: only a constant 2 (MUL x*x) or 1 "
+                          "has an int8 TFLite form; keep this part in float or rewrite the model")
+    x = node.inputs[0]
+    v = cx.value(x)
+    if float(np.ravel(e)[0]) == 1.0:
+        cx.define(node.outputs[0], v.name, v.perm)
+        return
+    y = cx.output_tensor(node.outputs[0], v.perm, cx.activation_qparams(node.outputs[0]))
+    cx.emit("MUL", node.name, [v.name, v.name], [y], {"fused_activation_function": "NONE"})
+
+
+@RULES.register()
+def Div(cx, node):
+    """Division by a constant is MUL by its reciprocal (quantized as a constant operand); a division
+    by an activation has no int8 TFLite builtin and is refused by name."""
+    divisor = cx.constant(node.inputs[1])
+    if divisor is None:
+        raise _fail(node, "division by a run-time tensor has no int8 TFLite builtin (DIV is float/uint8-only "
+                          "in LiteRT and float-only in TFLite Micro)")
+    if np.any(np.asarray(divisor) == 0):
+        raise _fail(node, "division by a constant holding 0")
+    x = node.inputs[0]
+    perm = cx.value(x).perm
+    rank = len(perm)
+    recip = _constant_operand(cx, node, 1.0 / np.asarray(divisor, np.float64), rank, perm, "reciprocal")
+    y = cx.output_tensor(node.outputs[0], perm, cx.activation_qparams(node.outputs[0]))
+    cx.emit("MUL", node.name, [cx.value_as(x, perm), recip], [y], {"fused_activation_function": "NONE"})
+
+
 # ------------------------------------------------------------------------------ one-line rules, as data
 
 def _rule(convert, *args):
@@ -719,6 +840,8 @@ _ONE_LINE_RULES = {
     "ReduceMean": (_reduce, "MEAN", False), "ReduceSum": (_reduce, "SUM", False),  # requantize
     "ReduceMax": (_reduce, "REDUCE_MAX", True), "ReduceMin": (_reduce, "REDUCE_MIN", True),  # keep the scale
     "AveragePool": (_pool, "AVERAGE_POOL_2D"),
+    "Equal": (_compare, "EQUAL"), "Less": (_compare, "LESS"), "Greater": (_compare, "GREATER"),
+    "LessOrEqual": (_compare, "LESS_EQUAL"), "GreaterOrEqual": (_compare, "GREATER_EQUAL"),
 }
 for _onnx_op, (_helper, *_args) in _ONE_LINE_RULES.items():
     RULES.register(_onnx_op)(_rule(_helper, *_args))

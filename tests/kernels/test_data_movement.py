@@ -1,7 +1,7 @@
 """Data-movement kernels against LiteRT's reference kernels and TensorFlow Lite Micro.
 
 For each of RESHAPE, SQUEEZE, TRANSPOSE, CONCATENATION, SPLIT, SPLIT_V, SLICE, STRIDED_SLICE, PAD, PADV2,
-GATHER, SPACE_TO_DEPTH, DEPTH_TO_SPACE, BATCH_TO_SPACE_ND, SPACE_TO_BATCH_ND, SHAPE and PACK:
+GATHER, SPACE_TO_DEPTH, DEPTH_TO_SPACE, BATCH_TO_SPACE_ND, SPACE_TO_BATCH_ND, SHAPE, PACK and SELECT_V2:
 random single-op models (shapes, ranks 1-5, negative axes, dtypes, quantization parameters,
 every option), each run under both targets. Per target, either intq's output equals the
 runtime's on every tensor, or intq refuses the model at prepare (``KernelError`` naming the
@@ -268,6 +268,25 @@ def split_v_case(rng, i):
     graph = single_op_graph("SPLIT_V", [tensor("x", shape, dtype, **q), const("sizes", declared, size_dtype), axis_t],
                             outs, {"num_splits": n})
     return graph, {"x": random_data(rng, shape, dtype)}, ()
+
+
+def select_v2_case(rng, i):
+    dtype = pick_dtype(rng, ((I8, 0.7), (I16, 0.1), (I32, 0.1), (U8, 0.05), (I64, 0.05)))
+    rank = int(rng.integers(0, 6))
+    shape = list(random_shape(rng, rank, 1, 3))
+
+    def operand():  # each input broadcasts: some dims 1, sometimes a lower rank
+        s = [d if rng.random() < 0.7 else 1 for d in shape]
+        return s[int(rng.integers(0, rank + 1)):] if rank and rng.random() < 0.2 else s
+
+    sc, sx, sy = operand(), operand(), operand()
+    out_shape = list(np.broadcast_shapes(tuple(sc), tuple(sx), tuple(sy)))
+    q = qargs(rng, dtype)
+    graph = single_op_graph("SELECT_V2", [tensor("c", sc, np.bool_), tensor("x", sx, dtype, **q),
+                                          tensor("y", sy, dtype, **out_qargs(rng, q, dtype))],
+                            [tensor("out", out_shape, dtype, **out_qargs(rng, q, dtype))], {})
+    feeds = {"c": rng.random(sc) < 0.5, "x": random_data(rng, sx, dtype), "y": random_data(rng, sy, dtype)}
+    return graph, feeds, ()
 
 
 def slice_case(rng, i):
@@ -561,6 +580,7 @@ CASES = {
     "SPACE_TO_BATCH_ND": space_to_batch_nd_case,
     "SHAPE": shape_case,
     "PACK": pack_case,
+    "SELECT_V2": select_v2_case,
 }
 
 
