@@ -409,18 +409,17 @@ def Reshape(cx, node):
 
 @RULES.register()
 def Transpose(cx, node):
+    """No integer op: ``out`` is the same integer tensor read in another layout. With
+    ``x_int = x.transpose(P_x)`` and ``out = x.transpose(p)``, ``x_int = out.transpose(q)`` with
+    ``q[i] = p^-1[P_x[i]]``, so ``out`` is defined as ``x_int`` with layout ``q``; a TRANSPOSE is
+    emitted only where a reader needs another layout (``value_as``), e.g. NHWC -> NCHW -> Conv
+    (a float .tflite's interface, or an exporter's layout shuffles) costs nothing."""
     x, out = node.inputs[0], node.outputs[0]
     rank = len(cx.shape(x))
     p = tuple(int(a) for a in node.attrs.get("perm", tuple(reversed(range(rank)))))
     v = cx.value(x)
-    # out = x.transpose(p); x_int = x.transpose(v.perm)  =>  out = x_int.transpose(rel)
-    rel = tuple(v.perm.index(a) for a in p)
-    if rel == identity(rank):
-        cx.define(out, v.name, identity(rank))
-        return
-    y = cx.output_tensor(out, identity(rank), cx.tensors[v.name].qparams)
-    perm_c = cx.int_constant(f"{node.name}/perm", np.asarray(rel, np.int32), None, np.int32)
-    cx.emit("TRANSPOSE", node.name, [v.name, perm_c], [y])
+    inverse = tuple(int(i) for i in np.argsort(p))
+    cx.define(out, v.name, tuple(inverse[a] for a in v.perm))
 
 
 @RULES.register()
