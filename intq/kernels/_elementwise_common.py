@@ -249,8 +249,15 @@ def broadcast_shape(ctx: KernelContext, a: Tensor, b: Tensor, y: Tensor | None) 
     return shape
 
 
-def same_quantization(ctx: KernelContext) -> None:
-    """MAXIMUM / MINIMUM's contract: two int8 inputs and an int8 output, one scale and zero point."""
+@dataclass(frozen=True)
+class StoredValueParams:
+    """MAXIMUM / MINIMUM: nothing to prepare; the contract is checked, the values compared as stored."""
+
+
+def same_quantization(ctx: KernelContext) -> StoredValueParams:
+    """MAXIMUM / MINIMUM's prepare (TFLite's maximum_minimum.cc compares the stored integers and never
+    rescales): two int8 inputs and an int8 output of their broadcast shape, all with one scale and
+    zero point (spec 003), so that comparing stored integers compares real values."""
     io = int8_binary(ctx)
     ref = (scale_of(io.qy), zero_point_of(io.qy))
     for t, q in ((io.a, io.qa), (io.b, io.qb)):
@@ -259,6 +266,7 @@ def same_quantization(ctx: KernelContext) -> None:
                 f"{t.name!r} has scale {float(scale_of(q)):.6g} and zero point {zero_point_of(q)}, the output "
                 f"{float(ref[0]):.6g} and {ref[1]}: {ctx.op} compares stored integers, so every tensor needs the "
                 "same scale and zero point (spec 003); requantize the inputs first")
+    return StoredValueParams()
 
 
 def same_shape(ctx: KernelContext, x: Tensor, y: Tensor) -> None:
@@ -322,9 +330,10 @@ def comparison_operand(r: Rescale, zero_point: int, x: np.ndarray) -> np.ndarray
     return rescale(r, (np.asarray(x, dtype=np.int64) - zero_point) << COMPARISON_LEFT_SHIFT)
 
 
-def rescaled_operands(p: ComparisonParams, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The int32 values TFLite compares, by table (:func:`comparison_operand` on every int8)."""
-    return lookup(p.table_a, a), lookup(p.table_b, b)
+def compare(p: ComparisonParams, a: np.ndarray, b: np.ndarray, relation) -> np.ndarray:
+    """``relation(v_a, v_b)`` (a numpy comparison ufunc, broadcasting) on the int32 values TFLite
+    compares, looked up by table (:func:`comparison_operand` on every int8); a 0-d result stays an array."""
+    return np.asarray(relation(lookup(p.table_a, a), lookup(p.table_b, b)))
 
 
 # ---------------------------------------------------------------- RELU, RELU6, RELU_N1_TO_1
