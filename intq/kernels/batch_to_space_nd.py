@@ -41,8 +41,8 @@ def prepare(ctx: KernelContext) -> BatchToSpaceNDParams:
     (top, bottom), (left, right) = sb.pairs2
     rows, cols = h * bh - top - bottom, w * bw - left - right
     if rows < 0 or cols < 0:
-        raise ctx.error(f"crops {sb.pairs.tolist()} remove more than the {list(sb.shape_nd(n, h * bh, w * bw, c))[1:-1]} "
-                        "rows/columns there are")
+        spans = list(sb.shape_nd(n, h * bh, w * bw, c)[1:-1])
+        raise ctx.error(f"crops {sb.pairs.tolist()} remove more than the {spans} rows/columns there are")
     out_shape = mc.check_output_shape(ctx, sb.shape_nd(n // (bh * bw), rows, cols, c))
     return BatchToSpaceNDParams(sb.shape4, sb.block2, (slice(top, top + rows), slice(left, left + cols)), out_shape)
 

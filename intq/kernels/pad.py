@@ -3,8 +3,8 @@
 Both runtimes register PADV2 (PAD with an explicit ``constant_values`` input) as the PAD kernel,
 so this one module is the kernel of both ops. Contract (LiteRT ``pad.cc``, TFLM
 ``pad.cc``/``pad_common.cc``): inputs data, ``paddings`` (a constant [rank, 2], entries >= 0)
-and, optionally, a one-element ``constant_values`` tensor of the data's dtype; rank <= 5. The integers are copied (neither
-runtime compares the input's and output's quantization parameters).
+and, optionally, a one-element ``constant_values`` tensor of the data's dtype; rank <= 5. The
+integers are copied (neither runtime compares the input's and output's quantization parameters).
 
 The pad value, as each runtime picks it:
 

@@ -49,7 +49,7 @@ def prepare(ctx: KernelContext) -> SpaceToBatchNDParams:
     (top, bottom), (left, right) = sb.pairs2
     rows, cols = h + top + bottom, w + left + right
     if rows % bh or cols % bw:
-        raise ctx.error(f"padded spatial sizes {list(sb.shape_nd(n, rows, cols, c))[1:-1]} are not multiples of "
+        raise ctx.error(f"padded spatial sizes {list(sb.shape_nd(n, rows, cols, c)[1:-1])} are not multiples of "
                         f"block_shape {list(sb.block)}")
     out_shape = mc.check_output_shape(ctx, sb.shape_nd(n * bh * bw, rows // bh, cols // bw, c))
     if mc.runtime(ctx) == mc.TFLM:
