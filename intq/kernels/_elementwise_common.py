@@ -5,7 +5,9 @@ RELU*, LEAKY_RELU, PRELU, HARD_SWISH). Not a kernel: it defines no ``OP``.
   Micro run the same integer loops for these operators but derive some multipliers differently
   (float32 or double arithmetic on the scales, rescaling or not in RELU6); each kernel branches
   on this in ``prepare`` only.
-* :func:`fp32` — float32 arithmetic on scales, as C++ ``float`` expressions compute it.
+* :func:`fp32` — float32 arithmetic on scales, as C++ ``float`` expressions compute it;
+  :func:`scale_ratio` — a ratio of scales in the arithmetic (float32 or double) of a runtime's Prepare.
+* :func:`int8_unary` / :func:`int8_binary` — the int8 input/output contract the kernels open with.
 * :class:`Rescale` / :func:`make_rescale` / :func:`rescale` — ``x * M`` with TFLite's
   ``(multiplier, shift)`` pair: ``MultiplyByQuantizedMultiplier`` (and its
   ``SmallerThanOneExp`` form, the same function for ``shift <= 0``), double or single rounding.
@@ -18,6 +20,7 @@ Every run-time helper here is integer-only (int64 numpy arrays holding int32/int
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -81,6 +84,22 @@ def requant_mode(ctx: KernelContext) -> Requant:
 def fp32(x) -> np.float32:
     """``x`` as a C ``float`` (scales are stored as float32)."""
     return np.float32(x)
+
+
+def scale_ratio(runtime: Runtime, numerator: Sequence, denominator) -> float:
+    """``numerator[0] * numerator[1] * ... / denominator`` on float32 scales, as ``runtime``'s Prepare
+    computes it: LiteRT in float32 (its C++ ``float`` expressions, left to right, each step rounded),
+    TFLM in double (the tflite-micro package intq tests against converts the scales with cvtss2sd
+    before multiplying and dividing, measured per kernel)."""
+    if runtime is Runtime.LITERT:
+        product = fp32(numerator[0])
+        for factor in numerator[1:]:
+            product = fp32(product * fp32(factor))
+        return float(fp32(product / fp32(denominator)))
+    product = float(numerator[0])
+    for factor in numerator[1:]:
+        product *= float(factor)
+    return product / float(denominator)
 
 
 def scale_of(qp: QuantParams) -> np.float32:
@@ -171,6 +190,48 @@ def check_arity(ctx: KernelContext, n: int) -> None:
         raise ctx.error(f"expects {n} inputs, got {sum(t is not None for t in ctx.inputs)}")
 
 
+@dataclass(frozen=True)
+class Int8Unary:
+    """A one-input int8 node's tensors (:func:`int8_unary`)."""
+
+    x: Tensor
+    y: Tensor
+    qx: QuantParams
+    qy: QuantParams
+
+
+def int8_unary(ctx: KernelContext) -> Int8Unary:
+    """One int8 per-tensor input and one int8 per-tensor output of the same shape."""
+    check_arity(ctx, 1)
+    x, qx = int8_input(ctx, 0, "input")
+    y, qy = int8_output(ctx)
+    same_shape(ctx, x, y)
+    return Int8Unary(x, y, qx, qy)
+
+
+@dataclass(frozen=True)
+class Int8Binary:
+    """A two-input int8 elementwise node's tensors (:func:`int8_binary`)."""
+
+    a: Tensor
+    b: Tensor
+    y: Tensor
+    qa: QuantParams
+    qb: QuantParams
+    qy: QuantParams
+    shape: tuple[int, ...] | None  # the inputs' broadcast shape; None while a shape is unknown
+
+
+def int8_binary(ctx: KernelContext, what_a: str = "input 0", what_b: str = "input 1") -> Int8Binary:
+    """Two int8 per-tensor inputs and one int8 per-tensor output of their broadcast shape
+    (:func:`broadcast_shape`); ``what_a`` / ``what_b`` name the inputs in errors."""
+    check_arity(ctx, 2)
+    a, qa = int8_input(ctx, 0, what_a)
+    b, qb = int8_input(ctx, 1, what_b)
+    y, qy = int8_output(ctx)
+    return Int8Binary(a, b, y, qa, qb, qy, broadcast_shape(ctx, a, b, y))
+
+
 def broadcast_shape(ctx: KernelContext, a: Tensor, b: Tensor, y: Tensor | None) -> tuple[int, ...] | None:
     """The broadcast shape of ``a`` and ``b`` (numpy rules, which TFLite's broadcasting follows).
 
@@ -188,20 +249,24 @@ def broadcast_shape(ctx: KernelContext, a: Tensor, b: Tensor, y: Tensor | None) 
     return shape
 
 
-def same_quantization(ctx: KernelContext) -> None:
-    """MAXIMUM / MINIMUM's contract: two int8 inputs and an int8 output, one scale and zero point."""
-    check_arity(ctx, 2)
-    a, qa = int8_input(ctx, 0, "input 0")
-    b, qb = int8_input(ctx, 1, "input 1")
-    y, qy = int8_output(ctx)
-    broadcast_shape(ctx, a, b, y)
-    ref = (scale_of(qy), zero_point_of(qy))
-    for t, q in ((a, qa), (b, qb)):
+@dataclass(frozen=True)
+class StoredValueParams:
+    """MAXIMUM / MINIMUM: nothing to prepare; the contract is checked, the values compared as stored."""
+
+
+def same_quantization(ctx: KernelContext) -> StoredValueParams:
+    """MAXIMUM / MINIMUM's prepare (TFLite's maximum_minimum.cc compares the stored integers and never
+    rescales): two int8 inputs and an int8 output of their broadcast shape, all with one scale and
+    zero point (spec 003), so that comparing stored integers compares real values."""
+    io = int8_binary(ctx)
+    ref = (scale_of(io.qy), zero_point_of(io.qy))
+    for t, q in ((io.a, io.qa), (io.b, io.qb)):
         if (scale_of(q), zero_point_of(q)) != ref:
             raise ctx.error(
                 f"{t.name!r} has scale {float(scale_of(q)):.6g} and zero point {zero_point_of(q)}, the output "
                 f"{float(ref[0]):.6g} and {ref[1]}: {ctx.op} compares stored integers, so every tensor needs the "
                 "same scale and zero point (spec 003); requantize the inputs first")
+    return StoredValueParams()
 
 
 def same_shape(ctx: KernelContext, x: Tensor, y: Tensor) -> None:
@@ -265,9 +330,10 @@ def comparison_operand(r: Rescale, zero_point: int, x: np.ndarray) -> np.ndarray
     return rescale(r, (np.asarray(x, dtype=np.int64) - zero_point) << COMPARISON_LEFT_SHIFT)
 
 
-def rescaled_operands(p: ComparisonParams, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The int32 values TFLite compares, by table (:func:`comparison_operand` on every int8)."""
-    return lookup(p.table_a, a), lookup(p.table_b, b)
+def compare(p: ComparisonParams, a: np.ndarray, b: np.ndarray, relation) -> np.ndarray:
+    """``relation(v_a, v_b)`` (a numpy comparison ufunc, broadcasting) on the int32 values TFLite
+    compares, looked up by table (:func:`comparison_operand` on every int8); a 0-d result stays an array."""
+    return np.asarray(relation(lookup(p.table_a, a), lookup(p.table_b, b)))
 
 
 # ---------------------------------------------------------------- RELU, RELU6, RELU_N1_TO_1
@@ -294,19 +360,14 @@ def prepare_relu(ctx: KernelContext, bounds: str, *, tflm_clamp_only: bool = Fal
     (RELU_N1_TO_1, which TFLM lacks): every target computes LiteRT's function. Run looks the
     result up in a table of :func:`relu_x` on all 256 int8 values.
     """
-    check_arity(ctx, 1)
-    x, qx = int8_input(ctx, 0, "input")
-    y, qy = int8_output(ctx)
-    same_shape(ctx, x, y)
+    io = int8_unary(ctx)
+    qx, qy = io.qx, io.qy
     mode = requant_mode(ctx)
     runtime = runtime_of(ctx) if tflm_has_kernel else Runtime.LITERT
     if tflm_clamp_only and runtime is Runtime.TFLM:
         lo, hi = activation_bounds(ctx, bounds, qx)  # quantized with the *input's* parameters
         return _relu_params(zero_point_of(qx), output_requantizer(ctx, 1.0, mode, qx, lo, hi))
-    if runtime is Runtime.LITERT:
-        real = float(scale_of(qx) / scale_of(qy))  # float32 division
-    else:
-        real = float(scale_of(qx)) / float(scale_of(qy))
+    real = scale_ratio(runtime, (scale_of(qx),), scale_of(qy))
     make_rescale(ctx, real, "output", mode, max_left_shift=22)  # |x - Z| <= 255 < 2^8: 2^8 << 22 < 2^31
     lo, hi = activation_bounds(ctx, bounds, qy)
     return _relu_params(zero_point_of(qx), output_requantizer(ctx, real, mode, qy, lo, hi))
@@ -349,10 +410,13 @@ class XnnpackAdd:
     table_b: np.ndarray
 
 
-def xnnpack_add(ctx: KernelContext, qa: QuantParams, qb: QuantParams, qy: QuantParams,
-                subtract: bool) -> XnnpackAdd | None:
-    """XNNPACK's parameters, or None where the delegate declines the node (an input-to-output scale
-    ratio outside [2^-10, 2^8)): LiteRT's own kernel runs it then."""
+def xnnpack_add(ctx: KernelContext, io: Int8Binary, subtract: bool) -> XnnpackAdd | None:
+    """XNNPACK's parameters for the ``xnnpack`` target, or None: another target, or the delegate
+    declines the node (an input-to-output scale ratio outside [2^-10, 2^8)) and LiteRT's own kernel
+    runs it."""
+    if not ctx.target.xnnpack:
+        return None
+    qa, qb, qy = io.qa, io.qb, io.qy
     s_y = scale_of(qy)
     r_a = np.float32(scale_of(qa) / s_y)
     r_b = np.float32(scale_of(qb) / s_y)

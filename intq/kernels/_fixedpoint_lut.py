@@ -12,8 +12,9 @@ Three parts:
 2. **Row reductions** the kernels need per row: :func:`get_reciprocal` (TFLite's ``GetReciprocal``),
    :func:`inv_sqrt_multiplier` (``GetInvSqrtQuantizedMultiplierExp``) and
    :func:`log_x_for_x_greater_than_or_equal_to_1`. Integer-only.
-3. **Prepare-time helpers** (floats allowed): LiteRT's float-built 256-entry table
-   (:func:`litert_float_lut`, ``LUTPopulate<int8_t>``), TFLite's scaling preprocessing
+3. **Prepare-time helpers** (floats allowed): LOGISTIC's and TANH's shared prepare
+   (:func:`prepare_q4_table`: TFLM's fixed point on all 256 codes, :func:`tflm_q4_table`), LiteRT's
+   float-built 256-entry table (:func:`litert_float_lut`, ``LUTPopulate<int8_t>``), TFLite's scaling preprocessing
    (:func:`softmax_scaling`, :func:`log_softmax_reverse_scaling`, :func:`input_radius`), the
    output-parameter check of spec 003 and the choice of algorithm from the target.
 
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -31,7 +33,7 @@ import numpy as np
 
 from intq.kernels.base import KernelContext
 from intq.qmath import QuantParams, Rounding, quantize_multiplier, round_float
-from intq.qmath.raw import INT32_MAX, INT32_MIN, mul_by_pot, mul_by_pot_param, rdbp, srdhm, wrap32
+from intq.qmath.raw import INT32_MAX, INT32_MIN, mbqm, mul_by_pot, mul_by_pot_param, rdbp, srdhm, wrap32
 
 _MASK32 = (1 << 32) - 1
 
@@ -316,6 +318,64 @@ def frexp_multiplier(real: float) -> tuple[int, int]:
     m = int(np.float64(q) * 2.0**31)
     assert 2**30 <= m < 2**31, real
     return m, int(shift)
+
+
+@dataclass(frozen=True)
+class Q4Function:
+    """LOGISTIC or TANH as TFLite defines it on int8: ``x - Z_in`` rescaled to Q4.27, a gemmlowp
+    function giving Q0.31, and an output fixed at scale ``2^-output_bits``, zero point
+    ``output_zero_point`` (spec 003)."""
+
+    transform: str  # "logistic" or "tanh": the float tables' function (litert_float_lut, xnnpack_float_lut)
+    fixed_point: Callable  # the gemmlowp function of a Q4.27 raw: logistic or tanh (above)
+    output_bits: int  # the output scale is 2^-output_bits
+    output_zero_point: int
+
+
+@dataclass(frozen=True)
+class LutParams:
+    """An int8 function of one int8 input as a table: ``y = table[uint8(x)]``."""
+
+    table: np.ndarray  # int8 [256], indexed by uint8(x)
+    runtime: str  # "tflm" (fixed point), "litert" or "xnnpack" (float-built tables)
+
+
+_Q4_INTEGER_BITS = 4  # TFLM: the input is rescaled to Q4.27 (|x| < 16)
+
+
+def prepare_q4_table(ctx: KernelContext, f: Q4Function) -> LutParams:
+    """LOGISTIC's and TANH's prepare: the contract (one int8 input, the fixed output parameters),
+    then the target's algorithm on all 256 input codes — TFLM's fixed point
+    (:func:`tflm_q4_table`), LiteRT's float32 table (:func:`litert_float_lut`) or XNNPACK's
+    (:func:`xnnpack_float_lut`; XNNPACK takes every int8 node)."""
+    ctx.check_emulated()
+    in_qp, out_qp = check_int8_io(ctx)
+    check_output_params(ctx, out_qp, 2.0**-f.output_bits, f.output_zero_point, f"1/{1 << f.output_bits}")
+    runtime = runtime_for(ctx)
+    if ctx.target.xnnpack:
+        return LutParams(xnnpack_float_lut(in_qp, out_qp, f.transform), "xnnpack")
+    if runtime == "litert":
+        return LutParams(litert_float_lut(in_qp, out_qp, f.transform), runtime)
+    return LutParams(int8_table(tflm_q4_table(ctx, in_qp, f)), runtime)
+
+
+def tflm_q4_table(ctx: KernelContext, in_qp: QuantParams, f: Q4Function) -> np.ndarray:
+    """TFLM's int8 LOGISTIC / TANH on every input code -128..127 (integer arithmetic after the setup).
+
+    ``(m, shift) = frexp(s_in * 2^27)``; ``v = x - Z_in``; inside the radius
+    ``floor(15 * 2^27 / 2^shift)``: ``clamp(RDBPOT(f(MBQM(v, m, shift)), 31 - output_bits) + Z_out)``,
+    at or beyond it -128 / 127. Contract: ``s_in >= 2^-28`` (TFLM's radius needs ``shift >= 0``).
+    """
+    multiplier, shift = frexp_multiplier(in_qp.tensor_scale * float(1 << (31 - _Q4_INTEGER_BITS)))
+    if shift < 0:  # CalculateInputRadius would shift by a negative amount (undefined in C)
+        raise ctx.error(f"input scale {float(in_qp.scale[0])!r} is below 2^-28, which TFLite Micro's fixed-point "
+                        f"{ctx.op} does not handle")
+    radius = input_radius(_Q4_INTEGER_BITS, shift)
+    x = np.arange(-128, 128, dtype=np.int64) - in_qp.tensor_zero_point
+    inside = (x > -radius) & (x < radius)
+    q4 = mbqm(np.where(inside, x, 0), multiplier, shift)  # |x| < radius: fits
+    y = np.clip(rdbp(f.fixed_point(q4, _Q4_INTEGER_BITS), 31 - f.output_bits) + f.output_zero_point, -128, 127)
+    return np.where(inside, y, np.where(x <= -radius, -128, 127))
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ TFLM ``tensorflow/lite/micro/kernels/``):
 
 * window geometry: ``padding.h`` — ``ComputeOutSize`` and ``ComputePaddingWithOffset`` (the
   pooling kernels use only the leading half of the total padding, ``total // 2``);
+* the resize kernels' contract (:func:`resize_request`: shapes, ``size``, flags);
 * axis resolution: ``reference/reduce.h`` ``ResolveAxis`` (negative axes + rank, duplicates
   dropped) and the output shape of ``reduce.cc`` ``ResizeOutputTensor`` (``keep_dims``).
 """
@@ -297,3 +298,36 @@ def prepare_arg_extremum(ctx: KernelContext) -> ArgExtremumParams:
         raise ctx.error(f"TensorFlow Lite Micro (target {ctx.target.name!r}) supports only an int32 axis and int32 "
                         f"output; convert with output_type=INT32 and an int32 axis, or use target 'litert-ref'")
     return ArgExtremumParams(axis, y.dtype)
+
+
+@dataclass(frozen=True)
+class ResizeRequest:
+    """RESIZE_BILINEAR's and RESIZE_NEAREST_NEIGHBOR's checked inputs (:func:`resize_request`)."""
+
+    in_shape: tuple[int, int, int, int]  # NHWC
+    out_h: int
+    out_w: int
+    align_corners: bool
+    half_pixel_centers: bool
+    out_shape: tuple[int, ...]  # [N, out_h, out_w, C], the output's declared shape
+
+
+def resize_request(ctx: KernelContext) -> ResizeRequest:
+    """The resize kernels' shared contract: int8 per-tensor input [N, H, W, C] and output with the
+    input's parameters (spec 003, pooling's tolerance: :func:`require_same_qparams`), input 1 a
+    constant int32 ``size`` = [out_h, out_w] of positive sizes, the output [N, out_h, out_w, C]."""
+    x, y = ctx.input(0), ctx.outputs[0]
+    require_same_qparams(ctx, ctx.per_tensor(x, "input"), ctx.per_tensor(y, "output"), exact=False)
+    shape = static_shape(ctx, x, "input")
+    if len(shape) != 4:
+        raise ctx.error(f"input must be 4-D NHWC, got shape {list(shape)}")
+    size = ctx.constant(1, "size")
+    if size.dtype != np.int32 or size.shape != (2,):
+        raise ctx.error(f"size must be a constant int32 [2] (out_h, out_w), got {size.dtype.name} {list(size.shape)}")
+    out_h, out_w = (int(v) for v in size)
+    if out_h < 1 or out_w < 1:
+        raise ctx.error(f"size must be positive, got {[out_h, out_w]}")
+    out_shape = check_output_shape(ctx, (shape[0], out_h, out_w, shape[3]))
+    n, h, w, c = shape
+    return ResizeRequest((n, h, w, c), out_h, out_w, bool(ctx.attr("align_corners", False)),
+                         bool(ctx.attr("half_pixel_centers", False)), out_shape)

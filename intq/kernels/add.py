@@ -53,13 +53,11 @@ from intq.kernels._elementwise_common import (
     INT8_BY_BITS,
     LANE_ELEMENTWISE,
     LANE_REFERENCE,
+    Int8Binary,
     Rescale,
     XnnpackAdd,
-    broadcast_shape,
-    check_arity,
     fused_activation_range,
-    int8_input,
-    int8_output,
+    int8_binary,
     int8_table,
     lookup,
     make_rescale,
@@ -130,50 +128,58 @@ def scalar_broadcast_scaled_input(r: Rescale, zero_point: int, x: np.ndarray) ->
 
 
 @kernel(OP)
-def prepare(ctx: KernelContext) -> AddParams:
-    check_arity(ctx, 2)
-    a, qa = int8_input(ctx, 0, "input 0")
-    b, qb = int8_input(ctx, 1, "input 1")
-    y, qy = int8_output(ctx)
-    broadcast_shape(ctx, a, b, y)
-    if ctx.target.xnnpack:
-        xnn = xnnpack_add(ctx, qa, qb, qy, subtract=False)
-        if xnn is not None:
-            return xnn
-        # XNNPACK declines (a scale ratio s_in / s_out outside [2^-10, 2^8)): LiteRT's optimized ADD runs
+def prepare(ctx: KernelContext) -> AddParams | OptimizedAddParams | XnnpackAdd:
+    io = int8_binary(ctx)
+    xnn = xnnpack_add(ctx, io, subtract=False)
+    if xnn is not None:
+        return xnn
+    # XNNPACK declines (a scale ratio s_in / s_out outside [2^-10, 2^8)): LiteRT's optimized ADD runs
     ctx.check_emulated()
-    lanes = None
-    if ctx.target.optimized:
-        if not (a.is_static and b.is_static):
-            raise ctx.error(f"target {ctx.target.name!r}: LiteRT's optimized ADD needs static input shapes here")
-        lanes = optimized_vector_lanes(a, b, VECTOR_BLOCK, SCALAR_BROADCAST_BLOCK)
-    mode = requant_mode(ctx)
-    s_a, s_b, s_y = (float(scale_of(q)) for q in (qa, qb, qy))  # float32 scales, read as double
+    reference = prepare_reference(ctx, io, negate_b=False)
+    return _optimized(ctx, io, reference) if ctx.target.optimized else reference
+
+
+def real_multipliers(io: Int8Binary) -> tuple[float, float, float]:
+    """``(s_a / T, s_b / T, T / (2^20 s_y))`` with ``T = 2 max(s_a, s_b)``, in double from the float32
+    scales (LiteRT's add.cc / sub.cc and the tflite-micro package intq tests against)."""
+    s_a, s_b, s_y = (float(scale_of(q)) for q in (io.qa, io.qb, io.qy))
     twice_max = 2.0 * max(s_a, s_b)
-    real_a, real_b = s_a / twice_max, s_b / twice_max
-    real_out = twice_max / (float(1 << LEFT_SHIFT) * s_y)
+    return s_a / twice_max, s_b / twice_max, twice_max / (float(1 << LEFT_SHIFT) * s_y)
+
+
+def prepare_reference(ctx: KernelContext, io: Int8Binary, *, negate_b: bool) -> AddParams:
+    """The reference kernel's parameters; ``negate_b`` (SUB): ``table_b`` holds ``-R_2((b - Z_b) << 20)``,
+    so ``table_a[a] + table_b[b]`` is SUB's difference. Every multiplier must be in (0, 1)."""
+    mode = requant_mode(ctx)
+    real_a, real_b, real_out = real_multipliers(io)
     make_rescale(ctx, real_out, "output", mode, smaller_than_one=True)  # the runtimes' check
-    lo, hi = fused_activation_range(ctx, qy)
-    za, zb = zero_point_of(qa), zero_point_of(qb)
+    lo, hi = fused_activation_range(ctx, io.qy)
+    za, zb = zero_point_of(io.qa), zero_point_of(io.qb)
     ra = make_rescale(ctx, real_a, "input 0", mode, smaller_than_one=True)
     rb = make_rescale(ctx, real_b, "input 1", mode, smaller_than_one=True)
-    reference = AddParams(
+    sign_b = -1 if negate_b else 1
+    return AddParams(
         zero_point_a=za,
         zero_point_b=zb,
         rescale_a=ra,
         rescale_b=rb,
-        output=output_requantizer(ctx, real_out, mode, qy, lo, hi),
+        output=output_requantizer(ctx, real_out, mode, io.qy, lo, hi),
         table_a=int8_table(scaled_input(ra, za, INT8_BY_BITS), np.int32),
-        table_b=int8_table(scaled_input(rb, zb, INT8_BY_BITS), np.int32),
+        table_b=int8_table(sign_b * scaled_input(rb, zb, INT8_BY_BITS), np.int32),
     )
-    if not ctx.target.optimized:
-        return reference
+
+
+def _optimized(ctx: KernelContext, io: Int8Binary, reference: AddParams) -> OptimizedAddParams:
+    """LiteRT's optimized ADD: the reference tables plus the vector code's (module docstring)."""
+    if not (io.a.is_static and io.b.is_static):
+        raise ctx.error(f"target {ctx.target.name!r}: LiteRT's optimized ADD needs static input shapes here")
+    ra, rb, za, zb = reference.rescale_a, reference.rescale_b, reference.zero_point_a, reference.zero_point_b
     return OptimizedAddParams(
         **{f.name: getattr(reference, f.name) for f in dataclasses.fields(AddParams)},
         vector_a=int8_table(vector_scaled_input(ra, za, INT8_BY_BITS), np.int32),
         vector_b=int8_table(vector_scaled_input(rb, zb, INT8_BY_BITS), np.int32),
-        vector_output=make_requantizer(real_out, Requant.DOUBLE, 0, -(2**31), 2**31 - 1, np.int32),
-        vector_lanes=lanes,
+        vector_output=make_requantizer(real_multipliers(io)[2], Requant.DOUBLE, 0, -(2**31), 2**31 - 1, np.int32),
+        vector_lanes=optimized_vector_lanes(io.a, io.b, VECTOR_BLOCK, SCALAR_BROADCAST_BLOCK),
         scalar_a=int8_table(scalar_broadcast_scaled_input(ra, za, INT8_BY_BITS), np.int32),
         scalar_b=int8_table(scalar_broadcast_scaled_input(rb, zb, INT8_BY_BITS), np.int32))
 

@@ -5,13 +5,10 @@ For a 4-D NHWC input, block ``[bh, bw]`` and crops ``[[top, bottom], [left, righ
 
     y[n, h * bh + dh - top, w * bw + dw - left, c] = x[(dh * bw + dw) * N + n, h, w, c]
 
-A 3-D NHC input is read as NH1C (one block size, one crop pair). Contract (LiteRT
-``batch_to_space_nd.cc``, TFLM ``batch_to_space_nd.cc``): constant int32 ``block_shape``
-[spatial] (> 0, dividing the batch) and ``crops`` [spatial, 2] (>= 0). The integers are copied.
-
-* LiteRT: int8, uint8, int16, int32, int64; 8- and 16-bit tensors must have the output's
-  scale and zero point, int16 zero points 0.
-* TFLM: int8 only; it does not compare quantization parameters.
+A 3-D NHC input is read as NH1C (one block size, one crop pair). Contract: SPACE_TO_BATCH_ND's
+(:func:`intq.kernels._movement_common.space_batch`: dtypes, quantization, constant int32
+``block_shape`` > 0 and ``crops`` >= 0), with the block dividing the batch and the crops no
+larger than the un-blocked sizes. The integers are copied.
 """
 
 from __future__ import annotations
@@ -24,7 +21,6 @@ from intq.kernels import _movement_common as mc
 from intq.kernels.base import KernelContext, kernel
 
 OP = "BATCH_TO_SPACE_ND"
-DTYPES = {mc.LITERT: mc.ALL_INTS, mc.TFLM: (mc.I8,)}
 
 
 @dataclass(frozen=True)
@@ -37,37 +33,18 @@ class BatchToSpaceNDParams:
 
 @kernel(OP)
 def prepare(ctx: KernelContext) -> BatchToSpaceNDParams:
-    x, y = ctx.input(0), ctx.outputs[0]
-    dtype = mc.check_dtype(ctx, x, "input", DTYPES[mc.LITERT], DTYPES[mc.TFLM])
-    mc.same_dtype(ctx, x, y)
-    mc.check_per_tensor(ctx, [x, y])
-    shape = mc.static_shape(ctx, x, "input")
-    if len(shape) not in (3, 4):
-        raise mc.unsupported(ctx, f"an input of rank {len(shape)} (3-D NHC or 4-D NHWC)")
-    if mc.runtime(ctx) == mc.LITERT and dtype in (mc.I8, mc.U8, mc.I16):
-        mc.require_same_quant(ctx, x, y)
-        if dtype == mc.I16 and mc.zero_point(x) != 0:
-            raise mc.unsupported(ctx, "int16 tensors with a non-zero zero point")
-    spatial = len(shape) - 2
-    block = [int(v) for v in mc.constant_ints(ctx, 1, "block_shape", (mc.I32,), (spatial,))]
-    crops = mc.constant_ints(ctx, 2, "crops", (mc.I32,), (spatial, 2))
-    total = int(np.prod(block))
-    if any(b <= 0 for b in block) or shape[0] % total:
-        raise ctx.error(f"block_shape {block} must be positive and divide the batch {shape[0]}")
-    if np.any(crops < 0):
-        raise ctx.error(f"crops {crops.tolist()} must be >= 0")
-    spans = [shape[1 + k] * block[k] for k in range(spatial)]
-    sizes = [s - int(crops[k, 0]) - int(crops[k, 1]) for k, s in enumerate(spans)]
-    if any(s < 0 for s in sizes):
-        raise ctx.error(f"crops {crops.tolist()} remove more than the {spans} rows/columns there are")
-    out_shape = mc.check_output_shape(ctx, [shape[0] // total, *sizes, shape[-1]])
-    rows = slice(int(crops[0, 0]), int(crops[0, 0]) + sizes[0])
-    if spatial == 1:  # NHC -> NH1C
-        shape4, block2, cols = (shape[0], shape[1], 1, shape[2]), (block[0], 1), slice(0, 1)
-    else:
-        shape4, block2 = shape, (block[0], block[1])
-        cols = slice(int(crops[1, 0]), int(crops[1, 0]) + sizes[1])
-    return BatchToSpaceNDParams(shape4, block2, (rows, cols), out_shape)
+    sb = mc.space_batch(ctx, "crops")
+    n, h, w, c = sb.shape4
+    bh, bw = sb.block2
+    if n % (bh * bw):
+        raise ctx.error(f"block_shape {list(sb.block)} must divide the batch {n}")
+    (top, bottom), (left, right) = sb.pairs2
+    rows, cols = h * bh - top - bottom, w * bw - left - right
+    if rows < 0 or cols < 0:
+        spans = list(sb.shape_nd(n, h * bh, w * bw, c)[1:-1])
+        raise ctx.error(f"crops {sb.pairs.tolist()} remove more than the {spans} rows/columns there are")
+    out_shape = mc.check_output_shape(ctx, sb.shape_nd(n // (bh * bw), rows, cols, c))
+    return BatchToSpaceNDParams(sb.shape4, sb.block2, (slice(top, top + rows), slice(left, left + cols)), out_shape)
 
 
 def run(p: BatchToSpaceNDParams, x, block_shape=None, crops=None):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from intq.kernels._elementwise_common import ComparisonParams, prepare_comparison, rescaled_operands
+from intq.kernels._elementwise_common import ComparisonParams, compare, prepare_comparison
 from intq.kernels.base import KernelContext, kernel
 
 OP = "GREATER_EQUAL"
@@ -21,5 +21,4 @@ def prepare(ctx: KernelContext) -> ComparisonParams:
 
 
 def run(p: ComparisonParams, a, b):
-    va, vb = rescaled_operands(p, a, b)
-    return (np.asarray(va >= vb),)  # a 0-d result stays an array
+    return (compare(p, a, b, np.greater_equal),)

@@ -41,16 +41,13 @@ from intq.kernels._elementwise_common import (
     INT8_BY_BITS,
     INT8_MAX,
     INT8_MIN,
-    Runtime,
-    check_arity,
     fp32,
-    int8_input,
     int8_table,
-    int8_output,
+    int8_unary,
     lookup,
     runtime_of,
-    same_shape,
     scale_of,
+    scale_ratio,
     zero_point_of,
 )
 from intq.qmath.raw import rdbp16, saturating_left_shift16, sdhm16, srdhm16
@@ -85,15 +82,11 @@ def _int16_multiplier(real: float) -> tuple[int, int]:
 
 @kernel(OP)
 def prepare(ctx: KernelContext) -> HardSwishParams:
-    check_arity(ctx, 1)
-    x, qx = int8_input(ctx, 0, "input")
-    y, qy = int8_output(ctx)
-    same_shape(ctx, x, y)
+    io = int8_unary(ctx)
+    qx, qy = io.qx, io.qy
     hires = (fp32(1.0) / fp32(128.0)) * scale_of(qx)  # exact: a power-of-two factor
-    if runtime_of(ctx) is Runtime.LITERT:
-        real_out, real_relu = float(hires / scale_of(qy)), float(hires / _RELUISH_SCALE)  # float32
-    else:
-        real_out, real_relu = float(hires) / float(scale_of(qy)), float(hires) / float(_RELUISH_SCALE)
+    real_out = scale_ratio(runtime_of(ctx), (hires,), scale_of(qy))
+    real_relu = scale_ratio(runtime_of(ctx), (hires,), _RELUISH_SCALE)
     m_out, e_out = _int16_multiplier(real_out)
     if e_out > 0:
         raise ctx.error(f"the output multiplier s_in / (128 s_out) = {real_out:.6g} must be "

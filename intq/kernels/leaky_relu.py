@@ -44,20 +44,17 @@ from intq.kernels._elementwise_common import (
     INT8_MAX,
     INT8_MIN,
     Rescale,
-    Runtime,
-    check_arity,
     fp32,
-    int8_input,
-    int8_output,
     int8_table,
+    int8_unary,
     lookup,
     make_rescale,
     output_requantizer,
     requant_mode,
     rescale,
     runtime_of,
-    same_shape,
     scale_of,
+    scale_ratio,
     zero_point_of,
 )
 from intq.kernels.base import KernelContext, kernel
@@ -80,21 +77,15 @@ class LeakyReluParams:
 @kernel(OP)
 def prepare(ctx: KernelContext) -> LeakyReluParams:
     ctx.check_emulated()
-    check_arity(ctx, 1)
-    x, qx = int8_input(ctx, 0, "input")
-    y, qy = int8_output(ctx)
-    same_shape(ctx, x, y)
+    io = int8_unary(ctx)
+    qx, qy = io.qx, io.qy
     mode = requant_mode(ctx)
     alpha = ctx.attr("alpha", 0.2)  # TFLite's LeakyReluOptions default
     if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not np.isfinite(alpha):
         raise ctx.error(f"alpha must be a finite number, got {alpha!r}")
     s_in, s_out = scale_of(qx), scale_of(qy)
-    if runtime_of(ctx) is Runtime.LITERT:
-        real_identity = float(s_in / s_out)  # float32 division
-        real_alpha = float(s_in * fp32(alpha) / s_out)  # float32 throughout, as the C++ expression
-    else:
-        real_identity = float(s_in) / float(s_out)
-        real_alpha = float(s_in) * float(fp32(alpha)) / float(s_out)
+    real_identity = scale_ratio(runtime_of(ctx), (s_in,), s_out)
+    real_alpha = scale_ratio(runtime_of(ctx), (s_in, fp32(alpha)), s_out)
     if ctx.target.xnnpack:
         table = xnnpack_leaky_relu_table(s_in, s_out, fp32(alpha), zero_point_of(qx), zero_point_of(qy))
         if table is not None:

@@ -22,7 +22,8 @@ The two agree except where a value lies within about 1e-7 of a rounding boundary
 a search over 20000 input scales found such an input code in roughly one model in a thousand
 (tests/kernels/test_lut_ops.py pins some). Either way the result depends only on the int8 input
 code, so ``prepare`` evaluates the target's algorithm on all 256 codes (the fixed-point one in
-integers, LiteRT's in float32 as LiteRT does) and ``run`` is a table lookup ``table[uint8(x)]``.
+integers, LiteRT's in float32 as LiteRT does) and ``run`` is a table lookup ``table[uint8(x)]``
+(:func:`intq.kernels._fixedpoint_lut.prepare_q4_table`, shared with TANH).
 
 ``litert-opt``: LiteRT's optimized kernel builds the same table (measured equal). ``xnnpack``:
 XNNPACK takes every int8 node and builds its own table, rounding half to even with the output
@@ -32,52 +33,19 @@ every input code of tie-prone scales).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from intq.kernels import _fixedpoint_lut as fp
-from intq.qmath import raw
 from intq.kernels.base import KernelContext, kernel
 
 OP = "LOGISTIC"
-
-_INPUT_INTEGER_BITS = 4  # TFLM: the input is rescaled to Q4.27 (|x| < 16)
-_OUTPUT_SHIFT = 31 - 8  # Q0.31 -> multiples of 1/256
-
-
-@dataclass(frozen=True)
-class LogisticParams:
-    table: np.ndarray  # int8 [256], indexed by uint8(x)
-    runtime: str  # "tflm" (fixed point), "litert" or "xnnpack" (float-built tables)
+FUNCTION = fp.Q4Function("logistic", fp.logistic, output_bits=8, output_zero_point=-128)  # output (1/256, -128)
 
 
 @kernel(OP)
-def prepare(ctx: KernelContext) -> LogisticParams:
-    ctx.check_emulated()
-    in_qp, out_qp = fp.check_int8_io(ctx)
-    fp.check_output_params(ctx, out_qp, 1.0 / 256.0, -128, "1/256")
-    runtime = fp.runtime_for(ctx)
-    if ctx.target.xnnpack:  # XNNPACK takes every int8 LOGISTIC: its own float-built table
-        return LogisticParams(fp.xnnpack_float_lut(in_qp, out_qp, "logistic"), "xnnpack")
-    if runtime == "litert":
-        return LogisticParams(fp.litert_float_lut(in_qp, out_qp, "logistic"), runtime)
-    return LogisticParams(fp.int8_table(tflm_logistic(ctx, in_qp)), runtime)
+def prepare(ctx: KernelContext) -> fp.LutParams:
+    return fp.prepare_q4_table(ctx, FUNCTION)
 
 
-def tflm_logistic(ctx: KernelContext, in_qp) -> np.ndarray:
-    """TFLM's int8 LOGISTIC on every input code -128..127 (integer arithmetic after the setup)."""
-    multiplier, shift = fp.frexp_multiplier(in_qp.tensor_scale * float(1 << (31 - _INPUT_INTEGER_BITS)))
-    if shift < 0:  # CalculateInputRadius would shift by a negative amount (undefined in C)
-        raise ctx.error(f"input scale {float(in_qp.scale[0])!r} is below 2^-28, which TFLite Micro's fixed-point "
-                        f"{ctx.op} does not handle")
-    radius = fp.input_radius(_INPUT_INTEGER_BITS, shift)
-    x = np.arange(-128, 128, dtype=np.int64) - in_qp.tensor_zero_point
-    inside = (x > -radius) & (x < radius)
-    q4 = raw.mbqm(np.where(inside, x, 0), multiplier, shift)  # |x| < radius: fits
-    y = np.clip(raw.rdbp(fp.logistic(q4, _INPUT_INTEGER_BITS), _OUTPUT_SHIFT) - 128, -128, 127)
-    return np.where(inside, y, np.where(x <= -radius, -128, 127))
-
-
-def run(p: LogisticParams, x):
+def run(p: fp.LutParams, x):
     return (p.table[x.view(np.uint8)],)

@@ -2,33 +2,25 @@
 
 TFLite's MAXIMUM (tflite/kernels/maximum_minimum.cc, reference_ops::MaximumMinimumBroadcastSlow;
 TFLM maximum_minimum.cc) compares the stored integers and never rescales, which is the real
-maximum only when every tensor has the same scale and zero point — the restriction of spec 003.
-intq checks that restriction at prepare instead of silently comparing numbers on different
-scales. No arithmetic, so both targets compute the same.
+maximum only when every tensor has the same scale and zero point — the restriction of spec 003,
+which :func:`intq.kernels._elementwise_common.same_quantization` checks at prepare instead of
+silently comparing numbers on different scales. No arithmetic, so both targets compute the same.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
-from intq.kernels._elementwise_common import same_quantization
+from intq.kernels._elementwise_common import StoredValueParams, same_quantization
 from intq.kernels.base import KernelContext, kernel
 
 OP = "MAXIMUM"
 
 
-@dataclass(frozen=True)
-class MaximumParams:
-    pass  # nothing to prepare: the contract is checked, the values are compared as stored
-
-
 @kernel(OP)
-def prepare(ctx: KernelContext) -> MaximumParams:
-    same_quantization(ctx)
-    return MaximumParams()
+def prepare(ctx: KernelContext) -> StoredValueParams:
+    return same_quantization(ctx)
 
 
-def run(p: MaximumParams, a, b):
+def run(p: StoredValueParams, a, b):
     return (np.asarray(np.maximum(a, b)),)  # a 0-d result stays an array

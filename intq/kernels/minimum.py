@@ -1,34 +1,23 @@
 """MINIMUM: ``y = min(a, b)`` on the raw int8 values, numpy broadcasting.
 
-TFLite's MINIMUM (tflite/kernels/maximum_minimum.cc, reference_ops::MaximumMinimumBroadcastSlow;
-TFLM maximum_minimum.cc) compares the stored integers and never rescales, which is the real
-minimum only when every tensor has the same scale and zero point — the restriction of spec 003.
-intq checks that restriction at prepare instead of silently comparing numbers on different
-scales. No arithmetic, so both targets compute the same.
+MAXIMUM's counterpart in the same TFLite kernel (:mod:`intq.kernels.maximum`: sources, and the
+contract of one scale and zero point for every tensor, checked at prepare).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
-from intq.kernels._elementwise_common import same_quantization
+from intq.kernels._elementwise_common import StoredValueParams, same_quantization
 from intq.kernels.base import KernelContext, kernel
 
 OP = "MINIMUM"
 
 
-@dataclass(frozen=True)
-class MinimumParams:
-    pass  # nothing to prepare: the contract is checked, the values are compared as stored
-
-
 @kernel(OP)
-def prepare(ctx: KernelContext) -> MinimumParams:
-    same_quantization(ctx)
-    return MinimumParams()
+def prepare(ctx: KernelContext) -> StoredValueParams:
+    return same_quantization(ctx)
 
 
-def run(p: MinimumParams, a, b):
+def run(p: StoredValueParams, a, b):
     return (np.asarray(np.minimum(a, b)),)  # a 0-d result stays an array

@@ -39,17 +39,15 @@ from intq.kernels._elementwise_common import (
     INT8_MAX,
     INT8_MIN,
     Runtime,
-    broadcast_shape,
-    check_arity,
     fused_activation_range,
-    int8_input,
-    int8_output,
+    int8_binary,
     make_rescale,
     optimized_vector_lanes,
     output_requantizer,
     requant_mode,
     runtime_of,
     scale_of,
+    scale_ratio,
     zero_point_of,
 )
 from intq.errors import IntqError
@@ -95,29 +93,23 @@ def _optimized(ctx: KernelContext, a, b, za: int, zb: int, real: float, max_left
 
 @kernel(OP)
 def prepare(ctx: KernelContext) -> MulParams | OptimizedMulParams:
-    check_arity(ctx, 2)
-    a, qa = int8_input(ctx, 0, "input 0")
-    b, qb = int8_input(ctx, 1, "input 1")
-    y, qy = int8_output(ctx)
-    broadcast_shape(ctx, a, b, y)
+    io = int8_binary(ctx)
+    a, b, qa, qb, qy = io.a, io.b, io.qa, io.qb, io.qy
     s_a, s_b, s_y = scale_of(qa), scale_of(qb), scale_of(qy)
     if ctx.target.xnnpack:
-        scale = np.float32(np.float32(s_a * s_b) / s_y)
-        if not 2.0**-16 <= float(scale) < 2.0**8:  # XNNPACK declines: LiteRT's optimized MUL runs
-            return _optimized(ctx, a, b, zero_point_of(qa), zero_point_of(qb), float(s_a * s_b / s_y),
+        scale = scale_ratio(Runtime.LITERT, (s_a, s_b), s_y)  # XNNPACK's float32 scale, LiteRT's multiplier
+        if not 2.0**-16 <= scale < 2.0**8:  # XNNPACK declines: LiteRT's optimized MUL runs
+            return _optimized(ctx, a, b, zero_point_of(qa), zero_point_of(qb), scale,
                               _max_left(zero_point_of(qa), zero_point_of(qb)), qy)
         try:
             lo, hi = xnnpack_activation_range(ctx.attr("fused_activation_function", "NONE"), qy)
         except IntqError as e:
             raise ctx.error(str(e)) from None
-        r = make_requantizer(float(scale), Requant.FLOAT32_RNE, zero_point_of(qy), lo, hi, np.int8)
+        r = make_requantizer(scale, Requant.FLOAT32_RNE, zero_point_of(qy), lo, hi, np.int8)
         return MulParams(zero_point_of(qa), zero_point_of(qb), r)
     ctx.check_emulated()
     mode = requant_mode(ctx)
-    if runtime_of(ctx) is Runtime.LITERT:
-        real = float(s_a * s_b / s_y)  # float32 throughout
-    else:
-        real = float(s_a) * float(s_b) / float(s_y)
+    real = scale_ratio(runtime_of(ctx), (s_a, s_b), s_y)
     za, zb = zero_point_of(qa), zero_point_of(qb)
     max_left = _max_left(za, zb)
     if ctx.target.optimized:

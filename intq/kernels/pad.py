@@ -1,9 +1,10 @@
-"""PAD: ``y = x`` surrounded by ``paddings[k] = (before_k, after_k)`` copies of one pad value.
+"""PAD and PADV2: ``y = x`` surrounded by ``paddings[k] = (before_k, after_k)`` copies of one pad value.
 
-Contract (LiteRT ``pad.cc``, TFLM ``pad.cc``/``pad_common.cc``; PADV2 is the same kernel in both):
-inputs data, ``paddings`` (a constant [rank, 2], entries >= 0) and, optionally, a one-element
-``constant_values`` tensor of the data's dtype; rank <= 5. The integers are copied (neither
-runtime compares the input's and output's quantization parameters).
+Both runtimes register PADV2 (PAD with an explicit ``constant_values`` input) as the PAD kernel,
+so this one module is the kernel of both ops. Contract (LiteRT ``pad.cc``, TFLM
+``pad.cc``/``pad_common.cc``): inputs data, ``paddings`` (a constant [rank, 2], entries >= 0)
+and, optionally, a one-element ``constant_values`` tensor of the data's dtype; rank <= 5. The
+integers are copied (neither runtime compares the input's and output's quantization parameters).
 
 The pad value, as each runtime picks it:
 
@@ -32,9 +33,10 @@ from intq.kernels import _movement_common as mc
 from intq.kernels.base import KernelContext, kernel
 
 OP = "PAD"
+OP_V2 = "PADV2"  # the same kernel, registered under both names by both runtimes
 DTYPES = {mc.LITERT: mc.ALL_INTS, mc.TFLM: (mc.I8, mc.I16, mc.I32)}
 PADDING_DTYPES = {mc.LITERT: (mc.I32, mc.I64, mc.I8, mc.I16), mc.TFLM: (mc.I32,)}
-MAX_RANK = 5  # reference_ops::PadKernelMaxDimensionCount(), both runtimes
+MAX_RANK = {mc.LITERT: 5, mc.TFLM: 5}  # reference_ops::PadKernelMaxDimensionCount(), both runtimes
 
 
 @dataclass(frozen=True)
@@ -43,15 +45,11 @@ class PadParams:
     value: int | None  # None: read the constant_values input at run time
 
 
-def prepare_padding(ctx: KernelContext) -> PadParams:
-    """PAD's and PADV2's shared prepare (one kernel in both runtimes)."""
-    x, y = ctx.input(0), ctx.outputs[0]
-    rt = mc.runtime(ctx)
-    dtype = mc.check_dtype(ctx, x, "input", DTYPES[mc.LITERT], DTYPES[mc.TFLM])
-    mc.same_dtype(ctx, x, y)
-    mc.check_per_tensor(ctx, [x, y])
-    shape = mc.static_shape(ctx, x, "input")
-    mc.check_rank(ctx, len(shape), "an input", MAX_RANK, MAX_RANK)
+@kernel(OP)
+@kernel(OP_V2)
+def prepare(ctx: KernelContext) -> PadParams:
+    io = mc.data_io(ctx, DTYPES, MAX_RANK, per_tensor=True)
+    x, y, shape, dtype, rt = io.x, io.y, io.shape, io.dtype, mc.runtime(ctx)
     pt = ctx.input(1)
     if pt.dtype not in PADDING_DTYPES[rt]:
         raise mc.unsupported(ctx, f"paddings {pt.name!r} of dtype {pt.dtype.name}")
@@ -80,11 +78,6 @@ def prepare_padding(ctx: KernelContext) -> PadParams:
     else:
         value = 0
     return PadParams(widths, value)
-
-
-@kernel(OP)
-def prepare(ctx: KernelContext) -> PadParams:
-    return prepare_padding(ctx)
 
 
 def run(p: PadParams, x, paddings=None, constant_values=None):

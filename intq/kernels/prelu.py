@@ -24,16 +24,13 @@ from intq.kernels._elementwise_common import (
     INT8_MAX,
     INT8_MIN,
     Rescale,
-    Runtime,
-    broadcast_shape,
-    check_arity,
-    int8_input,
-    int8_output,
+    int8_binary,
     make_rescale,
     requant_mode,
     rescale,
     runtime_of,
     scale_of,
+    scale_ratio,
     zero_point_of,
 )
 from intq.kernels.base import KernelContext, kernel
@@ -52,21 +49,14 @@ class PreluParams:
 
 @kernel(OP)
 def prepare(ctx: KernelContext) -> PreluParams:
-    check_arity(ctx, 2)
-    x, qx = int8_input(ctx, 0, "input")
-    alpha, qa = int8_input(ctx, 1, "alpha")
-    y, qy = int8_output(ctx)
-    shape = broadcast_shape(ctx, x, alpha, y)
-    if shape is not None and tuple(shape) != tuple(x.shape):
+    io = int8_binary(ctx, "input", "alpha")
+    x, alpha, qx, qa, qy = io.a, io.b, io.qa, io.qb, io.qy
+    if io.shape is not None and tuple(io.shape) != tuple(x.shape):
         raise ctx.error(f"alpha {alpha.name!r} {list(alpha.shape)} must broadcast to the input's shape {list(x.shape)}")
     mode = requant_mode(ctx)
     s_in, s_alpha, s_out = scale_of(qx), scale_of(qa), scale_of(qy)
-    if runtime_of(ctx) is Runtime.LITERT:
-        real_1 = float(s_in / s_out)
-        real_2 = float(s_in * s_alpha / s_out)  # float32 throughout
-    else:
-        real_1 = float(s_in) / float(s_out)
-        real_2 = float(s_in) * float(s_alpha) / float(s_out)
+    real_1 = scale_ratio(runtime_of(ctx), (s_in,), s_out)
+    real_2 = scale_ratio(runtime_of(ctx), (s_in, s_alpha), s_out)
     return PreluParams(
         zero_point_in=zero_point_of(qx),
         zero_point_alpha=zero_point_of(qa),

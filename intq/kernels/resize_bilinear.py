@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from intq.kernels._pool_common import check_output_shape, require_same_qparams, static_shape
+from intq.kernels._pool_common import resize_request
 from intq.kernels.base import KernelContext, kernel
 
 OP = "RESIZE_BILINEAR"
@@ -87,26 +87,13 @@ def _taps(ctx: KernelContext, in_size: int, out_size: int, align_corners: bool, 
 @kernel(OP)
 def prepare(ctx: KernelContext) -> ResizeBilinearParams:
     ctx.check_emulated()  # litert-opt / xnnpack: measured to differ, not emulated (intq.kernels.targets)
-    x, y = ctx.input(0), ctx.outputs[0]
-    in_qp = ctx.per_tensor(x, "input")
-    out_qp = ctx.per_tensor(y, "output")
-    require_same_qparams(ctx, in_qp, out_qp, exact=False)
-    shape = static_shape(ctx, x, "input")
-    if len(shape) != 4:
-        raise ctx.error(f"input must be 4-D NHWC, got shape {list(shape)}")
-    size = ctx.constant(1, "size")
-    if size.dtype != np.int32 or size.shape != (2,):
-        raise ctx.error(f"size must be a constant int32 [2] (out_h, out_w), got {size.dtype.name} {list(size.shape)}")
-    out_h, out_w = (int(v) for v in size)
-    if out_h < 1 or out_w < 1:
-        raise ctx.error(f"size must be positive, got {[out_h, out_w]}")
-    align, half = bool(ctx.attr("align_corners", False)), bool(ctx.attr("half_pixel_centers", False))
+    r = resize_request(ctx)
+    align, half = r.align_corners, r.half_pixel_centers
     if align and half:
         raise ctx.error("align_corners and half_pixel_centers cannot both be set (TFLite rejects it)")
-    out_shape = check_output_shape(ctx, (shape[0], out_h, out_w, shape[3]))
-    rows = _taps(ctx, shape[1], out_h, align, half, "height")
-    cols = _taps(ctx, shape[2], out_w, align, half, "width")
-    return ResizeBilinearParams(rows, cols, out_shape)
+    rows = _taps(ctx, r.in_shape[1], r.out_h, align, half, "height")
+    cols = _taps(ctx, r.in_shape[2], r.out_w, align, half, "width")
+    return ResizeBilinearParams(rows, cols, r.out_shape)
 
 
 def run(p: ResizeBilinearParams, x, size=None):

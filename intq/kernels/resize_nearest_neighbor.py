@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from intq.kernels._pool_common import check_output_shape, require_same_qparams, static_shape
+from intq.kernels._pool_common import resize_request
 from intq.kernels.base import KernelContext, kernel
 from intq.qmath import Rounding, round_float
 
@@ -55,23 +55,9 @@ def _source_index(in_size: int, out_size: int, align_corners: bool, half_pixel: 
 
 @kernel(OP)
 def prepare(ctx: KernelContext) -> ResizeNearestNeighborParams:
-    x, y = ctx.input(0), ctx.outputs[0]
-    in_qp = ctx.per_tensor(x, "input")
-    out_qp = ctx.per_tensor(y, "output")
-    require_same_qparams(ctx, in_qp, out_qp, exact=False)
-    shape = static_shape(ctx, x, "input")
-    if len(shape) != 4:
-        raise ctx.error(f"input must be 4-D NHWC, got shape {list(shape)}")
-    size = ctx.constant(1, "size")
-    if size.dtype != np.int32 or size.shape != (2,):
-        raise ctx.error(f"size must be a constant int32 [2] (out_h, out_w), got {size.dtype.name} {list(size.shape)}")
-    out_h, out_w = (int(v) for v in size)
-    if out_h < 1 or out_w < 1:
-        raise ctx.error(f"size must be positive, got {[out_h, out_w]}")
-    check_output_shape(ctx, (shape[0], out_h, out_w, shape[3]))
-    align, half = bool(ctx.attr("align_corners", False)), bool(ctx.attr("half_pixel_centers", False))
-    return ResizeNearestNeighborParams(_source_index(shape[1], out_h, align, half),
-                                       _source_index(shape[2], out_w, align, half))
+    r = resize_request(ctx)
+    return ResizeNearestNeighborParams(_source_index(r.in_shape[1], r.out_h, r.align_corners, r.half_pixel_centers),
+                                       _source_index(r.in_shape[2], r.out_w, r.align_corners, r.half_pixel_centers))
 
 
 def run(p: ResizeNearestNeighborParams, x, size=None):

@@ -53,13 +53,9 @@ def _resolve(in_shape, begin, size):
 
 @kernel(OP)
 def prepare(ctx: KernelContext) -> SliceParams:
-    x, y = ctx.input(0), ctx.outputs[0]
-    mc.check_dtype(ctx, x, "input", DTYPES[mc.LITERT], DTYPES[mc.TFLM])
-    mc.same_dtype(ctx, x, y)
-    in_shape = mc.static_shape(ctx, x, "input")
-    rank = len(in_shape)
-    mc.check_rank(ctx, rank, "an input", MAX_RANK[mc.LITERT], MAX_RANK[mc.TFLM])
-    out_shape = mc.static_shape(ctx, y, "output")
+    io = mc.data_io(ctx, DTYPES, MAX_RANK)
+    in_shape, rank = io.shape, len(io.shape)
+    out_shape = mc.static_shape(ctx, io.y, "output")
     b_t, s_t = ctx.input(1), ctx.input(2)
     for what, t in (("begin", b_t), ("size", s_t)):
         if t.dtype not in (mc.I32, mc.I64):

@@ -5,9 +5,9 @@ For a 4-D NHWC input, block ``[bh, bw]`` and paddings ``[[top, bottom], [left, r
     y[(dh * bw + dw) * N + n, h, w, c] = xp[n, h * bh + dh, w * bw + dw, c]
 
 where ``xp`` is ``x`` padded with the pad value. A 3-D NHC input is read as NH1C (one block
-size, one padding pair). Contract (LiteRT ``space_to_batch_nd.cc``, TFLM
-``space_to_batch_nd.cc``): constant int32 ``block_shape`` [spatial] (> 0) and ``paddings``
-[spatial, 2] (>= 0), padded sizes multiples of the block.
+size, one padding pair). Contract (shared with BATCH_TO_SPACE_ND,
+:func:`intq.kernels._movement_common.space_batch`): constant int32 ``block_shape`` [spatial] (> 0)
+and ``paddings`` [spatial, 2] (>= 0), padded sizes multiples of the block.
 
 * LiteRT: int8, uint8, int16, int32, int64; 8- and 16-bit tensors must have the output's
   scale and zero point, int16 zero points 0. The pad value is the output zero point (the real
@@ -30,7 +30,6 @@ from intq.kernels import _movement_common as mc
 from intq.kernels.base import KernelContext, kernel
 
 OP = "SPACE_TO_BATCH_ND"
-DTYPES = {mc.LITERT: mc.ALL_INTS, mc.TFLM: (mc.I8,)}
 
 
 @dataclass(frozen=True)
@@ -44,42 +43,25 @@ class SpaceToBatchNDParams:
 
 @kernel(OP)
 def prepare(ctx: KernelContext) -> SpaceToBatchNDParams:
-    x, y = ctx.input(0), ctx.outputs[0]
-    dtype = mc.check_dtype(ctx, x, "input", DTYPES[mc.LITERT], DTYPES[mc.TFLM])
-    mc.same_dtype(ctx, x, y)
-    mc.check_per_tensor(ctx, [x, y])
-    shape = mc.static_shape(ctx, x, "input")
-    if len(shape) not in (3, 4):
-        raise mc.unsupported(ctx, f"an input of rank {len(shape)} (3-D NHC or 4-D NHWC)")
-    if mc.runtime(ctx) == mc.LITERT and dtype in (mc.I8, mc.U8, mc.I16):
-        mc.require_same_quant(ctx, x, y)
-        if dtype == mc.I16 and mc.zero_point(x) != 0:
-            raise mc.unsupported(ctx, "int16 tensors with a non-zero zero point")
-    spatial = len(shape) - 2
-    block = [int(v) for v in mc.constant_ints(ctx, 1, "block_shape", (mc.I32,), (spatial,))]
-    pads = mc.constant_ints(ctx, 2, "paddings", (mc.I32,), (spatial, 2))
-    if any(b <= 0 for b in block) or np.any(pads < 0):
-        raise ctx.error(f"block_shape {block} must be positive and paddings {pads.tolist()} >= 0")
-    padded = [shape[1 + k] + int(pads[k, 0]) + int(pads[k, 1]) for k in range(spatial)]
-    if any(p % b for p, b in zip(padded, block)):
-        raise ctx.error(f"padded spatial sizes {padded} are not multiples of block_shape {block}")
-    out_shape = mc.check_output_shape(
-        ctx, [shape[0] * int(np.prod(block)), *(p // b for p, b in zip(padded, block)), shape[-1]])
-    if spatial == 1:  # NHC -> NH1C
-        shape4, block2 = (shape[0], shape[1], 1, shape[2]), (block[0], 1)
-        widths = ((0, 0), (int(pads[0, 0]), int(pads[0, 1])), (0, 0), (0, 0))
-    else:
-        shape4, block2 = shape, (block[0], block[1])
-        widths = ((0, 0), (int(pads[0, 0]), int(pads[0, 1])), (int(pads[1, 0]), int(pads[1, 1])), (0, 0))
+    sb = mc.space_batch(ctx, "paddings")
+    n, h, w, c = sb.shape4
+    bh, bw = sb.block2
+    (top, bottom), (left, right) = sb.pairs2
+    rows, cols = h + top + bottom, w + left + right
+    if rows % bh or cols % bw:
+        raise ctx.error(f"padded spatial sizes {list(sb.shape_nd(n, rows, cols, c)[1:-1])} are not multiples of "
+                        f"block_shape {list(sb.block)}")
+    out_shape = mc.check_output_shape(ctx, sb.shape_nd(n * bh * bw, rows // bh, cols // bw, c))
     if mc.runtime(ctx) == mc.TFLM:
-        if np.any(pads > 0):
+        if np.any(sb.pairs > 0):
             raise ctx.error("TensorFlow Lite Micro pads SPACE_TO_BATCH_ND with an uninitialised value (its "
                             "prepare never sets output_offset), so the padded outputs are undefined; pad "
                             "explicitly with PAD first, or use target 'litert-ref'")
         value = 0  # no padded position is written
-    else:
-        value = mc.zero_point(y) if dtype in (mc.I8, mc.U8) else 0  # float 0 for 32-bit data, 0 for int64
-    return SpaceToBatchNDParams(shape4, block2, widths, value, out_shape)
+    else:  # float 0 for 32-bit data, 0 for int64
+        value = mc.zero_point(sb.io.y) if sb.io.dtype in (mc.I8, mc.U8) else 0
+    widths = ((0, 0), (top, bottom), (left, right), (0, 0))
+    return SpaceToBatchNDParams(sb.shape4, sb.block2, widths, value, out_shape)
 
 
 def run(p: SpaceToBatchNDParams, x, block_shape=None, paddings=None):

@@ -18,66 +18,27 @@ The two runtimes use different algorithms, and intq reproduces each for its targ
   (``tanhf(s_in * (v - Z_in))`` times ``1/s_out``, ``std::round``, ``+ Z_out``), then
   ``LookupTable``.
 
-The two agree except where a value lies within about 1e-7 of a rounding boundary of the output:
-a search over 20000 input scales found such an input code in roughly one model in a thousand
-(tests/kernels/test_lut_ops.py pins some). Either way the result depends only on the int8 input
-code, so ``prepare`` evaluates the target's algorithm on all 256 codes and ``run`` is a table
-lookup ``table[uint8(x)]``.
-
-``litert-opt``: LiteRT's optimized kernel builds the same table (measured equal). ``xnnpack``:
-XNNPACK takes every int8 node and builds its own table, rounding half to even with the output
-zero point added in float (:func:`intq.kernels._fixedpoint_lut.xnnpack_float_lut`; measured on
-every input code of tie-prone scales).
+The two agree except near a rounding boundary of the output, and both depend only on the int8
+input code; ``prepare`` evaluates the target's algorithm on all 256 codes and ``run`` is a table
+lookup, as for LOGISTIC (:mod:`intq.kernels.logistic`, which also names the ``litert-opt`` and
+``xnnpack`` tables; :func:`intq.kernels._fixedpoint_lut.prepare_q4_table` serves both).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from intq.kernels import _fixedpoint_lut as fp
-from intq.qmath import raw
 from intq.kernels.base import KernelContext, kernel
 
 OP = "TANH"
-
-_INPUT_INTEGER_BITS = 4  # TFLM: the input is rescaled to Q4.27 (|x| < 16)
-_OUTPUT_SHIFT = 31 - 7  # Q0.31 -> multiples of 1/128
-
-
-@dataclass(frozen=True)
-class TanhParams:
-    table: np.ndarray  # int8 [256], indexed by uint8(x)
-    runtime: str  # "tflm" (fixed point), "litert" or "xnnpack" (float-built tables)
+FUNCTION = fp.Q4Function("tanh", fp.tanh, output_bits=7, output_zero_point=0)  # output (1/128, 0)
 
 
 @kernel(OP)
-def prepare(ctx: KernelContext) -> TanhParams:
-    ctx.check_emulated()
-    in_qp, out_qp = fp.check_int8_io(ctx)
-    fp.check_output_params(ctx, out_qp, 1.0 / 128.0, 0, "1/128")
-    runtime = fp.runtime_for(ctx)
-    if ctx.target.xnnpack:  # XNNPACK takes every int8 TANH: its own float-built table
-        return TanhParams(fp.xnnpack_float_lut(in_qp, out_qp, "tanh"), "xnnpack")
-    if runtime == "litert":
-        return TanhParams(fp.litert_float_lut(in_qp, out_qp, "tanh"), runtime)
-    return TanhParams(fp.int8_table(tflm_tanh(ctx, in_qp)), runtime)
+def prepare(ctx: KernelContext) -> fp.LutParams:
+    return fp.prepare_q4_table(ctx, FUNCTION)
 
 
-def tflm_tanh(ctx: KernelContext, in_qp) -> np.ndarray:
-    """TFLM's int8 TANH on every input code -128..127 (integer arithmetic after the setup)."""
-    multiplier, shift = fp.frexp_multiplier(in_qp.tensor_scale * float(1 << (31 - _INPUT_INTEGER_BITS)))
-    if shift < 0:  # CalculateInputRadius would shift by a negative amount (undefined in C)
-        raise ctx.error(f"input scale {float(in_qp.scale[0])!r} is below 2^-28, which TFLite Micro's fixed-point "
-                        f"{ctx.op} does not handle")
-    radius = fp.input_radius(_INPUT_INTEGER_BITS, shift)
-    x = np.arange(-128, 128, dtype=np.int64) - in_qp.tensor_zero_point
-    inside = (x > -radius) & (x < radius)
-    q4 = raw.mbqm(np.where(inside, x, 0), multiplier, shift)  # |x| < radius: fits
-    y = np.clip(raw.rdbp(fp.tanh(q4, _INPUT_INTEGER_BITS), _OUTPUT_SHIFT), -128, 127)
-    return np.where(inside, y, np.where(x <= -radius, -128, 127))
-
-
-def run(p: TanhParams, x):
+def run(p: fp.LutParams, x):
     return (p.table[x.view(np.uint8)],)

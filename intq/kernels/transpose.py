@@ -30,12 +30,8 @@ class TransposeParams:
 
 @kernel(OP)
 def prepare(ctx: KernelContext) -> TransposeParams:
-    x, y = ctx.input(0), ctx.outputs[0]
-    mc.check_dtype(ctx, x, "input", DTYPES[mc.LITERT], DTYPES[mc.TFLM])
-    mc.same_dtype(ctx, x, y)
-    shape = mc.static_shape(ctx, x, "input")
+    shape = mc.data_io(ctx, DTYPES, MAX_RANK).shape
     rank = len(shape)
-    mc.check_rank(ctx, rank, "an input", MAX_RANK[mc.LITERT], MAX_RANK[mc.TFLM])
     perm = [int(v) for v in mc.constant_ints(ctx, 1, "perm", (mc.I32,), (rank,))]
     lowest = -rank if mc.runtime(ctx) == mc.LITERT else 0
     if any(not lowest <= v < rank for v in perm):

@@ -21,7 +21,7 @@ import pytest
 import intq
 from intq.kernels import KernelError
 from intq.kernels import _fixedpoint_lut as fp
-from intq.qmath import QuantParams
+from intq.qmath import QuantParams, raw
 
 from .harness import assert_matches_oracles, single_op_graph, tensor
 from .test_integer_only import _violations
@@ -257,19 +257,21 @@ def test_logistic_and_tanh_tiny_input_scale():
 
 # --- the fixed-point helpers against double precision -----------------------------------------
 
-RUN_PATH_HELPERS = ["wrap32", "srdhm", "rdbp", "mul_by_pot", "mul_by_pot_param", "rescale", "rounding_half_sum",
-                    "count_leading_zeros32", "multiply_by_quantized_multiplier",
+RUN_PATH_HELPERS = ["rescale", "rounding_half_sum", "count_leading_zeros32",
                     "_exp_on_interval_between_negative_one_quarter_and_0_excl", "exp_on_negative_values",
                     "_newton_reciprocal_of_half_denominator", "one_over_one_plus_x_for_x_in_0_1",
                     "one_minus_x_over_one_plus_x_for_x_in_0_1", "logistic", "tanh", "_saturating_add",
                     "log_x_for_x_greater_than_or_equal_to_1", "get_reciprocal", "inv_sqrt_multiplier"]
+#: The primitives those helpers (and tflm_q4_table) call, whose one copy is intq.qmath.raw (DESIGN decision 7).
+RAW_PRIMITIVES = ["wrap32", "srdhm", "rdbp", "mul_by_pot", "mul_by_pot_param", "mbqm"]
 
 
 def test_run_path_helpers_are_integer_only():
-    tree = ast.parse(inspect.getsource(fp))
-    functions = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
-    problems = {name: _violations(functions[name]) for name in RUN_PATH_HELPERS}
-    assert not {k: v for k, v in problems.items() if v}
+    for module, names in ((fp, RUN_PATH_HELPERS), (raw, RAW_PRIMITIVES)):
+        tree = ast.parse(inspect.getsource(module))
+        functions = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+        problems = {name: _violations(functions[name]) for name in names}
+        assert not {k: v for k, v in problems.items() if v}, module.__name__
 
 
 def test_fixed_point_functions_against_double():
