@@ -22,6 +22,7 @@ from intq.qmath import QuantParams, quantize_multiplier
 from intq.kernels.targets import Runtime
 
 _SCALE_TOLERANCE = 1.0e-6  # TFLM PoolingPrepare: |s_in - s_out| <= 1e-6 (in double)
+_INT32_MAX = 2**31 - 1
 
 
 
@@ -130,6 +131,69 @@ def pool_geometry(ctx: KernelContext, in_shape: tuple[int, ...]) -> PoolGeometry
     return g
 
 
+@dataclass(frozen=True)
+class PoolWindow:
+    """A pooling node's prepared window placement and fused-activation clamp (int8 and 16x8)."""
+
+    geometry: PoolGeometry
+    act_min: int
+    act_max: int
+
+
+def prepare_pool(ctx: KernelContext, in_qp: QuantParams, out_qp: QuantParams) -> PoolWindow:
+    """Contract of AVERAGE_POOL_2D / MAX_POOL_2D once the caller has checked the dtypes of input 0
+    and output 0 (``in_qp``, ``out_qp``): the same scale (within TFLM's 1e-6) and zero point, an NHWC
+    input, Pool2DOptions that place every window (:func:`pool_geometry`), the output shape."""
+    require_same_qparams(ctx, in_qp, out_qp, exact=False)
+    shape = static_shape(ctx, ctx.input(0), "input")
+    g = pool_geometry(ctx, shape)
+    check_output_shape(ctx, (shape[0], g.out_h, g.out_w, shape[3]))
+    lo, hi = fused_activation_range(ctx, out_qp)
+    return PoolWindow(g, lo, hi)
+
+
+def window_reduce(g: PoolGeometry, x: np.ndarray, fill: int, combine) -> np.ndarray:
+    """``combine`` (``np.add`` or ``np.maximum``) over each window of ``x`` (NHWC integers, of a dtype
+    that holds the result) padded with ``fill`` to whole windows: ``[N, out_h, out_w, C]``.
+
+    The reduction is separable: one shifted strided ``combine`` per filter column gives each
+    window column's partial result, then one per filter row (no loop over pixels or channels)."""
+    xp = np.pad(x, ((0, 0), (g.pad_h, g.pad_bottom), (g.pad_w, g.pad_right), (0, 0)), constant_values=fill)
+    span_h, span_w = (g.out_h - 1) * g.stride_h + 1, (g.out_w - 1) * g.stride_w + 1
+    cols = xp[:, :, 0:span_w:g.stride_w]  # [N, Hp, out_w, C]: window columns, tap by tap
+    for fx in range(1, g.filter_w):
+        cols = combine(cols, xp[:, :, fx:fx + span_w:g.stride_w])
+    acc = cols[:, 0:span_h:g.stride_h]  # [N, out_h, out_w, C]
+    for fy in range(1, g.filter_h):
+        acc = combine(acc, cols[:, fy:fy + span_h:g.stride_h])
+    return acc
+
+
+@dataclass(frozen=True, eq=False)
+class WindowCounts:
+    """AveragePool's divisors: in-image pixels per window, and half of each (for the rounding)."""
+
+    count: np.ndarray  # int32 [out_h, out_w, 1]
+    half_count: np.ndarray  # int32, count // 2
+
+
+def window_counts(ctx: KernelContext, g: PoolGeometry, max_abs: int) -> WindowCounts:
+    """The divisors of AVERAGE_POOL_2D for inputs with ``|q| <= max_abs``, after checking that a
+    window sum ``|acc| <= max_abs * filter_h * filter_w`` fits TFLite Micro's int32 accumulator
+    (LiteRT's int64 one then holds the same value)."""
+    if max_abs * g.filter_h * g.filter_w > _INT32_MAX:
+        raise ctx.error(f"a {g.filter_h}x{g.filter_w} window can overflow TFLite Micro's int32 window sum")
+    count = g.valid_counts().astype(np.int32)
+    return WindowCounts(count, count // 2)
+
+
+def rounded_average(acc: np.ndarray, d: WindowCounts) -> np.ndarray:
+    """AveragePool's quotient rounded half away from zero: ``(acc + count/2) / count`` if ``acc > 0``
+    else ``(acc - count/2) / count`` in C division, as ``sign(acc) * ((|acc| + count//2) // count)``."""
+    q = (np.abs(acc) + d.half_count) // d.count
+    return np.where(acc < 0, -q, q)
+
+
 # ---------------------------------------------------------------------------------------------
 # Reductions (ReducerOptions) and axis inputs
 
@@ -163,8 +227,6 @@ def reduced_shape(shape: tuple[int, ...], axes: tuple[int, ...], keep_dims: bool
 # ---------------------------------------------------------------------------------------------
 # MEAN and SUM: reference_ops::QuantizedMeanOrSum
 
-
-_INT32_MAX = 2**31 - 1
 _MAX_Q_DIFF = 255  # |q - Z| <= 255 for int8 q and zero point
 _MAX_Q_DIFF_UINT8_BYTES = 383  # |b - Z| <= 255 + 128 for a byte b read as uint8 and an int8 Z
 
