@@ -254,27 +254,36 @@ class QuantizedSumParams:
 
 
 def prepare_quantized_sum(ctx: KernelContext, *, mean: bool, bytes_as_uint8: bool = False) -> QuantizedSumParams:
-    """Prepare MEAN (``mean=True``) or SUM of an int8 tensor over a constant axis input.
+    """Prepare MEAN (``mean=True``) or SUM of an int8 tensor over a constant axis input
+    (:func:`quantized_sum`, ``|q - Z| <= 255``; 383 with ``bytes_as_uint8``, LiteRT 2.3's
+    ``BUILTIN_REF`` SUM, which reads the bytes as uint8: :mod:`intq.kernels.sum`)."""
+    in_qp = ctx.per_tensor(ctx.input(0), "input")
+    out_qp = ctx.per_tensor(ctx.outputs[0], "output")
+    max_diff = _MAX_Q_DIFF_UINT8_BYTES if bytes_as_uint8 else _MAX_Q_DIFF
+    return quantized_sum(ctx, in_qp, out_qp, mean=mean, max_diff=max_diff, bytes_as_uint8=bytes_as_uint8)
+
+
+def quantized_sum(ctx: KernelContext, in_qp: QuantParams, out_qp: QuantParams, *, mean: bool, max_diff: int,
+                  bytes_as_uint8: bool = False) -> QuantizedSumParams:
+    """The parameters of QuantizedMeanOrSum over the constant axis input 1, for input 0 and output 0
+    with the (already checked) ``in_qp`` and ``out_qp`` and input values with ``|q - Z_in| <=
+    max_diff`` (int8 and 16x8 MEAN, SUM).
 
     Multiplier (reduce.cc PrepareMeanOrSum, TFLM PrepareMeanOrSumHelper): ``QuantizeMultiplier(
     double(s_in) / double(s_out))``. For MEAN, QuantizedMeanOrSum then folds ``1/count`` in with
     integers: ``k = min(floor(log2(count)), 32, 31 + shift)``, ``multiplier = (multiplier << k)
     // count`` (truncating), ``shift -= k``. Both runtimes run this path for every int8 MEAN and
-    SUM, whatever the axes, ``keep_dims`` or scales (measured by tests/kernels/test_pool_reduce.py);
-    ``bytes_as_uint8`` reproduces LiteRT 2.3's ``BUILTIN_REF`` SUM, which runs it on the bytes
-    read as uint8 (:mod:`intq.kernels.sum`).
+    SUM, whatever the axes, ``keep_dims`` or scales (measured by tests/kernels/test_pool_reduce.py),
+    and for the 16x8 MEAN (tests/kernels/test_int16x8.py). The int32 sum and its left shift by a
+    positive ``shift`` must not overflow (checked).
     """
-    x, y = ctx.input(0), ctx.outputs[0]
-    in_qp = ctx.per_tensor(x, "input")
-    out_qp = ctx.per_tensor(y, "output")
-    shape = static_shape(ctx, x, "input")
+    shape = static_shape(ctx, ctx.input(0), "input")
     if not shape or min(shape) < 1:
         raise ctx.error(f"input must have rank >= 1 and no empty dimension, got shape {list(shape)}")
     axes = constant_axes(ctx, 1, len(shape))
     keep = bool(ctx.attr("keep_dims", False))
     out_shape = check_output_shape(ctx, reduced_shape(shape, axes, keep))
     count = int(np.prod([shape[a] for a in axes], dtype=np.int64))
-    max_diff = _MAX_Q_DIFF_UINT8_BYTES if bytes_as_uint8 else _MAX_Q_DIFF
     if count * max_diff > _INT32_MAX:
         raise ctx.error(f"reducing {count} elements can overflow the runtime's int32 accumulator; split the reduction")
     real = in_qp.tensor_scale / out_qp.tensor_scale  # double / double
