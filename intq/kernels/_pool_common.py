@@ -224,6 +224,33 @@ def reduced_shape(shape: tuple[int, ...], axes: tuple[int, ...], keep_dims: bool
     return tuple(d for i, d in enumerate(shape) if i not in axes)
 
 
+def nonempty_input_shape(ctx: KernelContext) -> tuple[int, ...]:
+    """Input 0's static shape, which a reduction needs of rank >= 1 with no empty dimension."""
+    shape = static_shape(ctx, ctx.input(0), "input")
+    if not shape or min(shape) < 1:
+        raise ctx.error(f"input must have rank >= 1 and no empty dimension, got shape {list(shape)}")
+    return shape
+
+
+@dataclass(frozen=True)
+class Reduction:
+    """Where a reduction with ReducerOptions runs: input 0's shape, the constant axes (input 1,
+    resolved), ``keep_dims`` and the output shape (checked against the output tensor's)."""
+
+    in_shape: tuple[int, ...]
+    axes: tuple[int, ...]
+    keep_dims: bool
+    out_shape: tuple[int, ...]
+
+
+def reduction(ctx: KernelContext) -> Reduction:
+    """The :class:`Reduction` of a MEAN, SUM, REDUCE_MAX or REDUCE_MIN node (reduce.cc Prepare)."""
+    shape = nonempty_input_shape(ctx)
+    axes = constant_axes(ctx, 1, len(shape))
+    keep = bool(ctx.attr("keep_dims", False))
+    return Reduction(shape, axes, keep, check_output_shape(ctx, reduced_shape(shape, axes, keep)))
+
+
 # ---------------------------------------------------------------------------------------------
 # MEAN and SUM: reference_ops::QuantizedMeanOrSum
 
@@ -277,13 +304,8 @@ def quantized_sum(ctx: KernelContext, in_qp: QuantParams, out_qp: QuantParams, *
     and for the 16x8 MEAN (tests/kernels/test_int16x8.py). The int32 sum and its left shift by a
     positive ``shift`` must not overflow (checked).
     """
-    shape = static_shape(ctx, ctx.input(0), "input")
-    if not shape or min(shape) < 1:
-        raise ctx.error(f"input must have rank >= 1 and no empty dimension, got shape {list(shape)}")
-    axes = constant_axes(ctx, 1, len(shape))
-    keep = bool(ctx.attr("keep_dims", False))
-    out_shape = check_output_shape(ctx, reduced_shape(shape, axes, keep))
-    count = int(np.prod([shape[a] for a in axes], dtype=np.int64))
+    r = reduction(ctx)
+    count = int(np.prod([r.in_shape[a] for a in r.axes], dtype=np.int64))
     if count * max_diff > _INT32_MAX:
         raise ctx.error(f"reducing {count} elements can overflow the runtime's int32 accumulator; split the reduction")
     real = in_qp.tensor_scale / out_qp.tensor_scale  # double / double
@@ -298,8 +320,8 @@ def quantized_sum(ctx: KernelContext, in_qp: QuantParams, out_qp: QuantParams, *
         raise ctx.error(f"s_in / s_out = {real:.6g} scales a sum of {count} elements beyond int32 "
                         "(MultiplyByQuantizedMultiplier's left shift would overflow)")
     zx = in_qp.tensor_zero_point
-    return QuantizedSumParams(axes, keep, out_shape, count, zx * count, multiplier, shift, out_qp.tensor_zero_point,
-                              bytes_as_uint8)
+    return QuantizedSumParams(r.axes, r.keep_dims, r.out_shape, count, zx * count, multiplier, shift,
+                              out_qp.tensor_zero_point, bytes_as_uint8)
 
 
 @dataclass(frozen=True)
@@ -313,16 +335,10 @@ class ReduceExtremumParams:
 
 def prepare_reduce_extremum(ctx: KernelContext) -> ReduceExtremumParams:
     """Contract of REDUCE_MAX/MIN: int8, equal scale and zero point in and out, constant axes."""
-    x, y = ctx.input(0), ctx.outputs[0]
-    in_qp = ctx.per_tensor(x, "input")
-    out_qp = ctx.per_tensor(y, "output")
+    in_qp, out_qp = ctx.per_tensor(ctx.input(0), "input"), ctx.per_tensor(ctx.outputs[0], "output")
     require_same_qparams(ctx, in_qp, out_qp, exact=True)
-    shape = static_shape(ctx, x, "input")
-    if not shape or min(shape) < 1:
-        raise ctx.error(f"input must have rank >= 1 and no empty dimension, got shape {list(shape)}")
-    axes = constant_axes(ctx, 1, len(shape))
-    keep = bool(ctx.attr("keep_dims", False))
-    return ReduceExtremumParams(axes, keep, check_output_shape(ctx, reduced_shape(shape, axes, keep)))
+    r = reduction(ctx)
+    return ReduceExtremumParams(r.axes, r.keep_dims, r.out_shape)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -349,11 +365,9 @@ def prepare_arg_extremum(ctx: KernelContext) -> ArgExtremumParams:
     otherwise (measured), so on the ``tflite`` target int64 is an error that says so; LiteRT
     (``litert-ref``) takes all four combinations.
     """
-    x, y = ctx.input(0), ctx.outputs[0]
-    ctx.per_tensor(x, "input")  # scale and zero point are irrelevant: the order of q is the order of reals
-    shape = static_shape(ctx, x, "input")
-    if not shape or min(shape) < 1:
-        raise ctx.error(f"input must have rank >= 1 and no empty dimension, got shape {list(shape)}")
+    y = ctx.outputs[0]
+    ctx.per_tensor(ctx.input(0), "input")  # scale and zero point are irrelevant: the order of q is the order of reals
+    shape = nonempty_input_shape(ctx)
     axis_t = ctx.input(1)
     if ctx.constant(1, "axis").size != 1:
         raise ctx.error(f"axis {axis_t.name!r} must hold exactly one value")
