@@ -158,6 +158,19 @@ class ConvOperands:
     w_qp: QuantParams  # symmetric, per tensor or per channel on the op's channel axis
     out_dtype: np.dtype
     opts: WindowOptions
+    channel_axis: int  # the weights' output-channel axis
+
+    def abs_weight_sums(self) -> np.ndarray:
+        """int64 ``[C_out]``: ``sum |w|`` over each output channel's weights (the accumulator bound)."""
+        axes = tuple(a for a in range(self.w.ndim) if a != self.channel_axis)
+        return np.abs(self.w.astype(np.int64)).sum(axis=axes)
+
+    def requantizer(self, ctx: KernelContext, op: str, mode: Requant | None = None,
+                    select: slice = slice(None)) -> Requantizer:
+        """:func:`conv_requantizer` of these operands: every output channel's multiplier, the node's
+        fused activation, the output's dtype (``mode``, ``select``: as there)."""
+        return conv_requantizer(ctx, op, self.in_qp, self.w_qp, self.out_qp, self.w.shape[self.channel_axis],
+                                self.opts.activation, self.out_dtype, mode=mode, select=select)
 
 
 def conv_operands(ctx: KernelContext, channel_axis: int, activation=KernelContext.per_tensor, input_index: int = 0,
@@ -171,7 +184,7 @@ def conv_operands(ctx: KernelContext, channel_axis: int, activation=KernelContex
     in_qp, out_qp = activation(ctx, x, "input"), activation(ctx, y, "output")
     in_shape = static_shape(ctx, x, "input", 4)
     w, w_qp = conv_weights(ctx, 1, channel_axis)
-    return ConvOperands(in_qp, out_qp, in_shape, w, w_qp, y.dtype, window_options(ctx, dilation))
+    return ConvOperands(in_qp, out_qp, in_shape, w, w_qp, y.dtype, window_options(ctx, dilation), channel_axis)
 
 
 def conv_weights(ctx: KernelContext, index: int, channel_axis: int) -> tuple[np.ndarray, QuantParams]:

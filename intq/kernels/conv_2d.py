@@ -54,7 +54,6 @@ from intq.kernels._conv_common import (
     conv_bias,
     conv_operands,
     conv_padding,
-    conv_requantizer,
     fill_im2col,
     make_im2col,
 )
@@ -93,7 +92,6 @@ def prepare(ctx: KernelContext) -> Conv2DParams:
         raise ctx.error(f"grouped convolution: {c_out} output channels do not split into {groups} groups")
     refused = "refuses" if ctx.target.runtime in BIAS_REQUIRED_BY else None
     bias = conv_bias(ctx, 2, c_out, refused_without=refused)
-    opts = ops.opts
     pad = conv_padding(ctx, ops, kh, kw, c_out)
 
     zx = ops.in_qp.tensor_zero_point
@@ -104,14 +102,13 @@ def prepare(ctx: KernelContext) -> Conv2DParams:
         full[np.arange(c_out), :, np.arange(c_out) // (c_out // groups), :] = w.reshape(c_out, taps, c_g)
         matrix = full.reshape(c_out, taps * c_in)
     gemm = prepare_gemm(matrix)
-    check_accumulator(ctx, np.abs(w.astype(np.int64)).reshape(c_out, -1).sum(axis=1), bias)
+    check_accumulator(ctx, ops.abs_weight_sums(), bias)
     offset = bias - zx * gemm.weight_sums
     mode = None
     if groups > 1 and ctx.target.optimized and not ctx.target.xnnpack:
         mode = Requant.DOUBLE  # LiteRT runs grouped convolutions with its reference kernel (measured)
-    requant = conv_requantizer(ctx, OP, ops.in_qp, ops.w_qp, ops.out_qp, c_out, opts.activation, ops.out_dtype,
-                               mode=mode)
-    im2col = make_im2col(ops.in_shape, kh, kw, opts, pad, zx)
+    requant = ops.requantizer(ctx, OP, mode=mode)
+    im2col = make_im2col(ops.in_shape, kh, kw, ops.opts, pad, zx)
     return Conv2DParams(gemm, offset, requant, im2col, (n, pad.out_h, pad.out_w, c_out))
 
 

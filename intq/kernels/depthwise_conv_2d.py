@@ -57,12 +57,10 @@ from intq.kernels._conv_common import (
     ConvOperands,
     Padding2D,
     PaddedInput,
-    WindowOptions,
     check_accumulator,
     conv_bias,
     conv_operands,
     conv_padding,
-    conv_requantizer,
     fill_padded,
     make_padded,
 )
@@ -96,17 +94,18 @@ class DepthwiseTaps:
     acc: np.ndarray  # [N, OH, OW, C*M], reused
 
 
-def prepare_taps(w: np.ndarray, offset: np.ndarray, in_shape: tuple[int, int, int, int], opts: WindowOptions,
-                 pad: Padding2D, zero_point: int, dtype) -> DepthwiseTaps:
-    """Prepare the tap loop for weights ``w`` ``[1, KH, KW, C*M]`` over an NHWC input of ``in_shape``
-    padded with ``zero_point``, accumulating in ``dtype`` from ``offset`` (``[C*M]``)."""
-    n, _, _, c = in_shape
-    _, kh, kw, c_out = w.shape
+def prepare_taps(ops: ConvOperands, offset: np.ndarray, pad: Padding2D, dtype) -> DepthwiseTaps:
+    """Prepare the tap loop for the weights ``[1, KH, KW, C*M]`` of ``ops`` over its NHWC input,
+    padded with the input's zero point, accumulating in ``dtype`` from ``offset`` (``[C*M]``)."""
+    n, _, _, c = ops.in_shape
+    _, kh, kw, c_out = ops.w.shape
+    opts = ops.opts
     tap_rows = np.array([i * opts.dilation_h for i in range(kh) for _ in range(kw)], np.int64)
     tap_cols = np.array([j * opts.dilation_w for _ in range(kh) for j in range(kw)], np.int64)
-    padded = make_padded(in_shape, kh, kw, opts, pad, zero_point, dtype, always=True)
-    return DepthwiseTaps(w.reshape(kh * kw, c, c_out // c).astype(dtype), offset.astype(dtype), tap_rows, tap_cols,
-                         opts.stride_h, opts.stride_w, padded, np.empty((n, pad.out_h, pad.out_w, c_out), dtype))
+    padded = make_padded(ops.in_shape, kh, kw, opts, pad, ops.in_qp.tensor_zero_point, dtype, always=True)
+    weights = ops.w.reshape(kh * kw, c, c_out // c).astype(dtype)
+    return DepthwiseTaps(weights, offset.astype(dtype), tap_rows, tap_cols, opts.stride_h, opts.stride_w, padded,
+                         np.empty((n, pad.out_h, pad.out_w, c_out), dtype))
 
 
 def depthwise_sums(t: DepthwiseTaps, x: np.ndarray) -> np.ndarray:
@@ -129,30 +128,25 @@ class DepthwiseConv2DParams:
 @kernel(OP)
 def prepare(ctx: KernelContext) -> DepthwiseConv2DParams:
     ops = conv_operands(ctx, channel_axis=3)
-    w = ops.w
     kh, kw, c_out = depthwise_shape(ctx, ops)
     refused = "crashes (measured) on" if bias_required(ctx.target) else None
     bias = conv_bias(ctx, 2, c_out, refused_without=refused)
-    opts = ops.opts
     pad = conv_padding(ctx, ops, kh, kw, c_out)
 
-    w64 = w.reshape(kh * kw, c_out).astype(np.int64)
-    check_accumulator(ctx, np.abs(w64).sum(axis=0), bias)
+    check_accumulator(ctx, ops.abs_weight_sums(), bias)
     zx = ops.in_qp.tensor_zero_point
-    offset = bias - zx * w64.sum(axis=0)  # |offset| <= 128 * sum|w| + |b| < 2^31
+    offset = bias - zx * ops.w.astype(np.int64).reshape(kh * kw, c_out).sum(axis=0)  # |.| <= 128 sum|w| + |b| < 2^31
     split, tail = c_out, None
     if ctx.target.optimized and not ctx.target.xnnpack and ctx.target.requant_for(OP) is Requant.DOUBLE_HALF_UP:
         split = c_out - c_out % VECTOR_CHANNELS
         if split < c_out:
-            tail = conv_requantizer(ctx, OP, ops.in_qp, ops.w_qp, ops.out_qp, c_out, opts.activation, ops.out_dtype,
-                                    mode=Requant.DOUBLE, select=slice(split, None))
+            tail = ops.requantizer(ctx, OP, mode=Requant.DOUBLE, select=slice(split, None))
     requant = None
     if split > 0:
-        requant = conv_requantizer(ctx, OP, ops.in_qp, ops.w_qp, ops.out_qp, c_out, opts.activation, ops.out_dtype,
-                                   select=slice(0, split))
+        requant = ops.requantizer(ctx, OP, select=slice(0, split))
     else:
         requant, tail, split = tail, None, c_out
-    taps = prepare_taps(w, offset, ops.in_shape, opts, pad, zx, np.int32)
+    taps = prepare_taps(ops, offset, pad, np.int32)
     return DepthwiseConv2DParams(taps, requant, tail, split, (ops.in_shape[0], pad.out_h, pad.out_w, c_out))
 
 

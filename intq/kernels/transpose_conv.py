@@ -48,7 +48,6 @@ from intq.kernels._conv_common import (
     compute_padding,
     conv_bias,
     conv_operands,
-    conv_requantizer,
     static_shape,
 )
 from intq.kernels.base import KernelContext, kernel
@@ -107,12 +106,12 @@ def prepare(ctx: KernelContext) -> TransposeConvParams:
         raise ctx.error(f"target {ctx.target.name!r} ({ctx.target.matches}) refuses this output size: a {opts.padding} "
                         f"convolution of the {oh}x{ow} output gives {pad.out_h}x{pad.out_w}, not the {h}x{w_in} input")
 
-    check_accumulator(ctx, np.abs(w.astype(np.int64)).reshape(c_out, -1).sum(axis=1), bias)
+    check_accumulator(ctx, ops.abs_weight_sums(), bias)
     matrix = np.ascontiguousarray(w.transpose(1, 2, 0, 3)).reshape(kh * kw * c_out, c_in)  # row (i, j, o)
     gemm = prepare_gemm(matrix)
     zx = ops.in_qp.tensor_zero_point
     tap_offset = (-zx * gemm.weight_sums).astype(np.int32).reshape(kh, kw, c_out)  # |.| <= 128 * 127 * C_in
-    requant = conv_requantizer(ctx, OP, ops.in_qp, ops.w_qp, ops.out_qp, c_out, opts.activation, ops.out_dtype)
+    requant = ops.requantizer(ctx, OP)
     full_hw = (max((h - 1) * opts.stride_h + kh, pad.top + oh), max((w_in - 1) * opts.stride_w + kw, pad.left + ow))
     return TransposeConvParams(gemm, tap_offset, bias, requant, kh, kw, opts.stride_h,
                                opts.stride_w, pad.top, pad.left, full_hw, out_shape)

@@ -119,14 +119,13 @@ def conv_operands_16x8(ctx: KernelContext, channel_axis: int) -> ConvOperands:
     return conv_operands(ctx, channel_axis, activation=int16_tensor)
 
 
-def conv_int64_requant(ctx: KernelContext, ops: ConvOperands, abs_weight_sums: np.ndarray,
-                       bias: np.ndarray) -> Int64Requant:
+def conv_int64_requant(ctx: KernelContext, ops: ConvOperands, bias: np.ndarray) -> Int64Requant:
     """The 16x8 conv family's output stage (both runtimes), once the accumulator bound holds
-    (:func:`check_int64_accumulator`, ``abs_weight_sums`` = ``sum|w|`` per output channel): the real
+    (:func:`check_int64_accumulator` with ``ops``' weights and the int64 ``bias``): the real
     multipliers ``double(s_in) * double(s_w[o]) / double(s_out)``
     (:func:`intq.kernels._conv_common.conv_scales`) through :func:`make_int64_requant`, clamped to
     the node's fused activation range."""
-    check_int64_accumulator(ctx, abs_weight_sums, bias)
+    check_int64_accumulator(ctx, ops.abs_weight_sums(), bias)
     real = conv_scales(ops.in_qp, ops.w_qp, ops.out_qp, len(bias))
     return make_int64_requant(ctx, real, *fused_activation_range(ctx, ops.out_qp))
 

@@ -53,10 +53,9 @@ def prepare(ctx: KernelContext) -> Conv2D16x8Params:
                         f"convolutions are not supported")
     bias = int64_bias(ctx, 2, c_out, refused_without="refuses" if ctx.target.runtime is Runtime.LITERT else None)
     pad = conv_padding(ctx, ops, kh, kw, c_out)
-    w64 = ops.w.astype(np.int64).reshape(c_out, -1)
-    requant = conv_int64_requant(ctx, ops, np.abs(w64).sum(axis=1), bias)
+    requant = conv_int64_requant(ctx, ops, bias)
     im2col = make_im2col(ops.in_shape, kh, kw, ops.opts, pad, 0, np.int16)
-    return Conv2D16x8Params(im2col, w64.T.copy(), bias, requant, (n, pad.out_h, pad.out_w, c_out))
+    return Conv2D16x8Params(im2col, ops.w.astype(np.int64).reshape(c_out, -1).T.copy(), bias, requant, (n, pad.out_h, pad.out_w, c_out))
 
 
 def run(p: Conv2D16x8Params, x, w=None, b=None):

@@ -42,8 +42,8 @@ def prepare(ctx: KernelContext) -> DepthwiseConv16x8Params:
     kh, kw, c_out = depthwise_shape(ctx, ops)
     bias = int64_bias(ctx, 2, c_out)
     pad = conv_padding(ctx, ops, kh, kw, c_out)
-    requant = conv_int64_requant(ctx, ops, np.abs(ops.w.astype(np.int64)).reshape(kh * kw, c_out).sum(axis=0), bias)
-    return DepthwiseConv16x8Params(prepare_taps(ops.w, bias, ops.in_shape, ops.opts, pad, 0, np.int64), requant)
+    requant = conv_int64_requant(ctx, ops, bias)
+    return DepthwiseConv16x8Params(prepare_taps(ops, bias, pad, np.int64), requant)
 
 
 def run(p: DepthwiseConv16x8Params, x, w=None, b=None):
