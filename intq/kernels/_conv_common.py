@@ -20,9 +20,9 @@ is exactly what skipping the outside positions gives.
 
 The im2col matrix (:class:`Im2col`) is built in a reused buffer of the input's dtype with integer
 copies only; :func:`intq.kernels.gemm.exact_matmul` converts an int8 one to float32 in one
-contiguous pass. (Writing
-the windows straight into a float32 buffer was measured about twice slower on a 1x56x56x64 3x3
-layer: numpy's strided casting copies cost more than int8 copies plus one contiguous conversion.)
+contiguous pass. (Writing the windows straight into a float32 buffer was measured about twice
+slower on a 1x56x56x64 3x3 layer: numpy's strided casting copies cost more than int8 copies plus
+one contiguous conversion.)
 """
 
 from __future__ import annotations
@@ -44,7 +44,6 @@ from intq.kernels.requantize import (
 from intq.kernels.targets import Requant
 from intq.qmath import QuantParams, effective_scale
 
-_INT32_MAX = 2**31 - 1
 _PADDINGS = ("SAME", "VALID")
 
 #: The conv-family ops the XNNPACK delegate takes and requantizes in float32 (FULLY_CONNECTED has its

@@ -1,14 +1,18 @@
-"""Prepare-time helpers shared by the pooling, reduction, resize and arg-min/max kernels.
+"""Helpers shared by the pooling, reduction, resize and arg-min/max kernels, int8 and 16x8.
 
-Everything here runs in ``prepare`` (shapes, attributes, window geometry, axis resolution) and
-may use Python ints freely; the per-call arithmetic stays in each kernel's own ``run``, where
-tests/kernels/test_integer_only.py can see it. Sources mirrored (LiteRT ``tflite/kernels/``,
-TFLM ``tensorflow/lite/micro/kernels/``):
+Almost everything here runs in ``prepare`` (shapes, attributes, window geometry, axis resolution)
+and may use Python ints freely. Two run-time pieces serve the int8 and the 16x8 pools alike:
+:func:`window_reduce` (the separable window sum or maximum) and :func:`rounded_average`
+(AveragePool's rounding); integer-only, checked by tests/kernels/test_integer_only.py, which
+follows a kernel's ``run`` into them. Sources mirrored (LiteRT ``tflite/kernels/``, TFLM
+``tensorflow/lite/micro/kernels/``):
 
 * window geometry: ``padding.h`` — ``ComputeOutSize`` and ``ComputePaddingWithOffset`` (the
   pooling kernels use only the leading half of the total padding, ``total // 2``);
 * axis resolution: ``reference/reduce.h`` ``ResolveAxis`` (negative axes + rank, duplicates
-  dropped) and the output shape of ``reduce.cc`` ``ResizeOutputTensor`` (``keep_dims``).
+  dropped) and the output shape of ``reduce.cc`` ``ResizeOutputTensor`` (``keep_dims``);
+* MEAN / SUM: ``reference_ops::QuantizedMeanOrSum``'s multiplier (:func:`quantized_sum`, int8 and
+  16x8).
 """
 
 from __future__ import annotations

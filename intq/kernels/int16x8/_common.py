@@ -5,6 +5,9 @@
 * The fixed-point primitives themselves live in :mod:`intq.qmath.raw` (``mbqm``, ``rdbp``,
   ``mbqm_int64`` with its 16-bit reduced multiplier...); the kernels import them from there.
 * **The int64 requantization** of the conv family (:class:`Int64Requant`), prepared once.
+* **The conv family's 16x8 specifics** on top of the int8 helpers of
+  :mod:`intq.kernels._conv_common` (operands, bias, windows, im2col): the int16 operand check
+  (:func:`conv_operands_16x8`), the int64 bias, the 2^47 accumulator bound, the output stage.
 
 Names follow the C functions so the code reads side by side with the runtimes' sources.
 """
