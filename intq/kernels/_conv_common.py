@@ -1,6 +1,6 @@
-"""Shared pieces of the conv family (CONV_2D, DEPTHWISE_CONV_2D, TRANSPOSE_CONV, BATCH_MATMUL):
-contract checks, TFLite's padding arithmetic, the prepared and the blocked requantization, and
-the im2col builder. Integer-only at run time (:func:`fill_im2col`).
+"""Shared pieces of the conv family (CONV_2D, DEPTHWISE_CONV_2D, TRANSPOSE_CONV, BATCH_MATMUL), int8
+and 16x8: contract checks, TFLite's padding arithmetic, the prepared requantization, the padded
+input and the im2col builder. Integer-only at run time (:func:`fill_padded`, :func:`fill_im2col`).
 
 Padding (TFLite ``ComputePaddingHeightWidth``, kernels/padding.h), per spatial axis with
 ``eff = (filter - 1) * dilation + 1``::
@@ -15,10 +15,14 @@ skip them). Padding with the input zero point ``Z_x`` instead makes those positi
 ``acc = sum(x * w) - Z_x * sum(w) + b`` holds uniformly over every window — which is what lets
 the kernels multiply raw int8 values.
 
-The im2col matrix (:class:`Im2col`) is built in a reused int8 buffer with integer copies only;
-:func:`intq.kernels.gemm.exact_matmul` converts it to float32 in one contiguous pass. (Writing
-the windows straight into a float32 buffer was measured about twice slower on a 1x56x56x64 3x3
-layer: numpy's strided casting copies cost more than int8 copies plus one contiguous conversion.)
+The 16x8 kernels use the same windows: their int16 zero points are 0, so padding with ``Z_x = 0``
+is exactly what skipping the outside positions gives.
+
+The im2col matrix (:class:`Im2col`) is built in a reused buffer of the input's dtype with integer
+copies only; :func:`intq.kernels.gemm.exact_matmul` converts an int8 one to float32 in one
+contiguous pass. (Writing the windows straight into a float32 buffer was measured about twice
+slower on a 1x56x56x64 3x3 layer: numpy's strided casting copies cost more than int8 copies plus
+one contiguous conversion.)
 """
 
 from __future__ import annotations
@@ -40,7 +44,6 @@ from intq.kernels.requantize import (
 from intq.kernels.targets import Requant
 from intq.qmath import QuantParams, effective_scale
 
-_INT32_MAX = 2**31 - 1
 _PADDINGS = ("SAME", "VALID")
 
 #: The conv-family ops the XNNPACK delegate takes and requantizes in float32 (FULLY_CONNECTED has its
@@ -92,6 +95,23 @@ def compute_padding(padding: str, in_hw: tuple[int, int], filter_hw: tuple[int, 
     return Padding2D(out_h, out_w, _pad_before(h, fh, sh, dh, out_h), _pad_before(w, fw, sw, dw, out_w))
 
 
+def conv_padding(ctx: KernelContext, ops: ConvOperands, kh: int, kw: int, channels: int) -> Padding2D:
+    """:func:`compute_padding` of a ``KH x KW`` convolution window (``ops.opts``) over the input;
+    refuses a window that leaves no output and an output whose shape is not ``[N, OH, OW, channels]``."""
+    opts = ops.opts
+    n, h, w, _ = ops.in_shape
+    pad = compute_padding(opts.padding, (h, w), (kh, kw), (opts.stride_h, opts.stride_w),
+                          (opts.dilation_h, opts.dilation_w))
+    if pad.out_h < 1 or pad.out_w < 1:
+        raise ctx.error(f"a {kh}x{kw} kernel (dilation {opts.dilation_h}x{opts.dilation_w}) with {opts.padding} "
+                        f"padding leaves no output for a {h}x{w} input")
+    out_shape = (n, pad.out_h, pad.out_w, channels)
+    y = ctx.outputs[0]
+    if static_shape(ctx, y, "output", 4) != out_shape:
+        raise ctx.error(f"output shape {list(y.shape)} does not match the computed {list(out_shape)}")
+    return pad
+
+
 # ---------------------------------------------------------------------------- contract checks
 
 @dataclass(frozen=True)
@@ -126,6 +146,46 @@ def window_options(ctx: KernelContext, dilation: bool = True) -> WindowOptions:
 
 
 
+@dataclass(frozen=True, eq=False)
+class ConvOperands:
+    """What every convolution's ``prepare`` checks first (int8 and 16x8)."""
+
+    in_qp: QuantParams  # the input's, per tensor
+    out_qp: QuantParams  # output 0's, per tensor
+    in_shape: tuple[int, int, int, int]  # NHWC, static
+    w: np.ndarray  # int8 rank-4 constant weights
+    w_qp: QuantParams  # symmetric, per tensor or per channel on the op's channel axis
+    out_dtype: np.dtype
+    opts: WindowOptions
+    channel_axis: int  # the weights' output-channel axis
+
+    def abs_weight_sums(self) -> np.ndarray:
+        """int64 ``[C_out]``: ``sum |w|`` over each output channel's weights (the accumulator bound)."""
+        axes = tuple(a for a in range(self.w.ndim) if a != self.channel_axis)
+        return np.abs(self.w.astype(np.int64)).sum(axis=axes)
+
+    def requantizer(self, ctx: KernelContext, op: str, mode: Requant | None = None,
+                    select: slice = slice(None)) -> Requantizer:
+        """:func:`conv_requantizer` of these operands: every output channel's multiplier, the node's
+        fused activation, the output's dtype (``mode``, ``select``: as there)."""
+        return conv_requantizer(ctx, op, self.in_qp, self.w_qp, self.out_qp, self.w.shape[self.channel_axis],
+                                self.opts.activation, self.out_dtype, mode=mode, select=select)
+
+
+def conv_operands(ctx: KernelContext, channel_axis: int, activation=KernelContext.per_tensor, input_index: int = 0,
+                  dilation: bool = True) -> ConvOperands:
+    """Check a convolution's input (``input_index``, NHWC), output 0, weights (input 1,
+    :func:`conv_weights` on ``channel_axis``) and options (:func:`window_options`).
+    ``activation(ctx, tensor, what)`` checks the input's and the output's dtype and returns their
+    QuantParams: int8 per tensor by default (``ctx.per_tensor``); the 16x8 kernels pass their int16
+    check."""
+    x, y = ctx.input(input_index), ctx.outputs[0]
+    in_qp, out_qp = activation(ctx, x, "input"), activation(ctx, y, "output")
+    in_shape = static_shape(ctx, x, "input", 4)
+    w, w_qp = conv_weights(ctx, 1, channel_axis)
+    return ConvOperands(in_qp, out_qp, in_shape, w, w_qp, y.dtype, window_options(ctx, dilation), channel_axis)
+
+
 def conv_weights(ctx: KernelContext, index: int, channel_axis: int) -> tuple[np.ndarray, QuantParams]:
     """Constant int8 4-D weights, symmetric, per tensor or per channel on ``channel_axis``."""
     wt = ctx.input(index)
@@ -146,25 +206,46 @@ def conv_weights(ctx: KernelContext, index: int, channel_axis: int) -> tuple[np.
     return w, qp
 
 
-def conv_bias(ctx: KernelContext, index: int, channels: int) -> np.ndarray:
-    """The optional constant int32 bias ``[channels]`` as int64 (zeros when omitted)."""
+def conv_bias(ctx: KernelContext, index: int, channels: int, dtype=np.int32, refused_without: str | None = None,
+              note: str = "") -> np.ndarray:
+    """The optional constant bias ``[channels]`` of ``dtype`` (int32; int64 for 16x8), zero point 0,
+    as int64 (zeros when omitted). ``refused_without`` says why ``ctx.target`` refuses the node
+    without one (e.g. ``"refuses"``); ``note`` is added to a dtype error."""
     if not ctx.has_input(index):
+        if refused_without is not None:
+            raise ctx.error(f"target {ctx.target.name!r} ({ctx.target.matches}) {refused_without} a {ctx.op} "
+                            f"without bias; give it a zero {np.dtype(dtype).name} bias")
         return np.zeros(channels, np.int64)
     b = ctx.constant(index, "bias")
-    if b.dtype != np.int32 or b.shape != (channels,):
-        raise ctx.error(f"bias must be int32 [{channels}], got {b.dtype.name} {list(b.shape)}")
+    if b.dtype != dtype or b.shape != (channels,):
+        raise ctx.error(f"bias must be {np.dtype(dtype).name} [{channels}], got {b.dtype.name} {list(b.shape)}{note}")
     qp = ctx.input(index).qparams
     if qp is not None and np.any(qp.zero_point != 0):
         raise ctx.error("bias must have zero point 0")
     return b.astype(np.int64)
 
 
-def check_accumulator(ctx: KernelContext, abs_weight_sums: np.ndarray, bias: np.ndarray) -> None:
-    """The int32 accumulator cannot overflow: per output channel,
-    ``|acc| <= 255 * sum|w| + |b|`` (each ``x - Z_x`` lies in [-255, 255])."""
-    bound = int((255 * abs_weight_sums.astype(np.int64) + np.abs(bias)).max(initial=0))
-    if bound > _INT32_MAX:
-        raise ctx.error(f"the int32 accumulator can overflow (|acc| up to {bound} > 2^31 - 1); split the layer")
+def check_accumulator(ctx: KernelContext, abs_weight_sums: np.ndarray, bias: np.ndarray, max_abs_x: int = 255,
+                      limit_bits: int = 31) -> None:
+    """The accumulator cannot overflow: per output channel ``|acc| <= max_abs_x * sum|w| + |b| <
+    2^limit_bits``. int8: each ``x - Z_x`` lies in [-255, 255] and the accumulator is int32; 16x8:
+    ``|x| <= 2^15`` and TFLite's int64 MultiplyByQuantizedMultiplier takes ``|acc| < 2^47``."""
+    bound = int((max_abs_x * abs_weight_sums.astype(np.int64) + np.abs(bias)).max(initial=0))
+    if bound >= 1 << limit_bits:
+        raise ctx.error(f"the accumulator can overflow (|acc| up to {bound} >= 2^{limit_bits}); split the layer")
+
+
+def _weight_scales(w_qp: QuantParams, channels: int, select: slice) -> np.ndarray:
+    """``s_w[c]`` of the ``select``-ed output channels (a per-tensor scale broadcast to ``channels``)."""
+    return (np.broadcast_to(w_qp.scale, (channels,)) if not w_qp.per_axis else w_qp.scale)[select]
+
+
+def conv_scales(in_qp: QuantParams, w_qp: QuantParams, out_qp: QuantParams, channels: int,
+                select: slice = slice(None)) -> np.ndarray:
+    """PopulateConvolutionQuantizationParams' real multipliers ``double(s_in) * double(s_w[c]) /
+    double(s_out)`` per output channel (a per-tensor weight scale broadcast), float64."""
+    s_w = _weight_scales(w_qp, channels, select)
+    return effective_scale(in_qp.scale[0], s_w, out_qp.scale[0], product_dtype=np.float64)
 
 
 def conv_requantizer(ctx: KernelContext, op: str, in_qp: QuantParams, w_qp: QuantParams, out_qp: QuantParams,
@@ -179,13 +260,12 @@ def conv_requantizer(ctx: KernelContext, op: str, in_qp: QuantParams, w_qp: Quan
     (:func:`xnnpack_conv_scale`), ``rint`` half to even, and the clamp of
     :func:`xnnpack_activation_range`. ``mode`` overrides the target's contract for ``op``;
     ``select`` keeps a range of the output channels (a kernel that rounds channel groups differently)."""
-    s_w = (np.broadcast_to(w_qp.scale, (channels,)) if not w_qp.per_axis else w_qp.scale)[select]
     try:
         if ctx.target.xnnpack and op in XNNPACK_FP32_OPS:
             lo, hi = xnnpack_activation_range(activation, out_qp)
-            scale = xnnpack_conv_scale(in_qp.scale[0], s_w, out_qp.scale[0])
+            scale = xnnpack_conv_scale(in_qp.scale[0], _weight_scales(w_qp, channels, select), out_qp.scale[0])
             return make_requantizer(scale, Requant.FLOAT32_RNE, out_qp.tensor_zero_point, lo, hi, out_dtype)
-        real = effective_scale(in_qp.scale[0], s_w, out_qp.scale[0], product_dtype=np.float64)
+        real = conv_scales(in_qp, w_qp, out_qp, channels, select)
         lo, hi = activation_range(activation, out_qp)
         mode = ctx.target.requant_for(op) if mode is None else mode
         return make_requantizer(real, mode, out_qp.tensor_zero_point, lo, hi, out_dtype)
@@ -193,21 +273,55 @@ def conv_requantizer(ctx: KernelContext, op: str, in_qp: QuantParams, w_qp: Quan
         raise ctx.error(str(e)) from None
 
 
-# --------------------------------------------------------------------------------- im2col
+# ------------------------------------------------------------------------- padded input, im2col
+
+@dataclass(frozen=True, eq=False)
+class PaddedInput:
+    """Where a window op reads its NHWC input ``[N, H, W, C]``: a reused buffer ``[N, Hp, Wp, C]``
+    whose border holds the fill value (``Z_x``, written once at prepare) and whose interior
+    ``[top:top + H, left:left + W]`` is rewritten each run, or ``None`` when every window stays
+    inside the image and the input is read as it is. Not re-entrant (one run at a time)."""
+
+    top: int
+    left: int
+    h: int
+    w: int
+    buffer: np.ndarray | None
+
+
+def make_padded(in_shape: tuple[int, int, int, int], kh: int, kw: int, opts: WindowOptions, pad: Padding2D,
+                fill: int, dtype, always: bool = False) -> PaddedInput:
+    """Allocate (prepare time) the padded copy of an input of ``in_shape`` that the ``KH x KW``
+    windows of ``opts`` and ``pad`` read; ``always`` allocates it even when no window leaves the
+    image (a caller that needs the input converted to ``dtype``)."""
+    n, h, w, c = in_shape
+    need_h = (pad.out_h - 1) * opts.stride_h + (kh - 1) * opts.dilation_h + 1  # rows the windows read
+    need_w = (pad.out_w - 1) * opts.stride_w + (kw - 1) * opts.dilation_w + 1
+    buffer = None
+    if always or pad.top > 0 or pad.left > 0 or need_h > h or need_w > w:
+        buffer = np.full((n, max(pad.top + h, need_h), max(pad.left + w, need_w), c), fill, dtype=dtype)
+    return PaddedInput(pad.top, pad.left, h, w, buffer)
+
+
+def fill_padded(p: PaddedInput, x: np.ndarray) -> np.ndarray:
+    """The input as the windows read it: ``x`` copied into the padded buffer, or ``x`` itself."""
+    if p.buffer is None:
+        return x
+    p.buffer[:, p.top:p.top + p.h, p.left:p.left + p.w, :] = x
+    return p.buffer
+
 
 @dataclass(frozen=True, eq=False)
 class Im2col:
     """Geometry and reused buffers of an im2col expansion ``[N*OH*OW, KH*KW*C]`` (tap-major, then
     channel: column ``(i*KW + j)*C + c``, the order of an OHWI weight row).
 
-    ``padded`` (int8 ``[N, Hp, Wp, C]``, border filled with ``Z_x`` once, interior rewritten each
-    run) exists only when the windows reach outside the image. ``buffer`` is the int8 matrix.
+    ``padded`` is the input padded with ``Z_x`` (:class:`PaddedInput`); ``buffer`` is the matrix, of
+    the input's dtype, or ``None`` for a 1x1 kernel, whose (strided) input already is the matrix.
     The buffers are reused across runs: one prepared node must not run concurrently with itself.
     """
 
     n: int
-    h: int
-    w: int
     c: int
     kh: int
     kw: int
@@ -215,40 +329,34 @@ class Im2col:
     stride_w: int
     dilation_h: int
     dilation_w: int
-    top: int
-    left: int
     out_h: int
     out_w: int
-    padded: np.ndarray | None
-    buffer: np.ndarray  # int8 [N*OH*OW, KH*KW*C]
+    padded: PaddedInput
+    buffer: np.ndarray | None  # [N*OH*OW, KH*KW*C]
 
 
 def make_im2col(in_shape: tuple[int, int, int, int], kh: int, kw: int, opts: WindowOptions, pad: Padding2D,
-                zero_point: int) -> Im2col:
-    """Allocate the buffers (prepare time) for an NHWC input of ``in_shape``."""
-    n, h, w, c = in_shape
-    need_h = (pad.out_h - 1) * opts.stride_h + (kh - 1) * opts.dilation_h + 1  # rows the windows read
-    need_w = (pad.out_w - 1) * opts.stride_w + (kw - 1) * opts.dilation_w + 1
-    padded = None
-    if pad.top > 0 or pad.left > 0 or need_h > h or need_w > w:
-        hp, wp = max(pad.top + h, need_h), max(pad.left + w, need_w)
-        padded = np.full((n, hp, wp, c), zero_point, dtype=np.int8)
-    buffer = np.empty((n * pad.out_h * pad.out_w, kh * kw * c), dtype=np.int8)
-    return Im2col(n, h, w, c, kh, kw, opts.stride_h, opts.stride_w, opts.dilation_h, opts.dilation_w,
-                  pad.top, pad.left, pad.out_h, pad.out_w, padded, buffer)
+                zero_point: int, dtype=np.int8) -> Im2col:
+    """Allocate the buffers (prepare time) for an NHWC input of ``in_shape`` and ``dtype``."""
+    n, _, _, c = in_shape
+    padded = make_padded(in_shape, kh, kw, opts, pad, zero_point, dtype)
+    buffer = None if kh == kw == 1 else np.empty((n * pad.out_h * pad.out_w, kh * kw * c), dtype=dtype)
+    return Im2col(n, c, kh, kw, opts.stride_h, opts.stride_w, opts.dilation_h, opts.dilation_w,
+                  pad.out_h, pad.out_w, padded, buffer)
 
 
 def fill_im2col(g: Im2col, x: np.ndarray) -> np.ndarray:
-    """Write the windows of ``x`` (int8 NHWC) into ``g.buffer`` (row ``(n, oy, ox)``, columns
-    tap-major then channel) and return it.
+    """The im2col matrix of ``x`` (NHWC, the dtype of :func:`make_im2col`): row ``(n, oy, ox)``,
+    columns tap-major then channel, in ``g.buffer`` (a 1x1 kernel: the strided input itself).
 
-    With a column dilation of 1 the ``KW`` taps of one kernel row are ``KW * C`` contiguous bytes
+    With a column dilation of 1 the ``KW`` taps of one kernel row are ``KW * C`` contiguous values
     of the input, so each kernel row is one strided copy of whole ``KW * C`` runs (``KH`` copies);
-    otherwise one strided copy per tap (``KH * KW`` copies of ``C`` bytes)."""
-    src = x
-    if g.padded is not None:
-        g.padded[:, g.top:g.top + g.h, g.left:g.left + g.w, :] = x
-        src = g.padded
+    otherwise one strided copy per tap (``KH * KW`` copies of ``C`` values)."""
+    src = fill_padded(g.padded, x)
+    span_h = (g.out_h - 1) * g.stride_h + 1
+    span_w = (g.out_w - 1) * g.stride_w + 1
+    if g.buffer is None:  # 1x1: no padding, one tap
+        return src[:, :span_h:g.stride_h, :span_w:g.stride_w, :].reshape(-1, g.c)
     s0, s1, s2, s3 = src.strides
     if g.dilation_w == 1:
         dst = g.buffer.reshape(g.n, g.out_h, g.out_w, g.kh, g.kw * g.c)
@@ -258,8 +366,6 @@ def fill_im2col(g: Im2col, x: np.ndarray) -> np.ndarray:
             np.copyto(dst[:, :, :, i, :], rows)
         return g.buffer
     dst = g.buffer.reshape(g.n, g.out_h, g.out_w, g.kh * g.kw, g.c)
-    span_h = (g.out_h - 1) * g.stride_h + 1
-    span_w = (g.out_w - 1) * g.stride_w + 1
     for i in range(g.kh):
         y0 = i * g.dilation_h
         for j in range(g.kw):

@@ -1,15 +1,19 @@
-"""Prepare-time helpers shared by the pooling, reduction, resize and arg-min/max kernels.
+"""Helpers shared by the pooling, reduction, resize and arg-min/max kernels, int8 and 16x8.
 
-Everything here runs in ``prepare`` (shapes, attributes, window geometry, axis resolution) and
-may use Python ints freely; the per-call arithmetic stays in each kernel's own ``run``, where
-tests/kernels/test_integer_only.py can see it. Sources mirrored (LiteRT ``tflite/kernels/``,
-TFLM ``tensorflow/lite/micro/kernels/``):
+Almost everything here runs in ``prepare`` (shapes, attributes, window geometry, axis resolution)
+and may use Python ints freely. Two run-time pieces serve the int8 and the 16x8 pools alike:
+:func:`window_reduce` (the separable window sum or maximum) and :func:`rounded_average`
+(AveragePool's rounding); integer-only, checked by tests/kernels/test_integer_only.py, which
+follows a kernel's ``run`` into them. Sources mirrored (LiteRT ``tflite/kernels/``, TFLM
+``tensorflow/lite/micro/kernels/``):
 
 * window geometry: ``padding.h`` — ``ComputeOutSize`` and ``ComputePaddingWithOffset`` (the
   pooling kernels use only the leading half of the total padding, ``total // 2``);
 * the resize kernels' contract (:func:`resize_request`: shapes, ``size``, flags);
 * axis resolution: ``reference/reduce.h`` ``ResolveAxis`` (negative axes + rank, duplicates
-  dropped) and the output shape of ``reduce.cc`` ``ResizeOutputTensor`` (``keep_dims``).
+  dropped) and the output shape of ``reduce.cc`` ``ResizeOutputTensor`` (``keep_dims``);
+* MEAN / SUM: ``reference_ops::QuantizedMeanOrSum``'s multiplier (:func:`quantized_sum`, int8 and
+  16x8).
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from intq.qmath import QuantParams, quantize_multiplier
 from intq.kernels.targets import Runtime
 
 _SCALE_TOLERANCE = 1.0e-6  # TFLM PoolingPrepare: |s_in - s_out| <= 1e-6 (in double)
+_INT32_MAX = 2**31 - 1
 
 
 
@@ -131,6 +136,69 @@ def pool_geometry(ctx: KernelContext, in_shape: tuple[int, ...]) -> PoolGeometry
     return g
 
 
+@dataclass(frozen=True)
+class PoolWindow:
+    """A pooling node's prepared window placement and fused-activation clamp (int8 and 16x8)."""
+
+    geometry: PoolGeometry
+    act_min: int
+    act_max: int
+
+
+def prepare_pool(ctx: KernelContext, in_qp: QuantParams, out_qp: QuantParams) -> PoolWindow:
+    """Contract of AVERAGE_POOL_2D / MAX_POOL_2D once the caller has checked the dtypes of input 0
+    and output 0 (``in_qp``, ``out_qp``): the same scale (within TFLM's 1e-6) and zero point, an NHWC
+    input, Pool2DOptions that place every window (:func:`pool_geometry`), the output shape."""
+    require_same_qparams(ctx, in_qp, out_qp, exact=False)
+    shape = static_shape(ctx, ctx.input(0), "input")
+    g = pool_geometry(ctx, shape)
+    check_output_shape(ctx, (shape[0], g.out_h, g.out_w, shape[3]))
+    lo, hi = fused_activation_range(ctx, out_qp)
+    return PoolWindow(g, lo, hi)
+
+
+def window_reduce(g: PoolGeometry, x: np.ndarray, fill: int, combine) -> np.ndarray:
+    """``combine`` (``np.add`` or ``np.maximum``) over each window of ``x`` (NHWC integers, of a dtype
+    that holds the result) padded with ``fill`` to whole windows: ``[N, out_h, out_w, C]``.
+
+    The reduction is separable: one shifted strided ``combine`` per filter column gives each
+    window column's partial result, then one per filter row (no loop over pixels or channels)."""
+    xp = np.pad(x, ((0, 0), (g.pad_h, g.pad_bottom), (g.pad_w, g.pad_right), (0, 0)), constant_values=fill)
+    span_h, span_w = (g.out_h - 1) * g.stride_h + 1, (g.out_w - 1) * g.stride_w + 1
+    cols = xp[:, :, 0:span_w:g.stride_w]  # [N, Hp, out_w, C]: window columns, tap by tap
+    for fx in range(1, g.filter_w):
+        cols = combine(cols, xp[:, :, fx:fx + span_w:g.stride_w])
+    acc = cols[:, 0:span_h:g.stride_h]  # [N, out_h, out_w, C]
+    for fy in range(1, g.filter_h):
+        acc = combine(acc, cols[:, fy:fy + span_h:g.stride_h])
+    return acc
+
+
+@dataclass(frozen=True, eq=False)
+class WindowCounts:
+    """AveragePool's divisors: in-image pixels per window, and half of each (for the rounding)."""
+
+    count: np.ndarray  # int32 [out_h, out_w, 1]
+    half_count: np.ndarray  # int32, count // 2
+
+
+def window_counts(ctx: KernelContext, g: PoolGeometry, max_abs: int) -> WindowCounts:
+    """The divisors of AVERAGE_POOL_2D for inputs with ``|q| <= max_abs``, after checking that a
+    window sum ``|acc| <= max_abs * filter_h * filter_w`` fits TFLite Micro's int32 accumulator
+    (LiteRT's int64 one then holds the same value)."""
+    if max_abs * g.filter_h * g.filter_w > _INT32_MAX:
+        raise ctx.error(f"a {g.filter_h}x{g.filter_w} window can overflow TFLite Micro's int32 window sum")
+    count = g.valid_counts().astype(np.int32)
+    return WindowCounts(count, count // 2)
+
+
+def rounded_average(acc: np.ndarray, d: WindowCounts) -> np.ndarray:
+    """AveragePool's quotient rounded half away from zero: ``(acc + count/2) / count`` if ``acc > 0``
+    else ``(acc - count/2) / count`` in C division, as ``sign(acc) * ((|acc| + count//2) // count)``."""
+    q = (np.abs(acc) + d.half_count) // d.count
+    return np.where(acc < 0, -q, q)
+
+
 # ---------------------------------------------------------------------------------------------
 # Reductions (ReducerOptions) and axis inputs
 
@@ -161,11 +229,36 @@ def reduced_shape(shape: tuple[int, ...], axes: tuple[int, ...], keep_dims: bool
     return tuple(d for i, d in enumerate(shape) if i not in axes)
 
 
+def nonempty_input_shape(ctx: KernelContext) -> tuple[int, ...]:
+    """Input 0's static shape, which a reduction needs of rank >= 1 with no empty dimension."""
+    shape = static_shape(ctx, ctx.input(0), "input")
+    if not shape or min(shape) < 1:
+        raise ctx.error(f"input must have rank >= 1 and no empty dimension, got shape {list(shape)}")
+    return shape
+
+
+@dataclass(frozen=True)
+class Reduction:
+    """Where a reduction with ReducerOptions runs: input 0's shape, the constant axes (input 1,
+    resolved), ``keep_dims`` and the output shape (checked against the output tensor's)."""
+
+    in_shape: tuple[int, ...]
+    axes: tuple[int, ...]
+    keep_dims: bool
+    out_shape: tuple[int, ...]
+
+
+def reduction(ctx: KernelContext) -> Reduction:
+    """The :class:`Reduction` of a MEAN, SUM, REDUCE_MAX or REDUCE_MIN node (reduce.cc Prepare)."""
+    shape = nonempty_input_shape(ctx)
+    axes = constant_axes(ctx, 1, len(shape))
+    keep = bool(ctx.attr("keep_dims", False))
+    return Reduction(shape, axes, keep, check_output_shape(ctx, reduced_shape(shape, axes, keep)))
+
+
 # ---------------------------------------------------------------------------------------------
 # MEAN and SUM: reference_ops::QuantizedMeanOrSum
 
-
-_INT32_MAX = 2**31 - 1
 _MAX_Q_DIFF = 255  # |q - Z| <= 255 for int8 q and zero point
 _MAX_Q_DIFF_UINT8_BYTES = 383  # |b - Z| <= 255 + 128 for a byte b read as uint8 and an int8 Z
 
@@ -193,27 +286,31 @@ class QuantizedSumParams:
 
 
 def prepare_quantized_sum(ctx: KernelContext, *, mean: bool, bytes_as_uint8: bool = False) -> QuantizedSumParams:
-    """Prepare MEAN (``mean=True``) or SUM of an int8 tensor over a constant axis input.
+    """Prepare MEAN (``mean=True``) or SUM of an int8 tensor over a constant axis input
+    (:func:`quantized_sum`, ``|q - Z| <= 255``; 383 with ``bytes_as_uint8``, LiteRT 2.3's
+    ``BUILTIN_REF`` SUM, which reads the bytes as uint8: :mod:`intq.kernels.sum`)."""
+    in_qp = ctx.per_tensor(ctx.input(0), "input")
+    out_qp = ctx.per_tensor(ctx.outputs[0], "output")
+    max_diff = _MAX_Q_DIFF_UINT8_BYTES if bytes_as_uint8 else _MAX_Q_DIFF
+    return quantized_sum(ctx, in_qp, out_qp, mean=mean, max_diff=max_diff, bytes_as_uint8=bytes_as_uint8)
+
+
+def quantized_sum(ctx: KernelContext, in_qp: QuantParams, out_qp: QuantParams, *, mean: bool, max_diff: int,
+                  bytes_as_uint8: bool = False) -> QuantizedSumParams:
+    """The parameters of QuantizedMeanOrSum over the constant axis input 1, for input 0 and output 0
+    with the (already checked) ``in_qp`` and ``out_qp`` and input values with ``|q - Z_in| <=
+    max_diff`` (int8 and 16x8 MEAN, SUM).
 
     Multiplier (reduce.cc PrepareMeanOrSum, TFLM PrepareMeanOrSumHelper): ``QuantizeMultiplier(
     double(s_in) / double(s_out))``. For MEAN, QuantizedMeanOrSum then folds ``1/count`` in with
     integers: ``k = min(floor(log2(count)), 32, 31 + shift)``, ``multiplier = (multiplier << k)
     // count`` (truncating), ``shift -= k``. Both runtimes run this path for every int8 MEAN and
-    SUM, whatever the axes, ``keep_dims`` or scales (measured by tests/kernels/test_pool_reduce.py);
-    ``bytes_as_uint8`` reproduces LiteRT 2.3's ``BUILTIN_REF`` SUM, which runs it on the bytes
-    read as uint8 (:mod:`intq.kernels.sum`).
+    SUM, whatever the axes, ``keep_dims`` or scales (measured by tests/kernels/test_pool_reduce.py),
+    and for the 16x8 MEAN (tests/kernels/test_int16x8.py). The int32 sum and its left shift by a
+    positive ``shift`` must not overflow (checked).
     """
-    x, y = ctx.input(0), ctx.outputs[0]
-    in_qp = ctx.per_tensor(x, "input")
-    out_qp = ctx.per_tensor(y, "output")
-    shape = static_shape(ctx, x, "input")
-    if not shape or min(shape) < 1:
-        raise ctx.error(f"input must have rank >= 1 and no empty dimension, got shape {list(shape)}")
-    axes = constant_axes(ctx, 1, len(shape))
-    keep = bool(ctx.attr("keep_dims", False))
-    out_shape = check_output_shape(ctx, reduced_shape(shape, axes, keep))
-    count = int(np.prod([shape[a] for a in axes], dtype=np.int64))
-    max_diff = _MAX_Q_DIFF_UINT8_BYTES if bytes_as_uint8 else _MAX_Q_DIFF
+    r = reduction(ctx)
+    count = int(np.prod([r.in_shape[a] for a in r.axes], dtype=np.int64))
     if count * max_diff > _INT32_MAX:
         raise ctx.error(f"reducing {count} elements can overflow the runtime's int32 accumulator; split the reduction")
     real = in_qp.tensor_scale / out_qp.tensor_scale  # double / double
@@ -228,8 +325,8 @@ def prepare_quantized_sum(ctx: KernelContext, *, mean: bool, bytes_as_uint8: boo
         raise ctx.error(f"s_in / s_out = {real:.6g} scales a sum of {count} elements beyond int32 "
                         "(MultiplyByQuantizedMultiplier's left shift would overflow)")
     zx = in_qp.tensor_zero_point
-    return QuantizedSumParams(axes, keep, out_shape, count, zx * count, multiplier, shift, out_qp.tensor_zero_point,
-                              bytes_as_uint8)
+    return QuantizedSumParams(r.axes, r.keep_dims, r.out_shape, count, zx * count, multiplier, shift,
+                              out_qp.tensor_zero_point, bytes_as_uint8)
 
 
 @dataclass(frozen=True)
@@ -243,16 +340,10 @@ class ReduceExtremumParams:
 
 def prepare_reduce_extremum(ctx: KernelContext) -> ReduceExtremumParams:
     """Contract of REDUCE_MAX/MIN: int8, equal scale and zero point in and out, constant axes."""
-    x, y = ctx.input(0), ctx.outputs[0]
-    in_qp = ctx.per_tensor(x, "input")
-    out_qp = ctx.per_tensor(y, "output")
+    in_qp, out_qp = ctx.per_tensor(ctx.input(0), "input"), ctx.per_tensor(ctx.outputs[0], "output")
     require_same_qparams(ctx, in_qp, out_qp, exact=True)
-    shape = static_shape(ctx, x, "input")
-    if not shape or min(shape) < 1:
-        raise ctx.error(f"input must have rank >= 1 and no empty dimension, got shape {list(shape)}")
-    axes = constant_axes(ctx, 1, len(shape))
-    keep = bool(ctx.attr("keep_dims", False))
-    return ReduceExtremumParams(axes, keep, check_output_shape(ctx, reduced_shape(shape, axes, keep)))
+    r = reduction(ctx)
+    return ReduceExtremumParams(r.axes, r.keep_dims, r.out_shape)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -279,11 +370,9 @@ def prepare_arg_extremum(ctx: KernelContext) -> ArgExtremumParams:
     otherwise (measured), so on the ``tflite`` target int64 is an error that says so; LiteRT
     (``litert-ref``) takes all four combinations.
     """
-    x, y = ctx.input(0), ctx.outputs[0]
-    ctx.per_tensor(x, "input")  # scale and zero point are irrelevant: the order of q is the order of reals
-    shape = static_shape(ctx, x, "input")
-    if not shape or min(shape) < 1:
-        raise ctx.error(f"input must have rank >= 1 and no empty dimension, got shape {list(shape)}")
+    y = ctx.outputs[0]
+    ctx.per_tensor(ctx.input(0), "input")  # scale and zero point are irrelevant: the order of q is the order of reals
+    shape = nonempty_input_shape(ctx)
     axis_t = ctx.input(1)
     if ctx.constant(1, "axis").size != 1:
         raise ctx.error(f"axis {axis_t.name!r} must hold exactly one value")

@@ -18,9 +18,10 @@ zero point and scales within 1e-6 (TFLM ``PoolingPrepare``; LiteRT only DCHECKs 
 ``litert-ref`` and ``tflite`` compute the same function (LiteRT accumulates in int64, TFLM in
 int32; an int8 window sum fits either).
 
-Run: the input is padded with zeros to whole windows; the window sum is separable, so it is
-formed with one shifted strided add per filter column, then one per filter row (no loop over
-pixels or channels). |acc| <= 128 * filter_h * filter_w, exact in int32 (checked at prepare).
+Run: the input is padded with zeros to whole windows and summed in int32 with one shifted strided
+add per filter column, then one per filter row (:func:`intq.kernels._pool_common.window_reduce`,
+shared with MAX_POOL_2D and the 16x8 pools). |acc| <= 128 * filter_h * filter_w, exact in int32
+(checked at prepare).
 """
 
 from __future__ import annotations
@@ -29,14 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from intq.kernels._pool_common import (
-    PoolGeometry,
-    check_output_shape,
-    fused_activation_range,
-    pool_geometry,
-    require_same_qparams,
-    static_shape,
-)
+from intq.kernels._pool_common import PoolWindow, WindowCounts, prepare_pool, rounded_average, window_counts, window_reduce
 from intq.kernels.base import KernelContext, kernel
 
 OP = "AVERAGE_POOL_2D"
@@ -44,39 +38,16 @@ OP = "AVERAGE_POOL_2D"
 
 @dataclass(frozen=True, eq=False)
 class AveragePool2DParams:
-    geometry: PoolGeometry
-    count: np.ndarray  # int32 [out_h, out_w, 1]: valid pixels per window
-    half_count: np.ndarray  # int32, count // 2
-    act_min: int
-    act_max: int
+    pool: PoolWindow
+    counts: WindowCounts  # valid pixels per window
 
 
 @kernel(OP)
 def prepare(ctx: KernelContext) -> AveragePool2DParams:
-    x, y = ctx.input(0), ctx.outputs[0]
-    in_qp = ctx.per_tensor(x, "input")
-    out_qp = ctx.per_tensor(y, "output")
-    require_same_qparams(ctx, in_qp, out_qp, exact=False)
-    shape = static_shape(ctx, x, "input")
-    g = pool_geometry(ctx, shape)
-    check_output_shape(ctx, (shape[0], g.out_h, g.out_w, shape[3]))
-    lo, hi = fused_activation_range(ctx, out_qp)
-    if 128 * g.filter_h * g.filter_w > 2**31 - 1:
-        raise ctx.error(f"a {g.filter_h}x{g.filter_w} window can overflow the int32 window sum")
-    count = g.valid_counts().astype(np.int32)
-    return AveragePool2DParams(g, count, count // 2, lo, hi)
+    pool = prepare_pool(ctx, ctx.per_tensor(ctx.input(0), "input"), ctx.per_tensor(ctx.outputs[0], "output"))
+    return AveragePool2DParams(pool, window_counts(ctx, pool.geometry, 128))  # |q| <= 128
 
 
 def run(p: AveragePool2DParams, x):
-    g = p.geometry
-    xp = np.pad(x.astype(np.int32), ((0, 0), (g.pad_h, g.pad_bottom), (g.pad_w, g.pad_right), (0, 0)))
-    span_h, span_w = (g.out_h - 1) * g.stride_h + 1, (g.out_w - 1) * g.stride_w + 1
-    cols = xp[:, :, 0:span_w:g.stride_w]  # [N, Hp, out_w, C]: window column sums, tap by tap
-    for fx in range(1, g.filter_w):
-        cols = cols + xp[:, :, fx:fx + span_w:g.stride_w]
-    acc = cols[:, 0:span_h:g.stride_h]  # [N, out_h, out_w, C]
-    for fy in range(1, g.filter_h):
-        acc = acc + cols[:, fy:fy + span_h:g.stride_h]
-    q = (np.abs(acc) + p.half_count) // p.count  # |acc| rounded half up = acc rounded half away
-    y = np.where(acc < 0, -q, q)
-    return (np.clip(y, p.act_min, p.act_max).astype(np.int8),)
+    acc = window_reduce(p.pool.geometry, x.astype(np.int32), 0, np.add)  # |acc| < 2^31 (prepare)
+    return (np.clip(rounded_average(acc, p.counts), p.pool.act_min, p.pool.act_max).astype(np.int8),)

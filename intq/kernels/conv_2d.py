@@ -36,7 +36,8 @@ Arithmetic: im2col of the input padded with ``Z_x`` (see :mod:`intq.kernels._con
 reused int8 buffer, one exact int8 GEMM (:func:`intq.kernels.gemm.exact_matmul`) against the
 weights as an ``[C_out, KH*KW*C_in]`` matrix (block-diagonal for grouped convolutions: G times the
 multiply-adds of a dense kernel, zeros elsewhere), then ``- Z_x * sum(w) + b`` (folded per channel
-at prepare) and the fused requantization (one compiled pass). 1x1 convolutions skip im2col.
+at prepare) and the fused requantization (one compiled pass). 1x1 convolutions skip the copy (the
+strided input is the matrix).
 The int32 accumulator cannot overflow: ``|acc| <= 255 * sum|w_o| + |b_o|`` is checked at prepare
 (TFLite would wrap).
 """
@@ -50,14 +51,11 @@ import numpy as np
 from intq.kernels._conv_common import (
     Im2col,
     check_accumulator,
-    compute_padding,
     conv_bias,
-    conv_requantizer,
-    conv_weights,
+    conv_operands,
+    conv_padding,
     fill_im2col,
     make_im2col,
-    static_shape,
-    window_options,
 )
 from intq.kernels.base import KernelContext, kernel
 from intq.kernels.gemm import PreparedGemm, exact_matmul, prepare_gemm
@@ -77,41 +75,26 @@ class Conv2DParams:
     gemm: PreparedGemm  # weights [C_out, KH*KW*C_in] (block-diagonal when grouped)
     offset: np.ndarray  # int64 [C_out]: b_o - Z_x * sum(w_o)
     requant: Requantizer
-    im2col: Im2col | None  # None for 1x1 kernels
-    stride_h: int
-    stride_w: int
-    in_channels: int
+    im2col: Im2col
     out_shape: tuple[int, int, int, int]
 
 
 @kernel(OP)
 def prepare(ctx: KernelContext) -> Conv2DParams:
-    x, y = ctx.input(0), ctx.outputs[0]
-    in_qp = ctx.per_tensor(x, "input")
-    out_qp = ctx.per_tensor(y, "output")
-    n, h, w_in, c_in = static_shape(ctx, x, "input", 4)
-    w, w_qp = conv_weights(ctx, 1, channel_axis=0)
+    ops = conv_operands(ctx, channel_axis=0)
+    n, h, w_in, c_in = ops.in_shape
+    w = ops.w
     c_out, kh, kw, c_g = w.shape
     if c_g < 1 or c_in % c_g:
         raise ctx.error(f"input channels ({c_in}) must be a multiple of the weights' channels ({c_g})")
     groups = c_in // c_g
     if c_out % groups:
         raise ctx.error(f"grouped convolution: {c_out} output channels do not split into {groups} groups")
-    if not ctx.has_input(2) and ctx.target.runtime in BIAS_REQUIRED_BY:
-        raise ctx.error(f"target {ctx.target.name!r} ({ctx.target.matches}) refuses a CONV_2D without bias; "
-                        "give it a zero int32 bias")
-    bias = conv_bias(ctx, 2, c_out)
-    opts = window_options(ctx)
-    pad = compute_padding(opts.padding, (h, w_in), (kh, kw), (opts.stride_h, opts.stride_w),
-                          (opts.dilation_h, opts.dilation_w))
-    out_shape = (n, pad.out_h, pad.out_w, c_out)
-    if pad.out_h < 1 or pad.out_w < 1:
-        raise ctx.error(f"a {kh}x{kw} kernel (dilation {opts.dilation_h}x{opts.dilation_w}) with {opts.padding} "
-                        f"padding leaves no output for a {h}x{w_in} input")
-    if static_shape(ctx, y, "output", 4) != out_shape:
-        raise ctx.error(f"output shape {list(y.shape)} does not match the computed {list(out_shape)}")
+    refused = "refuses" if ctx.target.runtime in BIAS_REQUIRED_BY else None
+    bias = conv_bias(ctx, 2, c_out, refused_without=refused)
+    pad = conv_padding(ctx, ops, kh, kw, c_out)
 
-    zx = in_qp.tensor_zero_point
+    zx = ops.in_qp.tensor_zero_point
     taps = kh * kw
     matrix = w.reshape(c_out, taps * c_g)
     if groups > 1:  # block-diagonal: output channel o sees only its group's input channels
@@ -119,23 +102,18 @@ def prepare(ctx: KernelContext) -> Conv2DParams:
         full[np.arange(c_out), :, np.arange(c_out) // (c_out // groups), :] = w.reshape(c_out, taps, c_g)
         matrix = full.reshape(c_out, taps * c_in)
     gemm = prepare_gemm(matrix)
-    check_accumulator(ctx, np.abs(w.astype(np.int64)).reshape(c_out, -1).sum(axis=1), bias)
+    check_accumulator(ctx, ops.abs_weight_sums(), bias)
     offset = bias - zx * gemm.weight_sums
     mode = None
     if groups > 1 and ctx.target.optimized and not ctx.target.xnnpack:
         mode = Requant.DOUBLE  # LiteRT runs grouped convolutions with its reference kernel (measured)
-    requant = conv_requantizer(ctx, OP, in_qp, w_qp, out_qp, c_out, opts.activation, y.dtype, mode=mode)
-    im2col = None if kh == kw == 1 else make_im2col((n, h, w_in, c_in), kh, kw, opts, pad, zx)
-    return Conv2DParams(gemm, offset, requant, im2col, opts.stride_h, opts.stride_w, c_in, out_shape)
+    requant = ops.requantizer(ctx, OP, mode=mode)
+    im2col = make_im2col(ops.in_shape, kh, kw, ops.opts, pad, zx)
+    return Conv2DParams(gemm, offset, requant, im2col, (n, pad.out_h, pad.out_w, c_out))
 
 
 def run(p: Conv2DParams, x, w=None, b=None):
-    if p.im2col is None:  # 1x1: the (strided) input is already the GEMM operand
-        _, oh, ow, _ = p.out_shape
-        cols = x[:, :(oh - 1) * p.stride_h + 1:p.stride_h, :(ow - 1) * p.stride_w + 1:p.stride_w, :]
-        cols = cols.reshape(-1, p.in_channels)
-    else:
-        cols = fill_im2col(p.im2col, x)
+    cols = fill_im2col(p.im2col, x)  # int8 [N*OH*OW, KH*KW*C_in]
     acc = exact_matmul(cols, p.gemm)  # int32 [N*OH*OW, C_out]: sum(x * w), exact
     # one fused pass: acc + b - Z_x * sum(w) (|.| < 2^31, prepare), requantize, clamp
     return (requantize(p.requant, acc, p.offset).reshape(p.out_shape),)

@@ -41,7 +41,9 @@ contributes ``Z_x * w - Z_x * w = 0`` after the zero-point expansion
 ``acc = sum(x * w) - Z_x * sum(w) + b``); a compiled loop (numba) accumulates, for every output
 pixel, ``offset + sum over taps of x * w`` in int32 — innermost over the contiguous channels when
 the depth multiplier is 1 — and the fused requantizer finishes. The int32 accumulator cannot
-overflow: ``|acc| <= 255 * sum|w| + |b|`` is checked at prepare.
+overflow: ``|acc| <= 255 * sum|w| + |b|`` is checked at prepare. The 16x8 kernel
+(:mod:`intq.kernels.int16x8.depthwise_conv_2d`) runs the same tap loop in int64
+(:class:`DepthwiseTaps`).
 """
 
 from __future__ import annotations
@@ -52,13 +54,15 @@ import numpy as np
 from numba import njit
 
 from intq.kernels._conv_common import (
+    ConvOperands,
+    Padding2D,
+    PaddedInput,
     check_accumulator,
-    compute_padding,
     conv_bias,
-    conv_requantizer,
-    conv_weights,
-    static_shape,
-    window_options,
+    conv_operands,
+    conv_padding,
+    fill_padded,
+    make_padded,
 )
 from intq.kernels.base import KernelContext, kernel
 from intq.kernels.requantize import Requantizer, requantize
@@ -76,35 +80,84 @@ def bias_required(target) -> bool:
 
 
 @dataclass(frozen=True, eq=False)
-class DepthwiseConv2DParams:
-    """Prepared integers and reused scratch buffers (not re-entrant: one run at a time)."""
+class DepthwiseTaps:
+    """The tap loop's operands, in the accumulator's dtype (int32 for int8, int64 for 16x8), and its
+    reused buffers (not re-entrant: one run at a time)."""
 
-    weights: np.ndarray  # int32 [KH*KW, C, M]
-    offset: np.ndarray  # int32 [C*M]: b - Z_x * sum_taps(w)
+    weights: np.ndarray  # [KH*KW, C, M]
+    offset: np.ndarray  # [C*M]: every output pixel's sum starts here
+    tap_rows: np.ndarray  # int64 [KH*KW]: row offset of each tap in the padded input
+    tap_cols: np.ndarray  # int64 [KH*KW]: column offset
+    stride_h: int
+    stride_w: int
+    padded: PaddedInput  # border = Z_x, in the accumulator's dtype
+    acc: np.ndarray  # [N, OH, OW, C*M], reused
+
+
+def prepare_taps(ops: ConvOperands, offset: np.ndarray, pad: Padding2D, dtype) -> DepthwiseTaps:
+    """Prepare the tap loop for the weights ``[1, KH, KW, C*M]`` of ``ops`` over its NHWC input,
+    padded with the input's zero point, accumulating in ``dtype`` from ``offset`` (``[C*M]``)."""
+    n, _, _, c = ops.in_shape
+    _, kh, kw, c_out = ops.w.shape
+    opts = ops.opts
+    tap_rows = np.array([i * opts.dilation_h for i in range(kh) for _ in range(kw)], np.int64)
+    tap_cols = np.array([j * opts.dilation_w for _ in range(kh) for j in range(kw)], np.int64)
+    padded = make_padded(ops.in_shape, kh, kw, opts, pad, ops.in_qp.tensor_zero_point, dtype, always=True)
+    weights = ops.w.reshape(kh * kw, c, c_out // c).astype(dtype)
+    return DepthwiseTaps(weights, offset.astype(dtype), tap_rows, tap_cols, opts.stride_h, opts.stride_w, padded,
+                         np.empty((n, pad.out_h, pad.out_w, c_out), dtype))
+
+
+def depthwise_sums(t: DepthwiseTaps, x: np.ndarray) -> np.ndarray:
+    """``acc[n,oy,ox,c*M+m] = offset[c*M+m] + sum_taps x_padded * w`` in ``t.acc`` (returned)."""
+    _accumulate(fill_padded(t.padded, x), t.weights, t.tap_rows, t.tap_cols, t.stride_h, t.stride_w, t.offset, t.acc)
+    return t.acc
+
+
+@dataclass(frozen=True, eq=False)
+class DepthwiseConv2DParams:
+    """Prepared integers, the int32 tap loop and its reused buffers (not re-entrant)."""
+
+    taps: DepthwiseTaps  # int32; offset b - Z_x * sum_taps(w)
     requant: Requantizer
     tail: Requantizer | None  # litert-opt: the last C_out % 8 channels (scalar gemmlowp rounding)
     split: int  # channels [0, split) use ``requant``, [split, C_out) ``tail``
-    tap_rows: np.ndarray  # int64 [KH*KW]: row offset of each tap in the padded input
-    tap_cols: np.ndarray  # int64 [KH*KW]: column offset
-    top: int
-    left: int
-    stride_h: int
-    stride_w: int
-    padded: np.ndarray  # int32 [N, Hp, Wp, C], border = Z_x
-    acc: np.ndarray  # int32 [N, OH, OW, C*M], reused
     out_shape: tuple[int, int, int, int]
 
 
 @kernel(OP)
 def prepare(ctx: KernelContext) -> DepthwiseConv2DParams:
-    x, y = ctx.input(0), ctx.outputs[0]
-    in_qp = ctx.per_tensor(x, "input")
-    out_qp = ctx.per_tensor(y, "output")
-    n, h, w_in, c = static_shape(ctx, x, "input", 4)
-    w, w_qp = conv_weights(ctx, 1, channel_axis=3)
-    one, kh, kw, c_out = w.shape
+    ops = conv_operands(ctx, channel_axis=3)
+    kh, kw, c_out = depthwise_shape(ctx, ops)
+    refused = "crashes (measured) on" if bias_required(ctx.target) else None
+    bias = conv_bias(ctx, 2, c_out, refused_without=refused)
+    pad = conv_padding(ctx, ops, kh, kw, c_out)
+
+    check_accumulator(ctx, ops.abs_weight_sums(), bias)
+    zx = ops.in_qp.tensor_zero_point
+    offset = bias - zx * ops.w.astype(np.int64).reshape(kh * kw, c_out).sum(axis=0)  # |.| <= 128 sum|w| + |b| < 2^31
+    split, tail = c_out, None
+    if ctx.target.optimized and not ctx.target.xnnpack and ctx.target.requant_for(OP) is Requant.DOUBLE_HALF_UP:
+        split = c_out - c_out % VECTOR_CHANNELS
+        if split < c_out:
+            tail = ops.requantizer(ctx, OP, mode=Requant.DOUBLE, select=slice(split, None))
+    requant = None
+    if split > 0:
+        requant = ops.requantizer(ctx, OP, select=slice(0, split))
+    else:
+        requant, tail, split = tail, None, c_out
+    taps = prepare_taps(ops, offset, pad, np.int32)
+    return DepthwiseConv2DParams(taps, requant, tail, split, (ops.in_shape[0], pad.out_h, pad.out_w, c_out))
+
+
+def depthwise_shape(ctx: KernelContext, ops: ConvOperands) -> tuple[int, int, int]:
+    """``(KH, KW, C*M)`` of depthwise weights ``[1, KH, KW, C*M]`` (int8 and 16x8). The depth
+    multiplier ``M = C_out / C`` must be whole and equal the ``depth_multiplier`` option: LiteRT's
+    ComputeDepthMultiplier takes it from the shapes, TFLite Micro from the option (absent: 0)."""
+    one, kh, kw, c_out = ops.w.shape
     if one != 1:
-        raise ctx.error(f"depthwise weights must have shape [1, KH, KW, C*M], got {list(w.shape)}")
+        raise ctx.error(f"depthwise weights must have shape [1, KH, KW, C*M], got {list(ops.w.shape)}")
+    c = ops.in_shape[3]
     if c_out % c:
         raise ctx.error(f"weights have {c_out} channels, not a multiple of the {c} input channels")
     mult = c_out // c
@@ -113,64 +166,23 @@ def prepare(ctx: KernelContext) -> DepthwiseConv2DParams:
         raise ctx.error(f"depth_multiplier is {option!r} but the shapes give {c_out} / {c} = {mult}; LiteRT uses "
                         "the shapes and TFLite Micro the option, so they would differ: set the option to "
                         f"{mult}")
-    if not ctx.has_input(2) and bias_required(ctx.target):
-        raise ctx.error(f"target {ctx.target.name!r} ({ctx.target.matches}) crashes on a DEPTHWISE_CONV_2D "
-                        "without bias (measured); give it a zero int32 bias")
-    bias = conv_bias(ctx, 2, c_out)
-    opts = window_options(ctx)
-    pad = compute_padding(opts.padding, (h, w_in), (kh, kw), (opts.stride_h, opts.stride_w),
-                          (opts.dilation_h, opts.dilation_w))
-    out_shape = (n, pad.out_h, pad.out_w, c_out)
-    if pad.out_h < 1 or pad.out_w < 1:
-        raise ctx.error(f"a {kh}x{kw} kernel (dilation {opts.dilation_h}x{opts.dilation_w}) with {opts.padding} "
-                        f"padding leaves no output for a {h}x{w_in} input")
-    if static_shape(ctx, y, "output", 4) != out_shape:
-        raise ctx.error(f"output shape {list(y.shape)} does not match the computed {list(out_shape)}")
-
-    w64 = w.reshape(kh * kw, c_out).astype(np.int64)
-    check_accumulator(ctx, np.abs(w64).sum(axis=0), bias)
-    zx = in_qp.tensor_zero_point
-    offset = (bias - zx * w64.sum(axis=0)).astype(np.int32)  # |offset| <= 128 * sum|w| + |b| < 2^31
-    split, tail = c_out, None
-    if ctx.target.optimized and not ctx.target.xnnpack and ctx.target.requant_for(OP) is Requant.DOUBLE_HALF_UP:
-        split = c_out - c_out % VECTOR_CHANNELS
-        if split < c_out:
-            tail = conv_requantizer(ctx, OP, in_qp, w_qp, out_qp, c_out, opts.activation, y.dtype,
-                                    mode=Requant.DOUBLE, select=slice(split, None))
-    requant = None
-    if split > 0:
-        requant = conv_requantizer(ctx, OP, in_qp, w_qp, out_qp, c_out, opts.activation, y.dtype,
-                                   select=slice(0, split))
-    else:
-        requant, tail, split = tail, None, c_out
-
-    need_h = (pad.out_h - 1) * opts.stride_h + (kh - 1) * opts.dilation_h + 1
-    need_w = (pad.out_w - 1) * opts.stride_w + (kw - 1) * opts.dilation_w + 1
-    padded = np.full((n, max(pad.top + h, need_h), max(pad.left + w_in, need_w), c), zx, np.int32)
-    tap_rows = np.array([i * opts.dilation_h for i in range(kh) for _ in range(kw)], np.int64)
-    tap_cols = np.array([j * opts.dilation_w for _ in range(kh) for j in range(kw)], np.int64)
-    return DepthwiseConv2DParams(
-        weights=w.reshape(kh * kw, c, mult).astype(np.int32), offset=offset, requant=requant, tail=tail, split=split,
-        tap_rows=tap_rows, tap_cols=tap_cols, top=pad.top, left=pad.left, stride_h=opts.stride_h,
-        stride_w=opts.stride_w, padded=padded, acc=np.empty(out_shape, np.int32), out_shape=out_shape)
+    return kh, kw, c_out
 
 
 def run(p: DepthwiseConv2DParams, x, w=None, b=None):
-    h, w_in = x.shape[1], x.shape[2]
-    p.padded[:, p.top:p.top + h, p.left:p.left + w_in, :] = x
-    _accumulate(p.padded, p.weights, p.tap_rows, p.tap_cols, p.stride_h, p.stride_w, p.offset, p.acc)
+    acc = depthwise_sums(p.taps, x)  # int32, |acc| < 2^31 (prepare)
     if p.tail is None:
-        return (requantize(p.requant, p.acc),)  # |acc| < 2^31 (prepare)
+        return (requantize(p.requant, acc),)
     out = np.empty(p.out_shape, p.requant.out_dtype)  # litert-opt: two channel groups, two roundings
-    out[..., :p.split] = requantize(p.requant, p.acc[..., :p.split])
-    out[..., p.split:] = requantize(p.tail, p.acc[..., p.split:])
+    out[..., :p.split] = requantize(p.requant, acc[..., :p.split])
+    out[..., p.split:] = requantize(p.tail, acc[..., p.split:])
     return (out,)
 
 
 @njit(cache=True, nogil=True)
 def _accumulate(padded, weights, tap_rows, tap_cols, stride_h, stride_w, offset, acc):
     """``acc[n,oy,ox,c*M+m] = offset[c*M+m] + sum_t padded[n, oy*s_h + r_t, ox*s_w + c_t, c] * w[t,c,m]``
-    (int32; the padded border holds Z_x, whose contribution the offset cancels)."""
+    (in the arrays' integer dtype; the padded border holds Z_x, whose contribution the offset cancels)."""
     batch, out_h, out_w, cm = acc.shape
     taps, channels, mult = weights.shape
     flat_w = weights.reshape(taps, channels * mult)

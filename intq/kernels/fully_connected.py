@@ -8,7 +8,9 @@ Contract (spec 003): input int8 per-tensor; weights int8 [N, K] constant, symmet
 Arithmetic: the zero-point expansion (Jacob et al. 2.3) keeps operands raw int8:
 ``acc = x @ w.T - Z_x * sum_k w_nk + b_n``, where ``x @ w.T`` is an exact int8 GEMM on float32
 BLAS (:mod:`intq.kernels.gemm`) and ``- Z_x * sum w + b`` is folded into one int32 per channel at
-prepare time. The accumulator fits int32: |acc| <= K * 255 * 127 + |b|, checked at prepare.
+prepare time. The accumulator fits int32: ``|acc| <= 255 * sum_k |w_nk| + |b_n|``, checked at prepare
+(:func:`intq.kernels._conv_common.check_accumulator`). The contract checks (:func:`fc_weights`,
+:func:`fc_out_shape`) serve the 16x8 kernel too.
 
 Requantization by target (where the runtimes differ; measured by tools/probe_litert_rounding.py
 and tests/kernels/test_fully_connected.py):
@@ -31,6 +33,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from intq.kernels._conv_common import check_accumulator, conv_bias
 from intq.kernels.base import KernelContext, kernel
 from intq.kernels.gemm import PreparedGemm, exact_matmul, prepare_gemm
 from intq.kernels.requantize import (
@@ -58,36 +61,39 @@ class FullyConnectedParams:
 
 @kernel(OP)
 def prepare(ctx: KernelContext) -> FullyConnectedParams:
-    x, y = ctx.input(0), ctx.outputs[0]
-    in_qp = ctx.per_tensor(x, "input")
-    out_qp = ctx.per_tensor(y, "output")
-    wt = ctx.input(1)
+    in_qp = ctx.per_tensor(ctx.input(0), "input")
+    out_qp = ctx.per_tensor(ctx.outputs[0], "output")
+    w, w_qp = fc_weights(ctx)
+    n, k = w.shape
+    bias = conv_bias(ctx, 2, n)
+    out_shape = fc_out_shape(ctx, k)
+    check_accumulator(ctx, np.abs(w.astype(np.int64)).sum(axis=1), bias)
+    gemm = prepare_gemm(w)
+    offset = bias - in_qp.tensor_zero_point * gemm.weight_sums
+    r = fc_requantizer(ctx, in_qp, w_qp, out_qp, ctx.attr("fused_activation_function", "NONE"), ctx.outputs[0].dtype)
+    return FullyConnectedParams(gemm, offset, r, k, out_shape)
+
+
+def fc_weights(ctx: KernelContext) -> tuple[np.ndarray, QuantParams]:
+    """The constant int8 weights ``[N, K]`` (input 1), symmetric, per tensor or per output channel
+    (axis 0), and their QuantParams (int8 and 16x8)."""
     w = ctx.constant(1, "weights")
-    w_qp = ctx.qparams(wt, "weights")
+    w_qp = ctx.qparams(ctx.input(1), "weights")
     if w.dtype != np.int8 or w.ndim != 2:
         raise ctx.error(f"weights must be int8 [N, K], got {w.dtype.name} {list(w.shape)}")
-    if np.any(w_qp.zero_point != 0) or (w_qp.per_axis and w_qp.axis != 0):
+    if np.any(w_qp.zero_point != 0) or (w_qp.per_axis and (w_qp.axis != 0 or w_qp.scale.size != w.shape[0])):
         raise ctx.error("weights must be symmetric (zero point 0), per tensor or per output channel (axis 0)")
-    n, k = w.shape
-    bias = np.zeros(n, np.int64)
-    if ctx.has_input(2):
-        b = ctx.constant(2, "bias")
-        if b.dtype != np.int32 or b.shape != (n,):
-            raise ctx.error(f"bias must be int32 [{n}], got {b.dtype.name} {list(b.shape)}")
-        bias = b.astype(np.int64)
-    if x.shape is not None and int(np.prod(x.shape)) % k:
-        raise ctx.error(f"input of shape {x.shape} cannot be read as rows of {k}")
-    zx = in_qp.tensor_zero_point
-    gemm = prepare_gemm(w)
-    offset = bias - zx * gemm.weight_sums
-    bound = k * 255 * 127 + int(np.abs(bias).max(initial=0))
-    if bound > 2**31 - 1:
-        raise ctx.error(f"the int32 accumulator can overflow (|acc| up to {bound}); split the layer")
+    return w, w_qp
 
-    r = fc_requantizer(ctx, in_qp, w_qp, out_qp, ctx.attr("fused_activation_function", "NONE"), y.dtype)
+
+def fc_out_shape(ctx: KernelContext, k: int) -> tuple[int, ...]:
+    """The output's static shape, after checking that the input reads as rows of ``k`` (int8 and 16x8)."""
+    x, y = ctx.input(0), ctx.outputs[0]
+    if x.shape is not None and x.is_static and int(np.prod(x.shape)) % k:
+        raise ctx.error(f"input of shape {x.shape} cannot be read as rows of {k}")
     if y.shape is None or not y.is_static:
         raise ctx.error("the output shape must be static")
-    return FullyConnectedParams(gemm, offset, r, k, tuple(y.shape))
+    return tuple(int(d) for d in y.shape)
 
 
 def fc_requantizer(ctx: KernelContext, in_qp: QuantParams, w_qp: QuantParams, out_qp: QuantParams,

@@ -47,10 +47,8 @@ from intq.kernels._conv_common import (
     check_accumulator,
     compute_padding,
     conv_bias,
-    conv_requantizer,
-    conv_weights,
+    conv_operands,
     static_shape,
-    window_options,
 )
 from intq.kernels.base import KernelContext, kernel
 from intq.kernels.gemm import PreparedGemm, exact_matmul, prepare_gemm
@@ -82,11 +80,9 @@ class TransposeConvParams:
 @kernel(OP)
 def prepare(ctx: KernelContext) -> TransposeConvParams:
     ctx.check_emulated()  # litert-opt / xnnpack: measured to differ, not emulated (intq.kernels.targets)
-    x, y = ctx.input(2), ctx.outputs[0]
-    in_qp = ctx.per_tensor(x, "input")
-    out_qp = ctx.per_tensor(y, "output")
-    n, h, w_in, c_in = static_shape(ctx, x, "input", 4)
-    out_shape = static_shape(ctx, y, "output", 4)
+    ops = conv_operands(ctx, channel_axis=0, input_index=2, dilation=False)
+    n, h, w_in, c_in = ops.in_shape
+    out_shape = static_shape(ctx, ctx.outputs[0], "output", 4)
     shape_t = ctx.input(0)
     requested = ctx.constant(0, "output_shape")
     if requested.dtype != np.int32 or requested.shape != (4,):
@@ -94,7 +90,7 @@ def prepare(ctx: KernelContext) -> TransposeConvParams:
                         f"{list(requested.shape)}")
     if tuple(int(v) for v in requested) != out_shape:
         raise ctx.error(f"output_shape {requested.tolist()} differs from the output tensor's shape {list(out_shape)}")
-    w, w_qp = conv_weights(ctx, 1, channel_axis=0)
+    w = ops.w
     c_out, kh, kw, c_w = w.shape
     if c_w != c_in:
         raise ctx.error(f"weights [C_out, KH, KW, C_in] have {c_w} input channels, the input has {c_in}")
@@ -103,19 +99,19 @@ def prepare(ctx: KernelContext) -> TransposeConvParams:
     if out_shape[1] < 1 or out_shape[2] < 1:
         raise ctx.error(f"output shape {list(out_shape)} is empty")
     bias = conv_bias(ctx, 3, c_out)
-    opts = window_options(ctx, dilation=False)
+    opts = ops.opts
     oh, ow = out_shape[1], out_shape[2]
     pad = compute_padding(opts.padding, (oh, ow), (kh, kw), (opts.stride_h, opts.stride_w), (1, 1))
     if ctx.target.runtime in SIZE_CHECKED_BY and (pad.out_h, pad.out_w) != (h, w_in):
         raise ctx.error(f"target {ctx.target.name!r} ({ctx.target.matches}) refuses this output size: a {opts.padding} "
                         f"convolution of the {oh}x{ow} output gives {pad.out_h}x{pad.out_w}, not the {h}x{w_in} input")
 
-    check_accumulator(ctx, np.abs(w.astype(np.int64)).reshape(c_out, -1).sum(axis=1), bias)
+    check_accumulator(ctx, ops.abs_weight_sums(), bias)
     matrix = np.ascontiguousarray(w.transpose(1, 2, 0, 3)).reshape(kh * kw * c_out, c_in)  # row (i, j, o)
     gemm = prepare_gemm(matrix)
-    zx = in_qp.tensor_zero_point
+    zx = ops.in_qp.tensor_zero_point
     tap_offset = (-zx * gemm.weight_sums).astype(np.int32).reshape(kh, kw, c_out)  # |.| <= 128 * 127 * C_in
-    requant = conv_requantizer(ctx, OP, in_qp, w_qp, out_qp, c_out, opts.activation, y.dtype)
+    requant = ops.requantizer(ctx, OP)
     full_hw = (max((h - 1) * opts.stride_h + kh, pad.top + oh), max((w_in - 1) * opts.stride_w + kw, pad.left + ow))
     return TransposeConvParams(gemm, tap_offset, bias, requant, kh, kw, opts.stride_h,
                                opts.stride_w, pad.top, pad.left, full_hw, out_shape)

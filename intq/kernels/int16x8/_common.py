@@ -5,6 +5,9 @@
 * The fixed-point primitives themselves live in :mod:`intq.qmath.raw` (``mbqm``, ``rdbp``,
   ``mbqm_int64`` with its 16-bit reduced multiplier...); the kernels import them from there.
 * **The int64 requantization** of the conv family (:class:`Int64Requant`), prepared once.
+* **The conv family's 16x8 specifics** on top of the int8 helpers of
+  :mod:`intq.kernels._conv_common` (operands, bias, windows, im2col): the int16 operand check
+  (:func:`conv_operands_16x8`), the int64 bias, the 2^47 accumulator bound, the output stage.
 
 Names follow the C functions so the code reads side by side with the runtimes' sources.
 """
@@ -16,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from intq.ir import Tensor
+from intq.kernels._conv_common import ConvOperands, check_accumulator, conv_bias, conv_operands, conv_scales
 from intq.kernels.base import KernelContext, fused_activation_range, static_shape  # noqa: F401 (the 16x8 kernels import them from here)
 from intq.kernels.targets import Runtime
 from intq.qmath import QuantParams, quantize_multiplier
@@ -69,18 +73,21 @@ def scale64(qp: QuantParams) -> float:
     return qp.tensor_scale
 
 
-def int64_bias(ctx: KernelContext, index: int, channels: int) -> np.ndarray:
-    """The optional constant int64 bias ``[channels]`` (zeros when omitted).
+def int64_bias(ctx: KernelContext, index: int, channels: int, refused_without: str | None = None) -> np.ndarray:
+    """The optional constant int64 bias ``[channels]`` (zeros when omitted):
+    :func:`intq.kernels._conv_common.conv_bias` for int64.
 
     Both runtimes also run 16x8 layers with an int32 bias, through the int32 accumulator and the
     double-rounding multiplier instead; intq does not emulate that variant yet and says so."""
-    if not ctx.has_input(index):
-        return np.zeros(channels, np.int64)
-    b = ctx.constant(index, "bias")
-    if b.dtype != np.int64 or b.shape != (channels,):
-        raise ctx.error(f"16x8 bias must be int64 [{channels}], got {b.dtype.name} {list(b.shape)} "
-                        f"(an int32 bias with int16 activations is not supported by intq yet)")
-    return b.astype(np.int64)
+    return conv_bias(ctx, index, channels, np.int64, refused_without,
+                     note=" (an int32 bias with int16 activations is not supported by intq yet)")
+
+
+def check_int64_accumulator(ctx: KernelContext, abs_weight_sums: np.ndarray, bias: np.ndarray) -> None:
+    """``|acc| <= 2^15 * sum|w| + |b| < 2^47`` per output channel (:data:`INT64_ACC_LIMIT`, the
+    contract of TFLite's int64 MultiplyByQuantizedMultiplier), via
+    :func:`intq.kernels._conv_common.check_accumulator`."""
+    check_accumulator(ctx, abs_weight_sums, bias, max_abs_x=1 << 15, limit_bits=INT64_ACC_LIMIT.bit_length() - 1)
 
 
 # --------------------------------------------------------------- int64 accumulator requantization
@@ -106,6 +113,24 @@ def make_int64_requant(ctx: KernelContext, real: np.ndarray, lo: int, hi: int) -
                         f"int64 MultiplyByQuantizedMultiplier accepts (shift in [-31, 7]); check the scales")
     m16, t = reduce_multiplier(m, s)
     return Int64Requant(m16, t, int(lo), int(hi))
+
+
+def conv_operands_16x8(ctx: KernelContext, channel_axis: int) -> ConvOperands:
+    """:func:`intq.kernels._conv_common.conv_operands` of a 16x8 convolution: int16 symmetric input
+    and output (:func:`int16_tensor`), on a target that runs the reference kernels."""
+    reference_runtime(ctx)
+    return conv_operands(ctx, channel_axis, activation=int16_tensor)
+
+
+def conv_int64_requant(ctx: KernelContext, ops: ConvOperands, bias: np.ndarray) -> Int64Requant:
+    """The 16x8 conv family's output stage (both runtimes), once the accumulator bound holds
+    (:func:`check_int64_accumulator` with ``ops``' weights and the int64 ``bias``): the real
+    multipliers ``double(s_in) * double(s_w[o]) / double(s_out)``
+    (:func:`intq.kernels._conv_common.conv_scales`) through :func:`make_int64_requant`, clamped to
+    the node's fused activation range."""
+    check_int64_accumulator(ctx, ops.abs_weight_sums(), bias)
+    real = conv_scales(ops.in_qp, ops.w_qp, ops.out_qp, len(bias))
+    return make_int64_requant(ctx, real, *fused_activation_range(ctx, ops.out_qp))
 
 
 def requantize_int64(r: Int64Requant, acc: np.ndarray) -> np.ndarray:

@@ -13,6 +13,9 @@ in-image taps, plus the bias, then ``MultiplyByQuantizedMultiplier(int64 acc, m_
 ``M_o = double(s_in) * double(s_w[o]) / double(s_out)``, then the fused activation's clamp. No
 zero point anywhere. ``|acc| <= 2^15 * sum|w_o| + |b_o|`` must stay below 2^47 (prepare).
 
+Run: the int8 kernel's im2col (:func:`intq.kernels._conv_common.fill_im2col`) in int16, padded with
+the zero point 0, then one int64 matrix product with the weights as ``[KH*KW*C, C_out]``.
+
 Where the targets differ: LiteRT's Prepare requires the bias input (as for int8), so
 ``litert-ref`` refuses a CONV_2D without bias; ``tflite`` runs it.
 """
@@ -23,28 +26,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from intq.kernels._conv_common import conv_weights, static_shape, window_options
+from intq.kernels._conv_common import Im2col, conv_padding, fill_im2col, make_im2col
 from intq.kernels.base import INT16, KernelContext, kernel
-from intq.kernels.int16x8._common import (
-    INT64_ACC_LIMIT,
-    Int64Requant,
-    fused_activation_range,
-    int16_tensor,
-    int64_bias,
-    make_int64_requant,
-    reference_runtime,
-    requantize_int64,
-)
-from intq.kernels.int16x8._window import Window, make_window, patches
+from intq.kernels.int16x8._common import Int64Requant, conv_int64_requant, conv_operands_16x8, int64_bias, requantize_int64
 from intq.kernels.targets import Runtime
-from intq.qmath import effective_scale
 
 OP = "CONV_2D"
 
 
 @dataclass(frozen=True, eq=False)
 class Conv2D16x8Params:
-    window: Window
+    im2col: Im2col  # int16, padded with 0
     weights_t: np.ndarray  # int64 [KH*KW*C, C_out]
     bias: np.ndarray  # int64 [C_out]
     requant: Int64Requant
@@ -53,37 +45,20 @@ class Conv2D16x8Params:
 
 @kernel(OP, INT16)
 def prepare(ctx: KernelContext) -> Conv2D16x8Params:
-    runtime = reference_runtime(ctx)
-    x, y = ctx.input(0), ctx.outputs[0]
-    in_qp = int16_tensor(ctx, x, "input")
-    out_qp = int16_tensor(ctx, y, "output")
-    n, h, w_in, c_in = static_shape(ctx, x, "input", 4)
-    w, w_qp = conv_weights(ctx, 1, channel_axis=0)
-    c_out, kh, kw, c_w = w.shape
+    ops = conv_operands_16x8(ctx, channel_axis=0)
+    n, h, w_in, c_in = ops.in_shape
+    c_out, kh, kw, c_w = ops.w.shape
     if c_w != c_in:
         raise ctx.error(f"the weights have {c_w} input channels for an input of {c_in}; grouped 16x8 "
                         f"convolutions are not supported")
-    if not ctx.has_input(2) and runtime is Runtime.LITERT:
-        raise ctx.error(f"target {ctx.target.name!r} ({ctx.target.matches}) refuses a CONV_2D without bias; "
-                        "give it a zero int64 bias")
-    bias = int64_bias(ctx, 2, c_out)
-    opts = window_options(ctx)
-    g = make_window(ctx, (h, w_in), kh, kw, opts)
-    out_shape = (n, g.out_h, g.out_w, c_out)
-    if static_shape(ctx, y, "output", 4) != out_shape:
-        raise ctx.error(f"output shape {list(y.shape)} does not match the computed {list(out_shape)}")
-    w64 = w.astype(np.int64).reshape(c_out, -1)
-    bound = int(((1 << 15) * np.abs(w64).sum(axis=1) + np.abs(bias)).max())
-    if bound >= INT64_ACC_LIMIT:
-        raise ctx.error(f"the accumulator can exceed 2^47 (|acc| up to {bound}); split the layer")
-    s_w = w_qp.scale if w_qp.per_axis else np.broadcast_to(w_qp.scale, (c_out,))
-    real = effective_scale(in_qp.scale[0], s_w, out_qp.scale[0], product_dtype=np.float64)
-    lo, hi = fused_activation_range(ctx, out_qp)
-    return Conv2D16x8Params(g, w64.T.copy(), bias, make_int64_requant(ctx, real, lo, hi), out_shape)
+    bias = int64_bias(ctx, 2, c_out, refused_without="refuses" if ctx.target.runtime is Runtime.LITERT else None)
+    pad = conv_padding(ctx, ops, kh, kw, c_out)
+    requant = conv_int64_requant(ctx, ops, bias)
+    im2col = make_im2col(ops.in_shape, kh, kw, ops.opts, pad, 0, np.int16)
+    return Conv2D16x8Params(im2col, ops.w.astype(np.int64).reshape(c_out, -1).T.copy(), bias, requant, (n, pad.out_h, pad.out_w, c_out))
 
 
 def run(p: Conv2D16x8Params, x, w=None, b=None):
-    n, oh, ow, c_out = p.out_shape
-    cols = patches(p.window, x).reshape(n * oh * ow, -1)  # int64 [pixels, KH*KW*C], tap-major
-    acc = cols @ p.weights_t + p.bias  # int64: |acc| < 2^47 (prepare)
+    cols = fill_im2col(p.im2col, x)  # int16 [N*OH*OW, KH*KW*C], tap-major
+    acc = cols.astype(np.int64) @ p.weights_t + p.bias  # int64: |acc| < 2^47 (prepare)
     return (requantize_int64(p.requant, acc).reshape(p.out_shape),)

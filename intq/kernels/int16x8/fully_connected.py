@@ -4,7 +4,9 @@ Contract (spec 003, 16x8): input int16 per tensor, zero point 0; weights int8 ``
 constant, symmetric, per tensor or per output channel (axis 0); bias int64 ``[N]`` (zero point
 0) or omitted; output int16 per tensor, zero point 0. The input is read as rows of ``K``.
 No zero point enters the sum (all are 0). The accumulator is int64:
-``|acc| <= K * 2^15 * 127 + |b|``, which must stay below 2^47 (checked at prepare).
+``|acc| <= 2^15 * sum_k |w_nk| + |b_n|``, which must stay below 2^47 (checked at prepare). The
+contract checks are the int8 kernel's (:func:`intq.kernels.fully_connected.fc_weights`,
+:func:`~intq.kernels.fully_connected.fc_out_shape`).
 
 Requantization — where the runtimes differ (read in their sources, measured with single-op
 models in tests/kernels/test_int16x8.py):
@@ -30,20 +32,21 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from intq.kernels._conv_common import conv_scales
 from intq.kernels.base import INT16, KernelContext, kernel
+from intq.kernels.fully_connected import fc_out_shape, fc_weights
 from intq.kernels.int16x8._common import (
-    INT64_ACC_LIMIT,
     Int64Requant,
+    check_int64_accumulator,
     fused_activation_range,
-    int16_tensor,
     int64_bias,
+    io_int16,
     make_int64_requant,
     reference_runtime,
     requantize_int64,
 )
 from intq.kernels.requantize import Requantizer, make_requantizer, requantize
 from intq.kernels.targets import Requant, Runtime
-from intq.qmath import effective_scale
 
 OP = "FULLY_CONNECTED"
 
@@ -61,34 +64,21 @@ class FullyConnected16x8Params:
 @kernel(OP, INT16)
 def prepare(ctx: KernelContext) -> FullyConnected16x8Params:
     runtime = reference_runtime(ctx)
-    x, y = ctx.input(0), ctx.outputs[0]
-    in_qp = int16_tensor(ctx, x, "input")
-    out_qp = int16_tensor(ctx, y, "output")
-    w = ctx.constant(1, "weights")
-    w_qp = ctx.qparams(ctx.input(1), "weights")
-    if w.dtype != np.int8 or w.ndim != 2:
-        raise ctx.error(f"weights must be int8 [N, K], got {w.dtype.name} {list(w.shape)}")
-    if np.any(w_qp.zero_point != 0) or (w_qp.per_axis and (w_qp.axis != 0 or w_qp.scale.size != w.shape[0])):
-        raise ctx.error("weights must be symmetric (zero point 0), per tensor or per output channel (axis 0)")
+    in_qp, out_qp = io_int16(ctx)
+    w, w_qp = fc_weights(ctx)
     n, k = w.shape
     bias = int64_bias(ctx, 2, n)
-    if x.shape is None or not x.is_static or int(np.prod(x.shape)) % k:
-        raise ctx.error(f"input of shape {x.shape} cannot be read as rows of {k}")
-    if y.shape is None or not y.is_static:
-        raise ctx.error("the output shape must be static")
-    bound = k * (1 << 15) * 127 + int(np.abs(bias).max(initial=0))
-    if bound >= INT64_ACC_LIMIT:
-        raise ctx.error(f"the accumulator can exceed 2^47 (|acc| up to {bound}), beyond TFLite's int64 "
-                        f"requantization; split the layer")
+    out_shape = fc_out_shape(ctx, k)
+    check_int64_accumulator(ctx, np.abs(w.astype(np.int64)).sum(axis=1), bias)
     lo, hi = fused_activation_range(ctx, out_qp)
     # both runtimes: M = double(s_in) * double(s_w) / double(s_out), per tensor too (measured for TFLM)
-    real = np.broadcast_to(effective_scale(in_qp.scale[0], w_qp.scale, out_qp.scale[0], product_dtype=np.float64), (n,))
+    real = conv_scales(in_qp, w_qp, out_qp, n)
     tflm = litert = None
     if runtime is Runtime.LITERT:
         litert = make_requantizer(real, Requant.DOUBLE_PRODUCT, 0, lo, hi, np.int16)
     else:
         tflm = make_int64_requant(ctx, real, lo, hi)
-    return FullyConnected16x8Params(w.astype(np.int64).T.copy(), bias, k, tuple(int(d) for d in y.shape), tflm, litert)
+    return FullyConnected16x8Params(w.astype(np.int64).T.copy(), bias, k, out_shape, tflm, litert)
 
 
 def run(p: FullyConnected16x8Params, x, w=None, b=None):

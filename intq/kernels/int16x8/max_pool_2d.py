@@ -8,18 +8,19 @@ from __future__ import annotations
 
 import numpy as np
 
+from intq.kernels._pool_common import PoolWindow, prepare_pool, window_reduce
 from intq.kernels.base import INT16, KernelContext, kernel
-from intq.kernels.int16x8._common import INT16_MIN
-from intq.kernels.int16x8._pool import PreparedPool, prepare_pool, window_reduce
+from intq.kernels.int16x8._common import INT16_MIN, io_int16, reference_runtime
 
 OP = "MAX_POOL_2D"
 
 
 @kernel(OP, INT16)
-def prepare(ctx: KernelContext) -> PreparedPool:
-    return prepare_pool(ctx)
+def prepare(ctx: KernelContext) -> PoolWindow:
+    reference_runtime(ctx)
+    return prepare_pool(ctx, *io_int16(ctx))
 
 
-def run(p: PreparedPool, x):
-    m = window_reduce(p.geometry, x.astype(np.int64), INT16_MIN, np.maximum)  # padding never wins
+def run(p: PoolWindow, x):
+    m = window_reduce(p.geometry, x, INT16_MIN, np.maximum)  # padding never wins
     return (np.clip(m, p.act_min, p.act_max).astype(np.int16),)
