@@ -40,6 +40,7 @@ import numpy as np
 from ai_edge_litert import schema_py_generated as schema
 
 from intq.errors import IntqError, UnsupportedOperatorError
+from intq.frontends.tflite_float import float_islands_as_onnx
 from intq.ir import Graph, Node, Tensor
 from intq.qmath import QuantParams
 from intq.tflite import metadata
@@ -77,10 +78,11 @@ def load_tflite(model: str | os.PathLike | bytes, input_shapes: Mapping[str, Seq
             "tflite_metadata": tuple(text(e.name) for e in m.metadata or [])}
     name = text(sub.name) or (Path(where).stem if where != "<bytes>" else "tflite")
     try:
-        return Graph(nodes, tensors, [names[i] for i in ints(sub.inputs)], [names[i] for i in ints(sub.outputs)],
-                     name=name, metadata=meta)
+        graph = Graph(nodes, tensors, [names[i] for i in ints(sub.inputs)], [names[i] for i in ints(sub.outputs)],
+                      name=name, metadata=meta)
+        return float_islands_as_onnx(graph)
     except IntqError as e:
-        raise TfliteImportError(f"{where}: {e}") from e
+        raise type(e)(f"{where}: {e}") from e
 
 
 # --------------------------------------------------------------------------------- operators

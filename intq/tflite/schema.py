@@ -35,6 +35,7 @@ TENSOR_TYPES: dict[np.dtype, int] = {
     np.dtype(np.int64): schema.TensorType.INT64,
     np.dtype(np.float32): schema.TensorType.FLOAT32,
     np.dtype(np.bool_): schema.TensorType.BOOL,  # comparison outputs
+    np.dtype(np.float16): schema.TensorType.FLOAT16,  # the converter's float16 weights (read, widened on import)
 }
 
 #: TFLite TensorType code -> the numpy dtype intq reads it as (the inverse of :data:`TENSOR_TYPES`).
@@ -58,7 +59,7 @@ _BUILTIN_NAMES: dict[int, str] = {code: name for name, code in _BUILTIN_OPS.item
 MAX_VERSION: dict[str, int] = {
     "ADD": 5, "ARG_MAX": 3, "ARG_MIN": 3, "AVERAGE_POOL_2D": 3, "BATCH_MATMUL": 4,
     "BATCH_TO_SPACE_ND": 4, "CONCATENATION": 4, "CONV_2D": 8, "DEPTH_TO_SPACE": 2,
-    "DEPTHWISE_CONV_2D": 7, "DEQUANTIZE": 6, "EQUAL": 5, "FULLY_CONNECTED": 13, "GATHER": 7,
+    "DEPTHWISE_CONV_2D": 7, "DEQUANTIZE": 6, "DIV": 2, "EQUAL": 5, "FULLY_CONNECTED": 13, "GATHER": 7,
     "GREATER": 2, "GREATER_EQUAL": 3, "HARD_SWISH": 1, "L2_NORMALIZATION": 2, "LEAKY_RELU": 2,
     "LESS": 3, "LESS_EQUAL": 2, "LOG_SOFTMAX": 2, "LOGISTIC": 3, "MAX_POOL_2D": 3, "MAXIMUM": 4,
     "MEAN": 3, "MINIMUM": 4, "MUL": 7, "NOT_EQUAL": 4, "PACK": 4, "PAD": 5, "PADV2": 5, "PRELU": 1,
