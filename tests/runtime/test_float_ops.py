@@ -620,3 +620,19 @@ def test_erf_is_accurate_to_float64_rounding():
     np.testing.assert_allclose(erf(x), ref, rtol=1e-13, atol=0)
     assert np.isnan(erf(np.array([np.nan]))[0])
     assert erf(np.float32(0.5)).dtype == np.float32
+
+
+def test_consecutive_depthwise_1x1_results_do_not_alias_the_scratch_buffer():
+    """A 1x1 depthwise Conv's result was a view of the shared scratch buffer (its crop keeps
+    everything), so the next depthwise layer overwrote it (MediaPipe's hand re-crop model: batch
+    norms exported as depthwise 1x1 convolutions, one after the other)."""
+    from intq.runtime.float_ops.conv import Conv
+
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((1, 8, 6, 6)).astype(np.float32)
+    w1, w2 = (rng.standard_normal((8, 1, 1, 1)).astype(np.float32) for _ in range(2))
+    kw = dict(group=8, kernel_shape=(1, 1), pads=(0, 0, 0, 0), strides=(1, 1), dilations=(1, 1))
+    y1 = Conv(x, w1, **kw)[0]
+    expected = x * w1.reshape(1, 8, 1, 1)
+    Conv(y1 + 1, w2, **kw)
+    np.testing.assert_array_equal(y1, expected)

@@ -154,7 +154,9 @@ def _depthwise(X: np.ndarray, W: np.ndarray, g: Geometry) -> np.ndarray:
                     np.add(acc, tmp, out=acc)
     crop = (slice(None),) * 4 + tuple(slice(0, o) for o in g.out_shape[1:])
     y = wide.reshape((n, c, mult, g.out_shape[0]) + pd[1:])[crop]
-    return np.ascontiguousarray(y).reshape((n, c * mult) + g.out_shape)
+    # a copy even when the crop keeps everything (a 1x1 kernel): ``wide`` is a scratch buffer the
+    # next depthwise layer overwrites, so the result must not be a view of it
+    return np.array(y, copy=True, order="C").reshape((n, c * mult) + g.out_shape)
 
 
 def _depthwise_taps(X: np.ndarray, w: np.ndarray, g: Geometry) -> np.ndarray:
