@@ -40,12 +40,8 @@ PARITY_REL = 1e-4
 BLOCKED = {
     "silero_vad_16k_op15": (UnsupportedOperatorError, "uses 1 operator type(s) intq does not support:\n  If: 3 node(s)",
                             "If nodes (the sample-rate branches)"),
-    "mp_face_detection_short": (TfliteImportError, "tensor 1 'conv2d/Kernel' is FLOAT16; intq reads int8, uint8, "
-                                "int16, int32, int64, float32, bool", "float16 weights (issue 12 item 7)"),
     "mp_selfie_segmentation": (UnsupportedOperatorError, "1 operator(s) intq cannot run: custom operator "
                                "'Convolution2DTransposeBias' at operator 244", "MediaPipe's custom op"),
-    "mp_hand_recrop": (KernelError, "node 'conv_2d_0' (CONV_2D): input 'input_1' has no quantization parameters",
-                       "a float .tflite: intq has no float kernels for TFLite builtins yet (issue 12 item 7)"),
     "mww_okay_nabu": (UnsupportedOperatorError, "19 operator(s) intq cannot run: CALL_ONCE at operator 0; VAR_HANDLE at "
                       "operators 1, 2, 3, 4, 5, 6; READ_VARIABLE", "resource variables"),
     "mww_hey_jarvis": (UnsupportedOperatorError, "19 operator(s) intq cannot run: CALL_ONCE at operator 0; VAR_HANDLE "

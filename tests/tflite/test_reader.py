@@ -93,7 +93,7 @@ def test_damage_is_named(tmp_path):
         return lambda m: change(m.subgraphs[0].tensors[1])
 
     for change, message in (
-        (tensor(lambda t: setattr(t, "type", schema.TensorType.FLOAT16)), "is FLOAT16; intq reads int8"),
+        (tensor(lambda t: setattr(t, "type", schema.TensorType.COMPLEX64)), "is COMPLEX64; intq reads int8"),
         (tensor(lambda t: setattr(t, "shapeSignature", [2])), "shape_signature .* differ in rank"),
         (tensor(lambda t: setattr(t, "buffer", 99)), "buffer 99 does not exist"),
         (tensor(lambda t: setattr(t, "shape", [3, 3])), "buffer holds 6 bytes; shape \\[3, 3\\] of int8 needs 9"),

@@ -15,7 +15,8 @@ def test_tensor_types_are_named_after_their_dtypes_both_ways():
     for dtype, code in TENSOR_TYPES.items():
         assert TENSOR_TYPE_NAMES[code] == dtype.name.upper()  # INT8 <-> int8, BOOL <-> bool, FLOAT32 <-> float32
         assert TENSOR_TYPE_DTYPES[code] == dtype
-    assert TENSOR_TYPE_NAMES[schema.TensorType.FLOAT16] == "FLOAT16" and schema.TensorType.FLOAT16 not in TENSOR_TYPE_DTYPES
+    assert TENSOR_TYPE_DTYPES[schema.TensorType.FLOAT16] == np.float16  # the converter's float16 weights
+    assert TENSOR_TYPE_NAMES[schema.TensorType.COMPLEX64] == "COMPLEX64" and schema.TensorType.COMPLEX64 not in TENSOR_TYPE_DTYPES
 
 
 def test_operator_codes():

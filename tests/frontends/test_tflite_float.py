@@ -1,0 +1,58 @@
+"""Float .tflite files (MediaPipe's, from TensorFlow's converter: float32 and float16 weights) read
+as float models: intq's float ops agree with LiteRT's float kernels within float32 rounding, and
+`quantize` turns them into int8 graphs that LiteRT and TFLite Micro run equal to intq on every
+tensor (the field-models issue, item 7)."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import intq
+from intq.convert import quantize
+from intq.export.tflite_writer import to_tflite_bytes
+from intq.runtime.oracles.litert import run_litert
+from intq.runtime.oracles.tflm import run_tflm
+
+CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "corpus"
+#: float32 results from another summation order (intq's im2col + BLAS vs LiteRT's kernels): a
+#: relative bound on the output's magnitude
+FLOAT_REL = 1e-5
+
+
+def _samples(graph, n, seed=0):
+    rng = np.random.default_rng(seed)
+    return [rng.uniform(0, 1, graph.tensors[graph.inputs[0]].shape).astype(np.float32) for _ in range(n)]
+
+
+@pytest.mark.parametrize("model", ["mp_hand_recrop", "mp_face_detection_short"])
+def test_float_tflite_runs_like_litert_float(model):
+    path = CORPUS / f"{model}.tflite"
+    graph = intq.load(path)
+    assert not {n.op_type for n in graph.nodes} & {"CONV_2D", "DEPTHWISE_CONV_2D", "DEQUANTIZE"}  # ONNX float ops
+    x = _samples(graph, 1)[0]
+    mine = intq.Interpreter(graph).run({graph.inputs[0]: x})
+    want = run_litert(path.read_bytes(), [x])["tensors"]
+    for name in graph.outputs:
+        err = float(np.abs(mine[name] - want[name]).max())
+        assert err <= FLOAT_REL * max(1.0, float(np.abs(want[name]).max())), (name, err)
+
+
+def test_float16_weights_are_widened_on_import():
+    graph = intq.load(CORPUS / "mp_face_detection_short.tflite")
+    assert graph.metadata["tflite_float_islands"] > 0
+    assert all(t.dtype != np.float16 for t in graph.tensors.values())
+
+
+def test_a_float_tflite_quantizes_to_int8_that_both_runtimes_run_equal():
+    path = CORPUS / "mp_hand_recrop.tflite"
+    data = _samples(intq.load(path), 5, seed=1)
+    qg = quantize(path, data[:4])
+    assert {"CONV_2D", "DEPTHWISE_CONV_2D", "PRELU"} <= {n.op_type for n in qg.nodes}
+    blob = to_tflite_bytes(qg)
+    for target, oracle in (("litert-ref", run_litert), ("tflite", run_tflm)):
+        it = intq.Interpreter(qg, target=target)
+        it.run({qg.inputs[0]: data[4]})
+        want = oracle(blob, [data[4]])["tensors"]
+        bad = {k: int(np.sum(v != want[k])) for k, v in it.tensors().items() if not np.array_equal(v, want[k])}
+        assert not bad, f"[{target}] tensors differ: {bad}"
