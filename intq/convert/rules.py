@@ -225,16 +225,36 @@ def _constant_operand(cx: ConversionContext, node: Node, value: np.ndarray, rank
     return cx.int_constant(f"{node.name}/{hint}", quantize(v.astype(np.float32), qp), qp)
 
 
-def _binary(cx: ConversionContext, node: Node, op: str, attrs=None) -> None:
-    a, b = node.inputs[:2]
-    ca, cb = cx.constant(a), cx.constant(b)
-    if ca is not None and cb is not None:
+def _operand_on_grid(cx: ConversionContext, node: Node, name: str, perm, qp: QuantParams, hint: str) -> str:
+    """Operand ``name`` laid out as ``perm`` on the parameters ``qp``: a float constant quantized with
+    them, an activation as is when its parameters are ``qp``, else rescaled by an integer QUANTIZE
+    (for the ops that need one scale in and out: CONCATENATION, MAXIMUM/MINIMUM, SELECT_V2)."""
+    c = cx.constant(name)
+    if c is not None:
+        return _constant_operand(cx, node, c, len(perm), perm, hint, qp)
+    t = cx.value_as(name, perm)
+    if cx.tensors[t].qparams == qp:
+        return t
+    r = cx.add_tensor(f"{t}/rescaled", cx.tensors[t].shape, np.int8, qp)
+    cx.emit("QUANTIZE", f"{node.name}/rescale_{hint}", [t], [r])
+    return r
+
+
+def _two_operands(cx: ConversionContext, node: Node):
+    """The first two inputs as (name, float constant or None) pairs, the activations among them and
+    their common layout; both constant is refused (constants are folded before conversion)."""
+    pairs = [(n, cx.constant(n)) for n in node.inputs[:2]]
+    if all(c is not None for _, c in pairs):
         raise _fail(node, "both operands are constants (fold constants first)")
-    act_names = [n for n, c in ((a, ca), (b, cb)) if c is None]
-    perm = _common_perm(cx, act_names)
+    act = [n for n, c in pairs if c is None]
+    return pairs, act, _common_perm(cx, act)
+
+
+def _binary(cx: ConversionContext, node: Node, op: str, attrs=None) -> None:
+    pairs, _, perm = _two_operands(cx, node)
     rank = len(perm)
     ins = []
-    for n, c in ((a, ca), (b, cb)):
+    for n, c in pairs:
         ins.append(cx.value_as(n, perm) if c is None else _constant_operand(cx, node, c, rank, perm, f"const_{len(ins)}"))
     out = node.outputs[0]
     y = cx.output_tensor(out, perm, cx.activation_qparams(out))
@@ -436,14 +456,8 @@ def Concat(cx, node):
     axis = int(node.attrs["axis"]) % rank
     out = node.outputs[0]
     out_qp = cx.activation_qparams(out)
-    ints = []
-    for i in ins:
-        t = cx.value_as(i, perm)
-        if cx.tensors[t].qparams != out_qp:  # the documented rule: rescale inputs to the output's parameters
-            r = cx.add_tensor(f"{t}/rescaled", cx.tensors[t].shape, np.int8, out_qp)
-            cx.emit("QUANTIZE", f"{node.name}/rescale_{len(ints)}", [t], [r])
-            t = r
-        ints.append(t)
+    # the documented rule: rescale inputs to the output's parameters
+    ints = [_operand_on_grid(cx, node, i, perm, out_qp, str(k)) for k, i in enumerate(ins)]
     y = cx.output_tensor(out, perm, out_qp)
     cx.emit("CONCATENATION", node.name, ints, [y], {"axis": perm.index(axis), "fused_activation_function": "NONE"})
 
@@ -655,18 +669,8 @@ def Max(cx, node):
     out = node.outputs[0]
     perm = _common_perm(cx, [i for i in node.inputs if cx.constant(i) is None])
     out_qp = cx.activation_qparams(out)
-    ins = []
-    for i in node.inputs:
-        c = cx.constant(i)
-        if c is not None:
-            ins.append(_constant_operand(cx, node, c, len(perm), perm, f"const_{len(ins)}", out_qp))
-            continue
-        t = cx.value_as(i, perm)
-        if cx.tensors[t].qparams != out_qp:
-            r = cx.add_tensor(f"{t}/rescaled", cx.tensors[t].shape, np.int8, out_qp)
-            cx.emit("QUANTIZE", f"{node.name}/rescale_{len(ins)}", [t], [r])
-            t = r
-        ins.append(t)
+    ins = [_operand_on_grid(cx, node, i, perm, out_qp, f"const_{k}" if cx.constant(i) is not None else str(k))
+           for k, i in enumerate(node.inputs)]
     y = cx.output_tensor(out, perm, out_qp)
     cx.emit("MAXIMUM" if node.op_type == "Max" else "MINIMUM", node.name, ins, [y])
 
@@ -702,15 +706,10 @@ def _operands_on_one_grid(cx: ConversionContext, node: Node) -> tuple[list[str],
     """The two operands of a comparison as int8 tensors in one layout. A constant operand is
     quantized with the other operand's parameters when it lies in that operand's range (the two are
     then compared on one integer grid, exactly), with its own range otherwise."""
-    a, b = node.inputs[:2]
-    ca, cb = cx.constant(a), cx.constant(b)
-    if ca is not None and cb is not None:
-        raise _fail(node, "both operands are constants (fold constants first)")
-    act = [n for n, c in ((a, ca), (b, cb)) if c is None]
-    perm = _common_perm(cx, act)
+    pairs, act, perm = _two_operands(cx, node)
     ref = cx.qparams_of(act[0])
     ins = []
-    for n, c in ((a, ca), (b, cb)):
+    for n, c in pairs:
         if c is None:
             ins.append(cx.value_as(n, perm))
             continue
@@ -739,17 +738,8 @@ def Where(cx, node):
     perm = _common_perm(cx, act)
     out_qp = cx.activation_qparams(out)
     ins = [cx.value_as(cond, perm)]
-    for k, n in enumerate((x, y)):
-        c = cx.constant(n)
-        if c is not None:
-            ins.append(_constant_operand(cx, node, c, len(perm), perm, f"value_{k}", out_qp))
-            continue
-        t = cx.value_as(n, perm)
-        if cx.tensors[t].qparams != out_qp:
-            r = cx.add_tensor(f"{t}/rescaled", cx.tensors[t].shape, np.int8, out_qp)
-            cx.emit("QUANTIZE", f"{node.name}/rescale_{k}", [t], [r])
-            t = r
-        ins.append(t)
+    ins += [_operand_on_grid(cx, node, n, perm, out_qp, f"value_{k}" if cx.constant(n) is not None else str(k))
+            for k, n in enumerate((x, y))]
     cx.emit("SELECT_V2", node.name, ins, [cx.output_tensor(out, perm, out_qp)])
 
 
