@@ -97,15 +97,18 @@ def samples(entry: Entry, graph: intq.Graph, n: int, seed: int) -> list[dict[str
     return out
 
 
-def _float_reference(path: Path, graph: intq.Graph, feed: dict) -> list[np.ndarray]:
-    """The float model's outputs from its own runtime: onnxruntime for ONNX, LiteRT for .tflite."""
+def _float_reference(entry: Entry, path: Path, graph: intq.Graph, feed: dict) -> list[np.ndarray]:
+    """The float model's outputs from its own runtime: onnxruntime for ONNX (fed the entry's constant
+    inputs too), LiteRT for .tflite."""
     if path.suffix == ".onnx":
         import onnxruntime as ort
 
         so = ort.SessionOptions()
         so.intra_op_num_threads, so.log_severity_level = 1, 3
         sess = ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
-        return sess.run(list(graph.outputs), {k: v for k, v in feed.items()})
+        consts = {i.name: np.asarray(entry.consts[i.name], dtype=np.int64 if "int64" in i.type else np.float32)
+                  for i in sess.get_inputs() if i.name in entry.consts}
+        return sess.run(list(graph.outputs), {**feed, **consts})
     return run_litert(path.read_bytes(), [feed[n] for n in graph.inputs], resolver="ref",
                       preserve_all_tensors=False)["outputs"]
 
@@ -145,7 +148,8 @@ def _run_stages(entry: Entry, path: Path) -> Row:
     t0 = time.perf_counter()
     row = Row(entry.id, path.suffix.lstrip("."), entry.task, entry.exporter)
     try:
-        g = intq.load(path, input_shapes=entry.inputs or None)
+        g = intq.load(path, input_shapes=entry.inputs or None,
+                      constant_inputs=(entry.consts or None) if path.suffix == ".onnx" else None)
         row.import_ = "ok" + (" (" + ", ".join(f"{k}={'x'.join(map(str, v))}" for k, v in entry.inputs.items()) + ")"
                               if entry.inputs else "")
     except Exception as e:
@@ -169,7 +173,7 @@ def _run_stages(entry: Entry, path: Path) -> Row:
         return row
     try:
         feed = samples(entry, g, 1, 100)[0]
-        ref = _float_reference(path, g, feed)
+        ref = _float_reference(entry, path, g, feed)
         mine = intq.Interpreter(g).run(feed)
         err = max(float(np.max(np.abs(np.asarray(mine[n], np.float64) - np.asarray(r, np.float64)), initial=0.0))
                   for n, r in zip(g.outputs, ref))

@@ -65,6 +65,7 @@ OPTIONS: dict[str, str | None] = {
     "RESHAPE": "ReshapeOptions",
     "RESIZE_BILINEAR": "ResizeBilinearOptions",
     "RESIZE_NEAREST_NEIGHBOR": "ResizeNearestNeighborOptions",
+    "RSQRT": None,
     "SELECT_V2": "SelectV2Options",
     "SHAPE": "ShapeOptions",
     "SLICE": "SliceOptions",

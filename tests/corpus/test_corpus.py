@@ -38,8 +38,8 @@ PARITY_REL = 1e-4
 #: model -> (exception type, the text intq's error contains, the reason shown). The test checks the
 #: text, so a model blocked by something else fails instead of staying an expected failure.
 BLOCKED = {
-    "silero_vad_16k_op15": (UnsupportedOperatorError, "uses 1 operator type(s) intq does not support:\n  If: 3 node(s)",
-                            "If nodes (the sample-rate branches)"),
+    "silero_vad_16k_op15": (UnsupportedOperatorError, "LSTM: 1 node(s): '/model/decoder/rnn/LSTM'",
+                            "the ONNX LSTM of the decoder (its If nodes fold at import)"),
     "mp_selfie_segmentation": (UnsupportedOperatorError, "1 operator(s) intq cannot run: custom operator "
                                "'Convolution2DTransposeBias' at operator 244", "MediaPipe's custom op"),
     "mww_okay_nabu": (UnsupportedOperatorError, "19 operator(s) intq cannot run: CALL_ONCE at operator 0; VAR_HANDLE at "
@@ -106,7 +106,8 @@ def test_corpus_model_end_to_end(entry):
 
 def _end_to_end(entry) -> None:
     path = FIXTURES / entry.filename
-    g = intq.load(path, input_shapes=entry.inputs or None)
+    g = intq.load(path, input_shapes=entry.inputs or None,
+                  constant_inputs=(entry.consts or None) if path.suffix == ".onnx" else None)
     if any(t.qparams is not None for t in g.tensors.values()):  # an int8 file: as it is, and as intq writes it back
         feed = samples(entry, g, 1, 0)[0]
         _every_tensor_equal(g, path.read_bytes(), feed)
@@ -117,7 +118,10 @@ def _end_to_end(entry) -> None:
     if path.suffix == ".onnx":
         so = ort.SessionOptions()
         so.intra_op_num_threads, so.log_severity_level = 1, 3
-        ref = ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"]).run(list(g.outputs), feed)
+        sess = ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
+        consts = {i.name: np.asarray(entry.consts[i.name], np.int64 if "int64" in i.type else np.float32)
+                  for i in sess.get_inputs() if i.name in entry.consts}
+        ref = sess.run(list(g.outputs), {**feed, **consts})
     else:
         ref = run_litert(path.read_bytes(), [feed[n] for n in g.inputs], preserve_all_tensors=False)["outputs"]
     for name, r in zip(g.outputs, ref):

@@ -463,8 +463,16 @@ def test_silu_is_swish_with_alpha_1(rng):
     assert_matches(FLOAT_OPS["SiLU"](x)[0], ref, "SiLU")
 
 
+def test_rsqrt_is_reciprocal_of_sqrt_as_litert_computes_it(rng):
+    """Rsqrt (intq domain, from intq.passes.sqrt): 1 / sqrt(x) rounded twice in float32, as LiteRT's
+    float RSQRT (``1.f / std::sqrt(f)``), equal to onnxruntime's Reciprocal(Sqrt(x)) bit for bit."""
+    x = rng.uniform(1e-6, 1e4, (4, 25)).astype(np.float32)
+    ref = run_onnxruntime(Case("Sqrt", [randn(4, 25)], {}), [x])[0]
+    np.testing.assert_array_equal(FLOAT_OPS["Rsqrt"](x)[0], np.float32(1) / ref)
+
+
 def test_every_op_is_covered():
-    covered = {p.values[0].op for p in CASES} | {"SiLU"}  # SiLU: test_silu_is_swish_with_alpha_1
+    covered = {p.values[0].op for p in CASES} | {"SiLU", "Rsqrt"}  # the intq-domain ops: tests above
     assert sorted(set(FLOAT_OPS) - covered) == []
 
 

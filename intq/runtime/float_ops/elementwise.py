@@ -113,6 +113,9 @@ def _unary(op: str, fn, formula: str, *, quiet: bool = False):
 
 
 Sqrt = _unary("Sqrt", np.sqrt, "sqrt(X)", quiet=True)
+# intq-domain (TFLite's RSQRT; intq.passes.sqrt writes it for a / sqrt(b)): 1 / sqrt(x) rounded
+# twice in the input's dtype, as LiteRT's float kernel computes ``1.f / std::sqrt(f)``
+Rsqrt = _unary("Rsqrt", lambda x: np.reciprocal(np.sqrt(x)), "1 / sqrt(X)", quiet=True)
 Exp = _unary("Exp", np.exp, "exp(X)", quiet=True)
 Log = _unary("Log", np.log, "log(X)", quiet=True)
 Neg = _unary("Neg", np.negative, "-X")
