@@ -475,6 +475,18 @@ def Transpose(cx, node):
 
 
 @RULES.register()
+def Cast(cx, node):
+    """A Cast from float to float (exporters write ``.float()`` on float tensors) changes nothing in
+    the integer graph: the same tensor. Casts to or from integer types have no int8 meaning and are
+    refused by name."""
+    src = cx.float_graph.tensors[node.inputs[0]].dtype
+    dst = cx.float_graph.tensors[node.outputs[0]].dtype
+    if src is None or dst is None or not (np.issubdtype(src, np.floating) and np.issubdtype(dst, np.floating)):
+        raise _fail(node, f"a Cast from {src} to {dst}: only float-to-float casts (no-ops in an int8 graph) convert")
+    Identity(cx, node)
+
+
+@RULES.register()
 def Identity(cx, node):
     v = cx.value(node.inputs[0])
     cx.define(node.outputs[0], v.name, v.perm)

@@ -11,16 +11,17 @@ from intq.passes.cleanup import remove_identities, remove_noop_reshapes
 from intq.passes.constants import div_by_constant_to_mul, fold_constants
 from intq.passes.padding import explicit_pads
 from intq.passes.rewrite import Const, Pattern, Rule, apply_rules, match
+from intq.passes.rnn import unroll_lstms
 from intq.passes.sqrt import rsqrt_forms
 
 
 def simplify(graph: Graph, *, fuse: bool = True) -> Graph:
     """The standard pipeline, in order: static shapes, constant folding (shape arithmetic
-    included), Identity/Dropout and no-op reshape removal, Div-by-constant to Mul, ``a / sqrt(b)`` to
+    included), LSTMs unrolled into their steps, Identity/Dropout and no-op reshape removal, Div-by-constant to Mul, ``a / sqrt(b)`` to
     ``a * rsqrt(b)``, BatchNorm folding, HardSwish / SiLU recognition, and (``fuse=True``) activation fusion; shapes are re-inferred at the end."""
     from intq.runtime.interpreter import infer_shapes
 
-    g = fold_constants(infer_shapes(graph))
+    g = unroll_lstms(fold_constants(infer_shapes(graph)))
     g = remove_noop_reshapes(remove_identities(g))
     g = rsqrt_forms(div_by_constant_to_mul(g))
     g = fold_batch_norms(g)
@@ -37,6 +38,7 @@ __all__ = [
     "remove_noop_reshapes",
     "div_by_constant_to_mul",
     "rsqrt_forms",
+    "unroll_lstms",
     "explicit_pads",
     "fold_batch_norms",
     "recognize_activations",

@@ -184,3 +184,23 @@ def test_conv1d_reflect_pad_and_rank5_slice():
     f = intq.Interpreter(g).run({"x": data[5]})["y"]
     q = intq.Interpreter(qg).run({"x": data[5]})["y"]
     assert np.max(np.abs(f - q)) < 0.05 * np.max(np.abs(f))
+
+
+@pytest.mark.parametrize("direction", ["forward", "bidirectional"])
+def test_lstm_unrolls_into_int8_builtins(direction):
+    """An ONNX LSTM (a recognition net's decoder; silero-vad's) with initial states: unrolled at
+    simplify into FULLY_CONNECTED, SPLIT, LOGISTIC, TANH, MUL, ADD steps, equal to both runtimes."""
+    rng = np.random.default_rng(8)
+    dirs, hidden, steps = (2 if direction == "bidirectional" else 1), 6, 3
+    inits = {"W": (rng.standard_normal((dirs, 4 * hidden, 5)) * 0.4).astype(np.float32),
+             "R": (rng.standard_normal((dirs, 4 * hidden, hidden)) * 0.4).astype(np.float32),
+             "B": (rng.standard_normal((dirs, 8 * hidden)) * 0.1).astype(np.float32),
+             "h0": (rng.standard_normal((dirs, 1, hidden)) * 0.5).astype(np.float32)}
+    nodes = [helper.make_node("LSTM", ["x", "W", "R", "B", "", "h0", "h0"], ["y", "y_h"], hidden_size=hidden,
+                              direction=direction)]
+    model = _model(nodes, inits, (steps, 1, 5), ["y", "y_h"], opset=14)
+    data = [rng.standard_normal((steps, 1, 5)).astype(np.float32) for _ in range(6)]
+    qg = quantize(model, data[:4])
+    ops = [n.op_type for n in qg.nodes]
+    assert ops.count("FULLY_CONNECTED") == dirs * (2 * steps - 1) and "LSTM" not in ops  # h0 @ R^T: a constant and ops.count("LOGISTIC") >= 3 * steps
+    _assert_every_tensor_equals_both_runtimes(qg, data[4:])

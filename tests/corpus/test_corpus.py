@@ -38,8 +38,6 @@ PARITY_REL = 1e-4
 #: model -> (exception type, the text intq's error contains, the reason shown). The test checks the
 #: text, so a model blocked by something else fails instead of staying an expected failure.
 BLOCKED = {
-    "silero_vad_16k_op15": (UnsupportedOperatorError, "LSTM: 1 node(s): '/model/decoder/rnn/LSTM'",
-                            "the ONNX LSTM of the decoder (its If nodes fold at import)"),
     "mp_selfie_segmentation": (UnsupportedOperatorError, "1 operator(s) intq cannot run: custom operator "
                                "'Convolution2DTransposeBias' at operator 244", "MediaPipe's custom op"),
     "mww_okay_nabu": (UnsupportedOperatorError, "19 operator(s) intq cannot run: CALL_ONCE at operator 0; VAR_HANDLE at "

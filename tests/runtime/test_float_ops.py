@@ -317,6 +317,16 @@ case("Unsqueeze", [randn(3, 4), i64(0, -1)], "ends")
 case("Unsqueeze", [randn(3, 4), i64(1, 3)], "middle")
 case("Concat", [randn(2, 3), randn(2, 5), randn(2, 1)], "axis1", axis=1)
 case("Concat", [randint(2), randint(3)], "int-axis-neg", axis=-1)
+# ---------------------------------------------------------------- LSTM (gates i, o, f, c)
+case("LSTM", [randn(3, 2, 5), randn(1, 16, 5), randn(1, 16, 4), randn(1, 32)], "forward-bias", outputs=3, hidden_size=4)
+case("LSTM", [randn(4, 1, 3), randn(1, 8, 3), randn(1, 8, 2), None, None, randn(1, 1, 2), randn(1, 1, 2)],
+     "initial-state-no-bias", outputs=3, hidden_size=2)
+case("LSTM", [randn(3, 2, 5), randn(2, 12, 5), randn(2, 12, 3), randn(2, 24), None, randn(2, 2, 3), randn(2, 2, 3)],
+     "bidirectional", outputs=3, hidden_size=3, direction="bidirectional")
+case("LSTM", [randn(3, 2, 4), randn(1, 8, 4), randn(1, 8, 2), randn(1, 16), None, randn(1, 2, 2), randn(1, 2, 2)],
+     "reverse", outputs=3, hidden_size=2, direction="reverse")
+case("LSTM", [randn(5, 1, 6), randn(1, 20, 6), randn(1, 20, 5)], "y-only", hidden_size=5, opset=7)
+
 case("Split", [randn(6, 4), i64(1, 2, 3)], "split-input", outputs=3)
 case("Split", [randn(2, 7), None], "num_outputs-uneven", outputs=3, axis=1, num_outputs=3)
 case("Split", [randn(2, 8)], "num_outputs-even", outputs=4, axis=-1, num_outputs=4)
