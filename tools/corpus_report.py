@@ -41,7 +41,7 @@ from build_corpus import CORPUS, DEFAULT_CACHE, Entry  # noqa: E402
 
 import intq  # noqa: E402
 from intq.analysis.evaluate import evaluate  # noqa: E402
-from intq.runtime.oracles.litert import run_litert  # noqa: E402
+from intq.runtime.oracles.litert import LiteRtOracleError, run_litert  # noqa: E402
 from intq.export.tflite_writer import to_tflite_bytes  # noqa: E402
 from intq.runtime.oracles.tflm import run_tflm  # noqa: E402
 from intq.passes import simplify  # noqa: E402
@@ -99,7 +99,8 @@ def samples(entry: Entry, graph: intq.Graph, n: int, seed: int) -> list[dict[str
 
 def _float_reference(entry: Entry, path: Path, graph: intq.Graph, feed: dict) -> list[np.ndarray]:
     """The float model's outputs from its own runtime: onnxruntime for ONNX (fed the entry's constant
-    inputs too), LiteRT for .tflite."""
+    inputs too), LiteRT's reference kernels for .tflite (LiteRT with XNNPACK for a custom operator only
+    that delegate implements: MediaPipe's Convolution2DTransposeBias)."""
     if path.suffix == ".onnx":
         import onnxruntime as ort
 
@@ -109,8 +110,14 @@ def _float_reference(entry: Entry, path: Path, graph: intq.Graph, feed: dict) ->
         consts = {i.name: np.asarray(entry.consts[i.name], dtype=np.int64 if "int64" in i.type else np.float32)
                   for i in sess.get_inputs() if i.name in entry.consts}
         return sess.run(list(graph.outputs), {**feed, **consts})
-    return run_litert(path.read_bytes(), [feed[n] for n in graph.inputs], resolver="ref",
-                      preserve_all_tensors=False)["outputs"]
+    try:
+        return run_litert(path.read_bytes(), [feed[n] for n in graph.inputs], resolver="ref",
+                          preserve_all_tensors=False)["outputs"]
+    except LiteRtOracleError as e:  # a custom op only a delegate implements (MediaPipe's, in XNNPACK)
+        if "unresolved custom op" not in str(e):
+            raise
+        return run_litert(path.read_bytes(), [feed[n] for n in graph.inputs], resolver="xnnpack",
+                          preserve_all_tensors=False)["outputs"]
 
 
 def runtimes_equal(qg: intq.Graph, blob: bytes, feed: dict) -> tuple[str, str]:

@@ -97,6 +97,9 @@ def _operator_types(f: TfliteFile) -> list[str]:
         code = operator_code(oc)
         name = builtin_op_name(code)
         names.append(name or f"<code {code}>")
+        if name == "CUSTOM" and text(oc.customCode) in CUSTOM_OPS:
+            names[-1] = text(oc.customCode)
+            continue
         if name == "CUSTOM":
             problem = f"custom operator {text(oc.customCode)!r}"
         elif name not in MAX_VERSION:
@@ -126,15 +129,39 @@ def _unassumed_options(op_type: str, op: schema.OperatorT) -> str:
     return ", ".join(f"{k}={attrs[k]!r}" for k, v in assumed.items() if k in attrs and attrs[k] != v)
 
 
+def _convolution_2d_transpose_bias(options: bytes, where: str) -> dict[str, Any]:
+    """MediaPipe's ``Convolution2DTransposeBias`` (mediapipe/util/tflite/operations/
+    transpose_conv_bias.cc): its custom options are TFLite's ``TfLiteTransposeConvParams`` struct,
+    copied raw — int32 ``padding`` (1 SAME, 2 VALID), ``stride_width``, ``stride_height``."""
+    if len(options) < 12:
+        raise TfliteImportError(f"{where}: Convolution2DTransposeBias options hold {len(options)} bytes, "
+                                "not the 12 of (padding, stride_width, stride_height)")
+    padding, stride_w, stride_h = (int(v) for v in np.frombuffer(options[:12], "<i4"))
+    if padding not in (1, 2) or stride_w < 1 or stride_h < 1:
+        raise TfliteImportError(f"{where}: Convolution2DTransposeBias options padding={padding}, strides "
+                                f"{stride_h}x{stride_w} are not a transposed convolution's")
+    return {"padding": "SAME" if padding == 1 else "VALID", "stride_w": stride_w, "stride_h": stride_h}
+
+
+#: Custom operators intq reads: custom code -> parser of its custom options into attributes. Each is a
+#: float operator whose semantics its authors' source documents; :mod:`intq.frontends.tflite_float`
+#: writes it in intq's float ops (so it converts to builtins).
+CUSTOM_OPS = {"Convolution2DTransposeBias": _convolution_2d_transpose_bias}
+
+
 def _node(op: schema.OperatorT, op_type: str, index: int, names: list[str], where: str) -> Node:
     """One operator as a node: its options table read back as attributes."""
+    inputs = ["" if i == -1 else names[i] for i in ints(op.inputs)]
+    outputs = [names[i] for i in ints(op.outputs)]
+    if op_type in CUSTOM_OPS:
+        options = bytes(op.customOptions) if op.customOptions is not None else b""
+        return Node(op_type, f"{op_type.lower()}_{index}", inputs, outputs,
+                    CUSTOM_OPS[op_type](options, f"{where}: operator {index} ({op_type})"))
     options = op.builtinOptions
     expected = OPTIONS[op_type]
     if options is not None and type(options).__name__ != f"{expected}T":
         raise TfliteImportError(f"{where}: operator {index} ({op_type}) carries {type(options).__name__[:-1]}, "
                                 f"not {expected}")
-    inputs = ["" if i == -1 else names[i] for i in ints(op.inputs)]
-    outputs = [names[i] for i in ints(op.outputs)]
     return Node(op_type, f"{op_type.lower()}_{index}", inputs, outputs, options_to_attrs(op_type, options))
 
 

@@ -150,6 +150,29 @@ def TRANSPOSE_CONV(b: _Builder):
     b.finish(y)
 
 
+def _convolution_2d_transpose_bias(b: _Builder):
+    """MediaPipe's custom op (its source: mediapipe/util/tflite/operations/transpose_conv_bias.cc):
+    inputs x (NHWC), weights OHWI, bias [O]; output ``s (in - 1) + k - p`` per spatial axis with
+    ``p = max(0, k - (in - 1) mod s - 1)`` for SAME (0 for VALID), ``floor(p / 2)`` of it at the
+    start; every output starts at its channel's bias. ONNX ConvTranspose with those pads and B
+    computes the same sums (LiteRT's XNNPACK delegate, the runtime that runs the file, is the float
+    reference)."""
+    w = b.data(1)  # OHWI
+    x = b.node.inputs[0]
+    in_hw = b.graph.tensors[x].shape[1:3]
+    a = b.node.attrs
+    strides = (int(a["stride_h"]), int(a["stride_w"]))
+    pads = [0, 0, 0, 0]
+    if a["padding"] == "SAME":
+        for i in range(2):
+            total = max(0, w.shape[1 + i] - (in_hw[i] - 1) % strides[i] - 1)
+            pads[i], pads[i + 2] = total // 2, total - total // 2
+    y = b.name("deconv")
+    b.emit("ConvTranspose", [b.to_nchw(x), b.const("weights", w.transpose(3, 0, 1, 2).astype(np.float32)),
+                             b.node.inputs[2]], [y], strides=strides, pads=pads, kernel_shape=w.shape[1:3])
+    b.finish(y)
+
+
 def FULLY_CONNECTED(b: _Builder):
     w = b.data(1)  # [N, K]
     x = b.node.inputs[0]
@@ -328,10 +351,12 @@ def DEQUANTIZE(b: _Builder):
     b.emit("Cast", [b.node.inputs[0]], [b.node.outputs[0]], to=1)
 
 
-#: TFLite builtin -> its rewrite into intq's float ops.
+#: TFLite builtin (or custom operator intq reads, :data:`intq.frontends.from_tflite.CUSTOM_OPS`) -> its
+#: rewrite into intq's float ops.
 BUILTINS: dict[str, Callable[[_Builder], None]] = {
     name: fn for name, fn in globals().items()
     if name.isupper() and callable(fn) and not name.startswith("_") and name != "RESHAPE_TO_OUTPUT"}
+BUILTINS["Convolution2DTransposeBias"] = _convolution_2d_transpose_bias
 
 
 def _is_float_compute(graph: Graph, node: Node) -> bool:
@@ -366,6 +391,10 @@ def float_islands_as_onnx(graph: Graph) -> Graph:
             kept.append(node)
     graph = graph.replace(nodes=kept, tensors=tensors)
     floating = [n for n in graph.nodes if _is_float_compute(graph, n)]
+    integer_custom = sorted({n.op_type for n in graph.nodes if not n.op_type.isupper() and n not in floating})
+    if integer_custom:
+        raise UnsupportedOperatorError(f"graph {graph.name!r}: custom operator(s) {integer_custom} on integer tensors; "
+                                       "intq reads their float form only (as their authors' kernels compute it)")
     if not floating:
         return graph
     missing = sorted({n.op_type for n in floating if n.op_type not in BUILTINS})
