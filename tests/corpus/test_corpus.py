@@ -17,9 +17,10 @@ import pytest
 
 import intq
 from intq.errors import UnsupportedOperatorError
-from intq.runtime.oracles.litert import run_litert
+from intq.runtime.oracles.litert import run_litert, run_litert_sequence
 from intq.export.tflite_writer import to_tflite_bytes
-from intq.runtime.oracles.tflm import run_tflm
+from intq.runtime.oracles.tflm import run_tflm, run_tflm_sequence
+from intq.runtime.streaming import StatefulInterpreter
 from intq.frontends import InputShapeError, TfliteImportError
 from intq.kernels.base import KernelError
 from intq.passes import simplify
@@ -38,10 +39,6 @@ PARITY_REL = 1e-4
 #: model -> (exception type, the text intq's error contains, the reason shown). The test checks the
 #: text, so a model blocked by something else fails instead of staying an expected failure.
 BLOCKED = {
-    "mww_okay_nabu": (UnsupportedOperatorError, "19 operator(s) intq cannot run: CALL_ONCE at operator 0; VAR_HANDLE at "
-                      "operators 1, 2, 3, 4, 5, 6; READ_VARIABLE", "resource variables"),
-    "mww_hey_jarvis": (UnsupportedOperatorError, "19 operator(s) intq cannot run: CALL_ONCE at operator 0; VAR_HANDLE "
-                       "at operators 1, 2, 3, 4, 5, 6; READ_VARIABLE", "resource variables"),
 }
 
 
@@ -90,6 +87,20 @@ def _every_tensor_equal(qg, blob: bytes, feed: dict) -> None:
         assert not bad, f"[{target}] tensors differ: {bad[:5]}"
 
 
+def _every_tensor_equal_streaming(g, blob: bytes, feeds: list[dict]) -> None:
+    """Invocation after invocation in one interpreter each, state carried: every tensor equal."""
+    for target, oracle in (("litert-ref", run_litert_sequence), ("tflite", run_tflm_sequence)):
+        stream = StatefulInterpreter(g, target=target)
+        theirs = oracle(blob, [[f[n] for n in stream.inputs] for f in feeds])
+        for k, (feed, want) in enumerate(zip(feeds, theirs)):
+            stream.run({n: feed[n] for n in stream.inputs})
+            mine = stream.tensors()
+            common = [t for t in mine if t in want["tensors"]]
+            assert len(common) >= len(g.nodes) // 2, f"[{target}] invocation {k}: only {len(common)} tensors compared"
+            bad = [t for t in common if not np.array_equal(mine[t], want["tensors"][t])]
+            assert not bad, f"[{target}] invocation {k}: tensors differ: {bad[:5]}"
+
+
 @pytest.mark.parametrize("entry", list(_params()))
 def test_corpus_model_end_to_end(entry):
     try:
@@ -104,6 +115,10 @@ def _end_to_end(entry) -> None:
     path = FIXTURES / entry.filename
     g = intq.load(path, input_shapes=entry.inputs or None,
                   constant_inputs=(entry.consts or None) if path.suffix == ".onnx" else None)
+    if "state" in g.metadata:  # a streaming int8 file: its variables carried by intq as by the runtimes
+        _every_tensor_equal_streaming(g, path.read_bytes(), samples(entry, g, 6, 0))
+        _every_tensor_equal(g, to_tflite_bytes(g), samples(entry, g, 1, 0)[0])  # intq's file: state as I/O
+        return
     if any(t.qparams is not None for t in g.tensors.values()):  # an int8 file: as it is, and as intq writes it back
         feed = samples(entry, g, 1, 0)[0]
         _every_tensor_equal(g, path.read_bytes(), feed)
