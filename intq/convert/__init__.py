@@ -63,8 +63,14 @@ def _convert_nodes(graph: Graph, table: CalibrationTable, *, per_channel: bool, 
     inputs = []
     for name in graph.inputs:
         t = graph.tensors[name]
-        qp = cx.activation_qparams(name)
         rank = len(t.shape)
+        if t.dtype is not None and np.issubdtype(t.dtype, np.integer):
+            # integer inputs (token ids, indices) stay integers: int32, TFLite's index type
+            cx.tensors[name] = type(t)(name, np.int32, t.shape)
+            cx.define(name, name, identity(rank))
+            inputs.append(name)
+            continue
+        qp = cx.activation_qparams(name)
         if input_type == "float32":
             cx.tensors[name] = type(t)(name, np.float32, t.shape)
             q = cx.add_tensor(f"{name}/quantized", t.shape, np.int8, qp)

@@ -523,6 +523,79 @@ def Split(cx, node):
         cx.emit("SPLIT_V", node.name, [v.name, sizes_c, axis_c], outs, {"num_splits": len(outs)})
 
 
+def _broadcast_to(cx: ConversionContext, node: Node, x_int: str, shape, out: str | None, hint: str = "") -> str:
+    """BROADCAST_TO of the integer tensor ``x_int`` to ``shape`` (into the float tensor ``out``'s
+    integer tensor, identity layout, when given); the integers are copied, parameters kept."""
+    src = cx.tensors[x_int]
+    shape_c = cx.int_constant(f"{node.name}/{hint}shape", np.asarray(shape, np.int32), None, np.int32)
+    y = cx.output_tensor(out, identity(len(shape)), src.qparams) if out is not None else \
+        cx.add_tensor(f"{node.name}/{hint}broadcast", shape, src.dtype, src.qparams)
+    cx.emit("BROADCAST_TO", f"{node.name}/{hint}broadcast" if out is None else node.name, [x_int, shape_c], [y])
+    return y
+
+
+def _reshape_int(cx: ConversionContext, node: Node, x_int: str, shape, hint: str, out: str | None = None) -> str:
+    """RESHAPE of an integer tensor (a view: the bytes do not move)."""
+    src = cx.tensors[x_int]
+    y = cx.output_tensor(out, identity(len(shape)), src.qparams) if out is not None else \
+        cx.add_tensor(f"{node.name}/{hint}", shape, src.dtype, src.qparams)
+    c = cx.int_constant(f"{node.name}/{hint}_shape", np.asarray(shape, np.int32), None, np.int32)
+    cx.emit("RESHAPE", f"{node.name}/{hint}", [x_int, c], [y], {"new_shape": tuple(int(d) for d in shape)})
+    return y
+
+
+@RULES.register()
+def Expand(cx, node):
+    """BROADCAST_TO the output's shape (ONNX's two-way broadcast of the input and ``shape``, read
+    from the float graph's static shapes); an Expand to the input's own shape is the identity."""
+    x, out = node.inputs[0], node.outputs[0]
+    in_shape, out_shape = cx.shape(x), cx.shape(out)
+    if tuple(in_shape) == tuple(out_shape):
+        Identity(cx, node)
+        return
+    _broadcast_to(cx, node, cx.value_as(x, identity(len(in_shape))), out_shape, out)
+
+
+@RULES.register()
+def Tile(cx, node):
+    """``Tile(x, r)``: each axis ``a`` repeated ``r_a > 1`` times gets a new axis of size 1 in front
+    (RESHAPE), BROADCAST_TO ``r_a`` along it, then the pairs merge (RESHAPE): ``[d] -> [1, d] ->
+    [r, d] -> [r d]`` is ``d`` values repeated ``r`` times, as Tile lays them out. Only repeated axes
+    longer than 1 add a dimension, and runs of axes not repeated are merged into one (TensorFlow Lite
+    Micro broadcasts up to rank 5)."""
+    x, out = node.inputs[0], node.outputs[0]
+    repeats = cx.constant(node.inputs[1])
+    if repeats is None:
+        raise _fail(node, "the repeats must be a constant (integer graphs have static shapes)")
+    shape = cx.shape(x)
+    repeats = [int(r) for r in np.ravel(repeats)]
+    if len(repeats) != len(shape) or min(repeats) < 1:
+        raise _fail(node, f"repeats {repeats} for a tensor of shape {list(shape)}")
+    if all(r == 1 for r in repeats):
+        Identity(cx, node)
+        return
+    x_int = cx.value_as(x, identity(len(shape)))
+    view, wide = [], []
+    kept_run = False  # the last view axis merges axes that are not repeated
+    for d, r in zip(shape, repeats):
+        if r == 1 and kept_run:
+            view[-1] *= d
+            wide[-1] *= d
+        elif r == 1:
+            view.append(d)
+            wide.append(d)
+        elif d == 1:  # [1] -> [r]: no new axis needed
+            view.append(1)
+            wide.append(r)
+        else:
+            view += [1, d]
+            wide += [r, d]
+        kept_run = r == 1
+    x_view = _reshape_int(cx, node, x_int, view, "new_axes")
+    b = _broadcast_to(cx, node, x_view, wide, None)
+    _reshape_int(cx, node, b, cx.shape(out), "merge_axes", out)
+
+
 @RULES.register()
 def Slice(cx, node):
     x = node.inputs[0]
@@ -877,12 +950,14 @@ def Where(cx, node):
 @RULES.register()
 def Gather(cx, node):
     """GATHER of an int8 activation along one axis by constant indices (negative ones count from the
-    end, as ONNX allows and TFLite does not): the output keeps the data's parameters."""
+    end, as ONNX allows and TFLite does not): the output keeps the data's parameters. A constant
+    table indexed at run time is an embedding (:func:`_embedding`)."""
     data, indices = node.inputs[:2]
     idx = cx.constant(indices)
-    if cx.constant(data) is not None:
-        raise _fail(node, "gathering from a constant table (an embedding) by run-time indices needs integer "
-                          "graph inputs, which intq does not convert yet; fold the lookup or feed the embedded values")
+    table = cx.constant(data)
+    if table is not None and idx is None:
+        _embedding(cx, node, table)
+        return
     if idx is None:
         raise _fail(node, "the indices must be constants (intq's integer graphs have static shapes)")
     v = cx.value(data)
@@ -901,6 +976,22 @@ def Gather(cx, node):
     out_perm = perm if idx.ndim == 1 else identity(len(cx.shape(node.outputs[0])))
     y = cx.output_tensor(node.outputs[0], out_perm, cx.tensors[x_int].qparams)
     cx.emit("GATHER", node.name, [x_int, idx_c], [y], {"axis": int_axis, "batch_dims": 0})
+
+
+def _embedding(cx: ConversionContext, node: Node, table: np.ndarray) -> None:
+    """An embedding lookup: GATHER rows of a constant table (int8, per tensor, its own range) by
+    run-time int32 indices (an integer graph input, or ARG_MAX's output); the output keeps the
+    table's parameters. Both runtimes fail on an index outside the table, and so does intq."""
+    indices = node.inputs[1]
+    v = cx.value(indices)
+    if cx.tensors[v.name].qparams is not None or not np.issubdtype(cx.tensors[v.name].dtype, np.integer):
+        raise _fail(node, f"the indices {indices!r} are not integers in the integer graph")
+    rank = table.ndim
+    axis = int(node.attrs.get("axis", 0)) % rank
+    t = _constant_operand(cx, node, table, rank, identity(rank), "table")
+    y = cx.output_tensor(node.outputs[0], identity(len(cx.shape(node.outputs[0]))), cx.tensors[t].qparams)
+    cx.emit("GATHER", node.name, [t, cx.value_as(indices, identity(len(cx.shape(indices))))], [y],
+            {"axis": axis, "batch_dims": 0})
 
 
 @RULES.register()

@@ -28,6 +28,7 @@ OPTIONS: dict[str, str | None] = {
     "AVERAGE_POOL_2D": "Pool2DOptions",
     "BATCH_MATMUL": "BatchMatMulOptions",
     "BATCH_TO_SPACE_ND": "BatchToSpaceNDOptions",
+    "BROADCAST_TO": None,
     "CONCATENATION": "ConcatenationOptions",
     "CONV_2D": "Conv2DOptions",
     "DEPTH_TO_SPACE": "DepthToSpaceOptions",

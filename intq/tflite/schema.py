@@ -58,7 +58,7 @@ _BUILTIN_NAMES: dict[int, str] = {code: name for name, code in _BUILTIN_OPS.item
 #: kernels for are listed (DIV has options but no integer kernel).
 MAX_VERSION: dict[str, int] = {
     "ADD": 5, "ARG_MAX": 3, "ARG_MIN": 3, "AVERAGE_POOL_2D": 3, "BATCH_MATMUL": 4,
-    "BATCH_TO_SPACE_ND": 4, "CONCATENATION": 4, "CONV_2D": 8, "DEPTH_TO_SPACE": 2,
+    "BATCH_TO_SPACE_ND": 4, "BROADCAST_TO": 3, "CONCATENATION": 4, "CONV_2D": 8, "DEPTH_TO_SPACE": 2,
     "DEPTHWISE_CONV_2D": 7, "DEQUANTIZE": 6, "DIV": 2, "EQUAL": 5, "FULLY_CONNECTED": 13, "GATHER": 7,
     "GREATER": 2, "GREATER_EQUAL": 3, "HARD_SWISH": 1, "L2_NORMALIZATION": 2, "LEAKY_RELU": 2,
     "LESS": 3, "LESS_EQUAL": 2, "LOG_SOFTMAX": 2, "LOGISTIC": 3, "MAX_POOL_2D": 3, "MAXIMUM": 4,
@@ -68,6 +68,10 @@ MAX_VERSION: dict[str, int] = {
     "SOFTMAX": 3, "SPACE_TO_BATCH_ND": 4, "SPACE_TO_DEPTH": 2, "SPLIT": 4, "SPLIT_V": 2, "SQUEEZE": 2,
     "STRIDED_SLICE": 8, "SUB": 5, "SUM": 2, "TANH": 3, "TRANSPOSE": 7, "TRANSPOSE_CONV": 5,
 }
+
+#: Builtin operator -> the version intq writes when it is not 1: LiteRT registers these from a
+#: later version only (register.cc: BROADCAST_TO from 2; TFLM ignores versions).
+MIN_VERSION: dict[str, int] = {"BROADCAST_TO": 2}
 
 
 def is_tflite_bytes(data: bytes) -> bool:

@@ -204,3 +204,62 @@ def test_lstm_unrolls_into_int8_builtins(direction):
     ops = [n.op_type for n in qg.nodes]
     assert ops.count("FULLY_CONNECTED") == dirs * (2 * steps - 1) and "LSTM" not in ops  # h0 @ R^T: a constant and ops.count("LOGISTIC") >= 3 * steps
     _assert_every_tensor_equals_both_runtimes(qg, data[4:])
+
+
+def test_squeeze_excite_bias_add_folds_into_the_conv_bias():
+    """A bias-less Conv followed by Add of a per-channel constant: no int8 ADD, the constant is the
+    int32 bias (a nonzero one), every tensor equal to both runtimes."""
+    rng = np.random.default_rng(9)
+    inits = {"w": (rng.standard_normal((6, 3, 3, 3)) * 0.3).astype(np.float32),
+             "c": (rng.standard_normal((6, 1, 1)) * 0.5).astype(np.float32)}
+    nodes = [helper.make_node("Conv", ["x", "w"], ["a"], pads=[1, 1, 1, 1]), helper.make_node("Add", ["a", "c"], ["s"]),
+             helper.make_node("Relu", ["s"], ["y"])]
+    data = [rng.standard_normal((1, 3, 5, 4)).astype(np.float32) for _ in range(6)]
+    qg = quantize(_model(nodes, inits, (1, 3, 5, 4), ["y"]), data[:4])
+    ops = [n.op_type for n in qg.nodes]
+    assert "ADD" not in ops
+    conv = next(n for n in qg.nodes if n.op_type == "CONV_2D")
+    assert np.count_nonzero(qg.tensors[conv.inputs[2]].data) == 6 and conv.attrs["fused_activation_function"] == "RELU"
+    _assert_every_tensor_equals_both_runtimes(qg, data[4:])
+
+
+def test_expand_and_tile_become_broadcast_to():
+    """Expand (a per-channel vector to a feature map) and Tile (repeats on two axes) as BROADCAST_TO
+    with RESHAPE views, equal to both runtimes; the values are copied exactly."""
+    rng = np.random.default_rng(10)
+    nodes, inits, shape = _conv_head(rng)  # c: [1, 6, 5, 4]
+    inits.update({"axes": np.asarray([2, 3], np.int64), "shape": np.asarray([1, 6, 3, 4], np.int64),
+                  "reps": np.asarray([2, 1, 1, 3], np.int64)})
+    nodes += [helper.make_node("ReduceMean", ["c", "axes"], ["m"], keepdims=1),  # [1, 6, 1, 1]
+              helper.make_node("Expand", ["m", "shape"], ["e"]),                  # [1, 6, 3, 4]
+              helper.make_node("Tile", ["c", "reps"], ["t"])]                     # [2, 6, 5, 12]
+    data = [rng.standard_normal((1, *shape[1:])).astype(np.float32) for _ in range(6)]
+    model = _model(nodes, inits, shape, ["e", "t"], opset=17)
+    qg = quantize(model, data[:4])
+    assert [n.op_type for n in qg.nodes].count("BROADCAST_TO") == 2
+    _assert_every_tensor_equals_both_runtimes(qg, data[4:])
+    f, q = intq.Interpreter(intq.load(model)).run({"x": data[5]}), intq.Interpreter(qg).run({"x": data[5]})
+    for name in ("e", "t"):
+        assert q[name].shape == f[name].shape
+        assert np.max(np.abs(q[name] - f[name])) < 0.05 * np.max(np.abs(f[name]))
+
+
+def test_embedding_lookup_gathers_from_an_int8_table():
+    """Gather from a constant table by run-time ids (int64 in ONNX): an int32 graph input and a GATHER
+    of the int8 table, every tensor equal to both runtimes; ids outside the table fail in all three."""
+    rng = np.random.default_rng(12)
+    inits = {"table": (rng.standard_normal((20, 8)) * 0.7).astype(np.float32),
+             "w": (rng.standard_normal((8, 5)) * 0.3).astype(np.float32)}
+    nodes = [helper.make_node("Gather", ["table", "ids"], ["e"], axis=0), helper.make_node("MatMul", ["e", "w"], ["y"])]
+    ids_in = helper.make_tensor_value_info("ids", TensorProto.INT64, [1, 6])
+    graph = helper.make_graph(nodes, "embed", [ids_in], [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              [numpy_helper.from_array(v, k) for k, v in inits.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    data = [rng.integers(0, 20, (1, 6)).astype(np.int64) for _ in range(18)]
+    qg = quantize(model, data[:16])  # every id is seen: the output range is the table's reach
+    assert qg.tensors["ids"].dtype == np.int32 and "GATHER" in [n.op_type for n in qg.nodes]
+    _assert_every_tensor_equals_both_runtimes(qg, [d.astype(np.int32) for d in data[16:]])
+    f, q = intq.Interpreter(intq.load(model)).run({"ids": data[17]}), intq.Interpreter(qg).run({"ids": data[17]})
+    assert np.max(np.abs(q["y"] - f["y"])) < 0.05 * np.max(np.abs(f["y"]))
+    with pytest.raises(intq.errors.IntqError, match="indices must lie in \\[0, 20\\)"):
+        intq.Interpreter(qg).run({"ids": np.full((1, 6), 20, np.int64)})
