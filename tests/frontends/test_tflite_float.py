@@ -74,3 +74,28 @@ def test_mediapipe_transpose_conv_bias_reads_as_its_source_documents():
     mine = it.tensors()["segment"]
     assert mine.shape == theirs["segment"].shape == (1, 256, 256, 1)
     assert np.max(np.abs(mine - theirs["segment"])) <= 1e-5 * np.max(np.abs(theirs["segment"]))
+
+
+def test_int8_file_with_float_islands_runs_bit_exact():
+    """The TensorFlow converter's "int8" model with float islands (DEQUANTIZE -> SQUARE -> SIN ->
+    QUANTIZE, DEQUANTIZE -> COS -> QUANTIZE): the islands run as intq's float ops (SQUARE = f * f, SIN
+    and COS the C library's sinf / cosf, as LiteRT's and TFLM's float kernels), the rest on the int8
+    kernels. Every tensor, float or integer, equals both runtimes on 24 inputs."""
+    path = Path(__file__).resolve().parents[1] / "fixtures" / "tflite" / "float_islands_int8.tflite"
+    g = intq.load(path)
+    assert {"Mul", "Sin", "Cos"} <= {n.op_type for n in g.nodes} and "CONV_2D" in {n.op_type for n in g.nodes}
+    blob = path.read_bytes()
+    rng = np.random.default_rng(4)
+    floats = 0
+    for _ in range(24):
+        x = rng.uniform(0, 1, (1, 8, 8, 3)).astype(np.float32)
+        for target, oracle in (("litert-ref", run_litert), ("tflite", run_tflm)):
+            theirs = oracle(blob, [x])["tensors"]
+            it = intq.Interpreter(g, target=target)
+            it.run({g.inputs[0]: x})
+            mine = it.tensors()
+            assert set(mine) <= set(theirs)
+            bad = [k for k, v in mine.items() if not np.array_equal(v, theirs[k])]
+            assert not bad, f"[{target}] {bad}"
+            floats += sum(v.dtype == np.float32 for v in mine.values())
+    assert floats >= 24 * 2 * 5  # input, the island tensors, the output

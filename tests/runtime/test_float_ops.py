@@ -654,3 +654,23 @@ def test_consecutive_depthwise_1x1_results_do_not_alias_the_scratch_buffer():
     expected = x * w1.reshape(1, 8, 1, 1)
     Conv(y1 + 1, w2, **kw)
     np.testing.assert_array_equal(y1, expected)
+
+
+@pytest.mark.parametrize("op,c_name", [("Sin", "sinf"), ("Cos", "cosf"), ("Exp", "expf"), ("Log", "logf")])
+def test_float32_transcendentals_are_the_c_librarys(op, c_name, rng):
+    """float32 Sin/Cos/Exp/Log equal the C math library's float functions bit for bit, as LiteRT's and
+    TFLite Micro's float kernels (std::sin(float)...) compute them (float islands of .tflite files)."""
+    import ctypes
+
+    from intq.kernels._fixedpoint_lut import c_math_library
+
+    lib = c_math_library()
+    if lib is None:
+        pytest.skip("no loadable C math library")
+    fn = getattr(lib, c_name)
+    fn.restype, fn.argtypes = ctypes.c_float, [ctypes.c_float]
+    x = np.concatenate([rng.uniform(-40, 40, 4000), rng.uniform(0, 2e-3, 500), [0.0, 1.0, 88.5, -0.0]]).astype(np.float32)
+    with np.errstate(all="ignore"):
+        got = FLOAT_OPS[op](x.reshape(8, -1))[0].reshape(-1)
+    want = np.array([fn(float(v)) for v in x], np.float32)
+    np.testing.assert_array_equal(got, want)
