@@ -214,3 +214,53 @@ def test_sum_float32_both_targets():
                                 [tensor("y", out, scale=s_out, zero_point=zo)], {"keep_dims": keep})
         x = rng.integers(-128, 128, shape).astype(np.int8)
         assert_matches_oracles(graph, {"x": x}, targets=("litert-ref",), context=f"SUM {i}")
+
+
+#: (input scale, zero point, beta, row) where LiteRT's optimized float32 SOFTMAX / LOG_SOFTMAX
+#: differ from the fixed-point reference kernel (tools/probe_litert_rounding.py softmax: about 1
+#: random model in 4,000 for SOFTMAX, 1 in 1,500 for LOG_SOFTMAX); the first SOFTMAX row is the
+#: one found in a TensorFlow-converter CNN (126 at index 7 where the reference gives 125)
+FLOAT_SOFTMAX_ROWS = {
+    "SOFTMAX": [
+        (0.2359921932220459, 6, 1.0, [-91, 7, 11, 26, 13, -59, -3, 46, 9, -56]),
+        (0.21321292221546173, -85, 1.0, [68, -76, -69, -117, 77, 81, 118, -105, 92, 123, -94, -52]),
+        (0.07747307419776917, 35, 1.0, [36, 7, -86, -115]),
+        (0.08250770717859268, -14, 1.0, [-88, -37, -43, -121]),
+        (0.07736910134553909, -33, 2.0, [-25, -7, -116, -26, -75, 74, -67, -105, -17, 57, -112, 73, -62, 4, 98,
+                                         -26, -105]),
+        (0.06891530007123947, 19, 0.5, [12, 107, 28, -42, 98, 127, -49, 89]),
+        (0.09408841282129288, 60, 2.6557159423828125, [-43, -54, -98, 122, 112, -19, 20, 89, -37]),
+        (1.0711915493011475, -57, 0.5, [-19, -27, -74, 32, -87, -93, 89, -40, 105, 115, -113, -111, 23, -64, -79,
+                                        5, 64, 113, -119, 109, 88, 44, 81, -16, 87, -92, -88, 41, -1, 70, -41,
+                                        -46, -24, -91, -34, -89, -86]),
+    ],
+    "LOG_SOFTMAX": [
+        (0.10643353313207626, 1, 1.0, [-32, 89, -110, -116, -39, 101, 6, -41, -114, -44, -77, -39, -47, -48, 44,
+                                       53, -87, -7, -22, -49, -116, -108, 49]),
+        (0.04218263551592827, -3, 1.0, [57, 54, -9, -108, 40, -55, 106, -47, 33, -62, 104, 71, -110, 19, -47,
+                                        -112, 98]),
+        (0.1262689232826233, 101, 1.0, [35, -72, -24, 21, -121, -80, 66, -86, -8, -4, -59, -90, -15, 41, -77, -88,
+                                        -39, -101, -124, -20, 40, -83]),
+        (0.14422203600406647, 30, 1.0, [-121, -125, -62, 88, 29, -66, -103, -86, 97, 88, -36, 28, -115, -86, -89,
+                                        87, 57, -101, 35, -22]),
+        (0.2512444853782654, 85, 1.0, [-82, 0, 40, -9, 69, 125, 26, -75, 90, -124, 22, 64, -96, 62, -105, -110,
+                                       -14, -16, 2, 95, -8, -70, 85, -100, 43, -2, -87, -70, 25, 31, -58, -10,
+                                       -85, -11, -22, 107, -66, 29, 70]),
+    ],
+}
+
+
+@pytest.mark.parametrize("op", sorted(FLOAT_SOFTMAX_ROWS))
+def test_softmax_float32_path_where_it_differs_from_the_reference(op):
+    """LiteRT's optimized int8 SOFTMAX / LOG_SOFTMAX (float32 table, sum, reciprocal or log; the
+    ``litert-opt`` and ``xnnpack`` targets) on rows where their result differs from the fixed-point
+    reference kernel's: each runtime matched, and the two targets really disagree there."""
+    out = {"SOFTMAX": (1 / 256, -128), "LOG_SOFTMAX": (16 / 256, 127)}[op]
+    for s, zp, beta, row in FLOAT_SOFTMAX_ROWS[op]:
+        x = np.array([row], np.int8)
+        graph = single_op_graph(op, [tensor("x", x.shape, scale=s, zero_point=zp)],
+                                [tensor("y", x.shape, scale=out[0], zero_point=out[1])],
+                                {"beta": beta} if op == "SOFTMAX" else None)
+        got = assert_matches_oracles(graph, {"x": x}, targets=("litert-ref", *OPT), context=f"{op} s={s} zp={zp}",
+                                     optimized=False)
+        assert not np.array_equal(got["litert-ref"]["y"], got["litert-opt"]["y"]), (op, s, zp, row)
