@@ -264,3 +264,43 @@ def test_softmax_float32_path_where_it_differs_from_the_reference(op):
         got = assert_matches_oracles(graph, {"x": x}, targets=("litert-ref", *OPT), context=f"{op} s={s} zp={zp}",
                                      optimized=False)
         assert not np.array_equal(got["litert-ref"]["y"], got["litert-opt"]["y"]), (op, s, zp, row)
+
+
+def _transpose_conv_ties(per_channel: bool, act: str, kernel: int, stride: int, padding: str):
+    """A tie-heavy TRANSPOSE_CONV: unit weights, ``s_in = s_out = 1``, ``M = s_w`` with few significant
+    bits, 11 output channels (8 vector channels and a 3-channel scalar tail in LiteRT's optimized
+    output stage); the accumulators (sums of up to ``ceil(kernel / stride)^2`` inputs plus a bias)
+    land on exact ties of the right shift."""
+    s_w = np.array([0.75, 0.5, 0.25, 0.125, 3 / 16, 5 / 32, 7 / 64, 9 / 16, 3 / 8, 3 / 32, 11 / 1024], np.float32)
+    c = s_w.size
+    scales, axis = (s_w, 0) if per_channel else (s_w[:1], None)
+    h = 4
+    out_hw = h * stride if padding == "SAME" else (h - 1) * stride + kernel
+    bias = ((np.arange(c) - c // 2) * 37).astype(np.int32)
+    graph = single_op_graph("TRANSPOSE_CONV", [
+        tensor("output_shape", None, np.int32, data=np.array([1, out_hw, out_hw, c], np.int32)),
+        tensor("w", None, data=np.ones((c, kernel, kernel, 1), np.int8), scale=scales, axis=axis, narrow=True),
+        tensor("x", (1, h, h, 1), scale=1.0, zero_point=0),
+        tensor("b", None, np.int32, data=bias, scale=scales, axis=axis)],
+        [tensor("y", (1, out_hw, out_hw, c), scale=1.0, zero_point=0)],
+        {"padding": padding, "stride_h": stride, "stride_w": stride, "fused_activation_function": act})
+    return graph
+
+
+def test_transpose_conv_ties_follow_each_target():
+    """LiteRT's optimized TRANSPOSE_CONV (reference accumulators; channels [0, 8 floor(C/8)) rounded
+    half up, the rest half away) and XNNPACK's (float32, half to even; SAME with a kernel smaller
+    than the stride declined, then LiteRT's optimized kernel) on tie-heavy layers: each target
+    equals its runtime, and the targets really differ there."""
+    rng = np.random.default_rng(19)
+    differ = {"litert-opt": 0, "xnnpack": 0}
+    for per_channel in (True, False):
+        for act in ("NONE", "RELU", "RELU6", "RELU_N1_TO_1"):
+            for kernel, stride, padding in ((3, 2, "SAME"), (2, 2, "VALID"), (1, 2, "SAME"), (3, 1, "SAME")):
+                graph = _transpose_conv_ties(per_channel, act, kernel, stride, padding)
+                x = rng.integers(-128, 128, (1, 4, 4, 1)).astype(np.int8)
+                got = assert_matches_oracles(graph, {"x": x}, targets=("litert-ref", *OPT), optimized=False,
+                                             context=f"TRANSPOSE_CONV ties k={kernel} s={stride} {padding} {act}")
+                for t in differ:
+                    differ[t] += not np.array_equal(got["litert-ref"]["y"], got[t]["y"])
+    assert differ["litert-opt"] >= 5 and differ["xnnpack"] >= 15, differ  # measured: 6 and 20 of 32
