@@ -117,10 +117,7 @@ _OPT_NOT_EMULATED: dict[str, str] = {}
 
 #: What the XNNPACK delegate takes and computes its own way, measured and not emulated yet. Other
 #: ops XNNPACK takes (data movement, pooling maxima, CONCATENATION, ...) move int8 values unchanged.
-_XNNPACK_NOT_EMULATED = {
-    **_OPT_NOT_EMULATED,
-    "RESIZE_BILINEAR": "XNNPACK's qs8 bilinear resize uses 11-bit fixed-point interpolation weights",
-}
+_XNNPACK_NOT_EMULATED: dict[str, str] = {**_OPT_NOT_EMULATED}
 
 TARGETS: dict[str, Target] = {
     "tflite": Target("tflite", "TensorFlow Lite for Microcontrollers (reference kernels)", Runtime.TFLM),

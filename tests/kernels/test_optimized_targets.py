@@ -346,3 +346,36 @@ def test_xnnpack_reduce_folds_the_input_zero_point_in_float(op):
                                     [tensor("y", out, scale=s_out, zero_point=zo)], {"keep_dims": False})
             assert_matches_oracles(graph, {"x": x}, targets=("xnnpack",), optimized=False,
                                    context=f"{op} axis={axis} s_in={s_in} N={n} sum={total}")
+
+
+def test_resize_bilinear_xnnpack_eleven_bit_weights():
+    """XNNPACK's int8 RESIZE_BILINEAR (11-bit weights from float32 coordinates, ``(acc + 2^21) >> 22``)
+    on 123 random geometries — up- and downscales, every coordinate mode, tiny inputs upscaled far
+    (which LiteRT's reference kernel cannot run, XNNPACK can) — against LiteRT's XNNPACK; the
+    reference's 10-bit interpolation gives different values on many of them."""
+    import intq
+
+    rng = np.random.default_rng(20)
+    differ = beyond_reference = 0
+    for i in range(123):
+        n, h, w, c = 1 + i % 2, int(rng.integers(1, 9)), int(rng.integers(1, 9)), int(rng.integers(1, 5))
+        out_h, out_w = (int(v) for v in rng.integers(1, 24, size=2))
+        if i >= 120:  # one pixel stretched to 70: the reference's integer coordinate passes the image
+            h, w, out_h, out_w = 1, 1, 1, 70
+        mode = i % 3  # align_corners / half_pixel_centers / legacy (neither)
+        attrs = {"align_corners": mode == 0, "half_pixel_centers": mode == 1}
+        s, zp = float(np.float32(10 ** rng.uniform(-2, 0))), int(rng.integers(-128, 128))
+        graph = single_op_graph("RESIZE_BILINEAR", [tensor("x", (n, h, w, c), scale=s, zero_point=zp),
+                                                    tensor("size", None, np.int32, data=np.array([out_h, out_w], np.int32))],
+                                [tensor("y", (n, out_h, out_w, c), scale=s, zero_point=zp)], attrs)
+        x = rng.integers(-128, 128, (n, h, w, c)).astype(np.int8)
+        got = assert_matches_oracles(graph, {"x": x}, targets=("xnnpack",), optimized=False,
+                                     context=f"RESIZE_BILINEAR {i} {(h, w)}->{(out_h, out_w)} {attrs}")
+        try:
+            reference = intq.Interpreter(graph, target="litert-ref")
+        except KernelError:  # the reference kernel would read outside the image
+            beyond_reference += 1
+            continue
+        reference.run({"x": x})
+        differ += not np.array_equal(reference.tensors()["y"], got["xnnpack"]["y"])
+    assert differ >= 80 and beyond_reference >= 1, (differ, beyond_reference)  # measured: 106 and 1
