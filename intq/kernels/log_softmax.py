@@ -82,7 +82,7 @@ def prepare(ctx: KernelContext) -> LogSoftmaxParams | OptimizedLogSoftmaxParams:
         return OptimizedLogSoftmaxParams(int(ctx.outputs[0].shape[-1]), fp.optimized_softmax_table(in_qp.tensor_scale, 1.0),
                                          np.float32(in_qp.tensor_scale), np.float32(out_qp.tensor_scale))
     fp.runtime_for(ctx)  # TFLM and LiteRT BUILTIN_REF compute the same function
-    scaling = fp.softmax_scaling(ctx, 1.0, float(in_qp.scale[0]))
+    scaling = fp.softmax_scaling(ctx, 1.0, in_qp.tensor_scale)
     reverse_multiplier, reverse_shift = fp.log_softmax_reverse_scaling(ctx, scaling)
     d = np.arange(256, dtype=np.int64)
     used = d <= -scaling.diff_min

@@ -93,7 +93,7 @@ def prepare(ctx: KernelContext) -> SoftmaxParams | OptimizedSoftmaxParams:
         return OptimizedSoftmaxParams(int(ctx.outputs[0].shape[-1]), fp.optimized_softmax_table(in_qp.tensor_scale, beta),
                                       np.float32(out_qp.tensor_scale), out_qp.tensor_zero_point)
     fp.runtime_for(ctx)  # TFLM and LiteRT BUILTIN_REF share reference_ops::Softmax
-    scaling = fp.softmax_scaling(ctx, beta, float(in_qp.scale[0]))
+    scaling = fp.softmax_scaling(ctx, beta, in_qp.tensor_scale)
     exp_q0, exp_q12 = exp_tables(scaling)
     return SoftmaxParams(ctx.node.name, int(ctx.outputs[0].shape[-1]), -scaling.diff_min, exp_q0, exp_q12, scaling)
 
