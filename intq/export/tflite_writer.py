@@ -14,9 +14,9 @@ both (:mod:`intq.frontends.from_tflite`). The flatbuffer itself is written by
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 from intq.errors import IntqError
+from intq.files import write_file
 from intq.ir import Graph
 from intq.tflite import metadata
 from intq.tflite.builder import TfliteModelBuilder
@@ -55,13 +55,8 @@ def to_tflite_bytes(graph: Graph, description: str = "intq") -> bytes:
 
 def export_tflite(graph: Graph, path: str | os.PathLike | None = None, *, overwrite: bool = False) -> bytes:
     """Write ``graph`` to ``path`` (if given) and return the bytes. An existing file is kept unless
-    ``overwrite``; the file is written atomically."""
+    ``overwrite``; the file is written atomically (:func:`intq.files.write_file`)."""
     data = to_tflite_bytes(graph)
     if path is not None:
-        path = Path(path)
-        if path.exists() and not overwrite:
-            raise IntqError(f"{path} exists; pass overwrite=True to replace it")
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_bytes(data)
-        tmp.replace(path)
+        write_file(path, data, overwrite=overwrite)
     return data
