@@ -72,6 +72,12 @@ def _smaller_than_one(ctx: KernelContext, real: float, what: str) -> tuple[int, 
 
 @kernel(OP, INT16)
 def prepare(ctx: KernelContext) -> Add16x8Params:
+    return prepare_add_sub(ctx, subtract=False)
+
+
+def prepare_add_sub(ctx: KernelContext, subtract: bool) -> Add16x8Params:
+    """ADD's parameters (module docstring), or SUB's (:mod:`intq.kernels.int16x8.sub`: the same
+    rescales, the difference in place of the sum; LiteRT's power-of-two SUB broadcasts)."""
     runtime = reference_runtime(ctx)
     qa, qb, qy, shape = binary_int16(ctx)
     sa, sb = tuple(ctx.input(0).shape), tuple(ctx.input(1).shape)
@@ -81,10 +87,10 @@ def prepare(ctx: KernelContext) -> Add16x8Params:
         if all(ok for ok, _ in logs):
             ka, kb = logs[0][1] - logs[2][1], logs[1][1] - logs[2][1]
             if not ((ka == 0 or kb == 0) and ka <= 0 and kb <= 0):
-                raise ctx.error(f"LiteRT's power-of-two int16 ADD (pot_scale_int16) needs one input at the output's "
-                                f"scale and the other at most as large (log2 ratios {ka}, {kb}); LiteRT refuses this "
-                                f"model. Set pot_scale_int16 to false for the general path")
-            if sa != sb:
+                raise ctx.error(f"LiteRT's power-of-two int16 {ctx.op} (pot_scale_int16) needs one input at the "
+                                f"output's scale and the other at most as large (log2 ratios {ka}, {kb}); LiteRT "
+                                f"refuses this model. Set pot_scale_int16 to false for the general path")
+            if sa != sb and not subtract:
                 raise ctx.error(f"LiteRT's power-of-two int16 ADD (pot_scale_int16) does not broadcast (inputs "
                                 f"{list(sa)} and {list(sb)}: LiteRT aborts, measured); set pot_scale_int16 to false")
             return Add16x8Params(True, 0, -ka, 0, -kb, 0, 0, lo, hi, shape)
@@ -97,14 +103,17 @@ def prepare(ctx: KernelContext) -> Add16x8Params:
 
 
 def run(p: Add16x8Params, a, b):
+    return (combine(p, a, b, 1),)
+
+
+def combine(p: Add16x8Params, a, b, sign: int) -> np.ndarray:
+    """``a + sign * b`` on the common grid (ADD: ``sign = 1``; SUB: -1), requantized and clamped."""
     a64, b64 = a.astype(np.int64), b.astype(np.int64)
     if p.pot:  # p.shift_a / p.shift_b are right shifts here; one of them is 0
-        if p.shift_a == 0:
-            total = a64 + rdbp(b64, p.shift_b)
-        else:
-            total = b64 + rdbp(a64, p.shift_a)
-        y = np.clip(total, INT16_MIN, INT16_MAX)  # gemmlowp SaturatingAdd on int16
+        total = rdbp(a64, p.shift_a) + sign * rdbp(b64, p.shift_b)  # RDBPOT by 0 is the identity
+        y = np.clip(total, INT16_MIN, INT16_MAX)  # ADD: gemmlowp SaturatingAdd on int16 (SUB: no effect)
     else:
-        scaled = mbqm(a64 << LEFT_SHIFT, p.multiplier_a, p.shift_a) + mbqm(b64 << LEFT_SHIFT, p.multiplier_b, p.shift_b)
+        scaled = (mbqm(a64 << LEFT_SHIFT, p.multiplier_a, p.shift_a)
+                  + sign * mbqm(b64 << LEFT_SHIFT, p.multiplier_b, p.shift_b))
         y = mbqm(scaled, p.multiplier_out, p.shift_out)  # |scaled| <= 2^30
-    return (np.broadcast_to(np.clip(y, p.act_min, p.act_max), p.out_shape).astype(np.int16),)
+    return np.broadcast_to(np.clip(y, p.act_min, p.act_max), p.out_shape).astype(np.int16)
