@@ -23,6 +23,17 @@ such path: its ``add_common.cc`` always prepares the general one (``left_shift =
 — the targets differ here.
 
 Contract: int16 per tensor, zero point 0 everywhere (both runtimes check it).
+
+``litert-opt`` and ``xnnpack`` (XNNPACK takes no int16 tensor; measured, explained from
+``optimized_integer_ops::AddElementwiseInt16``, built without ``__AVX2__`` on x86_64, so its NEON
+code through NEON_2_SSE): with general scales and equal input shapes, the flattened elements
+``[0, 16 floor(n/16))`` rescale each input with **one** rounding, ``SRDHM(x << (15 + shift_i),
+m_i)`` (``vshlq_s32`` by the combined shift — a negative one truncates — then ``vqrdmulhq``;
+the reference rounds twice), then the sum as the reference (``vqrdmulhq``, gemmlowp's
+RoundingDivideByPOT), the clamp and a saturating narrow; the last ``n mod 16`` elements are the
+reference arithmetic (:class:`OptimizedAdd16x8Params`). Broadcasting ADDs
+(``BroadcastAdd6DSlow``) and the power-of-two path run the reference under every resolver. The
+int8 kernel's vector part is the same idea (:mod:`intq.kernels.add`).
 """
 
 from __future__ import annotations
@@ -32,8 +43,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from intq.kernels.base import INT16, KernelContext, kernel
-from intq.kernels.int16x8._common import INT16_MAX, INT16_MIN, fused_activation_range, binary_int16, reference_runtime, scale64
-from intq.qmath.raw import mbqm, rdbp
+from intq.kernels.int16x8._common import INT16_MAX, INT16_MIN, fused_activation_range, binary_int16, runtime_16x8, scale64
+from intq.qmath.raw import mbqm, rdbp, srdhm
 from intq.kernels.targets import Runtime
 from intq.qmath import quantize_multiplier
 
@@ -53,6 +64,17 @@ class Add16x8Params:
     act_min: int
     act_max: int
     out_shape: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class OptimizedAdd16x8Params(Add16x8Params):
+    """LiteRT's optimized general int16 ADD on equal shapes (module docstring): the vector code's
+    one-rounding input rescale on the first ``vector_elements`` flat elements, the reference after."""
+
+    vector_elements: int  # 16 floor(n / 16)
+
+
+VECTOR_BLOCK = 16  # AddElementwiseInt16: 16 int16 values per step
 
 
 def checked_log2(scale) -> tuple[bool, int]:
@@ -78,7 +100,7 @@ def prepare(ctx: KernelContext) -> Add16x8Params:
 def prepare_add_sub(ctx: KernelContext, subtract: bool) -> Add16x8Params:
     """ADD's parameters (module docstring), or SUB's (:mod:`intq.kernels.int16x8.sub`: the same
     rescales, the difference in place of the sum; LiteRT's power-of-two SUB broadcasts)."""
-    runtime = reference_runtime(ctx)
+    runtime = runtime_16x8(ctx)
     qa, qb, qy, shape = binary_int16(ctx)
     sa, sb = tuple(ctx.input(0).shape), tuple(ctx.input(1).shape)
     lo, hi = fused_activation_range(ctx, qy)
@@ -99,15 +121,42 @@ def prepare_add_sub(ctx: KernelContext, subtract: bool) -> Add16x8Params:
     ma, sha = _smaller_than_one(ctx, s_a / twice_max, "input 0")
     mb, shb = _smaller_than_one(ctx, s_b / twice_max, "input 1")
     mo, sho = _smaller_than_one(ctx, twice_max / (float(1 << LEFT_SHIFT) * s_y), "output")
+    if ctx.target.optimized and not subtract and sa == sb:  # LiteRT's AddElementwiseInt16
+        n = int(np.prod(shape))
+        return OptimizedAdd16x8Params(False, ma, sha, mb, shb, mo, sho, lo, hi, shape,
+                                      n - n % VECTOR_BLOCK)
     return Add16x8Params(False, ma, sha, mb, shb, mo, sho, lo, hi, shape)
 
 
-def run(p: Add16x8Params, a, b):
-    return (combine(p, a, b, 1),)
+def run(p: Add16x8Params | OptimizedAdd16x8Params, a, b):
+    if isinstance(p, OptimizedAdd16x8Params):
+        return (_optimized_add(p, a.reshape(-1), b.reshape(-1)).reshape(p.out_shape),)
+    return (np.broadcast_to(combine(p, a, b, 1), p.out_shape),)
+
+
+def _optimized_add(p: OptimizedAdd16x8Params, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """AddElementwiseInt16 on flat equal-shape operands: the vector head, the reference tail."""
+    cut = p.vector_elements
+    head = _vector_rescale(a[:cut], p.multiplier_a, p.shift_a) + _vector_rescale(b[:cut], p.multiplier_b, p.shift_b)
+    y = rdbp(srdhm(head, p.multiplier_out), -p.shift_out)  # vqrdmulhq, RoundingDivideByPOT; |head| <= 2^30
+    out = np.empty(a.size, np.int16)
+    out[:cut] = np.clip(y, p.act_min, p.act_max)  # the clamp, then vqmovn_s32 (no effect inside int16)
+    out[cut:] = combine(p, a[cut:], b[cut:], 1)  # the scalar loop: the reference arithmetic
+    return out
+
+
+def _vector_rescale(x: np.ndarray, multiplier: int, shift: int) -> np.ndarray:
+    """``SRDHM(x << (15 + shift), m)``: ``vshlq_s32`` by the combined shift (a negative one shifts
+    right, truncating), then ``vqrdmulhq`` — one rounding where the reference has two."""
+    v = x.astype(np.int64)
+    combined = LEFT_SHIFT + shift
+    v = v << combined if combined >= 0 else v >> -combined
+    return srdhm(v, multiplier)
 
 
 def combine(p: Add16x8Params, a, b, sign: int) -> np.ndarray:
-    """``a + sign * b`` on the common grid (ADD: ``sign = 1``; SUB: -1), requantized and clamped."""
+    """``a + sign * b`` on the common grid (ADD: ``sign = 1``; SUB: -1), requantized and clamped, in
+    the reference arithmetic (numpy broadcasting of ``a`` and ``b``)."""
     a64, b64 = a.astype(np.int64), b.astype(np.int64)
     if p.pot:  # p.shift_a / p.shift_b are right shifts here; one of them is 0
         total = rdbp(a64, p.shift_a) + sign * rdbp(b64, p.shift_b)  # RDBPOT by 0 is the identity
@@ -116,4 +165,4 @@ def combine(p: Add16x8Params, a, b, sign: int) -> np.ndarray:
         scaled = (mbqm(a64 << LEFT_SHIFT, p.multiplier_a, p.shift_a)
                   + sign * mbqm(b64 << LEFT_SHIFT, p.multiplier_b, p.shift_b))
         y = mbqm(scaled, p.multiplier_out, p.shift_out)  # |scaled| <= 2^30
-    return np.broadcast_to(np.clip(y, p.act_min, p.act_max), p.out_shape).astype(np.int16)
+    return np.clip(y, p.act_min, p.act_max).astype(np.int16)

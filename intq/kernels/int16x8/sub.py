@@ -22,6 +22,8 @@ no int16 tensor.
 
 from __future__ import annotations
 
+import numpy as np
+
 from intq.kernels.base import INT16, KernelContext, kernel
 from intq.kernels.int16x8.add import Add16x8Params, combine, prepare_add_sub
 
@@ -34,4 +36,4 @@ def prepare(ctx: KernelContext) -> Add16x8Params:
 
 
 def run(p: Add16x8Params, a, b):
-    return (combine(p, a, b, -1),)
+    return (np.broadcast_to(combine(p, a, b, -1), p.out_shape),)
