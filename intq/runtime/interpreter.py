@@ -57,7 +57,7 @@ class Interpreter:
     """
 
     def __init__(self, graph: Graph, target="tflite"):
-        from intq.kernels import KERNELS, KernelContext, activation_of, get_target, lookup
+        from intq.kernels import KERNELS, KernelContext, get_target, lookup, node_activation
         from intq.runtime.float_ops import FLOAT_OPS
 
         self.graph = graph
@@ -70,11 +70,10 @@ class Interpreter:
         self._kernels: dict[str, tuple] = {}  # node name -> (run, prepared params)
         for node in graph.nodes:
             if node.op_type in integer_ops:
-                # the kernel of the node's activation dtype: a first input of int16 selects the 16x8
+                # the kernel of the node's activation dtype: an int16 data input selects the 16x8
                 # kernel where the op has one (QUANTIZE included); the others (RESHAPE,
                 # CONCATENATION, DEQUANTIZE...) take int16 themselves
-                first = graph.tensors[node.inputs[0]] if node.inputs and node.inputs[0] else None
-                kernel = lookup(node.op_type, activation_of(first.dtype if first is not None else None))
+                kernel = lookup(node.op_type, node_activation(node, graph.tensors))
                 ctx = KernelContext(node, tuple(graph.tensors[i] if i else None for i in node.inputs),
                                     tuple(graph.tensors[o] for o in node.outputs), self.target)
                 self._kernels[node.name] = (kernel.run, kernel.prepare(ctx))
