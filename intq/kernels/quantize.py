@@ -38,7 +38,8 @@ import numpy as np
 from intq.kernels.base import KernelContext, kernel
 from intq.kernels.requantize import Requantizer, make_requantizer, requantize
 from intq.kernels.targets import Requant
-from intq.qmath import QuantParams, Rounding, round_float
+from intq.errors import QuantizationError
+from intq.qmath import QuantParams, Rounding, compiled, round_float
 from intq.qmath import quantize as quantize_reals
 
 OP = "QUANTIZE"
@@ -137,7 +138,14 @@ def run(p: QuantizeParams, x):
         return (requantize(p.rescale, x.astype(np.int64) - p.input_zero_point),)
     if isinstance(p, OptimizedFloatQuantizeParams):
         return (_quantize_optimized(p, np.asarray(x, np.float32)),)
-    return (quantize_reals(x, p.output),)
+    qp = p.output
+    if x.dtype == np.float32 and not qp.per_axis:  # intq.qmath.quantize in one compiled pass
+        out = np.empty(x.shape, qp.dtype)
+        if compiled.quantize_float32_half_away(np.ascontiguousarray(x).reshape(-1), qp.scale.astype(np.float32)[0],
+                                               qp.tensor_zero_point, qp.qmin, qp.qmax, out.reshape(-1)):
+            raise QuantizationError("quantize: the input contains NaN, which has no quantized value")
+        return (out,)
+    return (quantize_reals(x, qp),)
 
 
 def _quantize_optimized(p: OptimizedFloatQuantizeParams, x: np.ndarray) -> np.ndarray:
