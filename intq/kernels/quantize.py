@@ -141,8 +141,11 @@ def run(p: QuantizeParams, x):
     qp = p.output
     if x.dtype == np.float32 and not qp.per_axis:  # intq.qmath.quantize in one compiled pass
         out = np.empty(x.shape, qp.dtype)
-        if compiled.quantize_float32_half_away(np.ascontiguousarray(x).reshape(-1), qp.scale.astype(np.float32)[0],
-                                               qp.tensor_zero_point, qp.qmin, qp.qmax, out.reshape(-1)):
+        args = p.__dict__.get("_compiled_args")  # (float32 S, Z, qmin, qmax), read from qp once
+        if args is None:
+            args = (qp.scale.astype(np.float32)[0], qp.tensor_zero_point, qp.qmin, qp.qmax)
+            object.__setattr__(p, "_compiled_args", args)
+        if compiled.quantize_float32_half_away(np.ascontiguousarray(x).reshape(-1), *args, out.reshape(-1)):
             raise QuantizationError("quantize: the input contains NaN, which has no quantized value")
         return (out,)
     return (quantize_reals(x, qp),)

@@ -79,6 +79,15 @@ def quantize_float32_half_away(x, scale, zero_point, lo, hi, out):
 
 
 @njit(cache=True, nogil=True)
+def dequantize_float32(q, zero_point, scale, out):
+    """:func:`intq.qmath.dequantize` per tensor, one pass: ``out[i] = float32(double(q[i] - Z) * S)``
+    (``S`` the float64 scale; the product is exact for |q - Z| < 2^29, the one rounding is to
+    float32). A float boundary function: DEQUANTIZE only."""
+    for i in range(q.size):
+        out[i] = np.float32(np.float64(np.int64(q[i]) - zero_point) * scale)
+
+
+@njit(cache=True, nogil=True)
 def requantize_rows_double(acc, offset, multiplier, left, right, zero_point, lo, hi, out, away):
     """``out[i, c] = clamp(mbqm_scalar(acc[i, c] + offset[c], m[c], left[c], right[c], away) + zp, lo, hi)``.
 

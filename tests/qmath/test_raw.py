@@ -164,3 +164,14 @@ def test_compiled_float32_quantization_equals_quantize(rng):
         np.testing.assert_array_equal(out, quantize(x, qp))
     out = np.empty(2, np.int8)
     assert compiled.quantize_float32_half_away(np.array([1.0, np.nan], np.float32), np.float32(0.1), 0, -128, 127, out)
+
+
+def test_compiled_dequantization_equals_dequantize():
+    from intq.qmath import QuantParams, dequantize
+
+    for scale, zp, dtype in [(0.0123, 5, np.int8), (1 / 256, -128, np.int8), (3.3e-5, 0, np.int16), (7.1, -3, np.int16)]:
+        qp = QuantParams(np.array([scale]), np.array([zp]), dtype)
+        q = np.arange(np.iinfo(dtype).min, np.iinfo(dtype).max + 1).astype(dtype)
+        out = np.empty(q.size, np.float32)
+        compiled.dequantize_float32(q, zp, float(qp.scale[0]), out)
+        np.testing.assert_array_equal(out, dequantize(q, qp))
