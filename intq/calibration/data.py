@@ -144,8 +144,8 @@ def grouped(samples: Iterable[dict[str, np.ndarray]], graph: Graph, batch_size: 
             ) -> Iterator[tuple[dict[str, np.ndarray], list[int]]]:
     """``samples`` (at most ``limit``) joined ``batch_size`` at a time along the batch axis: yields
     ``(joined, rows)`` with ``rows`` the leading size of each sample joined, in order."""
-    if not all(_batch_free(graph.tensors[n].shape) for n in graph.inputs):
-        batch_size = 1
+    if not all(_batch_free(graph.tensors[n].shape) for n in graph.inputs) or _batch_of(graph) is None:
+        batch_size = 1  # inputs without one common leading (batch) dimension, e.g. a recurrent state [layers, N, H]
     pending: list[dict[str, np.ndarray]] = []
     for i, sample in enumerate(samples):
         if limit is not None and i >= limit:
@@ -224,6 +224,13 @@ def _split(raw, graph: Graph, where: str) -> Iterator[dict[str, np.ndarray]]:
         return
     for i in range(n):
         yield {k: a[i * graph.tensors[k].shape[0]:(i + 1) * graph.tensors[k].shape[0]] for k, a in arrays.items()}
+
+
+def _batch_of(graph: Graph) -> int | None:
+    """The batch the inputs share (:func:`intq.runtime.plan._batch_of`), None when they share none."""
+    from intq.runtime.plan import _batch_of as batch_of
+
+    return batch_of(graph)
 
 
 def _batch_free(shape) -> bool:
