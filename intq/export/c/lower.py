@@ -49,25 +49,32 @@ class Step:
     scratch: int = 0
     view: bool = False
     status: bool = False  # the call returns an int status (non-zero: the model cannot continue)
+    pad: tuple[int, int] = (0, 0)  # rows above / columns left of input 0 that an absorbed PAD added
+
+
+@dataclass(frozen=True)
+class AbsorbedPad:
+    """A PAD with the input's zero point in front of a convolution, read by the convolution instead:
+    its taps outside the unpadded input read Z_x, which is exactly what the PAD wrote there."""
+
+    pad: Node
+    top: int
+    left: int
+    source: str  # the PAD's input: what the convolution reads now
 
 
 # ------------------------------------------------------------------------------------ C literals
 
-def c_array(ctype: str, name: str, values: np.ndarray, per_line: int = 24) -> str:
+def c_array(ctype: str, name: str, values: np.ndarray, per_line: int = 32) -> str:
     """``static const <ctype> <name>[n] = {...};`` (at least one element: C has no empty arrays)."""
     flat = np.asarray(values).reshape(-1)
     if flat.size == 0:
         flat = np.zeros(1, flat.dtype)
-    items = [_c_int(int(v), ctype) for v in flat]
-    lines = [", ".join(items[i:i + per_line]) for i in range(0, len(items), per_line)]
-    body = ",\n    ".join(lines)
-    return f"static const {ctype} {name}[{flat.size}] = {{\n    {body}\n}};"
-
-
-def _c_int(v: int, ctype: str) -> str:
-    if ctype == "int32_t" and v == -(2**31):
-        return "INT32_MIN"  # -2147483648 is a negated unsigned constant in C
-    return str(v)
+    items = [str(v) for v in flat.tolist()]
+    if ctype == "int32_t":
+        items = ["INT32_MIN" if v == "-2147483648" else v for v in items]  # -2147483648 is unsigned in C
+    body = ",\n".join(",".join(items[i:i + per_line]) for i in range(0, len(items), per_line))
+    return f"static const {ctype} {name}[{flat.size}] = {{\n{body}\n}};"
 
 
 def c_struct(ctype: str, name: str, fields: Sequence[tuple[str, object]]) -> str:
@@ -169,6 +176,8 @@ def _box_fields(node: Node, dims, *strides) -> list:
 # ------------------------------------------------------------------------------------ operators
 
 def _conv(step: Step, node: Node, graph: Graph, target: Target, sym: str) -> None:
+    """CONV_2D / FULLY_CONNECTED (csrc/conv.c); an absorbed PAD (``step.pad``) moves the window's
+    origin and the input is the PAD's (smaller) input."""
     from intq.kernels import conv_2d, fully_connected
 
     kernel, p = _prepare(node, graph, target)
@@ -177,10 +186,10 @@ def _conv(step: Step, node: Node, graph: Graph, target: Target, sym: str) -> Non
         w = graph.tensors[node.inputs[1]].data
         c_out, kh, kw, c_g = w.shape
         g = p.im2col
-        n, h, wd, c_in = _shape(graph, node.inputs[0])
+        n, h, wd, c_in = _shape(graph, step.node.inputs[0])  # the absorbed PAD's input, if any
         geom = dict(batch=n, in_h=h, in_w=wd, in_c=c_in, out_h=g.out_h, out_w=g.out_w, out_c=c_out, kh=kh, kw=kw,
                     stride_h=g.stride_h, stride_w=g.stride_w, dil_h=g.dilation_h, dil_w=g.dilation_w,
-                    pad_top=g.padded.top, pad_left=g.padded.left, groups=c_in // c_g)
+                    pad_top=g.padded.top + step.pad[0], pad_left=g.padded.left + step.pad[1], groups=c_in // c_g)
     else:
         _expect(node, p, fully_connected.FullyConnectedParams)
         w = graph.tensors[node.inputs[1]].data
@@ -225,15 +234,16 @@ def _depthwise(step: Step, node: Node, graph: Graph, target: Target, sym: str) -
     if p.tail is not None:
         raise _error(node, "two requantizations per layer (LiteRT's optimized kernel) are not implemented in C")
     t = p.taps
-    n, h, wd, c = _shape(graph, node.inputs[0])
+    n, h, wd, c = _shape(graph, step.node.inputs[0])  # the absorbed PAD's input, if any
+    top, left = t.padded.top + step.pad[0], t.padded.left + step.pad[1]
     _, oh, ow, cm = p.out_shape
     taps, _, mult = t.weights.shape
     w = graph.tensors[node.inputs[1]].data  # [1, KH, KW, C*M]
     kh, kw = w.shape[1], w.shape[2]
     dil_h = int(t.tap_rows[kw]) if kh > 1 else 1  # tap rows are i * dilation_h (prepare_taps)
     dil_w = int(t.tap_cols[1]) if kw > 1 else 1
-    plane_h = max(t.padded.top + h, (oh - 1) * t.stride_h + (kh - 1) * dil_h + 1)
-    plane_w = max(t.padded.left + wd, (ow - 1) * t.stride_w + (kw - 1) * dil_w + 1)
+    plane_h = max(top + h, (oh - 1) * t.stride_h + (kh - 1) * dil_h + 1)
+    plane_w = max(left + wd, (ow - 1) * t.stride_w + (kw - 1) * dil_w + 1)
     zx = graph.tensors[node.inputs[0]].qparams.tensor_zero_point
     m, s, zp, lo, hi = _requant(node, p.requant, cm)
     step.data += [c_array("int8_t", f"{sym}_w", w.reshape(-1)),
@@ -242,7 +252,7 @@ def _depthwise(step: Step, node: Node, graph: Graph, target: Target, sym: str) -
                   c_struct("intq_depthwise_params", sym, [
                       ("batch", n), ("in_h", h), ("in_w", wd), ("in_c", c), ("out_h", oh), ("out_w", ow),
                       ("mult", mult), ("kh", kh), ("kw", kw), ("stride_h", t.stride_h), ("stride_w", t.stride_w),
-                      ("dil_h", dil_h), ("dil_w", dil_w), ("pad_top", t.padded.top), ("pad_left", t.padded.left),
+                      ("dil_h", dil_h), ("dil_w", dil_w), ("pad_top", top), ("pad_left", left),
                       ("plane_h", plane_h), ("plane_w", plane_w), ("in_zp", zx), ("out_zp", zp), ("act_min", lo),
                       ("act_max", hi), ("w", f"{sym}_w"), ("offset", f"{sym}_offset"), ("mult_q", f"{sym}_mult"),
                       ("shift", f"{sym}_shift")])]
@@ -341,11 +351,12 @@ def _pool(step: Step, node: Node, graph: Graph, target: Target, sym: str) -> Non
     if graph.tensors[node.inputs[0]].dtype != INT8:
         raise _error(node, "the C backend implements int8 pooling")
     g = window.geometry
-    n, _, _, c = _shape(graph, node.inputs[0])
+    n, in_h, in_w, c = _shape(graph, step.node.inputs[0])  # an absorbed PAD's input, if any
     step.data.append(c_struct("intq_pool_params", sym, [
-        ("batch", n), ("in_h", g.in_h), ("in_w", g.in_w), ("channels", c), ("out_h", g.out_h), ("out_w", g.out_w),
+        ("batch", n), ("in_h", in_h), ("in_w", in_w), ("channels", c), ("out_h", g.out_h), ("out_w", g.out_w),
         ("filter_h", g.filter_h), ("filter_w", g.filter_w), ("stride_h", g.stride_h), ("stride_w", g.stride_w),
-        ("pad_top", g.pad_h), ("pad_left", g.pad_w), ("act_min", window.act_min), ("act_max", window.act_max)]))
+        ("pad_top", g.pad_h + step.pad[0]), ("pad_left", g.pad_w + step.pad[1]), ("act_min", window.act_min),
+        ("act_max", window.act_max)]))
     step.blocks = (fn,)
     step.call = f"{fn}(&{sym}, {{in0}}, {{out0}});"
 
@@ -446,13 +457,48 @@ LOWERINGS = {
 }
 
 
-def lower_node(node: Node, graph: Graph, target: Target, sym: str) -> Step:
-    """The :class:`Step` of one integer node; ``sym`` prefixes its constants' C names."""
+def absorbable_pads(graph: Graph, target: Target) -> dict[str, AbsorbedPad]:
+    """Window node name -> the PAD it reads and can absorb: a PAD (its parameters from its kernel's
+    prepare) of the height and width only, whose output only that node reads, as its input 0: a
+    CONV_2D / DEPTHWISE_CONV_2D with the input's zero point as the pad value, or a MAX_POOL_2D with -128."""
+    found: dict[str, AbsorbedPad] = {}
+    for node in graph.nodes:
+        if node.op_type not in ("PAD", "PADV2") or node.outputs[0] in graph.outputs:
+            continue
+        readers = graph.consumers(node.outputs[0])
+        if len(readers) != 1 or readers[0].op_type not in ("CONV_2D", "DEPTHWISE_CONV_2D", "MAX_POOL_2D"):
+            continue
+        conv = readers[0]
+        if conv.inputs[0] != node.outputs[0] or node.outputs[0] in conv.inputs[1:]:
+            continue
+        x = graph.tensors[node.inputs[0]]
+        if x.dtype != INT8 or x.qparams is None or x.shape is None or len(x.shape) != 4:
+            continue
+        try:
+            _, p = _prepare(node, graph, target)
+        except IntqError:
+            continue  # lowering the PAD itself reports the problem
+        (n0, n1), (top, bottom), (left, right), (c0, c1) = p.widths
+        # a convolution's outside taps read Z_x; MAX_POOL_2D's clipped window is a window padded with
+        # -128, where its running maximum starts (padding never wins)
+        value = -128 if conv.op_type == "MAX_POOL_2D" else x.qparams.tensor_zero_point
+        if n0 or n1 or c0 or c1 or p.value != value:
+            continue
+        found[conv.name] = AbsorbedPad(node, top, left, node.inputs[0])
+    return found
+
+
+def lower_node(node: Node, graph: Graph, target: Target, sym: str, absorbed: AbsorbedPad | None = None) -> Step:
+    """The :class:`Step` of one integer node; ``sym`` prefixes its constants' C names. With
+    ``absorbed``, the step reads the PAD's input (``step.node`` says so) and pads itself."""
     fn = LOWERINGS.get(node.op_type)
     if fn is None:
         raise _error(node, f"the C backend does not implement {node.op_type}; it implements "
                            f"{', '.join(sorted(LOWERINGS))}")
     step = Step(node)
+    if absorbed is not None:
+        step.node = node.with_(inputs=(absorbed.source, *node.inputs[1:]))
+        step.pad = (absorbed.top, absorbed.left)
     try:
         fn(step, node, graph, target, sym)
     except CExportError:

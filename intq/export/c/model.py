@@ -21,7 +21,7 @@ from intq.errors import IntqError
 from intq.ir import Graph, Node, Tensor
 from intq.kernels import KernelContext, Target, activation_of, get_target, lookup
 from intq.export.c import plan as arena
-from intq.export.c.lower import INT8, CExportError, Step, lower_node
+from intq.export.c.lower import INT8, CExportError, Step, absorbable_pads, lower_node
 
 
 @dataclass(frozen=True)
@@ -159,7 +159,10 @@ def build(graph: Graph, target="tflite", prefix: str = "model") -> CModel:
             if o and g.tensors[o].dtype != INT8:
                 raise CExportError(f"node {node.name!r} ({node.op_type}) writes {o!r} as {g.tensors[o].dtype.name}; "
                                    "the C backend implements int8 tensors")
-    steps = [lower_node(node, g, target, f"{prefix}_n{i}") for i, node in enumerate(g.nodes)]
+    absorbed = absorbable_pads(g, target)
+    dropped = {a.pad.name for a in absorbed.values()}
+    steps = [lower_node(node, g, target, f"{prefix}_n{i}", absorbed.get(node.name))
+             for i, node in enumerate(g.nodes) if node.name not in dropped]
     buffers, storage, scratch, copies = _buffers(g, steps)
     size = arena.place(buffers)
     return CModel(g, source, target, steps, inputs, outputs, buffers, storage, scratch, size,
@@ -172,8 +175,9 @@ def _nbytes(g: Graph, name: str) -> int:
 
 def _buffers(g: Graph, steps: list[Step]):
     """Tensors -> buffers (views and in-place outputs share their input's), with lifetimes."""
+    nodes = [s.node for s in steps]  # as the steps read them (an absorbed PAD's input, not its output)
     last_read: dict[str, int] = {}
-    for i, node in enumerate(g.nodes):
+    for i, node in enumerate(nodes):
         for t in node.inputs:
             if t:
                 last_read[t] = i
@@ -193,7 +197,7 @@ def _buffers(g: Graph, steps: list[Step]):
         return b is not None and b.kind == "arena" and all(last_read.get(x, -1) <= i for x in b.tensors)
 
     scratch: dict[int, arena.Buffer] = {}
-    for i, (node, step) in enumerate(zip(g.nodes, steps)):
+    for i, (node, step) in enumerate(zip(nodes, steps)):
         if step.scratch:
             s = arena.Buffer(step.scratch, i, i)
             scratch[i] = s
@@ -219,7 +223,7 @@ def _buffers(g: Graph, steps: list[Step]):
             else:
                 shared = next((node.inputs[k] for k in step.inplace
                                if node.inputs[k] and dies_here(node.inputs[k], i)
-                               and storage[node.inputs[k]].size == _nbytes(g, o)), None)
+                               and storage[node.inputs[k]].size >= _nbytes(g, o)), None)
                 if shared is not None:
                     b = storage[shared]
                     b.tensors.append(o)
