@@ -236,6 +236,9 @@ def _buffers(g: Graph, steps: list[Step]):
         if b.kind == "arena":
             b.last = max([b.first] + [last_read.get(t, b.first) for t in b.tensors])
     for name in g.outputs:
+        if name not in storage:
+            raise CExportError(f"graph output {name!r} is a constant (it does not depend on the inputs); "
+                               "nothing to generate")
         if storage[name].kind == "input":
             raise CExportError(f"graph output {name!r} is a graph input's bytes; nothing to generate")
     return buffers, storage, scratch, copies
