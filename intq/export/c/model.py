@@ -21,7 +21,7 @@ from intq.errors import IntqError
 from intq.ir import Graph, Node, Tensor
 from intq.kernels import KernelContext, Target, activation_of, get_target, lookup
 from intq.export.c import plan as arena
-from intq.export.c.lower import INT8, CExportError, Step, absorbable_pads, lower_node
+from intq.export.c.lower import INT8, LOWERINGS, CExportError, Step, absorbable_pads, lower_node
 
 
 @dataclass(frozen=True)
@@ -150,6 +150,17 @@ def build(graph: Graph, target="tflite", prefix: str = "model") -> CModel:
     target = get_target(target)
     source = graph
     g = fold_constants(graph, target)
+    for node in g.nodes:  # an operator without a lowering is named first, whatever else is wrong
+        boundary = node.op_type in ("QUANTIZE", "DEQUANTIZE") and any(
+            g.tensors[t].dtype == np.float32 for t in (*node.inputs[:1], *node.outputs[:1]))
+        if node.op_type not in LOWERINGS and not boundary:
+            raise CExportError(f"node {node.name!r} ({node.op_type}): the C backend does not implement "
+                               f"{node.op_type}; it implements {', '.join(sorted(LOWERINGS))}")
+        for o in node.outputs:
+            dtype = g.tensors[o].dtype if o else INT8
+            if dtype != INT8 and not (node.op_type == "DEQUANTIZE" and dtype == np.float32):
+                raise CExportError(f"node {node.name!r} ({node.op_type}) writes {o!r} as {dtype.name}; the C backend "
+                                   "implements int8 tensors (TFLite's int8 scheme, not 16x8)")
     g, inputs, outputs = cut_float_boundary(g)
     for name, t in g.tensors.items():
         if not t.is_constant and not t.is_static:
