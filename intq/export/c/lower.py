@@ -27,7 +27,7 @@ from intq.kernels import KernelContext, Target, activation_of, lookup
 
 INT8 = np.dtype(np.int8)
 MAX_RANK = 6  # INTQ_MAX_RANK in csrc/elementwise.c and the index boxes of copy.c / pool.c
-BLOCK = 4  # output channels per step of intq_conv (csrc/conv.c)
+BLOCKS = (8, 4, 1)  # output channels per step of intq_conv (csrc/conv.c): blocks of 8, one of 4, singles
 
 
 class CExportError(IntqError, ValueError):
@@ -211,8 +211,9 @@ def _conv(step: Step, node: Node, graph: Graph, target: Target, sym: str) -> Non
 
 
 def pack_conv_weights(w: np.ndarray, groups: int) -> np.ndarray:
-    """Weights ``[C_out, KH, KW, C_g]`` in intq_conv's order: per group, blocks of :data:`BLOCK` output
-    channels interleaved ``[tap][channel][BLOCK]``, then the remaining channels one after the other."""
+    """Weights ``[C_out, KH, KW, C_g]`` in intq_conv's order (csrc/conv.c): per group, blocks of
+    :data:`BLOCKS` output channels (8, then at most one of 4, then single channels), each block
+    interleaved ``[tap][channel][block]``. A reordering only: no value changes."""
     c_out = w.shape[0]
     opg = c_out // groups
     k = int(np.prod(w.shape[1:]))
@@ -220,10 +221,14 @@ def pack_conv_weights(w: np.ndarray, groups: int) -> np.ndarray:
     parts = []
     for g in range(groups):
         wg = flat[g * opg:(g + 1) * opg]
-        nb = opg // BLOCK
-        parts.append(wg[:nb * BLOCK].reshape(nb, BLOCK, k).transpose(0, 2, 1).reshape(-1))
-        parts.append(wg[nb * BLOCK:].reshape(-1))
-    return np.concatenate(parts).astype(np.int8)
+        o = 0
+        for size in BLOCKS:
+            while o + size <= opg and (size != 4 or o + 8 > opg):
+                parts.append(wg[o:o + size].T.reshape(-1))  # [k][size]
+                o += size
+                if size == 4:
+                    break
+    return np.concatenate(parts).astype(np.int8) if parts else np.zeros(0, np.int8)
 
 
 def _depthwise(step: Step, node: Node, graph: Graph, target: Target, sym: str) -> None:
