@@ -44,7 +44,23 @@ static void intq_depthwise(const intq_depthwise_params *p, const int8_t *x, int8
                 const int8_t *w = p->w + oc;
                 const int32_t off = p->offset[oc], mq = p->mult_q[oc], lo = p->act_min, hi = p->act_max;
                 const int sh = p->shift[oc];
-                (void)taps;
+                if (taps == 9 && p->kw == 3 && p->dil_h == 1 && p->dil_w == 1) {
+                    /* the common 3x3 window: its nine weights held in locals */
+                    const int32_t w0 = w[0], w1 = w[cm], w2 = w[2 * (size_t)cm], w3 = w[3 * (size_t)cm],
+                                  w4 = w[4 * (size_t)cm], w5 = w[5 * (size_t)cm], w6 = w[6 * (size_t)cm],
+                                  w7 = w[7 * (size_t)cm], w8 = w[8 * (size_t)cm];
+                    for (oy = 0; oy < p->out_h; ++oy) {
+                        const int8_t *r0 = plane + (size_t)oy * p->stride_h * p->plane_w;
+                        const int8_t *r1 = r0 + p->plane_w, *r2 = r1 + p->plane_w;
+                        int8_t *out = yb + (size_t)oy * p->out_w * cm + oc;
+                        for (ox = 0; ox < p->out_w; ++ox, r0 += p->stride_w, r1 += p->stride_w, r2 += p->stride_w) {
+                            const int32_t a = r0[0] * w0 + r0[1] * w1 + r0[2] * w2 + r1[0] * w3 + r1[1] * w4
+                                            + r1[2] * w5 + r2[0] * w6 + r2[1] * w7 + r2[2] * w8;
+                            out[(size_t)ox * cm] = intq_requant(a + off, mq, sh, p->out_zp, lo, hi);
+                        }
+                    }
+                    continue;
+                }
                 for (oy = 0; oy < p->out_h; ++oy) {
                     const int8_t *prow = plane + (size_t)oy * p->stride_h * p->plane_w;
                     int8_t *out = yb + (size_t)oy * p->out_w * cm + oc;
