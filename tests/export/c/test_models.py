@@ -93,7 +93,7 @@ def test_generated_programs_are_clean_under_ubsan(compiler, tmp_path):
     no undefined behaviour on the way (an overflow or a bad shift aborts it)."""
     if find_compiler(compiler) is None:
         pytest.skip(f"{compiler} is not installed")
-    for name in ("digits", "mobilenet_v3_small", "branchy_cnn_int8", "residual_cnn_int8", "mltk_micro_speech"):
+    for name in ("digits", "branchy_cnn_int8", "residual_cnn_int8", "mltk_micro_speech", "mltk_image_classification"):
         g, _, feeds = models.load(name)
         m = build(g, "tflite", "model")
         it = intq.Interpreter(g)
