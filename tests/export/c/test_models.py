@@ -61,12 +61,12 @@ def test_every_tensor_equals_intq_and_tflm(name, compiled):
             assert np.array_equal(got, tflm["tensors"][p.name]), f"{name}: output {p.name} differs from TFLite Micro"
         compared = 0
         for k, step in enumerate(m.steps):
-            out = step.node.outputs[0]
-            got = np.frombuffer(steps[k], np.int8).reshape(mine[out].shape)
-            assert np.array_equal(got, mine[out]), f"{name}: step {k} ({step.node.op_type}) {out} differs from intq"
-            if out in tflm["tensors"]:
-                assert np.array_equal(got, tflm["tensors"][out]), f"{name}: {out} differs from TFLite Micro"
-                compared += 1
+            for j, out in enumerate(step.node.outputs):
+                got = np.frombuffer(steps[k, j], mine[out].dtype).reshape(mine[out].shape)
+                assert np.array_equal(got, mine[out]), f"{name}: step {k} ({step.node.op_type}) {out} differs from intq"
+                if out in tflm["tensors"]:
+                    assert np.array_equal(got, tflm["tensors"][out]), f"{name}: {out} differs from TFLite Micro"
+                    compared += 1
         assert compared >= len(m.steps) // 2, f"{name}: only {compared} tensors found in TFLite Micro's run"
 
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import intq
-from intq.export.c.lower import CExportError
+from intq.export.c.lower import C_TYPES, CExportError
 from intq.export.c.model import build
 from intq.export.c.runner import build_library
 from intq.export.tflite_writer import to_tflite_bytes
@@ -28,7 +28,7 @@ def _collect(op: str):
     kept, refused = [], 0
     for i in range(MAX_TRIES):
         graph, feeds = CASES[op](rng, i)
-        if any(graph.tensors[n].dtype != np.int8 for n in graph.inputs):
+        if any(graph.tensors[n].dtype not in C_TYPES for n in graph.inputs):
             refused += 1
             continue
         try:
