@@ -35,19 +35,24 @@ from intq.kernels import Target
 UNARY_TABLE_OPS = ("LOGISTIC", "TANH", "HARD_SWISH", "LEAKY_RELU", "RELU", "RELU6", "RELU_N1_TO_1", "QUANTIZE")
 
 
+BYTES = (np.dtype(np.int8), np.dtype(np.uint8))
+
+
 @lowering(*UNARY_TABLE_OPS)
 def unary_table(step: Step, node: Node, graph: Graph, target: Target, sym: str) -> None:
-    """y = table[x]: the kernel's own run on every int8 code (an int8 -> int8 elementwise operator)."""
-    from intq.kernels._elementwise_common import INT8_BY_BITS
-
+    """y = table[byte of x]: the kernel's own run on every code of the input dtype, in byte order (an
+    8-bit -> 8-bit elementwise operator: int8 -> int8, and QUANTIZE between int8 and uint8)."""
     x, y = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
-    if x.dtype != INT8 or y.dtype != INT8 or shape_of(graph, x.name) != shape_of(graph, y.name):
-        raise error(node, f"{x.dtype.name} -> {y.dtype.name} is not implemented in C (int8 -> int8 of one shape)")
+    if x.dtype not in BYTES or y.dtype not in BYTES or shape_of(graph, x.name) != shape_of(graph, y.name):
+        raise error(node, f"{x.dtype.name} -> {y.dtype.name} is not implemented in C (8-bit to 8-bit of one shape)")
+    if node.op_type != "QUANTIZE" and (x.dtype != INT8 or y.dtype != INT8):
+        raise error(node, f"{x.dtype.name} -> {y.dtype.name} is not implemented in C (int8)")
     kernel, p = prepare(node, graph, target)
     extra = [None] * (len(node.inputs) - 1)
-    table = np.asarray(kernel.run(p, INT8_BY_BITS.astype(np.int8), *extra)[0])
-    assert table.shape == (256,) and table.dtype == INT8, (node.name, table.shape, table.dtype)
-    step.data.append(c_array("int8_t", f"{sym}_table", table))
+    codes = np.arange(256, dtype=np.uint8).view(x.dtype)  # every input code, indexed by its byte
+    table = np.asarray(kernel.run(p, codes, *extra)[0])
+    assert table.shape == (256,) and table.dtype == y.dtype, (node.name, table.shape, table.dtype)
+    step.data.append(c_array("uint8_t", f"{sym}_table", table.view(np.uint8)))
     step.blocks = ("intq_lut",)
     step.call = f"intq_lut({sym}_table, {numel(graph, y.name)}, {{in0}}, {{out0}});"
     step.inplace = (0,)

@@ -34,6 +34,8 @@ from intq.ir import Graph, Node
 from intq.kernels import Target
 
 VIEWS = ("RESHAPE", "SQUEEZE")
+#: which inputs of a data-movement operator are moved (the others are parameters: constants here)
+DATA_INPUTS = {"SPLIT": (1,), "CONCATENATION": None, "PACK": None}  # None: every input; default (0,)
 COPIES = ("TRANSPOSE", "CONCATENATION", "PACK", "PAD", "PADV2", "SLICE", "STRIDED_SLICE", "SPLIT", "SPLIT_V",
           "BROADCAST_TO", "SPACE_TO_DEPTH", "DEPTH_TO_SPACE", "BATCH_TO_SPACE_ND", "SPACE_TO_BATCH_ND", "GATHER")
 
@@ -54,6 +56,11 @@ def copies(step: Step, node: Node, graph: Graph, target: Target, sym: str) -> No
     tensors = [graph.tensors[t] if t else None for t in node.inputs]
     if node.op_type == "GATHER" and not tensors[1].is_constant:
         return _gather(step, node, graph, p, sym)
+    data = DATA_INPUTS.get(node.op_type, (0,))
+    for k, t in enumerate(tensors):
+        if t is not None and not t.is_constant and data is not None and k not in data:
+            raise error(node, f"input {k} ({t.name!r}) is computed at run time; the C backend needs it constant "
+                              "(the copies are planned at code generation)")
     consts = [t.data if t is not None and t.is_constant else None for t in tensors]
     shapes = [None if t is None or t.is_constant else shape_of(graph, t.name) for t in tensors]
     maps = mv.index_map(kernel.run, p, consts, shapes)

@@ -162,6 +162,8 @@ def _region(which: np.ndarray, flat: np.ndarray, base: int, strides: tuple[int, 
         if done[i]:
             continue
         w_i, f_i = np.take(which, i, axis=d), np.take(flat, i, axis=d)
+        if not (w_i >= 0).any():
+            continue  # a slice of constants only: the fill writes it
         sub: list[Box] = []
         _region(w_i, f_i, base + i * strides[d], inner, sub)
         members, deltas = _group(which, flat, d, i, base + i * strides[d], inner, sub, done)

@@ -32,6 +32,9 @@ MAP2(half_sum, intq_rounding_half_sum(a[i], b[i]))
 MAP2(clz, intq_clz32((uint32_t)a[i]))
 MAP2(one_over, intq_one_over_one_plus_x(a[i]))
 MAP2(recip, intq_get_reciprocal(a[i], 12, &y[n + i]))
+MAP2(log, intq_log_x_ge_1(a[i], b[i] >> 8, b[i] & 255))
+void t_inv_sqrt(const int32_t *a, const int32_t *b, int32_t *y, int32_t n)
+    { int32_t i; int s; (void)b; for (i = 0; i < n; ++i) { y[i] = intq_inv_sqrt(a[i], &s); y[n + i] = s; } }
 void t_mbqm(const int32_t *x, const int32_t *m, const int32_t *s, int32_t *y, int32_t n)
     { int32_t i; for (i = 0; i < n; ++i) y[i] = intq_mbqm(x[i], m[i], s[i]); }
 void t_asr64(const int64_t *x, const int32_t *s, int64_t *y, int32_t n)
@@ -41,7 +44,8 @@ void t_asr64(const int64_t *x, const int32_t *s, int64_t *y, int32_t n)
 
 def _build(tmp_path, name, flags=("-O2",), compiler=None):
     names = ["intq_asr32", "intq_asr64", "intq_srdhm", "intq_rdbp", "intq_mbqm", "intq_mul_by_pot",
-             "intq_rounding_half_sum", "intq_clz32", "intq_one_over_one_plus_x", "intq_get_reciprocal"]
+             "intq_rounding_half_sum", "intq_clz32", "intq_one_over_one_plus_x", "intq_get_reciprocal",
+             "intq_log_x_ge_1", "intq_inv_sqrt"]
     text = "#include <stdint.h>\n" + emit.runtime_source(names) + WRAPPERS
     lib = compile_shared({f"{name}.c": text}, tmp_path / f"lib{name}.so", compiler, flags)
     return ctypes.CDLL(str(lib))
@@ -145,12 +149,27 @@ def test_saturating_and_reciprocal_helpers_equal_intq(prims, rng):
     assert np.array_equal(got[:N], want) and np.array_equal(got[N:], bits)
 
 
+def test_log_and_inverse_square_root_equal_intq(prims, rng):
+    """LOG_SOFTMAX's log (Q12.19 -> Q5.26, every positive int32 sum) and L2_NORMALIZATION's 1/sqrt
+    (every int32 sum of squares, 0 and 1 included) against intq.kernels._fixedpoint_lut."""
+    x = np.concatenate([rng.integers(1, 2**31, size=N), rng.integers(1, 2**20, size=N // 4),
+                        [1, 2, 3, 2**19, 2**19 + 1, 2**30, 2**31 - 1]])
+    got = prims.map2("log", x, (12 << 8) | 5)
+    assert np.array_equal(got, fp.log_x_for_x_greater_than_or_equal_to_1(x, 12, 5))
+    acc = np.concatenate([rng.integers(0, 2**31, size=N), rng.integers(0, 600, size=N // 4),
+                          [0, 1, 2, 3, 4, 2**27, 2**29 - 1, 2**29, 2**31 - 1]])
+    got = prims.map2("inv_sqrt", acc, 0, extra=1)
+    want_m, want_s = fp.inv_sqrt_multiplier(acc)
+    assert np.array_equal(got[:acc.size], want_m) and np.array_equal(got[acc.size:], want_s)
+
+
 @pytest.mark.parametrize("compiler", ["gcc", "clang"])
 def test_primitives_under_ubsan(compiler, tmp_path, rng):
     """The same cases under -fsanitize=undefined (as a program: sanitizer runtimes and ctypes mix badly)."""
     if find_compiler(compiler) is None:
         pytest.skip(f"{compiler} is not installed")
-    names = ["intq_srdhm", "intq_rdbp", "intq_mbqm", "intq_mul_by_pot", "intq_get_reciprocal", "intq_asr64"]
+    names = ["intq_srdhm", "intq_rdbp", "intq_mbqm", "intq_mul_by_pot", "intq_get_reciprocal", "intq_asr64",
+             "intq_log_x_ge_1", "intq_inv_sqrt"]
     x = _int32(rng, 2000)
     m = rng.integers(2**30, 2**31, size=x.size)
     s = rng.integers(-31, 31, size=x.size)
@@ -165,6 +184,7 @@ int main(void) {{
         h += (uint64_t)intq_mbqm(X[i], M[i], S[i]) + (uint64_t)intq_srdhm(X[i], M[i]) + (uint64_t)intq_rdbp(X[i], i % 32);
         h += (uint64_t)intq_mul_by_pot(X[i], i % 40 - 20) + (uint64_t)intq_asr64((int64_t)X[i] * M[i], i % 64);
         if (X[i] > 0) h += (uint64_t)intq_get_reciprocal(X[i], 12, &bits) + (uint64_t)bits;
+        if (X[i] > 0) h += (uint64_t)intq_log_x_ge_1(X[i], 12, 5) + (uint64_t)intq_inv_sqrt(X[i], &bits) + (uint64_t)bits;
     }}
     printf("%llu\\n", (unsigned long long)h);
     return 0;

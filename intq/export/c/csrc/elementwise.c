@@ -9,9 +9,12 @@
  * checked table follow. */
 
 /*@@ intq_lut */
-static void intq_lut(const int8_t *table, int32_t n, const int8_t *x, int8_t *y) {
+/* y = table[x] on bytes: int8 or uint8 in and out (the table holds the output's bytes). */
+static void intq_lut(const uint8_t *table, int32_t n, const void *x_v, void *y_v) {
+    const uint8_t *x = (const uint8_t *)x_v;
+    uint8_t *y = (uint8_t *)y_v;
     int32_t i;
-    for (i = 0; i < n; ++i) y[i] = table[(uint8_t)x[i]];
+    for (i = 0; i < n; ++i) y[i] = table[x[i]];
 }
 
 /*@@ intq_bcast */
