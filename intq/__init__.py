@@ -8,6 +8,7 @@ Public API:
 * :class:`Interpreter` — run a float or integer graph, see every tensor; integer graphs run
   bit-exactly as a named target runtime (``"tflite"``: TensorFlow Lite Micro, ``"litert-ref"``);
 * :func:`export_tflite` — write an integer graph as a ``.tflite`` file;
+* :func:`export_onnx` — write it as a QDQ or QOperator ONNX model onnxruntime runs (target ``"ort"``);
 * ``intq.qat`` — quantization-aware training in PyTorch (imported on first use: ``import intq``
   does not import torch).
 
@@ -17,6 +18,7 @@ The arithmetic core is :mod:`intq.qmath`; errors are in :mod:`intq.errors`.
 from intq.calibration import CalibrationTable, calibrate
 from intq.convert import quantize
 from intq.errors import ContractError, GraphError, IntqError, QuantizationError, UnsupportedOperatorError
+from intq.export.onnx_writer import export_onnx
 from intq.export.tflite_writer import export_tflite
 from intq.frontends import load
 from intq.runtime import Interpreter
@@ -27,6 +29,7 @@ __all__ = [
     "quantize",
     "Interpreter",
     "export_tflite",
+    "export_onnx",
     "CalibrationTable",
     "IntqError",
     "QuantizationError",

@@ -1,7 +1,8 @@
 """The ``intq`` command.
 
     intq demo [-o OUT.tflite] [--force] [--json]
-    intq quantize MODEL.onnx --calib DATA -o OUT.tflite [--input-shape name=1x3x224x224]
+    intq quantize MODEL.onnx --calib DATA -o OUT.tflite|OUT.onnx [--format qdq|qoperator] [--opset N]
+                  [--activations int8|uint8] [--input-shape name=1x3x224x224]
                   [--method minmax|ema|percentile|mse|entropy] [--per-tensor] [--calib-table ranges.json]
                   [--size H W] [--mean ...] [--std ...] [--layout NCHW|NHWC] [--force] [--json]
     intq inspect MODEL (.onnx | .tflite) [--input-shape ...] [--target T] [--json]
@@ -39,6 +40,7 @@ EXAMPLES = """examples:
   intq demo
   intq quantize model.onnx --calib images/ --size 224 224 --input-shape input=1x3x224x224 -o model_int8.tflite
   intq quantize model.onnx --calib calib.npz --method percentile --calib-table ranges.json -o model_int8.tflite
+  intq quantize model.onnx --calib calib.npz --format qoperator -o model_int8.onnx
   intq inspect model_int8.tflite
   intq eval model.onnx model_int8.tflite --data val.npz --labels val_labels.npy
   intq compare model.onnx model_int8.tflite --data val/ --size 224 224 --html report.html
@@ -246,6 +248,12 @@ def cmd_quantize(args) -> dict:
     from intq.passes import simplify
 
     out = Path(args.output)
+    onnx_out = out.suffix.lower() == ".onnx"
+    if not onnx_out and (args.format or args.opset or args.activations != "int8"):
+        raise UsageError("--format, --activations and --opset apply to an .onnx output; -o names "
+                         f"{out.suffix or 'no suffix'}")
+    if onnx_out and Path(args.model).resolve() == out.resolve():
+        raise UsageError(f"-o {out} is the input model; choose another output file")
     _check_output(out, args.force)
     if args.calib_table:
         _check_output(Path(args.calib_table), args.force)
@@ -263,8 +271,16 @@ def cmd_quantize(args) -> dict:
     qg = intq.quantize(fg, table=table, per_channel=not args.per_tensor)
     t_conv = time.perf_counter() - t
     intq.Interpreter(qg)  # prepares every kernel: a graph intq itself refuses (KernelError) is not written
-    blob = intq.export_tflite(qg, out, overwrite=args.force)
-    runtimes = _check_runtimes_run(qg, blob, out)
+    if onnx_out:  # export_onnx loads and runs the model in onnxruntime before writing it
+        from intq.onnx_format.schema import DEFAULT_OPSET
+
+        blob = intq.export_onnx(qg, out, format=args.format or "qdq", activations=args.activations,
+                                opset=args.opset or DEFAULT_OPSET, overwrite=args.force)
+        runtimes = {"onnxruntime": f"loaded and ran ({args.format or 'qdq'}, {args.activations} activations; "
+                                   f"target {'ort' if args.activations == 'int8' else 'ort-u8'} equals it)"}
+    else:
+        blob = intq.export_tflite(qg, out, overwrite=args.force)
+        runtimes = _check_runtimes_run(qg, blob, out)
     if args.calib_table:
         CalibrationTable.save(table, args.calib_table, overwrite=args.force)
     params = int(sum(t.data.size for t in qg.tensors.values() if t.data is not None))
@@ -580,7 +596,8 @@ def build_parser() -> argparse.ArgumentParser:
     target.add_argument("--target", default="tflite",
                         help="the runtime the integer graph must equal: tflite (TensorFlow Lite Micro, default), "
                              "litert-ref (LiteRT reference kernels), litert-opt (LiteRT optimized kernels), "
-                             "xnnpack (LiteRT with XNNPACK); docs/engine.md lists what each emulates")
+                             "xnnpack (LiteRT with XNNPACK), ort / ort-u8 (onnxruntime on intq's int8 / uint8 "
+                             "ONNX export); docs/engine.md lists what each emulates")
     calib = argparse.ArgumentParser(add_help=False)
     calib.add_argument("--method", default="minmax", choices=["minmax", "ema", "percentile", "mse", "entropy"],
                        help="calibration method (default minmax)")
@@ -598,7 +615,14 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("model", help="the float model (.onnx)")
     q.add_argument("--calib", required=True, metavar="DATA",
                    help="calibration data: a folder of images / .npy / .npz, or one .npz")
-    q.add_argument("-o", "--output", required=True, help="the .tflite to write")
+    q.add_argument("-o", "--output", required=True,
+                   help="the model to write: .tflite, or .onnx (QDQ by default; see --format)")
+    q.add_argument("--format", choices=["qdq", "qoperator"],
+                   help="ONNX encoding for an .onnx output: qdq (DequantizeLinear -> op -> QuantizeLinear, default) "
+                        "or qoperator (QLinearConv, QGemm, QLinearAdd, ...)")
+    q.add_argument("--activations", choices=["int8", "uint8"], default="int8",
+                   help="ONNX activation dtype (default int8: target ort; uint8: target ort-u8)")
+    q.add_argument("--opset", type=int, help="ONNX opset to write (default 21; 13 or more)")
     q.add_argument("--calib-table", help="also write the calibration table (JSON)")
     q.add_argument("--check-samples", type=int, default=8, metavar="N",
                    help="compare float and int8 layer by layer on the first N calibration samples (0: skip)")

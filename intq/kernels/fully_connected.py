@@ -44,7 +44,7 @@ from intq.kernels.requantize import (
     xnnpack_activation_range,
     xnnpack_conv_scale,
 )
-from intq.kernels.targets import Requant
+from intq.kernels.targets import Requant, Runtime
 from intq.qmath import QuantParams, effective_scale
 
 OP = "FULLY_CONNECTED"
@@ -103,6 +103,10 @@ def fc_requantizer(ctx: KernelContext, in_qp: QuantParams, w_qp: QuantParams, ou
     channel (and for ``DOUBLE_PRODUCT``); XNNPACK's fp32 scale and clamp on ``xnnpack``. Only
     ``ctx.target`` is read."""
     mode = ctx.target.requant_for(OP)
+    if ctx.target.runtime is Runtime.ORT:  # QGemm: float32 scale, rint, intq's Clip for the activation
+        lo, hi = activation_range(activation, out_qp)
+        scale = xnnpack_conv_scale(in_qp.scale[0], w_qp.scale, out_qp.scale[0])
+        return make_requantizer(scale, Requant.FLOAT32_RNE, out_qp.tensor_zero_point, lo, hi, out_dtype)
     if ctx.target.xnnpack:  # XNNPACK takes the node: fp32 requantization
         lo, hi = xnnpack_activation_range(activation, out_qp)
         scale = xnnpack_conv_scale(in_qp.scale[0], w_qp.scale, out_qp.scale[0])

@@ -52,6 +52,7 @@ import numpy as np
 
 from intq.errors import IntqError
 from intq.kernels._pool_common import QuantizedSumParams, prepare_quantized_sum
+from intq.kernels import _ort
 from intq.kernels.base import KernelContext, kernel
 from intq.kernels.requantize import Requantizer, make_requantizer, requantize
 from intq.kernels.targets import Requant
@@ -86,6 +87,8 @@ class XnnpackMeanParams:
 @kernel(OP)
 def prepare(ctx: KernelContext) -> QuantizedSumParams | OptimizedMean4DParams | XnnpackMeanParams:
     ctx.check_emulated()
+    if _ort.is_ort(ctx):  # QLinearGlobalAveragePool (channels last): float32 requantization of the sum
+        return _ort.prepare_global_average_pool(ctx)
     p = prepare_quantized_sum(ctx, mean=True)
     if ctx.target.xnnpack:
         rank = len(ctx.input(0).shape)
@@ -119,7 +122,9 @@ def prepare(ctx: KernelContext) -> QuantizedSumParams | OptimizedMean4DParams | 
     return OptimizedMean4DParams(p.out_shape, VECTOR_CHANNELS * (channels // VECTOR_CHANNELS), vector, tail)
 
 
-def run(p: QuantizedSumParams | OptimizedMean4DParams | XnnpackMeanParams, x, axis=None):
+def run(p: QuantizedSumParams | OptimizedMean4DParams | XnnpackMeanParams | _ort.OrtGlobalAveragePool, x, axis=None):
+    if isinstance(p, _ort.OrtGlobalAveragePool):
+        return (_ort.run_global_average_pool(p, x),)
     if isinstance(p, XnnpackMeanParams):
         acc = x.astype(np.int64).sum(axis=p.axes, keepdims=p.keep_dims) - p.input_offset  # |.| < 2^24 (prepare)
         return (_float32_mean(acc, p.scale, p.zero_point).reshape(p.out_shape),)

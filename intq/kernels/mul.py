@@ -53,6 +53,7 @@ from intq.kernels._elementwise_common import (
 from intq.errors import IntqError
 from intq.kernels.base import KernelContext, kernel
 from intq.kernels.requantize import Requantizer, make_requantizer, requantize, xnnpack_activation_range
+from intq.kernels import _ort
 from intq.kernels.targets import Requant
 
 OP = "MUL"
@@ -93,6 +94,8 @@ def _optimized(ctx: KernelContext, a, b, za: int, zb: int, real: float, max_left
 
 @kernel(OP)
 def prepare(ctx: KernelContext) -> MulParams | OptimizedMulParams:
+    if _ort.is_ort(ctx):
+        return _ort.prepare_binary(ctx, _ort.qlinear_mul_table)
     io = int8_binary(ctx)
     a, b, qa, qb, qy = io.a, io.b, io.qa, io.qb, io.qy
     s_a, s_b, s_y = scale_of(qa), scale_of(qb), scale_of(qy)
@@ -124,7 +127,9 @@ def _max_left(za: int, zb: int) -> int:
     return max(s for s in range(31) if bound << s <= 2**31 - 1)
 
 
-def run(p: MulParams | OptimizedMulParams, a, b):
+def run(p: MulParams | OptimizedMulParams | _ort.OrtBinaryLut, a, b):
+    if isinstance(p, _ort.OrtBinaryLut):
+        return (_ort.lookup2(p, a, b),)
     shape = np.broadcast_shapes(a.shape, b.shape)
     prod = (a.astype(np.int64) - p.zero_point_a) * (b.astype(np.int64) - p.zero_point_b)  # |prod| <= 65025
     if not isinstance(p, OptimizedMulParams):

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from intq.kernels import _fixedpoint_lut as fp
+from intq.kernels import _ort
 from intq.qmath import raw
 from intq.kernels.base import KernelContext, KernelError, kernel
 
@@ -58,9 +59,11 @@ class SoftmaxParams:
 
 
 @kernel(OP)
-def prepare(ctx: KernelContext) -> SoftmaxParams:
+def prepare(ctx: KernelContext) -> SoftmaxParams | _ort.OrtSoftmax:
     in_qp, out_qp = fp.check_int8_io(ctx)
     fp.check_output_params(ctx, out_qp, 1.0 / 256.0, -128, "1/256")
+    if _ort.is_ort(ctx):  # QLinearSoftmax: onnxruntime's float32 algorithm
+        return _ort.prepare_softmax(ctx)
     fp.runtime_for(ctx)  # TFLM and LiteRT BUILTIN_REF share reference_ops::Softmax
     beta = ctx.attr("beta", _DEFAULT_BETA)
     scaling = fp.softmax_scaling(ctx, beta, float(in_qp.scale[0]))
@@ -81,7 +84,9 @@ def exp_tables(scaling: fp.SoftmaxScaling) -> tuple[np.ndarray, np.ndarray]:
     return exp_q0, exp_q12
 
 
-def run(p: SoftmaxParams, x):
+def run(p: SoftmaxParams | _ort.OrtSoftmax, x):
+    if isinstance(p, _ort.OrtSoftmax):
+        return (_ort.run_softmax(p, x),)
     rows = x.reshape(-1, p.depth)
     d = rows.max(axis=1, keepdims=True).astype(np.int16) - rows  # max - x in [0, 255]
     sums = raw.wrap32(p.exp_q12[d].sum(axis=1))  # int32 accumulation, as C

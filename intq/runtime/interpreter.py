@@ -69,6 +69,7 @@ class Interpreter:
                 kernel = lookup(node.op_type, activation_of(first.dtype if first is not None else None))
                 ctx = KernelContext(node, tuple(graph.tensors[i] if i else None for i in node.inputs),
                                     tuple(graph.tensors[o] for o in node.outputs), self.target)
+                ctx.check_emulated()  # an op the target lists as not emulated is refused, whatever its kernel
                 self._kernels[node.name] = (kernel.run, kernel.prepare(ctx))
         self._last: dict[str, np.ndarray] = {}
         # the index of the last node reading each tensor, to free memory in streaming runs

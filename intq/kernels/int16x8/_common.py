@@ -144,4 +144,7 @@ def reference_runtime(ctx: KernelContext) -> Runtime:
     if ctx.target.optimized or ctx.target.xnnpack:
         raise ctx.error(f"target {ctx.target.name!r} ({ctx.target.matches}): LiteRT's optimized 16x8 kernels "
                         f"are not emulated; use target 'tflite' or 'litert-ref'")
+    if ctx.target.runtime is Runtime.ORT:  # intq writes no 16x8 ONNX model: nothing to emulate
+        raise ctx.error(f"target {ctx.target.name!r}: onnxruntime's int16 arithmetic is not emulated; use target "
+                        f"'tflite' or 'litert-ref'")
     return ctx.target.runtime
