@@ -260,3 +260,15 @@ def test_every_output_equals_onnxruntime(op):
         compare(graph, feeds, ops=[op])
     for combo in EXACT:
         assert TALLY[(op, "/".join(combo))] >= GRAPHS * PER_GRAPH
+
+
+@pytest.mark.parametrize("op", ["ADD", "MUL"])
+def test_every_code_pair(op):
+    """All 65536 input pairs of QLinearAdd / QLinearMul, with parameters for which the uint8 codes
+    round differently from the int8 ones (tests/kernels/test_ort_target.py): onnxruntime equals
+    ``ort`` on the int8 model and ``ort-u8`` on the uint8 one."""
+    (sa, za), (sb, zb), (sy, zy) = (0.03431348875164986, 65), (0.0027069412171840668, 115), (0.7013718485832214, -65)
+    codes = np.arange(-128, 128, dtype=np.int8)
+    g = single(op, [q("a", (256, 256), sa, za), q("b", (256, 256), sb, zb)], [q("y", (256, 256), sy, zy)],
+               dict(fused_activation_function="NONE"))
+    compare(g, {"a": np.repeat(codes[:, None], 256, 1), "b": np.repeat(codes[None, :], 256, 0)})
