@@ -356,6 +356,7 @@ def cmd_inspect(args) -> dict:
     from intq.analysis.requant_table import format_requantization_table, requantization_table
 
     g = intq.load(args.model, input_shapes=_input_shapes(args.input_shape))
+    _resolve_target(args, g)
     _out(args, g.summary(max_nodes=None))
     integer = any(t.qparams is not None for t in g.tensors.values())
     rows = requantization_table(g, target=args.target) if integer else []
@@ -389,7 +390,7 @@ def _float_and_int(args):
     if any(t.qparams is not None for t in fg.tensors.values()):
         raise UsageError(f"{args.model} is already an integer model: give the float model first, then QMODEL")
     if args.qmodel:
-        qg = intq.load(args.qmodel)
+        qg = intq.load(args.qmodel, input_shapes=_input_shapes(args.input_shape))
         source = args.qmodel
     else:
         if not args.calib:
@@ -399,7 +400,15 @@ def _float_and_int(args):
         _end_progress(args)
         qg = intq.quantize(fg, table=table, per_channel=not args.per_tensor)
         source = f"{args.model} quantized ({args.method}, {table.num_samples} samples)"
+    _resolve_target(args, qg)
     return fg, qg, source, time.perf_counter() - t0
+
+
+def _resolve_target(args, graph) -> None:
+    """``--target`` when given; else the target a quantized ONNX file names (``ort`` / ``ort-u8``:
+    onnxruntime's arithmetic on it), else ``tflite``."""
+    if args.target is None:
+        args.target = graph.metadata.get("onnx_target") or "tflite"
 
 
 def _data(args, fg):
@@ -526,6 +535,7 @@ def cmd_run(args) -> dict:
         _check_output(out, args.force)
     g = intq.load(args.model, input_shapes=_input_shapes(args.input_shape))
     inputs = _read_inputs(args.input, g)
+    _resolve_target(args, g)
     missing = [n for n in g.inputs if n not in inputs]
     if missing:
         raise UsageError(f"--input {args.input}: no array for model input(s) {missing} (it has {sorted(inputs)})")
@@ -593,11 +603,11 @@ def build_parser() -> argparse.ArgumentParser:
     shapes.add_argument("--input-shape", action="append", metavar="NAME=1x3x224x224",
                         help="bind a dynamic input shape (repeat per input)")
     target = argparse.ArgumentParser(add_help=False)
-    target.add_argument("--target", default="tflite",
+    target.add_argument("--target", default=None,
                         help="the runtime the integer graph must equal: tflite (TensorFlow Lite Micro, default), "
                              "litert-ref (LiteRT reference kernels), litert-opt (LiteRT optimized kernels), "
                              "xnnpack (LiteRT with XNNPACK), ort / ort-u8 (onnxruntime on intq's int8 / uint8 "
-                             "ONNX export); docs/engine.md lists what each emulates")
+                             "ONNX export; the default for a quantized .onnx); docs/engine.md lists what each emulates")
     calib = argparse.ArgumentParser(add_help=False)
     calib.add_argument("--method", default="minmax", choices=["minmax", "ema", "percentile", "mse", "entropy"],
                        help="calibration method (default minmax)")

@@ -478,6 +478,9 @@ def load_quantized_onnx(proto: onnx.ModelProto, real_inputs, bound: Mapping[str,
             im.tensor(o, t.shape, t.qparams, t.dtype)
             im.add("RESHAPE", f"{o}/output", [src, im.constant(f"{o}/shape", np.array(t.shape, np.int32))], [o],
                    new_shape=tuple(t.shape))
+    exported = _intq_metadata(proto, where)
+    if exported is not None:  # intq's own export: its float-tensor mapping, on the tensors it kept
+        _restore_mapping(im, exported.get("float_tensor_of") or {})
     available = {t for t in im.tensors if im.tensors[t].is_constant} | set(bound)
     ordered = topological_order(im.nodes, available)
     graph = Graph(ordered, im.tensors, tuple(bound), tuple(graph_outputs), name=model_name,
@@ -505,6 +508,33 @@ def _input_qparams(im: _Import, name: str) -> QuantParams:
                     raise im.error(reader, f"input {name!r} is quantized per axis; intq's activations are per tensor")
                 return qp
     raise QuantizedOnnxError(f"{im.where}: 8-bit input {name!r} has no reader whose constant scale intq can read")
+
+
+def _intq_metadata(proto: onnx.ModelProto, where: str) -> dict | None:
+    """The graph metadata intq's exporter wrote in ``metadata_props`` (None for other producers)."""
+    from intq.onnx_format import metadata
+
+    for prop in proto.metadata_props:
+        if prop.key == metadata.INTQ_METADATA:
+            meta, _, _ = metadata.decode(prop.value, where)
+            return meta
+    return None
+
+
+def _restore_mapping(im: _Import, original: Mapping) -> None:
+    """Map the re-imported tensors to the float model as the exported graph did: a tensor intq kept
+    by name (NHWC, as exported), or the NHWC result of the operator that wrote ``<name>/nchw``
+    (preferred: its producer is the convolution or pool itself, not the Transpose back)."""
+    mapping = {}
+    for int_name, value in original.items():
+        float_name, perm = value[0], tuple(value[1])
+        twin = f"{int_name}/nchw/nhwc"
+        if twin in im.tensors:
+            mapping[twin] = (float_name, perm)
+        elif int_name in im.tensors and im.tensors[int_name].qparams is not None:
+            mapping[int_name] = (float_name, perm)
+    if mapping:
+        im.float_of = mapping
 
 
 def _dq_source(im: _Import, name: str):

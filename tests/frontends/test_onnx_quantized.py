@@ -121,3 +121,27 @@ def test_onnx_quantization_node_tests():
     assert {"test_quantizelinear", "test_dequantizelinear"} <= set(passed)
     assert all(case.name in passed or case.name in dict(refused) for case in cases)
     print(f"\n  ONNX quantization node tests: {len(passed)} equal, {len(refused)} refused by name")
+
+
+def test_cli_compares_a_quantize_static_model_layer_by_layer(tmp_path, digits):
+    import json
+    import subprocess
+    import sys
+
+    (x_train, _), (x_test, _) = digits
+    out = tmp_path / "q.onnx"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        quantization.quantize_static(DIGITS, str(out), _Reader(x_train[:16]),
+                                     quant_format=quantization.QuantFormat.QDQ,
+                                     activation_type=quantization.QuantType.QUInt8,
+                                     weight_type=quantization.QuantType.QInt8)
+    np.savez(tmp_path / "val.npz", image=x_test[:8])
+    intq_cli = os.path.join(os.path.dirname(sys.executable), "intq")
+    r = subprocess.run([intq_cli, "compare", DIGITS, str(out), "--data", str(tmp_path / "val.npz"),
+                        "--input-shape", "image=1x1x8x8", "--json"], capture_output=True, text=True,
+                       env=dict(os.environ, OMP_WAIT_POLICY="PASSIVE"), timeout=600)
+    assert r.returncode == 0, r.stderr
+    result = json.loads(r.stdout)
+    assert result["target"] == "ort-u8" and result["per_tensor"]
+    assert {row["op"] for row in result["layers"]} >= {"CONV_2D", "FULLY_CONNECTED", "MAX_POOL_2D"}
