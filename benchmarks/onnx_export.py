@@ -3,8 +3,8 @@
 For ResNet-18 (intq.testing.torch_models, random weights, 224x224) and PaddleOCR's text-direction
 classifier (tests/fixtures/corpus/ppocr_cls_mobile_v2.onnx, 48x192): both quantizers calibrate on
 the same samples (min/max, per-channel weights), both models run in one onnxruntime session each
-(CPU, one thread, ORT_ENABLE_ALL); reported: median latency over repeated runs (interleaved, same
-process), and on held-out samples the top-1 agreement with the float model and the SQNR of the
+(CPU, one thread, ORT_ENABLE_ALL); reported: median latency over repeated runs (interleaved with
+the float model's, same process), and on held-out samples the top-1 agreement with the float model and the SQNR of the
 outputs against float (these models have no labelled data here: random-weight ResNet-18, and no
 text crops shipped). Usage::
 
@@ -93,8 +93,8 @@ def measure(name: str, runs: int, tmp: str) -> dict:
         seconds[f"quantize_static {fmt} {act}"] = time.perf_counter() - t
         with open(out, "rb") as f:
             models[f"quantize_static {fmt.lower()} {act[1:].lower()}"] = f.read()
-    sessions = {k: _session(v) for k, v in models.items()}
     float_sess = _session(fixed)
+    sessions = {"float": float_sess, **{k: _session(v) for k, v in models.items()}}
     ref = [float_sess.run(None, {inp: x})[0] for x in held]
     result = {"model": name, "input": list(shape), "quantize_seconds": {k: round(v, 2) for k, v in seconds.items()},
               "models": {}}
@@ -106,12 +106,8 @@ def measure(name: str, runs: int, tmp: str) -> dict:
             t = time.perf_counter()
             s.run(None, {inp: held[0]})
             times[k].append(time.perf_counter() - t)
-    t_float = []
-    for _ in range(runs):
-        t = time.perf_counter()
-        float_sess.run(None, {inp: held[0]})
-        t_float.append(time.perf_counter() - t)
-    base = float(np.median(t_float))
+    base = float(np.median(times.pop("float")))
+    sessions.pop("float")
     result["float_ms"] = round(1000 * base, 2)
     for k, s in sessions.items():
         outs = [s.run(None, {inp: x})[0].astype(np.float32) for x in held]

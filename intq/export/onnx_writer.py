@@ -303,8 +303,9 @@ def _conv(w: _Writer, n: Node) -> None:
     pad = compute_padding(a.get("padding", "SAME"), xt.shape[1:3], (kh, kw), (sh, sw), (dh, dw))
     bottom = max((pad.out_h - 1) * sh + (kh - 1) * dh + 1 - xt.shape[1] - pad.top, 0)
     right = max((pad.out_w - 1) * sw + (kw - 1) * dw + 1 - xt.shape[2] - pad.left, 0)
-    attrs = dict(kernel_shape=[kh, kw], strides=[sh, sw], dilations=[dh, dw], group=group,
-                 pads=[pad.top, pad.left, bottom, right])
+    pads = [pad.top, pad.left, bottom, right]
+    x, pads = _fold_pad(w, x, pads)
+    attrs = dict(kernel_shape=[kh, kw], strides=[sh, sw], dilations=[dh, dw], group=group, pads=pads)
     clamp = w.clamp_of(n, y)
     xin = w.to_nchw(x, n)
     out = w.nchw_out(y, n)
@@ -322,6 +323,31 @@ def _conv(w: _Writer, n: Node) -> None:
         w.use("QLinearConv", n)
         w.b.node("QLinearConv", inputs, [out], n.name, **attrs)
     w.finish_nchw(y, n, clamp)
+
+
+def _fold_pad(w: _Writer, x: str, pads: list[int]) -> tuple[str, list[int]]:
+    """A convolution reading a PAD / PADV2 of H and W by the input's zero point reads the unpadded
+    tensor with those pads added to its own: ONNX convolutions pad with the zero point (QLinearConv)
+    or real 0 (Conv), the same values. The PAD node then writes nothing anyone reads."""
+    prod = w.g.producer(x)
+    if prod is None or prod.op_type not in ("PAD", "PADV2"):
+        return x, pads
+    src = prod.inputs[0]
+    st, xt = w.t(src), w.t(x)
+    paddings = w.t(prod.inputs[1]).data
+    if st.qparams is None or xt.qparams is None or paddings is None or paddings.shape != (4, 2):
+        return x, pads
+    if (float(st.qparams.tensor_scale), st.qparams.tensor_zero_point) != (float(xt.qparams.tensor_scale),
+                                                                         xt.qparams.tensor_zero_point):
+        return x, pads
+    if prod.op_type == "PADV2" and len(prod.inputs) > 2 and prod.inputs[2]:
+        value = int(np.asarray(w.t(prod.inputs[2]).data).reshape(-1)[0])
+        if value != st.qparams.tensor_zero_point:
+            return x, pads
+    if np.any(paddings[0] != 0) or np.any(paddings[3] != 0) or x in w.g.outputs:
+        return x, pads
+    (t0, b0), (l0, r0) = (int(v) for v in paddings[1]), (int(v) for v in paddings[2])
+    return src, [pads[0] + t0, pads[1] + l0, pads[2] + b0, pads[3] + r0]
 
 
 @EMITTERS.register("FULLY_CONNECTED")
