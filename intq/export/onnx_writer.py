@@ -14,7 +14,8 @@ and the same integer decisions. Two encodings (``format``):
 
 Operators ONNX has no integer form for (HardSwish, Relu, Relu6 and requantizing QUANTIZE) are
 written as ``DequantizeLinear -> op -> QuantizeLinear`` in both formats; data movement (Reshape,
-Transpose, Pad, Split, MaxPool, Concat of equal parameters) moves int8 values unchanged. A fused
+Transpose, Pad, Split, Gather, MaxPool, Concat of equal parameters) moves int8 codes unchanged,
+as intq's kernels do (an output with other parameters reads the same codes with its own). A fused
 activation whose clamp is not already the output's whole range becomes an int8 ``Clip`` after
 the operator (the integer clamp intq computes; a float Relu before QuantizeLinear would keep
 onnxruntime from fusing the convolution).
@@ -518,6 +519,35 @@ def _max_pool(w: _Writer, n: Node) -> None:
     w.finish_nchw(y, n)
 
 
+@EMITTERS.register("AVERAGE_POOL_2D")
+def _average_pool(w: _Writer, n: Node) -> None:
+    """QLinearAveragePool over NHWC (``channels_last``) / DQ -> AveragePool (NCHW) -> Q; windows
+    average their in-image pixels (``count_include_pad = 0``), as TFLite's."""
+    x, y = n.inputs[0], n.outputs[0]
+    xt = w.t(x)
+    a = n.attrs
+    fh, fw, sh, sw = (int(a[k]) for k in ("filter_height", "filter_width", "stride_h", "stride_w"))
+    pad = compute_padding(a.get("padding", "SAME"), xt.shape[1:3], (fh, fw), (sh, sw), (1, 1))
+    bottom = max((pad.out_h - 1) * sh + fh - xt.shape[1] - pad.top, 0)
+    right = max((pad.out_w - 1) * sw + fw - xt.shape[2] - pad.left, 0)
+    attrs = dict(kernel_shape=[fh, fw], strides=[sh, sw], pads=[pad.top, pad.left, bottom, right], count_include_pad=0)
+    clamp = w.clamp_of(n, y)
+    if w.qdq:
+        xin = w.to_nchw(x, n)
+        out = w.nchw_out(y, n)
+        yf = w.temp(f"{y}/nchw_float", np.float32, None)
+        w.use("AveragePool", n)
+        w.b.node("AveragePool", [w.dq(xin, x, n)], [yf], n.name, **attrs)
+        w.q(yf, out, y, n)
+        return w.finish_nchw(y, n, clamp)
+    pre = w.result(n, y, clamp)
+    xs, xz = w.scale_zp(x)
+    ys, yz = w.scale_zp(y)
+    w.b.node("QLinearAveragePool", [w.name(x), xs, xz, ys, yz], [pre], n.name, domain=MS_DOMAIN, channels_last=1,
+             **attrs)
+    w.finish(n, pre, y, clamp)
+
+
 @EMITTERS.register("CONCATENATION")
 def _concatenation(w: _Writer, n: Node) -> None:
     y = n.outputs[0]
@@ -538,18 +568,9 @@ def _concatenation(w: _Writer, n: Node) -> None:
         w.b.node("QLinearConcat", args, [w.out(y)], n.name, domain=MS_DOMAIN, axis=axis)
 
 
-def _same_params(w: _Writer, n: Node, x: str, y: str) -> None:
-    qx, qy = w.t(x).qparams, w.t(y).qparams
-    if qx is not None and qy is not None and (qx.tensor_scale, qx.tensor_zero_point) != (qy.tensor_scale,
-                                                                                           qy.tensor_zero_point):
-        raise OnnxOpError(f"node {n.name!r} ({n.op_type}): input and output quantization differ; ONNX's "
-                          f"{n.op_type.title()} moves values unchanged. Give both the same parameters")
-
-
 @EMITTERS.register("RESHAPE", "SQUEEZE")
 def _reshape(w: _Writer, n: Node) -> None:
     x, y = n.inputs[0], n.outputs[0]
-    _same_params(w, n, x, y)
     w.use("Reshape", n)
     shape = w.b.constant(f"{n.name}/shape", np.array(w.t(y).shape, np.int64))
     w.b.node("Reshape", [w.name(x), shape], [w.out(y)], n.name)
@@ -571,7 +592,6 @@ def _transpose(w: _Writer, n: Node) -> None:
 @EMITTERS.register("PAD", "PADV2")
 def _pad(w: _Writer, n: Node) -> None:
     x, y = n.inputs[0], n.outputs[0]
-    _same_params(w, n, x, y)
     pads = w.t(n.inputs[1]).data.astype(np.int64)  # TFLite [rank, 2]: (before, after) per axis
     if n.op_type == "PADV2" and len(n.inputs) > 2 and n.inputs[2]:
         value = int(np.asarray(w.t(n.inputs[2]).data).reshape(-1)[0])
@@ -591,7 +611,6 @@ def _resize_nearest(w: _Writer, n: Node) -> None:
     from intq.kernels import KernelContext, get_target, lookup
 
     x, y = n.inputs[0], n.outputs[0]
-    _same_params(w, n, x, y)
     ctx = KernelContext(n, tuple(w.t(i) if i else None for i in n.inputs), (w.t(y),), get_target("ort"))
     p = lookup(n.op_type).prepare(ctx)
     nb, _, wd, c = w.t(x).shape
@@ -601,6 +620,49 @@ def _resize_nearest(w: _Writer, n: Node) -> None:
              f"{n.name}/rows", axis=1)
     w.b.node("Gather", [rows, w.b.constant(f"{n.name}/cols", p.src_cols.astype(np.int64))], [w.out(y)],
              f"{n.name}/cols", axis=2)
+
+
+@EMITTERS.register("PRELU")
+def _prelu(w: _Writer, n: Node) -> None:
+    """DequantizeLinear -> PRelu -> QuantizeLinear in both formats (ONNX has no integer PRelu); the
+    slope is a constant int8 tensor through its DequantizeLinear."""
+    x, alpha, y = n.inputs[0], n.inputs[1], n.outputs[0]
+    if w.t(alpha).data is None:
+        raise OnnxOpError(f"node {n.name!r} (PRELU): the slope {alpha!r} is not a constant; intq writes PRelu "
+                          "with a constant slope only")
+    w.float_island(n, "PRelu", [x, alpha], y)
+
+
+@EMITTERS.register("STRIDED_SLICE")
+def _strided_slice(w: _Writer, n: Node) -> None:
+    """Reshape to the slice's effective shape, a Gather per sliced axis (the indices the kernel's
+    prepare resolves from TFLite's begin / end / strides and masks), Reshape to the output."""
+    from intq.kernels import KernelContext, get_target, lookup
+
+    x, y = n.inputs[0], n.outputs[0]
+    ctx = KernelContext(n, tuple(w.t(i) if i else None for i in n.inputs), (w.t(y),), get_target("ort"))
+    p = lookup(n.op_type).prepare(ctx)
+    dt = w.dtype(w.t(x))
+    cur = w.name(x)
+    shape = list(p.effective_shape)
+    if tuple(shape) != tuple(w.t(x).shape):
+        nxt = w.temp(f"{y}/effective", dt, shape)
+        w.use("Reshape", n)
+        w.b.node("Reshape", [cur, w.b.constant(f"{n.name}/effective_shape", np.array(shape, np.int64))], [nxt],
+                 f"{n.name}/effective")
+        cur = nxt
+    for axis, index in enumerate(p.index):
+        picks = np.asarray(index).reshape(-1).astype(np.int64)
+        if picks.size == shape[axis] and np.array_equal(picks, np.arange(shape[axis])):
+            continue
+        shape[axis] = picks.size
+        nxt = w.temp(f"{y}/axis{axis}", dt, shape)
+        w.use("Gather", n)
+        w.b.node("Gather", [cur, w.b.constant(f"{n.name}/indices{axis}", picks)], [nxt], f"{n.name}/axis{axis}",
+                 axis=axis)
+        cur = nxt
+    w.use("Reshape", n)
+    w.b.node("Reshape", [cur, w.b.constant(f"{n.name}/shape", np.array(w.t(y).shape, np.int64))], [w.out(y)], n.name)
 
 
 @EMITTERS.register("SPLIT", "SPLIT_V")
@@ -615,8 +677,6 @@ def _split(w: _Writer, n: Node) -> None:
     axis = int(np.asarray(w.t(axis_t).data).reshape(-1)[0]) % len(shape)
     if sizes is None or np.any(sizes < 0):
         sizes = np.array([w.t(o).shape[axis] for o in n.outputs], np.int64)
-    for o in n.outputs:
-        _same_params(w, n, x, o)
     w.use("Split", n)
     w.b.node("Split", [w.name(x), w.b.constant(f"{n.name}/split", sizes)], [w.out(o) for o in n.outputs], n.name,
              axis=axis)
@@ -686,18 +746,19 @@ def to_onnx_model(graph: Graph, format: str = "qdq", activations: str = "int8", 
 
 def _check_runs(model: onnx.ModelProto, graph: Graph) -> None:
     """Load the model in onnxruntime and run it once on zeros (DESIGN decision 9)."""
-    import onnxruntime as ort
+    from importlib.util import find_spec
 
-    opts = ort.SessionOptions()
-    opts.intra_op_num_threads = opts.inter_op_num_threads = 1
-    opts.log_severity_level = 3
+    from intq.runtime.oracles.ort import OrtOracleError, run_ort
+
+    if find_spec("onnxruntime") is None:
+        raise OnnxExportError("onnxruntime is not installed, so the model cannot be checked before it is written: "
+                              "install onnxruntime, or pass check=False to write it unchecked")
+    feeds = {i.name: np.zeros([d.dim_value for d in i.type.tensor_type.shape.dim],
+                              onnx.helper.tensor_dtype_to_np_dtype(i.type.tensor_type.elem_type))
+             for i in model.graph.input}
     try:
-        sess = ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
-        feeds = {i.name: np.zeros([d.dim_value for d in i.type.tensor_type.shape.dim],
-                                  onnx.helper.tensor_dtype_to_np_dtype(i.type.tensor_type.elem_type))
-                 for i in model.graph.input}
-        sess.run(None, feeds)
-    except Exception as e:  # onnxruntime raises its own exception types
+        run_ort(model.SerializeToString(), feeds, "enable_all")
+    except OrtOracleError as e:
         raise OnnxRuntimeRefusedError(f"onnxruntime refuses the ONNX model of {graph.name!r} ({e}); this is an intq "
                                       "bug: please report it with the model") from None
 

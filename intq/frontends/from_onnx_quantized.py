@@ -178,7 +178,6 @@ class _Import:
         return out
 
     def back_to_nchw(self, nhwc: str, onnx_out: str, node_name: str) -> None:
-        t = self.tensors[nhwc]
         self.add("TRANSPOSE", f"{node_name}/to_nchw", [nhwc, self.constant(f"{nhwc}/perm_nchw",
                                                                              np.array(_NCHW, np.int32))], [onnx_out])
 
@@ -233,8 +232,8 @@ def _pad_nhwc(im: _Import, x: str, pads, value: int, node_name: str) -> str:
 
 def _conv(im: _Import, node, x: str, w: np.ndarray, w_qp: QuantParams, bias: np.ndarray | None, y: str,
           y_qp: QuantParams, attrs: dict, float_name: str | None) -> None:
-    if w.dtype != np.int8 or np.any(np.asarray(w_qp.zero_point) != 0):
-        raise im.error(node, "weights must be int8 with zero point 0 (symmetric), as intq's convolutions take")
+    if w.dtype != np.int8:
+        raise im.error(node, f"weights are {w.dtype.name}; intq reads 8-bit weights")
     xt = im.tensors[x]
     if len(xt.shape) != 4 or w.ndim != 4:
         raise im.error(node, "only 2-D convolutions (4-D NCHW tensors) are read")
@@ -252,11 +251,15 @@ def _conv(im: _Import, node, x: str, w: np.ndarray, w_qp: QuantParams, bias: np.
         xin = _pad_nhwc(im, xin, pads, xt.qparams.tensor_zero_point, node.name)
         padding = "VALID"
     depthwise = group == c and cg == 1 and group > 1
+    if np.any(np.asarray(w_qp.zero_point) != 0) and group > 1:
+        raise im.error(node, "a grouped or depthwise convolution with a weight zero point is not read (intq emulates "
+                             "asymmetric weights for ungrouped convolutions and matrix products only)")
     if depthwise:
         wdata, axis = w.transpose(1, 2, 3, 0), 3  # [1, KH, KW, C_out]
     else:
         wdata, axis = w.transpose(0, 2, 3, 1), 0  # [C_out, KH, KW, C_g]
-    wq = QuantParams(w_qp.scale, w_qp.zero_point, np.int8, axis if w_qp.per_axis else None, True)
+    symmetric = not np.any(np.asarray(w_qp.zero_point) != 0)
+    wq = QuantParams(w_qp.scale, w_qp.zero_point, np.int8, axis if w_qp.per_axis else None, symmetric)
     wname = im.constant(f"{node.name}/weights", np.ascontiguousarray(wdata), wq)
     inputs = [xin, wname]
     if bias is not None:
@@ -277,13 +280,14 @@ def _conv(im: _Import, node, x: str, w: np.ndarray, w_qp: QuantParams, bias: np.
 
 def _fully_connected(im: _Import, node, a: str, w_nk: np.ndarray, w_qp: QuantParams, bias, y: str, y_qp,
                      float_name) -> None:
-    if w_nk.dtype != np.int8 or np.any(np.asarray(w_qp.zero_point) != 0):
-        raise im.error(node, "weights must be int8 with zero point 0 (symmetric)")
+    if w_nk.dtype != np.int8:
+        raise im.error(node, f"weights are {w_nk.dtype.name}; intq reads 8-bit weights")
     at = im.tensors[a]
     if len(at.shape) != 2:
         raise im.error(node, f"input of shape {list(at.shape)}: only 2-D inputs are read")
     units = w_nk.shape[0]
-    wq = QuantParams(w_qp.scale, w_qp.zero_point, np.int8, 0 if w_qp.per_axis else None, True)
+    symmetric = not np.any(np.asarray(w_qp.zero_point) != 0)
+    wq = QuantParams(w_qp.scale, w_qp.zero_point, np.int8, 0 if w_qp.per_axis else None, symmetric)
     inputs = [a, im.constant(f"{node.name}/weights", np.ascontiguousarray(w_nk), wq)]
     if bias is not None:
         inputs.append(im.constant(f"{node.name}/bias", np.asarray(bias, np.int32).reshape(units)))
@@ -303,7 +307,6 @@ def _unary(im: _Import, node, op: str, x: str, y: str, y_qp, float_name, **attrs
 
 
 def _global_average_pool(im: _Import, node, x: str, y: str, y_qp, float_name, channels_last: bool) -> None:
-    t = im.t(x)
     src = im.name(x)
     if not channels_last:
         src = im.nhwc(src, node.name)
@@ -317,7 +320,6 @@ def _global_average_pool(im: _Import, node, x: str, y: str, y_qp, float_name, ch
         im.output(y, (n, c, 1, 1), y_qp)
         im.map_nhwc(out, float_name)
         im.back_to_nchw(out, y, node.name)
-    del t
 
 
 def _concat(im: _Import, node, inputs: list[str], y: str, y_qp, axis: int, float_name) -> None:

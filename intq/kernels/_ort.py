@@ -42,6 +42,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from intq.kernels.base import fused_activation_range
 from intq.kernels.requantize import Requant, Requantizer, make_requantizer, requantize
 from intq.kernels.targets import Runtime
 from intq.qmath import QuantParams, Rounding, dequantize, quantize
@@ -214,8 +215,6 @@ def prepare_unary(ctx, f: Callable[[np.ndarray], np.ndarray]) -> OrtLut:
 def prepare_binary(ctx, table: Callable[..., OrtBinaryLut]) -> OrtBinaryLut:
     """QLinearAdd / QLinearMul (``table``: :func:`qlinear_add_table` or :func:`qlinear_mul_table`)
     with the node's fused activation as the clamp intq writes after it."""
-    from intq.kernels.base import fused_activation_range
-
     qa = ctx.per_tensor(ctx.input(0), "input 0")
     qb = ctx.per_tensor(ctx.input(1), "input 1")
     qy = ctx.per_tensor(ctx.outputs[0], "output")
@@ -339,3 +338,145 @@ def _float32_softmax(p: OrtSoftmax, e: np.ndarray) -> np.ndarray:
     total = np.add.accumulate(e, axis=1, dtype=np.float32)[:, -1:]
     v = np.rint((e * p.y_scale).astype(np.float32) / total).astype(np.int64) + p.zero_point
     return np.clip(v, -128, 127).astype(np.int8)
+
+
+@dataclass(frozen=True, eq=False)
+class OrtAsymmetricGemm:
+    """QLinearConv / QGemm / QLinearMatMul with weights whose zero point is not 0 (what
+    ``quantize_static`` writes for uint8 weights, and ONNX's own node tests): ``acc = sum((x - Z_x)
+    (w - Z_w)) + b`` exactly in int64 (``|acc| < 2^31`` checked at prepare, as onnxruntime's int32
+    accumulator), then the float32 requantization of :data:`Requant.FLOAT32_RNE`. Only the ``ort``
+    targets build it: intq's own kernels take symmetric weights."""
+
+    weights: np.ndarray  # int64 [C_out, K]: w - Z_w, K in im2col order (taps, then channels)
+    input_zero_point: int
+    bias: np.ndarray  # int64 [C_out]
+    requant: Requantizer
+    im2col: object | None  # intq.kernels._conv_common.Im2col for CONV_2D, None for FULLY_CONNECTED
+    out_shape: tuple[int, ...]
+
+
+def asymmetric_weights(ctx) -> bool:
+    """Whether the node's weights (input 1) have a non-zero zero point."""
+    w = ctx.inputs[1] if len(ctx.inputs) > 1 else None
+    return w is not None and w.qparams is not None and bool(np.any(np.asarray(w.qparams.zero_point) != 0))
+
+
+def prepare_asymmetric_gemm(ctx) -> OrtAsymmetricGemm:
+    """CONV_2D (no groups) or FULLY_CONNECTED with asymmetric int8 weights, per tensor or per output
+    channel (zero points per channel too)."""
+    from intq.kernels._conv_common import (
+        ConvOperands, conv_bias, conv_padding, conv_requantizer, make_im2col, window_options)
+
+    x, y = ctx.input(0), ctx.outputs[0]
+    in_qp, out_qp = ctx.per_tensor(x, "input"), ctx.per_tensor(y, "output")
+    w = ctx.constant(1, "weights")
+    w_qp = ctx.qparams(ctx.input(1), "weights")
+    conv = ctx.op == "CONV_2D"
+    if w.dtype != np.int8 or w.ndim != (4 if conv else 2) or (w_qp.per_axis and w_qp.axis != 0):
+        raise ctx.error(f"weights must be int8 of rank {4 if conv else 2}, per tensor or per output channel")
+    channels = w.shape[0]
+    zw = np.broadcast_to(np.asarray(w_qp.zero_point, np.int64).reshape(-1), (channels,))
+    centred = w.reshape(channels, -1).astype(np.int64) - zw[:, None]
+    bias = conv_bias(ctx, 2, channels)
+    bound = int((255 * np.abs(centred).sum(axis=1) + np.abs(bias)).max(initial=0))
+    if bound >= 1 << 31:
+        raise ctx.error(f"the int32 accumulator can overflow (|acc| up to {bound})")
+    activation = ctx.attr("fused_activation_function", "NONE")
+    requant = conv_requantizer(ctx, ctx.op, in_qp, w_qp, out_qp, channels, activation, y.dtype)
+    out_shape = tuple(int(d) for d in ctx.static_shape(y, "output"))
+    im2col = None
+    if conv:
+        in_shape = ctx.static_shape(x, "input", 4)
+        if in_shape[3] != w.shape[3]:
+            raise ctx.error("grouped convolutions with asymmetric weights are not emulated")
+        opts = window_options(ctx)
+        ops = ConvOperands(in_qp, out_qp, in_shape, w, w_qp, y.dtype, opts, 0)
+        pad = conv_padding(ctx, ops, w.shape[1], w.shape[2], channels)
+        im2col = make_im2col(in_shape, w.shape[1], w.shape[2], opts, pad, in_qp.tensor_zero_point)
+    return OrtAsymmetricGemm(centred, in_qp.tensor_zero_point, bias, requant, im2col, out_shape)
+
+
+def run_asymmetric_gemm(p: OrtAsymmetricGemm, x: np.ndarray) -> np.ndarray:
+    from intq.kernels._conv_common import fill_im2col
+
+    rows = fill_im2col(p.im2col, x) if p.im2col is not None else x.reshape(-1, p.weights.shape[1])
+    acc = (rows.astype(np.int64) - p.input_zero_point) @ p.weights.T  # exact: |acc| < 2^31 (prepare)
+    return requantize(p.requant, acc, p.bias).reshape(p.out_shape)
+
+
+@dataclass(frozen=True, eq=False)
+class OrtAveragePool:
+    """QLinearAveragePool (``count_include_pad = 0``): every code dequantized in float32
+    (``float32(s_x (q - Z_x))``), each window's in-image values summed in float32 row by row,
+    divided by their count, then ``rint(float32(float32(y / s_y) + Z_y))`` (the zero point added
+    before rounding), clamped (the fused activation's clamp: the Clip intq writes after it)."""
+
+    dequantized: np.ndarray  # float32 [256] by the code's bits
+    geometry: object  # intq.kernels._pool_common.PoolGeometry
+    count: np.ndarray  # float32 [out_h, out_w, 1]: in-image pixels per window
+    y_scale: np.float32
+    zero_point: np.float32  # the runtime's: Z_y (+ 128 on ort-u8)
+    offset: int  # the runtime's codes minus intq's (ort-u8: 128)
+    act_min: int
+    act_max: int
+
+
+def prepare_average_pool(ctx) -> OrtAveragePool:
+    from intq.kernels._pool_common import prepare_pool, window_counts
+
+    qx, qy = ctx.per_tensor(ctx.input(0), "input"), ctx.per_tensor(ctx.outputs[0], "output")
+    pool = prepare_pool(ctx, qx, qy)
+    counts = window_counts(ctx, pool.geometry, 128)
+    dq = (np.float32(qx.tensor_scale) * (INT8_CODES.astype(np.int32) - qx.tensor_zero_point).astype(np.float32))
+    offset = ctx.target.activation_offset
+    return OrtAveragePool(dq.astype(np.float32), pool.geometry, counts.count.astype(np.float32),
+                          np.float32(qy.tensor_scale), np.float32(qy.tensor_zero_point + offset), offset,
+                          pool.act_min, pool.act_max)
+
+
+def run_average_pool(p: OrtAveragePool, x: np.ndarray) -> np.ndarray:
+    return _float32_average_pool(p, p.dequantized[np.asarray(x).view(np.uint8)])
+
+
+def _float32_average_pool(p: OrtAveragePool, v: np.ndarray) -> np.ndarray:
+    """The float32 steps of onnxruntime's QLinearAveragePool (``ort`` targets only, a float
+    emulation): the window's values added in onnxruntime's order (kernel rows, then columns; the
+    out-of-image taps of the zero-padded input add an exact 0), ``/ count``, ``/ s_y``, ``+ Z_y``, rint."""
+    g = p.geometry
+    vp = np.pad(v, ((0, 0), (g.pad_h, g.pad_bottom), (g.pad_w, g.pad_right), (0, 0)))
+    span_h, span_w = (g.out_h - 1) * g.stride_h + 1, (g.out_w - 1) * g.stride_w + 1
+    acc = np.zeros((v.shape[0], g.out_h, g.out_w, v.shape[3]), np.float32)
+    for fy in range(g.filter_h):
+        for fx in range(g.filter_w):
+            acc += vp[:, fy:fy + span_h:g.stride_h, fx:fx + span_w:g.stride_w]
+    y = ((acc / p.count).astype(np.float32) / p.y_scale).astype(np.float32) + p.zero_point
+    return np.clip(np.rint(y).astype(np.int64) - p.offset, p.act_min, p.act_max).astype(np.int8)
+
+
+@dataclass(frozen=True, eq=False)
+class OrtPrelu:
+    """DequantizeLinear -> PRelu -> QuantizeLinear with a constant slope: per slope element ``a``,
+    the code table ``QuantizeLinear(x >= 0 ? x : float32(x a))`` (float32 throughout)."""
+
+    tables: np.ndarray  # int8 [A, 256]: one row per element of the slope tensor
+    rows: np.ndarray  # intp, the slope element each output element uses (the output's shape)
+
+
+def prepare_prelu(ctx) -> OrtPrelu:
+    qx, qy = ctx.per_tensor(ctx.input(0), "input"), ctx.per_tensor(ctx.outputs[0], "output")
+    alpha_t = ctx.input(1)
+    qa = ctx.per_tensor(alpha_t, "alpha")
+    alpha = ctx.constant(1, "alpha (a constant slope: onnxruntime's PRelu is written as a float island)")
+    slopes = dequantize(alpha.reshape(-1), qa)
+    x = dequantize(INT8_CODES, qx)
+    products = (x[None, :] * slopes[:, None]).astype(np.float32)
+    y = np.where(x[None, :] >= 0, x[None, :], products).astype(np.float32)
+    tables = quantize_linear(y, qy).astype(np.int8)
+    shape = ctx.static_shape(ctx.outputs[0], "output")
+    rows = np.broadcast_to(np.arange(alpha.size).reshape(alpha.shape), shape)
+    return OrtPrelu(tables, np.ascontiguousarray(rows))
+
+
+def run_prelu(p: OrtPrelu, x: np.ndarray) -> np.ndarray:
+    return p.tables[p.rows, np.asarray(x).view(np.uint8)]

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from intq.kernels._conv_common import check_accumulator, conv_bias
+from intq.kernels import _ort
 from intq.kernels.base import KernelContext, kernel
 from intq.kernels.gemm import PreparedGemm, exact_matmul, prepare_gemm
 from intq.kernels.requantize import (
@@ -60,7 +61,9 @@ class FullyConnectedParams:
 
 
 @kernel(OP)
-def prepare(ctx: KernelContext) -> FullyConnectedParams:
+def prepare(ctx: KernelContext) -> FullyConnectedParams | _ort.OrtAsymmetricGemm:
+    if _ort.is_ort(ctx) and _ort.asymmetric_weights(ctx):  # imported QGemm / QLinearMatMul with a weight zero point
+        return _ort.prepare_asymmetric_gemm(ctx)
     in_qp = ctx.per_tensor(ctx.input(0), "input")
     out_qp = ctx.per_tensor(ctx.outputs[0], "output")
     w, w_qp = fc_weights(ctx)
@@ -118,6 +121,8 @@ def fc_requantizer(ctx: KernelContext, in_qp: QuantParams, w_qp: QuantParams, ou
     return make_requantizer(real, mode, out_qp.tensor_zero_point, lo, hi, out_dtype)
 
 
-def run(p: FullyConnectedParams, x, w=None, b=None):
+def run(p: FullyConnectedParams | _ort.OrtAsymmetricGemm, x, w=None, b=None):
+    if isinstance(p, _ort.OrtAsymmetricGemm):
+        return (_ort.run_asymmetric_gemm(p, x),)
     acc = exact_matmul(x.reshape(-1, p.k), p.gemm)  # int32 sum(x * w), exact
     return (requantize(p.requant, acc, p.offset).reshape(p.out_shape),)  # |acc + offset| < 2^31 (prepare)

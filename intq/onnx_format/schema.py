@@ -48,6 +48,7 @@ OP_SINCE: dict[str, int] = {
     "Reshape": 13,
     "MaxPool": 12,  # int8 / uint8 inputs
     "GlobalAveragePool": 1,
+    "AveragePool": 19,  # dilations (19); count_include_pad and pads since 7
     "Pad": 13,  # pads and constant_value as inputs (11), int8 / uint8 (13)
     "Clip": 13,  # min / max as inputs, int8 / uint8 (12)
     "Split": 13,  # split sizes as an input
@@ -60,7 +61,8 @@ OP_SINCE: dict[str, int] = {
     "HardSwish": 14,
     "Identity": 13,
     "Gather": 13,
-    "Softmax": 13,  # axis -1 over the last dimension only
+    "Softmax": 13,
+    "PRelu": 16,  # int8 data not used: float island; 16 adds bfloat16 only, 9 has broadcasting  # axis -1 over the last dimension only
 }
 
 

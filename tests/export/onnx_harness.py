@@ -16,14 +16,12 @@ from collections.abc import Mapping, Sequence
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # idle ORT/BLAS spinning steals 2 cores
 
 import numpy as np  # noqa: E402
-import onnxruntime as ort  # noqa: E402
 
 import intq  # noqa: E402
 from intq.ir import Graph, Node, Tensor  # noqa: E402
 from intq.qmath import QuantParams  # noqa: E402
+from intq.runtime.oracles.ort import ort_session, to_runtime_codes  # noqa: E402
 
-LEVELS = {"disable_all": ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
-          "enable_all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL}
 #: (format, activations, level) combinations whose every output must equal the target's. QDQ under
 #: ORT_DISABLE_ALL runs the float operators between DequantizeLinear and QuantizeLinear (no fusion):
 #: a float convolution is not onnxruntime's integer arithmetic, so it is measured, not required.
@@ -72,19 +70,8 @@ def merge(graphs: Sequence[Graph], name: str) -> Graph:
     return Graph(nodes, tensors, inputs, outputs, name=name)
 
 
-def session(model: bytes, level: str) -> ort.InferenceSession:
-    opts = ort.SessionOptions()
-    opts.intra_op_num_threads = opts.inter_op_num_threads = 1
-    opts.graph_optimization_level = LEVELS[level]
-    opts.log_severity_level = 3
-    return ort.InferenceSession(model, opts, providers=["CPUExecutionProvider"])
-
-
-def to_runtime(x: np.ndarray, offset: int) -> np.ndarray:
-    """intq's int8 codes as the runtime's (uint8 = int8 + 128 when ``offset``)."""
-    if offset and x.dtype == np.int8:
-        return (x.astype(np.int16) + offset).astype(np.uint8)
-    return x
+def session(model: bytes, level: str):
+    return ort_session(model, level)
 
 
 def compare(graph: Graph, feeds: Mapping[str, np.ndarray], combos=EXACT, ops: Sequence[str] = (),
@@ -106,19 +93,19 @@ def compare(graph: Graph, feeds: Mapping[str, np.ndarray], combos=EXACT, ops: Se
             models[key] = intq.export_onnx(graph, format=fmt, activations=acts, check=False)
         offset = 128 if acts == "uint8" else 0
         sess = session(models[key], level)
-        ins = {i.name: to_runtime(np.asarray(feeds[i.name]), offset) for i in sess.get_inputs()}
+        ins = {i.name: to_runtime_codes(np.asarray(feeds[i.name]), offset) for i in sess.get_inputs()}
         got = dict(zip([o.name for o in sess.get_outputs()], sess.run(None, ins)))
         want = mine["ort" if acts == "int8" else "ort-u8"]
-        bad = [k for k in graph.outputs if not np.array_equal(got[k], to_runtime(want[k], offset))]
+        bad = [k for k in graph.outputs if not np.array_equal(got[k], to_runtime_codes(want[k], offset))]
         found[(fmt, acts, level)] = len(bad)
         if (fmt, acts, level) not in allow:
             if bad:
                 k = bad[0]
-                diff = np.argwhere(got[k] != to_runtime(want[k], offset))
+                diff = np.argwhere(got[k] != to_runtime_codes(want[k], offset))
                 first = tuple(int(i) for i in diff[0])
                 raise AssertionError(f"[{fmt}/{acts}/{level}] {len(bad)} of {len(graph.outputs)} outputs differ; "
                                      f"{k}: {len(diff)} elements, first at {first}: onnxruntime "
-                                     f"{got[k][first]} vs intq {to_runtime(want[k], offset)[first]}")
+                                     f"{got[k][first]} vs intq {to_runtime_codes(want[k], offset)[first]}")
         cases = {k.split("/")[0] for k in graph.outputs}  # merged graphs: one "c<i>/" prefix per model
         for op in ops:
             TALLY[(op, f"{fmt}/{acts}/{level}")] += len(cases) - len({k.split("/")[0] for k in bad})

@@ -157,6 +157,13 @@ def _max_pool(rng):
     return single("MAX_POOL_2D", [x], [y], attrs), {"x": _x(rng, x.shape)}
 
 
+def _average_pool(rng):
+    g, feeds = _max_pool(rng)
+    node = g.nodes[0]
+    attrs = {**node.attrs, "fused_activation_function": str(rng.choice(ACTS))}
+    return single("AVERAGE_POOL_2D", [g.tensors["x"]], [g.tensors["y"]], attrs), feeds
+
+
 def _concatenation(rng):
     shape = _shape(rng)
     axis = int(rng.integers(0, len(shape)))
@@ -227,6 +234,25 @@ def _resize_nearest(rng):
     return g, {"x": _x(rng, (n, h, w, c))}
 
 
+def _prelu(rng):
+    shape = _shape(rng, 4)
+    alpha_shape = tuple(d if rng.random() < 0.5 else 1 for d in shape[1:])
+    sa = _s(rng, -3, -1)
+    alpha = const("alpha", rng.integers(-128, 128, size=alpha_shape).astype(np.int8), sa, _z(rng))
+    x, y = q("x", shape, _s(rng), _z(rng)), q("y", shape, _s(rng), _z(rng))
+    return single("PRELU", [x, alpha], [y]), {"x": _x(rng, shape)}
+
+
+def _strided_slice(rng):
+    from tests.kernels.test_data_movement import strided_slice_case
+
+    while True:
+        g, feeds, _ = strided_slice_case(rng, 0)
+        y = g.tensors[g.outputs[0]]
+        if y.dtype == np.int8 and 0 not in y.shape:
+            return g, feeds
+
+
 MAKERS = {
     "CONV_2D": lambda rng: _conv(rng, False),
     "DEPTHWISE_CONV_2D": lambda rng: _conv(rng, True),
@@ -244,6 +270,9 @@ MAKERS = {
     "DEQUANTIZE": _dequantize,
     "MEAN": _mean,
     "MAX_POOL_2D": _max_pool,
+    "AVERAGE_POOL_2D": _average_pool,
+    "PRELU": _prelu,
+    "STRIDED_SLICE": _strided_slice,
     "CONCATENATION": _concatenation,
     "RESIZE_NEAREST_NEIGHBOR": _resize_nearest,
     **{op: _movement(op) for op in ("RESHAPE", "SQUEEZE", "TRANSPOSE", "PAD", "PADV2", "SPLIT", "SPLIT_V")},
