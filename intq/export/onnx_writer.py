@@ -412,6 +412,17 @@ EMITTERS.register("ADD")(_binary("Add", "QLinearAdd"))
 EMITTERS.register("MUL")(_binary("Mul", "QLinearMul"))
 
 
+@EMITTERS.register("SUB")
+def _sub(w: _Writer, n: Node) -> None:
+    """DequantizeLinear x2 -> Sub -> QuantizeLinear in both formats: ONNX and onnxruntime have no
+    integer Sub (onnxruntime runs the float Sub, which the ``ort`` targets emulate per code pair)."""
+    a, b, y = n.inputs[0], n.inputs[1], n.outputs[0]
+    clamp = w.clamp_of(n, y)
+    pre = w.result(n, y, clamp)
+    w.float_island(n, "Sub", [a, b], y, out_onnx=pre)
+    w.finish(n, pre, y, clamp)
+
+
 @EMITTERS.register("LOGISTIC")
 def _logistic(w: _Writer, n: Node) -> None:
     x, y = n.inputs[0], n.outputs[0]

@@ -480,3 +480,11 @@ def prepare_prelu(ctx) -> OrtPrelu:
 
 def run_prelu(p: OrtPrelu, x: np.ndarray) -> np.ndarray:
     return p.tables[p.rows, np.asarray(x).view(np.uint8)]
+
+
+def float_sub_table(qa: QuantParams, qb: QuantParams, qy: QuantParams, clamp: tuple[int, int]) -> OrtBinaryLut:
+    """DequantizeLinear, DequantizeLinear -> Sub -> QuantizeLinear (onnxruntime has no integer Sub and
+    does not fuse it): ``QuantizeLinear(float32(DQ(a) - DQ(b)))`` on every pair of codes."""
+    da, db = dequantize(INT8_CODES, qa), dequantize(INT8_CODES, qb)
+    y = quantize_linear((da[:, None] - db[None, :]).astype(np.float32), qy)
+    return OrtBinaryLut(np.clip(y, *clamp).astype(np.int8))

@@ -55,6 +55,7 @@ OP_SINCE: dict[str, int] = {
     "Concat": 13,
     "Add": 13,
     "Mul": 13,
+    "Sub": 13,
     "Relu": 13,
     "LeakyRelu": 6,
     "Sigmoid": 13,

@@ -259,6 +259,7 @@ MAKERS = {
     "FULLY_CONNECTED": _fully_connected,
     "ADD": _binary("ADD"),
     "MUL": _binary("MUL"),
+    "SUB": _binary("SUB"),
     "LOGISTIC": _unary("LOGISTIC", out=(1.0 / 256, -128)),
     "SOFTMAX": _unary("SOFTMAX", out=(1.0 / 256, -128), attrs=lambda rng: {"beta": 1.0}),
     "LEAKY_RELU": _unary("LEAKY_RELU", attrs=lambda rng: {"alpha": float(np.float32(rng.uniform(0.01, 0.9)))}),
