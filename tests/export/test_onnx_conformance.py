@@ -3,7 +3,7 @@
 ORT_ENABLE_ALL; one thread): every output equals intq's target ``ort`` (``ort-u8``).
 
 The models of one operator are merged into a few graphs (:func:`tests.export.onnx_harness.merge`)
-so that each onnxruntime session runs 50 of them. Shapes, scales (several decades, some
+so that each onnxruntime session runs 100 of them. Shapes, scales (several decades, some
 saturating), zero points (extremes included), fused activations, per-channel and per-tensor
 weights, strides, dilations, padding and broadcasting are drawn at random.
 """
@@ -17,8 +17,8 @@ from intq.kernels._conv_common import compute_padding
 
 from .onnx_harness import EXACT, TALLY, compare, const, merge, q, single
 
-PER_GRAPH = 50
-GRAPHS = 4  # 4 x 50 = 200 models per operator
+PER_GRAPH = 100
+GRAPHS = 2  # 2 x 100 = 200 models per operator, one onnxruntime session per graph and combination
 ACTS = ["NONE", "RELU", "RELU6", "RELU_N1_TO_1"]
 
 

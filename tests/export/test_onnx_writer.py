@@ -3,10 +3,6 @@ integer graph's names, int8 per-channel weights, int32 biases, intq's metadata),
 and the refusals that happen before anything is written."""
 
 import json
-import os
-import subprocess
-import sys
-
 import numpy as np
 import onnx
 import pytest
@@ -22,7 +18,6 @@ from intq.testing.digits import load_split
 from .onnx_harness import const, q, single
 
 DIGITS = "intq/data/digits_cnn.onnx"
-INTQ = os.path.join(os.path.dirname(sys.executable), "intq")
 
 
 @pytest.fixture(scope="module")
@@ -103,26 +98,25 @@ def test_uint8_activations_are_the_same_reals(digits):
     assert inits[f"{conv.inputs[1]}/onnx"].dtype == np.int8  # weights stay int8 (u8s8)
 
 
-def test_cli_quantize_writes_onnx(tmp_path):
+def test_cli_quantize_writes_onnx(tmp_path, capsys):
+    """``intq quantize -o model.onnx`` (in-process: the command's code, without a second interpreter's imports)."""
+    from intq.cli import main
+
     (x_train, _), _ = load_split()
     np.savez(tmp_path / "calib.npz", image=x_train[:32])
-    env = dict(os.environ, OMP_WAIT_POLICY="PASSIVE")
-    args = [INTQ, "quantize", DIGITS, "--calib", str(tmp_path / "calib.npz"), "--input-shape", "image=1x1x8x8",
+    args = ["quantize", DIGITS, "--calib", str(tmp_path / "calib.npz"), "--input-shape", "image=1x1x8x8",
             "--check-samples", "0", "--json"]
     out = tmp_path / "d.onnx"
-    r = subprocess.run([*args, "-o", str(out), "--format", "qoperator", "--opset", "13"], capture_output=True,
-                       text=True, env=env, timeout=600)
-    assert r.returncode == 0, r.stderr
-    result = json.loads(r.stdout)
+    assert main([*args, "-o", str(out), "--format", "qoperator", "--opset", "13"]) == 0
+    result = json.loads(capsys.readouterr().out)
     assert "onnxruntime" in result["runtimes"] and out.stat().st_size == result["bytes"]
     m = onnx.load(out)
     assert any(n.op_type == "QLinearConv" for n in m.graph.node)
     assert {o.domain or "": o.version for o in m.opset_import}[""] == 13
-    again = subprocess.run([*args, "-o", str(out)], capture_output=True, text=True, env=env, timeout=600)
-    assert again.returncode == 2 and "--force" in again.stderr
-    wrong = subprocess.run([*args, "-o", str(tmp_path / "d.tflite"), "--format", "qdq"], capture_output=True,
-                           text=True, env=env, timeout=600)
-    assert wrong.returncode == 2 and "--format" in wrong.stderr
+    assert main([*args, "-o", str(out)]) == 2 and "--force" in capsys.readouterr().err
+    assert main([*args, "-o", str(tmp_path / "d.tflite"), "--format", "qdq"]) == 2
+    assert "--format" in capsys.readouterr().err
+    assert out.stat().st_size == result["bytes"]  # the refused runs left the file alone
 
 
 def test_an_int16_graph_is_refused_before_writing(tmp_path):
