@@ -449,6 +449,11 @@ def _hard_swish(w: _Writer, n: Node) -> None:
     w.float_island(n, "HardSwish", [n.inputs[0]], n.outputs[0])
 
 
+@EMITTERS.register("TANH")
+def _tanh(w: _Writer, n: Node) -> None:
+    w.float_island(n, "Tanh", [n.inputs[0]], n.outputs[0])
+
+
 @EMITTERS.register("RELU")
 def _relu(w: _Writer, n: Node) -> None:
     w.float_island(n, "Relu", [n.inputs[0]], n.outputs[0])

@@ -121,6 +121,31 @@ def mlas_logistic(x: np.ndarray) -> np.ndarray:
     return np.clip((p / q).astype(np.float32) + np.float32(0.5), np.float32(0), np.float32(1)).astype(np.float32)
 
 
+#: MLAS's tanh (tanh.cpp, Eigen's coefficients): ``p(x) / q(x)`` on x clamped to [-9, 9], p odd of
+#: degree 13, q even of degree 6, in float32 with FMA3 Horner steps (x86 AVX2 kernel).
+_TANH_P = tuple(np.float32(c) for c in (-2.76076847742355e-16, 2.00018790482477e-13, -8.60467152213735e-11,
+                                        5.12229709037114e-08, 1.48572235717979e-05, 6.37261928875436e-04,
+                                        4.89352455891786e-03))
+_TANH_Q = tuple(np.float32(c) for c in (1.19825839466702e-06, 1.18534705686654e-04, 2.26843463243900e-03,
+                                        4.89352518554385e-03))
+_TANH_RANGE = np.float32(9.0)  # MLAS clamps the input to [-9, 9]
+
+
+def mlas_tanh(x: np.ndarray) -> np.ndarray:
+    """MLAS's float32 tanh (``MlasComputeTanh``): Horner steps as fma, ``x * x``, ``p * x`` and the
+    quotient rounded separately (no final clamp)."""
+    v = np.clip(np.asarray(x, np.float32), -_TANH_RANGE, _TANH_RANGE)
+    v2 = (v * v).astype(np.float32)
+    p = fma32(v2, _TANH_P[0], _TANH_P[1])
+    for c in _TANH_P[2:]:
+        p = fma32(p, v2, c)
+    p = (p * v).astype(np.float32)
+    q = fma32(v2, _TANH_Q[0], _TANH_Q[1])
+    for c in _TANH_Q[2:]:
+        q = fma32(q, v2, c)
+    return (p / q).astype(np.float32)
+
+
 def leaky_relu(alpha: float) -> Callable[[np.ndarray], np.ndarray]:
     """QLinearLeakyRelu's float function: ``x >= 0 ? x : float32(x * alpha)``."""
     a = np.float32(alpha)

@@ -60,6 +60,7 @@ OP_SINCE: dict[str, int] = {
     "LeakyRelu": 6,
     "Sigmoid": 13,
     "HardSwish": 14,
+    "Tanh": 13,
     "Identity": 13,
     "Gather": 13,
     "Softmax": 13,

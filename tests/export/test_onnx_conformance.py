@@ -264,6 +264,7 @@ MAKERS = {
     "SOFTMAX": _unary("SOFTMAX", out=(1.0 / 256, -128), attrs=lambda rng: {"beta": 1.0}),
     "LEAKY_RELU": _unary("LEAKY_RELU", attrs=lambda rng: {"alpha": float(np.float32(rng.uniform(0.01, 0.9)))}),
     "HARD_SWISH": _unary("HARD_SWISH"),
+    "TANH": _unary("TANH", out=(1.0 / 128, 0)),
     "RELU": _unary("RELU"),
     "RELU6": _unary("RELU6"),
     "RELU_N1_TO_1": _unary("RELU_N1_TO_1"),
