@@ -151,7 +151,7 @@ ORT_EMULATED = frozenset({
 #: Every other operator intq has a kernel for (tests/kernels/test_ort_target.py keeps this list whole).
 _ORT_NOT_EMULATED = {op: "intq writes no ONNX form for it yet, so onnxruntime's arithmetic for it is not measured"
                      for op in (
-    "ARG_MAX", "ARG_MIN", "BATCH_MATMUL", "BATCH_TO_SPACE_ND", "DEPTH_TO_SPACE", "EQUAL", "GATHER",
+    "ARG_MAX", "ARG_MIN", "BATCH_MATMUL", "BROADCAST_TO", "RSQRT", "BATCH_TO_SPACE_ND", "DEPTH_TO_SPACE", "EQUAL", "GATHER",
     "GREATER", "GREATER_EQUAL", "L2_NORMALIZATION", "LESS", "LESS_EQUAL", "LOG_SOFTMAX", "MAXIMUM", "MINIMUM",
     "NOT_EQUAL", "PACK", "REDUCE_MAX", "REDUCE_MIN", "RESIZE_BILINEAR",
     "SELECT_V2", "SHAPE", "SLICE", "SPACE_TO_BATCH_ND", "SPACE_TO_DEPTH", "SUM",
