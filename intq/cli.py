@@ -1,7 +1,8 @@
 """The ``intq`` command.
 
     intq demo [-o OUT.tflite] [--force] [--json]
-    intq quantize MODEL.onnx --calib DATA -o OUT.tflite [--input-shape name=1x3x224x224]
+    intq quantize MODEL.onnx --calib DATA -o OUT.tflite|OUT.onnx [--format qdq|qoperator] [--opset N]
+                  [--activations int8|uint8] [--input-shape name=1x3x224x224]
                   [--method minmax|ema|percentile|mse|entropy] [--per-tensor] [--calib-table ranges.json]
                   [--size H W] [--mean ...] [--std ...] [--layout NCHW|NHWC] [--force] [--json]
     intq inspect MODEL (.onnx | .tflite) [--input-shape ...] [--target T] [--json]
@@ -56,6 +57,7 @@ EXAMPLES = """examples:
   intq demo
   intq quantize model.onnx --calib images/ --size 224 224 --input-shape input=1x3x224x224 -o model_int8.tflite
   intq quantize model.onnx --calib calib.npz --method percentile --calib-table ranges.json -o model_int8.tflite
+  intq quantize model.onnx --calib calib.npz --format qoperator -o model_int8.onnx
   intq inspect model_int8.tflite
   intq eval model.onnx model_int8.tflite --data val.npz --labels val_labels.npy
   intq compare model.onnx model_int8.tflite --data val/ --size 224 224 --html report.html
@@ -380,6 +382,10 @@ def cmd_quantize(args) -> dict:
     header = Path(args.output).with_suffix(".h") if Path(args.output).suffix == ".c" else None  # -o model.c
     out = _plan_outputs(args, {"-o": args.output, "-o (its header)": header, "--calib-table": args.calib_table},
                         {"MODEL": args.model, "--calib": args.calib})["-o"]
+    onnx_out = out.suffix.lower() == ".onnx"
+    if not onnx_out and (args.format or args.opset or args.activations != "int8"):
+        raise UsageError("--format, --activations and --opset apply to an .onnx output; -o names "
+                         f"{out.suffix or 'no suffix'}")
     t0 = time.perf_counter()
     fg = simplify(_load(args))
     if any(t.qparams is not None for t in fg.tensors.values()):
@@ -398,6 +404,14 @@ def cmd_quantize(args) -> dict:
     if out.suffix == ".c":  # C99 source + header instead of a .tflite (intq.export_c)
         c = _export_c(args, qg, out.parent, out.stem)
         blob, runtimes = b"", {"C compiler": c["compiled_with"] or "none installed: not compiled"}
+    elif onnx_out:  # export_onnx checks the model in onnxruntime (loaded and run) before it is staged
+        from intq.onnx_format.schema import DEFAULT_OPSET
+
+        blob = intq.export_onnx(qg, format=args.format or "qdq", activations=args.activations,
+                                opset=args.opset or DEFAULT_OPSET)
+        runtimes = {"onnxruntime": f"loaded and ran ({args.format or 'qdq'}, {args.activations} activations; "
+                                   f"target {'ort' if args.activations == 'int8' else 'ort-u8'} equals it)"}
+        args.outputs.stage(out, blob)
     else:
         blob = to_tflite_bytes(qg)
         runtimes = _check_runtimes_run(qg, blob, out)
@@ -484,6 +498,7 @@ def cmd_inspect(args) -> dict:
     from intq.analysis.requant_table import format_requantization_table, requantization_table
 
     g = _load(args)
+    _resolve_target(args, g)
     _out(args, g.summary(max_nodes=None))
     integer = any(t.qparams is not None for t in g.tensors.values())
     rows = requantization_table(g, target=args.target) if integer else []
@@ -517,7 +532,7 @@ def _float_and_int(args):
     if any(t.qparams is not None for t in fg.tensors.values()):
         raise UsageError(f"{args.model} is already an integer model: give the float model first, then QMODEL")
     if args.qmodel:
-        qg = intq.load(args.qmodel)
+        qg = intq.load(args.qmodel, input_shapes=_input_shapes(args.input_shape))
         source = args.qmodel
     else:
         if not args.calib:
@@ -527,7 +542,15 @@ def _float_and_int(args):
         _end_progress(args)
         qg = intq.quantize(fg, table=table, per_channel=not args.per_tensor)
         source = f"{args.model} quantized ({args.method}, {table.num_samples} samples)"
+    _resolve_target(args, qg)
     return fg, qg, source, time.perf_counter() - t0
+
+
+def _resolve_target(args, graph) -> None:
+    """``--target`` when given; else the target a quantized ONNX file names (``ort`` / ``ort-u8``:
+    onnxruntime's arithmetic on it), else ``tflite``."""
+    if args.target is None:
+        args.target = graph.metadata.get("onnx_target") or "tflite"
 
 
 def _data(args, fg):
@@ -660,6 +683,7 @@ def cmd_run(args) -> dict:
         raise UsageError(f"-o {out}: give a .npy (one output) or .npz name; intq writes exactly the name given")
     g = _load(args)
     inputs = _read_inputs(args.input, g)
+    _resolve_target(args, g)
     missing = [n for n in g.inputs if n not in inputs]
     if missing:
         raise UsageError(f"--input {args.input}: no array for model input(s) {missing} (it has {sorted(inputs)})")
@@ -812,10 +836,11 @@ def build_parser() -> argparse.ArgumentParser:
                         help="fix an ONNX input to a value, e.g. a sample rate (repeat per input): it becomes a "
                              "constant and the If nodes it decides fold")
     target = argparse.ArgumentParser(add_help=False)
-    target.add_argument("--target", default="tflite",
+    target.add_argument("--target", default=None,
                         help="the runtime the integer graph must equal: tflite (TensorFlow Lite Micro, default), "
                              "litert-ref (LiteRT reference kernels), litert-opt (LiteRT optimized kernels), "
-                             "xnnpack (LiteRT with XNNPACK); docs/engine.md lists what each emulates")
+                             "xnnpack (LiteRT with XNNPACK), ort / ort-u8 (onnxruntime on intq's int8 / uint8 "
+                             "ONNX export; the default for a quantized .onnx); docs/engine.md lists what each emulates")
     calib = argparse.ArgumentParser(add_help=False)
     calib.add_argument("--method", default="minmax", choices=["minmax", "ema", "percentile", "mse", "entropy"],
                        help="calibration method (default minmax)")
@@ -837,7 +862,15 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("model", help="the float model (.onnx)")
     q.add_argument("--calib", required=True, metavar="DATA",
                    help="calibration data: a folder of images / .npy / .npz, or one .npz")
-    q.add_argument("-o", "--output", required=True, help="the .tflite to write (or model.c: C99 source + header)")
+    q.add_argument("-o", "--output", required=True,
+                   help="the model to write: .tflite, .onnx (QDQ by default; see --format), or model.c "
+                        "(C99 source + header)")
+    q.add_argument("--format", choices=["qdq", "qoperator"],
+                   help="ONNX encoding for an .onnx output: qdq (DequantizeLinear -> op -> QuantizeLinear, default) "
+                        "or qoperator (QLinearConv, QGemm, QLinearAdd, ...)")
+    q.add_argument("--activations", choices=["int8", "uint8"], default="int8",
+                   help="ONNX activation dtype (default int8: target ort; uint8: target ort-u8)")
+    q.add_argument("--opset", type=int, help="ONNX opset to write (default 21; 13 or more)")
     q.add_argument("--calib-table", help="also write the calibration table (JSON)")
     q.add_argument("--check-samples", type=_nonnegative_int, default=8, metavar="N",
                    help="compare float and int8 layer by layer on the first N calibration samples (0: skip)")

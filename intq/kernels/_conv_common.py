@@ -42,7 +42,7 @@ from intq.kernels.requantize import (
     xnnpack_activation_range,
     xnnpack_conv_scale,
 )
-from intq.kernels.targets import Requant
+from intq.kernels.targets import Requant, Runtime
 from intq.qmath import QuantParams, effective_scale
 
 _PADDINGS = ("SAME", "VALID")
@@ -263,6 +263,10 @@ def conv_requantizer(ctx: KernelContext, op: str, in_qp: QuantParams, w_qp: Quan
     included: a node XNNPACK declines names the contract LiteRT's own kernel then uses); ``select``
     keeps a range of the output channels (a kernel that rounds channel groups differently)."""
     try:
+        if ctx.target.runtime is Runtime.ORT:  # QLinearConv: the same float32 scale, rint, intq's Clip
+            lo, hi = activation_range(activation, out_qp)
+            scale = xnnpack_conv_scale(in_qp.scale[0], _weight_scales(w_qp, channels, select), out_qp.scale[0])
+            return make_requantizer(scale, Requant.FLOAT32_RNE, out_qp.tensor_zero_point, lo, hi, out_dtype)
         if ctx.target.xnnpack and op in XNNPACK_FP32_OPS and mode is None:
             lo, hi = xnnpack_activation_range(activation, out_qp)
             scale = xnnpack_conv_scale(in_qp.scale[0], _weight_scales(w_qp, channels, select), out_qp.scale[0])

@@ -38,8 +38,11 @@ ALL_INTS = (I8, U8, I16, I32, I64)
 
 
 def runtime(ctx: KernelContext) -> str:
-    """The runtime whose acceptance rules apply: ``litert`` for LiteRT targets, else ``tflm``."""
-    return ctx.target.runtime.value  # "litert" or "tflm"
+    """The runtime whose acceptance rules apply: ``litert`` for LiteRT targets and onnxruntime (whose
+    Reshape / Transpose / Pad / Split / Concat take what LiteRT's do, and more), else ``tflm``."""
+    from intq.kernels.targets import Runtime
+
+    return LITERT if ctx.target.runtime in (Runtime.LITERT, Runtime.ORT) else TFLM
 
 
 def runtime_name(ctx: KernelContext) -> str:

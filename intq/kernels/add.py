@@ -72,6 +72,7 @@ from intq.kernels._elementwise_common import (
 )
 from intq.kernels.base import KernelContext, kernel
 from intq.kernels.requantize import DoubleRounding, Requantizer, make_requantizer, requantize
+from intq.kernels import _ort
 from intq.kernels.targets import Requant
 from intq.qmath import raw
 from intq.qmath.compiled import mbqm_right_scalar, mbqm_scalar
@@ -129,6 +130,8 @@ def scalar_broadcast_scaled_input(r: Rescale, zero_point: int, x: np.ndarray) ->
 
 @kernel(OP)
 def prepare(ctx: KernelContext) -> AddParams | OptimizedAddParams | XnnpackAdd:
+    if _ort.is_ort(ctx):
+        return _ort.prepare_binary(ctx, _ort.qlinear_add_table)
     io = int8_binary(ctx)
     xnn = xnnpack_add(ctx, io, subtract=False)
     if xnn is not None:
@@ -189,7 +192,9 @@ def scaled_input(r: Rescale, zero_point: int, x: np.ndarray) -> np.ndarray:
     return rescale(r, (np.asarray(x, dtype=np.int64) - zero_point) << LEFT_SHIFT)
 
 
-def run(p: AddParams | OptimizedAddParams | XnnpackAdd, a, b):
+def run(p: AddParams | OptimizedAddParams | XnnpackAdd | _ort.OrtBinaryLut, a, b):
+    if isinstance(p, _ort.OrtBinaryLut):
+        return (_ort.lookup2(p, a, b),)
     if isinstance(p, XnnpackAdd):
         return (run_xnnpack_add(p, a, b).reshape(np.broadcast_shapes(a.shape, b.shape)),)
     if isinstance(p, OptimizedAddParams):

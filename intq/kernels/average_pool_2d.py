@@ -31,6 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from intq.kernels._pool_common import PoolWindow, WindowCounts, prepare_pool, rounded_average, window_counts, window_reduce
+from intq.kernels import _ort
 from intq.kernels.base import KernelContext, kernel
 
 OP = "AVERAGE_POOL_2D"
@@ -43,11 +44,15 @@ class AveragePool2DParams:
 
 
 @kernel(OP)
-def prepare(ctx: KernelContext) -> AveragePool2DParams:
+def prepare(ctx: KernelContext) -> AveragePool2DParams | _ort.OrtAveragePool:
+    if _ort.is_ort(ctx):  # QLinearAveragePool: onnxruntime's float32 window sums
+        return _ort.prepare_average_pool(ctx)
     pool = prepare_pool(ctx, ctx.per_tensor(ctx.input(0), "input"), ctx.per_tensor(ctx.outputs[0], "output"))
     return AveragePool2DParams(pool, window_counts(ctx, pool.geometry, 128))  # |q| <= 128
 
 
-def run(p: AveragePool2DParams, x):
+def run(p: AveragePool2DParams | _ort.OrtAveragePool, x):
+    if isinstance(p, _ort.OrtAveragePool):
+        return (_ort.run_average_pool(p, x),)
     acc = window_reduce(p.pool.geometry, x.astype(np.int32), 0, np.add)  # |acc| < 2^31 (prepare)
     return (np.clip(rounded_average(acc, p.counts), p.pool.act_min, p.pool.act_max).astype(np.int8),)

@@ -57,6 +57,7 @@ from intq.kernels._conv_common import (
     fill_im2col,
     make_im2col,
 )
+from intq.kernels import _ort
 from intq.kernels.base import KernelContext, kernel
 from intq.kernels.gemm import PreparedGemm, exact_matmul, prepare_gemm
 from intq.kernels.requantize import Requantizer, requantize
@@ -80,7 +81,9 @@ class Conv2DParams:
 
 
 @kernel(OP)
-def prepare(ctx: KernelContext) -> Conv2DParams:
+def prepare(ctx: KernelContext) -> Conv2DParams | _ort.OrtAsymmetricGemm:
+    if _ort.is_ort(ctx) and _ort.asymmetric_weights(ctx):  # imported QLinearConv with a weight zero point
+        return _ort.prepare_asymmetric_gemm(ctx)
     ops = conv_operands(ctx, channel_axis=0)
     n, h, w_in, c_in = ops.in_shape
     w = ops.w
@@ -112,7 +115,9 @@ def prepare(ctx: KernelContext) -> Conv2DParams:
     return Conv2DParams(gemm, offset, requant, im2col, (n, pad.out_h, pad.out_w, c_out))
 
 
-def run(p: Conv2DParams, x, w=None, b=None):
+def run(p: Conv2DParams | _ort.OrtAsymmetricGemm, x, w=None, b=None):
+    if isinstance(p, _ort.OrtAsymmetricGemm):
+        return (_ort.run_asymmetric_gemm(p, x),)
     cols = fill_im2col(p.im2col, x)  # int8 [N*OH*OW, KH*KW*C_in]
     acc = exact_matmul(cols, p.gemm)  # int32 [N*OH*OW, C_out]: sum(x * w), exact
     # one fused pass: acc + b - Z_x * sum(w) (|.| < 2^31, prepare), requantize, clamp

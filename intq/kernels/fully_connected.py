@@ -34,6 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from intq.kernels._conv_common import check_accumulator, conv_bias
+from intq.kernels import _ort
 from intq.kernels.base import KernelContext, kernel
 from intq.kernels.gemm import PreparedGemm, exact_matmul, prepare_gemm
 from intq.kernels.requantize import (
@@ -44,7 +45,7 @@ from intq.kernels.requantize import (
     xnnpack_activation_range,
     xnnpack_conv_scale,
 )
-from intq.kernels.targets import Requant
+from intq.kernels.targets import Requant, Runtime
 from intq.qmath import QuantParams, effective_scale
 
 OP = "FULLY_CONNECTED"
@@ -60,7 +61,9 @@ class FullyConnectedParams:
 
 
 @kernel(OP)
-def prepare(ctx: KernelContext) -> FullyConnectedParams:
+def prepare(ctx: KernelContext) -> FullyConnectedParams | _ort.OrtAsymmetricGemm:
+    if _ort.is_ort(ctx) and _ort.asymmetric_weights(ctx):  # imported QGemm / QLinearMatMul with a weight zero point
+        return _ort.prepare_asymmetric_gemm(ctx)
     in_qp = ctx.per_tensor(ctx.input(0), "input")
     out_qp = ctx.per_tensor(ctx.outputs[0], "output")
     w, w_qp = fc_weights(ctx)
@@ -103,6 +106,10 @@ def fc_requantizer(ctx: KernelContext, in_qp: QuantParams, w_qp: QuantParams, ou
     channel (and for ``DOUBLE_PRODUCT``); XNNPACK's fp32 scale and clamp on ``xnnpack``. Only
     ``ctx.target`` is read."""
     mode = ctx.target.requant_for(OP)
+    if ctx.target.runtime is Runtime.ORT:  # QGemm: float32 scale, rint, intq's Clip for the activation
+        lo, hi = activation_range(activation, out_qp)
+        scale = xnnpack_conv_scale(in_qp.scale[0], w_qp.scale, out_qp.scale[0])
+        return make_requantizer(scale, Requant.FLOAT32_RNE, out_qp.tensor_zero_point, lo, hi, out_dtype)
     if ctx.target.xnnpack:  # XNNPACK takes the node: fp32 requantization
         lo, hi = xnnpack_activation_range(activation, out_qp)
         scale = xnnpack_conv_scale(in_qp.scale[0], w_qp.scale, out_qp.scale[0])
@@ -120,6 +127,8 @@ def fc_multipliers(in_qp: QuantParams, w_qp: QuantParams, out_qp: QuantParams, m
     return effective_scale(in_qp.scale[0], w_qp.scale, out_qp.scale[0], product_dtype=product)
 
 
-def run(p: FullyConnectedParams, x, w=None, b=None):
+def run(p: FullyConnectedParams | _ort.OrtAsymmetricGemm, x, w=None, b=None):
+    if isinstance(p, _ort.OrtAsymmetricGemm):
+        return (_ort.run_asymmetric_gemm(p, x),)
     acc = exact_matmul(x.reshape(-1, p.k), p.gemm)  # int32 sum(x * w), exact
     return (requantize(p.requant, acc, p.offset).reshape(p.out_shape),)  # |acc + offset| < 2^31 (prepare)

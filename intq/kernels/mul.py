@@ -61,6 +61,7 @@ from intq.kernels.requantize import (
     xnnpack_activation_range,
 )
 from intq.qmath.compiled import mbqm_scalar
+from intq.kernels import _ort
 from intq.kernels.targets import Requant
 
 OP = "MUL"
@@ -101,6 +102,8 @@ def _optimized(ctx: KernelContext, a, b, za: int, zb: int, real: float, max_left
 
 @kernel(OP)
 def prepare(ctx: KernelContext) -> MulParams | OptimizedMulParams:
+    if _ort.is_ort(ctx):
+        return _ort.prepare_binary(ctx, _ort.qlinear_mul_table)
     io = int8_binary(ctx)
     a, b, qa, qb, qy = io.a, io.b, io.qa, io.qb, io.qy
     s_a, s_b, s_y = scale_of(qa), scale_of(qb), scale_of(qy)
@@ -158,7 +161,9 @@ def _max_left(za: int, zb: int) -> int:
     return max(s for s in range(31) if bound << s <= 2**31 - 1)
 
 
-def run(p: MulParams | OptimizedMulParams, a, b):
+def run(p: MulParams | OptimizedMulParams | _ort.OrtBinaryLut, a, b):
+    if isinstance(p, _ort.OrtBinaryLut):
+        return (_ort.lookup2(p, a, b),)
     shape = np.broadcast_shapes(a.shape, b.shape)
     r = p.output
     if type(p) is MulParams and type(r) is DoubleRounding and r.multiplier.size == 1 and shape:

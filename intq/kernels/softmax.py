@@ -54,6 +54,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from intq.kernels import _fixedpoint_lut as fp
+from intq.kernels import _ort
 from intq.qmath import Rounding, raw, round_float
 from intq.kernels.base import KernelContext, KernelError, kernel
 
@@ -85,9 +86,11 @@ class OptimizedSoftmaxParams:
 
 
 @kernel(OP)
-def prepare(ctx: KernelContext) -> SoftmaxParams | OptimizedSoftmaxParams:
+def prepare(ctx: KernelContext) -> SoftmaxParams | OptimizedSoftmaxParams | _ort.OrtSoftmax:
     in_qp, out_qp = fp.check_int8_io(ctx)
     fp.check_output_params(ctx, out_qp, 1.0 / 256.0, -128, "1/256")
+    if _ort.is_ort(ctx):  # QLinearSoftmax: onnxruntime's float32 algorithm
+        return _ort.prepare_softmax(ctx)
     beta = ctx.attr("beta", _DEFAULT_BETA)
     if ctx.target.optimized:  # XNNPACK takes float SOFTMAX only: LiteRT's optimized kernel under both
         return OptimizedSoftmaxParams(int(ctx.outputs[0].shape[-1]), fp.optimized_softmax_table(in_qp.tensor_scale, beta),
@@ -111,7 +114,9 @@ def exp_tables(scaling: fp.SoftmaxScaling) -> tuple[np.ndarray, np.ndarray]:
     return exp_q0, exp_q12
 
 
-def run(p: SoftmaxParams | OptimizedSoftmaxParams, x):
+def run(p: SoftmaxParams | OptimizedSoftmaxParams | _ort.OrtSoftmax, x):
+    if isinstance(p, _ort.OrtSoftmax):
+        return (_ort.run_softmax(p, x),)
     if isinstance(p, OptimizedSoftmaxParams):
         return (_float32_softmax(p, x),)
     rows = x.reshape(-1, p.depth)

@@ -23,6 +23,18 @@ runtime whose kernels it reproduces:
   LEAKY_RELU) or float-built tables (LOGISTIC, TANH); the ops it refuses run LiteRT's optimized
   kernels, as ``litert-opt``.
 
+* ``ort``: onnxruntime's CPU execution provider (MLAS) running the ONNX model
+  :func:`intq.export_onnx` writes with int8 activations (QOperator, or QDQ under onnxruntime's
+  default graph optimizations, which fuse it into the same QLinear* kernels): convolutions and
+  fully connected layers requantize in float32 (``rint(float32(acc) * float32(float32(s_in s_w) /
+  s_out))``, :data:`Requant.FLOAT32_RNE`), QuantizeLinear divides in float32 and rounds half to
+  even, QLinearAdd / QLinearMul compute in float32 (fma on x86), QLinearSigmoid, QLinearLeakyRelu
+  and the float islands (DequantizeLinear -> op -> QuantizeLinear) are per-code tables; the
+  runtime's formulas are in :mod:`intq.kernels._ort`. ``ort-u8`` is the same on an export with
+  uint8 activations (``activations="uint8"``; QLinearAdd then rounds differently on a few codes).
+  Measured on x86-64 with AVX-512 VNNI, where MLAS's u8s8 and s8s8 GEMMs are exact; the AVX2
+  path without VNNI (int16 pair saturation) is a different contract, not emulated.
+
 Kernels branch on the target's properties (``runtime``, ``kernels``, ``delegate``, the requant
 contract), never on its name; each kernel's docstring says where. Ops whose measured behaviour a
 target does not reproduce are refused for that target at prepare (``unsupported``), naming why.
@@ -44,6 +56,7 @@ class Runtime(str, Enum):
 
     LITERT = "litert"  # LiteRT (tflite/kernels/*.cc and reference kernels)
     TFLM = "tflm"  # TensorFlow Lite Micro (tensorflow/lite/micro/kernels/*)
+    ORT = "ort"  # onnxruntime's CPU execution provider (MLAS, contrib_ops/cpu/quantization)
 
 
 class KernelSet(str, Enum):
@@ -51,6 +64,8 @@ class KernelSet(str, Enum):
 
     REFERENCE = "reference"  # reference_ops / reference_integer_ops (LiteRT BUILTIN_REF, TFLM)
     OPTIMIZED = "optimized"  # optimized_ops / optimized_integer_ops, ruy (LiteRT BUILTIN*)
+    S8S8 = "s8s8"  # onnxruntime, int8 activations x int8 weights (intq's ONNX export, activations="int8")
+    U8S8 = "u8s8"  # onnxruntime, uint8 activations x int8 weights (activations="uint8")
 
 
 class Delegate(str, Enum):
@@ -106,6 +121,12 @@ class Target:
         return self.delegate is Delegate.XNNPACK
 
     @property
+    def activation_offset(self) -> int:
+        """What the runtime's activation codes add to intq's int8 codes: 128 where onnxruntime runs
+        uint8 activations (``ort-u8``), 0 everywhere else."""
+        return 128 if self.kernels is KernelSet.U8S8 else 0
+
+    @property
     def integer_only(self) -> bool:
         return (self.delegate is Delegate.NONE and self.requant.integer_only
                 and all(r.integer_only for r in self.overrides.values()))
@@ -118,6 +139,23 @@ _OPT_NOT_EMULATED: dict[str, str] = {}
 #: What the XNNPACK delegate takes and computes its own way, measured and not emulated yet. Other
 #: ops XNNPACK takes (data movement, pooling maxima, CONCATENATION, ...) move int8 values unchanged.
 _XNNPACK_NOT_EMULATED: dict[str, str] = {**_OPT_NOT_EMULATED}
+
+#: The int8 operators the ``ort`` targets emulate: those :func:`intq.export_onnx` writes (see
+#: intq/onnx_format/ops.py) and intq.kernels._ort measures; every other kernel op is refused.
+ORT_EMULATED = frozenset({
+    "QUANTIZE", "DEQUANTIZE", "CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "ADD", "MUL", "LOGISTIC",
+    "LEAKY_RELU", "HARD_SWISH", "RELU", "RELU6", "RELU_N1_TO_1", "MEAN", "MAX_POOL_2D", "CONCATENATION",
+    "RESHAPE", "SQUEEZE", "TRANSPOSE", "PAD", "PADV2", "SPLIT", "SPLIT_V", "RESIZE_NEAREST_NEIGHBOR", "SOFTMAX",
+    "AVERAGE_POOL_2D", "PRELU", "STRIDED_SLICE", "SUB", "TANH",
+})
+#: Every other operator intq has a kernel for (tests/kernels/test_ort_target.py keeps this list whole).
+_ORT_NOT_EMULATED = {op: "intq writes no ONNX form for it yet, so onnxruntime's arithmetic for it is not measured"
+                     for op in (
+    "ARG_MAX", "ARG_MIN", "BATCH_MATMUL", "BROADCAST_TO", "RSQRT", "BATCH_TO_SPACE_ND", "DEPTH_TO_SPACE", "EQUAL", "GATHER",
+    "GREATER", "GREATER_EQUAL", "L2_NORMALIZATION", "LESS", "LESS_EQUAL", "LOG_SOFTMAX", "MAXIMUM", "MINIMUM",
+    "NOT_EQUAL", "PACK", "REDUCE_MAX", "REDUCE_MIN", "RESIZE_BILINEAR",
+    "SELECT_V2", "SHAPE", "SLICE", "SPACE_TO_BATCH_ND", "SPACE_TO_DEPTH", "SUM",
+    "TRANSPOSE_CONV")}
 
 TARGETS: dict[str, Target] = {
     "tflite": Target("tflite", "TensorFlow Lite for Microcontrollers (reference kernels)", Runtime.TFLM),
@@ -133,6 +171,10 @@ TARGETS: dict[str, Target] = {
                       overrides={"CONV_2D": Requant.DOUBLE_HALF_UP, "FULLY_CONNECTED": Requant.DOUBLE_HALF_UP,
                                  "DEPTHWISE_CONV_2D": Requant.DOUBLE_HALF_UP, "TRANSPOSE_CONV": Requant.DOUBLE_HALF_UP},
                       unsupported=_XNNPACK_NOT_EMULATED),
+    "ort": Target("ort", "onnxruntime CPU (MLAS), intq's ONNX export with int8 activations, x86-64 with VNNI",
+                  Runtime.ORT, requant=Requant.FLOAT32_RNE, kernels=KernelSet.S8S8, unsupported=_ORT_NOT_EMULATED),
+    "ort-u8": Target("ort-u8", "onnxruntime CPU (MLAS), intq's ONNX export with uint8 activations, x86-64 with VNNI",
+                     Runtime.ORT, requant=Requant.FLOAT32_RNE, kernels=KernelSet.U8S8, unsupported=_ORT_NOT_EMULATED),
 }
 
 

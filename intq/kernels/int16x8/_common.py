@@ -147,6 +147,9 @@ def runtime_16x8(ctx: KernelContext) -> Runtime:
     takes no int16 tensor, so ``xnnpack`` computes what ``litert-opt`` does. The kernels whose
     optimized int16 paths differ say so and select their own variant (FULLY_CONNECTED without an
     int64 bias, ADD's vector lanes, LOGISTIC/TANH on power-of-two input scales)."""
+    if ctx.target.runtime is Runtime.ORT:  # intq writes no 16x8 ONNX model: nothing to emulate
+        raise ctx.error(f"target {ctx.target.name!r}: onnxruntime's int16 arithmetic is not emulated; use target "
+                        f"'tflite' or 'litert-ref'")
     return ctx.target.runtime
 
 
