@@ -138,6 +138,29 @@ def _input_shapes(specs) -> dict:
     return shapes
 
 
+def _input_values(specs) -> dict:
+    """``--input-value sr=16000`` (or ``name=1,2,3`` for a vector): inputs fixed to a value."""
+    values = {}
+    for spec in specs or []:
+        name, _, text = spec.partition("=")
+        try:
+            numbers = [float(v) if any(c in v for c in ".eE") else int(v) for v in text.split(",")]
+        except ValueError:
+            raise UsageError(f"--input-value {spec!r}: expected name=16000 or name=1,2,3") from None
+        if not name or not text:
+            raise UsageError(f"--input-value {spec!r}: expected name=16000 or name=1,2,3")
+        values[name] = numbers[0] if len(numbers) == 1 else numbers
+    return values
+
+
+def _load(args):
+    """The model of ``args`` with its input shapes and fixed inputs (``--input-shape``, ``--input-value``)."""
+    import intq
+
+    return intq.load(args.model, input_shapes=_input_shapes(args.input_shape),
+                     constant_inputs=_input_values(getattr(args, "input_value", None)) or None)
+
+
 # ------------------------------------------------------------------- argument types (argparse)
 
 #: --batch-size's default: intq.calibration.data.DEFAULT_BATCH_SIZE, written here so that the command
@@ -354,7 +377,7 @@ def cmd_quantize(args) -> dict:
     out = _plan_outputs(args, {"-o": args.output, "--calib-table": args.calib_table},
                         {"MODEL": args.model, "--calib": args.calib})["-o"]
     t0 = time.perf_counter()
-    fg = simplify(intq.load(args.model, input_shapes=_input_shapes(args.input_shape)))
+    fg = simplify(_load(args))
     if any(t.qparams is not None for t in fg.tensors.values()):
         raise UsageError(f"{args.model} is already an integer model; quantize its float model, or use "
                          "`intq eval` / `intq compare` / `intq run` / `intq diff` on it")
@@ -447,7 +470,7 @@ def cmd_inspect(args) -> dict:
     import intq
     from intq.analysis.requant_table import format_requantization_table, requantization_table
 
-    g = intq.load(args.model, input_shapes=_input_shapes(args.input_shape))
+    g = _load(args)
     _out(args, g.summary(max_nodes=None))
     integer = any(t.qparams is not None for t in g.tensors.values())
     rows = requantization_table(g, target=args.target) if integer else []
@@ -477,7 +500,7 @@ def _float_and_int(args):
     from intq.passes import simplify
 
     t0 = time.perf_counter()
-    fg = simplify(intq.load(args.model, input_shapes=_input_shapes(args.input_shape)))
+    fg = simplify(_load(args))
     if any(t.qparams is not None for t in fg.tensors.values()):
         raise UsageError(f"{args.model} is already an integer model: give the float model first, then QMODEL")
     if args.qmodel:
@@ -570,7 +593,7 @@ def cmd_diff(args) -> dict:
     targets = [t.strip() for t in args.targets.split(",") if t.strip()]
     if len(targets) != 2:
         raise UsageError(f"--targets {args.targets!r}: give two targets, e.g. --targets tflite,litert-ref")
-    g = intq.load(args.model, input_shapes=_input_shapes(args.input_shape))
+    g = _load(args)
     samples, _ = _data(args, g)
     report = diff_targets(g, samples, targets)
     _out(args, f"{args.model}: target {report.targets[0]} vs {report.targets[1]} on {report.samples} samples")
@@ -622,7 +645,7 @@ def cmd_run(args) -> dict:
     out = _plan_outputs(args, {"-o": args.output}, {"MODEL": args.model, "--input": args.input}).get("-o")
     if out is not None and out.suffix.lower() not in (".npy", ".npz"):
         raise UsageError(f"-o {out}: give a .npy (one output) or .npz name; intq writes exactly the name given")
-    g = intq.load(args.model, input_shapes=_input_shapes(args.input_shape))
+    g = _load(args)
     inputs = _read_inputs(args.input, g)
     missing = [n for n in g.inputs if n not in inputs]
     if missing:
@@ -696,6 +719,9 @@ def build_parser() -> argparse.ArgumentParser:
     shapes = argparse.ArgumentParser(add_help=False)
     shapes.add_argument("--input-shape", action="append", metavar="NAME=1x3x224x224",
                         help="bind a dynamic input shape (repeat per input)")
+    shapes.add_argument("--input-value", action="append", metavar="NAME=VALUE",
+                        help="fix an ONNX input to a value, e.g. a sample rate (repeat per input): it becomes a "
+                             "constant and the If nodes it decides fold")
     target = argparse.ArgumentParser(add_help=False)
     target.add_argument("--target", default="tflite",
                         help="the runtime the integer graph must equal: tflite (TensorFlow Lite Micro, default), "

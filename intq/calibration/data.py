@@ -230,6 +230,13 @@ def _split(raw, graph: Graph, where: str) -> Iterator[dict[str, np.ndarray]]:
         yield {k: a[i * graph.tensors[k].shape[0]:(i + 1) * graph.tensors[k].shape[0]] for k, a in arrays.items()}
 
 
+def _batch_of(graph: Graph) -> int | None:
+    """The batch the inputs share (:func:`intq.runtime.plan._batch_of`), None when they share none."""
+    from intq.runtime.plan import _batch_of as batch_of
+
+    return batch_of(graph)
+
+
 def _batch_free(shape) -> bool:
     """Whether an input of this declared shape takes any batch: rank >= 2 (its leading dimension is
     the batch; :class:`intq.Interpreter` binds it per run)."""
@@ -240,8 +247,7 @@ def has_batch_axis(graph: Graph) -> bool:
     """Whether the graph's inputs share a batch axis the samples can be joined on: every input of
     rank >= 2 with one leading size for all (a recurrent state ``[layers, batch, hidden]`` beside an
     input ``[batch, n]`` has none)."""
-    shapes = [graph.tensors[n].shape for n in graph.inputs]
-    return all(_batch_free(s) for s in shapes) and len({s[0] for s in shapes}) == 1
+    return all(_batch_free(graph.tensors[n].shape) for n in graph.inputs) and _batch_of(graph) is not None
 
 
 def _validate(sample: Mapping[str, np.ndarray], graph: Graph, index: int, where: str) -> None:

@@ -405,12 +405,13 @@ class ResizeRequest:
     out_shape: tuple[int, ...]  # [N, out_h, out_w, C], the output's declared shape
 
 
-def resize_request(ctx: KernelContext) -> ResizeRequest:
-    """The resize kernels' shared contract: int8 per-tensor input [N, H, W, C] and output with the
-    input's parameters (spec 003, pooling's tolerance: :func:`require_same_qparams`), input 1 a
-    constant int32 ``size`` = [out_h, out_w] of positive sizes, the output [N, out_h, out_w, C]."""
+def resize_request(ctx: KernelContext, dtypes=(np.int8,)) -> ResizeRequest:
+    """The resize kernels' shared contract: per-tensor input [N, H, W, C] of ``dtypes`` (int8; int16
+    for the 16x8 kernels) and output with the input's parameters (spec 003, pooling's tolerance:
+    :func:`require_same_qparams`), input 1 a constant int32 ``size`` = [out_h, out_w] of positive
+    sizes, the output [N, out_h, out_w, C]."""
     x, y = ctx.input(0), ctx.outputs[0]
-    require_same_qparams(ctx, ctx.per_tensor(x, "input"), ctx.per_tensor(y, "output"), exact=False)
+    require_same_qparams(ctx, ctx.per_tensor(x, "input", dtypes), ctx.per_tensor(y, "output", dtypes), exact=False)
     shape = static_shape(ctx, x, "input")
     if len(shape) != 4:
         raise ctx.error(f"input must be 4-D NHWC, got shape {list(shape)}")

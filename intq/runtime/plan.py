@@ -92,7 +92,7 @@ class ExecutionPlan:
     naming the node) when the graph does not fit its kernels."""
 
     def __init__(self, graph: Graph, target):
-        from intq.kernels import KERNELS, KernelContext, activation_of, lookup
+        from intq.kernels import KERNELS, KernelContext, lookup, node_activation
         from intq.runtime.float_ops import FLOAT_OPS
 
         self.graph = graph
@@ -120,11 +120,10 @@ class ExecutionPlan:
         for i, node in enumerate(graph.nodes):
             integer = node.op_type in integer_ops
             if integer:
-                # the kernel of the node's activation dtype: a first input of int16 selects the 16x8
+                # the kernel of the node's activation dtype: an int16 data input selects the 16x8
                 # kernel where the op has one (QUANTIZE included); the others (RESHAPE,
                 # CONCATENATION, DEQUANTIZE...) take int16 themselves
-                first = graph.tensors[node.inputs[0]] if node.inputs and node.inputs[0] else None
-                kernel = lookup(node.op_type, activation_of(first.dtype if first is not None else None))
+                kernel = lookup(node.op_type, node_activation(node, graph.tensors))
                 ctx = KernelContext(node, tuple(graph.tensors[t] if t else None for t in node.inputs),
                                     tuple(graph.tensors[o] for o in node.outputs), target)
                 params = kernel.prepare(ctx)
