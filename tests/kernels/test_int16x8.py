@@ -539,18 +539,22 @@ OPT = ("litert-ref", "litert-opt", "xnnpack")
 def test_optimized_fully_connected_without_bias_wraps_int32():
     """LiteRT's optimized 16x8 FULLY_CONNECTED without bias sums in int32 (ruy), which wraps:
     accumulators beyond 2^31 (700 and 1000 full-scale products) equal LiteRT's, and differ from
-    the reference's int64 result."""
+    the reference's int64 result. With ``quantized_bias_type`` INT64 (as the converter writes it)
+    the same layer runs the reference kernel under every resolver."""
     for k, value in ((700, 32767), (1000, -32768), (600, 30000)):
         w = np.full((3, k), 127, np.int8)
         w[1], w[2, ::2] = -127, -127
         x = np.full((2, k), value, I16)
         x[1, ::3] = 5
-        g = single_op_graph("FULLY_CONNECTED", [tensor("x", (2, k), I16, 1e-3),
-                                                tensor("w", None, np.int8, 0.01, 0, None, data=w, narrow=True), None],
-                            [tensor("y", (2, 3), I16, 0.5)],
-                            {"fused_activation_function": "NONE", "keep_num_dims": False, "weights_format": "DEFAULT"})
+        attrs = {"fused_activation_function": "NONE", "keep_num_dims": False, "weights_format": "DEFAULT"}
+        inputs = [tensor("x", (2, k), I16, 1e-3), tensor("w", None, np.int8, 0.01, 0, None, data=w, narrow=True), None]
+        g = single_op_graph("FULLY_CONNECTED", inputs, [tensor("y", (2, 3), I16, 0.5)], attrs)
         got = assert_matches_oracles(g, {"x": x}, targets=OPT, optimized=False, context=f"K={k}")
         assert not np.array_equal(got["litert-ref"]["y"], got["litert-opt"]["y"])
+        g = single_op_graph("FULLY_CONNECTED", inputs, [tensor("y", (2, 3), I16, 0.5)],
+                            {**attrs, "quantized_bias_type": "INT64"})
+        got = assert_matches_oracles(g, {"x": x}, targets=OPT, optimized=False, context=f"K={k} INT64")
+        assert np.array_equal(got["litert-ref"]["y"], got["litert-opt"]["y"])
 
 
 #: seeds of :func:`_add_vector_case` whose models intq's litert-ref and litert-opt results tell apart
