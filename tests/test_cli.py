@@ -220,13 +220,14 @@ def test_diff_explains_tflm_vs_litert(digits_files):
     assert unknown.returncode == 1 and "nope" in unknown.stderr and "Traceback" not in unknown.stderr
 
 
-def test_quantize_refuses_and_removes_a_file_a_runtime_cannot_load(tmp_path):
+def test_a_file_a_runtime_cannot_load_is_never_written(tmp_path):
+    """The runtimes load the bytes before anything is written: a refusal leaves the user's file as it was."""
     import intq
     from intq.cli import ExportCheckError, _check_runtimes_run
 
     qg = intq.quantize(MODEL, [np.zeros((1, 1, 8, 8), np.float32)], input_shapes={"image": (1, 1, 8, 8)})
     out = tmp_path / "broken.tflite"
-    out.write_bytes(b"TFL3 is not enough")
-    with pytest.raises(ExportCheckError, match="LiteRT refuses the written .*broken.tflite.*the file was removed"):
-        _check_runtimes_run(qg, out.read_bytes(), out)
-    assert not out.exists()
+    out.write_bytes(b"the user's file")
+    with pytest.raises(ExportCheckError, match="LiteRT refuses the .tflite intq made for .*broken.tflite.*nothing was written"):
+        _check_runtimes_run(qg, b"TFL3 is not enough", out)
+    assert out.read_bytes() == b"the user's file"

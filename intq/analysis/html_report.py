@@ -28,6 +28,7 @@ import numpy as np
 
 from intq.analysis.compare import POOR_SQNR_DB, Report, TensorDetail, TensorStats
 from intq.ir import Graph
+from intq.files import write_file
 from intq.qmath import dequantize
 
 #: A channel that spans fewer codes than this on a per-tensor weight grid keeps under 3 bits of
@@ -380,9 +381,8 @@ def render_html(report: Report, *, float_graph: Graph, int_graph: Graph, title: 
 
 
 def write_html_report(report: Report, path, *, float_graph: Graph, int_graph: Graph, title: str | None = None,
-                      worst: int = 6, all_histograms: bool = False) -> Path:
-    """Write :func:`render_html`'s page to ``path`` (UTF-8, overwritten); return the path."""
-    path = Path(path)
-    path.write_text(render_html(report, float_graph=float_graph, int_graph=int_graph, title=title,
-                                worst=worst, all_histograms=all_histograms), encoding="utf-8")
-    return path
+                      worst: int = 6, all_histograms: bool = False, overwrite: bool = True) -> Path:
+    """Write :func:`render_html`'s page to ``path`` (UTF-8, atomically: :func:`intq.files.write_file`;
+    an existing file is replaced unless ``overwrite`` is false); return the path."""
+    return write_file(path, render_html(report, float_graph=float_graph, int_graph=int_graph, title=title,
+                                        worst=worst, all_histograms=all_histograms), overwrite=overwrite)
