@@ -558,7 +558,7 @@ def test_optimized_fully_connected_without_bias_wraps_int32():
 
 
 #: seeds of :func:`_add_vector_case` whose models intq's litert-ref and litert-opt results tell apart
-#: (found by searching 900 seeds: LiteRT's one-rounding vector rescale is rarely visible)
+#: (tools/probe_litert_rounding.py add16x8: LiteRT's one-rounding vector rescale is rarely visible)
 ADD_VECTOR_SEEDS = [16, 248, 385, 506, 565, 664, 692, 893]
 
 
