@@ -122,10 +122,15 @@ def _conv_like(rng, i, depthwise: bool):
     n, c = int(rng.integers(1, 3)), int(rng.integers(1, 9))
     mult = int(rng.integers(1, 4)) if depthwise else 1
     c_out = c * mult if depthwise else int(rng.integers(1, 9))
+    c_g = c  # the weights' input channels: fewer for a grouped CONV_2D (one model in 5)
+    if not depthwise and i % 5 == 2:
+        groups = int(rng.choice([2, 3]))
+        c_g, c, c_out = int(rng.integers(1, 4)), 0, groups * int(rng.integers(1, 4))
+        c = groups * c_g
     per_channel = i % 4 != 3
     s_in = _f32(10 ** rng.uniform(-5, -1))
     s_w = (10 ** rng.uniform(-3.5, -1, size=c_out if per_channel else 1)).astype(np.float32)
-    wshape = (1, kh, kw, c_out) if depthwise else (c_out, kh, kw, c)
+    wshape = (1, kh, kw, c_out) if depthwise else (c_out, kh, kw, c_g)
     wq = rng.integers(-127, 128, size=wshape).astype(np.int8)
     if rng.random() < 0.1:
         wq = rng.choice([-127, 127], size=wshape).astype(np.int8)  # the largest accumulators
@@ -134,7 +139,7 @@ def _conv_like(rng, i, depthwise: bool):
     axis = (3 if depthwise else 0) if per_channel else None
     mean_abs_w = float(np.abs(wq.astype(np.int64)).sum() / c_out)
     extent = float(np.abs(x).max(initial=1)) * mean_abs_w * s_in * float(s_w.max())
-    s_out = _out_scale(rng, extent * rng.uniform(0.05, 0.5))
+    s_out = max(_out_scale(rng, extent * rng.uniform(0.05, 0.5)), _f32(2.0**-28))  # RELU6's 6 / s_out fits int32
     attrs["fused_activation_function"] = ACTIVATIONS[i % 3]
     op = "DEPTHWISE_CONV_2D" if depthwise else "CONV_2D"
     if depthwise:
