@@ -116,7 +116,7 @@ class Target:
 #: LiteRT 2.3's optimized kernels measured to differ from the reference ones in ways intq does not
 #: emulate yet (docs/engine.md, "Targets"); the litert-opt and xnnpack targets refuse them. Empty
 #: today: what remains is refused per node by the kernels themselves, naming the measured reason
-#: (DEPTHWISE_CONV_2D without bias, 16x8 LOGISTIC/TANH on power-of-two scales, 16x8 int32 biases).
+#: (DEPTHWISE_CONV_2D without bias: LiteRT segfaults; 16x8 layers with an int32 bias).
 _OPT_NOT_EMULATED: dict[str, str] = {}
 
 #: What the XNNPACK delegate takes and computes its own way, measured and not emulated yet. Other
