@@ -163,7 +163,11 @@ def window_reduce(g: PoolGeometry, x: np.ndarray, fill: int, combine) -> np.ndar
 
     The reduction is separable: one shifted strided ``combine`` per filter column gives each
     window column's partial result, then one per filter row (no loop over pixels or channels)."""
-    xp = np.pad(x, ((0, 0), (g.pad_h, g.pad_bottom), (g.pad_w, g.pad_right), (0, 0)), constant_values=fill)
+    xp = x
+    if g.pad_h or g.pad_bottom or g.pad_w or g.pad_right:  # np.pad's result, without its per-call Python work
+        n, h, w, c = x.shape
+        xp = np.full((n, h + g.pad_h + g.pad_bottom, w + g.pad_w + g.pad_right, c), fill, dtype=x.dtype)
+        xp[:, g.pad_h:g.pad_h + h, g.pad_w:g.pad_w + w] = x
     span_h, span_w = (g.out_h - 1) * g.stride_h + 1, (g.out_w - 1) * g.stride_w + 1
     cols = xp[:, :, 0:span_w:g.stride_w]  # [N, Hp, out_w, C]: window columns, tap by tap
     for fx in range(1, g.filter_w):

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from intq.kernels.base import KernelContext, kernel
-from intq.qmath import QuantParams
+from intq.qmath import QuantParams, compiled
 from intq.qmath import dequantize as dequantize_ints
 
 OP = "DEQUANTIZE"
@@ -54,7 +54,13 @@ def prepare(ctx: KernelContext) -> DequantizeParams:
 
 def run(p: DequantizeParams, x):
     if not p.block:
-        return (dequantize_ints(x, p.input),)
+        qp = p.input
+        if not qp.per_axis and x.ndim:  # intq.qmath.dequantize in one compiled pass
+            out = np.empty(x.shape, np.float32)
+            compiled.dequantize_float32(np.ascontiguousarray(x).reshape(-1), qp.tensor_zero_point, float(qp.scale[0]),
+                                        out.reshape(-1))
+            return (out,)
+        return (dequantize_ints(x, qp),)
     flat = x.reshape(-1)
     cut = flat.size - flat.size % p.block
     s = np.float32(p.input.tensor_scale)

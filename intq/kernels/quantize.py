@@ -41,7 +41,8 @@ import numpy as np
 from intq.kernels.base import KernelContext, kernel
 from intq.kernels.requantize import Requantizer, make_requantizer, requantize
 from intq.kernels.targets import Requant
-from intq.qmath import QuantParams, Rounding, round_float
+from intq.errors import QuantizationError
+from intq.qmath import QuantParams, Rounding, compiled, round_float
 from intq.qmath import quantize as quantize_reals
 
 OP = "QUANTIZE"
@@ -141,7 +142,17 @@ def run(p: QuantizeParams, x):
         return (requantize(p.rescale, x.astype(np.int64) - p.input_zero_point),)
     if isinstance(p, OptimizedFloatQuantizeParams):
         return (_quantize_optimized(p, np.asarray(x, np.float32)),)
-    return (quantize_reals(x, p.output),)
+    qp = p.output
+    if x.dtype == np.float32 and not qp.per_axis:  # intq.qmath.quantize in one compiled pass
+        out = np.empty(x.shape, qp.dtype)
+        args = p.__dict__.get("_compiled_args")  # (float32 S, Z, qmin, qmax), read from qp once
+        if args is None:
+            args = (qp.scale.astype(np.float32)[0], qp.tensor_zero_point, qp.qmin, qp.qmax)
+            object.__setattr__(p, "_compiled_args", args)
+        if compiled.quantize_float32_half_away(np.ascontiguousarray(x).reshape(-1), *args, out.reshape(-1)):
+            raise QuantizationError("quantize: the input contains NaN, which has no quantized value")
+        return (out,)
+    return (quantize_reals(x, qp),)
 
 
 def _quantize_optimized(p: OptimizedFloatQuantizeParams, x: np.ndarray) -> np.ndarray:
