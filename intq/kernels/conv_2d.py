@@ -52,6 +52,7 @@ from intq.kernels._conv_common import (
     Im2col,
     check_accumulator,
     conv_bias,
+    conv_matrix,
     conv_operands,
     conv_padding,
     fill_im2col,
@@ -88,22 +89,12 @@ def prepare(ctx: KernelContext) -> Conv2DParams | _ort.OrtAsymmetricGemm:
     n, h, w_in, c_in = ops.in_shape
     w = ops.w
     c_out, kh, kw, c_g = w.shape
-    if c_g < 1 or c_in % c_g:
-        raise ctx.error(f"input channels ({c_in}) must be a multiple of the weights' channels ({c_g})")
-    groups = c_in // c_g
-    if c_out % groups:
-        raise ctx.error(f"grouped convolution: {c_out} output channels do not split into {groups} groups")
+    matrix, groups = conv_matrix(ctx, w, c_in)  # block-diagonal when grouped
     refused = "refuses" if ctx.target.runtime in BIAS_REQUIRED_BY else None
     bias = conv_bias(ctx, 2, c_out, refused_without=refused)
     pad = conv_padding(ctx, ops, kh, kw, c_out)
 
     zx = ops.in_qp.tensor_zero_point
-    taps = kh * kw
-    matrix = w.reshape(c_out, taps * c_g)
-    if groups > 1:  # block-diagonal: output channel o sees only its group's input channels
-        full = np.zeros((c_out, taps, groups, c_g), np.int8)
-        full[np.arange(c_out), :, np.arange(c_out) // (c_out // groups), :] = w.reshape(c_out, taps, c_g)
-        matrix = full.reshape(c_out, taps * c_in)
     gemm = prepare_gemm(matrix)
     check_accumulator(ctx, ops.abs_weight_sums(), bias)
     offset = bias - zx * gemm.weight_sums
