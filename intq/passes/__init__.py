@@ -9,14 +9,37 @@ from intq.passes.activations import fuse_activations, recognize_activations
 from intq.passes.batchnorm import fold_batch_norms
 from intq.passes.cleanup import remove_identities, remove_noop_reshapes
 from intq.passes.constants import div_by_constant_to_mul, fold_constants
+from intq.passes.fold_affine import FOLD_AFFINE_RULES, fold_affine
+from intq.passes.fold_scalars import FOLD_SCALAR_RULES, fold_scalars
+from intq.passes.matmul_bias import MATMUL_BIAS_RULES, matmul_bias
 from intq.passes.padding import explicit_pads
-from intq.passes.rewrite import Const, Pattern, Rule, apply_rules, match
+from intq.passes.rewrite import Const, Pattern, Replacement, Rule, apply_rules, match
+
+#: The folds of :func:`fold_linear`: constants around linear layers become their weights and bias.
+LINEAR_FOLD_RULES = FOLD_AFFINE_RULES + MATMUL_BIAS_RULES + FOLD_SCALAR_RULES
 
 
-def simplify(graph: Graph, *, fuse: bool = True) -> Graph:
+def fold_linear(graph: Graph) -> Graph:
+    """Fold per-channel Mul/Add/Sub after linear layers (:mod:`~intq.passes.fold_affine`),
+    MatMul + Add into Gemm (:mod:`~intq.passes.matmul_bias`) and scalar Muls before linear layers
+    (:mod:`~intq.passes.fold_scalars`) until nothing changes; shapes re-inferred after each pass
+    (the folds read the output shapes)."""
+    from intq.runtime.interpreter import infer_shapes
+
+    while True:
+        folded = apply_rules(graph, LINEAR_FOLD_RULES)
+        if folded is graph:
+            return graph
+        graph = infer_shapes(folded)
+
+
+def simplify(graph: Graph, *, fuse: bool = True, fold: bool = True) -> Graph:
     """The standard pipeline, in order: static shapes, constant folding (shape arithmetic
-    included), Identity/Dropout and no-op reshape removal, Div-by-constant to Mul, BatchNorm folding, HardSwish /
-    SiLU recognition, and (``fuse=True``) activation fusion; shapes are re-inferred at the end."""
+    included), Identity/Dropout and no-op reshape removal, Div-by-constant to Mul, BatchNorm
+    folding, HardSwish / SiLU recognition, (``fold=True``) folding of constants around linear
+    layers (:func:`fold_linear`), and (``fuse=True``) activation fusion; shapes are re-inferred at
+    the end. Recognition runs before folding: the 1/6 of ``x * relu6(x + 3) / 6`` must become a
+    HardSwish, not a weight scale of the next layer."""
     from intq.runtime.interpreter import infer_shapes
 
     g = fold_constants(infer_shapes(graph))
@@ -24,6 +47,8 @@ def simplify(graph: Graph, *, fuse: bool = True) -> Graph:
     g = div_by_constant_to_mul(g)
     g = fold_batch_norms(g)
     g = recognize_activations(g)
+    if fold:
+        g = fold_linear(g)
     if fuse:
         g = fuse_activations(g)
     return infer_shapes(g)
@@ -37,6 +62,11 @@ __all__ = [
     "div_by_constant_to_mul",
     "explicit_pads",
     "fold_batch_norms",
+    "fold_linear",
+    "fold_affine",
+    "fold_scalars",
+    "matmul_bias",
+    "Replacement",
     "recognize_activations",
     "fuse_activations",
     "Pattern",
