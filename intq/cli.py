@@ -2,7 +2,7 @@
 
     intq demo [-o OUT.tflite] [--force] [--json]
     intq quantize MODEL.onnx --calib DATA -o OUT.tflite [--input-shape name=1x3x224x224]
-                  [--method minmax|ema|percentile|mse|entropy] [--per-tensor] [--calib-table ranges.json]
+                  [--method minmax|ema|percentile|mse|entropy|auto] [--per-tensor] [--calib-table ranges.json]
                   [--size H W] [--mean ...] [--std ...] [--layout NCHW|NHWC] [--force] [--json]
     intq inspect MODEL (.onnx | .tflite) [--input-shape ...] [--target T] [--json]
     intq eval MODEL.onnx [QMODEL.tflite] --data DATA [--labels LABELS] [--calib DATA] [--limit N] [--json]
@@ -272,8 +272,13 @@ def cmd_quantize(args) -> dict:
     check = compare(fg, qg, _limited(iter_samples(data, fg, pre), args.check_samples)) if args.check_samples else None
     t_check = time.perf_counter() - t
     poor = [r for r in check.rows if r.sqnr_db < POOR_SQNR_DB] if check else []
+    from collections import Counter
+
+    from intq.calibration import method_per_tensor
+
+    methods = method_per_tensor(table)
     result = {"model": args.model, "output": str(out), "bytes": len(blob), "ops": qg.op_types(), "parameters": params,
-              "calibration": {"method": args.method, "samples": table.num_samples},
+              "calibration": {"method": args.method, "samples": table.num_samples, "method_per_tensor": methods},
               "per_channel": not args.per_tensor,
               "seconds": {"load": round(t_load, 2), "calibrate": round(t_cal, 2), "convert": round(t_conv, 2),
                           "check": round(t_check, 2), "total": round(time.perf_counter() - t0, 2)},
@@ -285,6 +290,9 @@ def cmd_quantize(args) -> dict:
     _out(args, "  runs in: " + "; ".join(f"{k} ({v})" for k, v in runtimes.items()))
     _out(args, f"  calibration: {args.method} on {table.num_samples} samples ({t_cal:.1f} s); "
                f"weights {'per channel' if not args.per_tensor else 'per tensor'}; converted in {t_conv:.1f} s")
+    if len(set(methods.values())) > 1:
+        _out(args, "  ranges chosen by: " + ", ".join(f"{m} {n}" for m, n in Counter(methods.values()).most_common())
+             + " (per tensor: --json, or the --calib-table)")
     if check:
         if poor:
             _out(args, f"  layers below {POOR_SQNR_DB:.0f} dB SQNR on {check.samples} calibration samples:")
@@ -582,7 +590,7 @@ def build_parser() -> argparse.ArgumentParser:
                              "litert-ref (LiteRT reference kernels), litert-opt (LiteRT optimized kernels), "
                              "xnnpack (LiteRT with XNNPACK); docs/engine.md lists what each emulates")
     calib = argparse.ArgumentParser(add_help=False)
-    calib.add_argument("--method", default="minmax", choices=["minmax", "ema", "percentile", "mse", "entropy"],
+    calib.add_argument("--method", default="minmax", choices=["minmax", "ema", "percentile", "mse", "entropy", "auto"],
                        help="calibration method (default minmax)")
     calib.add_argument("--per-tensor", action="store_true", help="per-tensor weights (default per-channel)")
 

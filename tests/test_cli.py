@@ -97,9 +97,11 @@ def test_quantize_reports_layers(digits_files):
     d, _, result = digits_files
     assert set(result["seconds"]) >= {"load", "calibrate", "convert", "check", "total"}
     assert result["poor_layers"] == []  # the digits CNN has no layer below 25 dB
+    assert set(result["calibration"]["method_per_tensor"].values()) == {"minmax"}
     r = run("quantize", MODEL, "--calib", str(d / "calib.npz"), "--input-shape", "image=1x1x8x8",
-            "-o", str(d / "q2.tflite"))
+            "-o", str(d / "q2.tflite"), "--method", "auto")
     assert r.returncode == 0 and "no layer below 25 dB SQNR on 8 calibration samples" in r.stdout
+    assert "calibration: auto on" in r.stdout
     again = run("quantize", str(d / "q.tflite"), "--calib", str(d / "calib.npz"), "-o", str(d / "q3.tflite"))
     assert again.returncode == 2 and "already an integer model" in again.stderr
 

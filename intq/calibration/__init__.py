@@ -7,12 +7,13 @@ percentile, MSE, KL-entropy, per-channel) keep small, exactly mergeable states.
 :func:`reconcile_ranges` applies the shared-scale rules of integer ops (backward calibration).
 """
 
-from intq.calibration.calibrate import CalibrationTable, Progress, calibrate
+from intq.calibration.calibrate import CalibrationTable, Progress, bounded_tensors, calibrate, method_per_tensor
 from intq.calibration.data import CalibrationDataError, ImagePreprocess, iter_samples
 
 from intq.calibration.observers import (
     OBSERVER_METHODS,
     AlignedHistogram,
+    AutoObserver,
     EntropyObserver,
     HistogramObserver,
     MinMaxObserver,
@@ -29,6 +30,8 @@ from intq.calibration.reconcile import reconcile_ranges
 
 __all__ = [
     "calibrate",
+    "bounded_tensors",
+    "method_per_tensor",
     "CalibrationTable",
     "Progress",
     "reconcile_ranges",
@@ -44,6 +47,7 @@ __all__ = [
     "MSEObserver",
     "EntropyObserver",
     "AlignedHistogram",
+    "AutoObserver",
     "aligned_exponent",
     "make_observer",
     "OBSERVER_METHODS",
