@@ -427,6 +427,17 @@ def cmd_eval(args) -> dict:
     return result
 
 
+def _sensitivity(args, fg, qg, mapped: bool):
+    """``intq compare --sensitivity N``: the per-layer ranking on the first N samples of --data."""
+    from intq.analysis.sensitivity import sensitivity
+
+    if not mapped:
+        raise UsageError("--sensitivity needs an integer graph intq made (quantize MODEL with --calib instead of "
+                         "giving QMODEL): it maps every integer tensor to its float tensor")
+    samples, _ = _data(args, fg)
+    return sensitivity(fg, qg, _limited(samples, args.sensitivity))
+
+
 def cmd_compare(args) -> dict:
     from intq.analysis import compare
     from intq.analysis.evaluate import with_output_mapping
@@ -449,10 +460,17 @@ def cmd_compare(args) -> dict:
     _out(args, report.table(top))
     if top is not None and len(report.rows) > top:
         _out(args, f"... {len(report.rows) - top} more (--top 0 shows all, --json gives every row)")
+    sens = _sensitivity(args, fg, qg, mapped) if args.sensitivity else None
+    if sens is not None:
+        result["sensitivity"] = {"all_int8_db": round(sens.all_int8_db, 2), "samples": sens.samples,
+                                 "layers": [{"layer": r.layer, "op": r.op, "gain_db": round(r.gain_db, 2),
+                                             "alone_float_db": round(r.alone_float_db, 2),
+                                             "alone_int8_db": round(r.alone_int8_db, 2)} for r in sens.rows]}
+        _out(args, sens.table(top))
     if args.html:
         from intq.analysis.html_report import write_html_report
 
-        write_html_report(report, args.html, float_graph=fg, int_graph=qg,
+        write_html_report(report, args.html, float_graph=fg, int_graph=qg, sensitivity=sens,
                           title=f"{Path(args.model).name} vs {Path(source).name if args.qmodel else 'int8'}")
         result["html"] = args.html
         _out(args, f"wrote {args.html}")
@@ -646,6 +664,9 @@ def build_parser() -> argparse.ArgumentParser:
                        "  intq compare model.onnx --calib calib.npz --data val.npz --top 0 --json",
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     c.add_argument("--html", help="write a self-contained HTML report (plots embedded)")
+    c.add_argument("--sensitivity", type=int, nargs="?", const=4, metavar="N",
+                   help="rank the layers by how much keeping each out of int8 gains (simulated on the first N "
+                   "samples of --data, default 4; needs --calib)")
     c.add_argument("--top", type=int, default=15, help="show the N worst tensors (0: all; default 15)")
     c.add_argument("--force", action="store_true", help="overwrite an existing report")
     c.set_defaults(func=cmd_compare)

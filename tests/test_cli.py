@@ -138,18 +138,24 @@ def test_eval_with_tflite_and_labels(digits_files):
 def test_compare_ranks_every_tensor(digits_files):
     d, _, _ = digits_files
     r = run("compare", MODEL, str(d / "q.tflite"), "--data", str(d / "val.npz"), "--limit", "20",
-            "--input-shape", "image=1x1x8x8", "--json")
+            "--input-shape", "image=1x1x8x8", "--json", "--sensitivity", "2")
     assert r.returncode == 0, r.stderr
     c = json.loads(r.stdout)
     assert c["per_tensor"] and c["samples"] == 20 and c["tensors"] >= 6
+    sens = c["sensitivity"]
+    assert sens["samples"] == 2 and len(sens["layers"]) >= 5
+    gains = [row["gain_db"] for row in sens["layers"]]
+    assert gains == sorted(gains, reverse=True) and {"Conv", "Gemm"} <= {row["op"] for row in sens["layers"]}
     sqnr = [row["sqnr_db"] for row in c["layers"]]
     assert sqnr == sorted(sqnr)
     assert {row["op"] for row in c["layers"]} >= {"CONV_2D", "FULLY_CONNECTED", "MAX_POOL_2D"}
     html = d / "report.html"
     text = run("compare", MODEL, str(d / "q.tflite"), "--data", str(d / "val.npz"), "--limit", "5", "--top", "2",
-               "--input-shape", "image=1x1x8x8", "--html", str(html))
+               "--input-shape", "image=1x1x8x8", "--html", str(html), "--sensitivity", "1")
     assert text.returncode == 0 and "more (--top 0 shows all" in text.stdout, text.stderr
+    assert "output SQNR with every layer in int8 (simulated)" in text.stdout
     page = html.read_text()
+    assert "Sensitivity: which layer to keep out of int8" in page
     assert page.count("data:image/png;base64,") >= 3 and 'src="http' not in page
     assert all(row["tensor"] in page for row in c["layers"])
     again = run("compare", MODEL, str(d / "q.tflite"), "--data", str(d / "val.npz"), "--limit", "5",
