@@ -260,7 +260,7 @@ def cmd_quantize(args) -> dict:
     _end_progress(args)
     t_cal = time.perf_counter() - t0 - t_load
     t = time.perf_counter()
-    qg = intq.quantize(fg, table=table, per_channel=not args.per_tensor)
+    qg = intq.quantize(fg, table=table, per_channel=not args.per_tensor, **_precision_options(args, fg, data, pre))
     t_conv = time.perf_counter() - t
     intq.Interpreter(qg)  # prepares every kernel: a graph intq itself refuses (KernelError) is not written
     blob = intq.export_tflite(qg, out, overwrite=args.force)
@@ -279,6 +279,7 @@ def cmd_quantize(args) -> dict:
     methods = method_per_tensor(table)
     result = {"model": args.model, "output": str(out), "bytes": len(blob), "ops": qg.op_types(), "parameters": params,
               "calibration": {"method": args.method, "samples": table.num_samples, "method_per_tensor": methods},
+              "int16_tensors": list(qg.metadata.get("int16_tensors", ())),
               "per_channel": not args.per_tensor,
               "seconds": {"load": round(t_load, 2), "calibrate": round(t_cal, 2), "convert": round(t_conv, 2),
                           "check": round(t_check, 2), "total": round(time.perf_counter() - t0, 2)},
@@ -290,6 +291,8 @@ def cmd_quantize(args) -> dict:
     _out(args, "  runs in: " + "; ".join(f"{k} ({v})" for k, v in runtimes.items()))
     _out(args, f"  calibration: {args.method} on {table.num_samples} samples ({t_cal:.1f} s); "
                f"weights {'per channel' if not args.per_tensor else 'per tensor'}; converted in {t_conv:.1f} s")
+    if qg.metadata.get("int16_tensors"):
+        _out(args, "  int16 region: " + ", ".join(qg.metadata["int16_tensors"]))
     if len(set(methods.values())) > 1:
         _out(args, "  ranges chosen by: " + ", ".join(f"{m} {n}" for m, n in Counter(methods.values()).most_common())
              + " (per tensor: --json, or the --calib-table)")
@@ -371,6 +374,25 @@ def _shape(g, name):
 
 # ------------------------------------------------------------------------ eval and compare
 
+def _precision_options(args, fg, data, pre) -> dict:
+    """``intq.quantize`` options of --precision and --target-sqnr (mixed precision)."""
+    from intq.calibration import iter_samples
+    from intq.convert.precision import load_precision
+
+    precision: dict[str, str] = {}
+    for item in args.precision or ():
+        if "=" in item:
+            name, prec = item.split("=", 1)
+            precision[name.strip()] = prec.strip()
+        else:
+            precision.update(load_precision(_existing(item, "--precision")))
+    out: dict = {"precision": precision}
+    if args.target_sqnr is not None:
+        out["target_sqnr"] = args.target_sqnr
+        out["data"] = list(_limited(iter_samples(data, fg, pre), 8))
+    return out
+
+
 def _float_and_int(args):
     """The float graph (MODEL) and the integer graph (QMODEL, or MODEL quantized with --calib)."""
     import intq
@@ -386,10 +408,11 @@ def _float_and_int(args):
     else:
         if not args.calib:
             raise UsageError("give QMODEL (the integer .tflite) or --calib DATA to quantize MODEL first")
-        table = intq.calibrate(fg, _existing(args.calib, "--calib"), args.method, preprocess=_preprocess(args, fg),
-                               progress=_progress(args, "calibrating"))
+        data, pre = _existing(args.calib, "--calib"), _preprocess(args, fg)
+        table = intq.calibrate(fg, data, args.method, preprocess=pre, progress=_progress(args, "calibrating"))
         _end_progress(args)
-        qg = intq.quantize(fg, table=table, per_channel=not args.per_tensor)
+        qg = intq.quantize(fg, table=table, per_channel=not args.per_tensor,
+                           **_precision_options(args, fg, data, pre))
         source = f"{args.model} quantized ({args.method}, {table.num_samples} samples)"
     return fg, qg, source, time.perf_counter() - t0
 
@@ -611,6 +634,12 @@ def build_parser() -> argparse.ArgumentParser:
     calib.add_argument("--method", default="minmax", choices=["minmax", "ema", "percentile", "mse", "entropy", "auto"],
                        help="calibration method (default minmax)")
     calib.add_argument("--per-tensor", action="store_true", help="per-tensor weights (default per-channel)")
+    calib.add_argument("--precision", action="append", metavar="LAYER=int16|FILE",
+                       help="keep a join (a Concat node or tensor) and the data movement after it in int16, e.g. a "
+                       "detector's output concat; or a table file (JSON, or NAME=int16 lines); repeatable")
+    calib.add_argument("--target-sqnr", type=float, metavar="DB",
+                       help="put range-mismatched joins in int16 until the output SQNR on 8 calibration samples "
+                       "reaches DB (the fewest that do)")
 
     q = sub.add_parser("quantize", parents=[common, shapes, calib, images],
                        help="calibrate and convert a model to an int8 .tflite",

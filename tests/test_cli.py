@@ -238,3 +238,20 @@ def test_quantize_refuses_and_removes_a_file_a_runtime_cannot_load(tmp_path):
     with pytest.raises(ExportCheckError, match="LiteRT refuses the written .*broken.tflite.*the file was removed"):
         _check_runtimes_run(qg, out.read_bytes(), out)
     assert not out.exists()
+
+
+def test_quantize_keeps_a_detector_concat_in_int16(tmp_path):
+    import onnx
+
+    from tests.analysis.test_hints import yolo_head
+
+    onnx.save(yolo_head(), tmp_path / "yolo.onnx")
+    np.savez(tmp_path / "calib.npz", x=np.random.default_rng(0).normal(0, 1, (8, 3, 16, 16)).astype(np.float32))
+    (tmp_path / "p.txt").write_text("cat=int16\n")
+    r = run("quantize", str(tmp_path / "yolo.onnx"), "--calib", str(tmp_path / "calib.npz"), "--precision",
+            str(tmp_path / "p.txt"), "-o", str(tmp_path / "y.tflite"), "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["int16_tensors"] == ["cat", "out"]
+    auto = run("quantize", str(tmp_path / "yolo.onnx"), "--calib", str(tmp_path / "calib.npz"), "--target-sqnr", "30",
+               "-o", str(tmp_path / "y2.tflite"))
+    assert auto.returncode == 0 and "int16 region: cat, out" in auto.stdout, auto.stderr

@@ -19,6 +19,7 @@ import numpy as np
 
 from intq.calibration import CalibrationTable, calibrate, reconcile_ranges
 from intq.convert.context import ConversionContext, ConversionError, identity
+from intq.convert.precision import auto_precision, int16_tensors
 from intq.convert.rules import RULES
 from intq.errors import UnsupportedOperatorError
 from intq.ir import Graph
@@ -50,15 +51,17 @@ def _refuse_missing_rules(graph: Graph) -> None:
 
 
 def convert(graph: Graph, table: CalibrationTable, *, per_channel: bool = True,
-            input_type: str = "float32", output_type: str = "float32") -> Graph:
-    """Convert a simplified float graph (static shapes) with its calibration table."""
+            input_type: str = "float32", output_type: str = "float32", precision=None) -> Graph:
+    """Convert a simplified float graph (static shapes) with its calibration table. ``precision``:
+    ``{node or tensor: "int16"}`` for int16 regions (:mod:`intq.convert.precision`)."""
     _refuse_missing_rules(graph)
-    return _convert_nodes(graph, table, per_channel=per_channel, input_type=input_type, output_type=output_type)
+    return _convert_nodes(graph, table, per_channel=per_channel, input_type=input_type, output_type=output_type,
+                          int16=int16_tensors(graph, precision))
 
 
 def _convert_nodes(graph: Graph, table: CalibrationTable, *, per_channel: bool, input_type: str,
-                   output_type: str) -> Graph:
-    cx = ConversionContext(graph, table, per_channel)
+                   output_type: str, int16: frozenset[str] = frozenset()) -> Graph:
+    cx = ConversionContext(graph, table, per_channel, int16=int16)
     cx.reserved = set(graph.inputs) | set(graph.outputs)
     inputs = []
     for name in graph.inputs:
@@ -92,7 +95,7 @@ def _convert_nodes(graph: Graph, table: CalibrationTable, *, per_channel: bool, 
             cx.tensors[name] = type(graph.tensors[name])(name, np.float32, graph.tensors[name].shape)
             cx.emit("DEQUANTIZE", f"{name}/dequantize", [q], [name])
             outputs.append(name)
-        elif output_type == "int8":
+        elif output_type == "int8":  # the integer output as is (int16 for an int16 region)
             outputs.append(q)
         else:
             raise ConversionError(f"output_type must be 'float32' or 'int8', got {output_type!r}")
@@ -100,7 +103,8 @@ def _convert_nodes(graph: Graph, table: CalibrationTable, *, per_channel: bool, 
     # which float tensor (and layout) each integer tensor stands for: per-layer analysis uses it
     float_of = {v.name: (name, v.perm) for name, v in cx.values.items() if v.name in cx.tensors}
     meta = {"source": graph.metadata.get("source", ""), "float_graph": graph.name, "calibration": table.method,
-            "per_channel": per_channel, "conversion_notes": tuple(cx.notes), "float_tensor_of": float_of}
+            "per_channel": per_channel, "conversion_notes": tuple(cx.notes), "float_tensor_of": float_of,
+            "int16_tensors": tuple(sorted(int16))}
     return cx.build(inputs, outputs, graph.name, meta)
 
 
@@ -142,12 +146,16 @@ def _give_every_linear_op_a_bias(cx: ConversionContext) -> None:
 
 def quantize(model, data=None, *, method: str = "minmax", per_channel: bool = True, table: CalibrationTable | None = None,
              input_shapes=None, example_inputs=None, progress=None, input_type: str = "float32",
-             output_type: str = "float32", **observer_options) -> Graph:
+             output_type: str = "float32", precision=None, target_sqnr: float | None = None,
+             **observer_options) -> Graph:
     """The whole pipeline: a model (path, ONNX proto, torch module or float Graph) and calibration
     ``data`` (or a ready ``table``) give an integer-only graph.
 
     Steps: :func:`intq.load` (unless a Graph), :func:`intq.passes.simplify`, :func:`calibrate`
     (``method`` and ``observer_options``), :func:`reconcile_ranges`, :func:`convert`.
+    ``precision`` (``{node or tensor: "int16"}``) keeps chosen joins in int16; ``target_sqnr``
+    (dB) adds range-mismatched joins to int16 until the output SQNR on the first 8 calibration
+    samples reaches it (:mod:`intq.convert.precision`; needs ``data``).
     """
     from intq.frontends import load
     from intq.passes import simplify
@@ -159,8 +167,19 @@ def quantize(model, data=None, *, method: str = "minmax", per_channel: bool = Tr
         if data is None:
             raise ConversionError("quantize needs calibration data (or a calibration table=)")
         table = calibrate(graph, data, method, progress=progress, **observer_options)
-    table = reconcile_ranges(graph, table)
-    return convert(graph, table, per_channel=per_channel, input_type=input_type, output_type=output_type)
+    precision = dict(precision or {})
+    if target_sqnr is not None:
+        if data is None:
+            raise ConversionError("target_sqnr needs calibration data to measure the output SQNR on")
+        from intq.calibration import iter_samples
+
+        samples = [s for _, s in zip(range(8), iter_samples(data, graph, None))]
+        auto, _ = auto_precision(graph, table, samples, target_sqnr, convert_options={"per_channel": per_channel},
+                                 base=precision)
+        precision.update(auto)
+    table = reconcile_ranges(graph, table, keep=int16_tensors(graph, precision))
+    return convert(graph, table, per_channel=per_channel, input_type=input_type, output_type=output_type,
+                   precision=precision)
 
 
 __all__ = ["convert", "quantize", "check_convertible", "ConversionError", "RULES"]
