@@ -221,12 +221,19 @@ def ort_column(method: str) -> Callable[[Case], np.ndarray]:
             def get_next(self):
                 return next(self.items, None)
 
+        import onnx
+
         with tempfile.TemporaryDirectory() as d:
-            pre, out = Path(d) / "pre.onnx", Path(d) / "q.onnx"
+            src, pre, out = Path(d) / "src.onnx", Path(d) / "pre.onnx", Path(d) / "q.onnx"
+            model = onnx.load(str(case.path))
+            opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 13)
+            if opset < 13:  # per-channel QDQ needs DequantizeLinear's axis (opset 13)
+                model = onnx.version_converter.convert_version(model, 13)
+            onnx.save(model, str(src))
             try:
-                quant_pre_process(str(case.path), str(pre), skip_symbolic_shape=True)
+                quant_pre_process(str(src), str(pre), skip_symbolic_shape=True)
             except Exception:  # noqa: BLE001  (ORT's optional pre-processing; quantize the file as is)
-                pre = case.path
+                pre = src
             with contextlib.redirect_stdout(sys.stderr):  # ORT's calibrators print progress
                 quantize_static(str(pre), str(out), Reader(), quant_format=QuantFormat.QDQ,
                                 activation_type=QuantType.QInt8, weight_type=QuantType.QInt8, per_channel=True,
@@ -252,6 +259,7 @@ COLUMNS: list[tuple[str, Callable[[Case], np.ndarray]]] = [
     ("intq entropy", intq_column("entropy")),
     ("intq mse", intq_column("mse")),
     ("intq auto", intq_column("auto")),
+    ("intq + bias correction", intq_column("minmax", bias_correction=True)),
     ("TFLite converter", tflite_converter),
     ("ORT MinMax", ort_column("MinMax")),
     ("ORT Percentile", ort_column("Percentile")),
@@ -270,8 +278,6 @@ def score(case: Case, pred: np.ndarray) -> str:
     pred = pred.reshape(ref.shape)
     if case.labels is not None:
         acc = 100 * float(np.mean(pred.reshape(len(case.labels), -1).argmax(-1) == case.labels))
-        if pred is ref:
-            return f"{acc:.2f}"
         return f"{acc:.2f} ({sqnr_db(ref, pred):.1f} dB)"
     if case.output_slices:
         parts = [f"{sqnr_db(ref[..., sl, :] if ref.ndim == 3 else ref[..., sl], pred[..., sl, :] if pred.ndim == 3 else pred[..., sl]):.1f}"
@@ -282,8 +288,9 @@ def score(case: Case, pred: np.ndarray) -> str:
 
 def float_score(case: Case) -> str:
     if case.labels is None:
-        return "(ref)"
-    return score(case, case.float_predictions())
+        return "(reference)"
+    ref = case.float_predictions()
+    return f"{100 * float(np.mean(ref.reshape(len(case.labels), -1).argmax(-1) == case.labels)):.2f}"
 
 
 def main(argv=None) -> int:

@@ -375,7 +375,8 @@ def _shape(g, name):
 # ------------------------------------------------------------------------ eval and compare
 
 def _precision_options(args, fg, data, pre) -> dict:
-    """``intq.quantize`` options of --precision and --target-sqnr (mixed precision)."""
+    """``intq.quantize`` options of --precision and --target-sqnr (mixed precision) and
+    --bias-correction."""
     from intq.calibration import iter_samples
     from intq.convert.precision import load_precision
 
@@ -389,7 +390,10 @@ def _precision_options(args, fg, data, pre) -> dict:
     out: dict = {"precision": precision}
     if args.target_sqnr is not None:
         out["target_sqnr"] = args.target_sqnr
-        out["data"] = list(_limited(iter_samples(data, fg, pre), 8))
+    if args.bias_correction:
+        out["bias_correction"] = True
+    if args.target_sqnr is not None or args.bias_correction:  # measured on (at most 256) calibration samples
+        out["data"] = list(_limited(iter_samples(data, fg, pre), 256))
     return out
 
 
@@ -637,6 +641,9 @@ def build_parser() -> argparse.ArgumentParser:
     calib.add_argument("--precision", action="append", metavar="LAYER=int16|FILE",
                        help="keep a join (a Concat node or tensor) and the data movement after it in int16, e.g. a "
                        "detector's output concat; or a table file (JSON, or NAME=int16 lines); repeatable")
+    calib.add_argument("--bias-correction", action="store_true",
+                       help="correct each layer's bias for its int8 weights' mean error (measured on the "
+                       "calibration data; Nagel et al. 2019)")
     calib.add_argument("--target-sqnr", type=float, metavar="DB",
                        help="put range-mismatched joins in int16 until the output SQNR on 8 calibration samples "
                        "reaches DB (the fewest that do)")

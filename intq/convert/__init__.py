@@ -147,7 +147,7 @@ def _give_every_linear_op_a_bias(cx: ConversionContext) -> None:
 def quantize(model, data=None, *, method: str = "minmax", per_channel: bool = True, table: CalibrationTable | None = None,
              input_shapes=None, example_inputs=None, progress=None, input_type: str = "float32",
              output_type: str = "float32", precision=None, target_sqnr: float | None = None,
-             **observer_options) -> Graph:
+             bias_correction: bool = False, **observer_options) -> Graph:
     """The whole pipeline: a model (path, ONNX proto, torch module or float Graph) and calibration
     ``data`` (or a ready ``table``) give an integer-only graph.
 
@@ -155,7 +155,9 @@ def quantize(model, data=None, *, method: str = "minmax", per_channel: bool = Tr
     (``method`` and ``observer_options``), :func:`reconcile_ranges`, :func:`convert`.
     ``precision`` (``{node or tensor: "int16"}``) keeps chosen joins in int16; ``target_sqnr``
     (dB) adds range-mismatched joins to int16 until the output SQNR on the first 8 calibration
-    samples reaches it (:mod:`intq.convert.precision`; needs ``data``).
+    samples reaches it (:mod:`intq.convert.precision`; needs ``data``). ``bias_correction``
+    corrects each layer's bias for its int8 weights' mean error, measured on ``data``
+    (:func:`intq.ptq.correct_biases`).
     """
     from intq.frontends import load
     from intq.passes import simplify
@@ -167,6 +169,12 @@ def quantize(model, data=None, *, method: str = "minmax", per_channel: bool = Tr
         if data is None:
             raise ConversionError("quantize needs calibration data (or a calibration table=)")
         table = calibrate(graph, data, method, progress=progress, **observer_options)
+    if bias_correction:
+        if data is None:
+            raise ConversionError("bias_correction needs calibration data to measure the layers' input means on")
+        from intq.ptq import correct_biases
+
+        graph = correct_biases(graph, data, per_channel=per_channel)
     precision = dict(precision or {})
     if target_sqnr is not None:
         if data is None:

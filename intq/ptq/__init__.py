@@ -1,0 +1,10 @@
+"""intq.ptq — optional post-training methods that change a float graph's weights or biases before
+conversion, each measured in ``benchmarks/accuracy.py``:
+
+* :func:`correct_biases` — bias correction for the int8 weights' expected error (Nagel et al.
+  2019, with input means measured on the calibration data).
+"""
+
+from intq.ptq.bias_correction import correct_biases
+
+__all__ = ["correct_biases"]
