@@ -260,6 +260,7 @@ COLUMNS: list[tuple[str, Callable[[Case], np.ndarray]]] = [
     ("intq mse", intq_column("mse")),
     ("intq auto", intq_column("auto")),
     ("intq + bias correction", intq_column("minmax", bias_correction=True)),
+    ("intq + CLE", intq_column("minmax", equalization=True)),
     ("TFLite converter", tflite_converter),
     ("ORT MinMax", ort_column("MinMax")),
     ("ORT Percentile", ort_column("Percentile")),

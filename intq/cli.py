@@ -256,6 +256,7 @@ def cmd_quantize(args) -> dict:
                          "`intq eval` / `intq compare` / `intq run` / `intq diff` on it")
     t_load = time.perf_counter() - t0
     data, pre = _existing(args.calib, "--calib"), _preprocess(args, fg)
+    fg = _equalized(args, fg)
     table = intq.calibrate(fg, data, args.method, preprocess=pre, progress=_progress(args, "calibrating"))
     _end_progress(args)
     t_cal = time.perf_counter() - t0 - t_load
@@ -374,6 +375,15 @@ def _shape(g, name):
 
 # ------------------------------------------------------------------------ eval and compare
 
+def _equalized(args, fg):
+    """The float graph after cross-layer equalization when --equalize (before calibration)."""
+    if not args.equalize:
+        return fg
+    from intq.ptq import equalize
+
+    return equalize(fg)
+
+
 def _precision_options(args, fg, data, pre) -> dict:
     """``intq.quantize`` options of --precision and --target-sqnr (mixed precision) and
     --bias-correction."""
@@ -413,6 +423,7 @@ def _float_and_int(args):
         if not args.calib:
             raise UsageError("give QMODEL (the integer .tflite) or --calib DATA to quantize MODEL first")
         data, pre = _existing(args.calib, "--calib"), _preprocess(args, fg)
+        fg = _equalized(args, fg)  # the same function in float: it stays the reference
         table = intq.calibrate(fg, data, args.method, preprocess=pre, progress=_progress(args, "calibrating"))
         _end_progress(args)
         qg = intq.quantize(fg, table=table, per_channel=not args.per_tensor,
@@ -644,6 +655,9 @@ def build_parser() -> argparse.ArgumentParser:
     calib.add_argument("--bias-correction", action="store_true",
                        help="correct each layer's bias for its int8 weights' mean error (measured on the "
                        "calibration data; Nagel et al. 2019)")
+    calib.add_argument("--equalize", action="store_true",
+                       help="cross-layer equalization of consecutive layers' weight ranges before calibration "
+                       "(Nagel et al. 2019)")
     calib.add_argument("--target-sqnr", type=float, metavar="DB",
                        help="put range-mismatched joins in int16 until the output SQNR on 8 calibration samples "
                        "reaches DB (the fewest that do)")

@@ -147,7 +147,7 @@ def _give_every_linear_op_a_bias(cx: ConversionContext) -> None:
 def quantize(model, data=None, *, method: str = "minmax", per_channel: bool = True, table: CalibrationTable | None = None,
              input_shapes=None, example_inputs=None, progress=None, input_type: str = "float32",
              output_type: str = "float32", precision=None, target_sqnr: float | None = None,
-             bias_correction: bool = False, **observer_options) -> Graph:
+             bias_correction: bool = False, equalization: bool = False, **observer_options) -> Graph:
     """The whole pipeline: a model (path, ONNX proto, torch module or float Graph) and calibration
     ``data`` (or a ready ``table``) give an integer-only graph.
 
@@ -157,13 +157,22 @@ def quantize(model, data=None, *, method: str = "minmax", per_channel: bool = Tr
     (dB) adds range-mismatched joins to int16 until the output SQNR on the first 8 calibration
     samples reaches it (:mod:`intq.convert.precision`; needs ``data``). ``bias_correction``
     corrects each layer's bias for its int8 weights' mean error, measured on ``data``
-    (:func:`intq.ptq.correct_biases`).
+    (:func:`intq.ptq.correct_biases`); ``equalization`` equalizes consecutive layers' weight
+    ranges before calibration (:func:`intq.ptq.equalize`; with a ready ``table`` it is refused,
+    the ranges would no longer apply).
     """
     from intq.frontends import load
     from intq.passes import simplify
 
     graph = model if isinstance(model, Graph) else load(model, input_shapes=input_shapes, example_inputs=example_inputs)
     graph = simplify(graph)
+    if equalization:
+        if table is not None:
+            raise ConversionError("equalization changes the activations' ranges: calibrate after it (give data, "
+                                  "not a table)")
+        from intq.ptq import equalize
+
+        graph = equalize(graph)
     check_convertible(graph)
     if table is None:
         if data is None:
