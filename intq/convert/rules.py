@@ -117,7 +117,7 @@ def Conv(cx: ConversionContext, node: Node) -> None:
     else:
         w_tfl, axis, op = w.transpose(0, 2, 3, 1), 0, "CONV_2D"  # [Cout, KH, KW, Cin/g]
         attrs = {}
-    w_q, w_qp, b_q, b_qp, fit = quantize_linear_layer(w_tfl, b, float(in_qp.scale[0]), axis if cx.per_channel else None)
+    w_q, w_qp, b_q, b_qp, fit = quantize_linear_layer(w_tfl, b, in_qp.tensor_scale, axis if cx.per_channel else None)
     if fit.channels:
         cx.notes.append(f"{node.name}: weight scale raised on channels {list(fit.channels)} so the int32 bias fits")
     w_t = cx.int_constant(f"{node.name}/weights", w_q, w_qp)
@@ -133,7 +133,7 @@ def _fully_connected(cx: ConversionContext, node: Node, x: str, w_nk: np.ndarray
     in_qp = cx.qparams_of(x)
     rank = len(cx.shape(x))
     x_int = cx.value_as(x, identity(rank))
-    w_q, w_qp, b_q, b_qp, fit = quantize_linear_layer(w_nk, b, float(in_qp.scale[0]), 0 if cx.per_channel else None)
+    w_q, w_qp, b_q, b_qp, fit = quantize_linear_layer(w_nk, b, in_qp.tensor_scale, 0 if cx.per_channel else None)
     if fit.channels:
         cx.notes.append(f"{node.name}: weight scale raised on channels {list(fit.channels)} so the int32 bias fits")
     w_t = cx.int_constant(f"{node.name}/weights", w_q, w_qp)
@@ -194,7 +194,7 @@ def BatchNormalization(cx: ConversionContext, node: Node) -> None:
     k = gamma / np.sqrt(var + float(node.attrs.get("epsilon", 1e-5)))
     in_qp = cx.qparams_of(x)
     x_int = cx.value_as(x, NHWC)
-    w_q, w_qp, b_q, b_qp, _ = quantize_linear_layer(k.reshape(1, 1, 1, -1), beta - mean * k, float(in_qp.scale[0]),
+    w_q, w_qp, b_q, b_qp, _ = quantize_linear_layer(k.reshape(1, 1, 1, -1), beta - mean * k, in_qp.tensor_scale,
                                                     3 if cx.per_channel else None)
     out = node.outputs[0]
     y = cx.output_tensor(out, NHWC, cx.activation_qparams(out))
@@ -637,7 +637,7 @@ def ConvTranspose(cx, node):
     in_qp = cx.qparams_of(x)
     x_int = cx.value_as(x, NHWC)
     w_tfl = w.transpose(1, 2, 3, 0)  # [Cout, KH, KW, Cin]
-    w_q, w_qp, b_q, b_qp, _ = quantize_linear_layer(w_tfl, b, float(in_qp.scale[0]), 0 if cx.per_channel else None)
+    w_q, w_qp, b_q, b_qp, _ = quantize_linear_layer(w_tfl, b, in_qp.tensor_scale, 0 if cx.per_channel else None)
     out = node.outputs[0]
     out_qp = cx.activation_qparams(out)
     size = full if crop is not None else (oh, ow)

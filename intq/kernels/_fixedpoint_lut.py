@@ -368,7 +368,7 @@ def tflm_q4_table(ctx: KernelContext, in_qp: QuantParams, f: Q4Function) -> np.n
     """
     multiplier, shift = frexp_multiplier(in_qp.tensor_scale * float(1 << (31 - _Q4_INTEGER_BITS)))
     if shift < 0:  # CalculateInputRadius would shift by a negative amount (undefined in C)
-        raise ctx.error(f"input scale {float(in_qp.scale[0])!r} is below 2^-28, which TFLite Micro's fixed-point "
+        raise ctx.error(f"input scale {in_qp.tensor_scale!r} is below 2^-28, which TFLite Micro's fixed-point "
                         f"{ctx.op} does not handle")
     radius = input_radius(_Q4_INTEGER_BITS, shift)
     x = np.arange(-128, 128, dtype=np.int64) - in_qp.tensor_zero_point

@@ -56,7 +56,7 @@ def prepare(ctx: KernelContext) -> LogSoftmaxParams:
     in_qp, out_qp = fp.check_int8_io(ctx)
     fp.check_output_params(ctx, out_qp, 16.0 / 256.0, _OUTPUT_ZERO_POINT, "16/256")
     fp.runtime_for(ctx)  # TFLM and LiteRT BUILTIN_REF compute the same function
-    scaling = fp.softmax_scaling(ctx, 1.0, float(in_qp.scale[0]))
+    scaling = fp.softmax_scaling(ctx, 1.0, in_qp.tensor_scale)
     reverse_multiplier, reverse_shift = fp.log_softmax_reverse_scaling(ctx, scaling)
     d = np.arange(256, dtype=np.int64)
     used = d <= -scaling.diff_min

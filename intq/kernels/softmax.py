@@ -63,7 +63,7 @@ def prepare(ctx: KernelContext) -> SoftmaxParams:
     fp.check_output_params(ctx, out_qp, 1.0 / 256.0, -128, "1/256")
     fp.runtime_for(ctx)  # TFLM and LiteRT BUILTIN_REF share reference_ops::Softmax
     beta = ctx.attr("beta", _DEFAULT_BETA)
-    scaling = fp.softmax_scaling(ctx, beta, float(in_qp.scale[0]))
+    scaling = fp.softmax_scaling(ctx, beta, in_qp.tensor_scale)
     exp_q0, exp_q12 = exp_tables(scaling)
     return SoftmaxParams(ctx.node.name, int(ctx.outputs[0].shape[-1]), -scaling.diff_min, exp_q0, exp_q12, scaling)
 
