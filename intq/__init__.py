@@ -8,18 +8,27 @@ Public API:
 * :class:`Interpreter` — run a float or integer graph, see every tensor; integer graphs run
   bit-exactly as a named target runtime (``"tflite"``: TensorFlow Lite Micro, ``"litert-ref"``);
 * :func:`export_tflite` — write an integer graph as a ``.tflite`` file;
-* ``intq.qat`` — quantization-aware training in PyTorch (imported on first use: ``import intq``
-  does not import torch).
+* ``intq.qat`` — quantization-aware training in PyTorch (``import intq`` does not import torch).
 
 The arithmetic core is :mod:`intq.qmath`; errors are in :mod:`intq.errors`.
+
+``import intq`` is cheap: each name above (and each subpackage, ``intq.kernels``...) is imported
+on first use (PEP 562), so the ``intq`` command starts, and answers Ctrl-C, at once.
 """
 
-from intq.calibration import CalibrationTable, calibrate
-from intq.convert import quantize
+from importlib import import_module
+
 from intq.errors import ContractError, GraphError, IntqError, QuantizationError, UnsupportedOperatorError
-from intq.export.tflite_writer import export_tflite
-from intq.frontends import load
-from intq.runtime import Interpreter
+
+#: public name -> the module that defines it (imported on first access)
+_LAZY = {
+    "load": "intq.frontends",
+    "calibrate": "intq.calibration",
+    "CalibrationTable": "intq.calibration",
+    "quantize": "intq.convert",
+    "Interpreter": "intq.runtime",
+    "export_tflite": "intq.export.tflite_writer",
+}
 
 __all__ = [
     "load",
@@ -38,9 +47,19 @@ __version__ = "0.1.0"
 
 
 def __getattr__(name: str):
-    """``intq.qat`` is imported on first access, so ``import intq`` needs no torch."""
-    if name == "qat":
-        import importlib
-
-        return importlib.import_module("intq.qat")
+    """The public names and the subpackages (``intq.qat``, ``intq.kernels``...), imported on first access."""
+    if name in _LAZY:
+        value = getattr(import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    if not name.startswith("_"):
+        try:
+            return import_module(f"intq.{name}")
+        except ModuleNotFoundError as e:
+            if e.name != f"intq.{name}":
+                raise
     raise AttributeError(f"module 'intq' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

@@ -17,23 +17,38 @@ DATA (for --calib and --data) is a folder of images (resized and normalised by -
 the written file; a file they refuse is removed and the command fails.
 
 Exit codes: 0 ok, 1 failure (the error is one readable paragraph; ``--debug`` shows the
-traceback), 2 usage. Existing output files are never overwritten without ``--force``.
+traceback), 2 usage (bad arguments, an output path refused), 70 internal error (an unexpected
+exception: a bug in intq, reported as such), 130 interrupted (Ctrl-C; 143 for SIGTERM).
+
+Files: every output is checked before any work (never an input, never another output, never an
+existing file without ``--force``), written to a uniquely named temporary file in its own folder,
+and moved into place only when the whole command succeeded (:class:`intq.files.StagedOutputs`):
+a failure or an interruption leaves nothing written and every existing file as it was.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import json
+import math
 import os
+import signal
 import sys
+import threading
 import time
 import traceback
 from importlib import resources
 from pathlib import Path
 
-import numpy as np
-
 from intq.errors import IntqError
+
+# numpy and the rest of intq are imported inside the commands: the command starts, and answers
+# Ctrl-C with its own handler (`main`), without waiting for them.
+
+#: Exit codes (the module docstring).
+EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 70
 
 EXAMPLES = """examples:
   intq demo
@@ -49,6 +64,10 @@ EXAMPLES = """examples:
 
 class UsageError(Exception):
     """Bad command-line arguments (exit code 2)."""
+
+
+class Interrupted(BaseException):
+    """SIGTERM, raised like KeyboardInterrupt so that the same handler cleans up (exit 143)."""
 
 
 def _out(args, text: str) -> None:
@@ -68,23 +87,86 @@ def _progress(args, label: str):
     return show
 
 
-def _check_output(path: Path, force: bool) -> None:
-    if path.exists() and not force:
-        raise UsageError(f"{path} exists; pass --force to overwrite it")
-    path.parent.mkdir(parents=True, exist_ok=True)
+def _plan_outputs(args, outputs: dict, inputs: dict) -> dict[str, Path]:
+    """Check the command's output paths before any work (:func:`intq.files.check_outputs`): not
+    an input, not another output, not an existing file without --force."""
+    from intq.files import check_outputs
+
+    return check_outputs(outputs, inputs, overwrite=getattr(args, "force", False))
 
 
 def _input_shapes(specs) -> dict:
+    """``--input-shape name=1x3x224x224`` (repeatable) -> ``{name: (1, 3, 224, 224)}``; every dim a
+    positive integer, each input named once, the float32 tensor within the size limit."""
+    from intq.limits import TensorTooLargeError, check_tensor_size
+
     shapes = {}
     for spec in specs or []:
         name, _, dims = spec.partition("=")
         try:
-            shapes[name] = tuple(int(d) for d in dims.lower().split("x"))
+            shape = tuple(int(d) for d in dims.lower().split("x"))
         except ValueError:
             raise UsageError(f"--input-shape {spec!r}: expected name=1x3x224x224") from None
-        if not name or not shapes[name]:
+        if not name or not shape:
             raise UsageError(f"--input-shape {spec!r}: expected name=1x3x224x224")
+        if any(d < 1 for d in shape):
+            raise UsageError(f"--input-shape {spec!r}: every dimension must be a positive integer")
+        if name in shapes:
+            raise UsageError(f"--input-shape names {name!r} twice")
+        try:
+            check_tensor_size(shape, "float32", f"--input-shape {spec}")
+        except TensorTooLargeError as e:
+            raise UsageError(str(e)) from None
+        shapes[name] = shape
     return shapes
+
+
+# ------------------------------------------------------------------- argument types (argparse)
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} must be a positive integer")
+    return value
+
+
+def _nonnegative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value} must be 0 or more")
+    return value
+
+
+def _finite_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"{text!r} must be a finite number")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    value = _finite_float(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be positive")
+    return value
+
+
+def _byte_size(text: str) -> int:
+    from intq.limits import parse_size
+
+    try:
+        return parse_size(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 # ------------------------------------------------------------------------------------- demo
@@ -103,8 +185,11 @@ def cmd_demo(args) -> dict:
     from intq.passes import simplify
     from intq.testing.digits import load_split
 
-    out = Path(args.output)
-    _check_output(out, args.force)
+    import numpy as np
+
+    from intq.export.tflite_writer import to_tflite_bytes
+
+    out = _plan_outputs(args, {"-o": args.output}, {})["-o"]
     t0 = time.perf_counter()
     model = resources.files("intq") / "data" / "digits_cnn.onnx"
     (x_train, _), (x_test, y_test) = load_split()
@@ -118,7 +203,7 @@ def cmd_demo(args) -> dict:
 
     ev = evaluate(fg, qg, [{"image": x[None]} for x in x_test], y_test)
     report = compare(fg, qg, [{"image": x[None]} for x in x_test[:100]])
-    data = intq.export_tflite(qg, out, overwrite=args.force)
+    data = to_tflite_bytes(qg)
 
     lite, micro = intq.Interpreter(qg, target="litert-ref"), intq.Interpreter(qg, target="tflite")
     equal = equal_tflm = 0
@@ -158,6 +243,7 @@ def cmd_demo(args) -> dict:
     if equal != len(x_test) or (run_tflm is not None and equal_tflm != len(x_test)):
         raise RuntimeError(f"the runtimes' outputs differ from intq's: LiteRT on {len(x_test) - equal} digits, "
                            f"TFLite Micro on {len(x_test) - equal_tflm if run_tflm else 0}")
+    args.outputs.stage(out, data)
     return result
 
 
@@ -195,6 +281,8 @@ def _count(data, graph, pre) -> int | None:
     """How many samples a data source holds (for progress ETAs), without decoding it: a folder
     of images holds one per image; a single .npy/.npz, its first axis over the input's batch.
     None when that cannot be told cheaply (folders of array files, unknown batch)."""
+    import numpy as np
+
     from intq.calibration.data import ARRAY_SUFFIXES, IMAGE_SUFFIXES
 
     p = Path(data)
@@ -232,6 +320,8 @@ def _end_progress(args) -> None:
 
 
 def _row_dict(r) -> dict:
+    import numpy as np
+
     return {"tensor": r.name, "op": r.op, "sqnr_db": round(r.sqnr_db, 2) if np.isfinite(r.sqnr_db) else "inf",
             "cosine": round(r.cosine, 5), "max_err_lsb": round(r.max_err_lsb, 2),
             "mean_err_lsb": round(r.mean_err_lsb, 3), "saturated": round(r.saturated, 5),
@@ -242,13 +332,12 @@ def cmd_quantize(args) -> dict:
     import intq
     from intq.analysis import compare
     from intq.analysis.compare import POOR_SQNR_DB
-    from intq.calibration import CalibrationTable, iter_samples
+    from intq.calibration import iter_samples
+    from intq.export.tflite_writer import to_tflite_bytes
     from intq.passes import simplify
 
-    out = Path(args.output)
-    _check_output(out, args.force)
-    if args.calib_table:
-        _check_output(Path(args.calib_table), args.force)
+    out = _plan_outputs(args, {"-o": args.output, "--calib-table": args.calib_table},
+                        {"MODEL": args.model, "--calib": args.calib})["-o"]
     t0 = time.perf_counter()
     fg = simplify(intq.load(args.model, input_shapes=_input_shapes(args.input_shape)))
     if any(t.qparams is not None for t in fg.tensors.values()):
@@ -264,10 +353,11 @@ def cmd_quantize(args) -> dict:
     qg = intq.quantize(fg, table=table, per_channel=not args.per_tensor, **_precision_options(args, fg, data, pre))
     t_conv = time.perf_counter() - t
     intq.Interpreter(qg)  # prepares every kernel: a graph intq itself refuses (KernelError) is not written
-    blob = intq.export_tflite(qg, out, overwrite=args.force)
+    blob = to_tflite_bytes(qg)
     runtimes = _check_runtimes_run(qg, blob, out)
+    args.outputs.stage(out, blob)
     if args.calib_table:
-        CalibrationTable.save(table, args.calib_table, overwrite=args.force)
+        args.outputs.stage(args.calib_table, table.dumps())
     params = int(sum(t.data.size for t in qg.tensors.values() if t.data is not None))
     t = time.perf_counter()
     check = compare(fg, qg, _limited(iter_samples(data, fg, pre), args.check_samples)) if args.check_samples else None
@@ -279,7 +369,8 @@ def cmd_quantize(args) -> dict:
 
     methods = method_per_tensor(table)
     result = {"model": args.model, "output": str(out), "bytes": len(blob), "ops": qg.op_types(), "parameters": params,
-              "calibration": {"method": args.method, "samples": table.num_samples, "method_per_tensor": methods},
+              "calibration": {"method": args.method, "samples": table.num_samples},
+              "method_per_tensor": methods,
               "int16_tensors": list(qg.metadata.get("int16_tensors", ())),
               "per_channel": not args.per_tensor,
               "seconds": {"load": round(t_load, 2), "calibrate": round(t_cal, 2), "convert": round(t_conv, 2),
@@ -314,14 +405,16 @@ def cmd_quantize(args) -> dict:
 
 
 class ExportCheckError(IntqError):
-    """A runtime the written .tflite is meant for refuses to load or run it (the file is removed)."""
+    """A runtime the .tflite is meant for refuses to load or run it (the file is not written)."""
 
 
 def _check_runtimes_run(qg, blob: bytes, out: Path) -> dict[str, str]:
-    """Load and invoke the written file once (zero inputs) in LiteRT's reference kernels and, when
-    the tflite-micro package is installed, in TFLite Micro; a refusal removes the file and raises
+    """Load and invoke the file's bytes once (zero inputs) in LiteRT's reference kernels and, when
+    the tflite-micro package is installed, in TFLite Micro, before it is written; a refusal raises
     :class:`ExportCheckError` naming the runtime and its message (DESIGN decision 9)."""
     from importlib.util import find_spec
+
+    import numpy as np
 
     from intq.runtime.oracles.litert import run_litert
 
@@ -336,9 +429,8 @@ def _check_runtimes_run(qg, blob: bytes, out: Path) -> dict[str, str]:
         try:
             check()
         except IntqError as e:
-            out.unlink(missing_ok=True)
-            raise ExportCheckError(f"{runtime} refuses the written {out} ({e}); the file was removed. This is an intq "
-                                   "bug: please report it with the model") from None
+            raise ExportCheckError(f"{runtime} refuses the .tflite intq made for {out} ({e}); nothing was written. "
+                                   "This is an intq bug: please report it with the model") from None
         done[runtime] = "loaded and ran"
     if "TFLite Micro" not in done:
         done["TFLite Micro"] = "not checked: the tflite-micro package is not installed"
@@ -480,8 +572,8 @@ def cmd_compare(args) -> dict:
     from intq.analysis import compare
     from intq.analysis.evaluate import with_output_mapping
 
-    if args.html:
-        _check_output(Path(args.html), args.force)
+    _plan_outputs(args, {"--html": args.html}, {"MODEL": args.model, "QMODEL": args.qmodel, "--data": args.data,
+                                                "--calib": args.calib})
     fg, qg, source, _ = _float_and_int(args)
     mapped = bool(qg.metadata.get("float_tensor_of"))
     qg = with_output_mapping(fg, qg)
@@ -506,10 +598,11 @@ def cmd_compare(args) -> dict:
                                              "alone_int8_db": round(r.alone_int8_db, 2)} for r in sens.rows]}
         _out(args, sens.table(top))
     if args.html:
-        from intq.analysis.html_report import write_html_report
+        from intq.analysis.html_report import render_html
 
-        write_html_report(report, args.html, float_graph=fg, int_graph=qg, sensitivity=sens,
-                          title=f"{Path(args.model).name} vs {Path(source).name if args.qmodel else 'int8'}")
+        args.outputs.stage(args.html, render_html(
+            report, float_graph=fg, int_graph=qg, sensitivity=sens,
+            title=f"{Path(args.model).name} vs {Path(source).name if args.qmodel else 'int8'}"))
         result["html"] = args.html
         _out(args, f"wrote {args.html}")
     return result
@@ -543,6 +636,8 @@ def cmd_diff(args) -> dict:
 # ------------------------------------------------------------------------------------- run
 
 def _read_inputs(path: str, graph) -> dict:
+    import numpy as np
+
     from intq.calibration import CalibrationDataError
 
     p = Path(_existing(path, "--input"))
@@ -565,13 +660,15 @@ def _read_inputs(path: str, graph) -> dict:
 
 
 def cmd_run(args) -> dict:
+    import numpy as np
+
     import intq
     from intq.analysis.evaluate import is_class_scores
     from intq.runtime.interpreter import InterpreterError
 
-    out = Path(args.output) if args.output else None
-    if out is not None:
-        _check_output(out, args.force)
+    out = _plan_outputs(args, {"-o": args.output}, {"MODEL": args.model, "--input": args.input}).get("-o")
+    if out is not None and out.suffix.lower() not in (".npy", ".npz"):
+        raise UsageError(f"-o {out}: give a .npy (one output) or .npz name; intq writes exactly the name given")
     g = intq.load(args.model, input_shapes=_input_shapes(args.input_shape))
     inputs = _read_inputs(args.input, g)
     missing = [n for n in g.inputs if n not in inputs]
@@ -585,12 +682,14 @@ def cmd_run(args) -> dict:
         raise InterpreterError(f"{args.model} on {args.input}: {e}") from None
     seconds = time.perf_counter() - t0
     if out is not None:
+        buf = io.BytesIO()  # np.save to a path would append a suffix to other names
         if out.suffix.lower() == ".npy":
             if len(outputs) != 1:
                 raise UsageError(f"-o {out}: the model has {len(outputs)} outputs; write an .npz")
-            np.save(out, next(iter(outputs.values())))
+            np.save(buf, next(iter(outputs.values())), allow_pickle=False)
         else:
-            np.savez(out, **outputs)
+            np.savez(buf, **outputs)
+        args.outputs.stage(out, buf.getvalue())
     result = {"model": args.model, "target": args.target, "seconds": round(seconds, 4),
               "outputs": {k: {"shape": list(v.shape), "dtype": v.dtype.name,
                               **({"values": v.tolist()} if v.size <= 64 else {}),
@@ -621,6 +720,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--json", action="store_true", help="print machine-readable JSON")
+    common.add_argument("--max-tensor-size", type=_byte_size, metavar="SIZE",
+                        help="the largest tensor intq may create, e.g. 8G (default 2G: a larger one is refused before "
+                             "it is allocated)")
 
     d = sub.add_parser("demo", parents=[common], help="quantize the bundled digits CNN and check it",
                        description="Quantize the bundled digits CNN, measure float and int8 accuracy, name the "
@@ -633,9 +735,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     images = argparse.ArgumentParser(add_help=False)
     g = images.add_argument_group("image preprocessing (DATA given as a folder of images)")
-    g.add_argument("--size", type=int, nargs=2, metavar=("H", "W"), help="resize images to H W (default: the input's)")
-    g.add_argument("--mean", type=float, nargs="+", help="per-channel mean of pixels in [0, 1] (default ImageNet's)")
-    g.add_argument("--std", type=float, nargs="+", help="per-channel std (default ImageNet's)")
+    g.add_argument("--size", type=_positive_int, nargs=2, metavar=("H", "W"),
+                   help="resize images to H W (default: the input's)")
+    g.add_argument("--mean", type=_finite_float, nargs="+", help="per-channel mean of pixels in [0, 1] (default ImageNet's)")
+    g.add_argument("--std", type=_positive_float, nargs="+", help="per-channel std, positive (default ImageNet's)")
     g.add_argument("--layout", choices=["NCHW", "NHWC"], help="image tensor layout (default NCHW)")
     shapes = argparse.ArgumentParser(add_help=False)
     shapes.add_argument("--input-shape", action="append", metavar="NAME=1x3x224x224",
@@ -676,7 +779,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="calibration data: a folder of images / .npy / .npz, or one .npz")
     q.add_argument("-o", "--output", required=True, help="the .tflite to write")
     q.add_argument("--calib-table", help="also write the calibration table (JSON)")
-    q.add_argument("--check-samples", type=int, default=8, metavar="N",
+    q.add_argument("--check-samples", type=_nonnegative_int, default=8, metavar="N",
                    help="compare float and int8 layer by layer on the first N calibration samples (0: skip)")
     q.add_argument("--force", action="store_true", help="overwrite existing output files")
     q.set_defaults(func=cmd_quantize)
@@ -694,7 +797,7 @@ def build_parser() -> argparse.ArgumentParser:
     pair.add_argument("qmodel", nargs="?", help="its integer model (.tflite); omitted: quantize MODEL with --calib")
     pair.add_argument("--data", required=True, help="a folder of images / .npy / .npz, or one .npz")
     pair.add_argument("--calib", metavar="DATA", help="calibration data, when QMODEL is not given")
-    pair.add_argument("--limit", type=int, metavar="N", help="use only the first N samples of --data")
+    pair.add_argument("--limit", type=_positive_int, metavar="N", help="use only the first N samples of --data")
 
     e = sub.add_parser("eval", parents=[common, pair, shapes, target, calib, images],
                        help="float vs int8: accuracy, top-1 agreement, output SQNR",
@@ -714,10 +817,10 @@ def build_parser() -> argparse.ArgumentParser:
                        "  intq compare model.onnx --calib calib.npz --data val.npz --top 0 --json",
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     c.add_argument("--html", help="write a self-contained HTML report (plots embedded)")
-    c.add_argument("--sensitivity", type=int, nargs="?", const=4, metavar="N",
+    c.add_argument("--sensitivity", type=_positive_int, nargs="?", const=4, metavar="N",
                    help="rank the layers by how much keeping each out of int8 gains (simulated on the first N "
-                   "samples of --data, default 4; needs --calib)")
-    c.add_argument("--top", type=int, default=15, help="show the N worst tensors (0: all; default 15)")
+                   "samples of --data, default 4; needs an integer graph intq made)")
+    c.add_argument("--top", type=_nonnegative_int, default=15, help="show the N worst tensors (0: all; default 15)")
     c.add_argument("--force", action="store_true", help="overwrite an existing report")
     c.set_defaults(func=cmd_compare)
 
@@ -734,7 +837,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "litert-ref, litert-opt, xnnpack (default tflite,litert-ref: TensorFlow Lite Micro vs LiteRT's "
                     "reference kernels)")
     df.add_argument("--data", required=True, help="a folder of images / .npy / .npz, or one .npz")
-    df.add_argument("--limit", type=int, metavar="N", help="use only the first N samples")
+    df.add_argument("--limit", type=_positive_int, metavar="N", help="use only the first N samples")
     df.set_defaults(func=cmd_diff)
 
     r = sub.add_parser("run", parents=[common, shapes, target], help="run a model on an input file",
@@ -752,34 +855,90 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
+    """Parse the arguments and run the command; return the exit code (the module docstring)."""
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
     except SystemExit as e:  # argparse: --help (0) or a usage error (2)
         return int(e.code or 0)
+    except KeyboardInterrupt:
+        print("intq: interrupted, nothing written", file=sys.stderr)
+        return 128 + signal.SIGINT
     if not getattr(args, "command", None):
         parser.print_help()
-        return 2
-    try:
-        result = args.func(args)
-    except UsageError as e:
-        print(f"intq {args.command}: {e}", file=sys.stderr)
-        return 2
-    except Exception as e:  # one readable paragraph, the traceback only with --debug
-        from intq.frontends import InputShapeError
+        return EXIT_USAGE
+    return _execute(args)
 
+
+def _execute(args) -> int:
+    """The one top-level handler: run the command, commit its staged outputs when it succeeded,
+    and turn every way it can end into one readable paragraph and an exit code. Ctrl-C (and
+    SIGTERM) discard the staged outputs: "interrupted, nothing written"."""
+    from intq.files import OutputPathError, StagedOutputs
+    from intq.limits import max_tensor_bytes_set
+
+    name = f"intq {args.command}"
+    args.outputs = StagedOutputs(overwrite=getattr(args, "force", False))
+    try:
+        with _sigterm_as_interrupt(), max_tensor_bytes_set(getattr(args, "max_tensor_size", None)):
+            result = args.func(args)
+            args.outputs.commit()
+    except (KeyboardInterrupt, Interrupted) as e:
+        args.outputs.discard()
+        code = 128 + (signal.SIGTERM if isinstance(e, Interrupted) else signal.SIGINT)
+        committed = args.outputs.committed
+        if committed:
+            print(f"{name}: interrupted after writing {', '.join(map(str, committed))}", file=sys.stderr)
+        else:
+            print(f"{name}: interrupted, nothing written", file=sys.stderr)
+        return code
+    except (UsageError, OutputPathError) as e:
+        print(f"{name}: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    except IntqError as e:  # a problem with the model, the data or the request: one paragraph
         if args.debug:
             traceback.print_exc()
-        text = e.cli_message() if isinstance(e, InputShapeError) else str(e)  # the fix as an option
-        print(f"intq {args.command}: {type(e).__name__}: {text}", file=sys.stderr)
-        return 1
+        text = e.cli_message() if hasattr(e, "cli_message") else str(e)  # the fix as an option
+        print(f"{name}: {type(e).__name__}: {text}", file=sys.stderr)
+        return EXIT_FAILURE
+    except OSError as e:  # the file system said no: a full disk, a permission, a vanished file
+        if args.debug:
+            traceback.print_exc()
+        where = f"{e.filename}: " if e.filename else ""
+        print(f"{name}: {where}{e.strerror or e}; nothing was written", file=sys.stderr)
+        return EXIT_FAILURE
+    except Exception as e:  # anything else is a bug in intq: say so, never as a raw traceback
+        if args.debug:
+            traceback.print_exc()
+        print(f"{name}: internal error: {type(e).__name__}: {e}\nThis is a bug in intq; nothing was written. Run "
+              "again with --debug for the traceback and please report it.", file=sys.stderr)
+        return EXIT_INTERNAL
+    finally:
+        args.outputs.discard()
     try:
         if getattr(args, "json", False):
             print(json.dumps(result, indent=1, default=str))
         sys.stdout.flush()
     except BrokenPipeError:  # `intq ... | head`: the reader left; not an error of ours
         sys.stdout = open(os.devnull, "w")
-    return 0
+    return EXIT_OK
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt():
+    """SIGTERM raises :class:`Interrupted` (cleaned up like Ctrl-C) inside the block."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum, frame):
+        raise Interrupted()
+
+    old = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
 
 
 if __name__ == "__main__":

@@ -97,7 +97,7 @@ def test_quantize_reports_layers(digits_files):
     d, _, result = digits_files
     assert set(result["seconds"]) >= {"load", "calibrate", "convert", "check", "total"}
     assert result["poor_layers"] == []  # the digits CNN has no layer below 25 dB
-    assert set(result["calibration"]["method_per_tensor"].values()) == {"minmax"}
+    assert set(result["method_per_tensor"].values()) == {"minmax"}
     r = run("quantize", MODEL, "--calib", str(d / "calib.npz"), "--input-shape", "image=1x1x8x8",
             "-o", str(d / "q2.tflite"), "--method", "auto", "--bias-correction", "--equalize")
     assert r.returncode == 0 and "no layer below 25 dB SQNR on 8 calibration samples" in r.stdout
@@ -228,16 +228,17 @@ def test_diff_explains_tflm_vs_litert(digits_files):
     assert unknown.returncode == 1 and "nope" in unknown.stderr and "Traceback" not in unknown.stderr
 
 
-def test_quantize_refuses_and_removes_a_file_a_runtime_cannot_load(tmp_path):
+def test_a_file_a_runtime_cannot_load_is_never_written(tmp_path):
+    """The runtimes load the bytes before anything is written: a refusal leaves the user's file as it was."""
     import intq
     from intq.cli import ExportCheckError, _check_runtimes_run
 
     qg = intq.quantize(MODEL, [np.zeros((1, 1, 8, 8), np.float32)], input_shapes={"image": (1, 1, 8, 8)})
     out = tmp_path / "broken.tflite"
-    out.write_bytes(b"TFL3 is not enough")
-    with pytest.raises(ExportCheckError, match="LiteRT refuses the written .*broken.tflite.*the file was removed"):
-        _check_runtimes_run(qg, out.read_bytes(), out)
-    assert not out.exists()
+    out.write_bytes(b"the user's file")
+    with pytest.raises(ExportCheckError, match="LiteRT refuses the .tflite intq made for .*broken.tflite.*nothing was written"):
+        _check_runtimes_run(qg, b"TFL3 is not enough", out)
+    assert out.read_bytes() == b"the user's file"
 
 
 def test_quantize_keeps_a_detector_concat_in_int16(tmp_path):

@@ -28,6 +28,7 @@ import numpy as np
 
 from intq.analysis.compare import POOR_SQNR_DB, Report, TensorDetail, TensorStats
 from intq.ir import Graph
+from intq.files import write_file
 from intq.qmath import dequantize
 
 #: A channel that spans fewer codes than this on a per-tensor weight grid keeps under 3 bits of
@@ -396,10 +397,10 @@ def render_html(report: Report, *, float_graph: Graph, int_graph: Graph, title: 
 
 
 def write_html_report(report: Report, path, *, float_graph: Graph, int_graph: Graph, title: str | None = None,
-                      worst: int = 6, all_histograms: bool = False, sensitivity=None) -> Path:
-    """Write :func:`render_html`'s page to ``path`` (UTF-8, overwritten); return the path."""
-    path = Path(path)
-    path.write_text(render_html(report, float_graph=float_graph, int_graph=int_graph, title=title,
-                                worst=worst, all_histograms=all_histograms, sensitivity=sensitivity),
-                    encoding="utf-8")
-    return path
+                      worst: int = 6, all_histograms: bool = False, overwrite: bool = True,
+                      sensitivity=None) -> Path:
+    """Write :func:`render_html`'s page to ``path`` (UTF-8, atomically: :func:`intq.files.write_file`;
+    an existing file is replaced unless ``overwrite`` is false); return the path."""
+    return write_file(path, render_html(report, float_graph=float_graph, int_graph=int_graph, title=title,
+                                        worst=worst, all_histograms=all_histograms, sensitivity=sensitivity),
+                      overwrite=overwrite)

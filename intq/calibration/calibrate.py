@@ -22,7 +22,8 @@ import numpy as np
 
 from intq.calibration.data import iter_samples
 from intq.calibration.observers import Observer, make_observer
-from intq.errors import IntqError, QuantizationError
+from intq.errors import QuantizationError
+from intq.files import write_file
 from intq.ir import Graph
 
 TABLE_FORMAT = "intq-calibration-table/1"
@@ -116,14 +117,14 @@ class CalibrationTable:
                 "ranges": {k: [lo, hi] for k, (lo, hi) in self.ranges.items()},
                 "bounded": list(self.bounded), "states": dict(self.states)}
 
+    def dumps(self) -> str:
+        """The table as the JSON text :meth:`save` writes."""
+        return json.dumps(self.to_json(), indent=1)
+
     def save(self, path: str | Path, *, overwrite: bool = False) -> None:
-        """Write the table as JSON. An existing file is kept unless ``overwrite``."""
-        path = Path(path)
-        if path.exists() and not overwrite:
-            raise IntqError(f"{path} exists; pass overwrite=True to replace it")
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(json.dumps(self.to_json(), indent=1))
-        tmp.replace(path)
+        """Write the table as JSON, atomically (:func:`intq.files.write_file`). An existing file is
+        kept unless ``overwrite``."""
+        write_file(path, self.dumps(), overwrite=overwrite)
 
     @classmethod
     def from_json(cls, doc: Mapping[str, Any], source: str = "table") -> "CalibrationTable":

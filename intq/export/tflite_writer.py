@@ -14,13 +14,14 @@ both (:mod:`intq.frontends.from_tflite`). The flatbuffer itself is written by
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 from intq.errors import IntqError
+from intq.files import write_file
 from intq.ir import Graph
 from intq.tflite import metadata
 from intq.tflite.builder import TfliteModelBuilder
 from intq.tflite.options import attrs_to_options
+from intq.tflite.schema import MIN_VERSION
 
 
 def to_tflite_bytes(graph: Graph, description: str = "intq") -> bytes:
@@ -45,7 +46,8 @@ def to_tflite_bytes(graph: Graph, description: str = "intq") -> bytes:
         inputs = list(node.inputs)
         while inputs and not inputs[-1]:  # trailing omitted inputs are left out, not written as -1:
             inputs.pop()                  # TFLM's depthwise conv crashes on a -1 bias index
-        b.add_operator(node.op_type, [index[i] if i else -1 for i in inputs], [index[o] for o in node.outputs], options)
+        b.add_operator(node.op_type, [index[i] if i else -1 for i in inputs], [index[o] for o in node.outputs], options,
+                       version=MIN_VERSION.get(node.op_type, 1))
     b.set_io([index[i] for i in graph.inputs], [index[o] for o in graph.outputs])
     b.add_metadata(metadata.INTQ_METADATA, metadata.encode(graph.metadata, [n.name for n in graph.nodes]))
     return b.to_bytes()
@@ -53,13 +55,8 @@ def to_tflite_bytes(graph: Graph, description: str = "intq") -> bytes:
 
 def export_tflite(graph: Graph, path: str | os.PathLike | None = None, *, overwrite: bool = False) -> bytes:
     """Write ``graph`` to ``path`` (if given) and return the bytes. An existing file is kept unless
-    ``overwrite``; the file is written atomically."""
+    ``overwrite``; the file is written atomically (:func:`intq.files.write_file`)."""
     data = to_tflite_bytes(graph)
     if path is not None:
-        path = Path(path)
-        if path.exists() and not overwrite:
-            raise IntqError(f"{path} exists; pass overwrite=True to replace it")
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_bytes(data)
-        tmp.replace(path)
+        write_file(path, data, overwrite=overwrite)
     return data

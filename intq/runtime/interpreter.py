@@ -39,6 +39,14 @@ def apply_fused_activation(x: np.ndarray, activation: str | None) -> np.ndarray:
     return np.clip(x, lo, hi, out=x if x.flags.writeable else None)
 
 
+def _fits_index(arr: np.ndarray, t) -> bool:
+    """An integer array for an unquantized integer input whose dtype holds every value."""
+    if t.qparams is not None or not (np.issubdtype(t.dtype, np.integer) and np.issubdtype(arr.dtype, np.integer)):
+        return False
+    info = np.iinfo(t.dtype)
+    return arr.size == 0 or (info.min <= int(arr.min()) and int(arr.max()) <= info.max)
+
+
 class Interpreter:
     """Executes a :class:`Graph` node by node with numpy.
 
@@ -93,6 +101,8 @@ class Interpreter:
             arr = np.asarray(inputs[name])
             if arr.dtype != t.dtype:
                 if np.issubdtype(t.dtype, np.floating) and np.issubdtype(arr.dtype, np.number):
+                    arr = arr.astype(t.dtype)
+                elif _fits_index(arr, t):  # int64 ids into an int32 index input (ONNX's ids, TFLite's GATHER)
                     arr = arr.astype(t.dtype)
                 else:
                     raise InterpreterError(f"input {name!r} must be {t.dtype.name}, got {arr.dtype.name}")

@@ -31,8 +31,10 @@ BOUNDARY = {("QUANTIZE", INT8), ("DEQUANTIZE", INT8)}
 # decision 6; litert-ref's double-product FC emulation; the xnnpack target's float32 requantization
 # (XNNPACK's fp32 requantization, selected only where ctx.target.xnnpack: checked below); XNNPACK's
 # float32 MEAN and SUM (XnnpackMeanParams are prepared only where ctx.target.xnnpack); LiteRT's
-# optimized SUM, computed in float32 by LiteRT (intq.kernels.sum: OptimizedSumParams, litert-opt only)
-ALLOWED_CALLS = {"exact_matmul", "_float32_mean", "_float32_sum"}
+# optimized SUM, computed in float32 by LiteRT (intq.kernels.sum: OptimizedSumParams, litert-opt only);
+# LiteRT's optimized SOFTMAX and LOG_SOFTMAX, computed in float32 by LiteRT (OptimizedSoftmaxParams,
+# OptimizedLogSoftmaxParams: prepared only where ctx.target.optimized)
+ALLOWED_CALLS = {"exact_matmul", "_float32_mean", "_float32_sum", "_float32_softmax", "_float32_log_softmax"}
 RUNTIME_PACKAGES = ("intq.kernels", "intq.qmath")
 
 
