@@ -163,7 +163,9 @@ def quantize(model, data=None, *, method: str = "minmax", per_channel: bool = Tr
     (dB) adds range-mismatched joins to int16 until the output SQNR on the first 8 calibration
     samples reaches it (:mod:`intq.convert.precision`; needs ``data``). ``bias_correction``
     corrects each layer's bias for its int8 weights' mean error, measured on ``data``
-    (:func:`intq.ptq.correct_biases`); ``equalization`` equalizes consecutive layers' weight
+    (:func:`intq.ptq.correct_biases`) on the first half of the calibration samples, and is kept
+    only if it brings the outputs closer to float on the second half (a conversion note says
+    which); ``equalization`` equalizes consecutive layers' weight
     ranges before calibration (:func:`intq.ptq.equalize`; with a ready ``table`` it is refused,
     the ranges would no longer apply).
     """
@@ -185,12 +187,16 @@ def quantize(model, data=None, *, method: str = "minmax", per_channel: bool = Tr
         if data is None:
             raise ConversionError("quantize needs calibration data (or a calibration table=)")
         table = calibrate(graph, data, method, progress=progress, **observer_options)
+    corrected = None
     if bias_correction:
         if data is None:
             raise ConversionError("bias_correction needs calibration data to measure the layers' input means on")
+        from intq.calibration import iter_samples
         from intq.ptq import correct_biases
 
-        graph = correct_biases(graph, data, per_channel=per_channel)
+        held = list(iter_samples(data, graph, None))
+        fit, check = (held[: len(held) // 2], held[len(held) // 2:]) if len(held) >= 2 else (held, held)
+        corrected = correct_biases(graph, fit, per_channel=per_channel)
     precision = dict(precision or {})
     if target_sqnr is not None:
         if data is None:
@@ -202,8 +208,43 @@ def quantize(model, data=None, *, method: str = "minmax", per_channel: bool = Tr
                                  base=precision)
         precision.update(auto)
     table = reconcile_ranges(graph, table, keep=int16_tensors(graph, precision))
-    return convert(graph, table, per_channel=per_channel, input_type=input_type, output_type=output_type,
-                   precision=precision)
+    options = {"per_channel": per_channel, "input_type": input_type, "output_type": output_type, "precision": precision}
+    q = convert(graph, table, **options)
+    if corrected is not None:
+        q = _closer_to_float(graph, q, convert(corrected, table, **options), check, "bias correction")
+    return q
+
+
+#: Calibration samples a PTQ method's effect is checked on before it is kept.
+CHECK_SAMPLES = 8
+
+
+def _closer_to_float(float_graph: Graph, plain: Graph, treated: Graph, data, method: str) -> Graph:
+    """``treated`` when its outputs are closer to ``float_graph``'s than ``plain``'s on the first
+    :data:`CHECK_SAMPLES` of ``data`` (samples the method did not fit on; output SQNR per channel,
+    :func:`intq.analysis.sensitivity.output_sqnr`), else ``plain`` with a conversion note saying
+    that ``method`` was not applied and why: an optional method never makes a model worse on the
+    data it was calibrated on (on PP-OCR's classifier bias correction cost 1.25 points)."""
+    from intq.analysis.sensitivity import output_sqnr
+    from intq.calibration import iter_samples
+    from intq.runtime import Interpreter
+
+    samples = [s for _, s in zip(range(CHECK_SAMPLES), iter_samples(data, float_graph, None))]
+    runs = {}
+    for key, g in (("float", float_graph), ("plain", plain), ("treated", treated)):
+        it = Interpreter(g)
+        runs[key] = {o: [] for o in float_graph.outputs}
+        for s in samples:
+            for k, v in it.run(s).items():
+                runs[key][k].append(v)
+    before, after = output_sqnr(runs["float"], runs["plain"]), output_sqnr(runs["float"], runs["treated"])
+    if after >= before:
+        note = f"{method}: output SQNR on {len(samples)} held-out calibration samples {before:.1f} -> {after:.1f} dB"
+        return treated.replace(metadata={**treated.metadata,
+                                         "conversion_notes": (*treated.metadata["conversion_notes"], note)})
+    note = (f"{method} not applied: it moved the outputs further from float on {len(samples)} held-out "
+            f"calibration samples ({before:.1f} -> {after:.1f} dB output SQNR)")
+    return plain.replace(metadata={**plain.metadata, "conversion_notes": (*plain.metadata["conversion_notes"], note)})
 
 
 __all__ = ["convert", "quantize", "check_convertible", "ConversionError", "RULES"]
