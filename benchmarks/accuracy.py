@@ -145,7 +145,7 @@ def nudenet() -> Case:
     xc = _photo_crops(8, (320, 320), 2)
     return Case("nudenet_320n YOLOv8 (torch.onnx)", CORPUS / "nudenet_320n.onnx", {"images": (4, 3, 320, 320)},
                 _batches(xc, "images", 4), _batches(x, "images", 4),
-                note="photo crops, no labels: SQNR dB (boxes rows 0-3 | class rows 4+)",
+                note="photo crops, no labels: SQNR dB (box rows 0-3 / class rows 4+)",
                 output_slices={"boxes": slice(0, 4), "classes": slice(4, None)})
 
 
@@ -283,7 +283,7 @@ def score(case: Case, pred: np.ndarray) -> str:
     if case.output_slices:
         parts = [f"{sqnr_db(ref[..., sl, :] if ref.ndim == 3 else ref[..., sl], pred[..., sl, :] if pred.ndim == 3 else pred[..., sl]):.1f}"
                  for sl in case.output_slices.values()]
-        return " \\| ".join(parts)
+        return " / ".join(parts)
     return f"{sqnr_db(ref, pred):.1f}"
 
 
