@@ -185,7 +185,8 @@ def _affine_after(int_graph: Graph, producers: dict, name: str) -> str | None:
     return src.op_type if src is not None and src.op_type in LINEAR_INT_OPS else None
 
 
-def _channel_facts(a: _Accumulator, t) -> dict:
+def _channel_facts(a: _Accumulator) -> dict:
+    """Dead / saturated output-channel counts of a linear layer's output (empty for other ops)."""
     if a.channel_max is None:
         return {}
     per_channel = a.count / a.channel_max.size
@@ -304,7 +305,7 @@ def compare(float_graph: Graph, int_graph: Graph, samples, target: str = "tflite
                             scale=t.qparams.tensor_scale, upstream=upstream,
                             input_ranges=_joined_ranges(int_graph, producers, int_name, acc, mapping),
                             affine_after=_affine_after(int_graph, producers, int_name),
-                            **_channel_facts(a, t))
+                            **_channel_facts(a))
         rows.append(TensorStats(float_name, op, float(sqnr), float(cos), a.max_err, a.sum_err / a.count, sat, used,
                                 "; ".join(hints(facts))))
     rows.sort(key=lambda r: r.sqnr_db)

@@ -3,7 +3,9 @@
 :func:`calibrate` runs the float graph over the data (:mod:`intq.calibration.data` reads arrays,
 dicts, folders of .npy/.npz/images) and returns a :class:`CalibrationTable` (JSON save/load,
 mergeable). The observers (:mod:`intq.calibration.observers`: min/max, moving average,
-percentile, MSE, KL-entropy, per-channel) keep small, exactly mergeable states.
+percentile, MSE, KL-entropy, ``auto`` per tensor, per-channel) keep small, exactly mergeable
+states; :func:`method_per_tensor` says which method set each range. Tensors an activation bounds
+keep their observed range under every method (:func:`bounded_tensors`).
 :func:`reconcile_ranges` applies the shared-scale rules of integer ops (backward calibration).
 """
 
