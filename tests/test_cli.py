@@ -88,7 +88,12 @@ def _reference_predictions(d, x):
     fg = simplify(intq.load(MODEL, input_shapes={"image": (1, 1, 8, 8)}))
     qg = intq.quantize(fg, table=intq.calibrate(fg, str(d / "calib.npz"), "minmax"))
     fi, qi = intq.Interpreter(fg), intq.Interpreter(qg)
-    f = np.concatenate([fi.run({"image": s[None]})["logits"] for s in x])
+    # the float model in the CLI's runs of 32 samples (BLAS sums a batch in another order than one
+    # sample: float32 rounding apart, the same values); the integer model sample by sample, which
+    # its batched runs must equal exactly
+    f = np.concatenate([fi.run({"image": x[i:i + 32]})["logits"] for i in range(0, len(x), 32)])
+    one_by_one = np.concatenate([fi.run({"image": s[None]})["logits"] for s in x])
+    assert np.abs(f - one_by_one).max() <= 1e-5 * np.abs(one_by_one).max()
     q = np.concatenate([qi.run({"image": s[None]})["logits"] for s in x])
     return f, q
 
@@ -256,3 +261,12 @@ def test_quantize_keeps_a_detector_concat_in_int16(tmp_path):
     auto = run("quantize", str(tmp_path / "yolo.onnx"), "--calib", str(tmp_path / "calib.npz"), "--target-sqnr", "30",
                "-o", str(tmp_path / "y2.tflite"))
     assert auto.returncode == 0 and "int16 region: cat, out" in auto.stdout, auto.stderr
+
+
+def test_batch_size_default_is_the_library_default():
+    from intq.calibration.data import DEFAULT_BATCH_SIZE
+    from intq.cli import _DEFAULT_BATCH_SIZE, build_parser
+
+    assert _DEFAULT_BATCH_SIZE == DEFAULT_BATCH_SIZE
+    args = build_parser().parse_args(["eval", "m.onnx", "q.tflite", "--data", "d.npz", "--batch-size", "4"])
+    assert args.batch_size == 4

@@ -228,11 +228,13 @@ def _detail(int_graph: Graph, int_name: str, float_name: str, a: _Accumulator, p
 
 def compare(float_graph: Graph, int_graph: Graph, samples, target: str = "tflite", *,
             histogram_bins: int = 128) -> Report:
-    """Run both graphs on each sample (dicts ``{input: array}``) and compare every mapped tensor.
+    """Run both graphs on each sample (dicts ``{input: array}``; one may hold a batch of samples,
+    :func:`intq.calibration.iter_batches`) and compare every mapped tensor.
 
     Besides the metrics, each tensor's float values are histogrammed (at most ``histogram_bins``
     bins) for :func:`intq.analysis.write_html_report`.
     """
+    from intq.calibration.data import samples_in
     from intq.runtime import Interpreter
 
     mapping = int_graph.metadata.get("float_tensor_of")
@@ -286,7 +288,7 @@ def compare(float_graph: Graph, int_graph: Graph, samples, target: str = "tflite
                 cmax, cbeyond = fi_.max(axis=axes), bi.sum(axis=axes)
                 a.channel_max = cmax if a.channel_max is None else np.maximum(a.channel_max, cmax)
                 a.channel_beyond = cbeyond if a.channel_beyond is None else a.channel_beyond + cbeyond
-        n += 1
+        n += samples_in(sample, float_graph)
     if n == 0:
         raise IntqError("compare needs at least one sample")
     sqnrs = {k: (10 * np.log10(a.signal / a.noise) if a.noise > 0 else float("inf")) for k, a in acc.items()}

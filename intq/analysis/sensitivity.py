@@ -120,20 +120,43 @@ def _followers(graph: Graph, node, qparams) -> list[str]:
         out.append(t)
 
 
-class _Simulator(Interpreter):
-    """The float interpreter with some node outputs quantize-dequantized on given parameters."""
+def _with_fake_quant(graph: Graph, active: set[str], qparams: Mapping[str, QuantParams]) -> Graph:
+    """``graph`` with every tensor in ``active`` quantize-dequantized on its parameters, as float
+    nodes after its producer: ``(clip(round(x / s) + zp, qmin, qmax) - zp) * s`` (ONNX Round is half
+    to even where TFLite rounds half away: a tie-level difference that ranking does not see)."""
+    from intq.ir import Node, Tensor
 
-    def __init__(self, graph: Graph, qparams: Mapping[str, QuantParams]):
-        super().__init__(graph)
-        self.qparams = qparams
-        self.active: set[str] = set()
-
-    def _run_node(self, node, env):
-        results = super()._run_node(node, env)
-        if not any(o in self.active for o in node.outputs):
-            return results
-        return tuple(_fake_activation(r, self.qparams[o]) if o in self.active else r
-                     for o, r in zip(node.outputs, results))
+    if not active:
+        return graph
+    tensors = dict(graph.tensors)
+    nodes = []
+    for n in graph.nodes:
+        outs = [o for o in n.outputs if o in active]
+        if not outs:
+            nodes.append(n)
+            continue
+        renamed = {o: f"{o}/float" for o in outs}
+        nodes.append(n.with_(outputs=tuple(renamed.get(o, o) for o in n.outputs)))
+        for o in outs:
+            qp = qparams[o]
+            consts = {"s": qp.tensor_scale, "zp": float(qp.tensor_zero_point), "lo": float(qp.qmin),
+                      "hi": float(qp.qmax)}
+            names = {}
+            for k, v in consts.items():
+                names[k] = f"{o}/fq_{k}"
+                tensors[names[k]] = Tensor(names[k], data=np.asarray(v, np.float32))
+            steps = [("Div", [renamed[o], names["s"]]), ("Round", None), ("Add", [None, names["zp"]]),
+                     ("Clip", [None, names["lo"], names["hi"]]), ("Sub", [None, names["zp"]]), ("Mul", [None, names["s"]])]
+            prev = renamed[o]
+            tensors[prev] = Tensor(prev)
+            for i, (op, ins) in enumerate(steps):
+                out = o if i == len(steps) - 1 else f"{o}/fq{i}"
+                ins = [prev] if ins is None else [prev if x is None else x for x in ins]
+                nodes.append(Node(op, f"{o}/fake_quant_{i}", tuple(ins), (out,)))
+                if out != o:
+                    tensors[out] = Tensor(out)
+                prev = out
+    return graph.replace(nodes=nodes, tensors=tensors)
 
 
 def sensitivity(float_graph: Graph, int_graph: Graph, samples: Iterable[Mapping[str, np.ndarray]],
@@ -173,8 +196,8 @@ def sensitivity(float_graph: Graph, int_graph: Graph, samples: Iterable[Mapping[
             for k, v in fake_w.get(name, {}).items():
                 tensors[k] = type(tensors[k])(k, data=v)
         graph = float_graph.replace(tensors=tensors) if any(n in fake_w for n in quantized) else float_graph
-        sim = _Simulator(graph, qparams)
-        sim.active = {t for n in quantized for t in (float_graph.node(n).outputs[0], *followers[n])}
+        active = {t for n in quantized for t in (float_graph.node(n).outputs[0], *followers[n])}
+        sim = Interpreter(_with_fake_quant(graph, active, qparams))
         out: dict[str, list[np.ndarray]] = {o: [] for o in float_graph.outputs}
         for s in samples:
             feed = {k: (_fake_activation(v, qparams[k]) if inputs and k in qparams else v) for k, v in s.items()}

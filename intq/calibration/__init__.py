@@ -10,7 +10,7 @@ keep their observed range under every method (:func:`bounded_tensors`).
 """
 
 from intq.calibration.calibrate import CalibrationTable, Progress, bounded_tensors, calibrate, method_per_tensor
-from intq.calibration.data import CalibrationDataError, ImagePreprocess, iter_samples
+from intq.calibration.data import DEFAULT_BATCH_SIZE, CalibrationDataError, ImagePreprocess, iter_batches, iter_samples
 
 from intq.calibration.observers import (
     OBSERVER_METHODS,
@@ -38,6 +38,8 @@ __all__ = [
     "Progress",
     "reconcile_ranges",
     "iter_samples",
+    "iter_batches",
+    "DEFAULT_BATCH_SIZE",
     "ImagePreprocess",
     "CalibrationDataError",
     "Observer",

@@ -285,7 +285,7 @@ def _check_operators(proto: onnx.ModelProto, opset: int, where: str, *, if_pendi
         hint = ""
         if "If" in missing:
             hint = ("\nAn If folds at import when its condition is fixed by constants and static shapes: bind the "
-                    "inputs that select a branch with constant_inputs={'NAME': value}; "
+                    "inputs that select a branch with constant_inputs={'NAME': value} (command line: --input-value NAME=VALUE); "
                     "an If left here depends on data.")
         raise UnsupportedOperatorError(
             f"{where} (opset {opset}) uses {len(missing)} operator type(s) intq does not support:\n"
