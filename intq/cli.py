@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
+import itertools
 import json
 import math
 import os
@@ -535,7 +536,7 @@ def _precision_options(args, fg, data, pre) -> dict:
     if args.bias_correction:
         out["bias_correction"] = True
     if args.target_sqnr is not None or args.bias_correction:  # measured on (at most 256) calibration samples
-        out["data"] = list(_limited(iter_samples(data, fg, pre), 256))
+        out["data"] = list(itertools.islice(iter_samples(data, fg, pre), 256))
     return out
 
 
@@ -606,8 +607,10 @@ def _sensitivity(args, fg, qg, mapped: bool):
     if not mapped:
         raise UsageError("--sensitivity needs an integer graph intq made (quantize MODEL with --calib instead of "
                          "giving QMODEL): it maps every integer tensor to its float tensor")
-    samples, _ = _data(args, fg)
-    return sensitivity(fg, qg, _limited(samples, args.sensitivity))
+    from intq.calibration import iter_samples
+
+    samples = iter_samples(_existing(args.data, "--data"), fg, _preprocess(args, fg))
+    return sensitivity(fg, qg, itertools.islice(samples, args.sensitivity))
 
 
 def cmd_compare(args) -> dict:
