@@ -8,6 +8,7 @@ Public API:
 * :class:`Interpreter` — run a float or integer graph, see every tensor; integer graphs run
   bit-exactly as a named target runtime (``"tflite"``: TensorFlow Lite Micro, ``"litert-ref"``);
 * :func:`export_tflite` — write an integer graph as a ``.tflite`` file;
+* :func:`export_c` — write it as C99 (``.c`` + ``.h``) for microcontrollers, bit-exact with TFLite Micro;
 * ``intq.qat`` — quantization-aware training in PyTorch (``import intq`` does not import torch).
 
 The arithmetic core is :mod:`intq.qmath`; errors are in :mod:`intq.errors`.
@@ -28,6 +29,7 @@ _LAZY = {
     "quantize": "intq.convert",
     "Interpreter": "intq.runtime",
     "export_tflite": "intq.export.tflite_writer",
+    "export_c": "intq.export.c",
 }
 
 __all__ = [
@@ -36,6 +38,7 @@ __all__ = [
     "quantize",
     "Interpreter",
     "export_tflite",
+    "export_c",
     "CalibrationTable",
     "IntqError",
     "QuantizationError",

@@ -9,6 +9,7 @@
     intq compare MODEL.onnx [QMODEL.tflite] --data DATA [--html report.html] [--top N] [--limit N] [--json]
     intq diff QMODEL.tflite --targets tflite,litert-ref --data DATA [--limit N] [--json]
     intq run MODEL (.tflite | .onnx) --input x.npy|x.npz [-o y.npy|y.npz] [--target T] [--json]
+    intq export QMODEL.tflite --c DIR [--prefix model] [--arena-limit 64k] [--force] [--json]
 
 DATA (for --calib and --data) is a folder of images (resized and normalised by --size, --mean,
 --std, --layout), a folder of .npy/.npz files, or one .npz with an array per input; it runs
@@ -61,6 +62,8 @@ EXAMPLES = """examples:
   intq compare model.onnx model_int8.tflite --data val/ --size 224 224 --html report.html
   intq diff model_int8.tflite --targets tflite,litert-ref --data val.npz
   intq run model_int8.tflite --input x.npy -o y.npy
+  intq export model_int8.tflite --c out/ --arena-limit 64k
+  intq quantize model.onnx --calib calib.npz -o model.c
 """
 
 
@@ -375,7 +378,8 @@ def cmd_quantize(args) -> dict:
     from intq.export.tflite_writer import to_tflite_bytes
     from intq.passes import simplify
 
-    out = _plan_outputs(args, {"-o": args.output, "--calib-table": args.calib_table},
+    header = Path(args.output).with_suffix(".h") if Path(args.output).suffix == ".c" else None  # -o model.c
+    out = _plan_outputs(args, {"-o": args.output, "-o (its header)": header, "--calib-table": args.calib_table},
                         {"MODEL": args.model, "--calib": args.calib})["-o"]
     t0 = time.perf_counter()
     fg = simplify(_load(args))
@@ -393,9 +397,13 @@ def cmd_quantize(args) -> dict:
     qg = intq.quantize(fg, table=table, per_channel=not args.per_tensor, **_precision_options(args, fg, data, pre))
     t_conv = time.perf_counter() - t
     intq.Interpreter(qg)  # prepares every kernel: a graph intq itself refuses (KernelError) is not written
-    blob = to_tflite_bytes(qg)
-    runtimes = _check_runtimes_run(qg, blob, out)
-    args.outputs.stage(out, blob)
+    if out.suffix == ".c":  # C99 source + header instead of a .tflite (intq.export_c)
+        c = _export_c(args, qg, out.parent, out.stem)
+        blob, runtimes = b"", {"C compiler": c["compiled_with"] or "none installed: not compiled"}
+    else:
+        blob = to_tflite_bytes(qg)
+        runtimes = _check_runtimes_run(qg, blob, out)
+        args.outputs.stage(out, blob)
     if args.calib_table:
         args.outputs.stage(args.calib_table, table.dumps())
     params = int(sum(t.data.size for t in qg.tensors.values() if t.data is not None))
@@ -419,7 +427,12 @@ def cmd_quantize(args) -> dict:
               "runtimes": runtimes,
               "poor_layers": [_row_dict(r) for r in poor],
               "notes": list(qg.metadata.get("conversion_notes", ()))}
-    _out(args, f"quantized {args.model} -> {out} ({len(blob):,} bytes, {params:,} parameters)")
+    if out.suffix == ".c":
+        result["c"] = c
+        _out(args, f"quantized {args.model} -> {out} + {out.with_suffix('.h').name} ({params:,} parameters)")
+        _out(args, _c_summary(c))
+    else:
+        _out(args, f"quantized {args.model} -> {out} ({len(blob):,} bytes, {params:,} parameters)")
     _out(args, "  ops: " + ", ".join(f"{k}x{v}" for k, v in qg.op_types().items()))
     _out(args, "  runs in: " + "; ".join(f"{k} ({v})" for k, v in runtimes.items()))
     _out(args, f"  calibration: {args.method} on {table.num_samples} samples ({t_cal:.1f} s); "
@@ -757,6 +770,82 @@ def cmd_run(args) -> dict:
 
 # ------------------------------------------------------------------------------------- main
 
+# ----------------------------------------------------------------------------------- export C
+
+def _parse_bytes(text: str) -> int:
+    """``65536``, ``64k`` / ``64K`` (KiB), ``1m`` (MiB)."""
+    t = text.strip().lower()
+    scale = {"k": 1024, "m": 1024 * 1024}.get(t[-1:], 1)
+    try:
+        value = int(t[:-1] if scale > 1 else t) * scale
+    except ValueError:
+        raise UsageError(f"--arena-limit {text!r}: expected bytes, e.g. 65536 or 64k") from None
+    if value <= 0:
+        raise UsageError(f"--arena-limit {text!r}: must be positive")
+    return value
+
+
+def _export_c(args, qg, out_dir: Path, prefix: str) -> dict:
+    """intq.export_c with the command's options; the report the CLI prints (and --json returns)."""
+    import intq
+
+    limit = _parse_bytes(args.arena_limit) if getattr(args, "arena_limit", None) else None
+    r = intq.export_c(qg, out_dir, prefix=prefix, target=getattr(args, "target", "tflite"), arena_limit=limit,
+                      overwrite=args.force, outputs=args.outputs)
+    report = {"source": str(r.source), "header": str(r.header), "arena_bytes": r.arena_bytes,
+              "arena_lower_bound": r.arena_lower_bound, "constant_bytes": r.constant_bytes,
+              "compiled_with": r.compiled_with, "steps": len(r.model.steps), "prefix": prefix}
+    try:  # TFLite Micro's arena for the same graph, when the tflite-micro package is installed
+        from intq.export.c.tflm_arena import tflm_arena
+        from intq.export.tflite_writer import to_tflite_bytes
+
+        t = tflm_arena(getattr(args, "_tflite_bytes", None) or to_tflite_bytes(qg))
+        report["tflm_arena"] = {"total": t.total, "head": t.head, "tail": t.tail}
+    except (ImportError, IntqError):
+        pass
+    return report
+
+
+def _c_summary(c: dict) -> str:
+    lines = [f"  wrote {c['source']} and {c['header']}: {c['steps']} steps, "
+             f"arena {c['arena_bytes']:,} bytes ({c['prefix'].upper()}_ARENA_BYTES), constants {c['constant_bytes']:,} bytes (flash)"]
+    t = c.get("tflm_arena")
+    if t:
+        lines.append(f"  TFLite Micro on the same model: arena {t['total']:,} bytes ({t['head']:,} planned tensors "
+                     f"+ {t['tail']:,} persistent); intq's C: {c['arena_bytes']:,} bytes, 0 persistent")
+    lines.append(f"  compiled with {c['compiled_with']} (-std=c99 -Wall -Wextra -Werror -pedantic -Wvla)"
+                 if c["compiled_with"] else "  no C compiler installed: the files were not compiled")
+    return "\n".join(lines)
+
+
+def cmd_export(args) -> dict:
+    """Write an integer .tflite as C99 (``--c DIR``)."""
+    import intq
+
+    model = Path(_existing(args.model, "MODEL"))
+    if not args.c:
+        raise UsageError("say what to export to: --c DIR (C99 source and header)")
+    shapes = _input_shapes(args.input_shape)
+    g = intq.load(str(model), input_shapes=shapes)
+    bound = {n: tuple(1 if d is None else d for d in g.tensors[n].shape) for n in g.inputs
+             if n not in shapes and not g.tensors[n].is_static and g.tensors[n].shape is not None}
+    if bound:  # C needs static shapes: a dynamic (batch) dimension becomes 1 unless --input-shape says otherwise
+        g = intq.load(str(model), input_shapes={**shapes, **bound})
+    if not any(t.qparams is not None for t in g.tensors.values()):
+        raise UsageError(f"{model} is a float model; quantize it first (`intq quantize ... -o model.c` does both)")
+    out_dir = Path(args.c)
+    _plan_outputs(args, {"--c (source)": out_dir / f"{args.prefix}.c", "--c (header)": out_dir / f"{args.prefix}.h"},
+                  {"MODEL": model})
+    if model.suffix == ".tflite":
+        args._tflite_bytes = model.read_bytes()
+    c = _export_c(args, g, out_dir, args.prefix)
+    _out(args, f"exported {model} -> C99 ({args.prefix}.c, {args.prefix}.h in {out_dir})")
+    for n, shape in bound.items():
+        _out(args, f"  input {n!r}: dynamic dimensions bound to 1: {list(shape)} (--input-shape to choose)")
+    _out(args, _c_summary(c))
+    return {"model": str(model), "bound_input_shapes": {n: list(v) for n, v in bound.items()}, **c}
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="intq", description="Integer-only int8 inference: quantize, run "
                                      "bit-exactly, explain, export.", epilog=EXAMPLES,
@@ -829,11 +918,13 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("model", help="the float model (.onnx)")
     q.add_argument("--calib", required=True, metavar="DATA",
                    help="calibration data: a folder of images / .npy / .npz, or one .npz")
-    q.add_argument("-o", "--output", required=True, help="the .tflite to write")
+    q.add_argument("-o", "--output", required=True, help="the .tflite to write (or model.c: C99 source + header)")
     q.add_argument("--calib-table", help="also write the calibration table (JSON)")
     q.add_argument("--check-samples", type=_nonnegative_int, default=8, metavar="N",
                    help="compare float and int8 layer by layer on the first N calibration samples (0: skip)")
     q.add_argument("--force", action="store_true", help="overwrite existing output files")
+    q.add_argument("--arena-limit", metavar="BYTES", help="with -o model.c: refuse a plan whose arena exceeds BYTES "
+                   "(e.g. 64k)")
     q.set_defaults(func=cmd_quantize)
 
     i = sub.add_parser("inspect", parents=[common, shapes, target],
@@ -903,6 +994,24 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("-o", "--output", help="write the outputs: .npy (one output) or .npz")
     r.add_argument("--force", action="store_true", help="overwrite an existing output file")
     r.set_defaults(func=cmd_run)
+
+    x = sub.add_parser("export", parents=[common, shapes],
+                       help="write an integer model as C99 for microcontrollers",
+                       description="Write an integer .tflite as C99: PREFIX.c and PREFIX.h with int "
+                       "PREFIX_invoke(in..., out..., arena), weights and multipliers const, one caller-provided "
+                       "arena of PREFIX_ARENA_BYTES, no dynamic allocation, no floating point in the inference "
+                       "path; bit-exact with TensorFlow Lite Micro. The files are compiled once before they are "
+                       "written (when a C compiler is installed); nothing is written if a node cannot be generated "
+                       "or the arena exceeds --arena-limit.",
+                       epilog="examples:\n  intq export model_int8.tflite --c out/\n"
+                       "  intq export model_int8.tflite --c out/ --prefix kws --arena-limit 64k",
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    x.add_argument("model", help="an integer model (.tflite)")
+    x.add_argument("--c", metavar="DIR", help="write PREFIX.c and PREFIX.h into DIR")
+    x.add_argument("--prefix", default="model", help="the C names' prefix and the files' stem (default model)")
+    x.add_argument("--arena-limit", metavar="BYTES", help="refuse a plan whose arena exceeds BYTES (e.g. 64k)")
+    x.add_argument("--force", action="store_true", help="overwrite existing files")
+    x.set_defaults(func=cmd_export, target="tflite")
     return parser
 
 
