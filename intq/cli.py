@@ -3,7 +3,7 @@
     intq demo [-o OUT.tflite] [--force] [--json]
     intq quantize MODEL.onnx --calib DATA -o OUT.tflite|OUT.onnx [--format qdq|qoperator] [--opset N]
                   [--activations int8|uint8] [--input-shape name=1x3x224x224]
-                  [--method minmax|ema|percentile|mse|entropy] [--per-tensor] [--calib-table ranges.json]
+                  [--method minmax|ema|percentile|mse|entropy|auto] [--per-tensor] [--calib-table ranges.json]
                   [--size H W] [--mean ...] [--std ...] [--layout NCHW|NHWC] [--force] [--json]
     intq inspect MODEL (.onnx | .tflite) [--input-shape ...] [--target T] [--json]
     intq eval MODEL.onnx [QMODEL.tflite] --data DATA [--labels LABELS] [--calib DATA] [--limit N] [--json]
@@ -34,6 +34,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
+import itertools
 import json
 import math
 import os
@@ -393,12 +394,13 @@ def cmd_quantize(args) -> dict:
                          "`intq eval` / `intq compare` / `intq run` / `intq diff` on it")
     t_load = time.perf_counter() - t0
     data, pre = _existing(args.calib, "--calib"), _preprocess(args, fg)
+    fg = _equalized(args, fg)
     table = intq.calibrate(fg, data, args.method, preprocess=pre, progress=_progress(args, "calibrating"),
                            batch_size=args.batch_size)
     _end_progress(args)
     t_cal = time.perf_counter() - t0 - t_load
     t = time.perf_counter()
-    qg = intq.quantize(fg, table=table, per_channel=not args.per_tensor)
+    qg = intq.quantize(fg, table=table, per_channel=not args.per_tensor, **_precision_options(args, fg, data, pre))
     t_conv = time.perf_counter() - t
     intq.Interpreter(qg)  # prepares every kernel: a graph intq itself refuses (KernelError) is not written
     if out.suffix == ".c":  # C99 source + header instead of a .tflite (intq.export_c)
@@ -424,8 +426,15 @@ def cmd_quantize(args) -> dict:
              if args.check_samples else None)
     t_check = time.perf_counter() - t
     poor = [r for r in check.rows if r.sqnr_db < POOR_SQNR_DB] if check else []
+    from collections import Counter
+
+    from intq.calibration import method_per_tensor
+
+    methods = method_per_tensor(table)
     result = {"model": args.model, "output": str(out), "bytes": len(blob), "ops": qg.op_types(), "parameters": params,
               "calibration": {"method": args.method, "samples": table.num_samples},
+              "method_per_tensor": methods,
+              "int16_tensors": list(qg.metadata.get("int16_tensors", ())),
               "per_channel": not args.per_tensor,
               "seconds": {"load": round(t_load, 2), "calibrate": round(t_cal, 2), "convert": round(t_conv, 2),
                           "check": round(t_check, 2), "total": round(time.perf_counter() - t0, 2)},
@@ -442,6 +451,11 @@ def cmd_quantize(args) -> dict:
     _out(args, "  runs in: " + "; ".join(f"{k} ({v})" for k, v in runtimes.items()))
     _out(args, f"  calibration: {args.method} on {table.num_samples} samples ({t_cal:.1f} s); "
                f"weights {'per channel' if not args.per_tensor else 'per tensor'}; converted in {t_conv:.1f} s")
+    if qg.metadata.get("int16_tensors"):
+        _out(args, "  int16 region: " + ", ".join(qg.metadata["int16_tensors"]))
+    if len(set(methods.values())) > 1:
+        _out(args, "  ranges chosen by: " + ", ".join(f"{m} {n}" for m, n in Counter(methods.values()).most_common())
+             + " (per tensor: --json, or the --calib-table)")
     if check:
         if poor:
             _out(args, f"  layers below {POOR_SQNR_DB:.0f} dB SQNR on {check.samples} calibration samples:")
@@ -522,6 +536,38 @@ def _shape(g, name):
 
 # ------------------------------------------------------------------------ eval and compare
 
+def _equalized(args, fg):
+    """The float graph after cross-layer equalization when --equalize (before calibration)."""
+    if not args.equalize:
+        return fg
+    from intq.ptq import equalize
+
+    return equalize(fg)
+
+
+def _precision_options(args, fg, data, pre) -> dict:
+    """``intq.quantize`` options of --precision and --target-sqnr (mixed precision) and
+    --bias-correction."""
+    from intq.calibration import iter_samples
+    from intq.convert.precision import load_precision
+
+    precision: dict[str, str] = {}
+    for item in args.precision or ():
+        if "=" in item:
+            name, prec = item.split("=", 1)
+            precision[name.strip()] = prec.strip()
+        else:
+            precision.update(load_precision(_existing(item, "--precision")))
+    out: dict = {"precision": precision}
+    if args.target_sqnr is not None:
+        out["target_sqnr"] = args.target_sqnr
+    if args.bias_correction:
+        out["bias_correction"] = True
+    if args.target_sqnr is not None or args.bias_correction:  # measured on (at most 256) calibration samples
+        out["data"] = list(itertools.islice(iter_samples(data, fg, pre), 256))
+    return out
+
+
 def _float_and_int(args):
     """The float graph (MODEL) and the integer graph (QMODEL, or MODEL quantized with --calib)."""
     import intq
@@ -537,10 +583,13 @@ def _float_and_int(args):
     else:
         if not args.calib:
             raise UsageError("give QMODEL (the integer .tflite) or --calib DATA to quantize MODEL first")
-        table = intq.calibrate(fg, _existing(args.calib, "--calib"), args.method, preprocess=_preprocess(args, fg),
-                               progress=_progress(args, "calibrating"), batch_size=args.batch_size)
+        data, pre = _existing(args.calib, "--calib"), _preprocess(args, fg)
+        fg = _equalized(args, fg)  # the same function in float: it stays the reference
+        table = intq.calibrate(fg, data, args.method, preprocess=pre, progress=_progress(args, "calibrating"),
+                               batch_size=args.batch_size)
         _end_progress(args)
-        qg = intq.quantize(fg, table=table, per_channel=not args.per_tensor)
+        qg = intq.quantize(fg, table=table, per_channel=not args.per_tensor,
+                           **_precision_options(args, fg, data, pre))
         source = f"{args.model} quantized ({args.method}, {table.num_samples} samples)"
     _resolve_target(args, qg)
     return fg, qg, source, time.perf_counter() - t0
@@ -587,6 +636,19 @@ def cmd_eval(args) -> dict:
     return result
 
 
+def _sensitivity(args, fg, qg, mapped: bool):
+    """``intq compare --sensitivity N``: the per-layer ranking on the first N samples of --data."""
+    from intq.analysis.sensitivity import sensitivity
+
+    if not mapped:
+        raise UsageError("--sensitivity needs an integer graph intq made (quantize MODEL with --calib instead of "
+                         "giving QMODEL): it maps every integer tensor to its float tensor")
+    from intq.calibration import iter_samples
+
+    samples = iter_samples(_existing(args.data, "--data"), fg, _preprocess(args, fg))
+    return sensitivity(fg, qg, itertools.islice(samples, args.sensitivity))
+
+
 def cmd_compare(args) -> dict:
     from intq.analysis import compare
     from intq.analysis.evaluate import with_output_mapping
@@ -609,11 +671,18 @@ def cmd_compare(args) -> dict:
     _out(args, report.table(top))
     if top is not None and len(report.rows) > top:
         _out(args, f"... {len(report.rows) - top} more (--top 0 shows all, --json gives every row)")
+    sens = _sensitivity(args, fg, qg, mapped) if args.sensitivity else None
+    if sens is not None:
+        result["sensitivity"] = {"all_int8_db": round(sens.all_int8_db, 2), "samples": sens.samples,
+                                 "layers": [{"layer": r.layer, "op": r.op, "gain_db": round(r.gain_db, 2),
+                                             "alone_float_db": round(r.alone_float_db, 2),
+                                             "alone_int8_db": round(r.alone_int8_db, 2)} for r in sens.rows]}
+        _out(args, sens.table(top))
     if args.html:
         from intq.analysis.html_report import render_html
 
         args.outputs.stage(args.html, render_html(
-            report, float_graph=fg, int_graph=qg,
+            report, float_graph=fg, int_graph=qg, sensitivity=sens,
             title=f"{Path(args.model).name} vs {Path(source).name if args.qmodel else 'int8'}"))
         result["html"] = args.html
         _out(args, f"wrote {args.html}")
@@ -842,9 +911,21 @@ def build_parser() -> argparse.ArgumentParser:
                              "xnnpack (LiteRT with XNNPACK), ort / ort-u8 (onnxruntime on intq's int8 / uint8 "
                              "ONNX export; the default for a quantized .onnx); docs/engine.md lists what each emulates")
     calib = argparse.ArgumentParser(add_help=False)
-    calib.add_argument("--method", default="minmax", choices=["minmax", "ema", "percentile", "mse", "entropy"],
+    calib.add_argument("--method", default="minmax", choices=["minmax", "ema", "percentile", "mse", "entropy", "auto"],
                        help="calibration method (default minmax)")
     calib.add_argument("--per-tensor", action="store_true", help="per-tensor weights (default per-channel)")
+    calib.add_argument("--precision", action="append", metavar="LAYER=int16|FILE",
+                       help="keep a join (a Concat node or tensor) and the data movement after it in int16, e.g. a "
+                       "detector's output concat; or a table file (JSON, or NAME=int16 lines); repeatable")
+    calib.add_argument("--bias-correction", action="store_true",
+                       help="correct each layer's bias for its int8 weights' mean error (measured on the "
+                       "calibration data; Nagel et al. 2019)")
+    calib.add_argument("--equalize", action="store_true",
+                       help="cross-layer equalization of consecutive layers' weight ranges before calibration "
+                       "(Nagel et al. 2019)")
+    calib.add_argument("--target-sqnr", type=float, metavar="DB",
+                       help="put range-mismatched joins in int16 until the output SQNR on 8 calibration samples "
+                       "reaches DB (the fewest that do)")
 
     batching = argparse.ArgumentParser(add_help=False)
     batching.add_argument("--batch-size", type=_positive_int, default=_DEFAULT_BATCH_SIZE, metavar="N",
@@ -912,6 +993,9 @@ def build_parser() -> argparse.ArgumentParser:
                        "  intq compare model.onnx --calib calib.npz --data val.npz --top 0 --json",
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     c.add_argument("--html", help="write a self-contained HTML report (plots embedded)")
+    c.add_argument("--sensitivity", type=_positive_int, nargs="?", const=4, metavar="N",
+                   help="rank the layers by how much keeping each out of int8 gains (simulated on the first N "
+                   "samples of --data, default 4; needs an integer graph intq made)")
     c.add_argument("--top", type=_nonnegative_int, default=15, help="show the N worst tensors (0: all; default 15)")
     c.add_argument("--force", action="store_true", help="overwrite an existing report")
     c.set_defaults(func=cmd_compare)
