@@ -700,6 +700,8 @@ def cmd_diff(args) -> dict:
         raise UsageError(f"--targets {args.targets!r}: give two targets, e.g. --targets tflite,litert-ref")
     g = _load(args)
     samples, _ = _data(args, g)
+    if getattr(args, "against", None):
+        return _diff_schemes(args, g, samples, targets[0])
     report = diff_targets(g, samples, targets)
     _out(args, f"{args.model}: target {report.targets[0]} vs {report.targets[1]} on {report.samples} samples")
     _out(args, report.table())
@@ -712,6 +714,18 @@ def cmd_diff(args) -> dict:
                 acc = f", accumulator {ex['accumulator']}" if "accumulator" in ex else ""
                 _out(args, f"  e.g. {t.name}{ex['index']}: {ex['values'][0]} vs {ex['values'][1]}{acc} -> {ex['cause']}")
     return {"model": args.model, **report.as_dict()}
+
+
+def _diff_schemes(args, g, samples, target: str) -> dict:
+    """``intq diff MODEL --against M_tpu.mlir``: intq's scheme (MODEL under ``target``) vs TPU-MLIR's."""
+    import intq
+    from intq.analysis.scheme_diff import diff_schemes
+
+    tpu = intq.load(_existing(args.against, "--against"))
+    report = diff_schemes(g, tpu, samples, intq_target=target)
+    _out(args, f"{args.model} (target {target}) vs {args.against} (target tpu-mlir) on {report.samples} samples")
+    _out(args, report.table())
+    return {"model": args.model, "against": args.against, **report.as_dict()}
 
 
 # ------------------------------------------------------------------------------------- run
@@ -1014,6 +1028,9 @@ def build_parser() -> argparse.ArgumentParser:
                     "reference kernels)")
     df.add_argument("--data", required=True, help="a folder of images / .npy / .npz, or one .npz")
     df.add_argument("--limit", type=_positive_int, metavar="N", help="use only the first N samples")
+    df.add_argument("--against", metavar="TPU_MLIR", help="compare MODEL (intq's int8, target tflite) with TPU-MLIR's "
+                    "int8 model of the same network (a *_tpu.mlir, target tpu-mlir): each tensor's parameters, "
+                    "differing elements and why (uint8 after ReLU, threshold vs min/max, rounding, multiplier width)")
     df.set_defaults(func=cmd_diff)
 
     r = sub.add_parser("run", parents=[common, shapes, target], help="run a model on an input file",

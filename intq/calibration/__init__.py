@@ -7,6 +7,7 @@ percentile, MSE, KL-entropy, ``auto`` per tensor, per-channel) keep small, exact
 states; :func:`method_per_tensor` says which method set each range. Tensors an activation bounds
 keep their observed range under every method (:func:`bounded_tensors`).
 :func:`reconcile_ranges` applies the shared-scale rules of integer ops (backward calibration).
+:func:`read_tpu_mlir_table` / :func:`write_tpu_mlir_table` convert to and from TPU-MLIR's table.
 """
 
 from intq.calibration.calibrate import CalibrationTable, Progress, bounded_tensors, calibrate, method_per_tensor
@@ -29,6 +30,7 @@ from intq.calibration.observers import (
 )
 
 from intq.calibration.reconcile import reconcile_ranges
+from intq.calibration.tpu_mlir_table import read_tpu_mlir_table, write_tpu_mlir_table
 
 __all__ = [
     "calibrate",
@@ -37,6 +39,8 @@ __all__ = [
     "CalibrationTable",
     "Progress",
     "reconcile_ranges",
+    "read_tpu_mlir_table",
+    "write_tpu_mlir_table",
     "iter_samples",
     "iter_batches",
     "DEFAULT_BATCH_SIZE",

@@ -40,6 +40,9 @@ at prepare) and the fused requantization (one compiled pass). 1x1 convolutions s
 strided input is the matrix).
 The int32 accumulator cannot overflow: ``|acc| <= 255 * sum|w_o| + |b_o|`` is checked at prepare
 (TFLite would wrap).
+
+``tpu-mlir`` target: TPU-MLIR's ``tpu.Conv2D`` (explicit pads, uint8 or int8 input, the model's
+per-channel multiplier/rshift, HALF_UP), :mod:`intq.kernels.tpu_mlir.conv`.
 """
 
 from __future__ import annotations
@@ -63,6 +66,7 @@ from intq.kernels.base import KernelContext, kernel
 from intq.kernels.gemm import PreparedGemm, exact_matmul, prepare_gemm
 from intq.kernels.requantize import Requantizer, requantize
 from intq.kernels.targets import Requant, Runtime
+from intq.kernels.tpu_mlir import conv as tpu_mlir_conv
 
 OP = "CONV_2D"
 
@@ -85,6 +89,8 @@ class Conv2DParams:
 def prepare(ctx: KernelContext) -> Conv2DParams | _ort.OrtAsymmetricGemm:
     if _ort.is_ort(ctx) and _ort.asymmetric_weights(ctx):  # imported QLinearConv with a weight zero point
         return _ort.prepare_asymmetric_gemm(ctx)
+    if ctx.target.runtime is Runtime.TPU_MLIR:
+        return tpu_mlir_conv.prepare_conv(ctx)
     ops = conv_operands(ctx, channel_axis=0)
     n, h, w_in, c_in = ops.in_shape
     w = ops.w
@@ -109,6 +115,8 @@ def prepare(ctx: KernelContext) -> Conv2DParams | _ort.OrtAsymmetricGemm:
 def run(p: Conv2DParams | _ort.OrtAsymmetricGemm, x, w=None, b=None):
     if isinstance(p, _ort.OrtAsymmetricGemm):
         return (_ort.run_asymmetric_gemm(p, x),)
+    if type(p) is tpu_mlir_conv.TpuMlirConv2DParams:
+        return tpu_mlir_conv.run_conv(p, x)
     cols = fill_im2col(p.im2col, x)  # int8 [N*OH*OW, KH*KW*C_in]
     acc = exact_matmul(cols, p.gemm)  # int32 [N*OH*OW, C_out]: sum(x * w), exact
     # one fused pass: acc + b - Z_x * sum(w) (|.| < 2^31, prepare), requantize, clamp

@@ -25,6 +25,8 @@ and tests/kernels/test_fully_connected.py):
 * ``xnnpack``: XNNPACK takes every int8 FULLY_CONNECTED intq accepts (measured) and requantizes in
   float32: ``rint(float(acc) * float(float(s_in * s_w) / s_out))``, half to even, clamped to
   ``xnn_qs8_quantize`` of the activation bounds.
+
+``tpu-mlir`` target: TPU-MLIR's ``tpu.MatMul`` with constant weights (:mod:`intq.kernels.tpu_mlir.matmul`).
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ import numpy as np
 from intq.kernels._conv_common import check_accumulator, conv_bias
 from intq.kernels import _ort
 from intq.kernels.base import KernelContext, kernel
+from intq.kernels.tpu_mlir import matmul as tpu_mlir_matmul
+from intq.kernels.targets import Runtime as _Runtime
 from intq.kernels.gemm import PreparedGemm, exact_matmul, prepare_gemm
 from intq.kernels.requantize import (
     Requantizer,
@@ -64,6 +68,8 @@ class FullyConnectedParams:
 def prepare(ctx: KernelContext) -> FullyConnectedParams | _ort.OrtAsymmetricGemm:
     if _ort.is_ort(ctx) and _ort.asymmetric_weights(ctx):  # imported QGemm / QLinearMatMul with a weight zero point
         return _ort.prepare_asymmetric_gemm(ctx)
+    if ctx.target.runtime is _Runtime.TPU_MLIR:
+        return tpu_mlir_matmul.prepare(ctx)
     in_qp = ctx.per_tensor(ctx.input(0), "input")
     out_qp = ctx.per_tensor(ctx.outputs[0], "output")
     w, w_qp = fc_weights(ctx)
@@ -130,5 +136,7 @@ def fc_multipliers(in_qp: QuantParams, w_qp: QuantParams, out_qp: QuantParams, m
 def run(p: FullyConnectedParams | _ort.OrtAsymmetricGemm, x, w=None, b=None):
     if isinstance(p, _ort.OrtAsymmetricGemm):
         return (_ort.run_asymmetric_gemm(p, x),)
+    if type(p) is tpu_mlir_matmul.TpuMlirMatMulParams:
+        return tpu_mlir_matmul.run(p, x)
     acc = exact_matmul(x.reshape(-1, p.k), p.gemm)  # int32 sum(x * w), exact
     return (requantize(p.requant, acc, p.offset).reshape(p.out_shape),)  # |acc + offset| < 2^31 (prepare)

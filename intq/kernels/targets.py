@@ -18,6 +18,13 @@ runtime whose kernels it reproduces:
   (docs/arithmetic.md 4.3c). Integer-only, except at the float boundary (QUANTIZE, DEQUANTIZE)
   and SUM, SOFTMAX and LOG_SOFTMAX, which LiteRT's optimized kernels compute in float32 (emulated
   in float32). 16x8 nodes: the reference int16 kernels except where the kernel module says.
+* ``tpu-mlir``: TPU-MLIR 1.30.2's int8 ``tpu`` dialect for BM1684X, as its interpreter computes it
+  (and, on every committed fixture, its BM1684X simulator): explicit per-channel
+  ``multiplier``/``rshift`` pairs read from the model (:data:`Requant.MULTIPLIER_RSHIFT`:
+  ``RightShiftRound(acc * m, rshift, round_mode)``), uint8 tensors after ReLU, 256-entry tables for
+  activations, and float32 arithmetic where TPU-MLIR's asymmetric kernels use it. Graphs come from
+  :func:`intq.frontends.tpu_mlir.load_tpu_mlir`; the kernels' TPU-MLIR variants read the ``tpu_*``
+  attributes it writes.
 * ``xnnpack``: LiteRT 2.3 with ``OpResolverType.BUILTIN`` (the default XNNPACK delegate): the ops
   XNNPACK takes requantize in float32 and round half to even (:data:`Requant.FLOAT32_RNE`; MEAN's
   float32 form too), or use XNNPACK's own 8-bit fixed-point multipliers (QUANTIZE's int8 rescale,
@@ -59,6 +66,7 @@ class Runtime(str, Enum):
     LITERT = "litert"  # LiteRT (tflite/kernels/*.cc and reference kernels)
     TFLM = "tflm"  # TensorFlow Lite Micro (tensorflow/lite/micro/kernels/*)
     ORT = "ort"  # onnxruntime's CPU execution provider (MLAS, contrib_ops/cpu/quantization)
+    TPU_MLIR = "tpu-mlir"  # TPU-MLIR's int8 tpu dialect (lib/Dialect/Tpu/Interfaces/Common/*.cpp)
 
 
 class KernelSet(str, Enum):
@@ -85,10 +93,11 @@ class Requant(str, Enum):
     DOUBLE_PRODUCT = "double_product"  # round_half_away(double(acc) * M): LiteRT 2.3 reference FC
     DOUBLE_HALF_UP = "double_half_up"  # SRDHM then (h + 2^(r-1)) >> r: NEON vqrdmulh + vrshl (LiteRT opt)
     FLOAT32_RNE = "float32_rne"  # rint(float32(acc) * float32 scale): XNNPACK fp32 requantization
+    MULTIPLIER_RSHIFT = "multiplier_rshift"  # RightShiftRound(acc * m, rshift, mode): TPU-MLIR BM168x
 
     @property
     def integer_only(self) -> bool:
-        return self in (Requant.DOUBLE, Requant.SINGLE, Requant.DOUBLE_HALF_UP)
+        return self in (Requant.DOUBLE, Requant.SINGLE, Requant.DOUBLE_HALF_UP, Requant.MULTIPLIER_RSHIFT)
 
 
 @dataclass(frozen=True)
@@ -159,7 +168,7 @@ _ORT_NOT_EMULATED = {op: "intq writes no ONNX form for it yet, so onnxruntime's 
     "GREATER", "GREATER_EQUAL", "L2_NORMALIZATION", "LESS", "LESS_EQUAL", "LOG_SOFTMAX", "MAXIMUM", "MINIMUM",
     "NOT_EQUAL", "PACK", "REDUCE_MAX", "REDUCE_MIN", "RESIZE_BILINEAR",
     "SELECT_V2", "SHAPE", "SLICE", "SPACE_TO_BATCH_ND", "SPACE_TO_DEPTH", "SUM",
-    "TRANSPOSE_CONV")}
+    "TRANSPOSE_CONV", "LUT")}
 
 TARGETS: dict[str, Target] = {
     "tflite": Target("tflite", "TensorFlow Lite for Microcontrollers (reference kernels)", Runtime.TFLM),
@@ -179,6 +188,8 @@ TARGETS: dict[str, Target] = {
                   Runtime.ORT, requant=Requant.FLOAT32_RNE, kernels=KernelSet.S8S8, unsupported=_ORT_NOT_EMULATED),
     "ort-u8": Target("ort-u8", "onnxruntime CPU (MLAS), intq's ONNX export with uint8 activations, x86-64 with VNNI",
                      Runtime.ORT, requant=Requant.FLOAT32_RNE, kernels=KernelSet.U8S8, unsupported=_ORT_NOT_EMULATED),
+    "tpu-mlir": Target("tpu-mlir", "TPU-MLIR 1.30.2, int8 tpu dialect interpreter for BM1684X (= its cmodel simulator)",
+                       Runtime.TPU_MLIR, requant=Requant.MULTIPLIER_RSHIFT),
 }
 
 

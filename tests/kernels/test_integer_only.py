@@ -35,9 +35,11 @@ BOUNDARY = {("QUANTIZE", INT8), ("DEQUANTIZE", INT8)}
 # LiteRT's optimized SOFTMAX and LOG_SOFTMAX, computed in float32 by LiteRT (OptimizedSoftmaxParams,
 # OptimizedLogSoftmaxParams: prepared only where ctx.target.optimized); onnxruntime's QLinearSoftmax and
 # QLinearAveragePool, computed in float32 by onnxruntime (intq.kernels._ort: OrtSoftmax, OrtAveragePool, prepared
-# only under _ort.is_ort(ctx): checked by test_float32_requantization_is_selected_only_for_the_float_targets)
+# only under _ort.is_ort(ctx): checked by test_float32_requantization_is_selected_only_for_the_float_targets);
+# TPU-MLIR's float steps in its asymmetric average pooling and int8 softmax, which TPU-MLIR itself computes in
+# float (intq.kernels.tpu_mlir: TpuMlirFloatAvgPoolParams, TpuMlirSoftmaxParams, prepared only for tpu-mlir)
 ALLOWED_CALLS = {"exact_matmul", "_float32_mean", "_float32_sum", "_float32_softmax", "_float32_log_softmax",
-                 "_float32_average_pool"}
+                 "_float32_average_pool", "run_avg_float", "run_float"}
 RUNTIME_PACKAGES = ("intq.kernels", "intq.qmath")
 
 
