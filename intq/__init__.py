@@ -9,6 +9,7 @@ Public API:
   bit-exactly as a named target runtime (``"tflite"``: TensorFlow Lite Micro, ``"litert-ref"``);
 * :func:`export_tflite` — write an integer graph as a ``.tflite`` file;
 * :func:`export_c` — write it as C99 (``.c`` + ``.h``) for microcontrollers, bit-exact with TFLite Micro;
+* :func:`export_onnx` — write it as a QDQ or QOperator ONNX model onnxruntime runs (target ``"ort"``);
 * ``intq.qat`` — quantization-aware training in PyTorch (``import intq`` does not import torch).
 
 The arithmetic core is :mod:`intq.qmath`; errors are in :mod:`intq.errors`.
@@ -30,6 +31,7 @@ _LAZY = {
     "Interpreter": "intq.runtime",
     "export_tflite": "intq.export.tflite_writer",
     "export_c": "intq.export.c",
+    "export_onnx": "intq.export.onnx_writer",
 }
 
 __all__ = [
@@ -39,6 +41,7 @@ __all__ = [
     "Interpreter",
     "export_tflite",
     "export_c",
+    "export_onnx",
     "CalibrationTable",
     "IntqError",
     "QuantizationError",

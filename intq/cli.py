@@ -1,8 +1,9 @@
 """The ``intq`` command.
 
     intq demo [-o OUT.tflite] [--force] [--json]
-    intq quantize MODEL.onnx --calib DATA -o OUT.tflite [--input-shape name=1x3x224x224]
-                  [--method minmax|ema|percentile|mse|entropy] [--per-tensor] [--calib-table ranges.json]
+    intq quantize MODEL.onnx --calib DATA -o OUT.tflite|OUT.onnx [--format qdq|qoperator] [--opset N]
+                  [--activations int8|uint8] [--input-shape name=1x3x224x224]
+                  [--method minmax|ema|percentile|mse|entropy|auto] [--per-tensor] [--calib-table ranges.json]
                   [--size H W] [--mean ...] [--std ...] [--layout NCHW|NHWC] [--force] [--json]
     intq inspect MODEL (.onnx | .tflite) [--input-shape ...] [--target T] [--json]
     intq eval MODEL.onnx [QMODEL.tflite] --data DATA [--labels LABELS] [--calib DATA] [--limit N] [--json]
@@ -33,6 +34,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
+import itertools
 import json
 import math
 import os
@@ -56,6 +58,7 @@ EXAMPLES = """examples:
   intq demo
   intq quantize model.onnx --calib images/ --size 224 224 --input-shape input=1x3x224x224 -o model_int8.tflite
   intq quantize model.onnx --calib calib.npz --method percentile --calib-table ranges.json -o model_int8.tflite
+  intq quantize model.onnx --calib calib.npz --format qoperator -o model_int8.onnx
   intq inspect model_int8.tflite
   intq eval model.onnx model_int8.tflite --data val.npz --labels val_labels.npy
   intq compare model.onnx model_int8.tflite --data val/ --size 224 224 --html report.html
@@ -380,6 +383,10 @@ def cmd_quantize(args) -> dict:
     header = Path(args.output).with_suffix(".h") if Path(args.output).suffix == ".c" else None  # -o model.c
     out = _plan_outputs(args, {"-o": args.output, "-o (its header)": header, "--calib-table": args.calib_table},
                         {"MODEL": args.model, "--calib": args.calib})["-o"]
+    onnx_out = out.suffix.lower() == ".onnx"
+    if not onnx_out and (args.format or args.opset or args.activations != "int8"):
+        raise UsageError("--format, --activations and --opset apply to an .onnx output; -o names "
+                         f"{out.suffix or 'no suffix'}")
     t0 = time.perf_counter()
     fg = simplify(_load(args))
     if any(t.qparams is not None for t in fg.tensors.values()):
@@ -387,17 +394,26 @@ def cmd_quantize(args) -> dict:
                          "`intq eval` / `intq compare` / `intq run` / `intq diff` on it")
     t_load = time.perf_counter() - t0
     data, pre = _existing(args.calib, "--calib"), _preprocess(args, fg)
+    fg = _equalized(args, fg)
     table = intq.calibrate(fg, data, args.method, preprocess=pre, progress=_progress(args, "calibrating"),
                            batch_size=args.batch_size)
     _end_progress(args)
     t_cal = time.perf_counter() - t0 - t_load
     t = time.perf_counter()
-    qg = intq.quantize(fg, table=table, per_channel=not args.per_tensor)
+    qg = intq.quantize(fg, table=table, per_channel=not args.per_tensor, **_precision_options(args, fg, data, pre))
     t_conv = time.perf_counter() - t
     intq.Interpreter(qg)  # prepares every kernel: a graph intq itself refuses (KernelError) is not written
     if out.suffix == ".c":  # C99 source + header instead of a .tflite (intq.export_c)
         c = _export_c(args, qg, out.parent, out.stem)
         blob, runtimes = b"", {"C compiler": c["compiled_with"] or "none installed: not compiled"}
+    elif onnx_out:  # export_onnx checks the model in onnxruntime (loaded and run) before it is staged
+        from intq.onnx_format.schema import DEFAULT_OPSET
+
+        blob = intq.export_onnx(qg, format=args.format or "qdq", activations=args.activations,
+                                opset=args.opset or DEFAULT_OPSET)
+        runtimes = {"onnxruntime": f"loaded and ran ({args.format or 'qdq'}, {args.activations} activations; "
+                                   f"target {'ort' if args.activations == 'int8' else 'ort-u8'} equals it)"}
+        args.outputs.stage(out, blob)
     else:
         blob = to_tflite_bytes(qg)
         runtimes = _check_runtimes_run(qg, blob, out)
@@ -410,8 +426,15 @@ def cmd_quantize(args) -> dict:
              if args.check_samples else None)
     t_check = time.perf_counter() - t
     poor = [r for r in check.rows if r.sqnr_db < POOR_SQNR_DB] if check else []
+    from collections import Counter
+
+    from intq.calibration import method_per_tensor
+
+    methods = method_per_tensor(table)
     result = {"model": args.model, "output": str(out), "bytes": len(blob), "ops": qg.op_types(), "parameters": params,
               "calibration": {"method": args.method, "samples": table.num_samples},
+              "method_per_tensor": methods,
+              "int16_tensors": list(qg.metadata.get("int16_tensors", ())),
               "per_channel": not args.per_tensor,
               "seconds": {"load": round(t_load, 2), "calibrate": round(t_cal, 2), "convert": round(t_conv, 2),
                           "check": round(t_check, 2), "total": round(time.perf_counter() - t0, 2)},
@@ -428,6 +451,11 @@ def cmd_quantize(args) -> dict:
     _out(args, "  runs in: " + "; ".join(f"{k} ({v})" for k, v in runtimes.items()))
     _out(args, f"  calibration: {args.method} on {table.num_samples} samples ({t_cal:.1f} s); "
                f"weights {'per channel' if not args.per_tensor else 'per tensor'}; converted in {t_conv:.1f} s")
+    if qg.metadata.get("int16_tensors"):
+        _out(args, "  int16 region: " + ", ".join(qg.metadata["int16_tensors"]))
+    if len(set(methods.values())) > 1:
+        _out(args, "  ranges chosen by: " + ", ".join(f"{m} {n}" for m, n in Counter(methods.values()).most_common())
+             + " (per tensor: --json, or the --calib-table)")
     if check:
         if poor:
             _out(args, f"  layers below {POOR_SQNR_DB:.0f} dB SQNR on {check.samples} calibration samples:")
@@ -484,6 +512,7 @@ def cmd_inspect(args) -> dict:
     from intq.analysis.requant_table import format_requantization_table, requantization_table
 
     g = _load(args)
+    _resolve_target(args, g)
     _out(args, g.summary(max_nodes=None))
     integer = any(t.qparams is not None for t in g.tensors.values())
     rows = requantization_table(g, target=args.target) if integer else []
@@ -507,6 +536,38 @@ def _shape(g, name):
 
 # ------------------------------------------------------------------------ eval and compare
 
+def _equalized(args, fg):
+    """The float graph after cross-layer equalization when --equalize (before calibration)."""
+    if not args.equalize:
+        return fg
+    from intq.ptq import equalize
+
+    return equalize(fg)
+
+
+def _precision_options(args, fg, data, pre) -> dict:
+    """``intq.quantize`` options of --precision and --target-sqnr (mixed precision) and
+    --bias-correction."""
+    from intq.calibration import iter_samples
+    from intq.convert.precision import load_precision
+
+    precision: dict[str, str] = {}
+    for item in args.precision or ():
+        if "=" in item:
+            name, prec = item.split("=", 1)
+            precision[name.strip()] = prec.strip()
+        else:
+            precision.update(load_precision(_existing(item, "--precision")))
+    out: dict = {"precision": precision}
+    if args.target_sqnr is not None:
+        out["target_sqnr"] = args.target_sqnr
+    if args.bias_correction:
+        out["bias_correction"] = True
+    if args.target_sqnr is not None or args.bias_correction:  # measured on (at most 256) calibration samples
+        out["data"] = list(itertools.islice(iter_samples(data, fg, pre), 256))
+    return out
+
+
 def _float_and_int(args):
     """The float graph (MODEL) and the integer graph (QMODEL, or MODEL quantized with --calib)."""
     import intq
@@ -517,17 +578,28 @@ def _float_and_int(args):
     if any(t.qparams is not None for t in fg.tensors.values()):
         raise UsageError(f"{args.model} is already an integer model: give the float model first, then QMODEL")
     if args.qmodel:
-        qg = intq.load(args.qmodel)
+        qg = intq.load(args.qmodel, input_shapes=_input_shapes(args.input_shape))
         source = args.qmodel
     else:
         if not args.calib:
             raise UsageError("give QMODEL (the integer .tflite) or --calib DATA to quantize MODEL first")
-        table = intq.calibrate(fg, _existing(args.calib, "--calib"), args.method, preprocess=_preprocess(args, fg),
-                               progress=_progress(args, "calibrating"), batch_size=args.batch_size)
+        data, pre = _existing(args.calib, "--calib"), _preprocess(args, fg)
+        fg = _equalized(args, fg)  # the same function in float: it stays the reference
+        table = intq.calibrate(fg, data, args.method, preprocess=pre, progress=_progress(args, "calibrating"),
+                               batch_size=args.batch_size)
         _end_progress(args)
-        qg = intq.quantize(fg, table=table, per_channel=not args.per_tensor)
+        qg = intq.quantize(fg, table=table, per_channel=not args.per_tensor,
+                           **_precision_options(args, fg, data, pre))
         source = f"{args.model} quantized ({args.method}, {table.num_samples} samples)"
+    _resolve_target(args, qg)
     return fg, qg, source, time.perf_counter() - t0
+
+
+def _resolve_target(args, graph) -> None:
+    """``--target`` when given; else the target a quantized ONNX file names (``ort`` / ``ort-u8``:
+    onnxruntime's arithmetic on it), else ``tflite``."""
+    if args.target is None:
+        args.target = graph.metadata.get("onnx_target") or "tflite"
 
 
 def _data(args, fg):
@@ -564,6 +636,19 @@ def cmd_eval(args) -> dict:
     return result
 
 
+def _sensitivity(args, fg, qg, mapped: bool):
+    """``intq compare --sensitivity N``: the per-layer ranking on the first N samples of --data."""
+    from intq.analysis.sensitivity import sensitivity
+
+    if not mapped:
+        raise UsageError("--sensitivity needs an integer graph intq made (quantize MODEL with --calib instead of "
+                         "giving QMODEL): it maps every integer tensor to its float tensor")
+    from intq.calibration import iter_samples
+
+    samples = iter_samples(_existing(args.data, "--data"), fg, _preprocess(args, fg))
+    return sensitivity(fg, qg, itertools.islice(samples, args.sensitivity))
+
+
 def cmd_compare(args) -> dict:
     from intq.analysis import compare
     from intq.analysis.evaluate import with_output_mapping
@@ -586,11 +671,18 @@ def cmd_compare(args) -> dict:
     _out(args, report.table(top))
     if top is not None and len(report.rows) > top:
         _out(args, f"... {len(report.rows) - top} more (--top 0 shows all, --json gives every row)")
+    sens = _sensitivity(args, fg, qg, mapped) if args.sensitivity else None
+    if sens is not None:
+        result["sensitivity"] = {"all_int8_db": round(sens.all_int8_db, 2), "samples": sens.samples,
+                                 "layers": [{"layer": r.layer, "op": r.op, "gain_db": round(r.gain_db, 2),
+                                             "alone_float_db": round(r.alone_float_db, 2),
+                                             "alone_int8_db": round(r.alone_int8_db, 2)} for r in sens.rows]}
+        _out(args, sens.table(top))
     if args.html:
         from intq.analysis.html_report import render_html
 
         args.outputs.stage(args.html, render_html(
-            report, float_graph=fg, int_graph=qg,
+            report, float_graph=fg, int_graph=qg, sensitivity=sens,
             title=f"{Path(args.model).name} vs {Path(source).name if args.qmodel else 'int8'}"))
         result["html"] = args.html
         _out(args, f"wrote {args.html}")
@@ -608,6 +700,8 @@ def cmd_diff(args) -> dict:
         raise UsageError(f"--targets {args.targets!r}: give two targets, e.g. --targets tflite,litert-ref")
     g = _load(args)
     samples, _ = _data(args, g)
+    if getattr(args, "against", None):
+        return _diff_schemes(args, g, samples, targets[0])
     report = diff_targets(g, samples, targets)
     _out(args, f"{args.model}: target {report.targets[0]} vs {report.targets[1]} on {report.samples} samples")
     _out(args, report.table())
@@ -620,6 +714,18 @@ def cmd_diff(args) -> dict:
                 acc = f", accumulator {ex['accumulator']}" if "accumulator" in ex else ""
                 _out(args, f"  e.g. {t.name}{ex['index']}: {ex['values'][0]} vs {ex['values'][1]}{acc} -> {ex['cause']}")
     return {"model": args.model, **report.as_dict()}
+
+
+def _diff_schemes(args, g, samples, target: str) -> dict:
+    """``intq diff MODEL --against M_tpu.mlir``: intq's scheme (MODEL under ``target``) vs TPU-MLIR's."""
+    import intq
+    from intq.analysis.scheme_diff import diff_schemes
+
+    tpu = intq.load(_existing(args.against, "--against"))
+    report = diff_schemes(g, tpu, samples, intq_target=target)
+    _out(args, f"{args.model} (target {target}) vs {args.against} (target tpu-mlir) on {report.samples} samples")
+    _out(args, report.table())
+    return {"model": args.model, "against": args.against, **report.as_dict()}
 
 
 # ------------------------------------------------------------------------------------- run
@@ -660,6 +766,7 @@ def cmd_run(args) -> dict:
         raise UsageError(f"-o {out}: give a .npy (one output) or .npz name; intq writes exactly the name given")
     g = _load(args)
     inputs = _read_inputs(args.input, g)
+    _resolve_target(args, g)
     missing = [n for n in g.inputs if n not in inputs]
     if missing:
         raise UsageError(f"--input {args.input}: no array for model input(s) {missing} (it has {sorted(inputs)})")
@@ -812,14 +919,27 @@ def build_parser() -> argparse.ArgumentParser:
                         help="fix an ONNX input to a value, e.g. a sample rate (repeat per input): it becomes a "
                              "constant and the If nodes it decides fold")
     target = argparse.ArgumentParser(add_help=False)
-    target.add_argument("--target", default="tflite",
+    target.add_argument("--target", default=None,
                         help="the runtime the integer graph must equal: tflite (TensorFlow Lite Micro, default), "
                              "litert-ref (LiteRT reference kernels), litert-opt (LiteRT optimized kernels), "
-                             "xnnpack (LiteRT with XNNPACK); docs/engine.md lists what each emulates")
+                             "xnnpack (LiteRT with XNNPACK), ort / ort-u8 (onnxruntime on intq's int8 / uint8 "
+                             "ONNX export; the default for a quantized .onnx); docs/engine.md lists what each emulates")
     calib = argparse.ArgumentParser(add_help=False)
-    calib.add_argument("--method", default="minmax", choices=["minmax", "ema", "percentile", "mse", "entropy"],
+    calib.add_argument("--method", default="minmax", choices=["minmax", "ema", "percentile", "mse", "entropy", "auto"],
                        help="calibration method (default minmax)")
     calib.add_argument("--per-tensor", action="store_true", help="per-tensor weights (default per-channel)")
+    calib.add_argument("--precision", action="append", metavar="LAYER=int16|FILE",
+                       help="keep a join (a Concat node or tensor) and the data movement after it in int16, e.g. a "
+                       "detector's output concat; or a table file (JSON, or NAME=int16 lines); repeatable")
+    calib.add_argument("--bias-correction", action="store_true",
+                       help="correct each layer's bias for its int8 weights' mean error (measured on the "
+                       "calibration data; Nagel et al. 2019)")
+    calib.add_argument("--equalize", action="store_true",
+                       help="cross-layer equalization of consecutive layers' weight ranges before calibration "
+                       "(Nagel et al. 2019)")
+    calib.add_argument("--target-sqnr", type=float, metavar="DB",
+                       help="put range-mismatched joins in int16 until the output SQNR on 8 calibration samples "
+                       "reaches DB (the fewest that do)")
 
     batching = argparse.ArgumentParser(add_help=False)
     batching.add_argument("--batch-size", type=_positive_int, default=_DEFAULT_BATCH_SIZE, metavar="N",
@@ -837,7 +957,15 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("model", help="the float model (.onnx)")
     q.add_argument("--calib", required=True, metavar="DATA",
                    help="calibration data: a folder of images / .npy / .npz, or one .npz")
-    q.add_argument("-o", "--output", required=True, help="the .tflite to write (or model.c: C99 source + header)")
+    q.add_argument("-o", "--output", required=True,
+                   help="the model to write: .tflite, .onnx (QDQ by default; see --format), or model.c "
+                        "(C99 source + header)")
+    q.add_argument("--format", choices=["qdq", "qoperator"],
+                   help="ONNX encoding for an .onnx output: qdq (DequantizeLinear -> op -> QuantizeLinear, default) "
+                        "or qoperator (QLinearConv, QGemm, QLinearAdd, ...)")
+    q.add_argument("--activations", choices=["int8", "uint8"], default="int8",
+                   help="ONNX activation dtype (default int8: target ort; uint8: target ort-u8)")
+    q.add_argument("--opset", type=int, help="ONNX opset to write (default 21; 13 or more)")
     q.add_argument("--calib-table", help="also write the calibration table (JSON)")
     q.add_argument("--check-samples", type=_nonnegative_int, default=8, metavar="N",
                    help="compare float and int8 layer by layer on the first N calibration samples (0: skip)")
@@ -879,6 +1007,9 @@ def build_parser() -> argparse.ArgumentParser:
                        "  intq compare model.onnx --calib calib.npz --data val.npz --top 0 --json",
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     c.add_argument("--html", help="write a self-contained HTML report (plots embedded)")
+    c.add_argument("--sensitivity", type=_positive_int, nargs="?", const=4, metavar="N",
+                   help="rank the layers by how much keeping each out of int8 gains (simulated on the first N "
+                   "samples of --data, default 4; needs an integer graph intq made)")
     c.add_argument("--top", type=_nonnegative_int, default=15, help="show the N worst tensors (0: all; default 15)")
     c.add_argument("--force", action="store_true", help="overwrite an existing report")
     c.set_defaults(func=cmd_compare)
@@ -897,6 +1028,9 @@ def build_parser() -> argparse.ArgumentParser:
                     "reference kernels)")
     df.add_argument("--data", required=True, help="a folder of images / .npy / .npz, or one .npz")
     df.add_argument("--limit", type=_positive_int, metavar="N", help="use only the first N samples")
+    df.add_argument("--against", metavar="TPU_MLIR", help="compare MODEL (intq's int8, target tflite) with TPU-MLIR's "
+                    "int8 model of the same network (a *_tpu.mlir, target tpu-mlir): each tensor's parameters, "
+                    "differing elements and why (uint8 after ReLU, threshold vs min/max, rounding, multiplier width)")
     df.set_defaults(func=cmd_diff)
 
     r = sub.add_parser("run", parents=[common, shapes, target], help="run a model on an input file",

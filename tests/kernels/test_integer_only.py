@@ -33,8 +33,13 @@ BOUNDARY = {("QUANTIZE", INT8), ("DEQUANTIZE", INT8)}
 # float32 MEAN and SUM (XnnpackMeanParams are prepared only where ctx.target.xnnpack); LiteRT's
 # optimized SUM, computed in float32 by LiteRT (intq.kernels.sum: OptimizedSumParams, litert-opt only);
 # LiteRT's optimized SOFTMAX and LOG_SOFTMAX, computed in float32 by LiteRT (OptimizedSoftmaxParams,
-# OptimizedLogSoftmaxParams: prepared only where ctx.target.optimized)
-ALLOWED_CALLS = {"exact_matmul", "_float32_mean", "_float32_sum", "_float32_softmax", "_float32_log_softmax"}
+# OptimizedLogSoftmaxParams: prepared only where ctx.target.optimized); onnxruntime's QLinearSoftmax and
+# QLinearAveragePool, computed in float32 by onnxruntime (intq.kernels._ort: OrtSoftmax, OrtAveragePool, prepared
+# only under _ort.is_ort(ctx): checked by test_float32_requantization_is_selected_only_for_the_float_targets);
+# TPU-MLIR's float steps in its asymmetric average pooling and int8 softmax, which TPU-MLIR itself computes in
+# float (intq.kernels.tpu_mlir: TpuMlirFloatAvgPoolParams, TpuMlirSoftmaxParams, prepared only for tpu-mlir)
+ALLOWED_CALLS = {"exact_matmul", "_float32_mean", "_float32_sum", "_float32_softmax", "_float32_log_softmax",
+                 "_float32_average_pool", "run_avg_float", "run_float"}
 RUNTIME_PACKAGES = ("intq.kernels", "intq.qmath")
 
 
@@ -164,19 +169,25 @@ def test_the_default_target_never_selects_a_float_requantization():
     assert not TARGETS["xnnpack"].integer_only  # it emulates XNNPACK's float32 requantization
 
 
-def test_float32_requantization_is_selected_only_for_the_xnnpack_target():
-    """``Requant.FLOAT32_RNE`` appears in kernel sources only next to a ``target.xnnpack`` check."""
+def test_float32_requantization_is_selected_only_for_the_float_targets():
+    """``Requant.FLOAT32_RNE`` appears in kernel sources only next to a ``target.xnnpack`` or an
+    ``Runtime.ORT`` check, or in :mod:`intq.kernels._ort` (onnxruntime's arithmetic, whose
+    functions kernels call only under ``_ort.is_ort(ctx)``: checked below)."""
     import pathlib
 
     import intq.kernels as pkg
     for path in pathlib.Path(pkg.__file__).parent.glob("*.py"):
-        if path.name in ("targets.py", "requantize.py"):
+        if path.name in ("targets.py", "requantize.py", "_ort.py"):
             continue
         lines = path.read_text().splitlines()
         for i, line in enumerate(lines):
             if "Requant.FLOAT32_RNE" in line and "import" not in line:
                 window = "\n".join(lines[max(0, i - 12):i + 1])
-                assert "xnnpack" in window, f"{path.name}:{i + 1} selects FLOAT32_RNE without an xnnpack check"
+                assert "xnnpack" in window or "Runtime.ORT" in window, \
+                    f"{path.name}:{i + 1} selects FLOAT32_RNE without an xnnpack or ORT check"
+            if "_ort.prepare_" in line:
+                window = "\n".join(lines[max(0, i - 2):i + 1])
+                assert "_ort.is_ort(ctx)" in window, f"{path.name}:{i + 1} prepares onnxruntime's arithmetic unguarded"
 
 
 def test_the_checker_catches_float_arithmetic():

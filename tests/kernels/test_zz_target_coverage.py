@@ -16,7 +16,8 @@ from .harness import OPTIMIZED, TALLY
 
 #: Kernels whose results differ between targets somewhere: >= 200 compared models each.
 MAIN = ["CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "ADD", "SUB", "MUL", "AVERAGE_POOL_2D", "MEAN",
-        "SOFTMAX", "LOGISTIC", "TANH", "HARD_SWISH", "LEAKY_RELU", "QUANTIZE", "CONCATENATION", "RESIZE_BILINEAR"]
+        "SOFTMAX", "LOGISTIC", "TANH", "HARD_SWISH", "LEAKY_RELU", "QUANTIZE", "CONCATENATION", "RESIZE_BILINEAR",
+        "TRANSPOSE_CONV", "LOG_SOFTMAX", "SUM"]
 OTHERS_MINIMUM = 20
 
 
