@@ -169,9 +169,13 @@ def model_body(m: CModel, prefix: str) -> str:
     text = "\n".join(body)
     if not re.search(r"\ba\b", text):
         parts.append("    (void)a;")
+    calls_only = "\n".join(line for line in body if f"{P}_TRACE(" not in line)  # TRACE is empty in a release build
     for k in range(len(m.inputs)):
-        if not re.search(rf"\bin{k}\b", text):
+        if not re.search(rf"\bin{k}\b", calls_only):
             parts.append(f"    (void)in{k};")
+    for k in range(len(m.outputs)):  # an empty output (a zero-size SPLIT_V part) is never written
+        if not re.search(rf"\bout{k}\b", calls_only):
+            parts.append(f"    (void)out{k};")
     parts += [*body, "    return 0;", "}", ""]
     parts += [f"#ifndef {P}_NO_FLOAT_IO"]
     for k, p in enumerate(m.inputs):

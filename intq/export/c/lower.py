@@ -170,6 +170,25 @@ def requant(node: Node, r, channels: int) -> tuple[np.ndarray, np.ndarray, int, 
     return m, s, r.zero_point, r.act_min, r.act_max
 
 
+def double_product(node: Node, r, channels: int) -> tuple[np.ndarray, np.ndarray, int, int, int]:
+    """(mant int64 [C], k int32 [C], zero point, act_min, act_max) of LiteRT's reference double
+    product (intq.kernels.requantize.DoubleProduct, target ``litert-ref``): each prepared double
+    ``M = mant * 2^-k`` exactly (``mant < 2^53``), which csrc's ``intq_double_product`` multiplies
+    and rounds in integers as the double multiplication and ``std::round`` do."""
+    import math
+
+    if r.out_dtype != INT8:
+        raise error(node, f"the double-product requantization to {r.out_dtype} is not implemented in C")
+    mant, k = [], []
+    for m in np.broadcast_to(np.asarray(r.real, np.float64), (channels,)).tolist():
+        if not (math.isfinite(m) and 0.0 <= m < 2.0**31):
+            raise error(node, f"the output multiplier {m!r} is outside [0, 2^31) (not implemented in C)")
+        frac, exp = math.frexp(m)  # m = frac * 2^exp, frac in [0.5, 1) (0.0: 0, 0)
+        mant.append(int(frac * 2**53))  # exact: a double has 53 significant bits
+        k.append(53 - exp)
+    return np.array(mant, np.int64), np.array(k, np.int32), r.zero_point, r.act_min, r.act_max
+
+
 def double_rounding(node: Node, r, what: str) -> tuple[int, int]:
     """``(multiplier, shift)`` of a gemmlowp double-rounding Rescale (intq.kernels._elementwise_common)."""
     if r.single_rounding:

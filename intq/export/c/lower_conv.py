@@ -11,6 +11,7 @@ from intq.export.c.lower import (
     box_fields,
     c_array,
     c_struct,
+    double_product,
     error,
     expect,
     int32,
@@ -23,6 +24,7 @@ from intq.export.c.lower import (
 )
 from intq.ir import Graph, Node
 from intq.kernels import Target
+from intq.kernels.requantize import DoubleProduct
 
 BLOCKS = (8, 4, 1)  # output channels per step of intq_conv (csrc/conv.c): blocks of 8, one of 4, singles
 
@@ -53,6 +55,18 @@ def conv(step: Step, node: Node, graph: Graph, target: Target, sym: str) -> None
         geom = dict(batch=1, in_h=rows, in_w=1, in_c=k, out_h=rows, out_w=1, out_c=c_out, kh=1, kw=1, stride_h=1,
                     stride_w=1, dil_h=1, dil_w=1, pad_top=0, pad_left=0, groups=1)
     zx = graph.tensors[node.inputs[0]].qparams.tensor_zero_point
+    if type(p.requant) is DoubleProduct:  # litert-ref's FULLY_CONNECTED
+        mant, k, zp, lo, hi = double_product(node, p.requant, c_out)
+        step.data += [c_array("int8_t", f"{sym}_w", w.reshape(c_out, -1)),
+                      c_array("int32_t", f"{sym}_offset", int32(node, p.offset, "the folded bias")),
+                      c_array("int64_t", f"{sym}_mant", mant), c_array("int32_t", f"{sym}_k", k),
+                      c_struct("intq_fc_double_params", sym, [
+                          ("rows", geom["in_h"]), ("in_c", geom["in_c"]), ("out_c", c_out), ("out_zp", zp),
+                          ("act_min", lo), ("act_max", hi), ("w", f"{sym}_w"), ("offset", f"{sym}_offset"),
+                          ("mant", f"{sym}_mant"), ("k", f"{sym}_k")])]
+        step.blocks = ("intq_fc_double",)
+        step.call = f"intq_fc_double(&{sym}, {{in0}}, {{out0}});"
+        return
     m, s, zp, lo, hi = requant(node, p.requant, c_out)
     step.data += [c_array("int8_t", f"{sym}_w", pack_conv_weights(w, geom["groups"])),
                   c_array("int32_t", f"{sym}_offset", int32(node, p.offset, "the folded bias")),

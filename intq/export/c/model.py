@@ -30,6 +30,13 @@ from intq.export.c import plan as arena
 from intq.export.c.lower import C_TYPES, INT8, LOWERINGS, CExportError, Step, absorbable_pads, lower_node
 from intq.export.c.lower_movement import COPIES, VIEWS
 
+#: The targets whose arithmetic the generated C implements: ``tflite`` (TensorFlow Lite Micro) and
+#: ``litert-ref`` (LiteRT's reference kernels: the same gemmlowp double rounding, FULLY_CONNECTED's
+#: double product (csrc intq_double_product) and the kernels' other litert-ref parameters, all taken
+#: from prepare). The optimized targets are refused whole: some of their kernels (litert-opt's
+#: QUANTIZE, lane-dependent) prepare the same parameter class as tflite's and compute otherwise.
+C_TARGETS = ("tflite", "litert-ref")
+
 MOVES_ANY_DTYPE = frozenset((*COPIES, *VIEWS, "SELECT_V2"))  # operators that move elements of any type
 
 
@@ -173,6 +180,10 @@ def build(graph: Graph, target="tflite", prefix: str = "model") -> CModel:
     """Lower ``graph`` and plan its arena. Raises :class:`CExportError` naming the first node the
     C backend cannot generate (its operator, dtype or prepared variant)."""
     target = get_target(target)
+    if target.name not in C_TARGETS:
+        raise CExportError(f"target {target.name!r}: the C backend implements the arithmetic of the targets "
+                           f"{', '.join(C_TARGETS)} (their kernels are tested equal to the runtime); "
+                           f"{target.name!r}'s kernels differ from them on operators it would not refuse by name")
     source = graph
     g = fold_constants(graph, target)
     for node in g.nodes:  # an operator without a lowering is named first, whatever else is wrong

@@ -89,6 +89,33 @@ static void intq_conv(const intq_conv_params *p, const int8_t *x, int8_t *y) {
     }
 }
 
+/*@@ intq_fc_double_params */
+typedef struct {
+    int32_t rows, in_c, out_c, out_zp, act_min, act_max;
+    const int8_t *w;          /* [out_c][in_c] */
+    const int32_t *offset;    /* b - Z_x * sum(w), per output channel */
+    const int64_t *mant;      /* M = mant * 2^-k per output channel (intq_double_product) */
+    const int32_t *k;
+} intq_fc_double_params;
+
+/*@@ intq_fc_double: intq_fc_double_params intq_double_product intq_clamp */
+/* FULLY_CONNECTED under litert-ref: the same accumulator as intq_conv (offset added last: every
+ * partial sum stays within 128 * sum|w|), requantized by LiteRT's reference double product. */
+static void intq_fc_double(const intq_fc_double_params *p, const int8_t *x, int8_t *y) {
+    int32_t r, o, c;
+    for (r = 0; r < p->rows; ++r) {
+        const int8_t *xr = x + (size_t)r * p->in_c;
+        for (o = 0; o < p->out_c; ++o) {
+            const int8_t *w = p->w + (size_t)o * p->in_c;
+            int32_t acc = 0;
+            for (c = 0; c < p->in_c; ++c) acc += xr[c] * w[c];
+            y[(size_t)r * p->out_c + o] = (int8_t)intq_clamp(
+                intq_double_product(acc + p->offset[o], (uint64_t)p->mant[o], p->k[o]) + p->out_zp,
+                p->act_min, p->act_max);
+        }
+    }
+}
+
 /*@@ intq_transpose_conv_params */
 /* TRANSPOSE_CONV (intq.kernels.transpose_conv): input pixel (iy, ix) scatters tap (i, j) into output
  * (iy * stride_h - pad_top + i, ix * stride_w - pad_left + j). Gathered per output pixel and channel:

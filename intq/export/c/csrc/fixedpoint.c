@@ -63,6 +63,37 @@ static inline int8_t intq_requant(int32_t acc, int32_t m, int shift, int32_t zp,
     return (int8_t)intq_clamp(intq_mbqm(acc, m, shift) + zp, lo, hi);
 }
 
+/*@@ intq_double_product */
+/* LiteRT's reference FULLY_CONNECTED output stage (target litert-ref; intq.kernels.requantize.
+ * DoubleProduct): std::round(double(acc) * M), in integers. M = mant * 2^-k (mant < 2^53, k > 0,
+ * from the double the kernel prepared). The exact product P = |acc| * mant (at most 31 + 53 = 84
+ * bits, kept in two 64-bit limbs) is rounded to 53 significant bits, ties to even (what the IEEE
+ * double multiplication does), then at bit k, ties away from zero (std::round), and the sign put
+ * back. The magnitude saturates at 2^30: every output clamp lies far inside. */
+static int32_t intq_double_product(int32_t acc, uint64_t mant, int32_t k) {
+    const uint64_t u = (uint64_t)(acc < 0 ? -(int64_t)acc : (int64_t)acc);
+    const uint64_t low = u * (mant & 0xFFFFFFFFu), high = u * (mant >> 32);  /* < 2^63, < 2^52 */
+    uint64_t lo = low + (high << 32), hi = (high >> 32) + (lo < low ? 1u : 0u);
+    uint64_t r;
+    int32_t bits = 0, d = 0, e;
+    if (hi != 0) { uint64_t t = hi; bits = 64; while (t) { ++bits; t >>= 1; } }
+    else { uint64_t t = lo; while (t) { ++bits; t >>= 1; } }
+    if (bits > 53) {  /* drop d <= 31 bits, ties to even */
+        uint64_t rem, half;
+        d = bits - 53;
+        rem = lo & ((UINT64_C(1) << d) - 1u);
+        half = UINT64_C(1) << (d - 1);
+        lo = (lo >> d) | (hi << (64 - d));  /* < 2^53 */
+        if (rem > half || (rem == half && (lo & 1u))) ++lo;  /* may reach 2^53: still exact */
+    }
+    e = k - d;  /* |value| = lo * 2^-e */
+    if (lo == 0 || e > 55) return 0;  /* lo <= 2^53: below 1/4 */
+    if (e <= 0) r = UINT64_C(1) << 30;
+    else r = (lo + (UINT64_C(1) << (e - 1))) >> e;  /* half away from zero on the magnitude */
+    if (r > (UINT64_C(1) << 30)) r = UINT64_C(1) << 30;
+    return acc < 0 ? -(int32_t)r : (int32_t)r;
+}
+
 /*@@ intq_clz32 */
 /* CountLeadingZeros of a uint32 (32 for 0), by binary search (_fixedpoint_lut.count_leading_zeros32). */
 static inline int intq_clz32(uint32_t y) {
