@@ -153,6 +153,8 @@ def model_body(m: CModel, prefix: str) -> str:
         subs.update({f"out{k}": tensor_pointer(m, t) for k, t in enumerate(node.outputs) if t})
         if i in m.scratch:
             subs["scratch"] = f"(a + {m.scratch[i].offset})"
+        elif step.scratch_if_inplace:
+            subs["scratch"] = "NULL"
         body.append(f"    /* {i}: {node.op_type} {node.name!r} -> {node.outputs[0]!r} */")
         if call and not step.view:
             call = call.format(**subs)

@@ -61,6 +61,7 @@ class Step:
     data: list[str] = field(default_factory=list)
     inplace: tuple[int, ...] = ()
     scratch: int = 0
+    scratch_if_inplace: bool = False  # the scratch is needed only when the output overwrites an input ("NULL" else)
     view: bool = False
     status: bool = False  # the call returns an int status (non-zero: the model cannot continue, STATUS)
     pad: tuple[int, int] = (0, 0)  # rows above / columns left of input 0 that an absorbed PAD added

@@ -74,6 +74,13 @@ def conv(step: Step, node: Node, graph: Graph, target: Target, sym: str) -> None
                   c_struct("intq_conv_params", sym, [*geom.items(), ("in_zp", zx), ("out_zp", zp), ("act_min", lo),
                            ("act_max", hi), ("w", f"{sym}_w"), ("offset", f"{sym}_offset"),
                            ("mult", f"{sym}_mult"), ("shift", f"{sym}_shift")])]
+    pointwise = (geom["kh"] == geom["kw"] == 1 and geom["stride_h"] == geom["stride_w"] == 1 and geom["groups"] == 1
+                 and geom["pad_top"] == geom["pad_left"] == 0 and (geom["out_h"], geom["out_w"]) == (geom["in_h"], geom["in_w"]))
+    if pointwise and c_out <= geom["in_c"]:  # may run in place, one pixel copied aside (csrc intq_conv_pixels)
+        step.inplace, step.scratch, step.scratch_if_inplace = (0,), geom["in_c"], True
+        step.blocks = ("intq_conv_pixels",)
+        step.call = f"intq_conv_pixels(&{sym}, {{in0}}, {{out0}}, {{scratch}});"
+        return
     step.blocks = ("intq_conv",)
     step.call = f"intq_conv(&{sym}, {{in0}}, {{out0}});"
 

@@ -9,8 +9,10 @@
    operators exactly as intq.qmath.quantize / dequantize do.
 3. Every remaining node is lowered (:mod:`intq.export.c.lower`); then buffers and the arena plan
    (:mod:`intq.export.c.plan`): views, in-place outputs, slices that are runs of their input and
-   concatenation inputs written into place. The plan is made with and without placing inputs
-   into their concatenation (which lengthens the output's life) and the smaller arena is kept.
+   concatenation inputs written into place, pointwise convolutions over their input. The plan is made
+   with and without each of the last two (placing inputs into their concatenation lengthens the
+   output's life; a pointwise convolution in place needs a one-pixel scratch and copies each pixel)
+   and the smallest arena is kept (on a tie, the one without pixel copies).
 
 Graph inputs and outputs that are not float are taken and returned as they are: int8, and the
 integer or bool tensors of TFLite's int8 models (GATHER indices, ARG_MAX's int32 indices, ...).
@@ -214,10 +216,12 @@ def build(graph: Graph, target="tflite", prefix: str = "model") -> CModel:
     steps = [lower_node(node, g, target, f"{prefix}_n{i}", absorbed.get(node.name))
              for i, node in enumerate(g.nodes) if node.name not in dropped]
     plans = []
-    for into_place in (True, False):
-        planned = _buffers(g, steps, into_place)
+    options = ((True, False), (False, False), (True, True), (False, True))  # on a tie: no pixel copies
+    for into_place, pixels_in_place in options:
+        planned = _buffers(g, steps, into_place, pixels_in_place)
         plans.append((arena.place(planned[0]), planned))
-    (size, (buffers, storage, scratch, copies, elided)), (size_plain, _) = min(plans, key=lambda p: p[0]), plans[1]
+    size, (buffers, storage, scratch, copies, elided) = min(plans, key=lambda p: p[0])
+    size_plain = min(p[0] for p, (into, _) in zip(plans, options) if not into)
     return CModel(g, source, target, steps, inputs, outputs, buffers, storage, scratch, size,
                   arena.lower_bound(buffers, len(steps)), copies, elided, size_plain)
 
@@ -230,11 +234,13 @@ def _numel(g: Graph, name: str) -> int:
     return int(np.prod(g.tensors[name].shape))
 
 
-def _buffers(g: Graph, steps: list[Step], into_place: bool = True):
+def _buffers(g: Graph, steps: list[Step], into_place: bool = True, pixels_in_place: bool = True):
     """Tensors -> buffers (views and in-place outputs share their input's; runs of an input and
     inputs written into their concatenation lie inside another buffer), with lifetimes; the copies
     of data-movement steps that aliasing makes unnecessary (``elided``). ``into_place``: place
-    concatenation (and PAD) inputs into their output where the layout allows."""
+    concatenation (and PAD) inputs into their output where the layout allows; ``pixels_in_place``: let
+    a pointwise convolution overwrite its input (its one-pixel scratch is then needed) where its
+    output is larger than that scratch."""
     nodes = [s.node for s in steps]  # as the steps read them (an absorbed PAD's input, not its output)
     last_read: dict[str, int] = {}
     for i, node in enumerate(nodes):
@@ -269,7 +275,7 @@ def _buffers(g: Graph, steps: list[Step], into_place: bool = True):
 
     scratch: dict[int, arena.Buffer] = {}
     for i, (node, step) in enumerate(zip(nodes, steps)):
-        if step.scratch:
+        if step.scratch and not step.scratch_if_inplace:
             s = arena.Buffer(step.scratch, i, i)
             scratch[i] = s
             buffers.append(s)
@@ -320,7 +326,8 @@ def _buffers(g: Graph, steps: list[Step], into_place: bool = True):
                     b.kind, b.index, b.last = "output", output_index[o], end
                 storage[o] = b
                 continue
-            if o not in output_index:
+            pixels = step.scratch_if_inplace and (not pixels_in_place or _nbytes(g, o) <= step.scratch)
+            if o not in output_index and not pixels:
                 shared = None
                 for k in step.inplace:
                     t = node.inputs[k]
@@ -334,6 +341,9 @@ def _buffers(g: Graph, steps: list[Step], into_place: bool = True):
                 if shared is not None:
                     shared.tensors.append(o)
                     storage[o] = shared
+                    if step.scratch_if_inplace:
+                        scratch[i] = arena.Buffer(step.scratch, i, i)
+                        buffers.append(scratch[i])
                     continue
             new_buffer(o, i)
     for b in buffers:

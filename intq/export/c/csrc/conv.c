@@ -89,6 +89,26 @@ static void intq_conv(const intq_conv_params *p, const int8_t *x, int8_t *y) {
     }
 }
 
+/*@@ intq_conv_pixels: intq_conv */
+/* A 1x1 convolution (stride 1, no padding, one group) or a FULLY_CONNECTED layer whose output
+ * overwrites its input (the arena plan shares their bytes): pixel (row) q is copied to ``pixel``
+ * (in_c bytes) and convolved from there into y + q * out_c. With out_c <= in_c, output q ends at or
+ * before input q + 1 starts, so it only overwrites inputs already read. pixel == NULL: the output
+ * has its own bytes, intq_conv. */
+static void intq_conv_pixels(const intq_conv_params *p, const int8_t *x, int8_t *y, int8_t *pixel) {
+    intq_conv_params one;
+    int32_t q, c;
+    const int32_t pixels = p->batch * p->in_h * p->in_w;
+    if (pixel == NULL) { intq_conv(p, x, y); return; }
+    one = *p;
+    one.batch = one.in_h = one.in_w = one.out_h = one.out_w = 1;
+    for (q = 0; q < pixels; ++q) {
+        const int8_t *src = x + (size_t)q * p->in_c;
+        for (c = 0; c < p->in_c; ++c) pixel[c] = src[c];
+        intq_conv(&one, pixel, y + (size_t)q * p->out_c);
+    }
+}
+
 /*@@ intq_fc_double_params */
 typedef struct {
     int32_t rows, in_c, out_c, out_zp, act_min, act_max;
