@@ -58,6 +58,8 @@ def _run_all(model: str, kind: str):
             got = tensors[key]  # every tensor TPU-MLIR dumps has its intq counterpart, by name
             if key in layout:
                 got = got.transpose(np.argsort(layout[key]))  # back to TPU-MLIR's NCHW
+            if got.dtype == np.float16:  # TPU-MLIR dumps its float16 tensors widened to float32 (exact)
+                got = got.astype(np.float32)
             compared += 1
             if k < full[key].shape[0] and not (got.dtype == full[key].dtype and np.array_equal(got, full[key][k])):
                 mismatches[(key, k)] = "values"
@@ -71,11 +73,21 @@ def test_every_tensor_equals_tpu_mlir_and_outputs_equal_the_chip_simulator(model
     graph, compared, mismatches, outputs, bm = _run_all(model, kind)
     assert compared >= 16 * len(graph.nodes) // 2, compared
     assert not mismatches, f"{len(mismatches)} tensors differ from TPU-MLIR's interpreter: {list(mismatches)[:10]}"
-    # the chip simulator (cmodel) ran the .bmodel on the same inputs: outputs equal, float32 and all
+    # the chip simulator (cmodel) ran the .bmodel on the same inputs: outputs equal, float32 and all,
+    # except where TPU-MLIR's simulator and interpreter disagree themselves (meta.json's
+    # bmodel_vs_interpreter, measured when the fixture was made: float16 / float32 islands): there
+    # intq's outputs (equal to the interpreter's) must differ from the simulator's exactly as much
     assert bm.files, "no simulator outputs committed"
+    meta = json.loads((FIXTURES / model / "meta.json").read_text())["variants"][kind]
+    recorded = meta.get("bmodel_vs_interpreter", {})
     for key in bm.files:
-        got = np.stack([o[key] for o in outputs])
-        assert np.array_equal(got.reshape(bm[key].shape), bm[key]), key
+        got = np.stack([o[key] for o in outputs]).reshape(bm[key].shape)
+        expect = recorded.get(key, "equal")
+        if expect == "equal":
+            assert np.array_equal(got, bm[key]), key
+        else:
+            d = np.abs(got.astype(np.float64) - bm[key].astype(np.float64))
+            assert (int((d > 0).sum()), float(d.max())) == (expect["differ"], expect["max_abs"]), (key, expect)
 
 
 def test_a_wrong_tensor_is_caught():
