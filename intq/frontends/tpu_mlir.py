@@ -677,8 +677,16 @@ def _permute(op: MlirOp, b: _Builder) -> None:
 def _add_const(op: MlirOp, b: _Builder) -> None:
     """``tpu.AddConst`` on 8-bit data (``AddConst.cpp``): ``v = double((x - Z_x) m) + const_val``,
     truncated to an integer (``applyMultiplierAndRShift`` takes an int64), ``RightShiftRound(v,
-    rshift, HALF_UP)``, ``do_relu``, saturated. The input has 256 values: a table of that arithmetic."""
+    rshift, HALF_UP)``, ``do_relu``, saturated. The input has 256 values: a table of that arithmetic.
+    On float16/float32 (asymmetric models keep it there): ADD of the float64 ``const_val``
+    (:mod:`intq.kernels.tpu_mlir.eltwise`)."""
     x_t, y_t = op.operand_types[0], op.result_types[0]
+    if x_t.storage == y_t.storage and x_t.storage in ("f16", "f32"):  # asymmetric models: kept in float
+        v = b.value(op, op.operands[0])
+        out = b.define(op, 0, v.perm)
+        const = b.constant(f"{op.loc}/const_val", np.array([float(op.attrs.get("const_val", 0.0))], np.float64))
+        b.node("ADD", op.loc, (v.name, const), (out,), _relu(op, b))
+        return
     qx = _quantized(op, b, x_t, "the input")
     _quantized(op, b, y_t, "the output")
     if x_t.storage not in ("i8", "si8", "u8", "ui8"):
