@@ -5,7 +5,7 @@ repository root with the project's venv (it exports the PyTorch models and reads
 
     OMP_WAIT_POLICY=PASSIVE OMP_NUM_THREADS=1 nice -n 10 .venv/bin/python tools/make_tpu_mlir_fixtures.py \\
         [--venv /work/scratch/tpu-venv] [--work /work/scratch/tpu-work] [--out tests/fixtures/tpu_mlir] \\
-        [--models digits,mobilenet_v2,...] [--single-ops conv,pool,...] [--count 200]
+        [--models digits,mobilenet_v2,...] [--single-ops conv,pool,...] [--count 200] [--accuracy digits,...]
 
 **The scratch environment** (``--venv``, outside the repository; built when missing): a virtualenv
 made from a Python 3.10 (``--python``, default the pyenv 3.10 the machine image ships), with
@@ -52,6 +52,14 @@ random ONNX models per operator, each run through the same flow up to the int8 `
 ``mlir_lowering``, symmetric and asymmetric; no code generation or simulator, which cost minutes per
 run), batched ``--batch`` models per ONNX file as independent branches (one TPU-MLIR run per batch;
 each branch is its own single-op model with its own inputs and output).
+
+``--accuracy digits,keras_mbv2,ppocr_cls`` makes TPU-MLIR's int8 models of the accuracy benchmark's
+cases (``benchmarks/accuracy.py``: the same float model and the same calibration feeds intq's
+columns use), into ``--accuracy-out`` (default ``~/.cache/intq-tpu-mlir``, outside the repository,
+like the corpus): ``model_transform`` at batch 1, ``run_calibration`` (KL + auto-tune) on the case's
+calibration samples, the lowering step symmetric and asymmetric, and TPU-MLIR's interpreter on the
+first :data:`ACCURACY_CHECK` evaluation samples (their outputs kept, so the benchmark's TPU-MLIR
+columns, which run the ``*_tpu.mlir`` with intq's ``tpu-mlir`` target, first check they are equal).
 """
 
 from __future__ import annotations
@@ -334,7 +342,8 @@ def _save_samples(work: Path, arrays: dict) -> None:
 # ------------------------------------------------------------------------------- single-op models
 
 #: The operators of the single-op conformance suites (the ONNX op each branch holds).
-SINGLE_OPS = ("conv", "depthwise", "gemm", "maxpool", "avgpool", "add", "mul", "act", "softmax", "concat")
+SINGLE_OPS = ("conv", "depthwise", "gemm", "maxpool", "avgpool", "add", "mul", "act", "softmax", "concat", "prelu",
+              "deconv")  # append only: a suite's seeds follow its index
 
 
 def _branch(kind: str, i: int, rng: np.random.Generator, helper, numpy_helper):
@@ -406,6 +415,20 @@ def _branch(kind: str, i: int, rng: np.random.Generator, helper, numpy_helper):
         y = f"y{i}"
         inputs[x], inputs[y] = (1, c, h, w), (1, int(rng.integers(1, 9)), h, w)
         nodes.append(helper.make_node("Concat", [x, y], [tail], axis=1))
+    elif kind == "prelu":  # per-channel slopes (NCHW, or [1, C]), some negative
+        inputs[x] = (1, c, h, w) if rng.random() < 0.7 else (1, c)
+        slope_shape = (c, 1, 1) if len(inputs[x]) == 4 else (c,)
+        nodes.append(helper.make_node("PRelu", [x, weight(f"s{i}", slope_shape, 0.4)], [tail]))
+    elif kind == "deconv":  # ConvTranspose, group 1, no dilation or output padding
+        k = int(rng.choice([1, 2, 3, 4]))
+        s_ = int(rng.choice([1, 2]))
+        c_out = int(rng.integers(1, 9))
+        pads = [int(rng.integers(0, k)) for _ in range(4)] if rng.random() < 0.5 else [0, 0, 0, 0]
+        inputs[x] = (1, c, h, w)
+        wt = weight(f"w{i}", (c, c_out, k, k), 1.0 / np.sqrt(c * k * k))
+        bias = [weight(f"b{i}", (c_out,), 0.3)] if rng.random() < 0.8 else []
+        nodes.append(helper.make_node("ConvTranspose", [x, wt, *bias], [tail], kernel_shape=[k, k],
+                                      strides=[s_, s_], pads=pads))
     else:
         raise SystemExit(f"unknown single op {kind!r}; known: {', '.join(SINGLE_OPS)}")
     if relu:
@@ -607,6 +630,53 @@ def _commit_variant(model: Model, work: Path, out: Path, variant: str, arrays: d
     return entry
 
 
+#: Evaluation samples of an accuracy case TPU-MLIR's interpreter runs (the benchmark checks intq on them).
+ACCURACY_CHECK = 8
+DEFAULT_ACCURACY_OUT = Path.home() / ".cache" / "intq-tpu-mlir"
+
+
+def run_accuracy_case(key: str, runner: Runner, work_root: Path, out_root: Path) -> None:
+    """TPU-MLIR's int8 models of ``benchmarks/accuracy.py``'s case ``key`` (module docstring)."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import accuracy
+
+    case = accuracy.CASES[key]()
+    name = case.name.split()[0]
+    work, out = work_root / f"accuracy_{name}", out_root / name
+    work.mkdir(parents=True, exist_ok=True)
+    log(f"accuracy {key}: {case.path.name}")
+    (input_name, shape), = case.input_shapes.items()
+    shutil.copy(case.path, work / f"{name}.onnx")
+    calib = np.concatenate([f[input_name] for f in case.calib])[:, None]  # samples of batch 1
+    evals = np.concatenate([f[input_name] for f in case.evals])[:ACCURACY_CHECK, None]
+    _save_samples(work, {"calib": {input_name: calib}, "tests": {input_name: evals}})
+    runner.tool(work, "model_transform", "--model_name", name, "--model_def", f"{name}.onnx", "--input_shapes",
+                "[[" + ",".join(map(str, (1, *shape[1:]))) + "]]", "--mlir", f"{name}.mlir", logname="transform.log")
+    table = f"{name}_cali_table"
+    runner.tool(work, "run_calibration", f"{name}.mlir", "--dataset", "calib", "--input_num", str(len(calib)),
+                "-o", table, logname="calibration.log")
+    (work / "tpu_lower.py").write_text(LOWER)
+    (work / "tpu_run.py").write_text(HELPER)
+    out.mkdir(parents=True, exist_ok=True)
+    shutil.copy(work / table, out / table)
+    from intq.frontends.tpu_mlir import load_tpu_mlir
+
+    for kind in ("sym", "asym"):
+        variant = f"{name}_{PROCESSOR}_int8_{kind}"
+        runner.script(work, work / "tpu_lower.py", f"{name}.mlir", f"{variant}_tpu.mlir", table,
+                      "1" if kind == "asym" else "0", logname=f"lower_{kind}.log")
+        runner.script(work, work / "tpu_run.py", "mlir", f"{variant}_tpu.mlir", "tests.npz",
+                      f"{variant}_tensors_raw.npz", logname=f"interpreter_{kind}.log")
+        text = (work / f"{variant}_tpu.mlir").read_text()
+        weight_file = re.search(r'module\.weight_file\s*=\s*"([^"]+)"', text).group(1)
+        (out / f"{variant}_tpu.mlir").write_text(text)
+        shutil.copy(work / weight_file, out / weight_file)
+        graph = load_tpu_mlir(out / f"{variant}_tpu.mlir")
+        raw = np.load(work / f"{variant}_tensors_raw.npz")
+        np.savez_compressed(out / f"{variant}_check.npz", inputs=evals,
+                            **{f"output:{o}": raw[o] for o in graph.outputs})
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--venv", type=Path, default=DEFAULT_VENV)
@@ -618,6 +688,9 @@ def main(argv=None) -> int:
     ap.add_argument("--single-ops", default="", help=f"single-op suites to make: {','.join(SINGLE_OPS)}")
     ap.add_argument("--count", type=int, default=200, help="random single-op models per operator")
     ap.add_argument("--batch", type=int, default=50, help="single-op models per TPU-MLIR run")
+    ap.add_argument("--accuracy", default="", help="accuracy-benchmark cases to make TPU-MLIR models of "
+                                                   "(benchmarks/accuracy.py's names: digits,keras_mbv2,ppocr_cls)")
+    ap.add_argument("--accuracy-out", type=Path, default=DEFAULT_ACCURACY_OUT)
     args = ap.parse_args(argv)
     for p in (args.venv, args.work):
         if ROOT in p.resolve().parents or p.resolve() == ROOT:
@@ -636,6 +709,8 @@ def main(argv=None) -> int:
         if name not in MODELS:
             raise SystemExit(f"unknown model {name!r}; known: {', '.join(MODELS)}")
         run_model(MODELS[name], runner, args.work, args.out)
+    for key in [k for k in args.accuracy.split(",") if k]:
+        run_accuracy_case(key, runner, args.work, args.accuracy_out)
     return 0
 
 

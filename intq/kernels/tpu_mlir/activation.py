@@ -6,9 +6,10 @@ PRELU, symmetric models: per channel ``c`` (axis 1 of TPU-MLIR's NCHW array), ``
 default rounding) with the model's int8 ``slope`` and one ``rshift`` (spec 002's PReLU: per-channel
 alpha multipliers, one shift), saturated to the output type. Input and output share their scale.
 
-PRELU on float16 (TPU-MLIR's asymmetric models keep PReLU in half precision): ``x >= 0 ? x : x
-slope_c`` in float32 on the float16 values, then ``F16`` (a zero input stays +0 under a negative
-slope: measured on MTCNN's float16 PReLUs, where ``x > 0`` would give -0).
+PRELU on float16 (TPU-MLIR's asymmetric models keep PReLU in half precision): ``x slope_c`` where
+``x``'s sign bit is set, else ``x``, in float32 on the float16 values, then ``F16``. The sign bit,
+not ``x < 0``: measured on the PReLU suite's zeros, ``+0 -> +0`` under either slope sign, ``-0 ->
+-0 slope_c`` (+0 under a negative slope, -0 under a positive one).
 
 LEAKY_RELU on float16 or float32 (``LeakyRelu.cpp``'s float branch): ``x > 0 ? x : float32(alpha) x``
 in float32, then ``F16`` for a float16 output. (The symmetric int8 form is a table, imported as LUT.)
@@ -76,7 +77,7 @@ def run_prelu(p: TpuMlirPReluParams, x):
 def run_prelu_half(p: TpuMlirHalfPReluParams, x):
     """TPU-MLIR's float32 PReLU on float16 values, rounded to float16 (it computes this op in float)."""
     v = x.astype(np.float32)
-    return (np.where(v >= 0, v, v * p.slope).astype(np.float16),)
+    return (np.where(np.signbit(v), v * p.slope, v).astype(np.float16),)
 
 
 @dataclass(frozen=True, eq=False)
