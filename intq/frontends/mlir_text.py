@@ -14,8 +14,9 @@ Supported: one ``func.func @main`` whose body is a flat list of single-result or
 integers and floats (``1 : i64``, ``-1.0e+00 : f64``), booleans, strings, arrays, dictionaries,
 ``unit`` and dialect enums (``#tpu<round_mode HalfUp>`` -> ``"HalfUp"``); tensor types with a
 float, integer (``si8``, ``ui8``, ``i32``...) or quantized element (``!quant.uniform<u8:f32, S>``,
-``<i8:f32, S:Z>``, ``<i8:f16, S:Z>``, ``!quant.calibrated<f32<lo:hi>>``, ``<f16<lo:hi>>``) and ``none``. Anything else (an op with a
-region, an unparsable line) raises :class:`MlirParseError` naming the file and line.
+``<i8:f32, S:Z>``, ``<i8:f16, S:Z>``, ``!quant.calibrated<f32<lo:hi>>``, ``<f16<lo:hi>>``) and
+``none``. Anything else (an op with a region, an unparsable line) raises :class:`MlirParseError`
+naming the file and line.
 """
 
 from __future__ import annotations

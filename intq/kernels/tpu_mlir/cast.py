@@ -8,8 +8,9 @@
   softmax islands; ``F16`` is round-to-nearest-even to binary16, :func:`~intq.kernels.tpu_mlir.common.f16`):
   float32 -> float16 ``F16(x)`` (QUANTIZE); float16 -> float32 a copy (DEQUANTIZE);
   int8/uint8 -> float16 ``F16(F16(S) * F16(q - Z))`` (DEQUANTIZE: ``dequant()``'s f16 form, whatever
-  the quantized type's expressed type; ``q - Z`` is exact in float16; measured); float -> int8/uint8 whose quantized type is expressed in f16:
-  ``clamp(round(F16(x * F16(float32(1 / S)))) + Z)`` (QUANTIZE, ``tpu_expressed = "f16"``).
+  the quantized type's expressed type; ``q - Z`` is exact in float16; measured); float ->
+  int8/uint8 whose quantized type is expressed in f16: ``clamp(round(F16(x * F16(float32(1 / S))))
+  + Z)`` (QUANTIZE, ``tpu_expressed = "f16"``).
 * ``tpu.MulShift`` (integer -> integer, e.g. before a concat): ``RightShiftRound((x - Z_x) m, rshift,
   HALF_UP) + Z_y``, saturated — integers only; ``tpu.RequantInt`` (asymmetric models) the same with
   its ``round_mode``.
