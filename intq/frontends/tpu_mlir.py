@@ -421,6 +421,8 @@ def _pool(op: MlirOp, b: _Builder) -> None:
 
 
 def _reshape(op: MlirOp, b: _Builder) -> None:
+    """``tpu.Reshape``, ``tpu.Squeeze``, ``tpu.Unsqueeze``: RESHAPE to the result type's shape, in
+    TPU-MLIR's element order."""
     x = b.in_layout(op, op.operands[0], None)
     out = b.define(op, 0, None)
     shape = b.constant(f"{op.loc}/shape", np.array(op.result_types[0].shape, np.int32))
@@ -772,6 +774,8 @@ HANDLERS = {
     "tpu.MatMul": _matmul,
     "tpu.Pool2D": _pool,
     "tpu.Reshape": _reshape,
+    "tpu.Squeeze": _reshape,  # (axes: the result type says the shape; the same data in the same order)
+    "tpu.Unsqueeze": _reshape,
     "tpu.Add": _add,
     "tpu.Mul": _mul,
     "tpu.Lut": _lut,
