@@ -212,8 +212,9 @@ class Model:
 
     name: str
     input_shape: tuple[int, ...]
-    source: str  # "digits", "torch:<arch>", "corpus:<id>"
-    data: str = "normal"  # "digits", "normal" (standard normal), "image" (uniform [0, 1]), "image_pm1" ([-1, 1])
+    source: str  # "digits", "torch:<arch>", "corpus:<id>", "file:<path in the repository>"
+    data: str = "normal"  # "digits" (NCHW; "digits_nhwc"), "normal" (standard normal), "image" (uniform [0, 1]),
+    #                       "image_pm1" ([-1, 1])
     calib: int = 32
     tests: int = 16
     accuracy: int = 0  # extra labelled inputs whose outputs the interpreter also gives (digits)
@@ -229,6 +230,9 @@ MODELS = {
     "digits": Model("digits", (1, 1, 8, 8), "digits", data="digits", calib=200, accuracy=450, full=16,
                     share=False),  # self-contained: the docs' examples intq.load() its .mlir as it is
     "mobilenet_v2": Model("mobilenet_v2", (1, 3, 32, 32), "torch:mobilenet_v2", grid=True),
+    # intq's tf2onnx Keras MobileNetV2 fixture (NHWC input; TPU-MLIR's int8 model has a tpu.Squeeze)
+    "keras_mbv2_digits": Model("keras_mbv2_digits", (1, 8, 8, 1), "file:tests/fixtures/keras/keras_mbv2_digits.onnx",
+                               data="digits_nhwc", calib=100),
     "resnet18": Model("resnet18", (1, 3, 32, 32), "torch:resnet18", grid=True),
     "tiny_yolo": Model("tiny_yolo", (1, 3, 32, 32), "torch:tiny_yolo", grid=True),
     "ppocr_cls_mobile_v2": Model("ppocr_cls_mobile_v2", (1, 3, 48, 64), "corpus:ppocr_cls_mobile_v2", data="image"),
@@ -296,7 +300,8 @@ def _write_samples(model: Model, work: Path) -> tuple[list[str], dict[str, dict[
         model.notes["weights_recipe"] = _export_torch(model.source.split(":", 1)[1], model.input_shape, onnx_path)
         input_name = "input"
     else:
-        src = CORPUS / f"{model.source.split(':', 1)[1]}.onnx"
+        kind, ref = model.source.split(":", 1)
+        src = ROOT / ref if kind == "file" else CORPUS / f"{ref}.onnx"
         if not src.exists():
             raise SystemExit(f"{src} is missing: run tools/build_corpus.py first")
         shutil.copy(src, onnx_path)
@@ -305,14 +310,17 @@ def _write_samples(model: Model, work: Path) -> tuple[list[str], dict[str, dict[
         input_name = onnx.load(str(onnx_path), load_external_data=False).graph.input[0].name
     rng = np.random.default_rng(0)
     arrays: dict = {}
-    if model.data == "digits":
+    if model.data in ("digits", "digits_nhwc"):
         from intq.testing.digits import load_split
 
         (x_train, _), (x_test, y_test) = load_split()
+        if model.data == "digits_nhwc":
+            x_train, x_test = x_train.transpose(0, 2, 3, 1), x_test.transpose(0, 2, 3, 1)
         arrays["calib"] = x_train[:model.calib][:, None]
         arrays["tests"] = x_test[:model.tests][:, None]
-        arrays["accuracy"] = x_test[:model.accuracy][:, None]
-        arrays["labels"] = y_test[:model.accuracy]
+        if model.accuracy:
+            arrays["accuracy"] = x_test[:model.accuracy][:, None]
+            arrays["labels"] = y_test[:model.accuracy]
     else:
         # on a grid (1/32 steps in [-4, 4], k/255 images or MTCNN's (k - 127.5) / 128): exact float32
         # values that compress

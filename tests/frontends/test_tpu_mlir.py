@@ -165,6 +165,25 @@ def test_an_unsupported_attribute_is_named_with_op_and_line(tmp_path):
         load_tpu_mlir(path, _weights())
 
 
+@pytest.mark.parametrize("old,new,message", [
+    ("group = 1 : i64", "group = 2 : i64", r"tpu\.Deconv .*group = 2 is not supported"),
+    ("dilations = [1, 1]", "dilations = [2, 2]", r"tpu\.Deconv .*dilations and output_padding"),
+])
+def test_an_unsupported_deconv_is_named_with_op_and_line(tmp_path, old, new, message):
+    """The ConvTranspose suite's first model, one Deconv attribute edited: refused at import, naming
+    the op and the file line (intq reads group-1, undilated deconvolutions)."""
+    folder = FIXTURES / "single_ops" / "deconv_0"
+    variant = "deconv_0_bm1684x_int8_sym"
+    with gzip.open(folder / f"{variant}_tpu.mlir.gz", "rt") as f:
+        lines = f.read().splitlines()
+    at = next(i for i, t in enumerate(lines) if '"tpu.Deconv"' in t and old in t)
+    lines[at] = lines[at].replace(old, new)
+    path = tmp_path / f"{variant}_tpu.mlir"
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(TpuMlirImportError, match=rf":{at + 1}: {message}"):
+        load_tpu_mlir(path, fixture_weights(folder, variant))
+
+
 def test_unparsable_text_names_the_line(tmp_path):
     path = _edited(tmp_path, "%9 = ", "%9 = = ")
     with pytest.raises(MlirParseError, match=r"edited_tpu\.mlir:\d+: "):
