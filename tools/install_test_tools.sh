@@ -8,12 +8,12 @@
 #
 # `make test` runs it first (best effort), `make mcu-toolchain` / `make test-mcu` with --required.
 #
-# INTQ_NO_APT=1 skips the installation. INTQ_APT_TIMEOUT (seconds, default 900) bounds each apt-get.
+# INTQ_NO_APT=1 skips the installation. INTQ_APT_TIMEOUT (seconds, default 300) bounds each apt-get.
 # Measured on Debian 12 (2 cores): 153 MB to download (3 s here), about 60-80 s to unpack and configure.
 
 required=0
 [ "$1" = "--required" ] && required=1
-timeout_s="${INTQ_APT_TIMEOUT:-900}"
+timeout_s="${INTQ_APT_TIMEOUT:-300}"
 
 missing=""
 have() { command -v "$1" >/dev/null 2>&1; }
