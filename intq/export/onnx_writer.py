@@ -56,7 +56,7 @@ from intq.kernels.requantize import activation_range
 from intq.onnx_format import metadata
 from intq.onnx_format.builder import OnnxModelBuilder
 from intq.onnx_format.errors import OnnxExportError, OnnxOpError, OnnxRuntimeRefusedError
-from intq.onnx_format.schema import DEFAULT_OPSET, MAX_OPSET, MIN_OPSET, MS_DOMAIN, OP_SINCE
+from intq.onnx_format.schema import DEFAULT_OPSET, MAX_OPSET, MIN_OPSET, MS_DOMAIN, OP_SINCE, element_type
 from intq.registry import Registry
 
 FORMATS = ("qdq", "qoperator")
@@ -307,11 +307,18 @@ def _conv(w: _Writer, n: Node) -> None:
     pads = [pad.top, pad.left, bottom, right]
     x, pads = _fold_pad(w, x, pads)
     attrs = dict(kernel_shape=[kh, kw], strides=[sh, sw], dilations=[dh, dw], group=group, pads=pads)
+    _emit_conv(w, n, x, w.to_nchw(x, n), weights, wtt, bias, attrs, y)
+
+
+def _emit_conv(w: _Writer, n: Node, x: str, xin: str, weights: np.ndarray, wtt: Tensor, bias: str | None,
+               attrs: dict, y: str) -> None:
+    """QLinearConv / DequantizeLinear -> Conv -> QuantizeLinear of ``xin`` (the NCHW form of intq
+    tensor ``x``, or a tensor holding its codes) with ONNX-layout ``weights``, then the fused
+    activation's Clip and the Transpose back to NHWC ``y``."""
     clamp = w.clamp_of(n, y)
-    xin = w.to_nchw(x, n)
     out = w.nchw_out(y, n)
     if w.qdq:
-        wf, bf = _weights_dq(w, n, weights, wtt, bias, xt.qparams.tensor_scale)
+        wf, bf = _weights_dq(w, n, weights, wtt, bias, w.t(x).qparams.tensor_scale)
         yf = w.temp(f"{y}/nchw_float", np.float32, None)
         w.use("Conv", n)
         w.b.node("Conv", [w.dq(xin, x, n), wf] + ([bf] if bf else []), [yf], n.name, **attrs)
@@ -324,6 +331,64 @@ def _conv(w: _Writer, n: Node) -> None:
         w.use("QLinearConv", n)
         w.b.node("QLinearConv", inputs, [out], n.name, **attrs)
     w.finish_nchw(y, n, clamp)
+
+
+@EMITTERS.register("TRANSPOSE_CONV")
+def _transpose_conv(w: _Writer, n: Node) -> None:
+    """A convolution of the zero-stuffed input with the spatially flipped kernel — the same int32
+    sums as TFLite's scatter, run by QLinearConv / a fused QDQ Conv (onnxruntime has no integer
+    ConvTranspose on CPU, and its float ConvTranspose between DequantizeLinear and QuantizeLinear is
+    not integer arithmetic). Stuffing: Reshape ``[N, C, H, 1, W, 1]``, Pad with the zero point to
+    ``[N, C, H, s_h, W, s_w]``, Reshape ``[N, C, H s_h, W s_w]``; then the convolution's pads put the
+    kernel's taps where TFLite's padding puts the output window (a Slice first where a side is cropped).
+
+    With ``u`` the stuffed input (``u[i s] = x[i]``) and ``top`` TFLite's padding (the kernel's
+    geometry): ``out[o] = sum_k u[o + top - k] w[k] = sum_j u[o - (K - 1 - top) + j] w[K - 1 - j]``."""
+    shape_t, wt, x, y = n.inputs[0], n.inputs[1], n.inputs[2], n.outputs[0]
+    bias = n.inputs[3] if len(n.inputs) > 3 and n.inputs[3] else None
+    xt, wtt, yt = w.t(x), w.t(wt), w.t(y)
+    if wtt.data is None:
+        raise OnnxOpError(f"node {n.name!r} (TRANSPOSE_CONV): weights {wt!r} are not constant; intq writes a "
+                          "transposed convolution with constant int8 weights only")
+    nb, h, wd, c = xt.shape
+    _, oh, ow, c_out = yt.shape
+    _, kh, kw, _ = wtt.data.shape
+    a = n.attrs
+    sh, sw = int(a.get("stride_h", 1)), int(a.get("stride_w", 1))
+    pad = compute_padding(a.get("padding", "SAME"), (oh, ow), (kh, kw), (sh, sw), (1, 1))
+    weights = np.ascontiguousarray(wtt.data.transpose(0, 3, 1, 2)[:, :, ::-1, ::-1])  # [C_out, C_in, KH, KW], flipped
+    dt = w.dtype(xt)
+    cur = w.to_nchw(x, n)
+    stuffed = (h * sh, wd * sw)
+    if (sh, sw) != (1, 1):
+        zp = np.array(xt.qparams.tensor_zero_point + w.offset, dt)
+        six = w.temp(f"{y}/unstuffed", dt, (nb, c, h, 1, wd, 1))
+        w.use("Reshape", n)
+        w.b.node("Reshape", [cur, w.b.constant(f"{n.name}/unstuffed_shape", np.array([nb, c, h, 1, wd, 1], np.int64))],
+                 [six], f"{n.name}/unstuffed")
+        padded = w.temp(f"{y}/stuffed6", dt, (nb, c, h, sh, wd, sw))
+        w.use("Pad", n)
+        w.b.node("Pad", [six, w.b.constant(f"{n.name}/stuff_pads", np.array([0, 0, 0, 0, 0, 0, 0, 0, 0, sh - 1, 0, sw - 1],
+                                                                             np.int64)),
+                         w.b.constant(f"{n.name}/stuff_value", zp)], [padded], f"{n.name}/stuff", mode="constant")
+        cur = w.temp(f"{y}/stuffed", dt, (nb, c, *stuffed))
+        w.b.node("Reshape", [padded, w.b.constant(f"{n.name}/stuffed_shape", np.array([nb, c, *stuffed], np.int64))],
+                 [cur], f"{n.name}/stuffed")
+    # the stuffed tensor holds (H - 1) s + 1 real rows and s - 1 trailing zero rows
+    lead = [kh - 1 - pad.top, kw - 1 - pad.left]
+    trail = [oh + kh - 1 - stuffed[0] - lead[0], ow + kw - 1 - stuffed[1] - lead[1]]
+    if min(lead + trail) < 0:  # crop first: a convolution's pads cannot be negative
+        starts = [max(-lead[0], 0), max(-lead[1], 0)]
+        ends = [stuffed[0] - max(-trail[0], 0), stuffed[1] - max(-trail[1], 0)]
+        cropped = w.temp(f"{y}/cropped", dt, (nb, c, ends[0] - starts[0], ends[1] - starts[1]))
+        w.use("Slice", n)
+        w.b.node("Slice", [cur, w.b.constant(f"{n.name}/crop_starts", np.array(starts, np.int64)),
+                           w.b.constant(f"{n.name}/crop_ends", np.array(ends, np.int64)),
+                           w.b.constant(f"{n.name}/crop_axes", np.array([2, 3], np.int64))], [cropped], f"{n.name}/crop")
+        cur, lead, trail = cropped, [max(v, 0) for v in lead], [max(v, 0) for v in trail]
+    attrs = dict(kernel_shape=[kh, kw], strides=[1, 1], dilations=[1, 1], group=1,
+                 pads=[lead[0], lead[1], trail[0], trail[1]])
+    _emit_conv(w, n, x, cur, weights, wtt, bias, attrs, y)
 
 
 def _fold_pad(w: _Writer, x: str, pads: list[int]) -> tuple[str, list[int]]:
@@ -491,24 +556,41 @@ def _softmax(w: _Writer, n: Node) -> None:
 
 @EMITTERS.register("MEAN")
 def _mean(w: _Writer, n: Node) -> None:
+    """QLinearGlobalAveragePool (channels last) in both formats: over H and W of an NHWC tensor
+    directly; over other axes after a Transpose putting the reduced axes first and a Reshape to
+    ``[1, N, 1, kept]`` (the same sums; intq.kernels._ort.OrtGlobalAveragePool)."""
     x, y = n.inputs[0], n.outputs[0]
     xt, yt = w.t(x), w.t(y)
-    axes = sorted(int(v) % len(xt.shape) for v in np.atleast_1d(w.t(n.inputs[1]).data))
-    if len(xt.shape) != 4 or axes != [1, 2]:
-        raise OnnxOpError(f"node {n.name!r} (MEAN): only the mean over H and W of an NHWC tensor has an integer ONNX "
-                          f"form (QLinearGlobalAveragePool); axes {axes} of shape {list(xt.shape)} have none. "
-                          "Export to .tflite, or reduce over the spatial axes")
-    nb, h, wd, c = xt.shape
+    rank = len(xt.shape)
+    axes = sorted({int(v) % rank for v in np.atleast_1d(w.t(n.inputs[1]).data)})
+    count = int(np.prod([xt.shape[a] for a in axes], dtype=np.int64))
     try:
-        global_average_pool_scale(xt.qparams, yt.qparams, h * wd)
+        global_average_pool_scale(xt.qparams, yt.qparams, count)
     except ValueError as e:
         raise OnnxOpError(f"node {n.name!r} (MEAN): {e}") from None
-    keep = tuple(yt.shape) == (nb, 1, 1, c)
-    out = w.out(y) if keep else w.temp(f"{y}/pooled", w.dtype(yt), (nb, 1, 1, c))
+    dt = w.dtype(xt)
+    src = w.name(x)
+    if rank == 4 and axes == [1, 2]:
+        nb, _, _, c = xt.shape
+        pooled = (nb, 1, 1, c)
+    else:
+        kept = [a for a in range(rank) if a not in axes]
+        if axes + kept != list(range(rank)):
+            moved = w.temp(f"{y}/reduced_first", dt, tuple(xt.shape[a] for a in axes + kept))
+            w.use("Transpose", n)
+            w.b.node("Transpose", [src], [moved], f"{n.name}/reduced_first", perm=axes + kept)
+            src = moved
+        channels = int(np.prod([xt.shape[a] for a in kept], dtype=np.int64))
+        flat = w.temp(f"{y}/as_image", dt, (1, count, 1, channels))
+        w.use("Reshape", n)
+        w.b.node("Reshape", [src, w.b.constant(f"{n.name}/image_shape", np.array([1, count, 1, channels], np.int64))],
+                 [flat], f"{n.name}/as_image")
+        src, pooled = flat, (1, 1, 1, channels)
+    keep = tuple(yt.shape) == pooled
+    out = w.out(y) if keep else w.temp(f"{y}/pooled", w.dtype(yt), pooled)
     xs, xz = w.scale_zp(x)
     ys, yz = w.scale_zp(y)
-    w.b.node("QLinearGlobalAveragePool", [w.name(x), xs, xz, ys, yz], [out], n.name, domain=MS_DOMAIN,
-             channels_last=1)
+    w.b.node("QLinearGlobalAveragePool", [src, xs, xz, ys, yz], [out], n.name, domain=MS_DOMAIN, channels_last=1)
     if not keep:
         w.use("Reshape", n)
         w.b.node("Reshape", [out, w.b.constant(f"{n.name}/shape", np.array(yt.shape, np.int64))], [w.out(y)],
@@ -696,6 +778,134 @@ def _split(w: _Writer, n: Node) -> None:
     w.use("Split", n)
     w.b.node("Split", [w.name(x), w.b.constant(f"{n.name}/split", sizes)], [w.out(o) for o in n.outputs], n.name,
              axis=axis)
+
+
+@EMITTERS.register("RESIZE_BILINEAR")
+def _resize_bilinear(w: _Writer, n: Node) -> None:
+    """ONNX Resize (``linear``) on the NHWC int8 tensor itself, in both formats (onnxruntime's QDQ
+    transformer drops DequantizeLinear -> Resize -> QuantizeLinear to this; it interpolates the codes
+    in 10-bit integers: intq.kernels.resize_bilinear). Where only the width changes, H and W are
+    swapped around it so that onnxruntime takes that integer path (it reads scales ``[1, 1, s, 1]``
+    as an NCHW float resize)."""
+    from intq.kernels.resize_bilinear import ort_mode
+
+    x, y = n.inputs[0], n.outputs[0]
+    xt, yt = w.t(x), w.t(y)
+    nb, h, wd, c = xt.shape
+    _, oh, ow, _ = yt.shape
+    a = n.attrs
+    align, half = bool(a.get("align_corners", False)), bool(a.get("half_pixel_centers", False))
+    mode = ort_mode(align, half)
+    dt = w.dtype(xt)
+    w.use("Resize", n)
+    if oh == h and ow != wd:  # swap H and W: onnxruntime resizes NHWC int8 in integers only when H is scaled
+        swapped = w.temp(f"{x}/hw_swapped", dt, (nb, wd, h, c))
+        w.use("Transpose", n)
+        w.b.node("Transpose", [w.name(x)], [swapped], f"{n.name}/swap_in", perm=[0, 2, 1, 3])
+        resized = w.temp(f"{y}/hw_swapped", dt, (nb, ow, oh, c))
+        w.b.node("Resize", [swapped, "", "", w.b.constant(f"{n.name}/sizes", np.array([nb, ow, oh, c], np.int64))],
+                 [resized], n.name, mode="linear", coordinate_transformation_mode=mode)
+        w.b.node("Transpose", [resized], [w.out(y)], f"{n.name}/swap_out", perm=[0, 2, 1, 3])
+        return
+    w.b.node("Resize", [w.name(x), "", "", w.b.constant(f"{n.name}/sizes", np.array([nb, oh, ow, c], np.int64))],
+             [w.out(y)], n.name, mode="linear", coordinate_transformation_mode=mode)
+
+
+@EMITTERS.register("SHAPE")
+def _shape(w: _Writer, n: Node) -> None:
+    """Shape, then Cast to the output's integer type (ONNX's Shape writes int64)."""
+    x, y = n.inputs[0], n.outputs[0]
+    yt = w.t(y)
+    w.use("Shape", n)
+    if yt.dtype == np.int64:
+        w.b.node("Shape", [w.name(x)], [w.out(y)], n.name)
+        return
+    dims = w.temp(f"{y}/int64", np.int64, yt.shape)
+    w.b.node("Shape", [w.name(x)], [dims], n.name)
+    w.use("Cast", n)
+    w.b.node("Cast", [dims], [w.out(y)], f"{n.name}/cast", to=element_type(yt.dtype))
+
+
+@EMITTERS.register("PACK")
+def _pack(w: _Writer, n: Node) -> None:
+    """Unsqueeze every input at ``axis``, then Concat (codes copied: PACK's inputs share the output's
+    parameters)."""
+    y = n.outputs[0]
+    yt = w.t(y)
+    axis = int(n.attrs.get("axis", 0)) % len(yt.shape)
+    axes = w.b.constant(f"{n.name}/axes", np.array([axis], np.int64))
+    parts = []
+    for k, i in enumerate(n.inputs):
+        it = w.t(i)
+        part = w.temp(f"{y}/part{k}", w.dtype(it), (*it.shape[:axis], 1, *it.shape[axis:]))
+        w.use("Unsqueeze", n)
+        w.b.node("Unsqueeze", [w.name(i), axes], [part], f"{n.name}/unsqueeze{k}")
+        parts.append(part)
+    w.use("Concat", n)
+    w.b.node("Concat", parts, [w.out(y)], n.name, axis=axis)
+
+
+@EMITTERS.register("GATHER")
+def _gather(w: _Writer, n: Node) -> None:
+    """ONNX Gather on the codes (int32 / int64 indices; int16 ones cast to int32)."""
+    x, idx, y = n.inputs[0], n.inputs[1], n.outputs[0]
+    if int(n.attrs.get("batch_dims", 0)):
+        raise OnnxOpError(f"node {n.name!r} (GATHER): batch_dims = {n.attrs['batch_dims']} has no ONNX Gather form "
+                          "here; export to .tflite")
+    axis = int(n.attrs.get("axis", 0)) % len(w.t(x).shape)
+    it = w.t(idx)
+    indices = w.name(idx)
+    if it.dtype == np.int16:
+        indices = w.temp(f"{idx}/int32", np.int32, it.shape)
+        w.use("Cast", n)
+        w.b.node("Cast", [w.name(idx)], [indices], f"{n.name}/indices", to=element_type(np.int32))
+    w.use("Gather", n)
+    w.b.node("Gather", [w.name(x), indices], [w.out(y)], n.name, axis=axis)
+
+
+@EMITTERS.register("BATCH_MATMUL")
+def _batch_matmul(w: _Writer, n: Node) -> None:
+    """QLinearMatMul (both operands activations) / DequantizeLinear x2 -> MatMul -> QuantizeLinear,
+    after a Transpose of the last two axes for ``adj_x`` / ``adj_y``."""
+    a, b, y = n.inputs[0], n.inputs[1], n.outputs[0]
+    ops = []
+    for name, flag in ((a, "adj_x"), (b, "adj_y")):
+        t = w.t(name)
+        src = w.name(name)
+        if n.attrs.get(flag, False):
+            perm = list(range(len(t.shape)))
+            perm[-2:] = perm[-1], perm[-2]
+            moved = w.temp(f"{name}/{flag}", w.dtype(t), tuple(t.shape[p] for p in perm))
+            w.use("Transpose", n)
+            w.b.node("Transpose", [src], [moved], f"{n.name}/{flag}", perm=perm)
+            src = moved
+        ops.append(src)
+    if w.qdq:
+        floats = [w.dq(ops[0], a, n), w.dq(ops[1], b, n)]
+        yf = w.temp(f"{y}/float", np.float32, w.t(y).shape)
+        w.use("MatMul", n)
+        w.b.node("MatMul", floats, [yf], n.name)
+        w.q(yf, w.out(y), y, n)
+        return
+    sa, za = w.scale_zp(a)
+    sb, zb = w.scale_zp(b)
+    sy, zy = w.scale_zp(y)
+    w.use("QLinearMatMul", n)
+    w.b.node("QLinearMatMul", [ops[0], sa, za, ops[1], sb, zb, sy, zy], [w.out(y)], n.name)
+
+
+@EMITTERS.register("RSQRT")
+def _rsqrt(w: _Writer, n: Node) -> None:
+    """DequantizeLinear -> Sqrt -> Reciprocal -> QuantizeLinear in both formats (ONNX has no Rsqrt)."""
+    x, y = n.inputs[0], n.outputs[0]
+    yt = w.t(y)
+    root = w.temp(f"{y}/sqrt", np.float32, yt.shape)
+    w.use("Sqrt", n)
+    w.b.node("Sqrt", [w.dq(w.name(x), x, n)], [root], f"{n.name}/sqrt")
+    yf = w.temp(f"{y}/float", np.float32, yt.shape)
+    w.use("Reciprocal", n)
+    w.b.node("Reciprocal", [root], [yf], n.name)
+    w.q(yf, w.out(y), y, n)
 
 
 # ------------------------------------------------------------------------------- entry points

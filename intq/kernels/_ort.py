@@ -7,7 +7,9 @@ models (tests/kernels/test_ort_target.py) with onnxruntime 1.2x on x86-64 (AVX2,
 VNNI; one thread; ``ORT_DISABLE_ALL`` and ``ORT_ENABLE_ALL``):
 
 * ``QuantizeLinear``: ``clamp(rint(float32(x / s)) + Z)`` — a float32 division, half to even
-  (:func:`quantize_linear`, which is :func:`intq.qmath.quantize` with ``Rounding.HALF_TO_EVEN``).
+  (:func:`quantize_linear`, which is :func:`intq.qmath.quantize` with ``Rounding.HALF_TO_EVEN``);
+  NaN becomes the lowest code (MLAS's ``max(x, qmin - Z)`` returns its second operand for NaN;
+  measured on lengths 1 to 65, vector body and scalar tail alike).
 * ``DequantizeLinear``: ``float32(q - Z) * s`` in float32 — one rounding, what
   :func:`intq.qmath.dequantize` computes (the int8 DEQUANTIZE kernel runs unchanged).
 * ``QLinearConv`` / ``QGemm``: ``rint(float32(acc + bias) * float32(float32(s_x s_w) / s_y)) + Z``,
@@ -25,8 +27,10 @@ VNNI; one thread; ``ORT_DISABLE_ALL`` and ``ORT_ENABLE_ALL``):
   with MLAS's logistic (:func:`mlas_logistic`), ``x >= 0 ? x : float32(x alpha)``, and
   ``x * clamp(float32(x / 6... ))`` (:func:`hard_swish`).
 * ``QLinearGlobalAveragePool`` (channels last): ``rint(float32(sum - N Z_x) * float32(s_x /
-  float32(s_y N))) + Z_y`` — the float32 requantization with that scale.
+  float32(s_y N))) + Z_y`` — the float32 requantization with that scale (MEAN over any axes).
 * ``QLinearConcat``: each input through ``QuantizeLinear(DequantizeLinear(q))`` (a per-code table).
+* ``DequantizeLinear -> Sqrt -> Reciprocal -> QuantizeLinear`` (RSQRT): ``float32(1 / sqrt(x))``
+  per code (both IEEE operations, correctly rounded in float32; :func:`rsqrt`).
 
 Because every one of these but the convolutions depends only on the input codes, ``prepare``
 evaluates the formula on all 256 codes (65536 pairs for ADD and MUL) in float32, and ``run`` is a
@@ -53,9 +57,10 @@ INT8_CODES = np.arange(256, dtype=np.uint8).view(np.int8)
 
 @dataclass(frozen=True, eq=False)
 class OrtLut:
-    """A unary op as onnxruntime computes it per code: ``y = table[x.view(uint8)]`` (int8)."""
+    """A unary op as onnxruntime computes it per code: ``y = table[x.view(uint8)]`` (the output's
+    8-bit dtype: int8, or uint8 for a QUANTIZE to uint8)."""
 
-    table: np.ndarray  # int8 [256]
+    table: np.ndarray  # int8 or uint8 [256]
 
 
 @dataclass(frozen=True, eq=False)
@@ -85,8 +90,10 @@ def lookup2(p: OrtBinaryLut, a: np.ndarray, b: np.ndarray) -> np.ndarray:
 # ------------------------------------------------------------------------ formulas (prepare)
 
 def quantize_linear(v: np.ndarray, qp: QuantParams) -> np.ndarray:
-    """onnxruntime's QuantizeLinear: ``clamp(rint(float32(v / s)) + Z)``, float32 division, half to even."""
-    return quantize(np.asarray(v, np.float32), qp, Rounding.HALF_TO_EVEN)
+    """onnxruntime's QuantizeLinear: ``clamp(rint(float32(v / s)) + Z)``, float32 division, half to
+    even; NaN gives the lowest code (measured, module docstring)."""
+    v = np.asarray(v, np.float32)
+    return quantize(np.where(np.isnan(v), np.float32(-np.inf), v), qp, Rounding.HALF_TO_EVEN)
 
 
 def fma32(a, b, c) -> np.ndarray:
@@ -162,6 +169,13 @@ def hard_swish(x: np.ndarray) -> np.ndarray:
     return (x * gate).astype(np.float32)
 
 
+def rsqrt(x: np.ndarray) -> np.ndarray:
+    """onnxruntime's Sqrt then Reciprocal in float32 (``sqrtps``, ``divps``: both correctly rounded):
+    ``float32(1 / float32(sqrt(x)))``; 0 gives +inf, a negative input NaN (measured)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return (np.float32(1) / np.sqrt(np.asarray(x, np.float32))).astype(np.float32)
+
+
 def clip(lo: float | None, hi: float | None) -> Callable[[np.ndarray], np.ndarray]:
     """Relu (``lo = 0``) and Clip in float32."""
     return lambda x: np.clip(x, -np.inf if lo is None else np.float32(lo), np.inf if hi is None else np.float32(hi))
@@ -171,12 +185,14 @@ def clip(lo: float | None, hi: float | None) -> Callable[[np.ndarray], np.ndarra
 
 def unary_table(in_qp: QuantParams, out_qp: QuantParams, f: Callable[[np.ndarray], np.ndarray],
                 clamp: tuple[int, int] | None = None) -> OrtLut:
-    """``QuantizeLinear(f(DequantizeLinear(q)))`` for every int8 code ``q`` (clamped to ``clamp``, the
-    integer Clip intq writes after the op for a fused activation)."""
-    y = quantize_linear(f(dequantize(INT8_CODES, in_qp)), out_qp)
+    """``QuantizeLinear(f(DequantizeLinear(q)))`` for every code ``q`` of the input's 8-bit dtype, in
+    the order of its bits (clamped to ``clamp``, the integer Clip intq writes after the op for a
+    fused activation)."""
+    codes = INT8_CODES if in_qp.dtype == np.int8 else np.arange(256, dtype=np.uint8)
+    y = quantize_linear(f(dequantize(codes, in_qp)), out_qp)
     if clamp is not None:
         y = np.clip(y, *clamp)
-    return OrtLut(y.astype(np.int8))
+    return OrtLut(y.astype(out_qp.dtype))
 
 
 def _codes(qp: QuantParams, offset: int) -> tuple[np.ndarray, np.ndarray]:
@@ -248,9 +264,12 @@ def prepare_binary(ctx, table: Callable[..., OrtBinaryLut]) -> OrtBinaryLut:
 
 @dataclass(frozen=True, eq=False)
 class OrtGlobalAveragePool:
-    """QLinearGlobalAveragePool (channels last) for MEAN over H and W of an NHWC tensor:
-    ``requant(sum - N Z_x)`` with the float32 contract and ``s = float32(s_x / float32(s_y N))``."""
+    """QLinearGlobalAveragePool (channels last) for MEAN: ``requant(sum - N Z_x)`` over the reduced
+    axes with the float32 contract and ``s = float32(s_x / float32(s_y N))``. intq writes MEAN over
+    H and W of an NHWC tensor as the operator itself, any other axes as a Transpose of the reduced
+    axes in front and a Reshape to ``[1, N, 1, kept]`` around it (the same sums)."""
 
+    axes: tuple[int, ...]  # the reduced axes, ascending
     offset: np.ndarray  # int64 [1]: -N Z_x
     requant: Requantizer  # Float32Rne
     out_shape: tuple[int, ...]
@@ -274,27 +293,23 @@ def global_average_pool_scale(qx: QuantParams, qy: QuantParams, n: int) -> np.fl
 
 
 def prepare_global_average_pool(ctx) -> OrtGlobalAveragePool:
-    """MEAN on an ``ort`` target: only the global average over axes (1, 2) of a 4-D NHWC tensor has
-    an ONNX form intq writes (QLinearGlobalAveragePool); other axes are refused."""
+    """MEAN on an ``ort`` target: the average over any axes, as QLinearGlobalAveragePool computes it."""
     x, y = ctx.input(0), ctx.outputs[0]
     qx, qy = ctx.per_tensor(x, "input"), ctx.per_tensor(y, "output")
     shape = ctx.static_shape(x, "input")
-    axes = sorted(int(a) % len(shape) for a in np.atleast_1d(ctx.constant(1, "axes")))
-    if len(shape) != 4 or axes != [1, 2]:
-        raise ctx.error(f"target {ctx.target.name!r}: only MEAN over axes [1, 2] of a 4-D NHWC tensor "
-                        f"(QLinearGlobalAveragePool) is emulated, got axes {axes} of shape {list(shape)}")
-    n = shape[1] * shape[2]
+    axes = tuple(sorted({int(a) % len(shape) for a in np.atleast_1d(ctx.constant(1, "axes"))}))
+    n = int(np.prod([shape[a] for a in axes], dtype=np.int64))
     try:
         s = global_average_pool_scale(qx, qy, n)
     except ValueError as e:
         raise ctx.error(str(e)) from None
     r = make_requantizer(s, Requant.FLOAT32_RNE, qy.tensor_zero_point, qy.qmin, qy.qmax, np.int8)
-    return OrtGlobalAveragePool(np.array([-n * qx.tensor_zero_point], np.int64), r,
+    return OrtGlobalAveragePool(axes, np.array([-n * qx.tensor_zero_point], np.int64), r,
                                 tuple(int(d) for d in ctx.static_shape(y, "output")))
 
 
 def run_global_average_pool(p: OrtGlobalAveragePool, x: np.ndarray) -> np.ndarray:
-    acc = x.astype(np.int64).sum(axis=(1, 2))  # [N, C]: |sum| <= 255 * H * W
+    acc = x.astype(np.int64).sum(axis=p.axes).reshape(-1, 1)  # |sum| <= 255 N < 2^32 (N < 2^24)
     return requantize(p.requant, acc, p.offset).reshape(p.out_shape)
 
 

@@ -64,6 +64,14 @@ OP_SINCE: dict[str, int] = {
     "Identity": 13,
     "Gather": 13,
     "Softmax": 13,
+    "Slice": 13,
+    "Resize": 13,  # roi and scales optional (13); int8 / uint8 since 11
+    "Shape": 13,
+    "Cast": 13,
+    "Unsqueeze": 13,  # axes as an input
+    "QLinearMatMul": 10,
+    "Sqrt": 13,
+    "Reciprocal": 13,
     "PRelu": 16,  # int8 data not used: float island; 16 adds bfloat16 only, 9 has broadcasting  # axis -1 over the last dimension only
 }
 

@@ -253,7 +253,113 @@ def _strided_slice(rng):
             return g, feeds
 
 
+def _mean_any(rng):
+    """MEAN over any set of axes (Transpose + Reshape around QLinearGlobalAveragePool)."""
+    shape = _shape(rng)
+    rank = len(shape)
+    axes = sorted(set(int(a) for a in rng.choice(rank, size=int(rng.integers(1, rank + 1)), replace=True)))
+    keep = bool(rng.random() < 0.5)
+    s_x = _s(rng)
+    s_y = float(np.float32(s_x * 10 ** rng.uniform(-2, 1)))  # s_x / (s_y N) < 256: onnxruntime's range
+    x = q("x", shape, s_x, _z(rng))
+    out = tuple(1 if a in axes else d for a, d in enumerate(shape)) if keep else \
+        tuple(d for a, d in enumerate(shape) if a not in axes)
+    y = q("y", out, s_y, _z(rng))
+    stored = [a - rank if rng.random() < 0.3 else a for a in axes]
+    return single("MEAN", [x, const("axes", np.array(stored, np.int32))], [y], dict(keep_dims=keep)), \
+        {"x": _x(rng, shape)}
+
+
+def _transpose_conv(rng):
+    n, h, w = int(rng.integers(1, 3)), int(rng.integers(1, 7)), int(rng.integers(1, 7))
+    c, cout = int(rng.integers(1, 7)), int(rng.integers(1, 7))
+    kh, kw = int(rng.integers(1, 5)), int(rng.integers(1, 5))
+    sh, sw = int(rng.integers(1, 4)), int(rng.integers(1, 4))
+    padding = "SAME" if rng.random() < 0.5 else "VALID"
+    oh, ow = (h * sh, w * sw) if padding == "SAME" else ((h - 1) * sh + kh, (w - 1) * sw + kw)
+    if rng.random() < 0.25:  # TFLite Micro takes any output size (crops, or leaves the bias)
+        oh, ow = max(1, oh + int(rng.integers(-2, 3))), max(1, ow + int(rng.integers(-2, 3)))
+    per_channel = rng.random() < 0.6
+    s_w = (10 ** rng.uniform(-3.5, -1, size=cout if per_channel else 1)).astype(np.float32)
+    wt = const("w", rng.integers(-127, 128, size=(cout, kh, kw, c)).astype(np.int8),
+               s_w if per_channel else float(s_w[0]), axis=0 if per_channel else None)
+    ins = [const("shape", np.array([n, oh, ow, cout], np.int32)), wt, q("x", (n, h, w, c), _s(rng), _z(rng))]
+    if rng.random() < 0.7:
+        ins.append(const("b", rng.integers(-20000, 20000, size=cout), dtype=np.int32))
+    y = q("y", (n, oh, ow, cout), _s(rng, -2, 1.5), _z(rng))
+    attrs = dict(padding=padding, stride_h=sh, stride_w=sw, fused_activation_function=str(rng.choice(ACTS)))
+    return single("TRANSPOSE_CONV", ins, [y], attrs), {"x": _x(rng, (n, h, w, c))}
+
+
+def _resize_bilinear(rng):
+    n, h, w, c = _shape(rng, 4)
+    oh, ow = int(rng.integers(1, 17)), int(rng.integers(1, 17))
+    if rng.random() < 0.2:
+        oh = h  # width only: written between two H/W Transposes
+    s, z = _s(rng), _z(rng)
+    mode = int(rng.integers(0, 3))
+    attrs = dict(align_corners=mode == 1, half_pixel_centers=mode == 2)
+    g = single("RESIZE_BILINEAR", [q("x", (n, h, w, c), s, z), const("size", np.array([oh, ow], np.int32))],
+               [q("y", (n, oh, ow, c), s, z)], attrs)
+    return g, {"x": _x(rng, (n, h, w, c))}
+
+
+def _shape_op(rng):
+    from intq.ir import Tensor
+    shape = _shape(rng)
+    out = np.dtype(np.int64 if rng.random() < 0.3 else np.int32)
+    x = q("x", shape, _s(rng), _z(rng))
+    return single("SHAPE", [x], [Tensor("y", out, (len(shape),))],
+                  {"out_type": "INT64" if out == np.int64 else "INT32"}), {"x": _x(rng, shape)}
+
+
+def _pack(rng):
+    shape = _shape(rng)
+    k = int(rng.integers(1, 5))
+    axis = int(rng.integers(-(len(shape) + 1), len(shape) + 1))
+    s, z = _s(rng), _z(rng)
+    ax = axis % (len(shape) + 1)
+    ins = [q(f"x{i}", shape, s, z) for i in range(k)]
+    y = q("y", (*shape[:ax], k, *shape[ax:]), s, z)
+    return single("PACK", ins, [y], {"axis": axis, "values_count": k}), {f"x{i}": _x(rng, shape) for i in range(k)}
+
+
+def _gather(rng):
+    shape = _shape(rng)
+    axis = int(rng.integers(0, len(shape)))
+    ishape = tuple(int(v) for v in rng.integers(1, 4, size=int(rng.integers(0, 3))))
+    idx_dtype = [np.int32, np.int64, np.int16][int(rng.choice(3, p=[0.6, 0.2, 0.2]))]
+    indices = rng.integers(0, shape[axis], size=ishape).astype(idx_dtype)
+    s, z = _s(rng), _z(rng)
+    y = q("y", (*shape[:axis], *ishape, *shape[axis + 1:]), s, z)
+    attrs = {"axis": axis - len(shape) if rng.random() < 0.3 else axis}
+    return single("GATHER", [q("x", shape, s, z), const("indices", indices)], [y], attrs), {"x": _x(rng, shape)}
+
+
+def _batch_matmul(rng):
+    rank = int(rng.integers(2, 5))
+    batch = tuple(int(v) for v in rng.integers(1, 4, size=rank - 2))
+    bb = tuple(1 if rng.random() < 0.3 else d for d in batch)
+    if rng.random() < 0.5:
+        batch, bb = bb, batch
+    m, k, n = (int(v) for v in rng.integers(1, 40, size=3))
+    adj_x, adj_y = bool(rng.random() < 0.3), bool(rng.random() < 0.3)
+    sa = (*batch, *((k, m) if adj_x else (m, k)))
+    sb = (*bb, *((n, k) if adj_y else (k, n)))
+    a, b = q("a", sa, _s(rng), _z(rng)), q("b", sb, _s(rng), _z(rng))
+    y = q("y", (*np.broadcast_shapes(batch, bb), m, n), _s(rng, -1, 2), _z(rng))
+    return single("BATCH_MATMUL", [a, b], [y], dict(adj_x=adj_x, adj_y=adj_y)), {"a": _x(rng, sa), "b": _x(rng, sb)}
+
+
 MAKERS = {
+    "TRANSPOSE_CONV": _transpose_conv,
+    "RESIZE_BILINEAR": _resize_bilinear,
+    "SHAPE": _shape_op,
+    "PACK": _pack,
+    "GATHER": _gather,
+    "BATCH_MATMUL": _batch_matmul,
+    "RSQRT": _unary("RSQRT"),
+    "MEAN_ANY_AXES": _mean_any,
     "CONV_2D": lambda rng: _conv(rng, False),
     "DEPTHWISE_CONV_2D": lambda rng: _conv(rng, True),
     "FULLY_CONNECTED": _fully_connected,
