@@ -629,6 +629,11 @@ def _average_pool(w: _Writer, n: Node) -> None:
     bottom = max((pad.out_h - 1) * sh + fh - xt.shape[1] - pad.top, 0)
     right = max((pad.out_w - 1) * sw + fw - xt.shape[2] - pad.left, 0)
     attrs = dict(kernel_shape=[fh, fw], strides=[sh, sw], pads=[pad.top, pad.left, bottom, right], count_include_pad=0)
+    if (fh, fw) == tuple(xt.shape[1:3]) and not any(attrs["pads"]):  # onnxruntime's global-pool fallback
+        try:
+            global_average_pool_scale(xt.qparams, w.t(y).qparams, fh * fw)
+        except ValueError as e:
+            raise OnnxOpError(f"node {n.name!r} (AVERAGE_POOL_2D, a window covering the image): {e}") from None
     clamp = w.clamp_of(n, y)
     if w.qdq:
         xin = w.to_nchw(x, n)

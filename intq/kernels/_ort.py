@@ -462,11 +462,31 @@ class OrtAveragePool:
     act_max: int
 
 
-def prepare_average_pool(ctx) -> OrtAveragePool:
+def is_global_window(g) -> bool:
+    """Whether onnxruntime's QLinearAveragePool falls back to its global average pool
+    (``qlinear_pool.cc``: the kernel equals the image and every pad is 0), whose arithmetic is
+    QLinearGlobalAveragePool's integer sum and float32 requantization, not the float32 window sum."""
+    return (g.filter_h, g.filter_w) == (g.in_h, g.in_w) and not (g.pad_h or g.pad_w or g.pad_bottom or g.pad_right)
+
+
+def prepare_average_pool(ctx) -> OrtAveragePool | OrtGlobalAveragePool:
+    """AVERAGE_POOL_2D on an ``ort`` target: :class:`OrtAveragePool`, or, for a window covering the
+    whole unpadded image (:func:`is_global_window`; measured on MediaPipe's selfie segmenter, 16x16),
+    :class:`OrtGlobalAveragePool` over H and W clamped to the fused activation's range."""
     from intq.kernels._pool_common import prepare_pool, window_counts
 
     qx, qy = ctx.per_tensor(ctx.input(0), "input"), ctx.per_tensor(ctx.outputs[0], "output")
     pool = prepare_pool(ctx, qx, qy)
+    g = pool.geometry
+    if is_global_window(g):
+        n = g.in_h * g.in_w
+        try:
+            s = global_average_pool_scale(qx, qy, n)
+        except ValueError as e:
+            raise ctx.error(str(e)) from None
+        r = make_requantizer(s, Requant.FLOAT32_RNE, qy.tensor_zero_point, pool.act_min, pool.act_max, np.int8)
+        return OrtGlobalAveragePool((1, 2), np.array([-n * qx.tensor_zero_point], np.int64), r,
+                                    tuple(int(d) for d in ctx.static_shape(ctx.outputs[0], "output")))
     counts = window_counts(ctx, pool.geometry, 128)
     dq = (np.float32(qx.tensor_scale) * (INT8_CODES.astype(np.int32) - qx.tensor_zero_point).astype(np.float32))
     offset = ctx.target.activation_offset

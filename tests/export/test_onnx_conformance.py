@@ -114,8 +114,14 @@ def _unary(op, out=None, attrs=None):
 
 
 def _quantize(rng):
+    """To int8, or (20%) to a uint8 tensor, which stays uint8 whatever the model's activations; float
+    inputs hold exact halves. (NaN, which intq's interpreter refuses as an input, reaches
+    QuantizeLinear inside RSQRT: codes below the zero point.)"""
     shape = _shape(rng)
-    y = q("y", shape, _s(rng), _z(rng))
+    if rng.random() < 0.2:
+        y = q("y", shape, _s(rng), int(rng.integers(0, 256)), dtype=np.uint8)
+    else:
+        y = q("y", shape, _s(rng), _z(rng))
     if rng.random() < 0.5:
         x = q("x", shape, _s(rng), _z(rng))
         return single("QUANTIZE", [x], [y]), {"x": _x(rng, shape)}
@@ -158,6 +164,17 @@ def _max_pool(rng):
 
 
 def _average_pool(rng):
+    """Random windows; 20% cover the whole unpadded image, which onnxruntime computes as its global
+    average pool (integer sum, float32 requantization)."""
+    if rng.random() < 0.2:
+        n, h, w, c = _shape(rng, 4)
+        s, z = _s(rng), _z(rng)
+        attrs = dict(padding=str(rng.choice(["VALID", "SAME"])), stride_h=int(rng.integers(1, 3)),
+                     stride_w=int(rng.integers(1, 3)), filter_height=h, filter_width=w,
+                     fused_activation_function=str(rng.choice(ACTS)))
+        pad = compute_padding(attrs["padding"], (h, w), (h, w), (attrs["stride_h"], attrs["stride_w"]), (1, 1))
+        x, y = q("x", (n, h, w, c), s, z), q("y", (n, pad.out_h, pad.out_w, c), s, z)
+        return single("AVERAGE_POOL_2D", [x], [y], attrs), {"x": _x(rng, x.shape)}
     g, feeds = _max_pool(rng)
     node = g.nodes[0]
     attrs = {**node.attrs, "fused_activation_function": str(rng.choice(ACTS))}
