@@ -426,3 +426,15 @@ def test_every_code_pair(op):
     g = single(op, [q("a", (256, 256), sa, za), q("b", (256, 256), sb, zb)], [q("y", (256, 256), sy, zy)],
                dict(fused_activation_function="NONE"))
     compare(g, {"a": np.repeat(codes[:, None], 256, 1), "b": np.repeat(codes[None, :], 256, 0)})
+
+
+def test_softmax_quotient_is_a_double():
+    """A row of ppocr_rec_v4's attention softmax near a rounding half: onnxruntime writes 17 (+ Z_y)
+    at the -48 codes, which its table (shift from ``logf``) and double quotient give; the float32
+    quotient with a double ``log`` gave 16 (measured). tools/probe_ort_softmax.py: 0 of 39,008,198
+    random elements differ."""
+    row = np.array([[-57, -52, -56, -60, -58, -50, -50, -49, -46, -48, -54, -51, -53, -50, -51, -48, -51, -47, -43, -48]],
+                   np.int8)
+    g = single("SOFTMAX", [q("x", row.shape, 0.11797058582305908, -33)], [q("y", row.shape, 1.0 / 256, -128)],
+               dict(beta=1.0))
+    compare(g, {"x": row})
