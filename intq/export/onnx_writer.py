@@ -558,12 +558,20 @@ def _softmax(w: _Writer, n: Node) -> None:
 def _mean(w: _Writer, n: Node) -> None:
     """QLinearGlobalAveragePool (channels last) in both formats: over H and W of an NHWC tensor
     directly; over other axes after a Transpose putting the reduced axes first and a Reshape to
-    ``[1, N, 1, kept]`` (the same sums; intq.kernels._ort.OrtGlobalAveragePool)."""
+    ``[1, N, 1, kept]`` (the same sums; intq.kernels._ort.OrtGlobalAveragePool). Over axes of size 1
+    only: DequantizeLinear -> QuantizeLinear -> Reshape (intq.kernels._ort.OrtMeanOfOne)."""
     x, y = n.inputs[0], n.outputs[0]
     xt, yt = w.t(x), w.t(y)
     rank = len(xt.shape)
     axes = sorted({int(v) % rank for v in np.atleast_1d(w.t(n.inputs[1]).data)})
     count = int(np.prod([xt.shape[a] for a in axes], dtype=np.int64))
+    if count == 1:  # a requantization: DequantizeLinear -> QuantizeLinear, then the output's shape
+        codes = w.temp(f"{y}/requantized", w.dtype(yt), tuple(xt.shape))
+        w.q(w.dq(w.name(x), x, n), codes, y, n)
+        w.use("Reshape", n)
+        w.b.node("Reshape", [codes, w.b.constant(f"{n.name}/shape", np.array(yt.shape, np.int64))], [w.out(y)],
+                 f"{n.name}/reshape")
+        return
     try:
         global_average_pool_scale(xt.qparams, yt.qparams, count)
     except ValueError as e:

@@ -293,13 +293,26 @@ def global_average_pool_scale(qx: QuantParams, qy: QuantParams, n: int) -> np.fl
     return s
 
 
-def prepare_global_average_pool(ctx) -> OrtGlobalAveragePool:
-    """MEAN on an ``ort`` target: the average over any axes, as QLinearGlobalAveragePool computes it."""
+@dataclass(frozen=True, eq=False)
+class OrtMeanOfOne:
+    """MEAN whose reduced axes all have size 1: a requantization, which intq writes as
+    DequantizeLinear -> QuantizeLinear then a Reshape (onnxruntime's QLinearGlobalAveragePool would
+    refuse output scales below ``s_x / 256``): the per-code table of QUANTIZE, then the new shape."""
+
+    table: OrtLut
+    out_shape: tuple[int, ...]
+
+
+def prepare_global_average_pool(ctx) -> OrtGlobalAveragePool | OrtMeanOfOne:
+    """MEAN on an ``ort`` target: the average over any axes, as QLinearGlobalAveragePool computes it
+    (over axes of size 1 only: :class:`OrtMeanOfOne`)."""
     x, y = ctx.input(0), ctx.outputs[0]
     qx, qy = ctx.per_tensor(x, "input"), ctx.per_tensor(y, "output")
     shape = ctx.static_shape(x, "input")
     axes = tuple(sorted({int(a) % len(shape) for a in np.atleast_1d(ctx.constant(1, "axes"))}))
     n = int(np.prod([shape[a] for a in axes], dtype=np.int64))
+    if n == 1:
+        return OrtMeanOfOne(unary_table(qx, qy, lambda v: v), tuple(int(d) for d in ctx.static_shape(y, "output")))
     try:
         s = global_average_pool_scale(qx, qy, n)
     except ValueError as e:
@@ -309,7 +322,9 @@ def prepare_global_average_pool(ctx) -> OrtGlobalAveragePool:
                                 tuple(int(d) for d in ctx.static_shape(y, "output")))
 
 
-def run_global_average_pool(p: OrtGlobalAveragePool, x: np.ndarray) -> np.ndarray:
+def run_global_average_pool(p: OrtGlobalAveragePool | OrtMeanOfOne, x: np.ndarray) -> np.ndarray:
+    if isinstance(p, OrtMeanOfOne):
+        return lookup(p.table, x).reshape(p.out_shape)
     acc = x.astype(np.int64).sum(axis=p.axes).reshape(-1, 1)  # |sum| <= 255 N < 2^32 (N < 2^24)
     return requantize(p.requant, acc, p.offset).reshape(p.out_shape)
 

@@ -271,13 +271,17 @@ def _strided_slice(rng):
 
 
 def _mean_any(rng):
-    """MEAN over any set of axes (Transpose + Reshape around QLinearGlobalAveragePool)."""
+    """MEAN over any set of axes (Transpose + Reshape around QLinearGlobalAveragePool); 20% over axes
+    of size 1 only (a requantization, any output scale: silero-vad's MEAN has s_x / s_y = 510)."""
     shape = _shape(rng)
     rank = len(shape)
     axes = sorted(set(int(a) for a in rng.choice(rank, size=int(rng.integers(1, rank + 1)), replace=True)))
     keep = bool(rng.random() < 0.5)
     s_x = _s(rng)
     s_y = float(np.float32(s_x * 10 ** rng.uniform(-2, 1)))  # s_x / (s_y N) < 256: onnxruntime's range
+    if rng.random() < 0.2:
+        shape = tuple(1 if a in axes else d for a, d in enumerate(shape))
+        s_y = float(np.float32(s_x * 10 ** rng.uniform(-3.5, 1)))
     x = q("x", shape, s_x, _z(rng))
     out = tuple(1 if a in axes else d for a, d in enumerate(shape)) if keep else \
         tuple(d for a, d in enumerate(shape) if a not in axes)
