@@ -67,8 +67,9 @@ TO_NCHW, TO_NHWC = (0, 3, 1, 2), (0, 2, 3, 1)
 class _Writer:
     """One export: the builder, the chosen encoding, and where each intq tensor lives in ONNX."""
 
-    def __init__(self, graph: Graph, fmt: str, activations: str):
+    def __init__(self, graph: Graph, fmt: str, activations: str, opset: int = DEFAULT_OPSET):
         self.g = graph
+        self.opset = opset
         self.qdq = fmt == "qdq"
         self.offset = ACTIVATIONS[activations]
         self.b = OnnxModelBuilder(graph.name or "intq")
@@ -921,6 +922,102 @@ def _rsqrt(w: _Writer, n: Node) -> None:
     w.q(yf, w.out(y), y, n)
 
 
+@EMITTERS.register("SLICE")
+def _slice(w: _Writer, n: Node) -> None:
+    """Slice of the codes with constant ``begin`` and ``size`` (-1: to the end)."""
+    x, y = n.inputs[0], n.outputs[0]
+    shape = w.t(x).shape
+    begin_t, size_t = w.t(n.inputs[1]), w.t(n.inputs[2])
+    if begin_t.data is None or size_t.data is None:
+        raise OnnxOpError(f"node {n.name!r} (SLICE): begin and size must be constants to be written to ONNX")
+    begin = [int(v) for v in begin_t.data]
+    size = [int(v) for v in size_t.data]
+    ends = [d if k == -1 else b + k for b, k, d in zip(begin, size, shape)]
+    w.use("Slice", n)
+    w.b.node("Slice", [w.name(x), w.b.constant(f"{n.name}/starts", np.array(begin, np.int64)),
+                       w.b.constant(f"{n.name}/ends", np.array(ends, np.int64)),
+                       w.b.constant(f"{n.name}/axes", np.arange(len(shape), dtype=np.int64))], [w.out(y)], n.name)
+
+
+@EMITTERS.register("BROADCAST_TO")
+def _broadcast_to(w: _Writer, n: Node) -> None:
+    """Expand of the codes to the output's (static) shape."""
+    x, y = n.inputs[0], n.outputs[0]
+    w.use("Expand", n)
+    w.b.node("Expand", [w.name(x), w.b.constant(f"{n.name}/shape", np.array(w.t(y).shape, np.int64))], [w.out(y)],
+             n.name)
+
+
+@EMITTERS.register("MAXIMUM", "MINIMUM")
+def _maximum(w: _Writer, n: Node) -> None:
+    """Max / Min of the codes (the kernels compare stored integers; uint8 codes keep the order)."""
+    op = "Max" if n.op_type == "MAXIMUM" else "Min"
+    w.use(op, n)
+    w.b.node(op, [w.name(i) for i in n.inputs], [w.out(n.outputs[0])], n.name)
+
+
+@EMITTERS.register("REDUCE_MAX", "REDUCE_MIN")
+def _reduce_extremum(w: _Writer, n: Node) -> None:
+    """ReduceMax / ReduceMin of the codes over the constant axes (axes as an input from opset 18);
+    no axes copies the input (ONNX would reduce them all)."""
+    x, y = n.inputs[0], n.outputs[0]
+    rank = len(w.t(x).shape)
+    axes = sorted({int(v) % rank for v in np.atleast_1d(w.t(n.inputs[1]).data)})
+    if not axes:
+        w.use("Reshape", n)
+        w.b.node("Reshape", [w.name(x), w.b.constant(f"{n.name}/shape", np.array(w.t(y).shape, np.int64))],
+                 [w.out(y)], n.name)
+        return
+    op = "ReduceMax" if n.op_type == "REDUCE_MAX" else "ReduceMin"
+    keep = int(bool(n.attrs.get("keep_dims", False)))
+    w.use(op, n)
+    if w.opset >= 18:
+        w.b.node(op, [w.name(x), w.b.constant(f"{n.name}/axes", np.array(axes, np.int64))], [w.out(y)], n.name,
+                 keepdims=keep)
+    else:
+        w.b.node(op, [w.name(x)], [w.out(y)], n.name, axes=axes, keepdims=keep)
+
+
+@EMITTERS.register("ARG_MAX", "ARG_MIN")
+def _arg_extremum(w: _Writer, n: Node) -> None:
+    """ArgMax / ArgMin of the codes (first index on ties, ``select_last_index`` 0), int64, then a
+    Cast to int32 where the output is."""
+    x, y = n.inputs[0], n.outputs[0]
+    yt = w.t(y)
+    axis = int(np.atleast_1d(w.t(n.inputs[1]).data)[0]) % len(w.t(x).shape)
+    op = "ArgMax" if n.op_type == "ARG_MAX" else "ArgMin"
+    w.use(op, n)
+    if yt.dtype == np.int64:
+        w.b.node(op, [w.name(x)], [w.out(y)], n.name, axis=axis, keepdims=0)
+        return
+    idx = w.temp(f"{y}/int64", np.int64, yt.shape)
+    w.b.node(op, [w.name(x)], [idx], n.name, axis=axis, keepdims=0)
+    w.use("Cast", n)
+    w.b.node("Cast", [idx], [w.out(y)], f"{n.name}/cast", to=element_type(yt.dtype))
+
+
+@EMITTERS.register("DEPTH_TO_SPACE", "SPACE_TO_DEPTH")
+def _depth_space(w: _Writer, n: Node) -> None:
+    """Reshape -> Transpose (6-D) -> Reshape of the NHWC codes, the kernels' own index maps."""
+    x, y = n.inputs[0], n.outputs[0]
+    xt = w.t(x)
+    nb, h, wd, c = xt.shape
+    bs = int(n.attrs["block_size"])
+    if n.op_type == "DEPTH_TO_SPACE":  # [n, h, w, dy, dx, c'] -> [n, h, dy, w, dx, c']
+        six = (nb, h, wd, bs, bs, c // (bs * bs))
+    else:  # [n, h', dy, w', dx, c] -> [n, h', w', dy, dx, c]
+        six = (nb, h // bs, bs, wd // bs, bs, c)
+    dt = w.dtype(xt)
+    a = w.temp(f"{y}/blocks", dt, six)
+    w.use("Reshape", n)
+    w.b.node("Reshape", [w.name(x), w.b.constant(f"{n.name}/blocks", np.array(six, np.int64))], [a], f"{n.name}/split")
+    perm = [0, 1, 3, 2, 4, 5]
+    moved = w.temp(f"{y}/moved", dt, tuple(six[p] for p in perm))
+    w.use("Transpose", n)
+    w.b.node("Transpose", [a], [moved], f"{n.name}/move", perm=perm)
+    w.b.node("Reshape", [moved, w.b.constant(f"{n.name}/shape", np.array(w.t(y).shape, np.int64))], [w.out(y)], n.name)
+
+
 # ------------------------------------------------------------------------------- entry points
 
 def _check(graph: Graph, fmt: str, activations: str, opset: int) -> None:
@@ -956,7 +1053,7 @@ def to_onnx_model(graph: Graph, format: str = "qdq", activations: str = "int8", 
     :func:`intq.load`) in ``format`` (``"qdq"`` or ``"qoperator"``) with ``activations``
     (``"int8"`` or ``"uint8"``) at ``opset``. Raises before building for a node with no ONNX form."""
     _check(graph, format, activations, opset)
-    w = _Writer(graph, format, activations)
+    w = _Writer(graph, format, activations, opset)
     for name in graph.inputs:
         t = graph.tensors[name]
         w.b.reserve(name)

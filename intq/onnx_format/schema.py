@@ -72,6 +72,13 @@ OP_SINCE: dict[str, int] = {
     "QLinearMatMul": 10,
     "Sqrt": 13,
     "Reciprocal": 13,
+    "Expand": 13,
+    "Max": 13,  # int8 / uint8 since 12
+    "Min": 13,
+    "ReduceMax": 13,  # int8 / uint8 since 12 (13: bfloat16); axes an input from 18 (the writer follows the opset)
+    "ReduceMin": 13,
+    "ArgMax": 13,  # select_last_index since 12
+    "ArgMin": 13,
     "PRelu": 16,  # int8 data not used: float island; 16 adds bfloat16 only, 9 has broadcasting  # axis -1 over the last dimension only
 }
 

@@ -372,7 +372,93 @@ def _batch_matmul(rng):
     return single("BATCH_MATMUL", [a, b], [y], dict(adj_x=adj_x, adj_y=adj_y)), {"a": _x(rng, sa), "b": _x(rng, sb)}
 
 
+def _slice(rng):
+    shape = _shape(rng)
+    begin = [int(rng.integers(0, d)) for d in shape]
+    size = [-1 if rng.random() < 0.25 else int(rng.integers(1, d - b + 1)) for b, d in zip(begin, shape)]
+    out = tuple(d - b if k == -1 else k for b, k, d in zip(begin, size, shape))
+    s, z = _s(rng), _z(rng)
+    dt = np.int32 if rng.random() < 0.7 else np.int64
+    g = single("SLICE", [q("x", shape, s, z), const("begin", np.array(begin, dt)), const("size", np.array(size, dt))],
+               [q("y", out, s, z)])
+    return g, {"x": _x(rng, shape)}
+
+
+def _broadcast_to(rng):
+    out = _shape(rng)
+    shape = tuple(d if rng.random() < 0.5 else 1 for d in out[len(out) - int(rng.integers(1, len(out) + 1)):])
+    s, z = _s(rng), _z(rng)
+    g = single("BROADCAST_TO", [q("x", shape, s, z), const("shape", np.array(out, np.int32))], [q("y", out, s, z)])
+    return g, {"x": _x(rng, shape)}
+
+
+def _extremum(op):
+    def make(rng):
+        sa, sb = _broadcast_pair(rng)
+        s, z = _s(rng), _z(rng)
+        g = single(op, [q("a", sa, s, z), q("b", sb, s, z)], [q("y", np.broadcast_shapes(sa, sb), s, z)])
+        return g, {"a": _x(rng, sa), "b": _x(rng, sb)}
+    return make
+
+
+def _reduce_extremum(op):
+    def make(rng):
+        shape = _shape(rng)
+        rank = len(shape)
+        axes = sorted(set(int(a) for a in rng.choice(rank, size=int(rng.integers(0, rank + 1)), replace=True)))
+        keep = bool(rng.random() < 0.5)
+        out = tuple(1 if a in axes else d for a, d in enumerate(shape)) if keep else \
+            tuple(d for a, d in enumerate(shape) if a not in axes)
+        s, z = _s(rng), _z(rng)
+        stored = [a - rank if rng.random() < 0.3 else a for a in axes]
+        g = single(op, [q("x", shape, s, z), const("axes", np.array(stored, np.int32))], [q("y", out, s, z)],
+                   dict(keep_dims=keep))
+        x = _x(rng, shape)
+        if rng.random() < 0.5:  # ties: few distinct codes
+            x = rng.integers(-2, 2, size=shape).astype(np.int8)
+        return g, {"x": x}
+    return make
+
+
+def _arg_extremum(op):
+    def make(rng):
+        from intq.ir import Tensor
+        shape = _shape(rng)
+        axis = int(rng.integers(0, len(shape)))
+        out_dt = np.dtype(np.int64 if rng.random() < 0.3 else np.int32)
+        x = _x(rng, shape) if rng.random() < 0.5 else rng.integers(-2, 2, size=shape).astype(np.int8)  # ties
+        g = single(op, [q("x", shape, _s(rng), _z(rng)), const("axis", np.array([axis - len(shape) if rng.random() < 0.3
+                                                                                else axis], np.int32))],
+                   [Tensor("y", out_dt, tuple(d for a, d in enumerate(shape) if a != axis))],
+                   {"output_type": "INT64" if out_dt == np.int64 else "INT32"})
+        return g, {"x": x}
+    return make
+
+
+def _depth_space(op):
+    def make(rng):
+        bs = int(rng.integers(1, 4))
+        n, h, w, c = (int(v) for v in rng.integers(1, 4, size=4))
+        s, z = _s(rng), _z(rng)
+        if op == "DEPTH_TO_SPACE":
+            shape, out = (n, h, w, c * bs * bs), (n, h * bs, w * bs, c)
+        else:
+            shape, out = (n, h * bs, w * bs, c), (n, h, w, c * bs * bs)
+        return single(op, [q("x", shape, s, z)], [q("y", out, s, z)], dict(block_size=bs)), {"x": _x(rng, shape)}
+    return make
+
+
 MAKERS = {
+    "SLICE": _slice,
+    "BROADCAST_TO": _broadcast_to,
+    "MAXIMUM": _extremum("MAXIMUM"),
+    "MINIMUM": _extremum("MINIMUM"),
+    "REDUCE_MAX": _reduce_extremum("REDUCE_MAX"),
+    "REDUCE_MIN": _reduce_extremum("REDUCE_MIN"),
+    "ARG_MAX": _arg_extremum("ARG_MAX"),
+    "ARG_MIN": _arg_extremum("ARG_MIN"),
+    "DEPTH_TO_SPACE": _depth_space("DEPTH_TO_SPACE"),
+    "SPACE_TO_DEPTH": _depth_space("SPACE_TO_DEPTH"),
     "TRANSPOSE_CONV": _transpose_conv,
     "RESIZE_BILINEAR": _resize_bilinear,
     "SHAPE": _shape_op,
@@ -442,3 +528,20 @@ def test_softmax_quotient_is_a_double():
     g = single("SOFTMAX", [q("x", row.shape, 0.11797058582305908, -33)], [q("y", row.shape, 1.0 / 256, -128)],
                dict(beta=1.0))
     compare(g, {"x": row})
+
+
+@pytest.mark.parametrize("opset", [13, 17, 18])
+def test_reduce_extremum_axes_follow_the_opset(opset):
+    """ReduceMax / ReduceMin take ``axes`` as an attribute before opset 18 and as an input from it:
+    the same 50 models exported at each opset equal intq."""
+    import intq
+    from tests.export.onnx_harness import session
+
+    rng = np.random.default_rng(opset)
+    cases = [_reduce_extremum(op)(rng) for op in ("REDUCE_MAX", "REDUCE_MIN") for _ in range(25)]
+    graph = merge([g for g, _ in cases], "reduce")
+    feeds = {f"c{i}/{name}": v for i, (_, f) in enumerate(cases) for name, v in f.items()}
+    want = intq.Interpreter(graph, target="ort").run(dict(feeds))
+    sess = session(intq.export_onnx(graph, format="qoperator", opset=opset), "disable_all")
+    got = dict(zip([o.name for o in sess.get_outputs()], sess.run(None, {i.name: feeds[i.name] for i in sess.get_inputs()})))
+    assert all(np.array_equal(got[k], want[k]) for k in graph.outputs)
