@@ -1018,6 +1018,28 @@ def _depth_space(w: _Writer, n: Node) -> None:
     w.b.node("Reshape", [moved, w.b.constant(f"{n.name}/shape", np.array(w.t(y).shape, np.int64))], [w.out(y)], n.name)
 
 
+_COMPARISONS = {"EQUAL": "Equal", "NOT_EQUAL": "Equal", "GREATER": "Greater", "GREATER_EQUAL": "GreaterOrEqual",
+                "LESS": "Less", "LESS_EQUAL": "LessOrEqual"}
+
+
+@EMITTERS.register(*_COMPARISONS)
+def _comparison(w: _Writer, n: Node) -> None:
+    """DequantizeLinear of each input, then the float comparison (a Not after Equal for NOT_EQUAL):
+    onnxruntime compares the dequantized float32 values exactly (intq.kernels._ort.OrtComparison)."""
+    a, b, y = n.inputs[0], n.inputs[1], n.outputs[0]
+    op = _COMPARISONS[n.op_type]
+    w.use("DequantizeLinear", n)
+    fa, fb = w.dq(w.name(a), a, n), w.dq(w.name(b), b, n)
+    w.use(op, n)
+    if n.op_type != "NOT_EQUAL":
+        w.b.node(op, [fa, fb], [w.out(y)], n.name)
+        return
+    eq = w.temp(f"{y}/equal", np.bool_, w.t(y).shape)
+    w.b.node(op, [fa, fb], [eq], f"{n.name}/equal")
+    w.use("Not", n)
+    w.b.node("Not", [eq], [w.out(y)], n.name)
+
+
 # ------------------------------------------------------------------------------- entry points
 
 def _check(graph: Graph, fmt: str, activations: str, opset: int) -> None:

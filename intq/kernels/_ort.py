@@ -264,6 +264,25 @@ def prepare_binary(ctx, table: Callable[..., OrtBinaryLut]) -> OrtBinaryLut:
 
 
 @dataclass(frozen=True, eq=False)
+class OrtComparison:
+    """EQUAL ... NOT_EQUAL as intq writes them (DequantizeLinear of each input, then the float
+    comparison): onnxruntime compares ``float32(q - Z) * s`` exactly. Each code's dequantized value
+    is replaced at prepare by its rank among both inputs' 512 values (equal floats, equal ranks), so
+    ``run`` compares integers in the same order as the floats."""
+
+    table_a: np.ndarray  # int32 [256] by the code's bits: the rank of DequantizeLinear(a)
+    table_b: np.ndarray
+
+
+def prepare_comparison(ctx) -> OrtComparison:
+    qa, qb = ctx.per_tensor(ctx.input(0), "input 0"), ctx.per_tensor(ctx.input(1), "input 1")
+    va, vb = dequantize(INT8_CODES, qa), dequantize(INT8_CODES, qb)  # float32, onnxruntime's DequantizeLinear
+    values = np.unique(np.concatenate([va, vb]))  # sorted; -0.0 and 0.0 are one value, as they compare equal
+    rank = lambda v: np.searchsorted(values, v).astype(np.int32)  # noqa: E731
+    return OrtComparison(rank(va), rank(vb))
+
+
+@dataclass(frozen=True, eq=False)
 class OrtGlobalAveragePool:
     """QLinearGlobalAveragePool (channels last) for MEAN: ``requant(sum - N Z_x)`` over the reduced
     axes with the float32 contract and ``s = float32(s_x / float32(s_y N))``. intq writes MEAN over

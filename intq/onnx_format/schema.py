@@ -79,6 +79,12 @@ OP_SINCE: dict[str, int] = {
     "ReduceMin": 13,
     "ArgMax": 13,  # select_last_index since 12
     "ArgMin": 13,
+    "Equal": 13,
+    "Greater": 13,
+    "GreaterOrEqual": 16,  # 12 introduced it; 16 adds bfloat16 (ONNX's current version below 21)
+    "Less": 13,
+    "LessOrEqual": 16,
+    "Not": 1,
     "PRelu": 16,  # int8 data not used: float island; 16 adds bfloat16 only, 9 has broadcasting  # axis -1 over the last dimension only
 }
 

@@ -448,7 +448,20 @@ def _depth_space(op):
     return make
 
 
+def _comparison(op):
+    def make(rng):
+        from intq.ir import Tensor
+        sa, sb = _broadcast_pair(rng)
+        qa = (_s(rng, -3, 1), _z(rng))
+        qb = qa if rng.random() < 0.3 else ((float(np.float32(qa[0] * rng.choice([1, 2, 0.5, 3]))), _z(rng))
+                                           if rng.random() < 0.5 else (_s(rng, -3, 1), _z(rng)))
+        g = single(op, [q("a", sa, *qa), q("b", sb, *qb)], [Tensor("y", np.dtype(np.bool_), np.broadcast_shapes(sa, sb))])
+        return g, {"a": _x(rng, sa), "b": _x(rng, sb)}
+    return make
+
+
 MAKERS = {
+    **{op: _comparison(op) for op in ("EQUAL", "NOT_EQUAL", "GREATER", "GREATER_EQUAL", "LESS", "LESS_EQUAL")},
     "SLICE": _slice,
     "BROADCAST_TO": _broadcast_to,
     "MAXIMUM": _extremum("MAXIMUM"),
