@@ -1018,6 +1018,71 @@ def _depth_space(w: _Writer, n: Node) -> None:
     w.b.node("Reshape", [moved, w.b.constant(f"{n.name}/shape", np.array(w.t(y).shape, np.int64))], [w.out(y)], n.name)
 
 
+@EMITTERS.register("SELECT_V2")
+def _select_v2(w: _Writer, n: Node) -> None:
+    """Where on the codes (the kernel copies the chosen input's integers), broadcasting as numpy."""
+    w.use("Where", n)
+    w.b.node("Where", [w.name(i) for i in n.inputs], [w.out(n.outputs[0])], n.name)
+
+
+def _reshape_to(w: _Writer, n: Node, src: str, dt, shape, out: str | None, tag: str) -> str:
+    """A Reshape of ``src`` to ``shape`` (into intq tensor ``out`` when given, else a temporary)."""
+    dst = w.out(out) if out else w.temp(f"{n.outputs[0]}/{tag}", dt, tuple(shape))
+    w.use("Reshape", n)
+    w.b.node("Reshape", [src, w.b.constant(f"{n.name}/{tag}_shape", np.array(shape, np.int64))], [dst], f"{n.name}/{tag}")
+    return dst
+
+
+@EMITTERS.register("SPACE_TO_BATCH_ND", "BATCH_TO_SPACE_ND")
+def _space_batch(w: _Writer, n: Node) -> None:
+    """The kernels' index maps on the codes, as 4-D NHWC (a 3-D NHC tensor read as NH1C):
+    SPACE_TO_BATCH_ND: Pad by the output's zero point, Reshape ``[N, H/bh, bh, W/bw, bw, C]``,
+    Transpose ``[bh, bw, N, H/bh, W/bw, C]``, Reshape; BATCH_TO_SPACE_ND: Reshape ``[bh, bw, N, H, W,
+    C]``, Transpose ``[N, H, bh, W, bw, C]``, Reshape, Slice of the crops."""
+    x, y = n.inputs[0], n.outputs[0]
+    xt, yt = w.t(x), w.t(y)
+    dt = w.dtype(xt)
+    block = [int(v) for v in w.t(n.inputs[1]).data]
+    pairs = np.asarray(w.t(n.inputs[2]).data, np.int64).reshape(-1, 2)
+    if len(xt.shape) == 3:
+        nb, h, c = xt.shape
+        wd, block, pairs = 1, block + [1], np.concatenate([pairs, [[0, 0]]])
+    else:
+        nb, h, wd, c = xt.shape
+    bh, bw = block
+    (top, bottom), (left, right) = (int(v) for v in pairs[0]), (int(v) for v in pairs[1])
+    cur = w.name(x)
+    if len(xt.shape) == 3:
+        cur = _reshape_to(w, n, cur, dt, (nb, h, wd, c), None, "nhwc")
+    w.use("Transpose", n)
+    if n.op_type == "SPACE_TO_BATCH_ND":
+        if top or bottom or left or right:
+            zp = np.array(yt.qparams.tensor_zero_point + w.offset if xt.qparams is not None else 0, dt)
+            padded = w.temp(f"{y}/padded", dt, (nb, h + top + bottom, wd + left + right, c))
+            w.use("Pad", n)
+            w.b.node("Pad", [cur, w.b.constant(f"{n.name}/pads", np.array([0, top, left, 0, 0, bottom, right, 0], np.int64)),
+                             w.b.constant(f"{n.name}/pad_value", zp)], [padded], f"{n.name}/pad", mode="constant")
+            cur = padded
+        rows, cols = (h + top + bottom) // bh, (wd + left + right) // bw
+        six = _reshape_to(w, n, cur, dt, (nb, rows, bh, cols, bw, c), None, "blocks")
+        moved = w.temp(f"{y}/moved", dt, (bh, bw, nb, rows, cols, c))
+        w.b.node("Transpose", [six], [moved], f"{n.name}/move", perm=[2, 4, 0, 1, 3, 5])
+        _reshape_to(w, n, moved, dt, yt.shape, y, "out")
+        return
+    nb2 = nb // (bh * bw)
+    six = _reshape_to(w, n, cur, dt, (bh, bw, nb2, h, wd, c), None, "blocks")
+    moved = w.temp(f"{y}/moved", dt, (nb2, h, bh, wd, bw, c))
+    w.b.node("Transpose", [six], [moved], f"{n.name}/move", perm=[2, 3, 0, 4, 1, 5])
+    full = _reshape_to(w, n, moved, dt, (nb2, h * bh, wd * bw, c), None, "space")
+    rows, cols = h * bh - top - bottom, wd * bw - left - right
+    cropped = w.temp(f"{y}/cropped", dt, (nb2, rows, cols, c))
+    w.use("Slice", n)
+    w.b.node("Slice", [full, w.b.constant(f"{n.name}/starts", np.array([top, left], np.int64)),
+                       w.b.constant(f"{n.name}/ends", np.array([top + rows, left + cols], np.int64)),
+                       w.b.constant(f"{n.name}/axes", np.array([1, 2], np.int64))], [cropped], f"{n.name}/crop")
+    _reshape_to(w, n, cropped, dt, yt.shape, y, "out")
+
+
 _COMPARISONS = {"EQUAL": "Equal", "NOT_EQUAL": "Equal", "GREATER": "Greater", "GREATER_EQUAL": "GreaterOrEqual",
                 "LESS": "Less", "LESS_EQUAL": "LessOrEqual"}
 

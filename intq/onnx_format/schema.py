@@ -85,6 +85,7 @@ OP_SINCE: dict[str, int] = {
     "Less": 13,
     "LessOrEqual": 16,
     "Not": 1,
+    "Where": 9,  # int8 / uint8 data; 16 adds bfloat16
     "PRelu": 16,  # int8 data not used: float island; 16 adds bfloat16 only, 9 has broadcasting  # axis -1 over the last dimension only
 }
 

@@ -460,7 +460,51 @@ def _comparison(op):
     return make
 
 
+def _select_v2(rng):
+    from intq.ir import Tensor
+    sa, sb = _broadcast_pair(rng)
+    sc = tuple(1 if rng.random() < 0.3 else d for d in np.broadcast_shapes(sa, sb))
+    out = np.broadcast_shapes(sa, sb, sc)
+    s, z = _s(rng), _z(rng)
+    g = single("SELECT_V2", [Tensor("c", np.dtype(np.bool_), sc), q("a", sa, s, z), q("b", sb, s, z)], [q("y", out, s, z)])
+    return g, {"c": rng.random(sc) < 0.5, "a": _x(rng, sa), "b": _x(rng, sb)}
+
+
+def _space_batch(op):
+    def make(rng):
+        rank = 4 if rng.random() < 0.8 else 3
+        spatial = rank - 2
+        block = [int(v) for v in rng.integers(1, 4, size=spatial)]
+        n, c = int(rng.integers(1, 3)), int(rng.integers(1, 4))
+        s, z = _s(rng), _z(rng)
+        if op == "SPACE_TO_BATCH_ND":
+            pads = rng.integers(0, 3, size=(spatial, 2))
+            sizes = [int(b * rng.integers(1, 4)) for b in block]  # padded sizes, multiples of the block
+            dims = [sz - int(p.sum()) for sz, p in zip(sizes, pads)]
+            if min(dims) < 1:
+                pads[:] = 0
+                dims = sizes
+            shape = (n, *dims, c)
+            out = (n * int(np.prod(block)), *[sz // b for sz, b in zip(sizes if pads.any() else dims, block)], c)
+            pairs = pads
+        else:
+            dims = [int(v) for v in rng.integers(1, 4, size=spatial)]
+            shape = (n * int(np.prod(block)), *dims, c)
+            pairs = np.array([[int(rng.integers(0, d * b // 2 + 1)), 0] for d, b in zip(dims, block)])
+            pairs[:, 1] = [int(rng.integers(0, d * b - p + 1)) if d * b - p > 1 else 0
+                           for (p, _), d, b in zip(pairs, dims, block)]
+            pairs[:, 1] = np.minimum(pairs[:, 1], [d * b - p - 1 for (p, _), d, b in zip(pairs, dims, block)])
+            out = (n, *[d * b - int(p.sum()) for d, b, p in zip(dims, block, pairs)], c)
+        g = single(op, [q("x", shape, s, z), const("block", np.array(block, np.int32)),
+                        const("pairs", np.asarray(pairs, np.int32))], [q("y", out, s, z)])
+        return g, {"x": _x(rng, shape)}
+    return make
+
+
 MAKERS = {
+    "SELECT_V2": _select_v2,
+    "SPACE_TO_BATCH_ND": _space_batch("SPACE_TO_BATCH_ND"),
+    "BATCH_TO_SPACE_ND": _space_batch("BATCH_TO_SPACE_ND"),
     **{op: _comparison(op) for op in ("EQUAL", "NOT_EQUAL", "GREATER", "GREATER_EQUAL", "LESS", "LESS_EQUAL")},
     "SLICE": _slice,
     "BROADCAST_TO": _broadcast_to,
