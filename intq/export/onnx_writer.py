@@ -51,12 +51,13 @@ import onnx
 
 from intq.ir import Graph, Node, Tensor
 from intq.kernels._conv_common import compute_padding
-from intq.kernels._ort import global_average_pool_scale
+from intq.kernels._ort import global_average_pool_scale, sum_as_mean_scale
 from intq.kernels.requantize import activation_range
 from intq.onnx_format import metadata
 from intq.onnx_format.builder import OnnxModelBuilder
 from intq.onnx_format.errors import OnnxExportError, OnnxOpError, OnnxRuntimeRefusedError
 from intq.onnx_format.schema import DEFAULT_OPSET, MAX_OPSET, MIN_OPSET, MS_DOMAIN, OP_SINCE, element_type
+from intq.qmath import QuantParams
 from intq.registry import Registry
 
 FORMATS = ("qdq", "qoperator")
@@ -555,12 +556,13 @@ def _softmax(w: _Writer, n: Node) -> None:
     w.b.node("QLinearSoftmax", [w.name(x), xs, xz, ys, yz], [w.out(y)], n.name, domain=MS_DOMAIN, axis=-1, opset=13)
 
 
-@EMITTERS.register("MEAN")
+@EMITTERS.register("MEAN", "SUM")
 def _mean(w: _Writer, n: Node) -> None:
     """QLinearGlobalAveragePool (channels last) in both formats: over H and W of an NHWC tensor
     directly; over other axes after a Transpose putting the reduced axes first and a Reshape to
-    ``[1, N, 1, kept]`` (the same sums; intq.kernels._ort.OrtGlobalAveragePool). Over axes of size 1
-    only: DequantizeLinear -> QuantizeLinear -> Reshape (intq.kernels._ort.OrtMeanOfOne)."""
+    ``[1, N, 1, kept]`` (the same sums; intq.kernels._ort.OrtGlobalAveragePool); SUM with the output
+    scale ``float32(s_y / N)`` (intq.kernels._ort.sum_as_mean_scale). Over axes of size 1 only:
+    DequantizeLinear -> QuantizeLinear -> Reshape (intq.kernels._ort.OrtMeanOfOne)."""
     x, y = n.inputs[0], n.outputs[0]
     xt, yt = w.t(x), w.t(y)
     rank = len(xt.shape)
@@ -573,10 +575,13 @@ def _mean(w: _Writer, n: Node) -> None:
         w.b.node("Reshape", [codes, w.b.constant(f"{n.name}/shape", np.array(yt.shape, np.int64))], [w.out(y)],
                  f"{n.name}/reshape")
         return
+    y_qp = yt.qparams
+    if n.op_type == "SUM":
+        y_qp = QuantParams(sum_as_mean_scale(y_qp.tensor_scale, count), y_qp.tensor_zero_point, y_qp.dtype)
     try:
-        global_average_pool_scale(xt.qparams, yt.qparams, count)
+        global_average_pool_scale(xt.qparams, y_qp, count)
     except ValueError as e:
-        raise OnnxOpError(f"node {n.name!r} (MEAN): {e}") from None
+        raise OnnxOpError(f"node {n.name!r} ({n.op_type}): {e}") from None
     dt = w.dtype(xt)
     src = w.name(x)
     if rank == 4 and axes == [1, 2]:
@@ -599,6 +604,8 @@ def _mean(w: _Writer, n: Node) -> None:
     out = w.out(y) if keep else w.temp(f"{y}/pooled", w.dtype(yt), pooled)
     xs, xz = w.scale_zp(x)
     ys, yz = w.scale_zp(y)
+    if n.op_type == "SUM":
+        ys = w.b.constant(f"{n.name}/sum_as_mean_scale", np.float32(y_qp.tensor_scale))
     w.b.node("QLinearGlobalAveragePool", [src, xs, xz, ys, yz], [out], n.name, domain=MS_DOMAIN, channels_last=1)
     if not keep:
         w.use("Reshape", n)

@@ -322,9 +322,16 @@ class OrtMeanOfOne:
     out_shape: tuple[int, ...]
 
 
-def prepare_global_average_pool(ctx) -> OrtGlobalAveragePool | OrtMeanOfOne:
-    """MEAN on an ``ort`` target: the average over any axes, as QLinearGlobalAveragePool computes it
-    (over axes of size 1 only: :class:`OrtMeanOfOne`)."""
+def sum_as_mean_scale(s_y: float, n: int) -> np.float32:
+    """The output scale intq gives QLinearGlobalAveragePool for a SUM of ``n`` elements:
+    ``float32(s_y / n)`` (a sum is ``n`` means), which onnxruntime then multiplies back by ``n``."""
+    return np.float32(np.float32(s_y) / np.float32(n))
+
+
+def prepare_global_average_pool(ctx, total: bool = False) -> OrtGlobalAveragePool | OrtMeanOfOne:
+    """MEAN (SUM when ``total``) on an ``ort`` target: the average over any axes, as
+    QLinearGlobalAveragePool computes it (SUM with the output scale :func:`sum_as_mean_scale`); over
+    axes of size 1 only: :class:`OrtMeanOfOne`."""
     x, y = ctx.input(0), ctx.outputs[0]
     qx, qy = ctx.per_tensor(x, "input"), ctx.per_tensor(y, "output")
     shape = ctx.static_shape(x, "input")
@@ -332,6 +339,8 @@ def prepare_global_average_pool(ctx) -> OrtGlobalAveragePool | OrtMeanOfOne:
     n = int(np.prod([shape[a] for a in axes], dtype=np.int64))
     if n == 1:
         return OrtMeanOfOne(unary_table(qx, qy, lambda v: v), tuple(int(d) for d in ctx.static_shape(y, "output")))
+    if total:
+        qy = QuantParams(sum_as_mean_scale(qy.tensor_scale, n), qy.tensor_zero_point, qy.dtype)
     try:
         s = global_average_pool_scale(qx, qy, n)
     except ValueError as e:

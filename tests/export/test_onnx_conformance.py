@@ -501,7 +501,19 @@ def _space_batch(op):
     return make
 
 
+def _sum(rng):
+    """SUM over random axes (QLinearGlobalAveragePool with the output scale s_y / N), 20% over axes of
+    size 1 only; the output scale keeps s_x / s_y in onnxruntime's range."""
+    g, feeds = _mean_any(rng)
+    node = g.nodes[0]
+    x, y = g.tensors["x"], g.tensors["y"]
+    n = int(np.prod(x.shape) // np.prod(y.shape))
+    y = q("y", y.shape, float(np.float32(y.qparams.tensor_scale * n)), y.qparams.tensor_zero_point)
+    return single("SUM", [x, g.tensors["axes"]], [y], dict(node.attrs)), feeds
+
+
 MAKERS = {
+    "SUM": _sum,
     "SELECT_V2": _select_v2,
     "SPACE_TO_BATCH_ND": _space_batch("SPACE_TO_BATCH_ND"),
     "BATCH_TO_SPACE_ND": _space_batch("BATCH_TO_SPACE_ND"),

@@ -14,7 +14,7 @@ from intq.kernels import _ort
 from intq.kernels.targets import ORT_EMULATED, TARGETS
 from intq.qmath import QuantParams
 
-from tests.export.onnx_harness import const, q, single
+from tests.export.onnx_harness import q, single
 
 
 def test_every_int8_kernel_is_emulated_or_refused_by_name():
@@ -31,9 +31,8 @@ def test_the_emulated_operators_are_the_ones_written_to_onnx():
 
 def test_refusals_name_the_node_and_the_reason():
     a, b, y = q("a", (1, 4), 0.1, 0), q("b", (1, 4), 0.1, 0), q("y", (1, 4), 0.1, 0)
-    with pytest.raises(KernelError, match=r"'sum' \(SUM\).*'ort'.*no ONNX form"):
-        intq.Interpreter(single("SUM", [a, const("axes", np.array([1], np.int32))], [q("s", (1,), 0.1, 0)]),
-                         target="ort")
+    with pytest.raises(KernelError, match=r"'log_softmax' \(LOG_SOFTMAX\).*'ort'.*no ONNX form"):
+        intq.Interpreter(single("LOG_SOFTMAX", [a], [q("ls", (1, 4), 16 / 256, 127)]), target="ort")
     x16, y16 = q("x", (1, 4), 0.1, 0, np.int16), q("y", (1, 4), 0.1, 0, np.int16)
     with pytest.raises(KernelError, match="int16"):
         intq.Interpreter(single("LEAKY_RELU", [x16], [y16], {"alpha": 0.1}), target="ort")
