@@ -1090,6 +1090,26 @@ def _space_batch(w: _Writer, n: Node) -> None:
     _reshape_to(w, n, cropped, dt, yt.shape, y, "out")
 
 
+@EMITTERS.register("LUT")
+def _lut(w: _Writer, n: Node) -> None:
+    """Gather from the 256-entry table by the input's codes cast to int32, the table reordered for
+    the ONNX codes: int8 codes index it by their bits through Gather's negative indices (-1 is entry
+    255), uint8 codes of an int8 tensor (code + 128) read entry ``u XOR 128``; entries in the
+    output's ONNX dtype."""
+    x, y = n.inputs[0], n.outputs[0]
+    xt, yt = w.t(x), w.t(y)
+    table = np.asarray(w.t(n.inputs[1]).data)
+    if w.dtype(xt) != xt.dtype:  # int8 tensor written as uint8 codes u = x + 128: x's byte is u ^ 128
+        table = table[np.arange(256) ^ 128]
+    if w.dtype(yt) != yt.dtype:
+        table = (table.astype(np.int16) + w.offset).astype(w.dtype(yt))
+    idx = w.temp(f"{x}/int32", np.int32, xt.shape)
+    w.use("Cast", n)
+    w.b.node("Cast", [w.name(x)], [idx], f"{n.name}/index", to=element_type(np.int32))
+    w.use("Gather", n)
+    w.b.node("Gather", [w.b.constant(f"{n.name}/table", table), idx], [w.out(y)], n.name, axis=0)
+
+
 _COMPARISONS = {"EQUAL": "Equal", "NOT_EQUAL": "Equal", "GREATER": "Greater", "GREATER_EQUAL": "GreaterOrEqual",
                 "LESS": "Less", "LESS_EQUAL": "LessOrEqual"}
 

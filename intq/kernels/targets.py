@@ -162,12 +162,12 @@ ORT_EMULATED = frozenset({
     "AVERAGE_POOL_2D", "PRELU", "STRIDED_SLICE", "SUB", "TANH", "TRANSPOSE_CONV", "RESIZE_BILINEAR", "SHAPE",
     "PACK", "GATHER", "BATCH_MATMUL", "RSQRT", "SLICE", "BROADCAST_TO", "MAXIMUM", "MINIMUM", "REDUCE_MAX",
     "REDUCE_MIN", "ARG_MAX", "ARG_MIN", "DEPTH_TO_SPACE", "SPACE_TO_DEPTH", "EQUAL", "NOT_EQUAL", "GREATER",
-    "GREATER_EQUAL", "LESS", "LESS_EQUAL", "SELECT_V2", "SPACE_TO_BATCH_ND", "BATCH_TO_SPACE_ND", "SUM",
+    "GREATER_EQUAL", "LESS", "LESS_EQUAL", "SELECT_V2", "SPACE_TO_BATCH_ND", "BATCH_TO_SPACE_ND", "SUM", "LUT",
 })
 #: Every other operator intq has a kernel for (tests/kernels/test_ort_target.py keeps this list whole).
 _ORT_NOT_EMULATED = {op: "intq writes no ONNX form for it yet, so onnxruntime's arithmetic for it is not measured"
                      for op in (
-    "L2_NORMALIZATION", "LOG_SOFTMAX", "LUT")}
+    "L2_NORMALIZATION", "LOG_SOFTMAX")}
 
 TARGETS: dict[str, Target] = {
     "tflite": Target("tflite", "TensorFlow Lite for Microcontrollers (reference kernels)", Runtime.TFLM),

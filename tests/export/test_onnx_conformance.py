@@ -512,7 +512,17 @@ def _sum(rng):
     return single("SUM", [x, g.tensors["axes"]], [y], dict(node.attrs)), feeds
 
 
+def _lut(rng):
+    """A random 256-entry int8 table (TPU-MLIR's activation tables) on int8 codes."""
+    shape = _shape(rng)
+    table = rng.integers(-128, 128, size=256).astype(np.int8)
+    g = single("LUT", [q("x", shape, _s(rng), _z(rng)), const("table", table, _s(rng), _z(rng))],
+               [q("y", shape, _s(rng), _z(rng))])
+    return g, {"x": _x(rng, shape)}
+
+
 MAKERS = {
+    "LUT": _lut,
     "SUM": _sum,
     "SELECT_V2": _select_v2,
     "SPACE_TO_BATCH_ND": _space_batch("SPACE_TO_BATCH_ND"),
