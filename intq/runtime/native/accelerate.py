@@ -1,0 +1,219 @@
+"""Which prepared integer nodes the native library runs, and their bound native ``run``.
+
+:func:`native_run` is asked by the execution plan for every integer node once, after the kernel's
+``prepare``: it returns a callable computing exactly the kernel's ``run`` on the node's inputs, or
+None (the plan then binds the kernel's own ``run``). It accepts a node when its prepared
+parameters are one of the int8 variants ``native.c`` implements and every requantization is the
+fixed-point double rounding with no left shift (every real multiplier below 1):
+
+* CONV_2D (:class:`~intq.kernels.conv_2d.Conv2DParams`, grouped included: the block-diagonal
+  matrix of :func:`~intq.kernels._conv_common.conv_matrix`) and FULLY_CONNECTED
+  (:class:`~intq.kernels.fully_connected.FullyConnectedParams`, as the 1x1 convolution of its rows);
+* DEPTHWISE_CONV_2D with depth multiplier 1 (:class:`~intq.kernels.depthwise_conv_2d.DepthwiseConv2DParams`;
+  ``litert-opt``'s two channel groups become a per-channel tie rule).
+
+Requantization contracts: ``Requant.DOUBLE`` (ties away from zero) and ``Requant.DOUBLE_HALF_UP``
+(ties up), int8 output. The rest (XNNPACK's and onnxruntime's float32 requantization, TPU-MLIR's
+multiplier/rshift, 16x8, left shifts) keep the kernels' own run paths.
+
+Prepared here, once: the packed weights, the per-channel requantization arrays (padded to 32
+channels), the C parameter structure and its scratch buffers. Not re-entrant (one run at a time
+per plan), as the kernels' own im2col buffers.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from collections.abc import Callable
+
+import numpy as np
+
+from intq.ir import Graph, Node
+from intq.runtime import native
+
+_PAD = 32  # per-channel arrays are padded to a multiple of 32 (the widest vector read in native.c)
+_MB = 32  # output pixels per block (native.c MB)
+
+
+def _padded(values, n: int, dtype=np.int32) -> np.ndarray:
+    out = np.zeros(-(-max(n, 1) // _PAD) * _PAD, dtype)
+    out[:n] = np.broadcast_to(np.asarray(values), (n,))
+    return out
+
+
+def _requant_arrays(parts, channels: int):
+    """``(mult, exponent, away, zp, lo, hi)`` from ``parts`` = [(requantizer, n channels), ...] in
+    channel order, or None if any part is not a fixed-point double rounding without left shift to
+    int8, or the parts disagree on the output side."""
+    from intq.kernels.requantize import DoubleRounding, DoubleRoundingHalfUp
+
+    mult, expo, away = [], [], []
+    outside = None
+    for r, n in parts:
+        if type(r) not in (DoubleRounding, DoubleRoundingHalfUp) or r.any_left or r.out_dtype != np.int8:
+            return None
+        right = np.broadcast_to(r.right, (n,))
+        if int(right.max(initial=0)) > 31:
+            return None
+        side = (r.zero_point, r.act_min, r.act_max)
+        if outside is not None and side != outside:
+            return None
+        outside = side
+        mult.append(np.broadcast_to(r.multiplier, (n,)))
+        expo.append(right)
+        away.append(np.full(n, r.away))
+    m, e, a = (np.concatenate(v) for v in (mult, expo, away))
+    if m.size != channels or int(m.min(initial=0)) < 0 or int(m.max(initial=0)) >= 2**31:
+        return None
+    return _padded(m, channels), _padded(e, channels), _padded(a, channels), *outside
+
+
+def _int32(values) -> np.ndarray | None:
+    v = np.asarray(values, dtype=np.int64)
+    if v.size and (int(v.min()) < -(2**31) or int(v.max()) > 2**31 - 1):
+        return None
+    return v
+
+
+class _Bound:
+    """A native call bound to its C parameter structure and the arrays it points into (kept alive)."""
+
+    def __init__(self, fn, params: ctypes.Structure, keep: list, in_size: int, out_shape: tuple[int, ...]):
+        self.fn = fn
+        self.params = params
+        self.address = ctypes.addressof(params)
+        self.keep = keep
+        self.in_size = in_size
+        self.out_shape = out_shape
+
+    def __call__(self, x, *_constants):
+        if x.dtype != np.int8 or not x.flags.c_contiguous or x.size != self.in_size:
+            if np.asarray(x).size != self.in_size:
+                raise ValueError(f"native kernel: input of {np.asarray(x).size} elements, prepared for {self.in_size}")
+            x = np.ascontiguousarray(x, dtype=np.int8)
+        y = np.empty(self.out_shape, np.int8)
+        self.fn(self.address, x.ctypes.data, y.ctypes.data)
+        return (y,)
+
+
+def _rq_struct(offset: np.ndarray, arrays, keep: list) -> native.Requant:
+    mult, expo, away, zp, lo, hi = arrays
+    keep += [offset, mult, expo, away]
+    return native.Requant(offset.ctypes.data, mult.ctypes.data, expo.ctypes.data, away.ctypes.data, zp, lo, hi)
+
+
+def _gemm_operands(lib, matrix: np.ndarray, offset: np.ndarray, zx: int, keep: list):
+    """Packed weights and the two offsets (signed path; VNNI's x + 128 path) of ``matrix`` [N, K]."""
+    n, k = matrix.shape
+    packed = np.empty(int(lib.intq_packed_bytes(k, n)), np.int8)
+    w = np.ascontiguousarray(matrix, dtype=np.int8)
+    lib.intq_pack(k, n, w.ctypes.data, packed.ctypes.data)
+    sums = matrix.astype(np.int64).sum(axis=1)
+    off = _int32(offset)
+    off_u8 = _int32(offset - 128 * sums)  # sum((x + 128) w) = sum(x w) + 128 sum(w)
+    if off is None or off_u8 is None:
+        return None
+    keep.append(packed)
+    return packed, _padded(off, n), _padded(off_u8, n)
+
+
+def _conv_struct(lib, matrix, offset, arrays, geometry: dict, zx: int, keep: list) -> native.ConvParams | None:
+    ops = _gemm_operands(lib, matrix, offset, zx, keep)
+    if ops is None:
+        return None
+    packed, off, off_u8 = ops
+    n, k = matrix.shape
+    kp = -(-k // 64) * 64
+    a = np.zeros((_MB, kp), np.int8)
+    c = np.zeros((_MB, 32), np.int32)
+    keep += [off_u8, a, c]
+    return native.ConvParams(**geometry, k=k, kp=kp, in_zp=zx, w=packed.ctypes.data, rq=_rq_struct(off, arrays, keep),
+                             offset_u8=off_u8.ctypes.data, a=a.ctypes.data, c=c.ctypes.data)
+
+
+def _conv_2d(lib, node: Node, graph: Graph, p) -> _Bound | None:
+    from intq.kernels._conv_common import conv_matrix
+
+    g = p.im2col
+    n, oh, ow, c_out = p.out_shape
+    arrays = _requant_arrays([(p.requant, c_out)], c_out)
+    if arrays is None:
+        return None
+    w = graph.tensors[node.inputs[1]].data
+    matrix, _ = conv_matrix(None, w, g.c)  # checked by prepare: no error path is taken
+    zx = graph.tensors[node.inputs[0]].qparams.tensor_zero_point
+    geometry = dict(batch=g.n, in_h=g.padded.h, in_w=g.padded.w, in_c=g.c, out_h=oh, out_w=ow, out_c=c_out,
+                    kh=g.kh, kw=g.kw, stride_h=g.stride_h, stride_w=g.stride_w, dil_h=g.dilation_h,
+                    dil_w=g.dilation_w, pad_top=g.padded.top, pad_left=g.padded.left)
+    keep: list = []
+    params = _conv_struct(lib, matrix, p.offset, arrays, geometry, zx, keep)
+    if params is None:
+        return None
+    return _Bound(lib.intq_conv, params, keep, g.n * g.padded.h * g.padded.w * g.c, tuple(p.out_shape))
+
+
+def _fully_connected(lib, node: Node, graph: Graph, p) -> _Bound | None:
+    w = graph.tensors[node.inputs[1]].data  # [N, K]
+    n_out, k = w.shape
+    out_size = int(np.prod(p.out_shape))
+    if out_size % n_out:
+        return None
+    rows = out_size // n_out
+    arrays = _requant_arrays([(p.requant, n_out)], n_out)
+    if arrays is None:
+        return None
+    zx = graph.tensors[node.inputs[0]].qparams.tensor_zero_point
+    geometry = dict(batch=1, in_h=rows, in_w=1, in_c=k, out_h=rows, out_w=1, out_c=n_out, kh=1, kw=1, stride_h=1,
+                    stride_w=1, dil_h=1, dil_w=1, pad_top=0, pad_left=0)
+    keep: list = []
+    params = _conv_struct(lib, w, p.offset, arrays, geometry, zx, keep)
+    if params is None:
+        return None
+    return _Bound(lib.intq_conv, params, keep, rows * k, tuple(p.out_shape))
+
+
+def _depthwise(lib, node: Node, graph: Graph, p) -> _Bound | None:
+    t = p.taps
+    taps, c, mult = t.weights.shape
+    if mult != 1 or t.weights.dtype != np.int32:
+        return None
+    parts = [(p.requant, p.split)] + ([(p.tail, c - p.split)] if p.tail is not None else [])
+    arrays = _requant_arrays(parts, c)
+    if arrays is None:
+        return None
+    n, oh, ow, _ = p.out_shape
+    kh, kw = graph.tensors[node.inputs[1]].data.shape[1:3]
+    cp = -(-c // 16) * 16
+    w = np.zeros((taps, cp), np.int32)
+    w[:, :c] = t.weights[:, :, 0]
+    offset = _padded(t.offset, c)
+    acc = np.zeros(cp, np.int32)
+    keep = [w, acc]
+    zx = graph.tensors[node.inputs[0]].qparams.tensor_zero_point
+    dil_h = int(t.tap_rows[kw]) if kh > 1 else 1  # tap rows are i * dilation_h (prepare_taps)
+    dil_w = int(t.tap_cols[1]) if kw > 1 else 1
+    params = native.DepthwiseParams(
+        batch=n, in_h=t.padded.h, in_w=t.padded.w, c=c, out_h=oh, out_w=ow, kh=kh, kw=kw, stride_h=t.stride_h,
+        stride_w=t.stride_w, dil_h=dil_h, dil_w=dil_w, pad_top=t.padded.top, pad_left=t.padded.left, in_zp=zx,
+        w=w.ctypes.data, rq=_rq_struct(offset, arrays, keep), acc=acc.ctypes.data)
+    return _Bound(lib.intq_depthwise, params, keep, n * t.padded.h * t.padded.w * c, tuple(p.out_shape))
+
+
+def native_run(node: Node, graph: Graph, params, lib: native.Native | None = None) -> Callable | None:
+    """The native ``run`` of a prepared integer node (module docstring), or None; ``lib`` defaults
+    to the process's library (:func:`intq.runtime.native.library`)."""
+    from intq.kernels import conv_2d, depthwise_conv_2d, fully_connected
+
+    lib = lib or native.library()
+    if lib is None:
+        return None
+    builders = {depthwise_conv_2d.DepthwiseConv2DParams: _depthwise}
+    if lib.gemm:
+        builders.update({conv_2d.Conv2DParams: _conv_2d, fully_connected.FullyConnectedParams: _fully_connected})
+    build = builders.get(type(params))
+    if build is None:
+        return None
+    x = graph.tensors[node.inputs[0]]
+    if x.dtype != np.int8 or x.qparams is None or graph.tensors[node.outputs[0]].dtype != np.int8:
+        return None
+    return build(lib.lib, node, graph, params)

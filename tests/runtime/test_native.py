@@ -1,0 +1,250 @@
+"""The native run paths (intq.runtime.native): equal, element for element, to the kernels' own run.
+
+* single-op CONV_2D (grouped too), DEPTHWISE_CONV_2D and FULLY_CONNECTED models — the random cases
+  of the kernels' oracle suites plus wider ones (more than one 32-pixel block, 32-channel tile and
+  64-deep K step, extreme zero points and weights) — under the three requantization contracts the
+  library implements (tflite, litert-ref: ties away; litert-opt: ties up), on every matrix-product
+  path this CPU has (AMX, AVX-512 VNNI, portable C) and on the portable build (no ``-march=native``:
+  the scalar loops a CPU without AVX-512 runs);
+* whole models: every tensor of the third-party corpus' ``.tflite`` files (the float ones
+  quantized by intq), intq's int8 ``.tflite`` fixtures and the quantized digits CNN, native plan against the kernels' plan;
+* the fallbacks: no compiler, a failing compiler, ``INTQ_NATIVE=0`` give no library and a status
+  saying why, and the plan then runs the kernels' own paths; the build goes to the per-user cache
+  (``INTQ_CACHE_DIR``), never the source tree, under a unique temporary name.
+
+The oracle suites (tests/kernels/test_conv.py, test_fully_connected.py, the whole-model tests) run
+through the interpreter's default native plan, so the native paths are also checked against LiteRT
+and TensorFlow Lite Micro there.
+"""
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+
+import intq
+from intq.kernels import get_target
+from intq.kernels._conv_common import compute_padding
+from intq.runtime import native
+from intq.runtime.native.accelerate import _Bound, native_run
+from intq.runtime.plan import ExecutionPlan, _batch_of, rebatch
+from intq.testing.digits import load_split
+
+from ..kernels.harness import single_op_graph, tensor
+from ..kernels.test_conv import _bias, _conv_case, _depthwise_case, _scales, _weights, _zero_points
+from ..kernels.test_fully_connected import _case as _fc_case
+
+ROOT = Path(__file__).resolve().parents[2]
+TARGETS = ("tflite", "litert-ref", "litert-opt")
+
+pytestmark = pytest.mark.skipif(native.library() is None, reason=f"no native library: {native.status()}")
+
+
+@pytest.fixture(scope="module")
+def variants():
+    """``label -> Native``: the process library under each path this CPU has, and the portable build."""
+    lib = native.library()
+    best = lib.lib.intq_native_init(-1)
+    out = {}
+    for name, number in native.PATHS.items():
+        if number <= best:
+            out[name] = native.Native(lib.lib, name, lib.file, gemm=True)
+    portable, status = native.load(portable=True)
+    assert portable is not None, status
+    portable.lib.intq_native_init(native.PATHS["c"])
+    out["portable"] = native.Native(portable.lib, "c", portable.file, gemm=True)
+    yield out
+    lib.lib.intq_native_init(native.PATHS[lib.path])  # the process library's own path again
+
+
+def _call(variant: native.Native, bound, x):
+    variant.lib.intq_native_init(native.PATHS[variant.path])  # the path is library state: set it per call
+    try:
+        return bound(x)[0]
+    finally:
+        lib = native.library()
+        lib.lib.intq_native_init(native.PATHS[lib.path])
+
+
+def _wide_case(rng, i):
+    """CONV_2D or DEPTHWISE_CONV_2D larger than the oracle suites': several pixel blocks, channel
+    tiles and K steps; extreme inputs and weights (the largest accumulators)."""
+    depthwise = i % 2 == 1
+    n = int(rng.choice([1, 2]))
+    h, w = (int(v) for v in rng.integers(6, 15, size=2))
+    kh, kw = (int(v) for v in rng.choice([1, 3, 5], size=2))
+    sh, sw = (int(v) for v in rng.integers(1, 3, size=2))
+    dh, dw = (int(v) for v in rng.choice([1, 1, 2], size=2))
+    padding = "SAME" if rng.random() < 0.7 else "VALID"
+    if padding == "VALID":
+        h, w = max(h, (kh - 1) * dh + 1), max(w, (kw - 1) * dw + 1)
+    c_in = int(rng.choice([3, 17, 33, 70, 130]))
+    c_out = c_in if depthwise else int(rng.choice([1, 15, 32, 47, 96]))
+    per_channel = bool(rng.integers(0, 2))
+    s_in, s_w, s_out = _scales(rng, c_out, per_channel)
+    zp_in, zp_out = _zero_points(rng)
+    wshape = (1, kh, kw, c_out) if depthwise else (c_out, kh, kw, c_in)
+    axis = (3 if depthwise else 0) if per_channel else None
+    inputs = [tensor("x", (n, h, w, c_in), scale=s_in, zero_point=zp_in),
+              tensor("w", None, data=_weights(rng, wshape), scale=s_w, axis=axis, narrow=True),
+              _bias(rng, "b", c_out, s_in, s_w, 0 if per_channel else None)]
+    pad = compute_padding(padding, (h, w), (kh, kw), (sh, sw), (dh, dw))
+    out = tensor("y", (n, pad.out_h, pad.out_w, c_out), scale=s_out, zero_point=zp_out)
+    attrs = {"padding": padding, "stride_h": sh, "stride_w": sw, "dilation_h_factor": dh, "dilation_w_factor": dw,
+             "fused_activation_function": ("NONE", "RELU", "RELU6")[i % 3]}
+    if depthwise:
+        attrs["depth_multiplier"] = 1
+    x = rng.choice([-128, 127], size=(n, h, w, c_in)) if i % 4 == 0 else rng.integers(-128, 128, (n, h, w, c_in))
+    return single_op_graph("DEPTHWISE_CONV_2D" if depthwise else "CONV_2D", inputs, [out], attrs), x.astype(np.int8)
+
+
+def _cases(seed: int):
+    rng = np.random.default_rng(9000 + seed)
+    for i in range(12):
+        graph, feeds, _ = _conv_case(rng, i)
+        yield graph, feeds["x"]
+        graph, feeds, _ = _depthwise_case(rng, i)
+        yield graph, feeds["x"]
+        graph, feeds = _fc_case(rng, i)
+        yield graph, feeds["x"]
+        yield _wide_case(rng, i)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_single_ops_equal_the_kernels_on_every_path(variants, seed):
+    taken = {op: 0 for op in ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED")}
+    rng = np.random.default_rng(seed)
+    for k, (graph, x) in enumerate(_cases(seed)):
+        node = graph.nodes[0]
+        for target in TARGETS:
+            try:
+                plan = ExecutionPlan(graph, get_target(target), native=False)
+            except intq.IntqError:
+                continue  # the target refuses the node (e.g. LiteRT's CONV_2D without bias)
+            run, params = plan.kernels[node.name]
+            second = rng.integers(-128, 128, size=x.shape).astype(np.int8)
+            want = [np.array(run(params, v)[0]) for v in (x, second)]
+            for label, variant in variants.items():
+                bound = native_run(node, graph, params, variant)
+                if bound is None:
+                    continue
+                taken[node.op_type] += 1
+                for v, expected in zip((x, second), want):  # twice: the scratch buffers carry nothing over
+                    got = _call(variant, bound, v)
+                    assert got.dtype == expected.dtype and got.shape == expected.shape
+                    if not np.array_equal(got, expected):
+                        bad = np.argwhere(got != expected)[:3]
+                        raise AssertionError(
+                            f"case {seed}/{k} {node.op_type} [{target}, {label}]: {int((got != expected).sum())} of "
+                            f"{got.size} differ, first at {bad.tolist()}: native "
+                            f"{[int(got[tuple(b)]) for b in bad]} vs kernel {[int(expected[tuple(b)]) for b in bad]}")
+    # the native paths are taken for most of these nodes (only left shifts and depth multipliers
+    # above 1 decline): a library that declines everything must not pass
+    for op, count in taken.items():
+        assert count >= 12 * len(variants), (op, count)
+
+
+def _corpus_graphs():
+    files = sorted((ROOT / "tests/fixtures/corpus").glob("*.tflite")) + sorted(
+        (ROOT / "tests/fixtures/tflite").glob("*int8*.tflite"))
+    return files
+
+
+@pytest.mark.parametrize("path", _corpus_graphs(), ids=lambda p: p.stem)
+def test_models_equal_the_kernels_every_tensor(path):
+    graph = intq.load(path)
+    if not all(graph.tensors[i].is_static for i in graph.inputs):
+        graph = rebatch(graph, _batch_of(graph))  # a dynamic batch: the stored shapes, as the interpreter does
+    if not any(t.qparams is not None for t in graph.tensors.values() if not t.is_constant):
+        rng = np.random.default_rng(1)  # a float model (MediaPipe's): intq quantizes it
+        calib = [{i: rng.standard_normal(graph.tensors[i].shape).astype(np.float32) for i in graph.inputs}
+                 for _ in range(2)]
+        graph = intq.quantize(graph, calib)
+    target = get_target("tflite")
+    fast = ExecutionPlan(graph, target)
+    assert any(isinstance(s.run, _Bound) for s in fast.steps), path.name
+    slow = ExecutionPlan(graph, target, native=False)
+    rng = np.random.default_rng(0)
+    values = []
+    for name in graph.inputs:
+        t = graph.tensors[name]
+        shape = tuple(d or 1 for d in t.shape)
+        if np.issubdtype(t.dtype, np.integer):
+            info = np.iinfo(t.dtype)
+            values.append(rng.integers(info.min, info.max + 1, size=shape).astype(t.dtype))
+        else:
+            values.append(rng.standard_normal(shape).astype(t.dtype))
+    a, b = fast.execute(values), slow.execute(values)
+    for i, name in enumerate(fast.names):
+        if name is not None and a[i] is not None:
+            np.testing.assert_array_equal(a[i], b[i], err_msg=f"{path.name}: tensor {name}")
+
+
+def test_quantized_digits_equal_and_native_steps_are_bound():
+    (x_train, _), (x_test, _) = load_split()
+    calib = [x[None].astype(np.float32) for x in x_train[:16]]
+    qg = intq.quantize(onnx.load(ROOT / "intq/data/digits_cnn.onnx"), calib, input_shapes={"image": (4, 1, 8, 8)})
+    x = x_test[:4].reshape(4, 1, 8, 8).astype(np.float32)
+    for target in TARGETS:
+        fast = intq.Interpreter(qg, target=target)
+        slow = intq.Interpreter(qg, target=target, native=False)
+        fast.run({"image": x})
+        slow.run({"image": x})
+        got, want = fast.tensors(), slow.tensors()
+        assert got.keys() == want.keys()
+        for name in want:
+            np.testing.assert_array_equal(got[name], want[name], err_msg=f"[{target}] {name}")
+        assert any(isinstance(s.run, _Bound) for s in fast._base.steps)
+        assert not any(isinstance(s.run, _Bound) for s in slow._base.steps)
+
+
+# ------------------------------------------------------------------------------ fallbacks, build
+
+
+def test_no_compiler_no_library_and_the_plan_runs_the_kernels(monkeypatch, tmp_path):
+    monkeypatch.delenv("CC", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path))  # no cc, gcc or clang on it
+    lib, status = native.load()
+    assert lib is None and "no C compiler" in status
+    monkeypatch.setattr(native, "library", lambda: None)
+    (x_train, _), _ = load_split()
+    calib = [x[None].astype(np.float32) for x in x_train[:8]]
+    qg = intq.quantize(onnx.load(ROOT / "intq/data/digits_cnn.onnx"), calib, input_shapes={"image": (1, 1, 8, 8)})
+    plan = ExecutionPlan(qg, get_target("tflite"))
+    assert not any(isinstance(s.run, _Bound) for s in plan.steps)
+    x = calib[0]
+    np.testing.assert_array_equal(intq.Interpreter(qg).run({"image": x})[qg.outputs[0]],
+                                  plan.execute([x])[plan.output_slots[0][1]])
+
+
+def test_a_failing_compiler_gives_no_library(monkeypatch, tmp_path):
+    cc = tmp_path / "broken-cc"
+    cc.write_text("#!/bin/sh\necho 'broken-cc: cannot compile' >&2\nexit 1\n")
+    cc.chmod(0o755)
+    monkeypatch.setenv("CC", str(cc))
+    monkeypatch.setenv("INTQ_CACHE_DIR", str(tmp_path / "cache"))
+    lib, status = native.load()
+    assert lib is None and "compiler failed" in status and "cannot compile" in status
+    assert not list((tmp_path / "cache").rglob("*.so"))
+
+
+def test_disabled_by_the_environment(monkeypatch):
+    monkeypatch.setenv("INTQ_NATIVE", "0")
+    assert native.library.__wrapped__() is None
+    assert "INTQ_NATIVE=0" in native._status
+    native.library.cache_clear()
+    monkeypatch.delenv("INTQ_NATIVE")
+    assert native.library() is not None  # the process library again, for the tests after this one
+
+
+def test_the_build_goes_to_the_user_cache_not_the_source_tree(monkeypatch, tmp_path):
+    monkeypatch.setenv("INTQ_CACHE_DIR", str(tmp_path))
+    before = sorted(p.name for p in native.SOURCE.parent.iterdir())
+    lib, status = native.load(portable=True)
+    assert lib is not None, status
+    assert lib.file.parent == tmp_path / "native"
+    assert [p.name for p in (tmp_path / "native").iterdir()] == [lib.file.name]  # no temporary left behind
+    assert sorted(p.name for p in native.SOURCE.parent.iterdir()) == before
+    again, _ = native.load(portable=True)  # found in the cache: the same file
+    assert again.file == lib.file
