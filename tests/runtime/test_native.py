@@ -38,7 +38,7 @@ from ..kernels.test_fully_connected import _case as _fc_case
 ROOT = Path(__file__).resolve().parents[2]
 TARGETS = ("tflite", "litert-ref", "litert-opt")
 
-pytestmark = pytest.mark.skipif(native.library() is None, reason=f"no native library: {native.status()}")
+needs_library = pytest.mark.skipif(native.library() is None, reason=f"no native library: {native.status()}")
 
 
 @pytest.fixture(scope="module")
@@ -111,6 +111,7 @@ def _cases(seed: int):
         yield _wide_case(rng, i)
 
 
+@needs_library
 @pytest.mark.parametrize("seed", range(3))
 def test_single_ops_equal_the_kernels_on_every_path(variants, seed):
     taken = {op: 0 for op in ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED")}
@@ -151,6 +152,7 @@ def _corpus_graphs():
     return files
 
 
+@needs_library
 @pytest.mark.parametrize("path", _corpus_graphs(), ids=lambda p: p.stem)
 def test_models_equal_the_kernels_every_tensor(path):
     graph = intq.load(path)
@@ -181,6 +183,7 @@ def test_models_equal_the_kernels_every_tensor(path):
             np.testing.assert_array_equal(a[i], b[i], err_msg=f"{path.name}: tensor {name}")
 
 
+@needs_library
 def test_quantized_digits_equal_and_native_steps_are_bound():
     (x_train, _), (x_test, _) = load_split()
     calib = [x[None].astype(np.float32) for x in x_train[:16]]
@@ -229,6 +232,7 @@ def test_a_failing_compiler_gives_no_library(monkeypatch, tmp_path):
     assert not list((tmp_path / "cache").rglob("*.so"))
 
 
+@needs_library
 def test_disabled_by_the_environment(monkeypatch):
     monkeypatch.setenv("INTQ_NATIVE", "0")
     assert native.library.__wrapped__() is None
@@ -238,6 +242,7 @@ def test_disabled_by_the_environment(monkeypatch):
     assert native.library() is not None  # the process library again, for the tests after this one
 
 
+@needs_library
 def test_the_build_goes_to_the_user_cache_not_the_source_tree(monkeypatch, tmp_path):
     monkeypatch.setenv("INTQ_CACHE_DIR", str(tmp_path))
     before = sorted(p.name for p in native.SOURCE.parent.iterdir())
@@ -248,3 +253,11 @@ def test_the_build_goes_to_the_user_cache_not_the_source_tree(monkeypatch, tmp_p
     assert sorted(p.name for p in native.SOURCE.parent.iterdir()) == before
     again, _ = native.load(portable=True)  # found in the cache: the same file
     assert again.file == lib.file
+
+
+def test_the_library_builds_where_a_compiler_exists():
+    """A machine with a C compiler (``make test``'s) must get the library: a build that breaks
+    there fails here rather than silently running the slower paths."""
+    if native._compiler() is None:
+        pytest.skip("no C compiler on this machine: the fallback is tested above")
+    assert native.library() is not None, native.status()
