@@ -175,8 +175,8 @@ def _fully_connected(lib, node: Node, graph: Graph, p) -> _Bound | None:
 def _depthwise(lib, node: Node, graph: Graph, p) -> _Bound | None:
     t = p.taps
     taps, c, mult = t.weights.shape
-    if mult != 1 or t.weights.dtype != np.int32:
-        return None
+    if mult != 1 or t.weights.dtype != np.int32 or int(np.abs(t.weights).max(initial=0)) > 2**15 - 1:
+        return None  # native.c's depthwise multiplies int16 pairs
     parts = [(p.requant, p.split)] + ([(p.tail, c - p.split)] if p.tail is not None else [])
     arrays = _requant_arrays(parts, c)
     if arrays is None:
