@@ -1,5 +1,7 @@
 """The native run paths (intq.runtime.native): equal, element for element, to the kernels' own run.
 
+* single-op ADD, SUB and MUL models (every int8 pair; broadcast rows as squeeze-excitation blocks
+  have them);
 * single-op CONV_2D (grouped too), DEPTHWISE_CONV_2D and FULLY_CONNECTED models — the random cases
   of the kernels' oracle suites plus wider ones (more than one 32-pixel block, 32-channel tile and
   64-deep K step, extreme zero points and weights) — under the three requantization contracts the
@@ -32,6 +34,7 @@ from intq.runtime.plan import ExecutionPlan, _batch_of, rebatch
 from intq.testing.digits import load_split
 
 from ..kernels.harness import single_op_graph, tensor
+from ..kernels.test_elementwise import ALL_INT8, _arith_case
 from ..kernels.test_conv import _bias, _conv_case, _depthwise_case, _scales, _weights, _zero_points
 from ..kernels.test_fully_connected import _case as _fc_case
 
@@ -144,6 +147,66 @@ def test_single_ops_equal_the_kernels_on_every_path(variants, seed):
     # above 1 decline): a library that declines everything must not pass
     for op, count in taken.items():
         assert count >= 12 * len(variants), (op, count)
+
+
+def _binary_cases(rng):
+    """ADD, SUB, MUL: the oracle suite's random cases (most broadcast as the native loop does not:
+    declined), every int8 pair at equal shapes (with MUL multipliers above 1: a left shift), and
+    the squeeze-excitation MUL ([1, H, W, C] x [1, 1, 1, C] and x a scalar)."""
+    for op in ("ADD", "SUB", "MUL"):
+        for i in range(20):
+            graph, feeds = _arith_case(rng, op, i)
+            yield graph, feeds
+        for k, (s_a, s_b, s_y, mul_k) in enumerate(
+                [(0.05, 0.05, 0.1, 40.0), (0.003, 0.8, 0.02, 0.3), (1.7, 0.0001, 0.5, 300.0)]):
+            zps = [(0, 0, 0), (-128, 127, 5), (127, -128, -128), (3, -7, 127)][k]
+            graph = single_op_graph(op, [tensor("a", (256, 256), scale=s_a, zero_point=zps[0]),
+                                         tensor("b", (256, 256), scale=s_b, zero_point=zps[1])],
+                                    [tensor("y", (256, 256), scale=s_a * s_b * mul_k if op == "MUL" else s_y,
+                                            zero_point=zps[2])],
+                                    {"fused_activation_function": ("NONE", "RELU", "RELU6", "RELU_N1_TO_1")[k]})
+            yield graph, {"a": np.repeat(ALL_INT8, 256).reshape(256, 256), "b": np.tile(ALL_INT8, 256).reshape(256, 256)}
+    for c, b_shape in ((37, (1, 1, 1, 37)), (16, (1, 1, 1, 1)), (200, (200,))):
+        for k in range(3):
+            s_a, s_b = float(10 ** rng.uniform(-3, 0)), float(10 ** rng.uniform(-3, 0))
+            graph = single_op_graph("MUL", [tensor("a", (1, 5, 7, c), scale=s_a, zero_point=int(rng.integers(-128, 128))),
+                                            tensor("b", b_shape, scale=s_b, zero_point=int(rng.integers(-128, 128)))],
+                                    [tensor("y", (1, 5, 7, c), scale=s_a * s_b * float(10 ** rng.uniform(-2, 1)),
+                                            zero_point=int(rng.integers(-128, 128)))],
+                                    {"fused_activation_function": ("NONE", "RELU", "RELU6")[k]})
+            yield graph, {"a": rng.integers(-128, 128, (1, 5, 7, c)).astype(np.int8),
+                          "b": rng.integers(-128, 128, b_shape).astype(np.int8)}
+
+
+@needs_library
+def test_add_sub_mul_equal_the_kernels_on_every_build(variants):
+    rng = np.random.default_rng(5)
+    taken = {"ADD": 0, "SUB": 0, "MUL": 0}
+    for k, (graph, feeds) in enumerate(_binary_cases(rng)):
+        node = graph.nodes[0]
+        operands = [feeds[t] if t in feeds else graph.tensors[t].data for t in node.inputs]
+        for target in TARGETS:
+            try:
+                plan = ExecutionPlan(graph, get_target(target), native=False)
+            except intq.IntqError:
+                continue  # a multiplier the target's runtime refuses
+            run, params = plan.kernels[node.name]
+            want = np.array(run(params, *operands)[0])
+            for label in (native.library().path, "portable"):  # the binary loops do not depend on the matrix path
+                if label not in variants:
+                    continue
+                bound = native_run(node, graph, params, variants[label])
+                if bound is None:
+                    continue
+                taken[node.op_type] += 1
+                got = bound(*operands)[0]
+                assert got.dtype == want.dtype and got.shape == want.shape
+                if not np.array_equal(got, want):
+                    bad = np.argwhere(got != want)[:3]
+                    raise AssertionError(f"case {k} {node.op_type} [{target}, {label}]: {int((got != want).sum())} of "
+                                         f"{got.size} differ, first at {bad.tolist()}")
+    for op, count in taken.items():
+        assert count >= 6, (op, count)
 
 
 def _corpus_graphs():

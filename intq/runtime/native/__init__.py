@@ -177,6 +177,9 @@ def _declare(lib: ctypes.CDLL) -> None:
         fn = getattr(lib, name)
         fn.argtypes, fn.restype = [vp, vp, vp], None
     lib.intq_requant.argtypes, lib.intq_requant.restype = [vp, i64, i32, vp, vp], None
+    for name in ("intq_mul", "intq_add"):
+        fn = getattr(lib, name)
+        fn.argtypes, fn.restype = [vp, vp, vp, vp], None
 
 
 # ------------------------------------------------------------------------------ C structures
@@ -206,3 +209,12 @@ class DepthwiseParams(ctypes.Structure):
     _fields_ = [(name, ctypes.c_int32) for name in (
         "batch", "in_h", "in_w", "c", "out_h", "out_w", "kh", "kw", "stride_h", "stride_w", "dil_h", "dil_w",
         "pad_top", "pad_left", "in_zp")] + [("w", ctypes.c_void_p), ("rq", Requant), ("acc", ctypes.c_void_p)]
+
+
+class BinaryParams(ctypes.Structure):
+    """``intq_binary_params`` (MUL, ADD, SUB)."""
+
+    _fields_ = [("rows", ctypes.c_int64)] + [(name, ctypes.c_int32) for name in (
+        "cols", "a_rows", "a_cols", "b_rows", "b_cols", "za", "zb")] + [
+        ("table_a", ctypes.c_void_p), ("table_b", ctypes.c_void_p)] + [(name, ctypes.c_int32) for name in (
+            "mult", "left", "right", "away", "out_zp", "act_min", "act_max")]

@@ -199,6 +199,98 @@ def _depthwise(lib, node: Node, graph: Graph, p) -> _Bound | None:
     return _Bound(lib.intq_depthwise, params, keep, n * t.padded.h * t.padded.w * c, tuple(p.out_shape))
 
 
+class _BoundBinary:
+    """A native two-operand call (MUL, ADD, SUB) bound to its parameter structure."""
+
+    def __init__(self, fn, params: ctypes.Structure, keep: list, sizes: tuple[int, int], out_shape: tuple[int, ...]):
+        self.fn = fn
+        self.params = params
+        self.address = ctypes.addressof(params)
+        self.keep = keep
+        self.sizes = sizes
+        self.out_shape = out_shape
+
+    def __call__(self, a, b):
+        ops = []
+        for v, size in zip((a, b), self.sizes):
+            if v.dtype != np.int8 or not v.flags.c_contiguous or v.size != size:
+                if np.asarray(v).size != size:
+                    raise ValueError(f"native kernel: operand of {np.asarray(v).size} elements, prepared for {size}")
+                v = np.ascontiguousarray(v, dtype=np.int8)
+            ops.append(v)
+        y = np.empty(self.out_shape, np.int8)
+        self.fn(self.address, ops[0].ctypes.data, ops[1].ctypes.data, y.ctypes.data)
+        return (y,)
+
+
+def _scalar_requant(r):
+    """``(mult, left, right, away)`` of a per-tensor fixed-point double rounding to int8, or None."""
+    from intq.kernels.requantize import DoubleRounding, DoubleRoundingHalfUp
+
+    if type(r) not in (DoubleRounding, DoubleRoundingHalfUp) or r.out_dtype != np.int8 or r.multiplier.size != 1:
+        return None
+    mult, left, right = int(r.multiplier.reshape(-1)[0]), int(r.left.reshape(-1)[0]), int(r.right.reshape(-1)[0])
+    if not (0 <= mult < 2**31 and 0 <= left <= 31 and 0 <= right <= 31):
+        return None
+    return mult, left, right, int(r.away)
+
+
+def _rows_of(shape: tuple[int, ...], out: tuple[int, ...]) -> tuple[int, int] | None:
+    """An operand of ``shape`` as ``(rows, cols)`` of the output ``out`` ([rows, C], one row [1, C]
+    or one value [1, 1]: what intq.kernels.mul's fused loop takes), or None."""
+    size = int(np.prod(shape, dtype=np.int64))
+    if tuple(shape) == tuple(out):
+        return size // out[-1], out[-1]
+    if size == 1:
+        return 1, 1
+    if size == out[-1] and shape and shape[-1] == size:
+        return 1, size
+    return None
+
+
+def _mul(lib, node: Node, graph: Graph, p) -> _BoundBinary | None:
+    from intq.kernels.mul import MulParams
+
+    if type(p) is not MulParams:
+        return None
+    rq = _scalar_requant(p.output)
+    shapes = [graph.tensors[t].shape for t in node.inputs[:2]]
+    out = graph.tensors[node.outputs[0]].shape
+    if rq is None or not out or any(s is None for s in shapes) or tuple(np.broadcast_shapes(*shapes)) != tuple(out):
+        return None
+    ra, rb = _rows_of(shapes[0], out), _rows_of(shapes[1], out)
+    if ra is None or rb is None:
+        return None
+    mult, left, right, away = rq
+    r = p.output
+    params = native.BinaryParams(
+        rows=int(np.prod(out[:-1], dtype=np.int64)), cols=out[-1], a_rows=ra[0], a_cols=ra[1], b_rows=rb[0],
+        b_cols=rb[1], za=p.zero_point_a, zb=p.zero_point_b, table_a=None, table_b=None, mult=mult, left=left,
+        right=right, away=away, out_zp=r.zero_point, act_min=r.act_min, act_max=r.act_max)
+    return _BoundBinary(lib.intq_mul, params, [], (ra[0] * ra[1], rb[0] * rb[1]), tuple(out))
+
+
+def _add(lib, node: Node, graph: Graph, p) -> _BoundBinary | None:
+    from intq.kernels.add import AddParams
+
+    if type(p) is not AddParams:
+        return None
+    rq = _scalar_requant(p.output)
+    shapes = [graph.tensors[t].shape for t in node.inputs[:2]]
+    out = graph.tensors[node.outputs[0]].shape
+    if rq is None or rq[1] != 0 or not out or shapes[0] != shapes[1] or tuple(shapes[0]) != tuple(out):
+        return None
+    mult, _, right, away = rq
+    r = p.output
+    ta, tb = (np.ascontiguousarray(t, dtype=np.int32) for t in (p.table_a, p.table_b))
+    size = int(np.prod(out, dtype=np.int64))
+    params = native.BinaryParams(
+        rows=size // out[-1], cols=out[-1], a_rows=0, a_cols=0, b_rows=0, b_cols=0, za=0, zb=0,
+        table_a=ta.ctypes.data, table_b=tb.ctypes.data, mult=mult, left=0, right=right, away=away,
+        out_zp=r.zero_point, act_min=r.act_min, act_max=r.act_max)
+    return _BoundBinary(lib.intq_add, params, [ta, tb], (size, size), tuple(out))
+
+
 def native_run(node: Node, graph: Graph, params, lib: native.Native | None = None) -> Callable | None:
     """The native ``run`` of a prepared integer node (module docstring), or None; ``lib`` defaults
     to the process's library (:func:`intq.runtime.native.library`)."""
@@ -212,7 +304,11 @@ def native_run(node: Node, graph: Graph, params, lib: native.Native | None = Non
         builders.update({conv_2d.Conv2DParams: _conv_2d, fully_connected.FullyConnectedParams: _fully_connected})
     build = builders.get(type(params))
     if build is None:
-        return None
+        build = {"MUL": _mul, "ADD": _add, "SUB": _add}.get(node.op_type)
+        if build is None or len(node.inputs) != 2 or len(node.outputs) != 1:
+            return None
+        if any(graph.tensors[t].dtype != np.int8 or graph.tensors[t].qparams is None for t in node.inputs):
+            return None
     x = graph.tensors[node.inputs[0]]
     if x.dtype != np.int8 or x.qparams is None or graph.tensors[node.outputs[0]].dtype != np.int8:
         return None
