@@ -185,7 +185,7 @@ def _depthwise(lib, node: Node, graph: Graph, p) -> _Bound | None:
     kh, kw = graph.tensors[node.inputs[1]].data.shape[1:3]
     cp = -(-c // 16) * 16
     w = np.zeros((taps, cp), np.int32)
-    w[:, :c] = t.weights[:, :, 0]
+    w[:, :c] = t.weights[:, :, 0] & 0xFFFF  # the int16 bits, high half zero (native.c intq_depthwise)
     offset = _padded(t.offset, c)
     acc = np.zeros(cp, np.int32)
     keep = [w, acc]

@@ -375,58 +375,72 @@ typedef struct {
     int32_t batch, in_h, in_w, c, out_h, out_w;
     int32_t kh, kw, stride_h, stride_w, dil_h, dil_w, pad_top, pad_left;
     int32_t in_zp;
-    const int32_t *w; /* [kh * kw][cp], cp = c padded to 16, zeros beyond c */
+    const int32_t *w; /* [kh * kw][cp]: w & 0xFFFF (cp = c padded to 16, zeros beyond c) */
     intq_rq rq;       /* offset b - Z_x sum_taps(w), padded to cp */
     int32_t *acc;     /* scratch [cp] */
 } intq_dw_params;
 
 /* DEPTHWISE_CONV_2D, depth multiplier 1: y[n,oy,ox,c] = requant(offset[c] + sum_taps x * w).
  *
- * AVX-512: per output pixel, one pointer per tap (a tap outside the image points to a row of Z_x,
- * so the channel loop has no branch), then 16 channels at a time over the taps. The product x * w
- * is VPMADDWD / VPDPWSSD on int16 pairs: x sign-extended to 32 bits is the pair (x, sign), the
- * weight masked to its low 16 bits is the pair (w, 0), so the pair sum is x * w exactly. */
+ * Weights: int32 [taps][cp] holding w & 0xFFFF (the int16 bits of w, high half zero); (int16_t)
+ * recovers w. AVX-512: per pair of output pixels, one pointer per tap and pixel (a tap outside the
+ * image points to a row of Z_x, so the channel loop has no branch), then 16 channels at a time over
+ * the taps, each weight vector loaded once for both pixels. The product x * w is VPDPWSSD (or
+ * VPMADDWD) on int16 pairs: x sign-extended to 32 bits is the pair (x, sign), the weight the pair
+ * (w, 0), so the pair sum is x * w exactly. */
+
+static inline void dw_taps(const intq_dw_params *p, const int8_t *xb, const int8_t *outside, int32_t oy, int32_t ox,
+                           const int8_t **tap) {
+    for (int32_t i = 0, t = 0; i < p->kh; ++i) {
+        const int32_t iy = oy * p->stride_h - p->pad_top + i * p->dil_h;
+        for (int32_t j = 0; j < p->kw; ++j, ++t) {
+            const int32_t ix = ox * p->stride_w - p->pad_left + j * p->dil_w;
+            tap[t] = (iy < 0 || iy >= p->in_h || ix < 0 || ix >= p->in_w) ? outside : xb + ((size_t)iy * p->in_w + ix) * p->c;
+        }
+    }
+}
+
+#ifdef INTQ_AVX512
+static inline __m512i dw_product(__m512i acc, __m512i x, __m512i w) {
+#ifdef INTQ_VNNI
+    return _mm512_dpwssd_epi32(acc, x, w);
+#else
+    return _mm512_add_epi32(acc, _mm512_madd_epi16(x, w));
+#endif
+}
+#endif
+
 void intq_depthwise(const intq_dw_params *p, const int8_t *x, int8_t *y) {
     const int32_t c = p->c, cp = (c + 15) / 16 * 16;
 #ifdef INTQ_AVX512
     const int32_t taps = p->kh * p->kw;
     int8_t outside[cp];
-    const int8_t *tap[taps];
+    const int8_t *tap0[taps], *tap1[taps];
     memset(outside, (int)(int8_t)p->in_zp, (size_t)cp);
-    const __m512i low16 = _mm512_set1_epi32(0xFFFF);
     const __m512i zp = _mm512_set1_epi32(p->rq.out_zp), lo = _mm512_set1_epi32(p->rq.act_min),
                   hi = _mm512_set1_epi32(p->rq.act_max);
     for (int32_t n = 0; n < p->batch; ++n) {
         const int8_t *xb = x + (size_t)n * p->in_h * p->in_w * c;
         for (int32_t oy = 0; oy < p->out_h; ++oy) {
-            for (int32_t ox = 0; ox < p->out_w; ++ox) {
-                int8_t *out = y + (((size_t)n * p->out_h + oy) * p->out_w + ox) * c;
-                for (int32_t i = 0, t = 0; i < p->kh; ++i) {
-                    const int32_t iy = oy * p->stride_h - p->pad_top + i * p->dil_h;
-                    for (int32_t j = 0; j < p->kw; ++j, ++t) {
-                        const int32_t ix = ox * p->stride_w - p->pad_left + j * p->dil_w;
-                        tap[t] = (iy < 0 || iy >= p->in_h || ix < 0 || ix >= p->in_w)
-                                     ? outside
-                                     : xb + ((size_t)iy * p->in_w + ix) * c;
-                    }
-                }
+            for (int32_t ox = 0; ox < p->out_w; ox += 2) {
+                const int pair = ox + 1 < p->out_w;
+                int8_t *out0 = y + (((size_t)n * p->out_h + oy) * p->out_w + ox) * c, *out1 = out0 + c;
+                dw_taps(p, xb, outside, oy, ox, tap0);
+                dw_taps(p, xb, outside, oy, pair ? ox + 1 : ox, tap1); /* a lone last pixel: computed twice */
                 for (int32_t ch = 0; ch < c; ch += 16) {
                     const __mmask16 valid = c - ch >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (c - ch)) - 1u);
-                    __m512i acc = _mm512_loadu_si512((const void *)(p->rq.offset + ch));
+                    __m512i acc0 = _mm512_loadu_si512((const void *)(p->rq.offset + ch)), acc1 = acc0;
                     const int32_t *w = p->w + ch;
                     for (int32_t t = 0; t < taps; ++t, w += cp) {
-                        const __m512i xv = _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(valid, tap[t] + ch));
-                        const __m512i wv = _mm512_and_si512(_mm512_loadu_si512((const void *)w), low16);
-#ifdef INTQ_VNNI
-                        acc = _mm512_dpwssd_epi32(acc, xv, wv);
-#else
-                        acc = _mm512_add_epi32(acc, _mm512_madd_epi16(xv, wv));
-#endif
+                        const __m512i wv = _mm512_loadu_si512((const void *)w);
+                        acc0 = dw_product(acc0, _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(valid, tap0[t] + ch)), wv);
+                        acc1 = dw_product(acc1, _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(valid, tap1[t] + ch)), wv);
                     }
-                    const __m512i r = rq16(acc, _mm512_loadu_si512((const void *)(p->rq.mult + ch)),
-                                           _mm512_loadu_si512((const void *)(p->rq.exponent + ch)),
-                                           _mm512_loadu_si512((const void *)(p->rq.away + ch)), zp, lo, hi);
-                    _mm512_mask_cvtsepi32_storeu_epi8(out + ch, valid, r);
+                    const __m512i m = _mm512_loadu_si512((const void *)(p->rq.mult + ch)),
+                                  e = _mm512_loadu_si512((const void *)(p->rq.exponent + ch)),
+                                  away = _mm512_loadu_si512((const void *)(p->rq.away + ch));
+                    _mm512_mask_cvtsepi32_storeu_epi8(out0 + ch, valid, rq16(acc0, m, e, away, zp, lo, hi));
+                    if (pair) _mm512_mask_cvtsepi32_storeu_epi8(out1 + ch, valid, rq16(acc1, m, e, away, zp, lo, hi));
                 }
             }
         }
@@ -445,10 +459,10 @@ void intq_depthwise(const intq_dw_params *p, const int8_t *x, int8_t *y) {
                         const int32_t ix = ox * p->stride_w - p->pad_left + j * p->dil_w;
                         const int32_t *wt = p->w + (size_t)(i * p->kw + j) * cp;
                         if (iy < 0 || iy >= p->in_h || ix < 0 || ix >= p->in_w) {
-                            for (int32_t q = 0; q < c; ++q) acc[q] += p->in_zp * wt[q];
+                            for (int32_t q = 0; q < c; ++q) acc[q] += p->in_zp * (int16_t)wt[q];
                         } else {
                             const int8_t *src = xb + ((size_t)iy * p->in_w + ix) * c;
-                            for (int32_t q = 0; q < c; ++q) acc[q] += src[q] * wt[q];
+                            for (int32_t q = 0; q < c; ++q) acc[q] += src[q] * (int16_t)wt[q];
                         }
                     }
                 }
