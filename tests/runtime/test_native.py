@@ -46,17 +46,19 @@ needs_library = pytest.mark.skipif(native.library() is None, reason=f"no native 
 
 @pytest.fixture(scope="module")
 def variants():
-    """``label -> Native``: the process library under each path this CPU has, and the portable build."""
+    """``label -> Native``: the process library under each path this CPU has (array-object entry
+    points where they work), on its own path with pointer arguments, and the portable build."""
     lib = native.library()
     best = lib.lib.intq_native_init(-1)
     out = {}
     for name, number in native.PATHS.items():
         if number <= best:
-            out[name] = native.Native(lib.lib, name, lib.file, gemm=True)
+            out[name] = native.Native(lib.lib, name, lib.file, gemm=True, objects=lib.objects)
+    out[f"{lib.path}, pointers"] = native.Native(lib.lib, lib.path, lib.file, gemm=True, objects=False)
     portable, status = native.load(portable=True)
     assert portable is not None, status
     portable.lib.intq_native_init(native.PATHS["c"])
-    out["portable"] = native.Native(portable.lib, "c", portable.file, gemm=True)
+    out["portable"] = native.Native(portable.lib, "c", portable.file, gemm=True, objects=portable.objects)
     yield out
     lib.lib.intq_native_init(native.PATHS[lib.path])  # the process library's own path again
 
@@ -192,7 +194,7 @@ def test_add_sub_mul_equal_the_kernels_on_every_build(variants):
                 continue  # a multiplier the target's runtime refuses
             run, params = plan.kernels[node.name]
             want = np.array(run(params, *operands)[0])
-            for label in (native.library().path, "portable"):  # the binary loops do not depend on the matrix path
+            for label in (native.library().path, f"{native.library().path}, pointers", "portable"):
                 if label not in variants:
                     continue
                 bound = native_run(node, graph, params, variants[label])
@@ -324,3 +326,15 @@ def test_the_library_builds_where_a_compiler_exists():
     if native._compiler() is None:
         pytest.skip("no C compiler on this machine: the fallback is tested above")
     assert native.library() is not None, native.status()
+
+
+@needs_library
+def test_array_objects_are_read_where_numpy_lays_them_out():
+    """The ``*_obj`` entry points read an ndarray's data pointer from the object (checked at load):
+    on this CPython and numpy the check passes, and the pointer read is numpy's for new arrays
+    and views alike."""
+    lib = native.library()
+    assert lib.objects
+    base = np.arange(1000, dtype=np.int8)
+    for a in (np.zeros((3, 5), np.int8), base[7:], base[::1][100:200].reshape(10, 10), np.empty(0, np.int8)):
+        assert lib.lib.intq_array_data(a) == a.ctypes.data

@@ -57,6 +57,7 @@ class Native:
     path: str
     file: Path
     gemm: bool = True
+    objects: bool = False  # the *_obj entry points read ndarray data pointers (checked at load)
 
 
 def _cache_dir() -> Path:
@@ -147,7 +148,7 @@ def load(portable: bool = False, cap: str | None = None) -> tuple[Native | None,
     # the portable C product is slower than the kernels' own GEMM (torch / numba): used for CONV_2D
     # and FULLY_CONNECTED only when asked for by name (INTQ_NATIVE_PATH=c, for tests)
     gemm = path != "c" or cap == "c"
-    return Native(lib, path, file, gemm), f"{file.name} ({path} matrix products{'' if gemm else ', depthwise only'})"
+    return Native(lib, path, file, gemm, _objects_work(lib)), f"{file.name} ({path} matrix products{'' if gemm else ', depthwise only'})"
 
 
 @lru_cache(maxsize=1)
@@ -180,6 +181,30 @@ def _declare(lib: ctypes.CDLL) -> None:
     for name in ("intq_mul", "intq_add"):
         fn = getattr(lib, name)
         fn.argtypes, fn.restype = [vp, vp, vp, vp], None
+    obj = ctypes.py_object
+    lib.intq_set_data_offset.argtypes, lib.intq_set_data_offset.restype = [i64], None
+    lib.intq_array_data.argtypes, lib.intq_array_data.restype = [obj], vp
+    for name in ("intq_conv_obj", "intq_depthwise_obj"):
+        fn = getattr(lib, name)
+        fn.argtypes, fn.restype = [vp, obj, obj], None
+    for name in ("intq_mul_obj", "intq_add_obj"):
+        fn = getattr(lib, name)
+        fn.argtypes, fn.restype = [vp, obj, obj, obj], None
+
+
+def _objects_work(lib: ctypes.CDLL) -> bool:
+    """Set and check ``native.c``'s reading of an ndarray's data pointer (the ``*_obj`` entry
+    points): the object header's size, confirmed on arrays of several sizes, views included,
+    against numpy's own pointers; on any mismatch the reading is switched off (False)."""
+    import numpy as np
+
+    lib.intq_set_data_offset(ctypes.sizeof(ctypes.c_ssize_t) + ctypes.sizeof(ctypes.c_void_p))  # PyObject_HEAD
+    base = np.arange(4096, dtype=np.int8)
+    probes = [np.empty(n, np.int8) for n in (1, 17, 100000)] + [base[5:], base[3:899].reshape(-1, 7)[2:], base]
+    if all(lib.intq_array_data(a) == a.ctypes.data for a in probes):
+        return True
+    lib.intq_set_data_offset(-1)
+    return False
 
 
 # ------------------------------------------------------------------------------ C structures

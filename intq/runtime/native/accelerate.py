@@ -86,13 +86,18 @@ class _Bound:
         self.in_size = in_size
         self.out_shape = out_shape
 
+    fn_obj = None  # the entry point taking the array objects (native.Native.objects), when usable
+
     def __call__(self, x, *_constants):
-        if x.dtype != np.int8 or not x.flags.c_contiguous or x.size != self.in_size:
+        if type(x) is not np.ndarray or x.dtype != np.int8 or not x.flags.c_contiguous or x.size != self.in_size:
             if np.asarray(x).size != self.in_size:
                 raise ValueError(f"native kernel: input of {np.asarray(x).size} elements, prepared for {self.in_size}")
             x = np.ascontiguousarray(x, dtype=np.int8)
         y = np.empty(self.out_shape, np.int8)
-        self.fn(self.address, x.ctypes.data, y.ctypes.data)
+        if self.fn_obj is not None:
+            self.fn_obj(self.address, x, y)
+        else:
+            self.fn(self.address, x.ctypes.data, y.ctypes.data)
         return (y,)
 
 
@@ -210,16 +215,21 @@ class _BoundBinary:
         self.sizes = sizes
         self.out_shape = out_shape
 
+    fn_obj = None  # as _Bound.fn_obj
+
     def __call__(self, a, b):
         ops = []
         for v, size in zip((a, b), self.sizes):
-            if v.dtype != np.int8 or not v.flags.c_contiguous or v.size != size:
+            if type(v) is not np.ndarray or v.dtype != np.int8 or not v.flags.c_contiguous or v.size != size:
                 if np.asarray(v).size != size:
                     raise ValueError(f"native kernel: operand of {np.asarray(v).size} elements, prepared for {size}")
                 v = np.ascontiguousarray(v, dtype=np.int8)
             ops.append(v)
         y = np.empty(self.out_shape, np.int8)
-        self.fn(self.address, ops[0].ctypes.data, ops[1].ctypes.data, y.ctypes.data)
+        if self.fn_obj is not None:
+            self.fn_obj(self.address, ops[0], ops[1], y)
+        else:
+            self.fn(self.address, ops[0].ctypes.data, ops[1].ctypes.data, y.ctypes.data)
         return (y,)
 
 
@@ -312,4 +322,7 @@ def native_run(node: Node, graph: Graph, params, lib: native.Native | None = Non
     x = graph.tensors[node.inputs[0]]
     if x.dtype != np.int8 or x.qparams is None or graph.tensors[node.outputs[0]].dtype != np.int8:
         return None
-    return build(lib.lib, node, graph, params)
+    bound = build(lib.lib, node, graph, params)
+    if bound is not None and lib.objects:
+        bound.fn_obj = getattr(lib.lib, bound.fn.__name__ + "_obj")
+    return bound

@@ -538,3 +538,34 @@ void intq_add(const intq_binary_params *p, const int8_t *a, const int8_t *b, int
         y[i] = (int8_t)rq_scalar(p->table_a[(uint8_t)a[i]] + p->table_b[(uint8_t)b[i]], p->mult, p->right, p->away,
                                  p->out_zp, p->act_min, p->act_max);
 }
+
+/* ------------------------------------------------------------------------------ array objects */
+
+/* The same entry points taking numpy array objects (ctypes py_object: no per-call pointer
+ * conversion in Python, which costs more than a small kernel). An ndarray's data pointer is the
+ * first field after the object header (numpy's PyArrayObject_fields, read by its PyArray_DATA
+ * macro); intq_data_offset is that header's size, set by intq.runtime.native after checking this
+ * reading against numpy's own data pointers (it stays -1, and these are not used, otherwise). */
+static int64_t intq_data_offset = -1;
+
+void intq_set_data_offset(int64_t offset) { intq_data_offset = offset; }
+
+void *intq_array_data(const void *obj) {
+    return intq_data_offset < 0 ? (void *)0 : *(void *const *)((const char *)obj + intq_data_offset);
+}
+
+void intq_conv_obj(const intq_conv_params *p, const void *x, void *y) {
+    intq_conv(p, (const int8_t *)intq_array_data(x), (int8_t *)intq_array_data(y));
+}
+
+void intq_depthwise_obj(const intq_dw_params *p, const void *x, void *y) {
+    intq_depthwise(p, (const int8_t *)intq_array_data(x), (int8_t *)intq_array_data(y));
+}
+
+void intq_mul_obj(const intq_binary_params *p, const void *a, const void *b, void *y) {
+    intq_mul(p, (const int8_t *)intq_array_data(a), (const int8_t *)intq_array_data(b), (int8_t *)intq_array_data(y));
+}
+
+void intq_add_obj(const intq_binary_params *p, const void *a, const void *b, void *y) {
+    intq_add(p, (const int8_t *)intq_array_data(a), (const int8_t *)intq_array_data(b), (int8_t *)intq_array_data(y));
+}
