@@ -1,7 +1,7 @@
 """The native run paths (intq.runtime.native): equal, element for element, to the kernels' own run.
 
 * single-op ADD, SUB and MUL models (every int8 pair; broadcast rows as squeeze-excitation blocks
-  have them);
+  have them); the table ops (HARD_SWISH, LEAKY_RELU, LOGISTIC, TANH, the RELUs) on every int8 input;
 * single-op CONV_2D (grouped too), DEPTHWISE_CONV_2D and FULLY_CONNECTED models — the random cases
   of the kernels' oracle suites plus wider ones (more than one 32-pixel block, 32-channel tile and
   64-deep K step, extreme zero points and weights) — under the three requantization contracts the
@@ -209,6 +209,41 @@ def test_add_sub_mul_equal_the_kernels_on_every_build(variants):
                                          f"{got.size} differ, first at {bad.tolist()}")
     for op, count in taken.items():
         assert count >= 6, (op, count)
+
+
+_FIXED_OUTPUT = {"LOGISTIC": (1 / 256, -128), "TANH": (1 / 128, 0)}  # the int8 kernels' output quantization
+
+
+@needs_library
+@pytest.mark.parametrize("op", ["HARD_SWISH", "LEAKY_RELU", "LOGISTIC", "TANH", "RELU", "RELU6", "RELU_N1_TO_1"])
+def test_tables_equal_the_kernels(variants, op):
+    """The ops whose int8 kernels are a 256-entry table: every int8 input, at sizes that are and
+    are not a multiple of the 64-lane step."""
+    rng = np.random.default_rng(7)
+    taken = 0
+    for i in range(6):
+        shape = ((4, 64), (3, 7, 5), (1, 300))[i % 3]
+        s_in, z_in = float(10 ** rng.uniform(-3, 0.5)), int(rng.integers(-128, 128))
+        s_out, z_out = _FIXED_OUTPUT.get(op, (float(s_in * 10 ** rng.uniform(-1, 1)), int(rng.integers(-128, 128))))
+        attrs = {"alpha": float(rng.uniform(-1, 1))} if op == "LEAKY_RELU" else None
+        graph = single_op_graph(op, [tensor("x", shape, scale=s_in, zero_point=z_in)],
+                                [tensor("y", shape, scale=s_out, zero_point=z_out)], attrs)
+        x = np.resize(ALL_INT8, shape)
+        rng.shuffle(x.reshape(-1))
+        for target in TARGETS:
+            try:
+                plan = ExecutionPlan(graph, get_target(target), native=False)
+            except intq.IntqError:
+                continue
+            run, params = plan.kernels[graph.nodes[0].name]
+            want = np.array(run(params, x)[0])
+            for label in (native.library().path, f"{native.library().path}, pointers", "portable"):
+                bound = native_run(graph.nodes[0], graph, params, variants[label])
+                if bound is None:
+                    continue
+                taken += 1
+                np.testing.assert_array_equal(bound(x)[0], want, err_msg=f"{op} case {i} [{target}, {label}]")
+    assert taken >= 6
 
 
 def _corpus_graphs():

@@ -187,6 +187,8 @@ def _declare(lib: ctypes.CDLL) -> None:
     for name in ("intq_conv_obj", "intq_depthwise_obj"):
         fn = getattr(lib, name)
         fn.argtypes, fn.restype = [vp, obj, obj], None
+    lib.intq_lut.argtypes, lib.intq_lut.restype = [vp, i64, vp, vp], None
+    lib.intq_lut_obj.argtypes, lib.intq_lut_obj.restype = [vp, i64, obj, obj], None
     for name in ("intq_mul_obj", "intq_add_obj"):
         fn = getattr(lib, name)
         fn.argtypes, fn.restype = [vp, obj, obj, obj], None

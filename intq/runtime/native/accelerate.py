@@ -301,6 +301,54 @@ def _add(lib, node: Node, graph: Graph, p) -> _BoundBinary | None:
     return _BoundBinary(lib.intq_add, params, [ta, tb], (size, size), tuple(out))
 
 
+class _BoundTable:
+    """A native 256-entry table lookup (``y = table[uint8(x)]``) bound to its table."""
+
+    def __init__(self, lib, table: np.ndarray, shape: tuple[int, ...]):
+        self.fn, self.fn_obj = lib.intq_lut, None
+        self.table = table
+        self.address = table.ctypes.data
+        self.size = int(np.prod(shape, dtype=np.int64))
+        self.shape = shape
+
+    def __call__(self, x, *_constants):
+        if type(x) is not np.ndarray or x.dtype != np.int8 or not x.flags.c_contiguous or x.size != self.size:
+            if np.asarray(x).size != self.size:
+                raise ValueError(f"native kernel: input of {np.asarray(x).size} elements, prepared for {self.size}")
+            x = np.ascontiguousarray(x, dtype=np.int8)
+        y = np.empty(self.shape, np.int8)
+        if self.fn_obj is not None:
+            self.fn_obj(self.address, self.size, x, y)
+        else:
+            self.fn(self.address, self.size, x.ctypes.data, y.ctypes.data)
+        return (y,)
+
+
+def _table_classes() -> tuple[type, ...]:
+    """The prepared variants whose ``run`` is exactly ``table[uint8(x)]`` (int8 [256] ``table``):
+    their modules' ``run`` is ``lookup(p.table, x)`` or ``p.table[x.view(np.uint8)]``."""
+    from intq.kernels import hard_swish, leaky_relu
+    from intq.kernels._elementwise_common import ReluParams
+    from intq.kernels._fixedpoint_lut import LutParams
+
+    return hard_swish.HardSwishParams, leaky_relu.LeakyReluParams, ReluParams, LutParams
+
+
+#: ops whose int8 kernel may be a table (:func:`_table_classes`)
+_TABLE_OPS = frozenset({"HARD_SWISH", "LEAKY_RELU", "LOGISTIC", "TANH", "RELU", "RELU6", "RELU_N1_TO_1"})
+
+
+def _table(lib, node: Node, graph: Graph, p) -> _BoundTable | None:
+    if type(p) not in _table_classes():
+        return None
+    table = getattr(p, "table", None)
+    shape = graph.tensors[node.outputs[0]].shape
+    if (not isinstance(table, np.ndarray) or table.dtype != np.int8 or table.shape != (256,) or shape is None
+            or graph.tensors[node.inputs[0]].shape != shape):
+        return None
+    return _BoundTable(lib, np.ascontiguousarray(table), tuple(shape))
+
+
 def native_run(node: Node, graph: Graph, params, lib: native.Native | None = None) -> Callable | None:
     """The native ``run`` of a prepared integer node (module docstring), or None; ``lib`` defaults
     to the process's library (:func:`intq.runtime.native.library`)."""
@@ -315,7 +363,9 @@ def native_run(node: Node, graph: Graph, params, lib: native.Native | None = Non
     build = builders.get(type(params))
     if build is None:
         build = {"MUL": _mul, "ADD": _add, "SUB": _add}.get(node.op_type)
-        if build is None or len(node.inputs) != 2 or len(node.outputs) != 1:
+        if node.op_type in _TABLE_OPS and len(node.outputs) == 1:
+            build = _table
+        elif build is None or len(node.inputs) != 2 or len(node.outputs) != 1:
             return None
         if any(graph.tensors[t].dtype != np.int8 or graph.tensors[t].qparams is None for t in node.inputs):
             return None

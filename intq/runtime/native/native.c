@@ -569,3 +569,28 @@ void intq_mul_obj(const intq_binary_params *p, const void *a, const void *b, voi
 void intq_add_obj(const intq_binary_params *p, const void *a, const void *b, void *y) {
     intq_add(p, (const int8_t *)intq_array_data(a), (const int8_t *)intq_array_data(b), (int8_t *)intq_array_data(y));
 }
+
+/* ------------------------------------------------------------------------------ tables */
+
+/* y[i] = table[(uint8_t)x[i]]: the int8 functions of one int8 input that intq's kernels tabulate at
+ * prepare (HARD_SWISH, LEAKY_RELU, LOGISTIC, TANH, RELU, RELU6, RELU_N1_TO_1). AVX-512 VBMI: 64
+ * lookups per step, two 128-entry permutes chosen by the index's top bit. */
+void intq_lut(const int8_t *table, int64_t n, const int8_t *x, int8_t *y) {
+    int64_t i = 0;
+#if defined(INTQ_AVX512) && defined(__AVX512VBMI__)
+    const __m512i t0 = _mm512_loadu_si512((const void *)table), t1 = _mm512_loadu_si512((const void *)(table + 64)),
+                  t2 = _mm512_loadu_si512((const void *)(table + 128)),
+                  t3 = _mm512_loadu_si512((const void *)(table + 192));
+    for (; i < n; i += 64) {
+        const __mmask64 valid = n - i >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << (n - i)) - 1);
+        const __m512i v = _mm512_maskz_loadu_epi8(valid, x + i); /* uint8 bits: 0..127 then 128..255 */
+        const __m512i low = _mm512_permutex2var_epi8(t0, v, t1), high = _mm512_permutex2var_epi8(t2, v, t3);
+        _mm512_mask_storeu_epi8(y + i, valid, _mm512_mask_blend_epi8(_mm512_movepi8_mask(v), low, high));
+    }
+#endif
+    for (; i < n; ++i) y[i] = table[(uint8_t)x[i]];
+}
+
+void intq_lut_obj(const int8_t *table, int64_t n, const void *x, void *y) {
+    intq_lut(table, n, (const int8_t *)intq_array_data(x), (int8_t *)intq_array_data(y));
+}
