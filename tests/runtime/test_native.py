@@ -168,16 +168,21 @@ def _binary_cases(rng):
                                             zero_point=zps[2])],
                                     {"fused_activation_function": ("NONE", "RELU", "RELU6", "RELU_N1_TO_1")[k]})
             yield graph, {"a": np.repeat(ALL_INT8, 256).reshape(256, 256), "b": np.tile(ALL_INT8, 256).reshape(256, 256)}
-    for c, b_shape in ((37, (1, 1, 1, 37)), (16, (1, 1, 1, 1)), (200, (200,))):
-        for k in range(3):
-            s_a, s_b = float(10 ** rng.uniform(-3, 0)), float(10 ** rng.uniform(-3, 0))
-            graph = single_op_graph("MUL", [tensor("a", (1, 5, 7, c), scale=s_a, zero_point=int(rng.integers(-128, 128))),
-                                            tensor("b", b_shape, scale=s_b, zero_point=int(rng.integers(-128, 128)))],
-                                    [tensor("y", (1, 5, 7, c), scale=s_a * s_b * float(10 ** rng.uniform(-2, 1)),
-                                            zero_point=int(rng.integers(-128, 128)))],
-                                    {"fused_activation_function": ("NONE", "RELU", "RELU6")[k]})
-            yield graph, {"a": rng.integers(-128, 128, (1, 5, 7, c)).astype(np.int8),
-                          "b": rng.integers(-128, 128, b_shape).astype(np.int8)}
+    for op in ("MUL", "ADD", "SUB"):
+        for c, b_shape in ((37, (1, 1, 1, 37)), (16, (1, 1, 1, 1)), (200, (200,))):
+            for k in range(3):
+                s_a, s_b = float(10 ** rng.uniform(-3, 0)), float(10 ** rng.uniform(-3, 0))
+                s_y = (s_a * s_b if op == "MUL" else max(s_a, s_b)) * float(10 ** rng.uniform(-1.5, 1))
+                a_shape = (1, 5, 7, c)
+                if k == 2:
+                    a_shape, b_shape = b_shape, a_shape  # the broadcast operand first
+                out_shape = np.broadcast_shapes(a_shape, b_shape)
+                graph = single_op_graph(op, [tensor("a", a_shape, scale=s_a, zero_point=int(rng.integers(-128, 128))),
+                                             tensor("b", b_shape, scale=s_b, zero_point=int(rng.integers(-128, 128)))],
+                                        [tensor("y", out_shape, scale=s_y, zero_point=int(rng.integers(-128, 128)))],
+                                        {"fused_activation_function": ("NONE", "RELU", "RELU6")[k]})
+                yield graph, {"a": rng.integers(-128, 128, a_shape).astype(np.int8),
+                              "b": rng.integers(-128, 128, b_shape).astype(np.int8)}
 
 
 @needs_library
@@ -208,7 +213,7 @@ def test_add_sub_mul_equal_the_kernels_on_every_build(variants):
                     raise AssertionError(f"case {k} {node.op_type} [{target}, {label}]: {int((got != want).sum())} of "
                                          f"{got.size} differ, first at {bad.tolist()}")
     for op, count in taken.items():
-        assert count >= 6, (op, count)
+        assert count >= 12, (op, count)
 
 
 _FIXED_OUTPUT = {"LOGISTIC": (1 / 256, -128), "TANH": (1 / 128, 0)}  # the int8 kernels' output quantization

@@ -266,7 +266,8 @@ def _mul(lib, node: Node, graph: Graph, p) -> _BoundBinary | None:
     rq = _scalar_requant(p.output)
     shapes = [graph.tensors[t].shape for t in node.inputs[:2]]
     out = graph.tensors[node.outputs[0]].shape
-    if rq is None or not out or any(s is None for s in shapes) or tuple(np.broadcast_shapes(*shapes)) != tuple(out):
+    if rq is None or not out or 0 in out or any(s is None for s in shapes) or tuple(
+            np.broadcast_shapes(*shapes)) != tuple(out):
         return None
     ra, rb = _rows_of(shapes[0], out), _rows_of(shapes[1], out)
     if ra is None or rb is None:
@@ -288,17 +289,20 @@ def _add(lib, node: Node, graph: Graph, p) -> _BoundBinary | None:
     rq = _scalar_requant(p.output)
     shapes = [graph.tensors[t].shape for t in node.inputs[:2]]
     out = graph.tensors[node.outputs[0]].shape
-    if rq is None or rq[1] != 0 or not out or shapes[0] != shapes[1] or tuple(shapes[0]) != tuple(out):
+    if rq is None or rq[1] != 0 or not out or 0 in out or any(s is None for s in shapes) or tuple(
+            np.broadcast_shapes(*shapes)) != tuple(out):
+        return None
+    ra, rb = _rows_of(shapes[0], out), _rows_of(shapes[1], out)
+    if ra is None or rb is None:
         return None
     mult, _, right, away = rq
     r = p.output
     ta, tb = (np.ascontiguousarray(t, dtype=np.int32) for t in (p.table_a, p.table_b))
-    size = int(np.prod(out, dtype=np.int64))
     params = native.BinaryParams(
-        rows=size // out[-1], cols=out[-1], a_rows=0, a_cols=0, b_rows=0, b_cols=0, za=0, zb=0,
-        table_a=ta.ctypes.data, table_b=tb.ctypes.data, mult=mult, left=0, right=right, away=away,
-        out_zp=r.zero_point, act_min=r.act_min, act_max=r.act_max)
-    return _BoundBinary(lib.intq_add, params, [ta, tb], (size, size), tuple(out))
+        rows=int(np.prod(out[:-1], dtype=np.int64)), cols=out[-1], a_rows=ra[0], a_cols=ra[1], b_rows=rb[0],
+        b_cols=rb[1], za=0, zb=0, table_a=ta.ctypes.data, table_b=tb.ctypes.data, mult=mult, left=0, right=right,
+        away=away, out_zp=r.zero_point, act_min=r.act_min, act_max=r.act_max)
+    return _BoundBinary(lib.intq_add, params, [ta, tb], (ra[0] * ra[1], rb[0] * rb[1]), tuple(out))
 
 
 class _BoundTable:

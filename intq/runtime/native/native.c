@@ -517,26 +517,34 @@ void intq_mul(const intq_binary_params *p, const int8_t *a, const int8_t *b, int
     }
 }
 
-/* ADD and SUB (intq.kernels.add's reference kernel, equal shapes): y = clamp(requant(table_a[a] +
- * table_b[b]) + Z_y) with no left shift (|sum| < 2^28). */
+/* ADD and SUB (intq.kernels.add's reference kernel): y = clamp(requant(table_a[a] + table_b[b]) +
+ * Z_y) with no left shift (|sum| < 2^28); a and b as MUL's ([rows][cols] or one broadcast row). */
 void intq_add(const intq_binary_params *p, const int8_t *a, const int8_t *b, int8_t *y) {
-    const int64_t n = p->rows * p->cols;
-    int64_t i = 0;
+    for (int64_t r = 0; r < p->rows; ++r) {
+        const int8_t *ar = a + (p->a_rows > 1 ? r * p->a_cols : 0), *br = b + (p->b_rows > 1 ? r * p->b_cols : 0);
+        int8_t *yr = y + r * p->cols;
+        int32_t c = 0;
 #ifdef INTQ_AVX512
-    const __m512i m = _mm512_set1_epi32(p->mult), e = _mm512_set1_epi32(p->right), away = _mm512_set1_epi32(p->away),
-                  zp = _mm512_set1_epi32(p->out_zp), lo = _mm512_set1_epi32(p->act_min),
-                  hi = _mm512_set1_epi32(p->act_max);
-    for (; i + 16 <= n; i += 16) {
-        const __m512i ia = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(a + i)));
-        const __m512i ib = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(b + i)));
-        const __m512i s = _mm512_add_epi32(_mm512_i32gather_epi32(ia, (const void *)p->table_a, 4),
-                                           _mm512_i32gather_epi32(ib, (const void *)p->table_b, 4));
-        _mm512_mask_cvtsepi32_storeu_epi8(y + i, (__mmask16)0xFFFF, rq16(s, m, e, away, zp, lo, hi));
-    }
+        const __m512i m = _mm512_set1_epi32(p->mult), e = _mm512_set1_epi32(p->right),
+                      away = _mm512_set1_epi32(p->away), zp = _mm512_set1_epi32(p->out_zp),
+                      lo = _mm512_set1_epi32(p->act_min), hi = _mm512_set1_epi32(p->act_max);
+        const __m512i a1 = _mm512_set1_epi32(p->table_a[(uint8_t)ar[0]]), b1 = _mm512_set1_epi32(p->table_b[(uint8_t)br[0]]);
+        for (; c < p->cols; c += 16) {
+            const __mmask16 valid = p->cols - c >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (p->cols - c)) - 1u);
+            const __m512i av = p->a_cols > 1 ? _mm512_mask_i32gather_epi32(
+                _mm512_setzero_si512(), valid, _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(valid, ar + c)),
+                (const void *)p->table_a, 4) : a1;
+            const __m512i bv = p->b_cols > 1 ? _mm512_mask_i32gather_epi32(
+                _mm512_setzero_si512(), valid, _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(valid, br + c)),
+                (const void *)p->table_b, 4) : b1;
+            _mm512_mask_cvtsepi32_storeu_epi8(yr + c, valid, rq16(_mm512_add_epi32(av, bv), m, e, away, zp, lo, hi));
+        }
 #endif
-    for (; i < n; ++i)
-        y[i] = (int8_t)rq_scalar(p->table_a[(uint8_t)a[i]] + p->table_b[(uint8_t)b[i]], p->mult, p->right, p->away,
-                                 p->out_zp, p->act_min, p->act_max);
+        for (; c < p->cols; ++c)
+            yr[c] = (int8_t)rq_scalar(p->table_a[(uint8_t)ar[p->a_cols > 1 ? c : 0]] +
+                                          p->table_b[(uint8_t)br[p->b_cols > 1 ? c : 0]],
+                                      p->mult, p->right, p->away, p->out_zp, p->act_min, p->act_max);
+    }
 }
 
 /* ------------------------------------------------------------------------------ array objects */
