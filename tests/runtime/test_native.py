@@ -2,6 +2,7 @@
 
 * single-op ADD, SUB and MUL models (every int8 pair; broadcast rows as squeeze-excitation blocks
   have them); the table ops (HARD_SWISH, LEAKY_RELU, LOGISTIC, TANH, the RELUs) on every int8 input;
+  two-class SOFTMAX's pair table on every pair;
 * single-op CONV_2D (grouped too), DEPTHWISE_CONV_2D and FULLY_CONNECTED models — the random cases
   of the kernels' oracle suites plus wider ones (more than one 32-pixel block, 32-channel tile and
   64-deep K step, extreme zero points and weights) — under the three requantization contracts the
@@ -249,6 +250,24 @@ def test_tables_equal_the_kernels(variants, op):
                 taken += 1
                 np.testing.assert_array_equal(bound(x)[0], want, err_msg=f"{op} case {i} [{target}, {label}]")
     assert taken >= 6
+
+
+@pytest.mark.parametrize("shape", [(1, 2), (3, 5, 2), (256, 256, 2)])
+def test_two_class_softmax_table_equals_the_kernel(shape):
+    """SOFTMAX over pairs (a two-class head) is tabulated at plan time from the kernel's own run
+    on all 65536 rows: the lookup must return each row's own result, in place."""
+    rng = np.random.default_rng(11)
+    for beta, s_in in ((1.0, 0.05), (0.5, 0.3), (2.0, 0.001)):
+        graph = single_op_graph("SOFTMAX", [tensor("x", shape, scale=s_in, zero_point=int(rng.integers(-128, 128)))],
+                                [tensor("y", shape, scale=1 / 256, zero_point=-128)], {"beta": beta})
+        x = (np.stack(np.meshgrid(ALL_INT8, ALL_INT8, indexing="ij"), axis=-1) if shape == (256, 256, 2)
+             else rng.integers(-128, 128, shape).astype(np.int8))
+        for target in ("tflite", "litert-ref"):
+            plan = ExecutionPlan(graph, get_target(target), native=False)
+            run, params = plan.kernels[graph.nodes[0].name]
+            bound = native_run(graph.nodes[0], graph, params)
+            assert bound is not None
+            np.testing.assert_array_equal(bound(x)[0], run(params, x)[0], err_msg=f"{shape} beta {beta} [{target}]")
 
 
 def _corpus_graphs():

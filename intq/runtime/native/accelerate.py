@@ -3,18 +3,27 @@
 :func:`native_run` is asked by the execution plan for every integer node once, after the kernel's
 ``prepare``: it returns a callable computing exactly the kernel's ``run`` on the node's inputs, or
 None (the plan then binds the kernel's own ``run``). It accepts a node when its prepared
-parameters are one of the int8 variants ``native.c`` implements and every requantization is the
-fixed-point double rounding with no left shift (every real multiplier below 1):
+parameters are one of the int8 variants ``native.c`` implements (exact types, never subclasses)
+and every requantization is the fixed-point double rounding (``Requant.DOUBLE``: ties away from
+zero; ``Requant.DOUBLE_HALF_UP``: ties up) to int8:
 
 * CONV_2D (:class:`~intq.kernels.conv_2d.Conv2DParams`, grouped included: the block-diagonal
   matrix of :func:`~intq.kernels._conv_common.conv_matrix`) and FULLY_CONNECTED
-  (:class:`~intq.kernels.fully_connected.FullyConnectedParams`, as the 1x1 convolution of its rows);
+  (:class:`~intq.kernels.fully_connected.FullyConnectedParams`, as the 1x1 convolution of its
+  rows), no left shift (every real multiplier below 1), when the library's matrix path is AMX or
+  VNNI (:attr:`intq.runtime.native.Native.gemm`);
 * DEPTHWISE_CONV_2D with depth multiplier 1 (:class:`~intq.kernels.depthwise_conv_2d.DepthwiseConv2DParams`;
-  ``litert-opt``'s two channel groups become a per-channel tie rule).
+  ``litert-opt``'s two channel groups become a per-channel tie rule), no left shift;
+* MUL (:class:`~intq.kernels.mul.MulParams`, the reference kernel: per-tensor multiplier, left
+  shifts included) and ADD / SUB (:class:`~intq.kernels.add.AddParams`: the operand tables), each
+  operand the output's shape, one row [1, C] or one value;
+* the table ops (HARD_SWISH, LEAKY_RELU, LOGISTIC, TANH, RELU, RELU6, RELU_N1_TO_1): the kernel's
+  own 256-entry int8 table, looked up natively;
+* SOFTMAX over rows of two values (:class:`~intq.kernels.softmax.SoftmaxParams`): the kernel's own
+  run tabulated on all 65536 rows at plan time, looked up with numpy (no C library needed).
 
-Requantization contracts: ``Requant.DOUBLE`` (ties away from zero) and ``Requant.DOUBLE_HALF_UP``
-(ties up), int8 output. The rest (XNNPACK's and onnxruntime's float32 requantization, TPU-MLIR's
-multiplier/rshift, 16x8, left shifts) keep the kernels' own run paths.
+The rest (XNNPACK's and onnxruntime's float32 requantization, TPU-MLIR's multiplier/rshift, the
+optimized targets' ADD and MUL, 16x8, other operators) keep the kernels' own run paths.
 
 Prepared here, once: the packed weights, the per-channel requantization arrays (padded to 32
 channels), the C parameter structure and its scratch buffers. Not re-entrant (one run at a time
@@ -28,6 +37,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from intq.errors import IntqError
 from intq.ir import Graph, Node
 from intq.runtime import native
 
@@ -353,11 +363,43 @@ def _table(lib, node: Node, graph: Graph, p) -> _BoundTable | None:
     return _BoundTable(lib, np.ascontiguousarray(table), tuple(shape))
 
 
+class _PairTable:
+    """SOFTMAX over rows of two int8 values as one lookup: ``table[(uint8(a) << 8) | uint8(b)]`` is
+    the kernel's own output row for the input row ``(a, b)``, evaluated at plan time on all 65536
+    rows (the reference kernel computes each row from that row alone). numpy only: no C needed."""
+
+    def __init__(self, table: np.ndarray, shape: tuple[int, ...]):
+        self.table = table  # int8 [65536, 2]
+        self.shape = shape
+
+    def __call__(self, x, *_constants):
+        bits = np.ascontiguousarray(x, dtype=np.int8).reshape(-1, 2).view(np.uint8)
+        index = (bits[:, 0].astype(np.intp) << 8) | bits[:, 1]
+        return (self.table[index].reshape(self.shape),)
+
+
+def _softmax_pairs(node: Node, graph: Graph, p) -> _PairTable | None:
+    from intq.kernels import softmax
+
+    shape = graph.tensors[node.outputs[0]].shape
+    if type(p) is not softmax.SoftmaxParams or p.depth != 2 or not shape or graph.tensors[node.inputs[0]].shape != shape:
+        return None
+    bits = np.arange(65536, dtype=np.uint16)
+    rows = np.stack([(bits >> 8).astype(np.uint8), (bits & 0xFF).astype(np.uint8)], axis=1).view(np.int8)
+    try:
+        table = np.ascontiguousarray(softmax.run(p, rows)[0], dtype=np.int8)
+    except IntqError:  # a row the runtime refuses: the kernel's run reports it per input
+        return None
+    return _PairTable(table, tuple(shape))
+
+
 def native_run(node: Node, graph: Graph, params, lib: native.Native | None = None) -> Callable | None:
     """The native ``run`` of a prepared integer node (module docstring), or None; ``lib`` defaults
     to the process's library (:func:`intq.runtime.native.library`)."""
     from intq.kernels import conv_2d, depthwise_conv_2d, fully_connected
 
+    if node.op_type == "SOFTMAX" and graph.tensors[node.outputs[0]].dtype == np.int8:
+        return _softmax_pairs(node, graph, params)  # numpy: taken with or without the C library
     lib = lib or native.library()
     if lib is None:
         return None
