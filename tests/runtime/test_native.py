@@ -2,7 +2,7 @@
 
 * single-op ADD, SUB and MUL models (every int8 pair; broadcast rows as squeeze-excitation blocks
   have them); the table ops (HARD_SWISH, LEAKY_RELU, LOGISTIC, TANH, the RELUs) on every int8 input;
-  two-class SOFTMAX's pair table on every pair;
+  two-class SOFTMAX's pair table on every pair; MAX_POOL_2D on the pooling suite's geometries;
 * single-op CONV_2D (grouped too), DEPTHWISE_CONV_2D and FULLY_CONNECTED models — the random cases
   of the kernels' oracle suites plus wider ones (more than one 32-pixel block, 32-channel tile and
   64-deep K step, extreme zero points and weights) — under the three requantization contracts the
@@ -36,6 +36,7 @@ from intq.testing.digits import load_split
 
 from ..kernels.harness import single_op_graph, tensor
 from ..kernels.test_elementwise import ALL_INT8, _arith_case
+from ..kernels.test_pool_reduce import _pool_case
 from ..kernels.test_conv import _bias, _conv_case, _depthwise_case, _scales, _weights, _zero_points
 from ..kernels.test_fully_connected import _case as _fc_case
 
@@ -215,6 +216,33 @@ def test_add_sub_mul_equal_the_kernels_on_every_build(variants):
                                          f"{got.size} differ, first at {bad.tolist()}")
     for op, count in taken.items():
         assert count >= 12, (op, count)
+
+
+@needs_library
+def test_max_pool_equals_the_kernel(variants):
+    """The pooling suite's random geometries (global windows, windows larger than the image, strides
+    above the filter) plus wide channels (more than one 64-lane step)."""
+    rng = np.random.default_rng(13)
+    taken = 0
+    for i in range(40):
+        graph, feeds = _pool_case(rng, "MAX_POOL_2D", i)[:2]
+        if i % 4 == 3:  # 70 or 130 channels: several vector steps and a tail
+            x_t = graph.tensors["x"]
+            c = int(rng.choice([70, 130]))
+            shape, out_shape = (*x_t.shape[:3], c), (*graph.tensors["y"].shape[:3], c)
+            graph = single_op_graph("MAX_POOL_2D", [tensor("x", shape, scale=0.1, zero_point=3)],
+                                    [tensor("y", out_shape, scale=0.1, zero_point=3)], graph.nodes[0].attrs)
+            feeds = {"x": rng.integers(-128, 128, shape).astype(np.int8)}
+        for target in TARGETS:
+            plan = ExecutionPlan(graph, get_target(target), native=False)
+            run, params = plan.kernels[graph.nodes[0].name]
+            want = np.array(run(params, feeds["x"])[0])
+            for label in (native.library().path, f"{native.library().path}, pointers", "portable"):
+                bound = native_run(graph.nodes[0], graph, params, variants[label])
+                assert bound is not None
+                taken += 1
+                np.testing.assert_array_equal(bound(feeds["x"])[0], want, err_msg=f"case {i} [{target}, {label}]")
+    assert taken == 40 * len(TARGETS) * 3
 
 
 _FIXED_OUTPUT = {"LOGISTIC": (1 / 256, -128), "TANH": (1 / 128, 0)}  # the int8 kernels' output quantization

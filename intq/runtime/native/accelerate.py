@@ -17,6 +17,7 @@ zero; ``Requant.DOUBLE_HALF_UP``: ties up) to int8:
 * MUL (:class:`~intq.kernels.mul.MulParams`, the reference kernel: per-tensor multiplier, left
   shifts included) and ADD / SUB (:class:`~intq.kernels.add.AddParams`: the operand tables), each
   operand the output's shape, one row [1, C] or one value;
+* MAX_POOL_2D (:class:`~intq.kernels._pool_common.PoolWindow`, the reference kernel);
 * the table ops (HARD_SWISH, LEAKY_RELU, LOGISTIC, TANH, RELU, RELU6, RELU_N1_TO_1): the kernel's
   own 256-entry int8 table, looked up natively;
 * SOFTMAX over rows of two values (:class:`~intq.kernels.softmax.SoftmaxParams`): the kernel's own
@@ -393,6 +394,22 @@ def _softmax_pairs(node: Node, graph: Graph, p) -> _PairTable | None:
     return _PairTable(table, tuple(shape))
 
 
+def _max_pool(lib, node: Node, graph: Graph, p) -> _Bound | None:
+    from intq.kernels._pool_common import PoolWindow
+
+    if type(p) is not PoolWindow:
+        return None
+    g = p.geometry
+    shape = graph.tensors[node.inputs[0]].shape
+    out = graph.tensors[node.outputs[0]].shape
+    if shape is None or out is None or len(shape) != 4 or tuple(out) != (shape[0], g.out_h, g.out_w, shape[3]):
+        return None
+    params = native.PoolParams(batch=shape[0], in_h=g.in_h, in_w=g.in_w, c=shape[3], out_h=g.out_h, out_w=g.out_w,
+                               filter_h=g.filter_h, filter_w=g.filter_w, stride_h=g.stride_h, stride_w=g.stride_w,
+                               pad_h=g.pad_h, pad_w=g.pad_w, act_min=p.act_min, act_max=p.act_max)
+    return _Bound(lib.intq_max_pool, params, [], int(np.prod(shape)), tuple(out))
+
+
 def native_run(node: Node, graph: Graph, params, lib: native.Native | None = None) -> Callable | None:
     """The native ``run`` of a prepared integer node (module docstring), or None; ``lib`` defaults
     to the process's library (:func:`intq.runtime.native.library`)."""
@@ -408,9 +425,9 @@ def native_run(node: Node, graph: Graph, params, lib: native.Native | None = Non
         builders.update({conv_2d.Conv2DParams: _conv_2d, fully_connected.FullyConnectedParams: _fully_connected})
     build = builders.get(type(params))
     if build is None:
-        build = {"MUL": _mul, "ADD": _add, "SUB": _add}.get(node.op_type)
-        if node.op_type in _TABLE_OPS and len(node.outputs) == 1:
-            build = _table
+        build = {"MUL": _mul, "ADD": _add, "SUB": _add, "MAX_POOL_2D": _max_pool}.get(node.op_type)
+        if (node.op_type in _TABLE_OPS or node.op_type == "MAX_POOL_2D") and len(node.outputs) == 1:
+            build = build or _table
         elif build is None or len(node.inputs) != 2 or len(node.outputs) != 1:
             return None
         if any(graph.tensors[t].dtype != np.int8 or graph.tensors[t].qparams is None for t in node.inputs):

@@ -547,6 +547,54 @@ void intq_add(const intq_binary_params *p, const int8_t *a, const int8_t *b, int
     }
 }
 
+/* ------------------------------------------------------------------------------ MAX_POOL_2D */
+
+typedef struct {
+    int32_t batch, in_h, in_w, c, out_h, out_w, filter_h, filter_w, stride_h, stride_w, pad_h, pad_w;
+    int32_t act_min, act_max;
+} intq_pool_params;
+
+/* MAX_POOL_2D (intq.kernels.max_pool_2d): the maximum over each window clipped to the image,
+ * starting from -128, clamped to [act_min, act_max]. */
+void intq_max_pool(const intq_pool_params *p, const int8_t *x, int8_t *y) {
+    const int32_t c = p->c;
+    for (int32_t n = 0; n < p->batch; ++n) {
+        const int8_t *xb = x + (size_t)n * p->in_h * p->in_w * c;
+        for (int32_t oy = 0; oy < p->out_h; ++oy) {
+            const int32_t y0 = oy * p->stride_h - p->pad_h, iy0 = y0 < 0 ? 0 : y0,
+                          iy1 = y0 + p->filter_h < p->in_h ? y0 + p->filter_h : p->in_h;
+            for (int32_t ox = 0; ox < p->out_w; ++ox) {
+                const int32_t x0 = ox * p->stride_w - p->pad_w, ix0 = x0 < 0 ? 0 : x0,
+                              ix1 = x0 + p->filter_w < p->in_w ? x0 + p->filter_w : p->in_w;
+                int8_t *out = y + (((size_t)n * p->out_h + oy) * p->out_w + ox) * c;
+                int32_t ch = 0;
+#ifdef INTQ_AVX512
+                for (; ch < c; ch += 64) {
+                    const __mmask64 valid = c - ch >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << (c - ch)) - 1);
+                    __m512i m = _mm512_set1_epi8(-128);
+                    for (int32_t iy = iy0; iy < iy1; ++iy)
+                        for (int32_t ix = ix0; ix < ix1; ++ix)
+                            m = _mm512_max_epi8(m, _mm512_maskz_loadu_epi8(valid, xb + ((size_t)iy * p->in_w + ix) * c + ch));
+                    m = _mm512_min_epi8(_mm512_max_epi8(m, _mm512_set1_epi8((char)p->act_min)),
+                                        _mm512_set1_epi8((char)p->act_max));
+                    _mm512_mask_storeu_epi8(out + ch, valid, m);
+                }
+#endif
+                for (; ch < c; ++ch) {
+                    int32_t m = -128;
+                    for (int32_t iy = iy0; iy < iy1; ++iy)
+                        for (int32_t ix = ix0; ix < ix1; ++ix) {
+                            const int32_t v = xb[((size_t)iy * p->in_w + ix) * c + ch];
+                            m = v > m ? v : m;
+                        }
+                    m = m < p->act_min ? p->act_min : (m > p->act_max ? p->act_max : m);
+                    out[ch] = (int8_t)m;
+                }
+            }
+        }
+    }
+}
+
 /* ------------------------------------------------------------------------------ array objects */
 
 /* The same entry points taking numpy array objects (ctypes py_object: no per-call pointer
@@ -601,4 +649,8 @@ void intq_lut(const int8_t *table, int64_t n, const int8_t *x, int8_t *y) {
 
 void intq_lut_obj(const int8_t *table, int64_t n, const void *x, void *y) {
     intq_lut(table, n, (const int8_t *)intq_array_data(x), (int8_t *)intq_array_data(y));
+}
+
+void intq_max_pool_obj(const intq_pool_params *p, const void *x, void *y) {
+    intq_max_pool(p, (const int8_t *)intq_array_data(x), (int8_t *)intq_array_data(y));
 }
