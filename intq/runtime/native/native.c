@@ -118,6 +118,63 @@ static void rq_row(const intq_rq *q, const int32_t *acc, int32_t c0, int32_t n, 
                                  q->out_zp, q->act_min, q->act_max);
 }
 
+/* Requantize a block: acc int32 [rows][32] (channels c0 .. c0 + n - 1, n <= 32) -> y rows of
+ * y_stride bytes. The per-channel vectors (offset, multiplier, exponent, mask, half mask, tie rule)
+ * are loaded once for the block's rows. */
+#ifdef INTQ_AVX512
+typedef struct {
+    __m512i off, m, m_odd, e, mask, half, away;
+    __mmask16 valid;
+} rq_vec;
+
+static inline void rq_vec_load(rq_vec *v, const intq_rq *q, int32_t c0, int32_t n) {
+    const __m512i one = _mm512_set1_epi32(1);
+    v->valid = n >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << n) - 1u);
+    v->off = _mm512_loadu_si512((const void *)(q->offset + c0));
+    v->m = _mm512_loadu_si512((const void *)(q->mult + c0));
+    v->m_odd = _mm512_srli_epi64(v->m, 32);
+    v->e = _mm512_loadu_si512((const void *)(q->exponent + c0));
+    v->mask = _mm512_sub_epi32(_mm512_sllv_epi32(one, v->e), one);
+    v->half = _mm512_srli_epi32(v->mask, 1);
+    v->away = _mm512_loadu_si512((const void *)(q->away + c0));
+}
+
+/* rq16 with the per-channel vectors prepared (and the offset added here). */
+static inline __m512i rq16v(__m512i acc, const rq_vec *v, __m512i zp, __m512i lo, __m512i hi) {
+    const __m512i x = _mm512_add_epi32(acc, v->off), half30 = _mm512_set1_epi64((int64_t)1 << 30);
+    const __m512i even = _mm512_srli_epi64(_mm512_add_epi64(_mm512_mul_epi32(x, v->m), half30), 31);
+    __m512i odd = _mm512_add_epi64(_mm512_mul_epi32(_mm512_srli_epi64(x, 32), v->m_odd), half30);
+    odd = _mm512_slli_epi64(_mm512_srli_epi64(odd, 31), 32);
+    const __m512i h = _mm512_mask_blend_epi32((__mmask16)0xAAAA, even, odd);
+    const __m512i threshold = _mm512_add_epi32(v->half, _mm512_and_si512(v->away, _mm512_srli_epi32(h, 31)));
+    const __mmask16 up = _mm512_cmpgt_epi32_mask(_mm512_and_si512(h, v->mask), threshold);
+    const __m512i s = _mm512_srav_epi32(h, v->e);
+    const __m512i y = _mm512_add_epi32(_mm512_mask_add_epi32(s, up, s, _mm512_set1_epi32(1)), zp);
+    return _mm512_max_epi32(_mm512_min_epi32(y, hi), lo);
+}
+#endif
+
+static inline void rq_block(const intq_rq *q, const int32_t *acc, int32_t rows, int32_t c0, int32_t n, int8_t *y,
+                     int64_t y_stride) {
+#ifdef INTQ_AVX512
+    const __m512i zp = _mm512_set1_epi32(q->out_zp), lo = _mm512_set1_epi32(q->act_min),
+                  hi = _mm512_set1_epi32(q->act_max);
+    rq_vec v0, v1;
+    rq_vec_load(&v0, q, c0, n < 16 ? n : 16);
+    if (n > 16) rq_vec_load(&v1, q, c0 + 16, n - 16);
+    for (int32_t r = 0; r < rows; ++r) {
+        const int32_t *a = acc + r * 32;
+        int8_t *out = y + r * y_stride;
+        _mm512_mask_cvtsepi32_storeu_epi8(out, v0.valid, rq16v(_mm512_maskz_loadu_epi32(v0.valid, a), &v0, zp, lo, hi));
+        if (n > 16)
+            _mm512_mask_cvtsepi32_storeu_epi8(out + 16, v1.valid,
+                                              rq16v(_mm512_maskz_loadu_epi32(v1.valid, a + 16), &v1, zp, lo, hi));
+    }
+#else
+    for (int32_t r = 0; r < rows; ++r) rq_row(q, acc + r * 32, c0, n, y + r * y_stride);
+#endif
+}
+
 /* acc int32 [rows][cols] (row stride cols) -> y int8 [rows][cols]: the fused requantization. */
 void intq_requant(const intq_rq *q, int64_t rows, int32_t cols, const int32_t *acc, int8_t *y) {
     for (int64_t r = 0; r < rows; ++r)
@@ -263,8 +320,7 @@ static void conv_amx(const intq_conv_params *p, const int8_t *x, int8_t *y, int6
         for (int32_t o = 0; o < p->out_c; o += 32) {
             const int32_t n = p->out_c - o < 32 ? p->out_c - o : 32;
             amx_block(p, o);
-            for (int32_t r = 0; r < rows; ++r)
-                rq_row(&p->rq, p->c + r * 32, o, n, y + (size_t)(r0 + r) * p->out_c + o);
+            rq_block(&p->rq, p->c, rows, o, n, y + (size_t)r0 * p->out_c + o, p->out_c);
         }
     }
     _tile_release();
@@ -308,7 +364,7 @@ static void vnni_tile(const intq_conv_params *p, int32_t r, int32_t rows, int32_
     const int32_t n = p->out_c - o < 32 ? p->out_c - o : 32;
     intq_rq q8 = p->rq;
     q8.offset = p->offset_u8;
-    for (int32_t i = 0; i < rows; ++i) rq_row(&q8, c + i * 32, o, n, y + (size_t)(row0 + r + i) * p->out_c + o);
+    rq_block(&q8, c, rows, o, n, y + (size_t)(row0 + r) * p->out_c + o, p->out_c);
 }
 
 static void conv_vnni(const intq_conv_params *p, const int8_t *x, int8_t *y, int64_t m) {
