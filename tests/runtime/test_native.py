@@ -3,6 +3,7 @@
 * single-op ADD, SUB and MUL models (every int8 pair; broadcast rows as squeeze-excitation blocks
   have them); the table ops (HARD_SWISH, LEAKY_RELU, LOGISTIC, TANH, the RELUs) on every int8 input;
   two-class SOFTMAX's pair table on every pair; MAX_POOL_2D on the pooling suite's geometries;
+  TRANSPOSE of ranks 1-4 under every permutation;
 * single-op CONV_2D (grouped too), DEPTHWISE_CONV_2D and FULLY_CONNECTED models — the random cases
   of the kernels' oracle suites plus wider ones (more than one 32-pixel block, 32-channel tile and
   64-deep K step, extreme zero points and weights) — under the three requantization contracts the
@@ -20,6 +21,7 @@ through the interpreter's default native plan, so the native paths are also chec
 and TensorFlow Lite Micro there.
 """
 
+import itertools
 from pathlib import Path
 
 import numpy as np
@@ -243,6 +245,27 @@ def test_max_pool_equals_the_kernel(variants):
                 taken += 1
                 np.testing.assert_array_equal(bound(feeds["x"])[0], want, err_msg=f"case {i} [{target}, {label}]")
     assert taken == 40 * len(TARGETS) * 3
+
+
+@needs_library
+def test_transpose_equals_the_kernel(variants):
+    rng = np.random.default_rng(17)
+    taken = 0
+    for shape in [(1, 3, 224, 224), (2, 5, 7, 3), (4, 6, 5), (7, 9), (33,), (1, 1, 8, 1)]:
+        for perm in itertools.permutations(range(len(shape))):
+            out = tuple(shape[k] for k in perm)
+            graph = single_op_graph("TRANSPOSE", [tensor("x", shape, scale=0.1, zero_point=3),
+                                                  tensor("perm", None, np.int32, data=np.array(perm, np.int32))],
+                                    [tensor("y", out, scale=0.1, zero_point=3)])
+            x = rng.integers(-128, 128, shape).astype(np.int8)
+            plan = ExecutionPlan(graph, get_target("tflite"), native=False)
+            run, params = plan.kernels[graph.nodes[0].name]
+            for label in (native.library().path, f"{native.library().path}, pointers", "portable"):
+                bound = native_run(graph.nodes[0], graph, params, variants[label])
+                assert bound is not None, (shape, perm)
+                taken += 1
+                np.testing.assert_array_equal(bound(x, perm)[0], run(params, x)[0], err_msg=f"{shape} {perm} [{label}]")
+    assert taken > 0
 
 
 _FIXED_OUTPUT = {"LOGISTIC": (1 / 256, -128), "TANH": (1 / 128, 0)}  # the int8 kernels' output quantization

@@ -174,7 +174,7 @@ def _declare(lib: ctypes.CDLL) -> None:
     lib.intq_native_init.argtypes, lib.intq_native_init.restype = [ctypes.c_int], ctypes.c_int
     lib.intq_packed_bytes.argtypes, lib.intq_packed_bytes.restype = [i32, i32], i64
     lib.intq_pack.argtypes, lib.intq_pack.restype = [i32, i32, vp, vp], None
-    for name in ("intq_conv", "intq_depthwise", "intq_max_pool"):
+    for name in ("intq_conv", "intq_depthwise", "intq_max_pool", "intq_transpose"):
         fn = getattr(lib, name)
         fn.argtypes, fn.restype = [vp, vp, vp], None
     lib.intq_requant.argtypes, lib.intq_requant.restype = [vp, i64, i32, vp, vp], None
@@ -184,7 +184,7 @@ def _declare(lib: ctypes.CDLL) -> None:
     obj = ctypes.py_object
     lib.intq_set_data_offset.argtypes, lib.intq_set_data_offset.restype = [i64], None
     lib.intq_array_data.argtypes, lib.intq_array_data.restype = [obj], vp
-    for name in ("intq_conv_obj", "intq_depthwise_obj", "intq_max_pool_obj"):
+    for name in ("intq_conv_obj", "intq_depthwise_obj", "intq_max_pool_obj", "intq_transpose_obj"):
         fn = getattr(lib, name)
         fn.argtypes, fn.restype = [vp, obj, obj], None
     lib.intq_lut.argtypes, lib.intq_lut.restype = [vp, i64, vp, vp], None
@@ -253,3 +253,9 @@ class PoolParams(ctypes.Structure):
     _fields_ = [(name, ctypes.c_int32) for name in (
         "batch", "in_h", "in_w", "c", "out_h", "out_w", "filter_h", "filter_w", "stride_h", "stride_w", "pad_h",
         "pad_w", "act_min", "act_max")]
+
+
+class TransposeParams(ctypes.Structure):
+    """``intq_transpose_params``."""
+
+    _fields_ = [("out_dim", ctypes.c_int64 * 4), ("in_stride", ctypes.c_int64 * 4)]

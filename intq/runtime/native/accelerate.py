@@ -17,7 +17,8 @@ zero; ``Requant.DOUBLE_HALF_UP``: ties up) to int8:
 * MUL (:class:`~intq.kernels.mul.MulParams`, the reference kernel: per-tensor multiplier, left
   shifts included) and ADD / SUB (:class:`~intq.kernels.add.AddParams`: the operand tables), each
   operand the output's shape, one row [1, C] or one value;
-* MAX_POOL_2D (:class:`~intq.kernels._pool_common.PoolWindow`, the reference kernel);
+* MAX_POOL_2D (:class:`~intq.kernels._pool_common.PoolWindow`, the reference kernel) and int8
+  TRANSPOSE of rank <= 4 (data movement: the same bytes);
 * the table ops (HARD_SWISH, LEAKY_RELU, LOGISTIC, TANH, RELU, RELU6, RELU_N1_TO_1): the kernel's
   own 256-entry int8 table, looked up natively;
 * SOFTMAX over rows of two values (:class:`~intq.kernels.softmax.SoftmaxParams`): the kernel's own
@@ -410,6 +411,23 @@ def _max_pool(lib, node: Node, graph: Graph, p) -> _Bound | None:
     return _Bound(lib.intq_max_pool, params, [], int(np.prod(shape)), tuple(out))
 
 
+def _transpose(lib, node: Node, graph: Graph, p) -> _Bound | None:
+    from intq.kernels.transpose import TransposeParams
+
+    shape = graph.tensors[node.inputs[0]].shape
+    out = graph.tensors[node.outputs[0]].shape
+    if type(p) is not TransposeParams or shape is None or out is None or not 1 <= len(shape) <= 4 or 0 in shape:
+        return None
+    perm = tuple(p.perm)
+    if tuple(out) != tuple(shape[k] for k in perm):
+        return None
+    pad = 4 - len(shape)
+    strides = [int(np.prod(shape[k + 1:], dtype=np.int64)) for k in range(len(shape))]
+    params = native.TransposeParams((ctypes.c_int64 * 4)(*([1] * pad + list(out))),
+                                    (ctypes.c_int64 * 4)(*([0] * pad + [strides[k] for k in perm])))
+    return _Bound(lib.intq_transpose, params, [], int(np.prod(shape)), tuple(out))
+
+
 def native_run(node: Node, graph: Graph, params, lib: native.Native | None = None) -> Callable | None:
     """The native ``run`` of a prepared integer node (module docstring), or None; ``lib`` defaults
     to the process's library (:func:`intq.runtime.native.library`)."""
@@ -425,12 +443,14 @@ def native_run(node: Node, graph: Graph, params, lib: native.Native | None = Non
         builders.update({conv_2d.Conv2DParams: _conv_2d, fully_connected.FullyConnectedParams: _fully_connected})
     build = builders.get(type(params))
     if build is None:
-        build = {"MUL": _mul, "ADD": _add, "SUB": _add, "MAX_POOL_2D": _max_pool}.get(node.op_type)
-        if (node.op_type in _TABLE_OPS or node.op_type == "MAX_POOL_2D") and len(node.outputs) == 1:
+        build = {"MUL": _mul, "ADD": _add, "SUB": _add, "MAX_POOL_2D": _max_pool,
+                 "TRANSPOSE": _transpose}.get(node.op_type)
+        if (node.op_type in _TABLE_OPS or node.op_type in ("MAX_POOL_2D", "TRANSPOSE")) and len(node.outputs) == 1:
             build = build or _table
         elif build is None or len(node.inputs) != 2 or len(node.outputs) != 1:
             return None
-        if any(graph.tensors[t].dtype != np.int8 or graph.tensors[t].qparams is None for t in node.inputs):
+        data = node.inputs[:1] if node.op_type == "TRANSPOSE" else node.inputs  # TRANSPOSE's perm: int32
+        if any(not t or graph.tensors[t].dtype != np.int8 or graph.tensors[t].qparams is None for t in data):
             return None
     x = graph.tensors[node.inputs[0]]
     if x.dtype != np.int8 or x.qparams is None or graph.tensors[node.outputs[0]].dtype != np.int8:

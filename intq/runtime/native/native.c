@@ -651,6 +651,30 @@ void intq_max_pool(const intq_pool_params *p, const int8_t *x, int8_t *y) {
     }
 }
 
+/* ------------------------------------------------------------------------------ TRANSPOSE */
+
+/* TRANSPOSE of an int8 tensor of rank <= 4 (ranks below 4 padded with leading 1s): y[i0][i1][i2][i3]
+ * = x at input strides in_stride[k] of the axis that output axis k reads (perm). */
+typedef struct {
+    int64_t out_dim[4];
+    int64_t in_stride[4]; /* elements, input stride of the input axis perm[k] */
+} intq_transpose_params;
+
+void intq_transpose(const intq_transpose_params *p, const int8_t *x, int8_t *y) {
+    const int64_t *d = p->out_dim, *s = p->in_stride;
+    for (int64_t i0 = 0; i0 < d[0]; ++i0)
+        for (int64_t i1 = 0; i1 < d[1]; ++i1)
+            for (int64_t i2 = 0; i2 < d[2]; ++i2) {
+                const int8_t *src = x + i0 * s[0] + i1 * s[1] + i2 * s[2];
+                if (s[3] == 1) {
+                    memcpy(y, src, (size_t)d[3]);
+                } else {
+                    for (int64_t i3 = 0; i3 < d[3]; ++i3) y[i3] = src[i3 * s[3]];
+                }
+                y += d[3];
+            }
+}
+
 /* ------------------------------------------------------------------------------ array objects */
 
 /* The same entry points taking numpy array objects (ctypes py_object: no per-call pointer
@@ -709,4 +733,8 @@ void intq_lut_obj(const int8_t *table, int64_t n, const void *x, void *y) {
 
 void intq_max_pool_obj(const intq_pool_params *p, const void *x, void *y) {
     intq_max_pool(p, (const int8_t *)intq_array_data(x), (int8_t *)intq_array_data(y));
+}
+
+void intq_transpose_obj(const intq_transpose_params *p, const void *x, void *y) {
+    intq_transpose(p, (const int8_t *)intq_array_data(x), (int8_t *)intq_array_data(y));
 }
