@@ -3,7 +3,7 @@
 * single-op ADD, SUB and MUL models (every int8 pair; broadcast rows as squeeze-excitation blocks
   have them); the table ops (HARD_SWISH, LEAKY_RELU, LOGISTIC, TANH, the RELUs) on every int8 input;
   two-class SOFTMAX's pair table on every pair; MAX_POOL_2D on the pooling suite's geometries;
-  TRANSPOSE of ranks 1-4 under every permutation;
+  TRANSPOSE of ranks 1-4 under every permutation; the data-movement suite's PAD and PADV2 models;
 * single-op CONV_2D (grouped too), DEPTHWISE_CONV_2D and FULLY_CONNECTED models — the random cases
   of the kernels' oracle suites plus wider ones (more than one 32-pixel block, 32-channel tile and
   64-deep K step, extreme zero points and weights) — under the three requantization contracts the
@@ -38,6 +38,7 @@ from intq.testing.digits import load_split
 
 from ..kernels.harness import single_op_graph, tensor
 from ..kernels.test_elementwise import ALL_INT8, _arith_case
+from ..kernels.test_data_movement import _pad_case
 from ..kernels.test_pool_reduce import _pool_case
 from ..kernels.test_conv import _bias, _conv_case, _depthwise_case, _scales, _weights, _zero_points
 from ..kernels.test_fully_connected import _case as _fc_case
@@ -266,6 +267,38 @@ def test_transpose_equals_the_kernel(variants):
                 taken += 1
                 np.testing.assert_array_equal(bound(x, perm)[0], run(params, x)[0], err_msg=f"{shape} {perm} [{label}]")
     assert taken > 0
+
+
+@needs_library
+@pytest.mark.parametrize("op", ["PAD", "PADV2"])
+def test_pad_equals_the_kernel(variants, op):
+    """The data-movement suite's random PAD / PADV2 models (ranks 1-5, every dtype: the native path
+    takes the int8 ones of rank <= 4 with a constant pad value) plus a MobileNet-sized one."""
+    rng = np.random.default_rng(19)
+    taken = 0
+    cases = [_pad_case(op, rng, i)[:2] for i in range(60)]
+    big = single_op_graph(op, [tensor("x", (1, 112, 112, 16), scale=0.1, zero_point=-3),
+                               tensor("paddings", None, np.int32, data=np.array([[0, 0], [0, 1], [0, 1], [0, 0]]))]
+                          + ([tensor("value", None, data=np.array([-3], np.int8), scale=0.1, zero_point=-3)]
+                             if op == "PADV2" else []),
+                          [tensor("y", (1, 113, 113, 16), scale=0.1, zero_point=-3)])
+    cases.append((big, {"x": rng.integers(-128, 128, (1, 112, 112, 16)).astype(np.int8)}))
+    for k, (graph, feeds) in enumerate(cases):
+        node = graph.nodes[0]
+        operands = [feeds[t] if t in feeds else graph.tensors[t].data for t in node.inputs]
+        try:
+            plan = ExecutionPlan(graph, get_target("litert-ref"), native=False)
+        except intq.IntqError:
+            continue
+        run, params = plan.kernels[node.name]
+        want = np.array(run(params, *operands)[0])
+        for label in (native.library().path, f"{native.library().path}, pointers", "portable"):
+            bound = native_run(node, graph, params, variants[label])
+            if bound is None:
+                continue
+            taken += 1
+            np.testing.assert_array_equal(bound(*operands)[0], want, err_msg=f"{op} case {k} [{label}]")
+    assert taken >= 3 * 10
 
 
 _FIXED_OUTPUT = {"LOGISTIC": (1 / 256, -128), "TANH": (1 / 128, 0)}  # the int8 kernels' output quantization

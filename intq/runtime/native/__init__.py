@@ -174,7 +174,7 @@ def _declare(lib: ctypes.CDLL) -> None:
     lib.intq_native_init.argtypes, lib.intq_native_init.restype = [ctypes.c_int], ctypes.c_int
     lib.intq_packed_bytes.argtypes, lib.intq_packed_bytes.restype = [i32, i32], i64
     lib.intq_pack.argtypes, lib.intq_pack.restype = [i32, i32, vp, vp], None
-    for name in ("intq_conv", "intq_depthwise", "intq_max_pool", "intq_transpose"):
+    for name in ("intq_conv", "intq_depthwise", "intq_max_pool", "intq_transpose", "intq_pad"):
         fn = getattr(lib, name)
         fn.argtypes, fn.restype = [vp, vp, vp], None
     lib.intq_requant.argtypes, lib.intq_requant.restype = [vp, i64, i32, vp, vp], None
@@ -184,7 +184,7 @@ def _declare(lib: ctypes.CDLL) -> None:
     obj = ctypes.py_object
     lib.intq_set_data_offset.argtypes, lib.intq_set_data_offset.restype = [i64], None
     lib.intq_array_data.argtypes, lib.intq_array_data.restype = [obj], vp
-    for name in ("intq_conv_obj", "intq_depthwise_obj", "intq_max_pool_obj", "intq_transpose_obj"):
+    for name in ("intq_conv_obj", "intq_depthwise_obj", "intq_max_pool_obj", "intq_transpose_obj", "intq_pad_obj"):
         fn = getattr(lib, name)
         fn.argtypes, fn.restype = [vp, obj, obj], None
     lib.intq_lut.argtypes, lib.intq_lut.restype = [vp, i64, vp, vp], None
@@ -259,3 +259,10 @@ class TransposeParams(ctypes.Structure):
     """``intq_transpose_params``."""
 
     _fields_ = [("out_dim", ctypes.c_int64 * 4), ("in_stride", ctypes.c_int64 * 4)]
+
+
+class PadParams(ctypes.Structure):
+    """``intq_pad_params``."""
+
+    _fields_ = [("in_dim", ctypes.c_int64 * 4), ("out_dim", ctypes.c_int64 * 4), ("before", ctypes.c_int64 * 4),
+                ("value", ctypes.c_int32)]

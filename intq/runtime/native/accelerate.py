@@ -18,7 +18,7 @@ zero; ``Requant.DOUBLE_HALF_UP``: ties up) to int8:
   shifts included) and ADD / SUB (:class:`~intq.kernels.add.AddParams`: the operand tables), each
   operand the output's shape, one row [1, C] or one value;
 * MAX_POOL_2D (:class:`~intq.kernels._pool_common.PoolWindow`, the reference kernel) and int8
-  TRANSPOSE of rank <= 4 (data movement: the same bytes);
+  TRANSPOSE and PAD / PADV2 (constant value) of rank <= 4 (data movement: the same bytes);
 * the table ops (HARD_SWISH, LEAKY_RELU, LOGISTIC, TANH, RELU, RELU6, RELU_N1_TO_1): the kernel's
   own 256-entry int8 table, looked up natively;
 * SOFTMAX over rows of two values (:class:`~intq.kernels.softmax.SoftmaxParams`): the kernel's own
@@ -350,6 +350,9 @@ def _table_classes() -> tuple[type, ...]:
     return hard_swish.HardSwishParams, leaky_relu.LeakyReluParams, ReluParams, LutParams
 
 
+#: ops with one int8 data input (their other inputs are int32 constants: perm, paddings, PADV2's value)
+_ONE_INPUT = frozenset({"MAX_POOL_2D", "TRANSPOSE", "PAD", "PADV2"})
+
 #: ops whose int8 kernel may be a table (:func:`_table_classes`)
 _TABLE_OPS = frozenset({"HARD_SWISH", "LEAKY_RELU", "LOGISTIC", "TANH", "RELU", "RELU6", "RELU_N1_TO_1"})
 
@@ -428,6 +431,23 @@ def _transpose(lib, node: Node, graph: Graph, p) -> _Bound | None:
     return _Bound(lib.intq_transpose, params, [], int(np.prod(shape)), tuple(out))
 
 
+def _pad(lib, node: Node, graph: Graph, p) -> _Bound | None:
+    from intq.kernels.pad import PadParams
+
+    shape = graph.tensors[node.inputs[0]].shape
+    out = graph.tensors[node.outputs[0]].shape
+    if (type(p) is not PadParams or p.value is None or not -128 <= int(p.value) <= 127 or shape is None
+            or out is None or not 1 <= len(shape) <= 4 or 0 in shape):
+        return None
+    if tuple(out) != tuple(d + a + b for d, (a, b) in zip(shape, p.widths)):
+        return None
+    pad = 4 - len(shape)
+    c4 = ctypes.c_int64 * 4
+    params = native.PadParams(c4(*([1] * pad + list(shape))), c4(*([1] * pad + list(out))),
+                              c4(*([0] * pad + [a for a, _ in p.widths])), int(p.value))
+    return _Bound(lib.intq_pad, params, [], int(np.prod(shape)), tuple(out))
+
+
 def native_run(node: Node, graph: Graph, params, lib: native.Native | None = None) -> Callable | None:
     """The native ``run`` of a prepared integer node (module docstring), or None; ``lib`` defaults
     to the process's library (:func:`intq.runtime.native.library`)."""
@@ -444,12 +464,12 @@ def native_run(node: Node, graph: Graph, params, lib: native.Native | None = Non
     build = builders.get(type(params))
     if build is None:
         build = {"MUL": _mul, "ADD": _add, "SUB": _add, "MAX_POOL_2D": _max_pool,
-                 "TRANSPOSE": _transpose}.get(node.op_type)
-        if (node.op_type in _TABLE_OPS or node.op_type in ("MAX_POOL_2D", "TRANSPOSE")) and len(node.outputs) == 1:
+                 "TRANSPOSE": _transpose, "PAD": _pad, "PADV2": _pad}.get(node.op_type)
+        if (node.op_type in _TABLE_OPS or node.op_type in _ONE_INPUT) and len(node.outputs) == 1:
             build = build or _table
         elif build is None or len(node.inputs) != 2 or len(node.outputs) != 1:
             return None
-        data = node.inputs[:1] if node.op_type == "TRANSPOSE" else node.inputs  # TRANSPOSE's perm: int32
+        data = node.inputs[:1] if node.op_type in _ONE_INPUT else node.inputs  # TRANSPOSE's perm, PAD's paddings
         if any(not t or graph.tensors[t].dtype != np.int8 or graph.tensors[t].qparams is None for t in data):
             return None
     x = graph.tensors[node.inputs[0]]

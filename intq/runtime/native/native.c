@@ -675,6 +675,26 @@ void intq_transpose(const intq_transpose_params *p, const int8_t *x, int8_t *y) 
             }
 }
 
+/* ------------------------------------------------------------------------------ PAD */
+
+/* PAD / PADV2 of an int8 tensor of rank <= 4 (leading 1s), constant value: the output filled with
+ * the value, then each innermost run of the input copied to its place. */
+typedef struct {
+    int64_t in_dim[4], out_dim[4], before[4];
+    int32_t value;
+} intq_pad_params;
+
+void intq_pad(const intq_pad_params *p, const int8_t *x, int8_t *y) {
+    const int64_t *d = p->in_dim, *o = p->out_dim, *b = p->before;
+    memset(y, (int)(int8_t)p->value, (size_t)(o[0] * o[1] * o[2] * o[3]));
+    for (int64_t i0 = 0; i0 < d[0]; ++i0)
+        for (int64_t i1 = 0; i1 < d[1]; ++i1)
+            for (int64_t i2 = 0; i2 < d[2]; ++i2) {
+                int8_t *dst = y + (((i0 + b[0]) * o[1] + (i1 + b[1])) * o[2] + (i2 + b[2])) * o[3] + b[3];
+                memcpy(dst, x + ((i0 * d[1] + i1) * d[2] + i2) * d[3], (size_t)d[3]);
+            }
+}
+
 /* ------------------------------------------------------------------------------ array objects */
 
 /* The same entry points taking numpy array objects (ctypes py_object: no per-call pointer
@@ -737,4 +757,8 @@ void intq_max_pool_obj(const intq_pool_params *p, const void *x, void *y) {
 
 void intq_transpose_obj(const intq_transpose_params *p, const void *x, void *y) {
     intq_transpose(p, (const int8_t *)intq_array_data(x), (int8_t *)intq_array_data(y));
+}
+
+void intq_pad_obj(const intq_pad_params *p, const void *x, void *y) {
+    intq_pad(p, (const int8_t *)intq_array_data(x), (int8_t *)intq_array_data(y));
 }
