@@ -460,7 +460,7 @@ def _branch(kind: str, i: int, rng: np.random.Generator, helper, numpy_helper):
         inputs[x] = shape
         nodes.append(helper.make_node("Transpose", [x], [tail], perm=perm))
     elif kind == "slice":  # Slice with constant starts/ends on one or two axes, some steps: tpu.Slice
-        shape = (1, int(rng.integers(1, 7)), int(rng.integers(2, 8)), int(rng.integers(2, 8)))
+        shape = (1, int(rng.integers(2, 7)), int(rng.integers(2, 8)), int(rng.integers(2, 8)))
         inputs[x] = shape
         axes = sorted(int(a) for a in rng.choice([1, 2, 3], size=int(rng.integers(1, 3)), replace=False))
         starts, ends, steps = [], [], []
@@ -474,6 +474,8 @@ def _branch(kind: str, i: int, rng: np.random.Generator, helper, numpy_helper):
             if rng.random() < 0.15:
                 e0 = 2 ** 31 - 1  # "to the end"
             starts.append(b0), ends.append(e0), steps.append(st)
+        if all(b % shape[a] == 0 and e >= shape[a] and st == 1 for a, b, e, st in zip(axes, starts, ends, steps)):
+            starts[0] = 1  # not the whole tensor (TPU-MLIR drops an identity slice)
         ints = [numpy_helper.from_array(np.array(v, np.int64), f"{n}{i}") for n, v in
                 (("st", starts), ("en", ends), ("ax", axes), ("sp", steps))]
         inits.extend(ints)
