@@ -480,7 +480,8 @@ def _branch(kind: str, i: int, rng: np.random.Generator, helper, numpy_helper):
                 (("st", starts), ("en", ends), ("ax", axes), ("sp", steps))]
         inits.extend(ints)
         nodes.append(helper.make_node("Slice", [x, *(t.name for t in ints)], [tail]))
-    elif kind == "squeeze":  # Squeeze unit axes (rank 4 -> 3 or 2)
+    elif kind == "squeeze":  # ReLU, then Squeeze of unit axes (rank 4 -> 3 or 2): on float32 graph inputs TPU-MLIR
+        #                       keeps the squeeze in float32; after the (int8) ReLU it is a tpu.Squeeze on int8
         dims = [int(rng.integers(2, 7)) for _ in range(3)]
         unit = sorted(int(a) for a in rng.choice([1, 2, 3], size=int(rng.integers(1, 3)), replace=False))
         for a in unit:
@@ -488,7 +489,8 @@ def _branch(kind: str, i: int, rng: np.random.Generator, helper, numpy_helper):
         inputs[x] = (1, *dims)
         axes = numpy_helper.from_array(np.array(unit, np.int64), f"ax{i}")
         inits.append(axes)
-        nodes.append(helper.make_node("Squeeze", [x, axes.name], [tail]))
+        nodes.append(helper.make_node("Relu", [x], [f"r{i}"]))
+        nodes.append(helper.make_node("Squeeze", [f"r{i}", axes.name], [tail]))
     else:
         raise SystemExit(f"unknown single op {kind!r}; known: {', '.join(SINGLE_OPS)}")
     if relu:
