@@ -480,17 +480,18 @@ def _branch(kind: str, i: int, rng: np.random.Generator, helper, numpy_helper):
                 (("st", starts), ("en", ends), ("ax", axes), ("sp", steps))]
         inits.extend(ints)
         nodes.append(helper.make_node("Slice", [x, *(t.name for t in ints)], [tail]))
-    elif kind == "squeeze":  # ReLU, then Squeeze of unit axes (rank 4 -> 3 or 2): on float32 graph inputs TPU-MLIR
-        #                       keeps the squeeze in float32; after the (int8) ReLU it is a tpu.Squeeze on int8
+    elif kind == "squeeze":  # MaxPool 2x2 / 1 (or 1x1 channels), then Squeeze of its unit axes (rank 4 -> 3 or 2):
+        #                       on a float32 graph input TPU-MLIR keeps a squeeze in float32, after a ReLU it does so
+        #                       in the asymmetric lowering; after a MaxPool it is an int8 tpu.Squeeze in both
         dims = [int(rng.integers(2, 7)) for _ in range(3)]
         unit = sorted(int(a) for a in rng.choice([1, 2, 3], size=int(rng.integers(1, 3)), replace=False))
         for a in unit:
             dims[a - 1] = 1
-        inputs[x] = (1, *dims)
+        inputs[x] = (1, dims[0], dims[1] + 1, dims[2] + 1)
         axes = numpy_helper.from_array(np.array(unit, np.int64), f"ax{i}")
         inits.append(axes)
-        nodes.append(helper.make_node("Relu", [x], [f"r{i}"]))
-        nodes.append(helper.make_node("Squeeze", [f"r{i}", axes.name], [tail]))
+        nodes.append(helper.make_node("MaxPool", [x], [f"p{i}"], kernel_shape=[2, 2], strides=[1, 1]))
+        nodes.append(helper.make_node("Squeeze", [f"p{i}", axes.name], [tail]))
     else:
         raise SystemExit(f"unknown single op {kind!r}; known: {', '.join(SINGLE_OPS)}")
     if relu:
