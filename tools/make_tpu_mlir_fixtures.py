@@ -473,16 +473,18 @@ def _branch(kind: str, i: int, rng: np.random.Generator, helper, numpy_helper):
                 b0 -= d  # a negative start counts from the end
             if rng.random() < 0.15:
                 e0 = 2 ** 31 - 1  # "to the end"
-            starts.append(b0), ends.append(e0), steps.append(st)
+            starts.append(b0)
+            ends.append(e0)
+            steps.append(st)
         if all(b % shape[a] == 0 and e >= shape[a] and st == 1 for a, b, e, st in zip(axes, starts, ends, steps)):
             starts[0] = 1  # not the whole tensor (TPU-MLIR drops an identity slice)
         ints = [numpy_helper.from_array(np.array(v, np.int64), f"{n}{i}") for n, v in
                 (("st", starts), ("en", ends), ("ax", axes), ("sp", steps))]
         inits.extend(ints)
         nodes.append(helper.make_node("Slice", [x, *(t.name for t in ints)], [tail]))
-    elif kind == "squeeze":  # MaxPool 2x2 / 1 (or 1x1 channels), then Squeeze of its unit axes (rank 4 -> 3 or 2):
-        #                       on a float32 graph input TPU-MLIR keeps a squeeze in float32, after a ReLU it does so
-        #                       in the asymmetric lowering; after a MaxPool it is an int8 tpu.Squeeze in both
+    elif kind == "squeeze":  # MaxPool (2x2, stride 1), then Squeeze of the unit axes of its output (rank 4 -> 3 or 2).
+        #                       On a float32 graph input TPU-MLIR keeps a squeeze in float32 (after a ReLU too, when
+        #                       asymmetric); after a MaxPool it is an int8 tpu.Squeeze in both variants
         dims = [int(rng.integers(2, 7)) for _ in range(3)]
         unit = sorted(int(a) for a in rng.choice([1, 2, 3], size=int(rng.integers(1, 3)), replace=False))
         for a in unit:
