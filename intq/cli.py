@@ -435,6 +435,7 @@ def cmd_quantize(args) -> dict:
               "calibration": {"method": args.method, "samples": table.num_samples},
               "method_per_tensor": methods,
               "int16_tensors": list(qg.metadata.get("int16_tensors", ())),
+              "float_nodes": list(qg.metadata.get("float_nodes", ())),
               "per_channel": not args.per_tensor,
               "seconds": {"load": round(t_load, 2), "calibrate": round(t_cal, 2), "convert": round(t_conv, 2),
                           "check": round(t_check, 2), "total": round(time.perf_counter() - t0, 2)},
@@ -453,6 +454,8 @@ def cmd_quantize(args) -> dict:
                f"weights {'per channel' if not args.per_tensor else 'per tensor'}; converted in {t_conv:.1f} s")
     if qg.metadata.get("int16_tensors"):
         _out(args, "  int16 region: " + ", ".join(qg.metadata["int16_tensors"]))
+    if qg.metadata.get("float_nodes"):
+        _out(args, "  float island: " + ", ".join(qg.metadata["float_nodes"]))
     if len(set(methods.values())) > 1:
         _out(args, "  ranges chosen by: " + ", ".join(f"{m} {n}" for m, n in Counter(methods.values()).most_common())
              + " (per tensor: --json, or the --calib-table)")
@@ -928,9 +931,12 @@ def build_parser() -> argparse.ArgumentParser:
     calib.add_argument("--method", default="minmax", choices=["minmax", "ema", "percentile", "mse", "entropy", "auto"],
                        help="calibration method (default minmax)")
     calib.add_argument("--per-tensor", action="store_true", help="per-tensor weights (default per-channel)")
-    calib.add_argument("--precision", action="append", metavar="LAYER=int16|FILE",
-                       help="keep a join (a Concat node or tensor) and the data movement after it in int16, e.g. a "
-                       "detector's output concat; or a table file (JSON, or NAME=int16 lines); repeatable")
+    calib.add_argument("--precision", action="append", metavar="LAYER=int16|float|FILE",
+                       help="LAYER=int16: keep a join (a Concat node or tensor) and the data movement after it in "
+                       "int16, e.g. a detector's output concat; LAYER=float: a float island from that node to the "
+                       "outputs (Sigmoid, Concat, Add/Sub/Mul/Div and data movement only: float builtins LiteRT's "
+                       "reference kernels and TFLite Micro compute exactly as intq), e.g. a detector's class-score "
+                       "sigmoid; or a table file (JSON, or NAME=int16 lines); repeatable")
     calib.add_argument("--bias-correction", action="store_true",
                        help="correct each layer's bias for its int8 weights' mean error (measured on the "
                        "calibration data; Nagel et al. 2019)")
@@ -938,8 +944,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="cross-layer equalization of consecutive layers' weight ranges before calibration "
                        "(Nagel et al. 2019)")
     calib.add_argument("--target-sqnr", type=float, metavar="DB",
-                       help="put range-mismatched joins in int16 until the output SQNR on 8 calibration samples "
-                       "reaches DB (the fewest that do)")
+                       help="put range-mismatched joins in int16, then if needed small float islands at the "
+                       "outputs, until the output SQNR on 8 calibration samples reaches DB (the fewest that do)")
 
     batching = argparse.ArgumentParser(add_help=False)
     batching.add_argument("--batch-size", type=_positive_int, default=_DEFAULT_BATCH_SIZE, metavar="N",

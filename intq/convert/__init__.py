@@ -19,7 +19,7 @@ import numpy as np
 
 from intq.calibration import CalibrationTable, calibrate, reconcile_ranges
 from intq.convert.context import ConversionContext, ConversionError, identity, reshape_request
-from intq.convert.precision import auto_precision, int16_tensors
+from intq.convert.precision import auto_precision, emit_float_node, float_nodes, int16_tensors, island_tensors
 from intq.convert.rules import RULES
 from intq.errors import UnsupportedOperatorError
 from intq.ir import Graph
@@ -53,14 +53,15 @@ def _refuse_missing_rules(graph: Graph) -> None:
 def convert(graph: Graph, table: CalibrationTable, *, per_channel: bool = True,
             input_type: str = "float32", output_type: str = "float32", precision=None) -> Graph:
     """Convert a simplified float graph (static shapes) with its calibration table. ``precision``:
-    ``{node or tensor: "int16"}`` for int16 regions (:mod:`intq.convert.precision`)."""
+    ``{node or tensor: "int16" | "float"}`` for int16 regions and float islands
+    (:mod:`intq.convert.precision`)."""
     _refuse_missing_rules(graph)
     return _convert_nodes(graph, table, per_channel=per_channel, input_type=input_type, output_type=output_type,
-                          int16=int16_tensors(graph, precision))
+                          int16=int16_tensors(graph, precision), floats=float_nodes(graph, precision))
 
 
 def _convert_nodes(graph: Graph, table: CalibrationTable, *, per_channel: bool, input_type: str,
-                   output_type: str, int16: frozenset[str] = frozenset()) -> Graph:
+                   output_type: str, int16: frozenset[str] = frozenset(), floats: frozenset[str] = frozenset()) -> Graph:
     cx = ConversionContext(graph, table, per_channel, int16=int16)
     cx.reserved = set(graph.inputs) | set(graph.outputs)
     inputs = []
@@ -86,13 +87,21 @@ def _convert_nodes(graph: Graph, table: CalibrationTable, *, per_channel: bool, 
             raise ConversionError(f"input_type must be 'float32' or 'int8', got {input_type!r}")
         inputs.append(name)
     for node in graph.nodes:
-        RULES[node.op_type](cx, node)
+        if node.name in floats:  # a float island (intq.convert.precision): the node as itself, in float32
+            emit_float_node(cx, node)
+        else:
+            RULES[node.op_type](cx, node)
     outputs = []
     for name in graph.outputs:
         rank = len(graph.tensors[name].shape)
         q = cx.value_as(name, identity(rank))
         t = cx.tensors[q]
-        if t.qparams is None:  # integer results (indices): no dequantization, same name as the model's
+        if t.qparams is None and np.issubdtype(t.dtype, np.floating):  # a float island's output, as it is
+            if q != name:
+                raise ConversionError(f"output {name!r} of a float island is an alias of {q!r}: put the op that "
+                                      f"writes it in the island")
+            outputs.append(name)
+        elif t.qparams is None:  # integer results (indices): no dequantization, same name as the model's
             cx.tensors[name] = type(t)(name, t.dtype, t.shape)
             request = reshape_request(t.shape, t.shape)
             shape_c = cx.int_constant(f"{name}/shape", np.asarray(request, np.int32), None, np.int32)
@@ -111,7 +120,7 @@ def _convert_nodes(graph: Graph, table: CalibrationTable, *, per_channel: bool, 
     float_of = {v.name: (name, v.perm) for name, v in cx.values.items() if v.name in cx.tensors}
     meta = {"source": graph.metadata.get("source", ""), "float_graph": graph.name, "calibration": table.method,
             "per_channel": per_channel, "conversion_notes": tuple(cx.notes), "float_tensor_of": float_of,
-            "int16_tensors": tuple(sorted(int16))}
+            "int16_tensors": tuple(sorted(int16)), "float_nodes": tuple(n.name for n in graph.nodes if n.name in floats)}
     return cx.build(inputs, outputs, graph.name, meta)
 
 
@@ -208,7 +217,7 @@ def quantize(model, data=None, *, method: str = "minmax", per_channel: bool = Tr
         auto, _ = auto_precision(graph, table, samples, target_sqnr, convert_options={"per_channel": per_channel},
                                  base=precision)
         precision.update(auto)
-    table = reconcile_ranges(graph, table, keep=int16_tensors(graph, precision))
+    table = reconcile_ranges(graph, table, keep=int16_tensors(graph, precision) | island_tensors(graph, precision))
     options = {"per_channel": per_channel, "input_type": input_type, "output_type": output_type, "precision": precision}
     q = convert(graph, table, **options)
     if corrected is not None:
