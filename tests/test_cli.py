@@ -8,6 +8,7 @@ import sys
 import numpy as np
 import pytest
 
+from intq.cli import DEFAULT_METHOD
 from intq.testing.digits import load_split
 
 INTQ = os.path.join(os.path.dirname(sys.executable), "intq")
@@ -86,7 +87,7 @@ def _reference_predictions(d, x):
     from intq.passes import simplify
 
     fg = simplify(intq.load(MODEL, input_shapes={"image": (1, 1, 8, 8)}))
-    qg = intq.quantize(fg, table=intq.calibrate(fg, str(d / "calib.npz"), "minmax"))
+    qg = intq.quantize(fg, table=intq.calibrate(fg, str(d / "calib.npz"), DEFAULT_METHOD))
     fi, qi = intq.Interpreter(fg), intq.Interpreter(qg)
     # the float model in the CLI's runs of 32 samples (BLAS sums a batch in another order than one
     # sample: float32 rounding apart, the same values); the integer model sample by sample, which
@@ -102,7 +103,7 @@ def test_quantize_reports_layers(digits_files):
     d, _, result = digits_files
     assert set(result["seconds"]) >= {"load", "calibrate", "convert", "check", "total"}
     assert result["poor_layers"] == []  # the digits CNN has no layer below 25 dB
-    assert set(result["method_per_tensor"].values()) == {"minmax"}
+    assert DEFAULT_METHOD == "mse" and set(result["method_per_tensor"].values()) == {"mse"}
     r = run("quantize", MODEL, "--calib", str(d / "calib.npz"), "--input-shape", "image=1x1x8x8",
             "-o", str(d / "q2.tflite"), "--method", "auto", "--bias-correction", "--equalize")
     assert r.returncode == 0 and "no layer below 25 dB SQNR on 8 calibration samples" in r.stdout
