@@ -159,3 +159,40 @@ def test_float_island_errors_name_the_node_and_the_rule(yolo):
     with pytest.raises(ConversionError, match="reaches Conv .*up to the graph outputs"):
         float_nodes(inner, {"s": "float"})
     assert island_candidates(inner) == []
+
+
+@pytest.mark.slow
+def test_nudenet_yolov8_head_in_a_float_island_runs_equal_in_litert_and_tflm():
+    """nudenet's YOLOv8n (third-party corpus; AGPL, so only in the local cache of
+    tools/build_corpus.py): its class scores on photo crops are nearly all below 1/256 and all
+    below 0.5, so int8 reads them as 0; a float island from the class sigmoid gives them back (their logits within the int8
+    logits' noise), and the exported file's float output equals LiteRT's and TFLM's bit for bit."""
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    sys.path.insert(0, str(root / "tools"))
+    sys.path.insert(0, str(root / "benchmarks"))
+    from accuracy import _logit, _photo_crops
+    from build_corpus import DEFAULT_CACHE
+
+    path = DEFAULT_CACHE / "models" / "nudenet_320n.onnx"
+    if not path.exists():
+        pytest.skip(f"{path} not built (tools/build_corpus.py --only nudenet_320n)")
+    g = intq.load(str(path), input_shapes={"images": (1, 3, 320, 320)})
+    calib = [{"images": x[None]} for x in _photo_crops(4, (320, 320), 2)]
+    x = {"images": _photo_crops(1, (320, 320), 1)}
+    ref = intq.Interpreter(g).run(x)["output0"][:, 4:]
+    assert np.quantile(ref, 0.99) < 1 / 256 and ref.max() < 0.5  # no detection on these crops
+    q8 = intq.quantize(g, calib, method="mse")  # the output concat's int8 step (boxes up to 320) is ~1.25
+    assert np.all(intq.Interpreter(q8).run(x)["output0"][:, 4:] == 0)
+    q = intq.quantize(g, calib, method="mse", precision={"/model.22/Sigmoid": "float"})
+    assert q.metadata["float_nodes"] == ("/model.22/Sigmoid", "/model.22/Concat_25")
+    blob = intq.export_tflite(q)
+    for target, oracle in (("litert-ref", run_litert), ("tflite", run_tflm)):
+        ours = intq.Interpreter(q, target=target).run(x)["output0"]
+        theirs = oracle(blob, [x["images"]])["outputs"][0]
+        assert theirs.dtype == np.float32 and np.array_equal(theirs, ours), target
+    got = ours[:, 4:].astype(np.float64)
+    f, n = _logit(ref.astype(np.float64)), _logit(got)
+    assert got.min() > 0 and 10 * np.log10(np.sum(f * f) / np.sum((f - n) ** 2)) > 25  # logits: 30+ dB
