@@ -386,12 +386,13 @@ def cmd_quantize(args) -> dict:
     t_load = time.perf_counter() - t0
     data, pre = _existing(args.calib, "--calib"), _preprocess(args, fg)
     fg = _equalized(args, fg)
-    table = intq.calibrate(fg, data, args.method, preprocess=pre, progress=_progress(args, "calibrating"),
+    wg = _adarounded(args, fg, data, pre)
+    table = intq.calibrate(wg, data, args.method, preprocess=pre, progress=_progress(args, "calibrating"),
                            batch_size=args.batch_size)
     _end_progress(args)
     t_cal = time.perf_counter() - t0 - t_load
     t = time.perf_counter()
-    qg = intq.quantize(fg, table=table, per_channel=not args.per_tensor, **_precision_options(args, fg, data, pre))
+    qg = intq.quantize(wg, table=table, per_channel=not args.per_tensor, **_precision_options(args, wg, data, pre))
     t_conv = time.perf_counter() - t
     intq.Interpreter(qg)  # prepares every kernel: a graph intq itself refuses (KernelError) is not written
     if out.suffix == ".c":  # C99 source + header instead of a .tflite (intq.export_c)
@@ -530,6 +531,16 @@ def _shape(g, name):
 
 # ------------------------------------------------------------------------ eval and compare
 
+def _adarounded(args, fg, data, pre):
+    """The float graph whose weights AdaRound put on the int8 grid when --adaround (before
+    calibration); ``fg`` itself otherwise."""
+    if not getattr(args, "adaround", False):
+        return fg
+    from intq.ptq import adaround
+
+    return adaround(fg, data, per_channel=not args.per_tensor, preprocess=pre)
+
+
 def _equalized(args, fg):
     """The float graph after cross-layer equalization when --equalize (before calibration)."""
     if not args.equalize:
@@ -579,11 +590,12 @@ def _float_and_int(args):
             raise UsageError("give QMODEL (the integer .tflite) or --calib DATA to quantize MODEL first")
         data, pre = _existing(args.calib, "--calib"), _preprocess(args, fg)
         fg = _equalized(args, fg)  # the same function in float: it stays the reference
-        table = intq.calibrate(fg, data, args.method, preprocess=pre, progress=_progress(args, "calibrating"),
+        wg = _adarounded(args, fg, data, pre)  # weights on the int8 grid: not the reference
+        table = intq.calibrate(wg, data, args.method, preprocess=pre, progress=_progress(args, "calibrating"),
                                batch_size=args.batch_size)
         _end_progress(args)
-        qg = intq.quantize(fg, table=table, per_channel=not args.per_tensor,
-                           **_precision_options(args, fg, data, pre))
+        qg = intq.quantize(wg, table=table, per_channel=not args.per_tensor,
+                           **_precision_options(args, wg, data, pre))
         source = f"{args.model} quantized ({args.method}, {table.num_samples} samples)"
     _resolve_target(args, qg)
     return fg, qg, source, time.perf_counter() - t0
@@ -932,6 +944,9 @@ def build_parser() -> argparse.ArgumentParser:
     calib.add_argument("--bias-correction", action="store_true",
                        help="correct each layer's bias for its int8 weights' mean error (measured on the "
                        "calibration data; Nagel et al. 2019)")
+    calib.add_argument("--adaround", action="store_true",
+                       help="AdaRound: round each weight up or down to minimise its layer's output error on the "
+                       "calibration data (Nagel et al. 2020)")
     calib.add_argument("--equalize", action="store_true",
                        help="cross-layer equalization of consecutive layers' weight ranges before calibration "
                        "(Nagel et al. 2019)")

@@ -163,7 +163,8 @@ def _give_every_linear_op_a_bias(cx: ConversionContext) -> None:
 def quantize(model, data=None, *, method: str = "minmax", per_channel: bool = True, table: CalibrationTable | None = None,
              input_shapes=None, example_inputs=None, constant_inputs=None, progress=None, input_type: str = "float32",
              output_type: str = "float32", precision=None, target_sqnr: float | None = None,
-             bias_correction: bool = False, equalization: bool = False, **observer_options) -> Graph:
+             bias_correction: bool = False, equalization: bool = False, adaround: bool = False,
+             **observer_options) -> Graph:
     """The whole pipeline: a model (path, ONNX proto, torch module or float Graph) and calibration
     ``data`` (or a ready ``table``) give an integer-only graph.
 
@@ -177,7 +178,8 @@ def quantize(model, data=None, *, method: str = "minmax", per_channel: bool = Tr
     only if it brings the outputs closer to float on the second half (a conversion note says
     which); ``equalization`` equalizes consecutive layers' weight
     ranges before calibration (:func:`intq.ptq.equalize`; with a ready ``table`` it is refused,
-    the ranges would no longer apply).
+    the ranges would no longer apply); ``adaround`` chooses each weight's rounding (up or down) to
+    minimise its layer's output error on ``data`` (:func:`intq.ptq.adaround`, before calibration).
     """
     from intq.frontends import load
     from intq.passes import simplify
@@ -192,6 +194,12 @@ def quantize(model, data=None, *, method: str = "minmax", per_channel: bool = Tr
         from intq.ptq import equalize
 
         graph = equalize(graph)
+    if adaround:
+        if data is None:
+            raise ConversionError("adaround needs calibration data to measure the layers' inputs on")
+        from intq.ptq import adaround as adaround_weights
+
+        graph = adaround_weights(graph, data, per_channel=per_channel)
     check_convertible(graph)
     if table is None:
         if data is None:
