@@ -386,13 +386,12 @@ def cmd_quantize(args) -> dict:
     t_load = time.perf_counter() - t0
     data, pre = _existing(args.calib, "--calib"), _preprocess(args, fg)
     fg = _equalized(args, fg)
-    wg = _adarounded(args, fg, data, pre)
-    table = intq.calibrate(wg, data, args.method, preprocess=pre, progress=_progress(args, "calibrating"),
+    table = intq.calibrate(fg, data, args.method, preprocess=pre, progress=_progress(args, "calibrating"),
                            batch_size=args.batch_size)
     _end_progress(args)
     t_cal = time.perf_counter() - t0 - t_load
     t = time.perf_counter()
-    qg = intq.quantize(wg, table=table, per_channel=not args.per_tensor, **_precision_options(args, wg, data, pre))
+    qg = intq.quantize(fg, table=table, per_channel=not args.per_tensor, **_precision_options(args, fg, data, pre))
     t_conv = time.perf_counter() - t
     intq.Interpreter(qg)  # prepares every kernel: a graph intq itself refuses (KernelError) is not written
     if out.suffix == ".c":  # C99 source + header instead of a .tflite (intq.export_c)
@@ -531,16 +530,6 @@ def _shape(g, name):
 
 # ------------------------------------------------------------------------ eval and compare
 
-def _adarounded(args, fg, data, pre):
-    """The float graph whose weights AdaRound put on the int8 grid when --adaround (before
-    calibration); ``fg`` itself otherwise."""
-    if not getattr(args, "adaround", False):
-        return fg
-    from intq.ptq import adaround
-
-    return adaround(fg, data, per_channel=not args.per_tensor, preprocess=pre)
-
-
 def _equalized(args, fg):
     """The float graph after cross-layer equalization when --equalize (before calibration)."""
     if not args.equalize:
@@ -551,8 +540,8 @@ def _equalized(args, fg):
 
 
 def _precision_options(args, fg, data, pre) -> dict:
-    """``intq.quantize`` options of --precision and --target-sqnr (mixed precision) and
-    --bias-correction."""
+    """``intq.quantize`` options of --precision and --target-sqnr (mixed precision),
+    --bias-correction and --adaround."""
     from intq.calibration import iter_samples
     from intq.convert.precision import load_precision
 
@@ -568,7 +557,9 @@ def _precision_options(args, fg, data, pre) -> dict:
         out["target_sqnr"] = args.target_sqnr
     if args.bias_correction:
         out["bias_correction"] = True
-    if args.target_sqnr is not None or args.bias_correction:  # measured on (at most 256) calibration samples
+    if args.adaround:
+        out["adaround"] = True
+    if args.target_sqnr is not None or args.bias_correction or args.adaround:  # on (at most 256) calibration samples
         out["data"] = list(itertools.islice(iter_samples(data, fg, pre), 256))
     return out
 
@@ -590,12 +581,11 @@ def _float_and_int(args):
             raise UsageError("give QMODEL (the integer .tflite) or --calib DATA to quantize MODEL first")
         data, pre = _existing(args.calib, "--calib"), _preprocess(args, fg)
         fg = _equalized(args, fg)  # the same function in float: it stays the reference
-        wg = _adarounded(args, fg, data, pre)  # weights on the int8 grid: not the reference
-        table = intq.calibrate(wg, data, args.method, preprocess=pre, progress=_progress(args, "calibrating"),
+        table = intq.calibrate(fg, data, args.method, preprocess=pre, progress=_progress(args, "calibrating"),
                                batch_size=args.batch_size)
         _end_progress(args)
-        qg = intq.quantize(wg, table=table, per_channel=not args.per_tensor,
-                           **_precision_options(args, wg, data, pre))
+        qg = intq.quantize(fg, table=table, per_channel=not args.per_tensor,
+                           **_precision_options(args, fg, data, pre))
         source = f"{args.model} quantized ({args.method}, {table.num_samples} samples)"
     _resolve_target(args, qg)
     return fg, qg, source, time.perf_counter() - t0

@@ -179,7 +179,10 @@ def quantize(model, data=None, *, method: str = "minmax", per_channel: bool = Tr
     which); ``equalization`` equalizes consecutive layers' weight
     ranges before calibration (:func:`intq.ptq.equalize`; with a ready ``table`` it is refused,
     the ranges would no longer apply); ``adaround`` chooses each weight's rounding (up or down) to
-    minimise its layer's output error on ``data`` (:func:`intq.ptq.adaround`, before calibration).
+    minimise its layer's output error (:func:`intq.ptq.adaround`) on the first half of the
+    calibration samples and, like bias correction, is kept only if it brings the outputs closer to
+    float on the second half (if both are asked for, AdaRound is checked against the result of
+    bias correction's check).
     """
     from intq.frontends import load
     from intq.passes import simplify
@@ -194,12 +197,6 @@ def quantize(model, data=None, *, method: str = "minmax", per_channel: bool = Tr
         from intq.ptq import equalize
 
         graph = equalize(graph)
-    if adaround:
-        if data is None:
-            raise ConversionError("adaround needs calibration data to measure the layers' inputs on")
-        from intq.ptq import adaround as adaround_weights
-
-        graph = adaround_weights(graph, data, per_channel=per_channel)
     check_convertible(graph)
     if table is None:
         if data is None:
@@ -215,6 +212,16 @@ def quantize(model, data=None, *, method: str = "minmax", per_channel: bool = Tr
         held = list(iter_samples(data, graph, None))
         fit, check = (held[: len(held) // 2], held[len(held) // 2:]) if len(held) >= 2 else (held, held)
         corrected = correct_biases(graph, fit, per_channel=per_channel)
+    rounded = None
+    if adaround:
+        if data is None:
+            raise ConversionError("adaround needs calibration data to measure the layers' inputs on")
+        from intq.calibration import iter_samples
+        from intq.ptq import adaround as adaround_weights
+
+        held = list(iter_samples(data, graph, None))
+        fit_a, check_a = (held[: len(held) // 2], held[len(held) // 2:]) if len(held) >= 2 else (held, held)
+        rounded = adaround_weights(graph, fit_a, per_channel=per_channel)
     precision = dict(precision or {})
     if target_sqnr is not None:
         if data is None:
@@ -230,6 +237,8 @@ def quantize(model, data=None, *, method: str = "minmax", per_channel: bool = Tr
     q = convert(graph, table, **options)
     if corrected is not None:
         q = _closer_to_float(graph, q, convert(corrected, table, **options), check, "bias correction")
+    if rounded is not None:
+        q = _closer_to_float(graph, q, convert(rounded, table, **options), check_a, "AdaRound")
     return q
 
 
