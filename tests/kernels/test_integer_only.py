@@ -37,9 +37,13 @@ BOUNDARY = {("QUANTIZE", INT8), ("DEQUANTIZE", INT8)}
 # QLinearAveragePool, computed in float32 by onnxruntime (intq.kernels._ort: OrtSoftmax, OrtAveragePool, prepared
 # only under _ort.is_ort(ctx): checked by test_float32_requantization_is_selected_only_for_the_float_targets);
 # TPU-MLIR's float steps in its asymmetric average pooling and int8 softmax, which TPU-MLIR itself computes in
-# float (intq.kernels.tpu_mlir: TpuMlirFloatAvgPoolParams, TpuMlirSoftmaxParams, prepared only for tpu-mlir)
+# float (intq.kernels.tpu_mlir: TpuMlirFloatAvgPoolParams, TpuMlirSoftmaxParams, prepared only for tpu-mlir), and
+# the float32 and float16 ops TPU-MLIR leaves in its int8 models (TpuMlirFloat32AvgPoolParams, TpuMlirFloatReluParams,
+# TpuMlirHalfPReluParams, TpuMlirFloatLeakyReluParams, TpuMlirFloatSoftmaxParams, TpuMlirFloatAddConstParams:
+# prepared only for tpu-mlir, on float inputs)
 ALLOWED_CALLS = {"exact_matmul", "_float32_mean", "_float32_sum", "_float32_softmax", "_float32_log_softmax",
-                 "_float32_average_pool", "run_avg_float", "run_float"}
+                 "_float32_average_pool", "run_avg_float", "run_float", "run_avg_float32", "run_float_relu",
+                 "run_prelu_half", "run_float_leaky_relu", "run_float_softmax", "run_float_add_const"}
 RUNTIME_PACKAGES = ("intq.kernels", "intq.qmath")
 
 
