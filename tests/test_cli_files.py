@@ -129,10 +129,18 @@ def test_sigterm_becomes_an_interruption(files, capsys, tmp_path, monkeypatch):
         os.kill(os.getpid(), signal.SIGTERM)
         raise AssertionError("SIGTERM did not interrupt the command")
 
-    args = cli.build_parser().parse_args(["run", str(files / "q.tflite"), "--input", str(files / "x.npy"), "-o",
-                                          str(out)])
-    monkeypatch.setattr(args, "func", command)
-    assert cli._execute(args) == 128 + signal.SIGTERM
+    monkeypatch.setattr(cli, "cmd_run", command)
+    before = signal.getsignal(signal.SIGTERM)
+    assert cli.main(["run", str(files / "q.tflite"), "--input", str(files / "x.npy"), "-o", str(out)]) == 143
     assert "interrupted, nothing written" in capsys.readouterr().err
     assert not out.exists() and stray_temporaries([tmp_path]) == []
-    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL or callable(signal.getsignal(signal.SIGTERM))
+    assert signal.getsignal(signal.SIGTERM) is before  # the handler is main's only
+
+
+def test_an_interrupt_while_parsing_is_handled(capsys, monkeypatch):
+    def parse(self, argv=None, namespace=None):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli.argparse.ArgumentParser, "parse_args", parse)
+    assert cli.main(["run", "m.tflite", "--input", "x.npy"]) == 130
+    assert "interrupted, nothing written" in capsys.readouterr().err

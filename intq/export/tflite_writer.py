@@ -25,6 +25,8 @@ from intq.tflite.options import attrs_to_options
 
 def to_tflite_bytes(graph: Graph, description: str = "intq") -> bytes:
     """Serialise ``graph`` (an integer graph: TFLite builtin nodes, static shapes)."""
+    if not isinstance(graph, Graph):
+        raise IntqError(f"export_tflite takes an intq Graph (from intq.quantize or intq.load), got {type(graph).__name__}")
     b = TfliteModelBuilder(description=description, subgraph_name=graph.name)
     index: dict[str, int] = {}
     used = set(graph.inputs) | set(graph.outputs) | {t for n in graph.nodes for t in (*n.inputs, *n.outputs) if t}

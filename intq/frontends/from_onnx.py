@@ -26,9 +26,10 @@ from typing import Any
 
 import numpy as np
 import onnx
-from onnx import helper, numpy_helper
+from onnx import helper
 
 from intq.errors import GraphError, IntqError, UnsupportedOperatorError
+from intq.frontends import onnx_checks as checks
 from intq.frontends.shapes import InputShapeError, is_dynamic
 from intq.ir import Graph, Node, Tensor, topological_order
 from intq.passes.padding import explicit_pads
@@ -229,17 +230,20 @@ def _drop_legacy_broadcast(node: Node, ctx: _Context) -> list[Node]:
 
 # ---------------------------------------------------------------------------------------- loading
 
-def _read(model) -> tuple[onnx.ModelProto, str]:
+def _read(model) -> tuple[onnx.ModelProto, str, Path | None]:
+    """The proto, the model's name and its folder (None for a proto: external data cannot be found).
+    External data is not read here: :func:`intq.frontends.onnx_checks.tensor_array` reads it,
+    confined to the model's folder, once its size is checked."""
     if isinstance(model, onnx.ModelProto):
-        return model, model.graph.name or "model"
+        return model, model.graph.name or "model", None
     path = Path(os.fspath(model))
     if not path.is_file():
         raise OnnxImportError(f"{path}: no such file; give the path of an .onnx model")
     try:
-        proto = onnx.load(str(path))
-    except Exception as e:  # protobuf DecodeError, external data errors...
+        proto = onnx.load(str(path), load_external_data=False)
+    except Exception as e:  # protobuf DecodeError...
         raise OnnxImportError(f"{path}: not a readable ONNX model ({type(e).__name__}: {e})") from None
-    return proto, path.stem
+    return proto, path.stem, path.parent
 
 
 def _default_opset(proto: onnx.ModelProto, where: str) -> int:
@@ -299,6 +303,11 @@ def _symbols(type_proto: onnx.TypeProto) -> tuple[str, ...]:
                  for d in type_proto.tensor_type.shape.dim)
 
 
+def _known_type(type_proto: onnx.TypeProto) -> bool:
+    """A tensor type whose element type numpy can represent (inference may report others)."""
+    return type_proto.HasField("tensor_type") and type_proto.tensor_type.elem_type in checks.READABLE_TYPES
+
+
 def _dtype(type_proto: onnx.TypeProto) -> np.dtype:
     elem = type_proto.tensor_type.elem_type
     if not elem:
@@ -347,12 +356,30 @@ def _bind_inputs(proto: onnx.ModelProto, input_shapes: Mapping[str, Sequence[int
 _SHAPE_ONLY_ELEMENTS = 4096  # initializers larger than this are weights: inference needs their shape only
 
 
-def _with_bound_inputs(proto: onnx.ModelProto, bound: Mapping[str, tuple[int, ...]]) -> onnx.ModelProto:
+def _value_info(model: onnx.ModelProto) -> dict[str, onnx.ValueInfoProto]:
+    """Every value_info and graph output of an inferred model, by name (the entry that knows the shape)."""
+    value_info: dict[str, onnx.ValueInfoProto] = {}
+    for v in list(model.graph.output) + list(model.graph.value_info):
+        if v.name not in value_info or _dims(value_info[v.name].type) is None:
+            value_info[v.name] = v
+    return value_info
+
+
+def _with_bound_inputs(proto: onnx.ModelProto, bound: Mapping[str, tuple[int, ...]],
+                       check: Callable[[dict[str, onnx.ValueInfoProto]], None]) -> onnx.ModelProto:
     """ONNX shape inference (with data propagation) on a copy whose inputs are bound and whose
-    large initializers are turned into typed graph inputs, so weights are not serialised."""
+    large initializers are turned into typed graph inputs, so weights are not serialised.
+
+    Two passes: without data propagation first, whose shapes ``check`` sees (the size limit),
+    then with it — ONNX's data propagation materialises the values it propagates (a Cast of a
+    constant Range of 2^48 elements allocates them), so it runs only on a model whose statically
+    known tensors are within the limit."""
     model = onnx.ModelProto()
     model.CopyFrom(proto)
-    big = [t for t in model.graph.initializer if int(np.prod(t.dims, dtype=np.int64)) > _SHAPE_ONLY_ELEMENTS]
+    for out in model.graph.output:  # inference computes output shapes (onnx_checks compares the declared ones)
+        out.type.tensor_type.ClearField("shape")
+    big = [t for t in model.graph.initializer
+           if t.data_location == onnx.TensorProto.EXTERNAL or int(np.prod(t.dims, dtype=object)) > _SHAPE_ONLY_ELEMENTS]
     declared = {i.name for i in model.graph.input}
     for t in big:
         model.graph.initializer.remove(t)
@@ -365,9 +392,14 @@ def _with_bound_inputs(proto: onnx.ModelProto, bound: Mapping[str, tuple[int, ..
             for d in bound[inp.name]:
                 dims.add().dim_value = d
     try:
-        return onnx.shape_inference.infer_shapes(model, strict_mode=False, data_prop=True)
+        first = onnx.shape_inference.infer_shapes(model, strict_mode=False, data_prop=False)
     except Exception:  # inference is an aid: shapes are re-derived by execution later
         return model
+    check(_value_info(first))
+    try:
+        return onnx.shape_inference.infer_shapes(model, strict_mode=False, data_prop=True)
+    except Exception:
+        return first
 
 
 def load_onnx(model, input_shapes: Mapping[str, Sequence[int]] | None = None) -> Graph:
@@ -378,24 +410,34 @@ def load_onnx(model, input_shapes: Mapping[str, Sequence[int]] | None = None) ->
     :class:`UnsupportedOperatorError` (every unsupported op and its nodes, at once),
     :class:`OnnxImportError` (unreadable file, bad opset or shapes) or :class:`GraphError`.
     """
-    proto, model_name = _read(model)
+    proto, model_name, folder = _read(model)
     where = f"ONNX model {model_name!r}"
+    checks.check_structure(proto, where)
     opset = _default_opset(proto, where)
     _check_operators(proto, opset, where)
+    checks.check_nodes(proto, where)
     real_inputs, bound = _bind_inputs(proto, input_shapes, where)
-    inferred = _with_bound_inputs(proto, bound)
 
-    value_info: dict[str, onnx.ValueInfoProto] = {}
-    for v in list(inferred.graph.output) + list(inferred.graph.value_info):
-        if v.name not in value_info or _dims(value_info[v.name].type) is None:
-            value_info[v.name] = v  # keep the entry that knows the shape
+    def check_sizes(value_info: dict[str, onnx.ValueInfoProto]) -> None:
+        checks.check_sizes(where, bound, {i.name: _dtype(i.type) for i in real_inputs},
+                           {k: (_dims(v.type), _dtype(v.type)) for k, v in value_info.items() if _known_type(v.type)})
+
+    check_sizes({})  # the bound inputs, before inference looks at them
+    value_info = _value_info(_with_bound_inputs(proto, bound, check_sizes))
+    check_sizes(value_info)
+    checks.check_declared_outputs(where, {o.name: _dims(o.type) for o in proto.graph.output},
+                                  {k: _dims(v.type) for k, v in value_info.items()})
+    for o in proto.graph.output:  # an output inference could not shape keeps its declared shape
+        if o.name not in value_info or _dims(value_info[o.name].type) is None:
+            value_info[o.name] = o
     ranks = {k: len(d) for k, v in value_info.items() if (d := _dims(v.type)) is not None}
     ranks.update({k: len(v) for k, v in bound.items()})
     ctx = _Context(opset=opset, ranks=ranks)
 
     tensors: dict[str, Tensor] = {}
     for init in proto.graph.initializer:
-        tensors[init.name] = Tensor(init.name, data=numpy_helper.to_array(init))
+        tensors[init.name] = Tensor(init.name, data=checks.tensor_array(init, f"{where}: initializer {init.name!r}",
+                                                                        folder))
         ctx.taken.add(init.name)
     for inp in real_inputs:
         tensors[inp.name] = Tensor(inp.name, dtype=_dtype(inp.type), shape=bound[inp.name])
@@ -410,7 +452,8 @@ def load_onnx(model, input_shapes: Mapping[str, Sequence[int]] | None = None) ->
     nodes: list[Node] = []
     seen_names: set[str] = set()
     for i, n in enumerate(proto.graph.node):
-        attrs = {a.name: _attr_value(a) for a in n.attribute}
+        attrs = {a.name: _attr_value(a, f"{where}: node {n.name or i!r} ({n.op_type}) attribute {a.name!r}", folder)
+                 for a in n.attribute}
         name = n.name or f"{n.op_type}_{i}"
         if name in seen_names:
             name = ctx.unique(name)
@@ -441,14 +484,17 @@ def load_onnx(model, input_shapes: Mapping[str, Sequence[int]] | None = None) ->
     return explicit_pads(graph.prune())
 
 
-def _attr_value(attr: onnx.AttributeProto) -> Any:
+def _attr_value(attr: onnx.AttributeProto, what: str, folder: Path | None) -> Any:
     value = helper.get_attribute_value(attr)
-    if isinstance(value, bytes):
-        return value.decode("utf-8")
+    try:
+        if isinstance(value, bytes):
+            return value.decode("utf-8")
+        if isinstance(value, list) and value and isinstance(value[0], bytes):
+            return [v.decode("utf-8") for v in value]
+    except UnicodeDecodeError:
+        raise OnnxImportError(f"{what}: the string is not UTF-8") from None
     if isinstance(value, onnx.TensorProto):
-        return numpy_helper.to_array(value)
-    if isinstance(value, list) and value and isinstance(value[0], bytes):
-        return [v.decode("utf-8") for v in value]
+        return checks.tensor_array(value, what, folder)
     return value
 
 

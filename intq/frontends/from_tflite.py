@@ -42,6 +42,7 @@ from ai_edge_litert import schema_py_generated as schema
 from intq.errors import IntqError, UnsupportedOperatorError
 from intq.frontends.tflite_float import float_islands_as_onnx
 from intq.ir import Graph, Node, Tensor
+from intq.limits import check_tensor_size
 from intq.qmath import QuantParams
 from intq.tflite import metadata
 from intq.tflite.errors import TfliteImportError
@@ -71,6 +72,9 @@ def load_tflite(model: str | os.PathLike | bytes, input_shapes: Mapping[str, Seq
     names = _tensor_names(sub)
     nodes = [_node(op, ops[k], k, names, where) for k, op in enumerate(sub.operators or [])]
     tensors = _tensors(f, names, nodes, input_shapes)
+    for t in tensors.values():  # a bound dynamic batch multiplies the stored sizes: check them again
+        if t.is_static and not t.is_constant:
+            check_tensor_size(t.shape, t.dtype, f"{where}: tensor {t.name!r} (input_shapes bound)")
     restored, node_names = _intq_metadata(f)
     if node_names is not None and len(node_names) == len(nodes) and len(set(node_names)) == len(nodes):
         nodes = [n.with_(name=str(name)) for n, name in zip(nodes, node_names)]
@@ -135,6 +139,9 @@ def _node(op: schema.OperatorT, op_type: str, index: int, names: list[str], wher
                                 f"not {expected}")
     inputs = ["" if i == -1 else names[i] for i in ints(op.inputs)]
     outputs = [names[i] for i in ints(op.outputs)]
+    if not any(inputs) or not outputs or -1 in ints(op.outputs):
+        raise TfliteImportError(f"{where}: operator {index} ({op_type}) has inputs {ints(op.inputs)} and outputs "
+                                f"{ints(op.outputs)}; every operator intq runs reads a tensor and writes one")
     return Node(op_type, f"{op_type.lower()}_{index}", inputs, outputs, options_to_attrs(op_type, options))
 
 

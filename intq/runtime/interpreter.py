@@ -18,6 +18,7 @@ import numpy as np
 
 from intq.errors import GraphError, IntqError
 from intq.ir import Graph, Node
+from intq.runtime import checks, tracing
 
 #: Attributes intq adds to float nodes; the interpreter applies them, the op functions never see them.
 FUSED_ACTIVATION = "fused_activation"
@@ -48,11 +49,16 @@ class Interpreter:
     the integer graph must equal bit for bit (default ``"tflite"``: TensorFlow Lite Micro).
     """
 
-    def __init__(self, graph: Graph, target="tflite"):
+    def __init__(self, graph: Graph, target="tflite", *, trace: bool = False):
         from intq.kernels import KERNELS, KernelContext, activation_of, get_target, lookup
+        from intq.kernels.base import prepare_node
         from intq.runtime.float_ops import FLOAT_OPS
 
+        checks.check_graph(graph)
         self.graph = graph
+        # every integer kernel is called through this hook: it checks the produced values against the
+        # graph (checks.KernelCalls); trace=True also asserts the run is integer-only (intq.runtime.tracing)
+        self._call_kernel = tracing.IntegerOnlyTrace(graph) if trace else checks.KernelCalls(graph)
         self.target = get_target(target)
         integer_ops = {op for op, _ in KERNELS}
         missing = sorted({n.op_type for n in graph.nodes if n.op_type not in FLOAT_OPS and n.op_type not in integer_ops})
@@ -69,7 +75,7 @@ class Interpreter:
                 kernel = lookup(node.op_type, activation_of(first.dtype if first is not None else None))
                 ctx = KernelContext(node, tuple(graph.tensors[i] if i else None for i in node.inputs),
                                     tuple(graph.tensors[o] for o in node.outputs), self.target)
-                self._kernels[node.name] = (kernel.run, kernel.prepare(ctx))
+                self._kernels[node.name] = (kernel.run, prepare_node(kernel, ctx))
         self._last: dict[str, np.ndarray] = {}
         # the index of the last node reading each tensor, to free memory in streaming runs
         last_use: dict[str, int] = {}
@@ -80,30 +86,7 @@ class Interpreter:
         self._last_use = last_use
 
     def _check_inputs(self, inputs: Mapping[str, Any]) -> dict[str, np.ndarray]:
-        g = self.graph
-        missing = [n for n in g.inputs if n not in inputs]
-        extra = [n for n in inputs if n not in g.inputs]
-        if missing or extra:
-            raise InterpreterError(
-                f"graph {g.name!r} takes inputs {list(g.inputs)}; missing {missing}, unexpected {extra}"
-            )
-        values = {}
-        for name in g.inputs:
-            t = g.tensors[name]
-            arr = np.asarray(inputs[name])
-            if arr.dtype != t.dtype:
-                if np.issubdtype(t.dtype, np.floating) and np.issubdtype(arr.dtype, np.number):
-                    arr = arr.astype(t.dtype)
-                else:
-                    raise InterpreterError(f"input {name!r} must be {t.dtype.name}, got {arr.dtype.name}")
-            if t.shape is not None and (
-                arr.ndim != len(t.shape) or any(d is not None and d != s for d, s in zip(t.shape, arr.shape))
-            ):
-                raise InterpreterError(f"input {name!r} must have shape {t.shape}, got {arr.shape}")
-            if np.issubdtype(arr.dtype, np.floating) and not np.all(np.isfinite(arr)):
-                raise InterpreterError(f"input {name!r} contains NaN or Inf")
-            values[name] = arr
-        return values
+        return checks.run_inputs(self.graph, inputs)
 
     def run(
         self,
@@ -152,7 +135,7 @@ class Interpreter:
         kernel = self._kernels.get(node.name)
         if kernel is not None:
             run, params = kernel
-            return run(params, *[env[i] if i else None for i in node.inputs])
+            return self._call_kernel(node, run, params, [env[i] if i else None for i in node.inputs])
         attrs = dict(node.attrs)
         activation = attrs.pop(FUSED_ACTIVATION, None)
         if node.op_type == "MaxPool" and len(node.outputs) > 1 and node.outputs[1]:

@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 from ai_edge_litert import schema_py_generated as schema
 
+from intq.limits import check_tensor_size
 from intq.tflite.errors import TfliteImportError
 from intq.tflite.schema import FILE_IDENTIFIER, TENSOR_TYPE_DTYPES, TENSOR_TYPE_NAMES, is_tflite_bytes
 
@@ -92,6 +93,10 @@ def read_tensor(f: TfliteFile, i: int, what: str) -> StoredTensor:
     signature = ints(t.shapeSignature) or list(shape)
     if len(signature) != len(shape):
         raise TfliteImportError(f"{what}: shape {list(shape)} and shape_signature {signature} differ in rank")
+    if any(d < 0 for d in shape) or any(s < -1 for s in signature):
+        raise TfliteImportError(f"{what}: shape {list(shape)} / shape_signature {signature} has a negative dimension "
+                                "(only a signature may say -1: dynamic)")
+    check_tensor_size(shape, dtype, what)  # before any buffer of that size is made
     dynamic = tuple(s == -1 for s in signature)
     data = _constant(f, t, dtype, shape, what)
     scale, zero_point, axis = _affine(t, dtype, shape, what)
@@ -131,6 +136,8 @@ def _parse(data: bytes, where: str) -> schema.ModelT:
     if not m.subgraphs:
         raise TfliteImportError(f"{where}: the model has no subgraph")
     sub = m.subgraphs[0]
+    if not ints(sub.outputs):
+        raise TfliteImportError(f"{where}: subgraph 0 declares no outputs, so it computes nothing")
     count = len(sub.tensors or [])
     refs = [*ints(sub.inputs), *ints(sub.outputs)]
     refs += [i for op in sub.operators or [] for i in (*ints(op.inputs), *ints(op.outputs)) if i != -1]
@@ -146,6 +153,9 @@ def _buffer_bytes(f: TfliteFile, index: int) -> bytes | None:
     if buf.data is not None and len(buf.data):
         return np.asarray(buf.data, np.uint8).tobytes()
     if buf.offset > 1:  # large models keep buffers after the flatbuffer, at an offset in the file
+        if buf.offset + buf.size > len(f.data):
+            raise TfliteImportError(f"{f.where}: buffer {index} lies at bytes {buf.offset}..{buf.offset + buf.size}, "
+                                    f"beyond the end of the file ({len(f.data)} bytes)")
         return f.data[buf.offset:buf.offset + buf.size]
     return None
 

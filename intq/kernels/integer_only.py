@@ -1,0 +1,60 @@
+"""The integer-only contract of every kernel's ``run`` (DESIGN decision 3), and its exemptions.
+
+A kernel's ``run`` reads integer arrays and integer parameters, computes with integer arithmetic
+and returns integer arrays; all floating point happens once, in ``prepare``. Two checks enforce it,
+and both read the exemptions from this module (the only list of them; docs/engine.md quotes it):
+
+* syntactically, ``tests/kernels/test_integer_only.py``: the source of ``run`` and of every
+  function it reaches contains no float literal, true division, float type or float function;
+* where it runs, :mod:`intq.runtime.tracing` (``Interpreter(graph, trace=True)``): for every kernel
+  call, no parameter reachable from ``run``, no input, no output and no local variable of any intq
+  function executed during the call holds a floating-point value.
+
+Each exemption below is a place where a target reproduces a runtime that itself computes in
+floating point, or the model's float boundary, with the reason. Exempt functions are skipped by
+both checks (what they return is still checked); exempt parameter classes may hold floats.
+"""
+
+from __future__ import annotations
+
+#: (op, activation dtype) whose kernel is the float boundary of an integer graph: the syntactic check
+#: skips the module; the trace skips a call whose input or output is float (an integer-to-integer
+#: QUANTIZE is checked like any kernel).
+FLOAT_BOUNDARY_KERNELS: dict[tuple[str, str], str] = {
+    ("QUANTIZE", "int8"): "float input -> integers: the model's input boundary (reads float32)",
+    ("DEQUANTIZE", "int8"): "integers -> float output: the model's output boundary (writes float32)",
+}
+
+#: Functions that compute in floating point on purpose, by qualified name.
+FLOAT_FUNCTIONS: dict[str, str] = {
+    "intq.kernels.gemm.exact_matmul":
+        "exact int8 x int8 products on float32 BLAS, every partial sum below 2^24 (DESIGN decision 6; "
+        "the bound is asserted at prepare)",
+    "intq.kernels.requantize.DoubleProduct.rescaled":
+        "LiteRT 2.3's reference FULLY_CONNECTED computes round(double(acc) * M) (litert-ref only)",
+    "intq.kernels.requantize.Float32Rne.rescaled":
+        "XNNPACK requantizes in float32, ties to even (xnnpack only)",
+    "intq.kernels.mean._float32_mean":
+        "XNNPACK's MEAN and SUM requantize the sums in float32 (xnnpack only)",
+    "intq.kernels.sum._float32_sum":
+        "LiteRT's optimized SUM computes in float32 (litert-opt only)",
+}
+
+#: Parameter classes that may hold floats, read only by the functions above.
+FLOAT_PARAMS: dict[str, str] = {
+    "intq.kernels.gemm.PreparedGemm": "float32 copies of int8 weight chunks for exact_matmul (decision 6)",
+    "intq.kernels.requantize.DoubleProduct": "the double multiplier of DoubleProduct.rescaled",
+    "intq.kernels.requantize.Float32Rne": "the float32 scale of Float32Rne.rescaled",
+    "intq.kernels.mean.XnnpackMeanParams": "the float32 scale and zero point of _float32_mean",
+    "intq.kernels.sum.OptimizedSumParams": "the float32 ratio and bias of _float32_sum",
+}
+
+
+def qualified_name(fn) -> str:
+    """``module.qualname`` of a function (numba dispatchers: of the Python function they compile)."""
+    fn = getattr(fn, "py_func", fn)
+    return f"{fn.__module__}.{fn.__qualname__}"
+
+
+def class_name(cls: type) -> str:
+    return f"{cls.__module__}.{cls.__qualname__}"

@@ -1,0 +1,107 @@
+"""What the interpreter checks at its boundary: the graph it is given, the inputs of each run, and
+every tensor an integer kernel computes against the tensor the graph declares.
+
+* :func:`check_graph` — an :class:`~intq.ir.Graph`, not a path or a string (``intq.load`` makes one).
+* :func:`run_inputs` — ``{name: array}`` for exactly the graph's inputs, each of its shape, of a
+  real numeric dtype (float inputs take any real number and are cast; integer inputs must have
+  their exact dtype: a cast would change the quantized values), finite. Complex, string,
+  object and bool arrays are refused by name, as is anything that is not an array.
+* :class:`KernelCalls` — the one hook through which the interpreter calls an integer kernel's
+  ``run``: it checks each produced value's shape and dtype against the graph's declaration (a
+  ``.tflite`` whose declared shapes disagree with what its operators compute is refused at its
+  first run, naming the node and both shapes). :mod:`intq.runtime.tracing` adds the
+  integer-only trace on the same hook.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from intq.ir import Graph, Node
+
+
+def _error(message: str):
+    from intq.runtime.interpreter import InterpreterError
+
+    return InterpreterError(message)
+
+
+def check_graph(graph) -> None:
+    if not isinstance(graph, Graph):
+        what = f"the string {graph!r}" if isinstance(graph, str) else f"a {type(graph).__name__}"
+        raise _error(f"Interpreter takes an intq Graph (from intq.load(...) or intq.quantize(...)), got {what}")
+
+
+def run_inputs(graph: Graph, inputs: Mapping[str, Any]) -> dict[str, np.ndarray]:
+    """The run's inputs, checked and cast (module docstring); errors name the input and the fix."""
+    if not isinstance(inputs, Mapping):
+        raise _error(f"run() takes a dict {{input name: array}} for inputs {list(graph.inputs)}, "
+                     f"got a {type(inputs).__name__}")
+    missing = [n for n in graph.inputs if n not in inputs]
+    extra = [n for n in inputs if n not in graph.inputs]
+    if missing or extra:
+        raise _error(f"graph {graph.name!r} takes inputs {list(graph.inputs)}; missing {missing}, unexpected {extra}")
+    values = {}
+    for name in graph.inputs:
+        t = graph.tensors[name]
+        given = inputs[name]
+        if given is None or isinstance(given, (str, bytes)):
+            raise _error(f"input {name!r} must be an array, got {type(given).__name__}")
+        try:
+            arr = np.asarray(given)
+        except Exception as e:  # ragged nested lists and other objects numpy cannot hold as one array
+            raise _error(f"input {name!r} is not an array ({type(e).__name__}: {e})") from None
+        want = np.dtype(t.dtype)
+        if arr.dtype != want:
+            if arr.dtype.kind not in "iuf":
+                lost = ": the imaginary part would be lost" if arr.dtype.kind == "c" else ""
+                raise _error(f"input {name!r} must be {want.name} (real numbers), got {arr.dtype}{lost}")
+            if want.kind != "f":
+                raise _error(f"input {name!r} must be {want.name} (quantized values), got {arr.dtype.name}")
+            arr = arr.astype(want)
+        if t.shape is not None and (arr.ndim != len(t.shape)
+                                    or any(d is not None and d != s for d, s in zip(t.shape, arr.shape))):
+            raise _error(f"input {name!r} must have shape {t.shape}, got {arr.shape}")
+        if arr.dtype.kind == "f" and not np.all(np.isfinite(arr)):
+            raise _error(f"input {name!r} contains NaN or Inf")
+        values[name] = arr
+    return values
+
+
+class KernelCalls:
+    """Calls integer kernels for one interpreter: ``calls(node, run, params, args) -> outputs``.
+
+    After each call, every output the graph binds must have the declared static shape and dtype
+    (integer graphs have static shapes: the kernels were prepared with them).
+    """
+
+    def __init__(self, graph: Graph):
+        self.graph = graph
+
+    def __call__(self, node: Node, run: Callable, params, args: Sequence) -> tuple:
+        results = self.call(node, run, params, args)
+        self.check_produced(node, results)
+        return results
+
+    def call(self, node: Node, run: Callable, params, args: Sequence) -> tuple:
+        return run(params, *args)
+
+    def check_produced(self, node: Node, results: Sequence) -> None:
+        if not isinstance(results, tuple) or len(results) < sum(1 for o in node.outputs if o):
+            raise _error(f"node {node.name!r} ({node.op_type}) produced {len(results)} outputs for "
+                         f"{len(node.outputs)} declared")
+        for name, value in zip(node.outputs, results):
+            if not name:
+                continue
+            t = self.graph.tensors[name]
+            shape = tuple(np.shape(value))
+            dtype = getattr(value, "dtype", None)
+            if t.shape is not None and all(d is not None for d in t.shape) and shape != tuple(t.shape):
+                raise _error(f"node {node.name!r} ({node.op_type}) computes {list(shape)} for {name!r}, but the model "
+                             f"declares {list(t.shape)}: the file's shapes contradict its operators")
+            if dtype is not None and np.dtype(dtype) != np.dtype(t.dtype):
+                raise _error(f"node {node.name!r} ({node.op_type}) computes {np.dtype(dtype).name} for {name!r}, but "
+                             f"the model declares {np.dtype(t.dtype).name}")
