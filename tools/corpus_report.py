@@ -41,13 +41,15 @@ from build_corpus import CORPUS, DEFAULT_CACHE, Entry  # noqa: E402
 
 import intq  # noqa: E402
 from intq.analysis.evaluate import evaluate  # noqa: E402
-from intq.runtime.oracles.litert import run_litert  # noqa: E402
+from intq.runtime.oracles.litert import LiteRtOracleError, run_litert, run_litert_sequence  # noqa: E402
 from intq.export.tflite_writer import to_tflite_bytes  # noqa: E402
-from intq.runtime.oracles.tflm import run_tflm  # noqa: E402
+from intq.runtime.oracles.tflm import run_tflm_sequence  # noqa: E402
+from intq.runtime.streaming import StatefulInterpreter  # noqa: E402
 from intq.passes import simplify  # noqa: E402
 
 CALIB_SAMPLES = 8
 EVAL_SAMPLES = 4
+STREAM_INVOCATIONS = 8  # a streaming model's invocations compared, its state carried between them
 
 
 @dataclass
@@ -97,34 +99,51 @@ def samples(entry: Entry, graph: intq.Graph, n: int, seed: int) -> list[dict[str
     return out
 
 
-def _float_reference(path: Path, graph: intq.Graph, feed: dict) -> list[np.ndarray]:
-    """The float model's outputs from its own runtime: onnxruntime for ONNX, LiteRT for .tflite."""
+def _float_reference(entry: Entry, path: Path, graph: intq.Graph, feed: dict) -> list[np.ndarray]:
+    """The float model's outputs from its own runtime: onnxruntime for ONNX (fed the entry's constant
+    inputs too), LiteRT's reference kernels for .tflite (LiteRT with XNNPACK for a custom operator only
+    that delegate implements: MediaPipe's Convolution2DTransposeBias)."""
     if path.suffix == ".onnx":
         import onnxruntime as ort
 
         so = ort.SessionOptions()
         so.intra_op_num_threads, so.log_severity_level = 1, 3
         sess = ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
-        return sess.run(list(graph.outputs), {k: v for k, v in feed.items()})
-    return run_litert(path.read_bytes(), [feed[n] for n in graph.inputs], resolver="ref",
-                      preserve_all_tensors=False)["outputs"]
+        consts = {i.name: np.asarray(entry.consts[i.name], dtype=np.int64 if "int64" in i.type else np.float32)
+                  for i in sess.get_inputs() if i.name in entry.consts}
+        return sess.run(list(graph.outputs), {**feed, **consts})
+    try:
+        return run_litert(path.read_bytes(), [feed[n] for n in graph.inputs], resolver="ref",
+                          preserve_all_tensors=False)["outputs"]
+    except LiteRtOracleError as e:  # a custom op only a delegate implements (MediaPipe's, in XNNPACK)
+        if "unresolved custom op" not in str(e):
+            raise
+        return run_litert(path.read_bytes(), [feed[n] for n in graph.inputs], resolver="xnnpack",
+                          preserve_all_tensors=False)["outputs"]
 
 
-def runtimes_equal(qg: intq.Graph, blob: bytes, feed: dict) -> tuple[str, str]:
+def runtimes_equal(qg: intq.Graph, blob: bytes, feeds: dict | list[dict], stateful: bool = False) -> tuple[str, str]:
     """('equal (N tensors)' or what differs / the runtime's error) for LiteRT BUILTIN_REF vs
-    target ``litert-ref`` and TFLite Micro vs target ``tflite``, every tensor compared."""
+    target ``litert-ref`` and TFLite Micro vs target ``tflite``, every tensor compared. ``feeds``:
+    one feed, or a sequence run in one interpreter each; ``stateful``: ``blob`` keeps the model's
+    resource variables, which intq carries with :class:`StatefulInterpreter` (every invocation compared)."""
+    feeds = [feeds] if isinstance(feeds, dict) else list(feeds)
     results = []
-    ordered = [feed[n] for n in qg.inputs]
-    for target, oracle in (("litert-ref", lambda: run_litert(blob, ordered)), ("tflite", lambda: run_tflm(blob, ordered))):
+    for target, oracle in (("litert-ref", run_litert_sequence), ("tflite", run_tflm_sequence)):
         try:
-            theirs = oracle()["tensors"]
-            it = intq.Interpreter(qg, target=target)
-            it.run(feed)
-            mine = it.tensors()
-            common = [k for k in mine if k in theirs]
-            bad = [k for k in common if not np.array_equal(mine[k], theirs[k])]
-            results.append(f"equal ({len(common)} tensors)" if not bad else
-                           f"DIFFERS in {len(bad)}/{len(common)} tensors, first {bad[0]!r}")
+            runner = StatefulInterpreter(qg, target=target) if stateful else intq.Interpreter(qg, target=target)
+            names = runner.inputs if stateful else qg.inputs
+            theirs_all = oracle(blob, [[f[n] for n in names] for f in feeds])
+            compared, bad = 0, []
+            for feed, theirs in zip(feeds, theirs_all):
+                runner.run({n: feed[n] for n in names})
+                mine = runner.tensors()
+                common = [k for k in mine if k in theirs["tensors"]]
+                compared = max(compared, len(common))
+                bad += [k for k in common if not np.array_equal(mine[k], theirs["tensors"][k])]
+            runs = f", {len(feeds)} invocations" if len(feeds) > 1 else ""
+            results.append(f"equal ({compared} tensors{runs})" if not bad else
+                           f"DIFFERS in {len(set(bad))}/{compared} tensors, first {bad[0]!r}")
         except Exception as e:  # a runtime's refusal or intq's error is the row's content
             results.append(error_text(e))
     return results[0], results[1]
@@ -145,7 +164,8 @@ def _run_stages(entry: Entry, path: Path) -> Row:
     t0 = time.perf_counter()
     row = Row(entry.id, path.suffix.lstrip("."), entry.task, entry.exporter)
     try:
-        g = intq.load(path, input_shapes=entry.inputs or None)
+        g = intq.load(path, input_shapes=entry.inputs or None,
+                      constant_inputs=(entry.consts or None) if path.suffix == ".onnx" else None)
         row.import_ = "ok" + (" (" + ", ".join(f"{k}={'x'.join(map(str, v))}" for k, v in entry.inputs.items()) + ")"
                               if entry.inputs else "")
     except Exception as e:
@@ -158,7 +178,11 @@ def _run_stages(entry: Entry, path: Path) -> Row:
     if integer_file:
         row.float_parity = "n/a (int8 file)"
         feed = samples(entry, g, 1, 0)[0]
-        row.litert, row.tflm = runtimes_equal(g, path.read_bytes(), feed)
+        stateful = "state" in g.metadata  # a streaming model: several invocations, its state carried
+        row.litert, row.tflm = runtimes_equal(g, path.read_bytes(), samples(entry, g, STREAM_INVOCATIONS, 0)
+                                              if stateful else feed, stateful)
+        if stateful:
+            row.import_ += f" (state: {len(g.metadata['state'])} variables as inputs/outputs)"
         try:  # the same graph written back by intq's exporter must run the same
             again = runtimes_equal(g, to_tflite_bytes(g), feed)
             row.quantize = "n/a (int8 file); intq's re-export: " + (
@@ -169,7 +193,7 @@ def _run_stages(entry: Entry, path: Path) -> Row:
         return row
     try:
         feed = samples(entry, g, 1, 100)[0]
-        ref = _float_reference(path, g, feed)
+        ref = _float_reference(entry, path, g, feed)
         mine = intq.Interpreter(g).run(feed)
         err = max(float(np.max(np.abs(np.asarray(mine[n], np.float64) - np.asarray(r, np.float64)), initial=0.0))
                   for n, r in zip(g.outputs, ref))

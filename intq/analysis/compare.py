@@ -149,7 +149,7 @@ def _worst_upstream(int_graph: Graph, producers: dict, name: str, sqnrs: dict[st
 
 def _clip_range(qp: QuantParams) -> tuple[float, float]:
     """The reals a per-tensor grid spans: ``((qmin - zp) * s, (qmax - zp) * s)``."""
-    s, zp = float(qp.scale[0]), qp.tensor_zero_point
+    s, zp = qp.tensor_scale, qp.tensor_zero_point
     return (qp.qmin - zp) * s, (qp.qmax - zp) * s
 
 
@@ -175,7 +175,7 @@ def _observe(observer: HistogramObserver, f: np.ndarray) -> None:
 def _detail(int_graph: Graph, int_name: str, float_name: str, a: _Accumulator, position: int) -> TensorDetail:
     """The plotting data of one accumulated tensor (its observer has seen finite values)."""
     qp = int_graph.tensors[int_name].qparams
-    return TensorDetail(float_name, int_name, position, float(qp.scale[0]), _clip_range(qp),
+    return TensorDetail(float_name, int_name, position, qp.tensor_scale, _clip_range(qp),
                         a.observer.range(), a.observer.histogram())
 
 
@@ -224,7 +224,7 @@ def compare(float_graph: Graph, int_graph: Graph, samples, target: str = "tflite
             a.dot += float((f * real).sum())
             a.f2 += float((f * f).sum())
             a.q2 += float((real * real).sum())
-            scale = float(t.qparams.scale[0])
+            scale = t.qparams.tensor_scale
             a.max_err = max(a.max_err, float(err.max(initial=0.0)) / scale)
             a.sum_err += float(err.sum()) / scale
             a.count += f.size

@@ -63,8 +63,14 @@ def _convert_nodes(graph: Graph, table: CalibrationTable, *, per_channel: bool, 
     inputs = []
     for name in graph.inputs:
         t = graph.tensors[name]
-        qp = cx.activation_qparams(name)
         rank = len(t.shape)
+        if t.dtype is not None and np.issubdtype(t.dtype, np.integer):
+            # integer inputs (token ids, indices) stay integers: int32, TFLite's index type
+            cx.tensors[name] = type(t)(name, np.int32, t.shape)
+            cx.define(name, name, identity(rank))
+            inputs.append(name)
+            continue
+        qp = cx.activation_qparams(name)
         if input_type == "float32":
             cx.tensors[name] = type(t)(name, np.float32, t.shape)
             q = cx.add_tensor(f"{name}/quantized", t.shape, np.int8, qp)
@@ -141,18 +147,19 @@ def _give_every_linear_op_a_bias(cx: ConversionContext) -> None:
 
 
 def quantize(model, data=None, *, method: str = "minmax", per_channel: bool = True, table: CalibrationTable | None = None,
-             input_shapes=None, example_inputs=None, progress=None, input_type: str = "float32",
+             input_shapes=None, example_inputs=None, constant_inputs=None, progress=None, input_type: str = "float32",
              output_type: str = "float32", **observer_options) -> Graph:
     """The whole pipeline: a model (path, ONNX proto, torch module or float Graph) and calibration
     ``data`` (or a ready ``table``) give an integer-only graph.
 
-    Steps: :func:`intq.load` (unless a Graph), :func:`intq.passes.simplify`, :func:`calibrate`
+    Steps: :func:`intq.load` (unless a Graph; ``input_shapes`` and ``constant_inputs`` go to it), :func:`intq.passes.simplify`, :func:`calibrate`
     (``method`` and ``observer_options``), :func:`reconcile_ranges`, :func:`convert`.
     """
     from intq.frontends import load
     from intq.passes import simplify
 
-    graph = model if isinstance(model, Graph) else load(model, input_shapes=input_shapes, example_inputs=example_inputs)
+    graph = model if isinstance(model, Graph) else load(model, input_shapes=input_shapes, example_inputs=example_inputs,
+                                                        constant_inputs=constant_inputs)
     graph = simplify(graph)
     check_convertible(graph)
     if table is None:

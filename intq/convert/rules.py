@@ -47,8 +47,12 @@ def _window_padding(cx: ConversionContext, node: Node, x: str, kernel, strides, 
     """('SAME'|'VALID', explicit pads [(top, bottom), (left, right)] still to apply); TFLite's
     SAME is ONNX's SAME_UPPER."""
     _, _, h, w = cx.shape(x)
-    sizes = (h, w)
-    explicit = _explicit_pads(node)
+    return _padding_of((h, w), _explicit_pads(node), kernel, strides, dilations, ceil=ceil)
+
+
+def _padding_of(sizes, explicit, kernel, strides, dilations, *, ceil=False):
+    """:func:`_window_padding` for spatial ``sizes`` (H, W) and the node's explicit pads."""
+    explicit = list(explicit)
     if ceil:
         for i in range(2):
             eff = (kernel[i] - 1) * dilations[i] + 1
@@ -93,21 +97,41 @@ def _spatial_attrs(node: Node):
 
 @RULES.register()
 def Conv(cx: ConversionContext, node: Node) -> None:
+    """CONV_2D, or DEPTHWISE_CONV_2D when every group is one input channel. A 1-D convolution
+    (weights ``[Cout, Cin/g, K]``, input ``[N, C, L]``) is the 2-D one over ``[N, C, 1, L]``: kernel
+    ``1 x K``; the int8 input is read as ``[N, 1, L, C]`` and the output written as
+    ``[N, 1, L', Cout]`` (RESHAPEs of an ``[N, L, C]`` layout, which move no data)."""
     x, w_name = node.inputs[0], node.inputs[1]
     b_name = node.inputs[2] if len(node.inputs) > 2 else ""
     w = cx.constant(w_name)
     if w is None:
         raise _fail(node, "the weights must be a constant")
-    if w.ndim != 4:
-        raise _fail(node, f"only 2-D convolutions become CONV_2D (weights of rank {w.ndim})")
+    if w.ndim not in (3, 4):
+        raise _fail(node, f"only 1-D and 2-D convolutions become CONV_2D (weights of rank {w.ndim})")
+    one_d = w.ndim == 3
     b = cx.constant(b_name) if b_name else None
-    cout, cin_g, kh, kw = w.shape
     group = int(node.attrs.get("group", 1))
-    cin = cx.shape(x)[1]
     _, strides, dilations = _spatial_attrs(node)
-    padding, explicit = _window_padding(cx, node, x, (kh, kw), strides, dilations)
+    in_shape = cx.shape(x)
+    cin = in_shape[1]
     in_qp = cx.qparams_of(x)
-    x_int = cx.value_as(x, NHWC)
+    if one_d:
+        w = w[:, :, None, :]
+        strides, dilations = (1, *strides[:1]), (1, *dilations[:1])
+        begin, end = pads_of(f"node {node.name!r} ({node.op_type})", node.attrs, 1)
+        explicit = [(0, 0), (begin[0], end[0])]
+        n_, _, length = in_shape
+        x_nlc = cx.value_as(x, (0, 2, 1))
+        x_int = cx.add_tensor(f"{x_nlc}/as_2d", (n_, 1, length, cin), np.int8, in_qp)
+        cx.emit("RESHAPE", f"{node.name}/as_2d", [x_nlc, cx.int_constant(f"{x_int}/shape", np.array([n_, 1, length, cin],
+                np.int32), None, np.int32)], [x_int], {"new_shape": (n_, 1, length, cin)})
+        sizes = (1, length)
+    else:
+        explicit = _explicit_pads(node)
+        x_int = cx.value_as(x, NHWC)
+        sizes = tuple(in_shape[2:])
+    cout, cin_g, kh, kw = w.shape
+    padding, explicit = _padding_of(sizes, explicit, (kh, kw), strides, dilations)
     if explicit is not None:
         x_int = _pad_input(cx, node, x_int, explicit)
     depthwise = group > 1 and group == cin and cin_g == 1
@@ -117,23 +141,31 @@ def Conv(cx: ConversionContext, node: Node) -> None:
     else:
         w_tfl, axis, op = w.transpose(0, 2, 3, 1), 0, "CONV_2D"  # [Cout, KH, KW, Cin/g]
         attrs = {}
-    w_q, w_qp, b_q, b_qp, fit = quantize_linear_layer(w_tfl, b, float(in_qp.scale[0]), axis if cx.per_channel else None)
+    w_q, w_qp, b_q, b_qp, fit = quantize_linear_layer(w_tfl, b, in_qp.tensor_scale, axis if cx.per_channel else None)
     if fit.channels:
         cx.notes.append(f"{node.name}: weight scale raised on channels {list(fit.channels)} so the int32 bias fits")
     w_t = cx.int_constant(f"{node.name}/weights", w_q, w_qp)
     b_t = cx.int_constant(f"{node.name}/bias", b_q, b_qp, np.int32) if b_q is not None else ""
     out = node.outputs[0]
-    y = cx.output_tensor(out, NHWC, cx.activation_qparams(out))
+    out_qp = cx.activation_qparams(out)
     attrs.update(padding=padding, stride_h=strides[0], stride_w=strides[1], dilation_h_factor=dilations[0],
                  dilation_w_factor=dilations[1], fused_activation_function=_act(node))
-    cx.emit(op, node.name, [x_int, w_t, b_t], [y], attrs)
+    if not one_d:
+        cx.emit(op, node.name, [x_int, w_t, b_t], [cx.output_tensor(out, NHWC, out_qp)], attrs)
+        return
+    y = cx.output_tensor(out, (0, 2, 1), out_qp)  # [N, L', Cout]
+    n_, out_len, _ = cx.tensors[y].shape
+    y4 = cx.add_tensor(f"{y}/2d", (n_, 1, out_len, cout), np.int8, out_qp)
+    cx.emit(op, node.name, [x_int, w_t, b_t], [y4], attrs)
+    cx.emit("RESHAPE", f"{node.name}/as_1d", [y4, cx.int_constant(f"{y}/shape", np.array([n_, out_len, cout], np.int32),
+            None, np.int32)], [y], {"new_shape": (n_, out_len, cout)})
 
 
 def _fully_connected(cx: ConversionContext, node: Node, x: str, w_nk: np.ndarray, b: np.ndarray | None) -> None:
     in_qp = cx.qparams_of(x)
     rank = len(cx.shape(x))
     x_int = cx.value_as(x, identity(rank))
-    w_q, w_qp, b_q, b_qp, fit = quantize_linear_layer(w_nk, b, float(in_qp.scale[0]), 0 if cx.per_channel else None)
+    w_q, w_qp, b_q, b_qp, fit = quantize_linear_layer(w_nk, b, in_qp.tensor_scale, 0 if cx.per_channel else None)
     if fit.channels:
         cx.notes.append(f"{node.name}: weight scale raised on channels {list(fit.channels)} so the int32 bias fits")
     w_t = cx.int_constant(f"{node.name}/weights", w_q, w_qp)
@@ -194,7 +226,7 @@ def BatchNormalization(cx: ConversionContext, node: Node) -> None:
     k = gamma / np.sqrt(var + float(node.attrs.get("epsilon", 1e-5)))
     in_qp = cx.qparams_of(x)
     x_int = cx.value_as(x, NHWC)
-    w_q, w_qp, b_q, b_qp, _ = quantize_linear_layer(k.reshape(1, 1, 1, -1), beta - mean * k, float(in_qp.scale[0]),
+    w_q, w_qp, b_q, b_qp, _ = quantize_linear_layer(k.reshape(1, 1, 1, -1), beta - mean * k, in_qp.tensor_scale,
                                                     3 if cx.per_channel else None)
     out = node.outputs[0]
     y = cx.output_tensor(out, NHWC, cx.activation_qparams(out))
@@ -443,6 +475,18 @@ def Transpose(cx, node):
 
 
 @RULES.register()
+def Cast(cx, node):
+    """A Cast from float to float (exporters write ``.float()`` on float tensors) changes nothing in
+    the integer graph: the same tensor. Casts to or from integer types have no int8 meaning and are
+    refused by name."""
+    src = cx.float_graph.tensors[node.inputs[0]].dtype
+    dst = cx.float_graph.tensors[node.outputs[0]].dtype
+    if src is None or dst is None or not (np.issubdtype(src, np.floating) and np.issubdtype(dst, np.floating)):
+        raise _fail(node, f"a Cast from {src} to {dst}: only float-to-float casts (no-ops in an int8 graph) convert")
+    Identity(cx, node)
+
+
+@RULES.register()
 def Identity(cx, node):
     v = cx.value(node.inputs[0])
     cx.define(node.outputs[0], v.name, v.perm)
@@ -479,6 +523,79 @@ def Split(cx, node):
         cx.emit("SPLIT_V", node.name, [v.name, sizes_c, axis_c], outs, {"num_splits": len(outs)})
 
 
+def _broadcast_to(cx: ConversionContext, node: Node, x_int: str, shape, out: str | None, hint: str = "") -> str:
+    """BROADCAST_TO of the integer tensor ``x_int`` to ``shape`` (into the float tensor ``out``'s
+    integer tensor, identity layout, when given); the integers are copied, parameters kept."""
+    src = cx.tensors[x_int]
+    shape_c = cx.int_constant(f"{node.name}/{hint}shape", np.asarray(shape, np.int32), None, np.int32)
+    y = cx.output_tensor(out, identity(len(shape)), src.qparams) if out is not None else \
+        cx.add_tensor(f"{node.name}/{hint}broadcast", shape, src.dtype, src.qparams)
+    cx.emit("BROADCAST_TO", f"{node.name}/{hint}broadcast" if out is None else node.name, [x_int, shape_c], [y])
+    return y
+
+
+def _reshape_int(cx: ConversionContext, node: Node, x_int: str, shape, hint: str, out: str | None = None) -> str:
+    """RESHAPE of an integer tensor (a view: the bytes do not move)."""
+    src = cx.tensors[x_int]
+    y = cx.output_tensor(out, identity(len(shape)), src.qparams) if out is not None else \
+        cx.add_tensor(f"{node.name}/{hint}", shape, src.dtype, src.qparams)
+    c = cx.int_constant(f"{node.name}/{hint}_shape", np.asarray(shape, np.int32), None, np.int32)
+    cx.emit("RESHAPE", f"{node.name}/{hint}", [x_int, c], [y], {"new_shape": tuple(int(d) for d in shape)})
+    return y
+
+
+@RULES.register()
+def Expand(cx, node):
+    """BROADCAST_TO the output's shape (ONNX's two-way broadcast of the input and ``shape``, read
+    from the float graph's static shapes); an Expand to the input's own shape is the identity."""
+    x, out = node.inputs[0], node.outputs[0]
+    in_shape, out_shape = cx.shape(x), cx.shape(out)
+    if tuple(in_shape) == tuple(out_shape):
+        Identity(cx, node)
+        return
+    _broadcast_to(cx, node, cx.value_as(x, identity(len(in_shape))), out_shape, out)
+
+
+@RULES.register()
+def Tile(cx, node):
+    """``Tile(x, r)``: each axis ``a`` repeated ``r_a > 1`` times gets a new axis of size 1 in front
+    (RESHAPE), BROADCAST_TO ``r_a`` along it, then the pairs merge (RESHAPE): ``[d] -> [1, d] ->
+    [r, d] -> [r d]`` is ``d`` values repeated ``r`` times, as Tile lays them out. Only repeated axes
+    longer than 1 add a dimension, and runs of axes not repeated are merged into one (TensorFlow Lite
+    Micro broadcasts up to rank 5)."""
+    x, out = node.inputs[0], node.outputs[0]
+    repeats = cx.constant(node.inputs[1])
+    if repeats is None:
+        raise _fail(node, "the repeats must be a constant (integer graphs have static shapes)")
+    shape = cx.shape(x)
+    repeats = [int(r) for r in np.ravel(repeats)]
+    if len(repeats) != len(shape) or min(repeats) < 1:
+        raise _fail(node, f"repeats {repeats} for a tensor of shape {list(shape)}")
+    if all(r == 1 for r in repeats):
+        Identity(cx, node)
+        return
+    x_int = cx.value_as(x, identity(len(shape)))
+    view, wide = [], []
+    kept_run = False  # the last view axis merges axes that are not repeated
+    for d, r in zip(shape, repeats):
+        if r == 1 and kept_run:
+            view[-1] *= d
+            wide[-1] *= d
+        elif r == 1:
+            view.append(d)
+            wide.append(d)
+        elif d == 1:  # [1] -> [r]: no new axis needed
+            view.append(1)
+            wide.append(r)
+        else:
+            view += [1, d]
+            wide += [r, d]
+        kept_run = r == 1
+    x_view = _reshape_int(cx, node, x_int, view, "new_axes")
+    b = _broadcast_to(cx, node, x_view, wide, None)
+    _reshape_int(cx, node, b, cx.shape(out), "merge_axes", out)
+
+
 @RULES.register()
 def Slice(cx, node):
     x = node.inputs[0]
@@ -499,11 +616,48 @@ def Slice(cx, node):
         if st0 < 0 and e0 < 0:
             end[a] = -shape[a] - 1  # through index 0
     to_int = lambda vals: [vals[p] for p in v.perm]  # noqa: E731
-    consts = [cx.int_constant(f"{node.name}/{k}", np.asarray(to_int(vals), np.int32), None, np.int32)
-              for k, vals in (("begin", begin), ("end", end), ("strides", stride))]
-    y = cx.output_tensor(node.outputs[0], v.perm, cx.tensors[v.name].qparams)
-    cx.emit("STRIDED_SLICE", node.name, [v.name, *consts], [y], {"begin_mask": 0, "end_mask": 0, "ellipsis_mask": 0,
-                                                                 "new_axis_mask": 0, "shrink_axis_mask": 0, "offset": False})
+    qp = cx.tensors[v.name].qparams
+    y = cx.output_tensor(node.outputs[0], v.perm, qp)
+    _strided_slice(cx, node, v.name, y, [to_int(vals) for vals in (begin, end, stride)])
+
+
+def _strided_slice(cx: ConversionContext, node: Node, x_int: str, y_int: str, bounds) -> None:
+    """STRIDED_SLICE of ``x_int`` into ``y_int`` with ``bounds = (begin, end, strides)`` per axis.
+
+    TensorFlow Lite Micro slices tensors of rank <= 4 only (LiteRT: 5). Above rank 4, runs of
+    consecutive axes the slice keeps whole (begin 0, end = size, stride 1) are merged into one
+    axis — a RESHAPE, which moves no data — and the slice runs on that view: an attention block's
+    ``[B, T, 3, heads, d]`` QKV split becomes a rank-3 slice of ``[B*T, 3, heads*d]``."""
+    shape = list(cx.tensors[x_int].shape)
+    attrs = {"begin_mask": 0, "end_mask": 0, "ellipsis_mask": 0, "new_axis_mask": 0, "shrink_axis_mask": 0,
+             "offset": False}
+    whole = [bounds[0][a] == 0 and bounds[1][a] == shape[a] and bounds[2][a] == 1 for a in range(len(shape))]
+    groups: list[list[int]] = []
+    for a in range(len(shape)):
+        if whole[a] and groups and whole[groups[-1][-1]]:
+            groups[-1].append(a)
+        else:
+            groups.append([a])
+    if len(shape) <= 4 or len(groups) == len(shape):
+        consts = [cx.int_constant(f"{node.name}/{k}", np.asarray(vals, np.int32), None, np.int32)
+                  for k, vals in zip(("begin", "end", "strides"), bounds)]
+        cx.emit("STRIDED_SLICE", node.name, [x_int, *consts], [y_int], attrs)
+        return
+    merged = [int(np.prod([shape[a] for a in g])) for g in groups]
+    view_bounds = [[vals[g[0]] if len(g) == 1 else (0, merged[k], 1)[i] for k, g in enumerate(groups)]
+                   for i, vals in enumerate(bounds)]
+    src = cx.tensors[x_int]
+    x_view = cx.add_tensor(f"{x_int}/merged", merged, src.dtype, src.qparams)
+    cx.emit("RESHAPE", f"{node.name}/merge_axes", [x_int, cx.int_constant(f"{x_view}/shape", np.asarray(merged, np.int32),
+                                                                          None, np.int32)], [x_view], {"new_shape": tuple(merged)})
+    y_shape = cx.tensors[y_int].shape
+    y_merged = [int(np.prod([y_shape[a] for a in g])) for g in groups]
+    y_view = cx.add_tensor(f"{y_int}/merged", y_merged, src.dtype, src.qparams)
+    consts = [cx.int_constant(f"{node.name}/{k}", np.asarray(vals, np.int32), None, np.int32)
+              for k, vals in zip(("begin", "end", "strides"), view_bounds)]
+    cx.emit("STRIDED_SLICE", node.name, [x_view, *consts], [y_view], attrs)
+    cx.emit("RESHAPE", f"{node.name}/split_axes", [y_view, cx.int_constant(f"{y_int}/shape", np.asarray(y_shape, np.int32),
+                                                                          None, np.int32)], [y_int], {"new_shape": tuple(y_shape)})
 
 
 @RULES.register()
@@ -511,11 +665,15 @@ def Pad(cx, node):
     x = node.inputs[0]
     pads = cx.constant(node.inputs[1])
     mode = node.attrs.get("mode", "constant")
-    if pads is None or mode != "constant":
-        raise _fail(node, f"only constant padding with constant pads becomes PAD (mode {mode!r})")
+    if pads is None or mode not in ("constant", "reflect"):
+        raise _fail(node, f"only constant pads in mode 'constant' (PAD) or 'reflect' (slices and CONCATENATION) "
+                          f"convert (mode {mode!r})")
     rank = len(cx.shape(x))
     if len(node.inputs) > 3 and node.inputs[3]:
         raise _fail(node, "the axes input is not supported")
+    if mode == "reflect":
+        _reflect_pad(cx, node, np.asarray(pads, np.int64).reshape(2, rank).T)
+        return
     value = cx.constant(node.inputs[2]) if len(node.inputs) > 2 and node.inputs[2] else None
     v = cx.value(x)
     qp = cx.tensors[v.name].qparams
@@ -529,6 +687,52 @@ def Pad(cx, node):
     else:
         c = cx.int_constant(f"{node.name}/value", quantize(np.float32([float(value)]), qp).reshape(()), qp)
         cx.emit("PADV2", node.name, [v.name, paddings, c], [y])
+
+
+def _reflect_pad(cx: ConversionContext, node: Node, pairs: np.ndarray) -> None:
+    """ONNX Pad mode 'reflect' (the edge value not repeated: ``[a b c d]`` padded by 2 each side is
+    ``[c b a b c d c b]``) as data movement both runtimes run on int8: per padded axis, the mirrored
+    borders are STRIDED_SLICEs with stride -1 and a CONCATENATION joins them to the tensor (one
+    scale throughout, so every value is copied exactly). TFLite's MIRROR_PAD (REFLECT) computes the
+    same; these ops keep to kernels intq already checks against both runtimes."""
+    x = node.inputs[0]
+    v = cx.value(x)
+    cur, shape = v.name, list(cx.tensors[v.name].shape)
+    qp = cx.tensors[v.name].qparams
+    for float_axis, (before, after) in enumerate(pairs.tolist()):
+        if before == after == 0:
+            continue
+        axis = v.perm.index(float_axis)
+        size = shape[axis]
+        if before < 0 or after < 0 or max(before, after) >= size:
+            raise _fail(node, f"reflect pads {before}, {after} on an axis of size {size} (each must be in [0, {size}))")
+        parts = []
+        for side, count in (("before", before), ("after", after)):
+            if count == 0:
+                continue
+            # before: x[count], x[count-1], ..., x[1]; after: x[size-2], ..., x[size-1-count]
+            first = count if side == "before" else size - 2
+            begin = [0] * len(shape)
+            end = list(shape)
+            strides = [1] * len(shape)
+            begin[axis], end[axis], strides[axis] = first, first - count, -1
+            if end[axis] < 0:
+                end[axis] = -size - 1  # through index 0
+            part_shape = list(shape)
+            part_shape[axis] = count
+            part = cx.add_tensor(f"{node.name}/{side}_{float_axis}", part_shape, np.int8, qp)
+            _strided_slice(cx, node, cur, part, [begin, end, strides])
+            parts.append((side, part))
+        ins = [p for s, p in parts if s == "before"] + [cur] + [p for s, p in parts if s == "after"]
+        shape[axis] += before + after
+        last = float_axis == max(a for a, (b, e) in enumerate(pairs.tolist()) if b or e)
+        out = cx.output_tensor(node.outputs[0], v.perm, qp) if last else \
+            cx.add_tensor(f"{node.name}/padded_{float_axis}", shape, np.int8, qp)
+        cx.emit("CONCATENATION", f"{node.name}/concat_{float_axis}", ins, [out],
+                {"axis": axis, "fused_activation_function": "NONE"})
+        cur = out
+    if cur == v.name:  # no padding at all
+        cx.define(node.outputs[0], v.name, v.perm)
 
 
 @RULES.register()
@@ -637,7 +841,7 @@ def ConvTranspose(cx, node):
     in_qp = cx.qparams_of(x)
     x_int = cx.value_as(x, NHWC)
     w_tfl = w.transpose(1, 2, 3, 0)  # [Cout, KH, KW, Cin]
-    w_q, w_qp, b_q, b_qp, _ = quantize_linear_layer(w_tfl, b, float(in_qp.scale[0]), 0 if cx.per_channel else None)
+    w_q, w_qp, b_q, b_qp, _ = quantize_linear_layer(w_tfl, b, in_qp.tensor_scale, 0 if cx.per_channel else None)
     out = node.outputs[0]
     out_qp = cx.activation_qparams(out)
     size = full if crop is not None else (oh, ow)
@@ -746,12 +950,14 @@ def Where(cx, node):
 @RULES.register()
 def Gather(cx, node):
     """GATHER of an int8 activation along one axis by constant indices (negative ones count from the
-    end, as ONNX allows and TFLite does not): the output keeps the data's parameters."""
+    end, as ONNX allows and TFLite does not): the output keeps the data's parameters. A constant
+    table indexed at run time is an embedding (:func:`_embedding`)."""
     data, indices = node.inputs[:2]
     idx = cx.constant(indices)
-    if cx.constant(data) is not None:
-        raise _fail(node, "gathering from a constant table (an embedding) by run-time indices needs integer "
-                          "graph inputs, which intq does not convert yet; fold the lookup or feed the embedded values")
+    table = cx.constant(data)
+    if table is not None and idx is None:
+        _embedding(cx, node, table)
+        return
     if idx is None:
         raise _fail(node, "the indices must be constants (intq's integer graphs have static shapes)")
     v = cx.value(data)
@@ -772,14 +978,34 @@ def Gather(cx, node):
     cx.emit("GATHER", node.name, [x_int, idx_c], [y], {"axis": int_axis, "batch_dims": 0})
 
 
+def _embedding(cx: ConversionContext, node: Node, table: np.ndarray) -> None:
+    """An embedding lookup: GATHER rows of a constant table (int8, per tensor, its own range) by
+    run-time int32 indices (an integer graph input, or ARG_MAX's output); the output keeps the
+    table's parameters. Both runtimes fail on an index outside the table, and so does intq."""
+    indices = node.inputs[1]
+    v = cx.value(indices)
+    if cx.tensors[v.name].qparams is not None or not np.issubdtype(cx.tensors[v.name].dtype, np.integer):
+        raise _fail(node, f"the indices {indices!r} are not integers in the integer graph")
+    rank = table.ndim
+    axis = int(node.attrs.get("axis", 0)) % rank
+    t = _constant_operand(cx, node, table, rank, identity(rank), "table")
+    y = cx.output_tensor(node.outputs[0], identity(len(cx.shape(node.outputs[0]))), cx.tensors[t].qparams)
+    cx.emit("GATHER", node.name, [t, cx.value_as(indices, identity(len(cx.shape(indices))))], [y],
+            {"axis": axis, "batch_dims": 0})
+
+
 @RULES.register()
 def Pow(cx, node):
-    """``x ** 2`` is MUL(x, x) (TFLite has no int8 SQUARE); ``x ** 1`` the identity. Other exponents
-    (``x ** 0.5``: TFLite has no int8 SQRT) have no integer builtin and are refused by name."""
+    """``x ** 2`` is MUL(x, x) (TFLite has no int8 SQUARE); ``x ** 1`` the identity; ``x ** 0.5``
+    is :func:`Sqrt` (``intq.passes.simplify`` writes it as Sqrt already). Other exponents have no
+    integer builtin and are refused by name."""
     e = cx.constant(node.inputs[1])
-    if e is None or np.size(e) != 1 or float(np.ravel(e)[0]) not in (1.0, 2.0):
-        raise _fail(node, f"exponent {None if e is None else np.ravel(e).tolist()}: only a constant 2 (MUL x*x) or 1 "
-                          "has an int8 TFLite form; keep this part in float or rewrite the model")
+    if e is None or np.size(e) != 1 or float(np.ravel(e)[0]) not in (0.5, 1.0, 2.0):
+        raise _fail(node, f"exponent {None if e is None else np.ravel(e).tolist()}: only a constant 2 (MUL x*x), 1 "
+                          "or 0.5 (x * RSQRT(x)) has an int8 TFLite form; keep this part in float or rewrite the model")
+    if float(np.ravel(e)[0]) == 0.5:
+        Sqrt(cx, node)
+        return
     x = node.inputs[0]
     v = cx.value(x)
     if float(np.ravel(e)[0]) == 1.0:
@@ -787,6 +1013,49 @@ def Pow(cx, node):
         return
     y = cx.output_tensor(node.outputs[0], v.perm, cx.activation_qparams(node.outputs[0]))
     cx.emit("MUL", node.name, [v.name, v.name], [y], {"fused_activation_function": "NONE"})
+
+
+_RSQRT_CANDIDATES = 256  # output ranges tried for RSQRT in Sqrt's lowering
+
+
+@RULES.register()
+def Sqrt(cx, node):
+    """``sqrt(x) = x * rsqrt(x)`` for ``x > 0`` (and 0 at ``x = 0``, where RSQRT gives its largest
+    code): RSQRT then MUL. TensorFlow Lite Micro has no int8 SQRT (LiteRT's computes in float), both
+    have RSQRT. ``1/sqrt(x)`` has no calibrated range (it is unbounded at 0), so its int8 range
+    ``[0, R]`` is chosen here: the ``R`` among :data:`_RSQRT_CANDIDATES` values in
+    ``[1/sqrt(max x), 1/sqrt(s_x)]`` that minimises the worst error over the 256 input codes, on a
+    float model of the two kernels (RSQRT's codes saturate at ``R`` for small inputs, its step
+    ``R/255`` limits large ones). That worst error, in output steps, goes to the conversion notes:
+    about 5 steps for a full-range input, against 0.5 for a correctly rounded int8 SQRT."""
+    x = node.inputs[0]
+    qx = cx.qparams_of(x)
+    out = node.outputs[0]
+    qy = cx.activation_qparams(out)
+    sx, zx, sy, zy = qx.tensor_scale, qx.tensor_zero_point, qy.tensor_scale, qy.tensor_zero_point
+    v = np.arange(0, qx.qmax - zx + 1, dtype=np.float64)  # codes at or above the zero point: x >= 0
+    real = v * sx
+    truth = np.sqrt(real)
+    best = None
+    lo_r, hi_r = 1.0 / np.sqrt(max(float(real[-1]), sx)), 1.0 / np.sqrt(sx)
+    for r in np.geomspace(lo_r, hi_r * 1.0001, _RSQRT_CANDIDATES):
+        qr = choose_qparams(0.0, float(r), "int8")
+        sr, zr = qr.tensor_scale, qr.tensor_zero_point
+        with np.errstate(divide="ignore"):
+            r_code = np.where(v == 0, 127, np.clip(np.round(1.0 / (np.sqrt(real) * sr)) + zr, -128, 127))
+        y = np.clip(np.round(real * (r_code - zr) * sr / sy) + zy, -128, 127)
+        err = float(np.max(np.abs((y - zy) * sy - truth)) / sy)
+        if best is None or err < best[0]:
+            best = (err, qr)
+    err, qr = best
+    perm = cx.value(x).perm
+    x_int = cx.value_as(x, perm)
+    r_t = cx.add_tensor(f"{node.name}/rsqrt", cx.tensors[x_int].shape, np.int8, qr)
+    cx.emit("RSQRT", f"{node.name}/rsqrt", [x_int], [r_t])
+    y = cx.output_tensor(out, perm, qy)
+    cx.emit("MUL", node.name, [x_int, r_t], [y], {"fused_activation_function": "NONE"})
+    cx.notes.append(f"{node.name}: sqrt(x) as x * RSQRT(x) (no int8 SQRT in TFLite Micro): worst error {err:.1f} "
+                    f"output steps over the 256 input codes")
 
 
 @RULES.register()
@@ -825,6 +1094,7 @@ def _fixed_output(cx: ConversionContext, node: Node, op: str) -> None:
 _ONE_LINE_RULES = {
     "Add": (_binary, "ADD"), "Sub": (_binary, "SUB"), "Mul": (_binary, "MUL"),
     "Sigmoid": (_fixed_output, "LOGISTIC"), "Tanh": (_fixed_output, "TANH"), "HardSwish": (_unary, "HARD_SWISH"), "Relu": (_unary, "RELU"),
+    "Rsqrt": (_unary, "RSQRT"),  # intq.passes.sqrt's a / sqrt(b) = a * rsqrt(b)
     "Softmax": (_softmax, "SOFTMAX"), "LogSoftmax": (_softmax, "LOG_SOFTMAX"),
     "ReduceMean": (_reduce, "MEAN", False), "ReduceSum": (_reduce, "SUM", False),  # requantize
     "ReduceMax": (_reduce, "REDUCE_MAX", True), "ReduceMin": (_reduce, "REDUCE_MIN", True),  # keep the scale

@@ -21,6 +21,7 @@ from intq.ir import Graph
 from intq.tflite import metadata
 from intq.tflite.builder import TfliteModelBuilder
 from intq.tflite.options import attrs_to_options
+from intq.tflite.schema import MIN_VERSION
 
 
 def to_tflite_bytes(graph: Graph, description: str = "intq") -> bytes:
@@ -47,7 +48,8 @@ def to_tflite_bytes(graph: Graph, description: str = "intq") -> bytes:
         inputs = list(node.inputs)
         while inputs and not inputs[-1]:  # trailing omitted inputs are left out, not written as -1:
             inputs.pop()                  # TFLM's depthwise conv crashes on a -1 bias index
-        b.add_operator(node.op_type, [index[i] if i else -1 for i in inputs], [index[o] for o in node.outputs], options)
+        b.add_operator(node.op_type, [index[i] if i else -1 for i in inputs], [index[o] for o in node.outputs], options,
+                       version=MIN_VERSION.get(node.op_type, 1))
     b.set_io([index[i] for i in graph.inputs], [index[o] for o in graph.outputs])
     b.add_metadata(metadata.INTQ_METADATA, metadata.encode(graph.metadata, [n.name for n in graph.nodes]))
     return b.to_bytes()

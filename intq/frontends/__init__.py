@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import onnx
 
@@ -17,7 +18,8 @@ from intq.ir import Graph
 from intq.tflite.schema import FILE_IDENTIFIER, is_tflite_bytes
 
 
-def load(model, input_shapes: Mapping[str, Sequence[int]] | None = None, example_inputs=None) -> Graph:
+def load(model, input_shapes: Mapping[str, Sequence[int]] | None = None, example_inputs=None,
+         constant_inputs: Mapping[str, Any] | None = None) -> Graph:
     """Load a model as an intq graph.
 
     ``model`` is a path to an ``.onnx`` file, an ``onnx.ModelProto``, or a ``torch.nn.Module``
@@ -25,9 +27,15 @@ def load(model, input_shapes: Mapping[str, Sequence[int]] | None = None, example
     integer graph (:func:`load_tflite`). ``input_shapes`` binds dynamic input dimensions (ONNX
     ``dim_param``, unnamed dims and ``dim_value`` -1 or 0); an unbound or contradicting shape raises
     :class:`InputShapeError`, whose ``cli_message()`` gives the fix as ``--input-shape``.
+    ``constant_inputs`` (ONNX) fixes inputs to values, e.g. ``{"sr": 16000}``: they become constants
+    of the graph, and ``If`` nodes they (and the static shapes) decide are folded at import.
     """
+    if constant_inputs and not (isinstance(model, onnx.ModelProto) or (
+            isinstance(model, (str, os.PathLike)) and os.fspath(model).lower().endswith(".onnx"))):
+        raise IntqError("constant_inputs= applies to ONNX models (their If nodes fold at import); "
+                        f"got a {type(model).__name__}")
     if isinstance(model, onnx.ModelProto):
-        return load_onnx(model, input_shapes)
+        return load_onnx(model, input_shapes, constant_inputs)
     if isinstance(model, (bytes, bytearray, memoryview)):
         if is_tflite_bytes(model):
             return load_tflite(model, input_shapes)
@@ -36,7 +44,7 @@ def load(model, input_shapes: Mapping[str, Sequence[int]] | None = None, example
     if isinstance(model, (str, os.PathLike)):
         suffix = os.fspath(model).lower().rsplit(".", 1)[-1]
         if suffix == "onnx":
-            return load_onnx(model, input_shapes)
+            return load_onnx(model, input_shapes, constant_inputs)
         if suffix == "tflite":
             return load_tflite(model, input_shapes)
         raise IntqError(f"{os.fspath(model)}: intq reads .onnx files, .tflite files (and torch modules); "

@@ -30,6 +30,7 @@ from onnx import helper
 
 from intq.errors import GraphError, IntqError, UnsupportedOperatorError
 from intq.frontends import onnx_checks as checks
+from intq.frontends.onnx_if import bind_constant_inputs, fold_constant_ifs
 from intq.frontends.shapes import InputShapeError, is_dynamic
 from intq.ir import Graph, Node, Tensor, topological_order
 from intq.passes.padding import explicit_pads
@@ -266,11 +267,15 @@ def supported_ops() -> frozenset[str]:
     return frozenset(FLOAT_OPS) | IMPORTER_OPS
 
 
-def _check_operators(proto: onnx.ModelProto, opset: int, where: str) -> None:
+def _check_operators(proto: onnx.ModelProto, opset: int, where: str, *, if_pending: bool = False) -> None:
+    """One error listing every operator intq cannot execute and its nodes. ``if_pending``: the
+    ``If`` nodes are not checked yet (they may still fold, :mod:`intq.frontends.onnx_if`)."""
     known = supported_ops()
     missing: dict[str, list[str]] = defaultdict(list)
     for i, n in enumerate(proto.graph.node):
         domain_ok = n.domain in ("", "ai.onnx")
+        if if_pending and domain_ok and n.op_type == "If":
+            continue
         if not domain_ok or n.op_type not in known:
             key = n.op_type if domain_ok else f"{n.domain}::{n.op_type}"
             missing[key].append(n.name or f"{n.op_type}_{i}")
@@ -281,9 +286,14 @@ def _check_operators(proto: onnx.ModelProto, opset: int, where: str) -> None:
         for op, nodes in sorted(missing.items()):
             shown = ", ".join(repr(x) for x in nodes[:5]) + (f" and {len(nodes) - 5} more" if len(nodes) > 5 else "")
             lines.append(f"  {op}: {len(nodes)} node(s): {shown}")
+        hint = ""
+        if "If" in missing:
+            hint = ("\nAn If folds at import when its condition is fixed by constants and static shapes: bind the "
+                    "inputs that select a branch with constant_inputs={'NAME': value}; "
+                    "an If left here depends on data.")
         raise UnsupportedOperatorError(
             f"{where} (opset {opset}) uses {len(missing)} operator type(s) intq does not support:\n"
-            + "\n".join(lines)
+            + "\n".join(lines) + hint
             + "\nSupported: " + ", ".join(sorted(known))
         )
 
@@ -366,7 +376,7 @@ def _value_info(model: onnx.ModelProto) -> dict[str, onnx.ValueInfoProto]:
 
 
 def _with_bound_inputs(proto: onnx.ModelProto, bound: Mapping[str, tuple[int, ...]],
-                       check: Callable[[dict[str, onnx.ValueInfoProto]], None]) -> onnx.ModelProto:
+                       check: Callable[[dict[str, onnx.ValueInfoProto]], None] | None = None) -> onnx.ModelProto:
     """ONNX shape inference (with data propagation) on a copy whose inputs are bound and whose
     large initializers are turned into typed graph inputs, so weights are not serialised.
 
@@ -395,18 +405,22 @@ def _with_bound_inputs(proto: onnx.ModelProto, bound: Mapping[str, tuple[int, ..
         first = onnx.shape_inference.infer_shapes(model, strict_mode=False, data_prop=False)
     except Exception:  # inference is an aid: shapes are re-derived by execution later
         return model
-    check(_value_info(first))
+    if check is not None:
+        check(_value_info(first))
     try:
         return onnx.shape_inference.infer_shapes(model, strict_mode=False, data_prop=True)
     except Exception:
         return first
 
 
-def load_onnx(model, input_shapes: Mapping[str, Sequence[int]] | None = None) -> Graph:
+def load_onnx(model, input_shapes: Mapping[str, Sequence[int]] | None = None,
+              constant_inputs: Mapping[str, Any] | None = None) -> Graph:
     """Import an ONNX model (path or ``ModelProto``) as a float :class:`Graph`.
 
     ``input_shapes`` binds the dynamic dimensions of the graph inputs (``{"x": (1, 3, 224, 224)}``);
-    an input with a dynamic dimension and no given shape is an error naming it. Raises
+    an input with a dynamic dimension and no given shape is an error naming it. ``constant_inputs``
+    fixes inputs to values (``{"sr": 16000}``): they become constants, and ``If`` nodes whose
+    condition constants and static shapes decide are folded (:mod:`intq.frontends.onnx_if`). Raises
     :class:`UnsupportedOperatorError` (every unsupported op and its nodes, at once),
     :class:`OnnxImportError` (unreadable file, bad opset or shapes) or :class:`GraphError`.
     """
@@ -414,9 +428,12 @@ def load_onnx(model, input_shapes: Mapping[str, Sequence[int]] | None = None) ->
     where = f"ONNX model {model_name!r}"
     checks.check_structure(proto, where)
     opset = _default_opset(proto, where)
+    _check_operators(proto, opset, where, if_pending=True)
+    proto = bind_constant_inputs(proto, constant_inputs or {}, where)
+    real_inputs, bound = _bind_inputs(proto, input_shapes, where)
+    proto = fold_constant_ifs(proto, bound, opset)
     _check_operators(proto, opset, where)
     checks.check_nodes(proto, where)
-    real_inputs, bound = _bind_inputs(proto, input_shapes, where)
 
     def check_sizes(value_info: dict[str, onnx.ValueInfoProto]) -> None:
         checks.check_sizes(where, bound, {i.name: _dtype(i.type) for i in real_inputs},

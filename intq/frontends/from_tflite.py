@@ -41,6 +41,7 @@ from ai_edge_litert import schema_py_generated as schema
 
 from intq.errors import IntqError, UnsupportedOperatorError
 from intq.frontends.tflite_float import float_islands_as_onnx
+from intq.frontends.tflite_state import StatePlan, state_plan
 from intq.ir import Graph, Node, Tensor
 from intq.limits import check_tensor_size
 from intq.qmath import QuantParams
@@ -68,10 +69,12 @@ def load_tflite(model: str | os.PathLike | bytes, input_shapes: Mapping[str, Seq
     f = read_model(model)
     m, where = f.model, f.where
     sub = m.subgraphs[0]
-    ops = _operator_types(f)
+    plan = state_plan(f) or StatePlan()
+    ops = _operator_types(f, plan.dropped)
     names = _tensor_names(sub)
-    nodes = [_node(op, ops[k], k, names, where) for k, op in enumerate(sub.operators or [])]
-    tensors = _tensors(f, names, nodes, input_shapes)
+    nodes = [_node(op, ops[k], k, names, where, plan.rename) for k, op in enumerate(sub.operators or [])
+             if k not in plan.dropped]
+    tensors = _tensors(f, names, nodes, input_shapes, plan.resource_tensors)
     for t in tensors.values():  # a bound dynamic batch multiplies the stored sizes: check them again
         if t.is_static and not t.is_constant:
             check_tensor_size(t.shape, t.dtype, f"{where}: tensor {t.name!r} (input_shapes bound)")
@@ -80,10 +83,15 @@ def load_tflite(model: str | os.PathLike | bytes, input_shapes: Mapping[str, Seq
         nodes = [n.with_(name=str(name)) for n, name in zip(nodes, node_names)]
     meta = {"source": "tflite", **restored, "tflite_file": where, "tflite_description": text(m.description),
             "tflite_metadata": tuple(text(e.name) for e in m.metadata or [])}
+    if plan.variables:  # resource variables: state in and out (intq.frontends.tflite_state)
+        meta["state"] = tuple({"variable": v["variable"], "input": names[v["input"]] if v["input"] is not None else None,
+                               "output": names[v["output"]], "initial": v["initial"].tolist(),
+                               "dtype": v["initial"].dtype.name} for v in plan.variables)
     name = text(sub.name) or (Path(where).stem if where != "<bytes>" else "tflite")
+    inputs = [names[i] for i in ints(sub.inputs) + plan.inputs]
+    outputs = [names[plan.rename.get(i, i)] for i in ints(sub.outputs)] + [names[i] for i in plan.outputs]
     try:
-        graph = Graph(nodes, tensors, [names[i] for i in ints(sub.inputs)], [names[i] for i in ints(sub.outputs)],
-                      name=name, metadata=meta)
+        graph = Graph(nodes, tensors, inputs, outputs, name=name, metadata=meta)
         return float_islands_as_onnx(graph)
     except IntqError as e:
         raise type(e)(f"{where}: {e}") from e
@@ -92,8 +100,9 @@ def load_tflite(model: str | os.PathLike | bytes, input_shapes: Mapping[str, Seq
 # --------------------------------------------------------------------------------- operators
 
 
-def _operator_types(f: TfliteFile) -> list[str]:
-    """The builtin name of every operator; one error lists every operator intq cannot run."""
+def _operator_types(f: TfliteFile, skip: set[int] = frozenset()) -> list[str]:
+    """The builtin name of every operator; one error lists every operator intq cannot run (the
+    operators in ``skip``, resource-variable ones :mod:`intq.frontends.tflite_state` rewrote, aside)."""
     problems: dict[str, list[int]] = {}
     names = []
     for k, op in enumerate(f.model.subgraphs[0].operators or []):
@@ -101,6 +110,11 @@ def _operator_types(f: TfliteFile) -> list[str]:
         code = operator_code(oc)
         name = builtin_op_name(code)
         names.append(name or f"<code {code}>")
+        if k in skip:
+            continue
+        if name == "CUSTOM" and text(oc.customCode) in CUSTOM_OPS:
+            names[-1] = text(oc.customCode)
+            continue
         if name == "CUSTOM":
             problem = f"custom operator {text(oc.customCode)!r}"
         elif name not in MAX_VERSION:
@@ -130,18 +144,44 @@ def _unassumed_options(op_type: str, op: schema.OperatorT) -> str:
     return ", ".join(f"{k}={attrs[k]!r}" for k, v in assumed.items() if k in attrs and attrs[k] != v)
 
 
-def _node(op: schema.OperatorT, op_type: str, index: int, names: list[str], where: str) -> Node:
-    """One operator as a node: its options table read back as attributes."""
+def _convolution_2d_transpose_bias(options: bytes, where: str) -> dict[str, Any]:
+    """MediaPipe's ``Convolution2DTransposeBias`` (mediapipe/util/tflite/operations/
+    transpose_conv_bias.cc): its custom options are TFLite's ``TfLiteTransposeConvParams`` struct,
+    copied raw — int32 ``padding`` (1 SAME, 2 VALID), ``stride_width``, ``stride_height``."""
+    if len(options) < 12:
+        raise TfliteImportError(f"{where}: Convolution2DTransposeBias options hold {len(options)} bytes, "
+                                "not the 12 of (padding, stride_width, stride_height)")
+    padding, stride_w, stride_h = (int(v) for v in np.frombuffer(options[:12], "<i4"))
+    if padding not in (1, 2) or stride_w < 1 or stride_h < 1:
+        raise TfliteImportError(f"{where}: Convolution2DTransposeBias options padding={padding}, strides "
+                                f"{stride_h}x{stride_w} are not a transposed convolution's")
+    return {"padding": "SAME" if padding == 1 else "VALID", "stride_w": stride_w, "stride_h": stride_h}
+
+
+#: Custom operators intq reads: custom code -> parser of its custom options into attributes. Each is a
+#: float operator whose semantics its authors' source documents; :mod:`intq.frontends.tflite_float`
+#: writes it in intq's float ops (so it converts to builtins).
+CUSTOM_OPS = {"Convolution2DTransposeBias": _convolution_2d_transpose_bias}
+
+
+def _node(op: schema.OperatorT, op_type: str, index: int, names: list[str], where: str,
+          rename: Mapping[int, int] = {}) -> Node:  # noqa: B006 (read only)
+    """One operator as a node: its options table read back as attributes; an input in ``rename``
+    reads the tensor it maps to (a variable read after its assignment)."""
+    inputs = ["" if i == -1 else names[rename.get(i, i)] for i in ints(op.inputs)]
+    outputs = [names[i] for i in ints(op.outputs)]
+    if not any(inputs) or not outputs or -1 in ints(op.outputs):
+        raise TfliteImportError(f"{where}: operator {index} ({op_type}) has inputs {ints(op.inputs)} and outputs "
+                                f"{ints(op.outputs)}; every operator intq runs reads a tensor and writes one")
+    if op_type in CUSTOM_OPS:
+        options = bytes(op.customOptions) if op.customOptions is not None else b""
+        return Node(op_type, f"{op_type.lower()}_{index}", inputs, outputs,
+                    CUSTOM_OPS[op_type](options, f"{where}: operator {index} ({op_type})"))
     options = op.builtinOptions
     expected = OPTIONS[op_type]
     if options is not None and type(options).__name__ != f"{expected}T":
         raise TfliteImportError(f"{where}: operator {index} ({op_type}) carries {type(options).__name__[:-1]}, "
                                 f"not {expected}")
-    inputs = ["" if i == -1 else names[i] for i in ints(op.inputs)]
-    outputs = [names[i] for i in ints(op.outputs)]
-    if not any(inputs) or not outputs or -1 in ints(op.outputs):
-        raise TfliteImportError(f"{where}: operator {index} ({op_type}) has inputs {ints(op.inputs)} and outputs "
-                                f"{ints(op.outputs)}; every operator intq runs reads a tensor and writes one")
     return Node(op_type, f"{op_type.lower()}_{index}", inputs, outputs, options_to_attrs(op_type, options))
 
 
@@ -183,15 +223,16 @@ class _TensorSpec:
 
 
 def _tensors(f: TfliteFile, names: list[str], nodes: list[Node],
-             input_shapes: Mapping[str, Sequence[int]] | None) -> dict[str, Tensor]:
-    """Every tensor of the subgraph: constants (a buffer, written by nobody) and values."""
+             input_shapes: Mapping[str, Sequence[int]] | None, skip: set[int] = frozenset()) -> dict[str, Tensor]:
+    """Every tensor of the subgraph: constants (a buffer, written by nobody) and values; those in
+    ``skip`` (resource handles) are not tensors of the graph."""
     sub = f.model.subgraphs[0]
-    specs = [_tensor_spec(f, i, names[i]) for i in range(len(sub.tensors or []))]
+    specs = {i: _tensor_spec(f, i, names[i]) for i in range(len(sub.tensors or [])) if i not in skip}
     written = {o for op in sub.operators or [] for o in ints(op.outputs)} | set(ints(sub.inputs))
     weights = {n.inputs[1] for n in nodes if n.op_type in _WEIGHT_OPS and len(n.inputs) > 1 and n.inputs[1]}
     scale = _batch_scale(sub, specs, names, input_shapes, f.where)
     return {names[i]: spec.tensor(spec.data is not None and i not in written, names[i] in weights, scale)
-            for i, spec in enumerate(specs)}
+            for i, spec in specs.items()}
 
 
 def _tensor_spec(f: TfliteFile, i: int, name: str) -> _TensorSpec:
@@ -206,7 +247,7 @@ def _tensor_spec(f: TfliteFile, i: int, name: str) -> _TensorSpec:
     return _TensorSpec(name, t.dtype, t.shape, t.dynamic, t.data, qp)
 
 
-def _batch_scale(sub: schema.SubGraphT, specs: list[_TensorSpec], names: list[str],
+def _batch_scale(sub: schema.SubGraphT, specs: Mapping[int, _TensorSpec], names: list[str],
                  input_shapes: Mapping[str, Sequence[int]] | None, where: str) -> int | None:
     """How many times its stored size every dynamic dimension is, from ``input_shapes``.
 

@@ -14,9 +14,23 @@ converter treats a Transpose as a change of layout of the same integer tensor.
 
 A fused activation becomes its own node after the op (Relu, Clip(0, 6), Clip(-1, 1)). FLOAT16
 constants (the converter's float16 weight mode: DEQUANTIZE float16 -> float32) become float32
-constants. Exactness: intq's float ops compute in float32 with another summation order than
-LiteRT's kernels, so a float island agrees with LiteRT within float32 rounding (tested with a
-relative tolerance), not bit for bit.
+constants. Custom operators with documented semantics (:data:`intq.frontends.from_tflite.CUSTOM_OPS`:
+MediaPipe's Convolution2DTransposeBias) are rewritten the same way.
+
+Exactness against LiteRT's and TFLite Micro's float32 kernels (both deterministic):
+
+* **bit for bit** where intq's float op performs the same float32 operations: the elementwise
+  arithmetic (ADD, SUB, MUL, DIV, MAXIMUM, MINIMUM, SQUARE = ``f * f``, NEG, ABS, FLOOR, the
+  RELU family), SQRT and RSQRT (``1.f / sqrtf``: correctly rounded IEEE operations), SIN, COS,
+  EXP and LOG (the C library's ``sinf``... that the kernels call, :mod:`intq.runtime.float_ops._libm`),
+  MAX_POOL_2D and the data movement (RESHAPE, TRANSPOSE, CONCATENATION, PAD, SPACE_TO_DEPTH,
+  STRIDED_SLICE, ...). Measured: ``tests/frontends/test_tflite_float.py`` runs the converter's
+  "int8" model with SQUARE, SIN and COS islands with every tensor equal to both runtimes;
+* **within float32 rounding** where the order of operations differs: the sums of CONV_2D,
+  DEPTHWISE_CONV_2D, TRANSPOSE_CONV, FULLY_CONNECTED, MEAN and AVERAGE_POOL_2D (intq's im2col / BLAS
+  order, not the reference loops'), and the formulas of SOFTMAX, LOGISTIC, TANH, HARD_SWISH and
+  RESIZE_BILINEAR: relative differences of about 1e-6 per layer (the corpus's float MediaPipe models
+  agree with LiteRT within 2e-6 of their outputs' magnitude; tested with 1e-4).
 """
 
 from __future__ import annotations
@@ -150,6 +164,29 @@ def TRANSPOSE_CONV(b: _Builder):
     b.finish(y)
 
 
+def _convolution_2d_transpose_bias(b: _Builder):
+    """MediaPipe's custom op (its source: mediapipe/util/tflite/operations/transpose_conv_bias.cc):
+    inputs x (NHWC), weights OHWI, bias [O]; output ``s (in - 1) + k - p`` per spatial axis with
+    ``p = max(0, k - (in - 1) mod s - 1)`` for SAME (0 for VALID), ``floor(p / 2)`` of it at the
+    start; every output starts at its channel's bias. ONNX ConvTranspose with those pads and B
+    computes the same sums (LiteRT's XNNPACK delegate, the runtime that runs the file, is the float
+    reference)."""
+    w = b.data(1)  # OHWI
+    x = b.node.inputs[0]
+    in_hw = b.graph.tensors[x].shape[1:3]
+    a = b.node.attrs
+    strides = (int(a["stride_h"]), int(a["stride_w"]))
+    pads = [0, 0, 0, 0]
+    if a["padding"] == "SAME":
+        for i in range(2):
+            total = max(0, w.shape[1 + i] - (in_hw[i] - 1) % strides[i] - 1)
+            pads[i], pads[i + 2] = total // 2, total - total // 2
+    y = b.name("deconv")
+    b.emit("ConvTranspose", [b.to_nchw(x), b.const("weights", w.transpose(3, 0, 1, 2).astype(np.float32)),
+                             b.node.inputs[2]], [y], strides=strides, pads=pads, kernel_shape=w.shape[1:3])
+    b.finish(y)
+
+
 def FULLY_CONNECTED(b: _Builder):
     w = b.data(1)  # [N, K]
     x = b.node.inputs[0]
@@ -194,6 +231,14 @@ def _elementwise(onnx_op: str) -> Callable[[_Builder], None]:
 ADD, SUB, MUL, DIV = (_elementwise(op) for op in ("Add", "Sub", "Mul", "Div"))
 MAXIMUM, MINIMUM = _elementwise("Max"), _elementwise("Min")
 LOGISTIC, TANH, RELU, HARD_SWISH = (_elementwise(op) for op in ("Sigmoid", "Tanh", "Relu", "HardSwish"))
+# the float-only builtins the converter leaves between DEQUANTIZE and QUANTIZE in "int8" models
+SQRT, RSQRT, ABS, NEG, FLOOR = (_elementwise(op) for op in ("Sqrt", "Rsqrt", "Abs", "Neg", "Floor"))
+SIN, COS, EXP, LOG = (_elementwise(op) for op in ("Sin", "Cos", "Exp", "Log"))
+
+
+def SQUARE(b: _Builder):
+    """LiteRT's and TFLM's float SQUARE compute ``f * f``: Mul(x, x)."""
+    b.emit("Mul", [b.node.inputs[0], b.node.inputs[0]], [b.node.outputs[0]])
 
 
 def RELU6(b: _Builder):
@@ -328,10 +373,15 @@ def DEQUANTIZE(b: _Builder):
     b.emit("Cast", [b.node.inputs[0]], [b.node.outputs[0]], to=1)
 
 
-#: TFLite builtin -> its rewrite into intq's float ops.
+#: Builtins intq runs in float only (no integer kernel: TFLM has no int8 form of them).
+FLOAT_ONLY = frozenset({"ABS", "COS", "DIV", "EXP", "FLOOR", "LOG", "NEG", "SIN", "SQRT", "SQUARE"})
+
+#: TFLite builtin (or custom operator intq reads, :data:`intq.frontends.from_tflite.CUSTOM_OPS`) -> its
+#: rewrite into intq's float ops.
 BUILTINS: dict[str, Callable[[_Builder], None]] = {
     name: fn for name, fn in globals().items()
     if name.isupper() and callable(fn) and not name.startswith("_") and name != "RESHAPE_TO_OUTPUT"}
+BUILTINS["Convolution2DTransposeBias"] = _convolution_2d_transpose_bias
 
 
 def _is_float_compute(graph: Graph, node: Node) -> bool:
@@ -366,6 +416,12 @@ def float_islands_as_onnx(graph: Graph) -> Graph:
             kept.append(node)
     graph = graph.replace(nodes=kept, tensors=tensors)
     floating = [n for n in graph.nodes if _is_float_compute(graph, n)]
+    integer_float_only = sorted({n.op_type for n in graph.nodes if n not in floating
+                                 and (not n.op_type.isupper() or n.op_type in FLOAT_ONLY)})
+    if integer_float_only:
+        raise UnsupportedOperatorError(f"graph {graph.name!r}: {integer_float_only} on integer tensors; intq reads these "
+                                       "operators in float only (it has no integer kernel for them: TensorFlow Lite "
+                                       "Micro has none, or they are a custom operator's)")
     if not floating:
         return graph
     missing = sorted({n.op_type for n in floating if n.op_type not in BUILTINS})

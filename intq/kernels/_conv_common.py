@@ -47,8 +47,8 @@ from intq.qmath import QuantParams, effective_scale
 _PADDINGS = ("SAME", "VALID")
 
 #: The conv-family ops the XNNPACK delegate takes and requantizes in float32 (FULLY_CONNECTED has its
-#: own module). TRANSPOSE_CONV is not emulated for XNNPACK (see intq.kernels.targets).
-XNNPACK_FP32_OPS = frozenset({"CONV_2D", "DEPTHWISE_CONV_2D"})
+#: own module; TRANSPOSE_CONV only where XNNPACK accepts its geometry, see intq.kernels.transpose_conv).
+XNNPACK_FP32_OPS = frozenset({"CONV_2D", "DEPTHWISE_CONV_2D", "TRANSPOSE_CONV"})
 
 # ----------------------------------------------------------------------------------- padding
 
@@ -258,10 +258,11 @@ def conv_requantizer(ctx: KernelContext, op: str, in_qp: QuantParams, w_qp: Quan
     ``xnnpack`` target, for the ops XNNPACK takes (CONV_2D, DEPTHWISE_CONV_2D): XNNPACK's fp32
     requantization instead — the float32 scale ``float(float(s_in * s_w[c]) / s_out)``
     (:func:`xnnpack_conv_scale`), ``rint`` half to even, and the clamp of
-    :func:`xnnpack_activation_range`. ``mode`` overrides the target's contract for ``op``;
-    ``select`` keeps a range of the output channels (a kernel that rounds channel groups differently)."""
+    :func:`xnnpack_activation_range`. ``mode`` overrides the target's contract for ``op`` (XNNPACK's
+    included: a node XNNPACK declines names the contract LiteRT's own kernel then uses); ``select``
+    keeps a range of the output channels (a kernel that rounds channel groups differently)."""
     try:
-        if ctx.target.xnnpack and op in XNNPACK_FP32_OPS:
+        if ctx.target.xnnpack and op in XNNPACK_FP32_OPS and mode is None:
             lo, hi = xnnpack_activation_range(activation, out_qp)
             scale = xnnpack_conv_scale(in_qp.scale[0], _weight_scales(w_qp, channels, select), out_qp.scale[0])
             return make_requantizer(scale, Requant.FLOAT32_RNE, out_qp.tensor_zero_point, lo, hi, out_dtype)

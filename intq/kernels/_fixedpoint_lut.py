@@ -1,6 +1,6 @@
 """Shared arithmetic of LOGISTIC, TANH, SOFTMAX, LOG_SOFTMAX and L2_NORMALIZATION (no ``OP``: not a kernel).
 
-Three parts:
+Four parts:
 
 1. **gemmlowp's fixed-point functions, vectorised** (``exp_on_negative_values``, ``logistic``,
    ``tanh``, the Newton-Raphson reciprocal of gemmlowp ``fixedpoint/fixedpoint.h`` and TFLite's
@@ -17,6 +17,10 @@ Three parts:
    float-built 256-entry table (:func:`litert_float_lut`, ``LUTPopulate<int8_t>``), TFLite's scaling preprocessing
    (:func:`softmax_scaling`, :func:`log_softmax_reverse_scaling`, :func:`input_radius`), the
    output-parameter check of spec 003 and the choice of algorithm from the target.
+4. **LiteRT's optimized SOFTMAX / LOG_SOFTMAX** (``litert-opt``, ``xnnpack``): their float32 exp
+   table (:func:`optimized_softmax_table`, prepare) and the float32 row sum their runs emulate
+   (:func:`float32_row_sums`, a float emulation called only from those kernels' ``_float32_*``
+   functions, which tests/kernels/test_integer_only.py exempts by name).
 
 Names follow the C functions so the code can be read side by side with the runtimes' sources.
 """
@@ -368,7 +372,7 @@ def tflm_q4_table(ctx: KernelContext, in_qp: QuantParams, f: Q4Function) -> np.n
     """
     multiplier, shift = frexp_multiplier(in_qp.tensor_scale * float(1 << (31 - _Q4_INTEGER_BITS)))
     if shift < 0:  # CalculateInputRadius would shift by a negative amount (undefined in C)
-        raise ctx.error(f"input scale {float(in_qp.scale[0])!r} is below 2^-28, which TFLite Micro's fixed-point "
+        raise ctx.error(f"input scale {in_qp.tensor_scale!r} is below 2^-28, which TFLite Micro's fixed-point "
                         f"{ctx.op} does not handle")
     radius = input_radius(_Q4_INTEGER_BITS, shift)
     x = np.arange(-128, 128, dtype=np.int64) - in_qp.tensor_zero_point
@@ -430,7 +434,7 @@ def c_math_library():
         return None
     try:
         lib = ctypes.CDLL(path)
-        for name in ("expf", "tanhf"):
+        for name in ("expf", "tanhf", "logf"):
             fn = getattr(lib, name)
             fn.restype, fn.argtypes = ctypes.c_float, [ctypes.c_float]
         lib.exp.restype, lib.exp.argtypes = ctypes.c_double, [ctypes.c_double]
@@ -439,8 +443,8 @@ def c_math_library():
     return lib
 
 
-def _float32_function(name: str, x: np.ndarray) -> np.ndarray:
-    """``expf`` / ``tanhf`` of float32 values, as LiteRT's C++ ``std::exp(float)`` computes them.
+def c_float32_function(name: str, x: np.ndarray) -> np.ndarray:
+    """``expf`` / ``tanhf`` / ``logf`` of float32 values, as LiteRT's C++ ``std::exp(float)`` computes them.
 
     LiteRT calls the platform C library (glibc's ``expf`` is correctly rounded in practice, its
     ``tanhf`` is not always), so the table is built by calling the same functions through
@@ -467,9 +471,9 @@ def litert_float_lut(input_qp: QuantParams, output_qp: QuantParams, transform: s
     s_in = np.float32(input_qp.tensor_scale)
     d = (s_in * (v - input_qp.tensor_zero_point).astype(np.float32)).astype(np.float32)
     if transform == "logistic":
-        f = (np.float32(1.0) / (np.float32(1.0) + _float32_function("expf", -d))).astype(np.float32)
+        f = (np.float32(1.0) / (np.float32(1.0) + c_float32_function("expf", -d))).astype(np.float32)
     elif transform == "tanh":
-        f = _float32_function("tanhf", d)
+        f = c_float32_function("tanhf", d)
     else:
         raise AssertionError(transform)
     inverse_scale = np.float32(1.0) / np.float32(output_qp.tensor_scale)
@@ -510,9 +514,29 @@ def xnnpack_float_lut(input_qp: QuantParams, output_qp: QuantParams, transform: 
         if transform == "logistic":
             f = (1.0 / (1.0 + np.exp(-d.astype(np.float64)))).astype(np.float32)
         elif transform == "tanh":
-            f = _float32_function("tanhf", d)
+            f = c_float32_function("tanhf", d)
         else:
             raise AssertionError(transform)
     inverse_scale = np.float32(1.0) / np.float32(output_qp.tensor_scale)
     q = np.rint((f * inverse_scale).astype(np.float32) + np.float32(output_qp.tensor_zero_point))
     return _uint8_ordered(np.clip(q, -128, 127).astype(np.int8))
+
+
+# LiteRT's optimized int8 SOFTMAX and LOG_SOFTMAX: one float32 exp table (litert-opt, xnnpack).
+
+def optimized_softmax_table(input_scale, beta) -> np.ndarray:
+    """LiteRT's ``optimized_ops::PopulateSoftmaxLookupTable``, indexed by ``d = max - x`` in 0..255:
+    ``expf(float32(-s_in * beta) * float32(d))``, every step in float32 with the C library's ``expf``
+    (measured: the optimized SOFTMAX / LOG_SOFTMAX of LiteRT 2.3 on x86_64 equal a run on this
+    table). Read-only float32 [256]."""
+    scale = np.float32(-np.float32(input_scale) * np.float32(beta))
+    table = c_float32_function("expf", (scale * np.arange(256, dtype=np.float32)).astype(np.float32))
+    table.setflags(write=False)
+    return table
+
+
+def float32_row_sums(values: np.ndarray) -> np.ndarray:
+    """``sum_exp += v`` over each row of a float32 ``[rows, depth]`` array in C's order, one float32
+    rounding per addition (``np.sum`` sums pairwise and would differ): the last column of the
+    sequential ``cumsum``. A float emulation for LiteRT's optimized SOFTMAX / LOG_SOFTMAX only."""
+    return np.cumsum(values, axis=1, dtype=np.float32)[:, -1]

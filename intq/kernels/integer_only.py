@@ -38,6 +38,10 @@ FLOAT_FUNCTIONS: dict[str, str] = {
         "XNNPACK's MEAN and SUM requantize the sums in float32 (xnnpack only)",
     "intq.kernels.sum._float32_sum":
         "LiteRT's optimized SUM computes in float32 (litert-opt only)",
+    "intq.kernels.softmax._float32_softmax":
+        "LiteRT's optimized SOFTMAX computes in float32 (litert-opt and xnnpack)",
+    "intq.kernels.log_softmax._float32_log_softmax":
+        "LiteRT's optimized LOG_SOFTMAX computes in float32 (litert-opt and xnnpack)",
 }
 
 #: Parameter classes that may hold floats, read only by the functions above.
@@ -47,6 +51,8 @@ FLOAT_PARAMS: dict[str, str] = {
     "intq.kernels.requantize.Float32Rne": "the float32 scale of Float32Rne.rescaled",
     "intq.kernels.mean.XnnpackMeanParams": "the float32 scale and zero point of _float32_mean",
     "intq.kernels.sum.OptimizedSumParams": "the float32 ratio and bias of _float32_sum",
+    "intq.kernels.softmax.OptimizedSoftmaxParams": "the float32 table and scale of _float32_softmax",
+    "intq.kernels.log_softmax.OptimizedLogSoftmaxParams": "the float32 scale of _float32_log_softmax",
 }
 
 

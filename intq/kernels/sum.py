@@ -27,9 +27,8 @@ the right type).
     y = clamp(round_half_away(float32(float32(sum q_in) * r) + b) + Z_out)
 
 (``_float32_sum``, a float emulation: LiteRT computes it so). ``xnnpack``: XNNPACK takes every int8
-SUM; over axes leaving the innermost one, ``clamp(rint(float32(sum q_in - N Z_in) * r +
-float32(Z_out)))`` (its MEAN without ``1/N``, :mod:`intq.kernels.mean`); over the innermost axis
-refused (XNNPACK's ``rsum`` path, as MEAN).
+SUM and computes its MEAN without ``1/N`` (:mod:`intq.kernels.mean`): ``clamp(nearbyint(
+float32(sum q_in) * r + Y_z))``, ``Y_z = float32(Z_out - float32(N Z_in) * r)``, over any axes.
 
 Contract: int8 per-tensor input (rank >= 1) and output; input 1 a constant int32 axis tensor;
 ``keep_dims`` as MEAN. The sum must stay in int32 after the multiplier's left shift (checked at
@@ -44,7 +43,7 @@ from dataclasses import dataclass
 
 from intq.kernels._pool_common import QuantizedSumParams, prepare_quantized_sum
 from intq.kernels.base import KernelContext, kernel
-from intq.kernels.mean import XnnpackMeanParams, _float32_mean
+from intq.kernels.mean import XnnpackMeanParams, _float32_mean, xnnpack_reduce
 from intq.kernels.targets import Runtime
 from intq.qmath import multiply_by_quantized_multiplier
 
@@ -71,23 +70,20 @@ def prepare(ctx: KernelContext) -> QuantizedSumParams | OptimizedSumParams | Xnn
     if not ctx.target.optimized:
         return prepare_quantized_sum(ctx, mean=False, bytes_as_uint8=ctx.target.runtime in _LITERT_UINT8_BYTES)
     p = prepare_quantized_sum(ctx, mean=False)
+    if ctx.target.xnnpack:
+        return xnnpack_reduce(ctx, p, mean=False)
     if p.count * 255 >= 2**24:
         raise ctx.error(f"target {ctx.target.name!r}: a sum of {p.count} elements may not be exact in float32")
     in_qp, out_qp = ctx.input(0).qparams, ctx.outputs[0].qparams
     ratio = np.float32(np.float32(in_qp.tensor_scale) / np.float32(out_qp.tensor_scale))
     zi, zo = in_qp.tensor_zero_point, out_qp.tensor_zero_point
-    if ctx.target.xnnpack:
-        if len(ctx.input(0).shape) - 1 in p.axes:
-            raise ctx.error(f"target {ctx.target.name!r}: XNNPACK's SUM over the innermost axis (its rsum path) "
-                            "rounds ties its own way: not emulated")
-        return XnnpackMeanParams(p.axes, p.keep_dims, p.out_shape, p.input_offset, ratio, np.float32(zo))
     bias = np.float32(np.float32(np.float32(-zi) * ratio) * np.float32(p.count))
     return OptimizedSumParams(p.axes, p.keep_dims, p.out_shape, ratio, bias, zo)
 
 
 def run(p: QuantizedSumParams | OptimizedSumParams | XnnpackMeanParams, x, axis=None):
     if isinstance(p, XnnpackMeanParams):
-        acc = x.astype(np.int64).sum(axis=p.axes, keepdims=p.keep_dims) - p.input_offset  # |.| < 2^24 (prepare)
+        acc = x.astype(np.int64).sum(axis=p.axes, keepdims=p.keep_dims)  # raw sum, |.| < 2^24 (prepare)
         return (_float32_mean(acc, p.scale, p.zero_point).reshape(p.out_shape),)
     if isinstance(p, OptimizedSumParams):
         acc = x.astype(np.int64).sum(axis=p.axes, keepdims=p.keep_dims)  # raw sum, |.| < 2^24 (prepare)

@@ -113,16 +113,11 @@ class Target:
 
 #: LiteRT 2.3's optimized kernels measured to differ from the reference ones in ways intq does not
 #: emulate yet (docs/engine.md, "Targets"); the litert-opt and xnnpack targets refuse them.
-_OPT_NOT_EMULATED = {
-    "TRANSPOSE_CONV": "LiteRT's optimized TRANSPOSE_CONV rounds half up on part of its output (measured)",
-}
+_OPT_NOT_EMULATED: dict[str, str] = {}
 
 #: What the XNNPACK delegate takes and computes its own way, measured and not emulated yet. Other
 #: ops XNNPACK takes (data movement, pooling maxima, CONCATENATION, ...) move int8 values unchanged.
-_XNNPACK_NOT_EMULATED = {
-    **_OPT_NOT_EMULATED,
-    "RESIZE_BILINEAR": "XNNPACK's qs8 bilinear resize uses 11-bit fixed-point interpolation weights",
-}
+_XNNPACK_NOT_EMULATED: dict[str, str] = {**_OPT_NOT_EMULATED}
 
 TARGETS: dict[str, Target] = {
     "tflite": Target("tflite", "TensorFlow Lite for Microcontrollers (reference kernels)", Runtime.TFLM),
@@ -131,12 +126,12 @@ TARGETS: dict[str, Target] = {
     "litert-opt": Target("litert-opt", "LiteRT 2.3, OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES (x86_64)",
                          Runtime.LITERT, kernels=KernelSet.OPTIMIZED,
                          overrides={"CONV_2D": Requant.DOUBLE_HALF_UP, "FULLY_CONNECTED": Requant.DOUBLE_HALF_UP,
-                                    "DEPTHWISE_CONV_2D": Requant.DOUBLE_HALF_UP},
+                                    "DEPTHWISE_CONV_2D": Requant.DOUBLE_HALF_UP, "TRANSPOSE_CONV": Requant.DOUBLE_HALF_UP},
                          unsupported=_OPT_NOT_EMULATED),
     "xnnpack": Target("xnnpack", "LiteRT 2.3, OpResolverType.BUILTIN (default XNNPACK delegate, x86_64)",
                       Runtime.LITERT, kernels=KernelSet.OPTIMIZED, delegate=Delegate.XNNPACK,
                       overrides={"CONV_2D": Requant.DOUBLE_HALF_UP, "FULLY_CONNECTED": Requant.DOUBLE_HALF_UP,
-                                 "DEPTHWISE_CONV_2D": Requant.DOUBLE_HALF_UP},
+                                 "DEPTHWISE_CONV_2D": Requant.DOUBLE_HALF_UP, "TRANSPOSE_CONV": Requant.DOUBLE_HALF_UP},
                       unsupported=_XNNPACK_NOT_EMULATED),
 }
 

@@ -29,6 +29,23 @@ combination of padding, k <= 4, stride <= 3, in <= 4, out <= 13), and refuses ot
 Micro accepts any output size and crops or leaves zeros. The ``litert-ref`` target refuses such
 nodes as LiteRT does (:data:`SIZE_CHECKED_BY`); ``tflite`` computes them as TFLite Micro does.
 
+Where the optimized targets differ (measured with single-op models, tests/kernels/test_conv.py and
+tests/kernels/test_optimized_targets.py; explained from transpose_conv.cc and
+optimized/integer_ops/transpose_conv.h):
+
+* ``litert-opt`` (``optimized_integer_ops::TransposeConvV2``): a ruy GEMM of the raw input (its zero
+  point as the GEMM's) against the weights as ``[KH*KW*C_out, C_in]``, ``Col2im`` into the int32
+  scratch buffer, ``BiasAdd`` (skipped without bias) — the reference accumulators — then
+  ``optimized_ops::Quantize``, the output stage of the optimized DEPTHWISE_CONV_2D: output
+  channels ``[0, 8 floor(C_out/8))`` through NEON ``vqrdmulh`` + ``vrshl`` (``Requant.DOUBLE_HALF_UP``),
+  the last ``C_out mod 8`` through the scalar gemmlowp ``MultiplyByQuantizedMultiplier``
+  (``Requant.DOUBLE``): :class:`OptimizedTransposeConvParams` when both groups exist.
+* ``xnnpack``: the delegate takes an int8 TRANSPOSE_CONV (``VisitTransposeConvNode``) unless its
+  padding is SAME with a kernel smaller than the stride (:func:`xnnpack_takes`), and requantizes
+  like its convolutions: ``rint(float32(acc) * float32(float32(s_in * s_w) / s_out))``, half to
+  even, clamp from ``xnn_qs8_quantize`` (``Requant.FLOAT32_RNE``). A node it declines runs LiteRT's
+  optimized kernel, as ``litert-opt``.
+
 Arithmetic: one exact GEMM (:func:`intq.kernels.gemm.exact_matmul`) of the raw input
 ``[N*H*W, C_in]`` against the weights as ``[KH*KW*C_out, C_in]`` gives every tap's contribution;
 ``- Z_x * sum_c w[o,i,j,c]`` is folded per (tap, channel) at prepare; a Python loop over the
@@ -53,9 +70,10 @@ from intq.kernels._conv_common import (
 from intq.kernels.base import KernelContext, kernel
 from intq.kernels.gemm import PreparedGemm, exact_matmul, prepare_gemm
 from intq.kernels.requantize import Requantizer, requantize
-from intq.kernels.targets import Runtime
+from intq.kernels.targets import Requant, Runtime
 
 OP = "TRANSPOSE_CONV"
+VECTOR_CHANNELS = 8  # optimized_ops::Quantize: output channels in groups of 8 through NEON, the rest scalar
 
 #: Targets whose runtime refuses an input size that a convolution of the output would not give.
 SIZE_CHECKED_BY = frozenset({Runtime.LITERT})
@@ -77,9 +95,27 @@ class TransposeConvParams:
     out_shape: tuple[int, int, int, int]
 
 
+@dataclass(frozen=True, eq=False)
+class OptimizedTransposeConvParams:
+    """``litert-opt`` (and nodes XNNPACK declines): the reference accumulators, two output stages —
+    NEON half-up double rounding on channels ``[0, split)``, gemmlowp's on ``[split, C_out)``."""
+
+    sums: TransposeConvParams  # the scatter; its ``requant`` and ``bias`` cover channels [0, split)
+    split: int  # 8 floor(C_out / 8), in (0, C_out)
+    tail: Requantizer  # channels [split, C_out): Requant.DOUBLE
+    tail_bias: np.ndarray  # int64 [C_out - split]
+
+
+def xnnpack_takes(padding: str, kernel_hw: tuple[int, int], stride_hw: tuple[int, int]) -> bool:
+    """Whether LiteRT's XNNPACK delegate takes an int8 TRANSPOSE_CONV intq accepts for LiteRT
+    (``CalculateTransposeConvPaddings``): SAME padding needs each kernel dimension >= its stride
+    (VALID's "output smaller than the kernel" cannot pass LiteRT's size check)."""
+    return padding != "SAME" or all(k >= s for k, s in zip(kernel_hw, stride_hw))
+
+
 @kernel(OP)
-def prepare(ctx: KernelContext) -> TransposeConvParams:
-    ctx.check_emulated()  # litert-opt / xnnpack: measured to differ, not emulated (intq.kernels.targets)
+def prepare(ctx: KernelContext) -> TransposeConvParams | OptimizedTransposeConvParams:
+    ctx.check_emulated()
     ops = conv_operands(ctx, channel_axis=0, input_index=2, dilation=False)
     n, h, w_in, c_in = ops.in_shape
     out_shape = static_shape(ctx, ctx.outputs[0], "output", 4)
@@ -111,13 +147,36 @@ def prepare(ctx: KernelContext) -> TransposeConvParams:
     gemm = prepare_gemm(matrix)
     zx = ops.in_qp.tensor_zero_point
     tap_offset = (-zx * gemm.weight_sums).astype(np.int32).reshape(kh, kw, c_out)  # |.| <= 128 * 127 * C_in
-    requant = ops.requantizer(ctx, OP)
     full_hw = (max((h - 1) * opts.stride_h + kh, pad.top + oh), max((w_in - 1) * opts.stride_w + kw, pad.left + ow))
-    return TransposeConvParams(gemm, tap_offset, bias, requant, kh, kw, opts.stride_h,
-                               opts.stride_w, pad.top, pad.left, full_hw, out_shape)
+
+    def params(requant: Requantizer, channels: slice = slice(None)) -> TransposeConvParams:
+        return TransposeConvParams(gemm, tap_offset, bias[channels], requant, kh, kw, opts.stride_h,
+                                   opts.stride_w, pad.top, pad.left, full_hw, out_shape)
+
+    xnnpack = ctx.target.xnnpack and xnnpack_takes(opts.padding, (kh, kw), (opts.stride_h, opts.stride_w))
+    if not ctx.target.optimized or xnnpack:
+        return params(ops.requantizer(ctx, OP))  # reference, or XNNPACK's float32 requantization
+    split = c_out - c_out % VECTOR_CHANNELS  # LiteRT's optimized kernel: two channel groups
+    vector, scalar = ctx.target.requant_for(OP), Requant.DOUBLE
+    if split in (0, c_out):
+        return params(ops.requantizer(ctx, OP, mode=vector if split else scalar))
+    head = params(ops.requantizer(ctx, OP, mode=vector, select=slice(0, split)), slice(0, split))
+    tail = ops.requantizer(ctx, OP, mode=scalar, select=slice(split, None))
+    return OptimizedTransposeConvParams(head, split, tail, bias[split:])
 
 
-def run(p: TransposeConvParams, output_shape, w, x, b=None):
+def run(p: TransposeConvParams | OptimizedTransposeConvParams, output_shape, w, x, b=None):
+    if isinstance(p, OptimizedTransposeConvParams):
+        acc = _sums(p.sums, x)
+        out = np.empty(acc.shape, p.tail.out_dtype)
+        out[:, :p.split] = requantize(p.sums.requant, acc[:, :p.split], p.sums.bias)
+        out[:, p.split:] = requantize(p.tail, acc[:, p.split:], p.tail_bias)
+        return (out.reshape(p.sums.out_shape),)
+    return (requantize(p.requant, _sums(p, x), p.bias).reshape(p.out_shape),)  # |acc + b| < 2^31 (prepare)
+
+
+def _sums(p: TransposeConvParams, x) -> np.ndarray:
+    """The int32 accumulators ``[N*OH*OW, C_out]`` of every output pixel, bias not included."""
     n, h, w_in, c_in = x.shape
     _, oh, ow, c_out = p.out_shape
     cols = exact_matmul(x.reshape(-1, c_in), p.gemm).reshape(n, h, w_in, p.kh, p.kw, c_out)
@@ -128,5 +187,4 @@ def run(p: TransposeConvParams, output_shape, w, x, b=None):
         for j in range(p.kw):
             target = full[:, i:i + span_h:p.stride_h, j:j + span_w:p.stride_w, :]
             np.add(target, cols[:, :, :, i, j, :], out=target)
-    acc = np.ascontiguousarray(full[:, p.top:p.top + oh, p.left:p.left + ow, :]).reshape(-1, c_out)
-    return (requantize(p.requant, acc, p.bias).reshape(p.out_shape),)  # |acc + b| < 2^31 (prepare)
+    return np.ascontiguousarray(full[:, p.top:p.top + oh, p.left:p.left + ow, :]).reshape(-1, c_out)

@@ -36,8 +36,8 @@ def _check(qat: QATModule, ig: Graph) -> None:
         if name not in int_of:
             raise QATError(f"tensor {name!r}: the QAT module fake-quantizes it but the integer graph has no int8 tensor for it")
         qp = ig.tensors[int_of[name]].qparams
-        if (float(qp.scale[0]), qp.tensor_zero_point) != (scale, zp):
-            raise QATError(f"tensor {name!r}: the integer graph quantizes it with scale {float(qp.scale[0])!r}, zero point "
+        if (qp.tensor_scale, qp.tensor_zero_point) != (scale, zp):
+            raise QATError(f"tensor {name!r}: the integer graph quantizes it with scale {qp.tensor_scale!r}, zero point "
                            f"{qp.tensor_zero_point}; the QAT module simulated {scale!r}, {zp}")
     by_name = {n.name: n for n in ig.nodes}
     with torch.no_grad():

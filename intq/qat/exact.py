@@ -73,7 +73,7 @@ class KernelSimulator:
         for int_name, (float_name, _) in ig.metadata["float_tensor_of"].items():
             qp = ig.tensors[int_name].qparams
             if float_name in qparams and qp is not None and \
-                    (float(qp.scale[0]), qp.tensor_zero_point) != qparams[float_name]:
+                    (qp.tensor_scale, qp.tensor_zero_point) != qparams[float_name]:
                 raise QATError(f"node {node.name!r} ({node.op_type}): cannot reproduce the parameters of {float_name!r} "
                                f"for its exact simulation ({qp!r} vs {qparams[float_name]})")
         return Interpreter(ig), list(g.inputs), out

@@ -59,7 +59,7 @@ def run_inputs(graph: Graph, inputs: Mapping[str, Any]) -> dict[str, np.ndarray]
             if arr.dtype.kind not in "iuf":
                 lost = ": the imaginary part would be lost" if arr.dtype.kind == "c" else ""
                 raise _error(f"input {name!r} must be {want.name} (real numbers), got {arr.dtype}{lost}")
-            if want.kind != "f":
+            if want.kind != "f" and not _fits_index(arr, t):
                 raise _error(f"input {name!r} must be {want.name} (quantized values), got {arr.dtype.name}")
             arr = arr.astype(want)
         if t.shape is not None and (arr.ndim != len(t.shape)
@@ -69,6 +69,15 @@ def run_inputs(graph: Graph, inputs: Mapping[str, Any]) -> dict[str, np.ndarray]
             raise _error(f"input {name!r} contains NaN or Inf")
         values[name] = arr
     return values
+
+
+def _fits_index(arr: np.ndarray, t) -> bool:
+    """An integer array for an unquantized integer input whose dtype holds every value (int64 ids
+    into an int32 index input: ONNX's ids, TFLite's GATHER)."""
+    if t.qparams is not None or not (np.issubdtype(t.dtype, np.integer) and np.issubdtype(arr.dtype, np.integer)):
+        return False
+    info = np.iinfo(t.dtype)
+    return arr.size == 0 or (info.min <= int(arr.min()) and int(arr.max()) <= info.max)
 
 
 class KernelCalls:

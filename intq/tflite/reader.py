@@ -80,9 +80,10 @@ def operator_code_entry(f: TfliteFile, op: schema.OperatorT, index: int) -> sche
     return codes[op.opcodeIndex]
 
 
-def read_tensor(f: TfliteFile, i: int, what: str) -> StoredTensor:
-    """Tensor ``i`` of subgraph 0 as stored; ``what`` names it in errors (``"file: tensor 3 'x'"``)."""
-    t = f.model.subgraphs[0].tensors[i]
+def read_tensor(f: TfliteFile, i: int, what: str, subgraph: int = 0) -> StoredTensor:
+    """Tensor ``i`` of ``subgraph`` (0: the model) as stored; ``what`` names it in errors
+    (``"file: tensor 3 'x'"``)."""
+    t = f.model.subgraphs[subgraph].tensors[i]
     dtype = TENSOR_TYPE_DTYPES.get(t.type)
     if dtype is None:
         raise TfliteImportError(f"{what} is {TENSOR_TYPE_NAMES.get(t.type, t.type)}; intq reads "

@@ -54,20 +54,26 @@ _BUILTIN_NAMES: dict[int, str] = {code: name for name, code in _BUILTIN_OPS.item
 
 #: Builtin operator -> the highest operator version LiteRT's builtin resolver registers for it
 #: (tflite/core/kernels/register.cc; operators registered without versions: 1). A ``.tflite``
-#: operator of a higher version uses a feature newer than intq knows. Only operators intq has
-#: kernels for are listed (DIV has options but no integer kernel).
+#: operator of a higher version uses a feature newer than intq knows. Listed: operators intq has
+#: kernels for, and the float ones it reads as float operators (DIV, ABS ... SQUARE: version 1).
 MAX_VERSION: dict[str, int] = {
     "ADD": 5, "ARG_MAX": 3, "ARG_MIN": 3, "AVERAGE_POOL_2D": 3, "BATCH_MATMUL": 4,
-    "BATCH_TO_SPACE_ND": 4, "CONCATENATION": 4, "CONV_2D": 8, "DEPTH_TO_SPACE": 2,
+    "BATCH_TO_SPACE_ND": 4, "BROADCAST_TO": 3, "CONCATENATION": 4, "CONV_2D": 8, "DEPTH_TO_SPACE": 2,
     "DEPTHWISE_CONV_2D": 7, "DEQUANTIZE": 6, "DIV": 2, "EQUAL": 5, "FULLY_CONNECTED": 13, "GATHER": 7,
     "GREATER": 2, "GREATER_EQUAL": 3, "HARD_SWISH": 1, "L2_NORMALIZATION": 2, "LEAKY_RELU": 2,
     "LESS": 3, "LESS_EQUAL": 2, "LOG_SOFTMAX": 2, "LOGISTIC": 3, "MAX_POOL_2D": 3, "MAXIMUM": 4,
     "MEAN": 3, "MINIMUM": 4, "MUL": 7, "NOT_EQUAL": 4, "PACK": 4, "PAD": 5, "PADV2": 5, "PRELU": 1,
     "QUANTIZE": 4, "REDUCE_MAX": 3, "REDUCE_MIN": 3, "RELU": 3, "RELU6": 3, "RELU_N1_TO_1": 1,
-    "RESHAPE": 1, "SELECT_V2": 2, "RESIZE_BILINEAR": 4, "RESIZE_NEAREST_NEIGHBOR": 4, "SHAPE": 1, "SLICE": 6,
+    "RESHAPE": 1, "SELECT_V2": 2, "RESIZE_BILINEAR": 4, "RESIZE_NEAREST_NEIGHBOR": 4, "RSQRT": 3, "SHAPE": 1, "SLICE": 6,
     "SOFTMAX": 3, "SPACE_TO_BATCH_ND": 4, "SPACE_TO_DEPTH": 2, "SPLIT": 4, "SPLIT_V": 2, "SQUEEZE": 2,
     "STRIDED_SLICE": 8, "SUB": 5, "SUM": 2, "TANH": 3, "TRANSPOSE": 7, "TRANSPOSE_CONV": 5,
+    # float-only (float .tflite, float islands of "int8" files): version 1 is the float32 form
+    "ABS": 1, "COS": 1, "EXP": 1, "FLOOR": 1, "LOG": 1, "NEG": 1, "SIN": 1, "SQRT": 1, "SQUARE": 1,
 }
+
+#: Builtin operator -> the version intq writes when it is not 1: LiteRT registers these from a
+#: later version only (register.cc: BROADCAST_TO from 2; TFLM ignores versions).
+MIN_VERSION: dict[str, int] = {"BROADCAST_TO": 2}
 
 
 def is_tflite_bytes(data: bytes) -> bool:

@@ -17,9 +17,10 @@ import pytest
 
 import intq
 from intq.errors import UnsupportedOperatorError
-from intq.runtime.oracles.litert import run_litert
+from intq.runtime.oracles.litert import run_litert, run_litert_sequence
 from intq.export.tflite_writer import to_tflite_bytes
-from intq.runtime.oracles.tflm import run_tflm
+from intq.runtime.oracles.tflm import run_tflm, run_tflm_sequence
+from intq.runtime.streaming import StatefulInterpreter
 from intq.frontends import InputShapeError, TfliteImportError
 from intq.kernels.base import KernelError
 from intq.passes import simplify
@@ -38,14 +39,6 @@ PARITY_REL = 1e-4
 #: model -> (exception type, the text intq's error contains, the reason shown). The test checks the
 #: text, so a model blocked by something else fails instead of staying an expected failure.
 BLOCKED = {
-    "silero_vad_16k_op15": (UnsupportedOperatorError, "uses 1 operator type(s) intq does not support:\n  If: 3 node(s)",
-                            "If nodes (the sample-rate branches)"),
-    "mp_selfie_segmentation": (UnsupportedOperatorError, "1 operator(s) intq cannot run: custom operator "
-                               "'Convolution2DTransposeBias' at operator 244", "MediaPipe's custom op"),
-    "mww_okay_nabu": (UnsupportedOperatorError, "19 operator(s) intq cannot run: CALL_ONCE at operator 0; VAR_HANDLE at "
-                      "operators 1, 2, 3, 4, 5, 6; READ_VARIABLE", "resource variables"),
-    "mww_hey_jarvis": (UnsupportedOperatorError, "19 operator(s) intq cannot run: CALL_ONCE at operator 0; VAR_HANDLE "
-                       "at operators 1, 2, 3, 4, 5, 6; READ_VARIABLE", "resource variables"),
 }
 
 
@@ -94,6 +87,20 @@ def _every_tensor_equal(qg, blob: bytes, feed: dict) -> None:
         assert not bad, f"[{target}] tensors differ: {bad[:5]}"
 
 
+def _every_tensor_equal_streaming(g, blob: bytes, feeds: list[dict]) -> None:
+    """Invocation after invocation in one interpreter each, state carried: every tensor equal."""
+    for target, oracle in (("litert-ref", run_litert_sequence), ("tflite", run_tflm_sequence)):
+        stream = StatefulInterpreter(g, target=target)
+        theirs = oracle(blob, [[f[n] for n in stream.inputs] for f in feeds])
+        for k, (feed, want) in enumerate(zip(feeds, theirs)):
+            stream.run({n: feed[n] for n in stream.inputs})
+            mine = stream.tensors()
+            common = [t for t in mine if t in want["tensors"]]
+            assert len(common) >= len(g.nodes) // 2, f"[{target}] invocation {k}: only {len(common)} tensors compared"
+            bad = [t for t in common if not np.array_equal(mine[t], want["tensors"][t])]
+            assert not bad, f"[{target}] invocation {k}: tensors differ: {bad[:5]}"
+
+
 @pytest.mark.parametrize("entry", list(_params()))
 def test_corpus_model_end_to_end(entry):
     try:
@@ -106,7 +113,12 @@ def test_corpus_model_end_to_end(entry):
 
 def _end_to_end(entry) -> None:
     path = FIXTURES / entry.filename
-    g = intq.load(path, input_shapes=entry.inputs or None)
+    g = intq.load(path, input_shapes=entry.inputs or None,
+                  constant_inputs=(entry.consts or None) if path.suffix == ".onnx" else None)
+    if "state" in g.metadata:  # a streaming int8 file: its variables carried by intq as by the runtimes
+        _every_tensor_equal_streaming(g, path.read_bytes(), samples(entry, g, 6, 0))
+        _every_tensor_equal(g, to_tflite_bytes(g), samples(entry, g, 1, 0)[0])  # intq's file: state as I/O
+        return
     if any(t.qparams is not None for t in g.tensors.values()):  # an int8 file: as it is, and as intq writes it back
         feed = samples(entry, g, 1, 0)[0]
         _every_tensor_equal(g, path.read_bytes(), feed)
@@ -117,9 +129,14 @@ def _end_to_end(entry) -> None:
     if path.suffix == ".onnx":
         so = ort.SessionOptions()
         so.intra_op_num_threads, so.log_severity_level = 1, 3
-        ref = ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"]).run(list(g.outputs), feed)
-    else:
-        ref = run_litert(path.read_bytes(), [feed[n] for n in g.inputs], preserve_all_tensors=False)["outputs"]
+        sess = ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
+        consts = {i.name: np.asarray(entry.consts[i.name], np.int64 if "int64" in i.type else np.float32)
+                  for i in sess.get_inputs() if i.name in entry.consts}
+        ref = sess.run(list(g.outputs), {**feed, **consts})
+    else:  # MediaPipe's custom op runs in LiteRT only through XNNPACK, which implements it
+        custom = b"Convolution2DTransposeBias" in path.read_bytes()
+        ref = run_litert(path.read_bytes(), [feed[n] for n in g.inputs], resolver="xnnpack" if custom else "ref",
+                         preserve_all_tensors=False)["outputs"]
     for name, r in zip(g.outputs, ref):
         bound = PARITY_REL * max(1.0, float(np.abs(r).max()))
         assert float(np.abs(mine[name] - r).max()) <= bound, name

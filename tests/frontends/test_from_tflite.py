@@ -251,13 +251,16 @@ def _tiny_model(ops) -> bytes:
 
 def test_unsupported_operators_and_versions_are_listed_in_one_error(tmp_path):
     path = tmp_path / "odd.tflite"
-    path.write_bytes(_tiny_model([("RELU", 1), ("FLOOR", 1), ("RELU", 9), ("FLOOR", 1), ("NEG", 1)]))
+    path.write_bytes(_tiny_model([("RELU", 1), ("ELU", 1), ("RELU", 9), ("ELU", 1), ("ROUND", 1)]))
     with pytest.raises(intq.UnsupportedOperatorError) as e:
         intq.load(path)
     msg = str(e.value)
     assert str(path) in msg
-    assert "FLOOR at operators 1, 3" in msg and "NEG at operator 4" in msg
+    assert "ELU at operators 1, 3" in msg and "ROUND at operator 4" in msg
     assert "RELU version 9 (intq reads versions 1..3) at operator 2" in msg
+    # a float-only builtin intq reads (FLOOR, NEG: float islands) on int8 tensors has no kernel
+    with pytest.raises(intq.UnsupportedOperatorError, match="\\['FLOOR', 'NEG'\\] on integer tensors"):
+        intq.load(_tiny_model([("FLOOR", 1), ("NEG", 1)]))
     b = TfliteModelBuilder()
     x = b.add_tensor("x", (1, 4), np.int8, scale=[0.5], zero_point=[0])
     w = b.add_tensor("w", (2, 4), np.int8, data=np.ones((2, 4)), scale=[0.1], zero_point=[0])

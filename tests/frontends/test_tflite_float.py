@@ -56,3 +56,46 @@ def test_a_float_tflite_quantizes_to_int8_that_both_runtimes_run_equal():
         want = oracle(blob, [data[4]])["tensors"]
         bad = {k: int(np.sum(v != want[k])) for k, v in it.tensors().items() if not np.array_equal(v, want[k])}
         assert not bad, f"[{target}] tensors differ: {bad}"
+
+
+def test_mediapipe_transpose_conv_bias_reads_as_its_source_documents():
+    """MediaPipe's custom Convolution2DTransposeBias (selfie segmentation's last layer, 128 -> 256,
+    SAME, stride 2) imports as ConvTranspose with its bias. LiteRT runs the file only through XNNPACK
+    (which implements the op); per-operator partitions expose the op's output, the logits: equal to
+    intq's float graph within float32 summation order (XNNPACK's kernels are not the reference's)."""
+    path = Path(__file__).resolve().parents[1] / "fixtures" / "corpus" / "mp_selfie_segmentation.tflite"
+    g = intq.load(path)
+    custom = [n for n in g.nodes if n.name.startswith("convolution2dtransposebias_")]
+    assert [n.op_type for n in custom] == ["Transpose", "ConvTranspose", "Transpose"]
+    x = np.random.default_rng(0).uniform(0, 1, (1, 256, 256, 3)).astype(np.float32)
+    theirs = run_litert(path.read_bytes(), [x], resolver="xnnpack", disable_delegate_node_fusion=True)["tensors"]
+    it = intq.Interpreter(g)
+    it.run({g.inputs[0]: x})
+    mine = it.tensors()["segment"]
+    assert mine.shape == theirs["segment"].shape == (1, 256, 256, 1)
+    assert np.max(np.abs(mine - theirs["segment"])) <= 1e-5 * np.max(np.abs(theirs["segment"]))
+
+
+def test_int8_file_with_float_islands_runs_bit_exact():
+    """The TensorFlow converter's "int8" model with float islands (DEQUANTIZE -> SQUARE -> SIN ->
+    QUANTIZE, DEQUANTIZE -> COS -> QUANTIZE): the islands run as intq's float ops (SQUARE = f * f, SIN
+    and COS the C library's sinf / cosf, as LiteRT's and TFLM's float kernels), the rest on the int8
+    kernels. Every tensor, float or integer, equals both runtimes on 24 inputs."""
+    path = Path(__file__).resolve().parents[1] / "fixtures" / "tflite" / "float_islands_int8.tflite"
+    g = intq.load(path)
+    assert {"Mul", "Sin", "Cos"} <= {n.op_type for n in g.nodes} and "CONV_2D" in {n.op_type for n in g.nodes}
+    blob = path.read_bytes()
+    rng = np.random.default_rng(4)
+    floats = 0
+    for _ in range(24):
+        x = rng.uniform(0, 1, (1, 8, 8, 3)).astype(np.float32)
+        for target, oracle in (("litert-ref", run_litert), ("tflite", run_tflm)):
+            theirs = oracle(blob, [x])["tensors"]
+            it = intq.Interpreter(g, target=target)
+            it.run({g.inputs[0]: x})
+            mine = it.tensors()
+            assert set(mine) <= set(theirs)
+            bad = [k for k, v in mine.items() if not np.array_equal(v, theirs[k])]
+            assert not bad, f"[{target}] {bad}"
+            floats += sum(v.dtype == np.float32 for v in mine.values())
+    assert floats >= 24 * 2 * 5  # input, the island tensors, the output

@@ -1,7 +1,8 @@
 """Data-movement kernels against LiteRT's reference kernels and TensorFlow Lite Micro.
 
 For each of RESHAPE, SQUEEZE, TRANSPOSE, CONCATENATION, SPLIT, SPLIT_V, SLICE, STRIDED_SLICE, PAD, PADV2,
-GATHER, SPACE_TO_DEPTH, DEPTH_TO_SPACE, BATCH_TO_SPACE_ND, SPACE_TO_BATCH_ND, SHAPE, PACK and SELECT_V2:
+GATHER, SPACE_TO_DEPTH, DEPTH_TO_SPACE, BATCH_TO_SPACE_ND, SPACE_TO_BATCH_ND, SHAPE, PACK, SELECT_V2 and
+BROADCAST_TO:
 random single-op models (shapes, ranks 1-5, negative axes, dtypes, quantization parameters,
 every option), each run under both targets. Per target, either intq's output equals the
 runtime's on every tensor, or intq refuses the model at prepare (``KernelError`` naming the
@@ -560,6 +561,21 @@ def pack_case(rng, i):
     return graph, {f"x{k}": random_data(rng, shape, dtype) for k in range(n)}, ()
 
 
+def broadcast_to_case(rng, i):
+    dtype = pick_dtype(rng, ((I8, 0.7), (I16, 0.08), (I32, 0.1), (U8, 0.05), (I64, 0.07)))
+    out_rank = int(rng.integers(1, 7))  # 6: beyond TFLM's 5 (both refuse then), LiteRT's 8 is far
+    out_shape = random_shape(rng, out_rank, 1, 4)
+    in_rank = int(rng.integers(1, out_rank + 1))
+    shape = [d if rng.random() < 0.5 else 1 for d in out_shape[out_rank - in_rank:]]
+    if rng.random() < 0.05:  # a dimension that does not broadcast: both runtimes refuse
+        shape[-1] = out_shape[-1] + 1
+    q = qargs(rng, dtype)
+    x = tensor("x", shape, dtype, **q)
+    target = const("shape", out_shape, I64 if rng.random() < 0.3 else I32)
+    graph = single_op_graph("BROADCAST_TO", [x, target], [tensor("y", out_shape, dtype, **out_qargs(rng, q, dtype))])
+    return graph, {"x": random_data(rng, shape, dtype)}, ()
+
+
 # ------------------------------------------------------------------------------------ random tests
 
 CASES = {
@@ -581,6 +597,7 @@ CASES = {
     "SHAPE": shape_case,
     "PACK": pack_case,
     "SELECT_V2": select_v2_case,
+    "BROADCAST_TO": broadcast_to_case,
 }
 
 

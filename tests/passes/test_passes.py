@@ -179,3 +179,30 @@ def test_div_by_constant_becomes_mul_and_simplify_runs_everything():
     assert g.op_types() == {"Mul": 1, "Div": 1, "Add": 1}
     x = _rand(4, lo=1, hi=2)
     _check(model, simplify(intq.load(model)), {"x": x}, rel=1e-6)
+
+
+def test_a_per_channel_add_after_a_conv_is_its_bias():
+    """Conv (no bias) + Add of a [1, C, 1, 1] constant (squeeze-excite exports) becomes one Conv whose
+    bias is the constant; an Add that varies spatially, or a Conv read twice, stays."""
+    from intq.passes import simplify
+
+    rng = np.random.default_rng(3)
+    inits = {"w": rng.standard_normal((4, 3, 3, 3)).astype(np.float32),
+             "c": rng.standard_normal((1, 4, 1, 1)).astype(np.float32),
+             "s": rng.standard_normal((1, 4, 6, 6)).astype(np.float32)}
+    nodes = [helper.make_node("Conv", ["x", "w"], ["a"], pads=[1, 1, 1, 1]), helper.make_node("Add", ["c", "a"], ["y"]),
+             helper.make_node("Conv", ["x", "w"], ["b"], pads=[1, 1, 1, 1]), helper.make_node("Add", ["b", "s"], ["z"]),
+             helper.make_node("Conv", ["x", "w"], ["d"], pads=[1, 1, 1, 1]), helper.make_node("Add", ["d", "c"], ["v"]),
+             helper.make_node("Relu", ["d"], ["u"])]
+    graph = helper.make_graph(nodes, "se", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 6, 6])],
+                              [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in "yzvu"],
+                              [numpy_helper.from_array(v, k) for k, v in inits.items()])
+    g = intq.load(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]))
+    s = simplify(g)
+    assert [n.op_type for n in s.nodes].count("Add") == 2  # only the first Add folded
+    folded = s.producer("y")
+    assert folded.op_type == "Conv" and np.allclose(s.constant(folded.inputs[2]), inits["c"].reshape(-1))
+    x = rng.standard_normal((1, 3, 6, 6)).astype(np.float32)
+    want, got = intq.Interpreter(g).run({"x": x}), intq.Interpreter(s).run({"x": x})
+    for k in "yzvu":
+        np.testing.assert_allclose(got[k], want[k], rtol=1e-5, atol=1e-5)

@@ -317,6 +317,16 @@ case("Unsqueeze", [randn(3, 4), i64(0, -1)], "ends")
 case("Unsqueeze", [randn(3, 4), i64(1, 3)], "middle")
 case("Concat", [randn(2, 3), randn(2, 5), randn(2, 1)], "axis1", axis=1)
 case("Concat", [randint(2), randint(3)], "int-axis-neg", axis=-1)
+# ---------------------------------------------------------------- LSTM (gates i, o, f, c)
+case("LSTM", [randn(3, 2, 5), randn(1, 16, 5), randn(1, 16, 4), randn(1, 32)], "forward-bias", outputs=3, hidden_size=4)
+case("LSTM", [randn(4, 1, 3), randn(1, 8, 3), randn(1, 8, 2), None, None, randn(1, 1, 2), randn(1, 1, 2)],
+     "initial-state-no-bias", outputs=3, hidden_size=2)
+case("LSTM", [randn(3, 2, 5), randn(2, 12, 5), randn(2, 12, 3), randn(2, 24), None, randn(2, 2, 3), randn(2, 2, 3)],
+     "bidirectional", outputs=3, hidden_size=3, direction="bidirectional")
+case("LSTM", [randn(3, 2, 4), randn(1, 8, 4), randn(1, 8, 2), randn(1, 16), None, randn(1, 2, 2), randn(1, 2, 2)],
+     "reverse", outputs=3, hidden_size=2, direction="reverse")
+case("LSTM", [randn(5, 1, 6), randn(1, 20, 6), randn(1, 20, 5)], "y-only", hidden_size=5, opset=7)
+
 case("Split", [randn(6, 4), i64(1, 2, 3)], "split-input", outputs=3)
 case("Split", [randn(2, 7), None], "num_outputs-uneven", outputs=3, axis=1, num_outputs=3)
 case("Split", [randn(2, 8)], "num_outputs-even", outputs=4, axis=-1, num_outputs=4)
@@ -463,8 +473,16 @@ def test_silu_is_swish_with_alpha_1(rng):
     assert_matches(FLOAT_OPS["SiLU"](x)[0], ref, "SiLU")
 
 
+def test_rsqrt_is_reciprocal_of_sqrt_as_litert_computes_it(rng):
+    """Rsqrt (intq domain, from intq.passes.sqrt): 1 / sqrt(x) rounded twice in float32, as LiteRT's
+    float RSQRT (``1.f / std::sqrt(f)``), equal to onnxruntime's Reciprocal(Sqrt(x)) bit for bit."""
+    x = rng.uniform(1e-6, 1e4, (4, 25)).astype(np.float32)
+    ref = run_onnxruntime(Case("Sqrt", [randn(4, 25)], {}), [x])[0]
+    np.testing.assert_array_equal(FLOAT_OPS["Rsqrt"](x)[0], np.float32(1) / ref)
+
+
 def test_every_op_is_covered():
-    covered = {p.values[0].op for p in CASES} | {"SiLU"}  # SiLU: test_silu_is_swish_with_alpha_1
+    covered = {p.values[0].op for p in CASES} | {"SiLU", "Rsqrt"}  # the intq-domain ops: tests above
     assert sorted(set(FLOAT_OPS) - covered) == []
 
 
@@ -636,3 +654,23 @@ def test_consecutive_depthwise_1x1_results_do_not_alias_the_scratch_buffer():
     expected = x * w1.reshape(1, 8, 1, 1)
     Conv(y1 + 1, w2, **kw)
     np.testing.assert_array_equal(y1, expected)
+
+
+@pytest.mark.parametrize("op,c_name", [("Sin", "sinf"), ("Cos", "cosf"), ("Exp", "expf"), ("Log", "logf")])
+def test_float32_transcendentals_are_the_c_librarys(op, c_name, rng):
+    """float32 Sin/Cos/Exp/Log equal the C math library's float functions bit for bit, as LiteRT's and
+    TFLite Micro's float kernels (std::sin(float)...) compute them (float islands of .tflite files)."""
+    import ctypes
+
+    from intq.kernels._fixedpoint_lut import c_math_library
+
+    lib = c_math_library()
+    if lib is None:
+        pytest.skip("no loadable C math library")
+    fn = getattr(lib, c_name)
+    fn.restype, fn.argtypes = ctypes.c_float, [ctypes.c_float]
+    x = np.concatenate([rng.uniform(-40, 40, 4000), rng.uniform(0, 2e-3, 500), [0.0, 1.0, 88.5, -0.0]]).astype(np.float32)
+    with np.errstate(all="ignore"):
+        got = FLOAT_OPS[op](x.reshape(8, -1))[0].reshape(-1)
+    want = np.array([fn(float(v)) for v in x], np.float32)
+    np.testing.assert_array_equal(got, want)

@@ -69,7 +69,7 @@ def prepare_sigmoid_input(ctx: KernelContext, pot_shifts: tuple[int, ...]) -> Si
         raise ctx.error("input and output must have the same shape")
     ok_out, e_out = checked_log2(out_qp.scale[0])
     if not ok_out or e_out != _OUTPUT_LOG2:
-        raise ctx.error(f"output scale must be 1/32768 (spec 003, 16x8), got {float(out_qp.scale[0])!r}")
+        raise ctx.error(f"output scale must be 1/32768 (spec 003, 16x8), got {out_qp.tensor_scale!r}")
     pot, e = checked_log2(in_qp.scale[0])
     left_shift = 12 + e  # (15 - kInputIntegerBits) + log2(s_in), kInputIntegerBits = 3
     if pot and left_shift in pot_shifts:
@@ -81,7 +81,7 @@ def prepare_sigmoid_input(ctx: KernelContext, pot_shifts: tuple[int, ...]) -> Si
         m *= 2.0
     multiplier = int(m)
     if multiplier > 32767:  # TFLM DCHECKs it; x * multiplier would overflow int32
-        raise ctx.error(f"input scale {float(in_qp.scale[0])!r} is too large for TFLite's int16 {ctx.op} "
+        raise ctx.error(f"input scale {in_qp.tensor_scale!r} is too large for TFLite's int16 {ctx.op} "
                         f"(above 32767 / 12288)")
     return SigmoidInput(multiplier, left_shift, (1 << (left_shift - 1)) if left_shift > 0 else 0)
 

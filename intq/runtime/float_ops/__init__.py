@@ -23,10 +23,11 @@ shape          Reshape, Flatten, Transpose, Squeeze, Unsqueeze, Concat, Split, S
 reduce         ReduceMean/Max/Min/Sum/Prod/L1/L2/SumSquare/LogSumExp, ArgMax, ArgMin
 resize         Resize
 softmax        Softmax, LogSoftmax
+rnn            LSTM (unrolled into the ops above by intq.passes.rnn before conversion)
 =============  ==========================================================================
 """
 
-from . import activation, conv, elementwise, linalg, norm, pool, reduce, resize, shape, softmax  # noqa: F401
+from . import activation, conv, elementwise, linalg, norm, pool, reduce, resize, rnn, shape, softmax  # noqa: F401
 from .registry import FLOAT_OPS
 
 lookup = FLOAT_OPS.lookup

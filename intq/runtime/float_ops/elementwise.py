@@ -17,7 +17,7 @@ import onnx
 
 from intq.errors import GraphError, UnsupportedOperatorError
 
-from . import _checks
+from . import _checks, _libm
 from ._erf import erf
 from .registry import FLOAT_OPS
 
@@ -117,16 +117,19 @@ def _unary(op: str, fn, formula: str, *, quiet: bool = False):
 
 
 Sqrt = _unary("Sqrt", np.sqrt, "sqrt(X)", quiet=True)
-Exp = _unary("Exp", np.exp, "exp(X)", quiet=True)
-Log = _unary("Log", np.log, "log(X)", quiet=True)
+# intq-domain (TFLite's RSQRT; intq.passes.sqrt writes it for a / sqrt(b)): 1 / sqrt(x) rounded
+# twice in the input's dtype, as LiteRT's float kernel computes ``1.f / std::sqrt(f)``
+Rsqrt = _unary("Rsqrt", lambda x: np.reciprocal(np.sqrt(x)), "1 / sqrt(X)", quiet=True)
+Exp = _unary("Exp", _libm.exp, "exp(X) (float32: the C library's expf, as TFLite's float kernels)", quiet=True)
+Log = _unary("Log", _libm.log, "log(X) (float32: the C library's logf)", quiet=True)
 Neg = _unary("Neg", np.negative, "-X")
 Abs = _unary("Abs", np.abs, "|X|")
 Floor = _unary("Floor", np.floor, "floor(X)")
 Ceil = _unary("Ceil", np.ceil, "ceil(X)")
 Round = _unary("Round", np.rint, "X rounded half to even (ONNX Round)")
 Sign = _unary("Sign", np.sign, "sign(X)")
-Sin = _unary("Sin", np.sin, "sin(X)")
-Cos = _unary("Cos", np.cos, "cos(X)")
+Sin = _unary("Sin", _libm.sin, "sin(X) (float32: the C library's sinf, as TFLite's float kernels)")
+Cos = _unary("Cos", _libm.cos, "cos(X) (float32: the C library's cosf)")
 Erf = _unary("Erf", erf, "erf(X) (see _erf)")
 Not = _unary("Not", np.logical_not, "not X")
 IsNaN = _unary("IsNaN", np.isnan, "X is NaN")

@@ -29,7 +29,7 @@ from ai_edge_litert.interpreter import Interpreter, OpResolverType
 from intq.errors import IntqError
 from intq.runtime.oracles.inputs import order_inputs
 
-__all__ = ["RESOLVERS", "LiteRtOracleError", "run_litert"]
+__all__ = ["RESOLVERS", "LiteRtOracleError", "run_litert", "run_litert_sequence"]
 
 RESOLVERS: Mapping[str, OpResolverType] = {
     "ref": OpResolverType.BUILTIN_REF,
@@ -75,6 +75,19 @@ def run_litert(
         LiteRtOracleError: unknown resolver, a model LiteRT rejects, missing/extra/mismatched
             inputs (naming the input), or duplicate tensor names when ``tensors`` is requested.
     """
+    return run_litert_sequence(model_bytes, [inputs], resolver, preserve_all_tensors, disable_delegate_node_fusion)[0]
+
+
+def run_litert_sequence(
+    model_bytes: bytes,
+    feeds: Sequence[Mapping[str | int, np.ndarray] | Sequence[np.ndarray]],
+    resolver: str = "ref",
+    preserve_all_tensors: bool = True,
+    disable_delegate_node_fusion: bool = False,
+) -> list[dict[str, Any]]:
+    """Invoke one LiteRT interpreter once per entry of ``feeds``, in order: a streaming model's
+    resource variables carry from one invocation to the next. One result per invocation, as
+    :func:`run_litert` returns it; arguments as there."""
     if resolver not in RESOLVERS:
         raise LiteRtOracleError(
             f"unknown resolver {resolver!r}; expected one of {sorted(RESOLVERS)}"
@@ -95,6 +108,10 @@ def run_litert(
         except (ValueError, RuntimeError) as exc:
             raise LiteRtOracleError(f"LiteRT rejected the model ({resolver=}): {exc}") from exc
 
+    return [_invoke(interpreter, model_bytes, feed, resolver, preserve_all_tensors) for feed in feeds]
+
+
+def _invoke(interpreter: Interpreter, model_bytes: bytes, inputs, resolver: str, preserve_all_tensors: bool) -> dict:
     input_details = interpreter.get_input_details()
     for detail, array in zip(input_details, order_inputs(input_details, inputs, LiteRtOracleError)):
         interpreter.set_tensor(detail["index"], array)
@@ -117,11 +134,12 @@ def run_litert(
 
 def _all_tensors(interpreter: Interpreter, model_bytes: bytes) -> dict[str, np.ndarray]:
     # Only the model's own tensors: delegates and kernels may append temporaries after them.
-    count = schema.Model.GetRootAs(model_bytes, 0).Subgraphs(0).TensorsLength()
+    sub = schema.Model.GetRootAs(model_bytes, 0).Subgraphs(0)
+    count = sub.TensorsLength()
     tensors: dict[str, np.ndarray] = {}
     for detail in interpreter.get_tensor_details():
         index, name = detail["index"], detail["name"]
-        if index >= count:
+        if index >= count or sub.Tensors(index).Type() == schema.TensorType.RESOURCE:  # a variable's handle
             continue
         try:
             value = interpreter.get_tensor(index)

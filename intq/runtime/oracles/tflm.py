@@ -32,6 +32,14 @@ class TflmOracleError(IntqError, ValueError):
 def run_tflm(model_bytes: bytes, inputs: Mapping[str | int, np.ndarray] | Sequence[np.ndarray],
              preserve_all_tensors: bool = True) -> dict[str, Any]:
     """Run ``model_bytes`` once under TFLite Micro; returns ``outputs``, ``output_names``, ``tensors``."""
+    return run_tflm_sequence(model_bytes, [inputs], preserve_all_tensors)[0]
+
+
+def run_tflm_sequence(model_bytes: bytes, feeds: Sequence[Mapping[str | int, np.ndarray] | Sequence[np.ndarray]],
+                      preserve_all_tensors: bool = True) -> list[dict[str, Any]]:
+    """Invoke one TFLite Micro interpreter once per entry of ``feeds``, in order: a streaming model's
+    resource variables carry from one invocation to the next. One result per invocation, as
+    :func:`run_tflm` returns it (resource handles, which hold no tensor data, are not in ``tensors``)."""
     try:
         from tflite_micro.python.tflite_micro import runtime
     except ImportError:
@@ -46,22 +54,27 @@ def run_tflm(model_bytes: bytes, inputs: Mapping[str | int, np.ndarray] | Sequen
     sub = schema.Model.GetRootAs(model_bytes, 0).Subgraphs(0)
     details = [{"name": sub.Tensors(sub.Inputs(i)).Name().decode(), "shape": sub.Tensors(sub.Inputs(i)).ShapeAsNumpy(),
                 "dtype": TENSOR_TYPE_DTYPES[sub.Tensors(sub.Inputs(i)).Type()]} for i in range(sub.InputsLength())]
-    for i, arr in enumerate(order_inputs(details, inputs, TflmOracleError)):
-        interp.set_input(arr, i)
-    try:
-        with _native_log() as log:
-            interp.invoke()
-    except Exception as exc:
-        raise TflmOracleError(f"TFLite Micro failed to run the model: {exc}{_reason(log)}") from exc
-    outputs = [np.array(interp.get_output(i)) for i in range(sub.OutputsLength())]
-    names = [sub.Tensors(sub.Outputs(i)).Name().decode() for i in range(sub.OutputsLength())]
-    tensors: dict[str, np.ndarray] = {}
-    if preserve_all_tensors:
-        for t in range(sub.TensorsLength()):
-            value = interp.GetTensor(t, 0)  # {"dtype", "shape", "tensor_data"}, or None
-            if value is not None:
-                tensors[sub.Tensors(t).Name().decode()] = np.array(value["tensor_data"])
-    return {"outputs": outputs, "output_names": names, "tensors": tensors}
+    results = []
+    for inputs in feeds:
+        for i, arr in enumerate(order_inputs(details, inputs, TflmOracleError)):
+            interp.set_input(arr, i)
+        try:
+            with _native_log() as log:
+                interp.invoke()
+        except Exception as exc:
+            raise TflmOracleError(f"TFLite Micro failed to run the model: {exc}{_reason(log)}") from exc
+        outputs = [np.array(interp.get_output(i)) for i in range(sub.OutputsLength())]
+        names = [sub.Tensors(sub.Outputs(i)).Name().decode() for i in range(sub.OutputsLength())]
+        tensors: dict[str, np.ndarray] = {}
+        if preserve_all_tensors:
+            for t in range(sub.TensorsLength()):
+                if sub.Tensors(t).Type() == schema.TensorType.RESOURCE:  # a variable's handle: reading it crashes
+                    continue
+                value = interp.GetTensor(t, 0)  # {"dtype", "shape", "tensor_data"}, or None
+                if value is not None:
+                    tensors[sub.Tensors(t).Name().decode()] = np.array(value["tensor_data"])
+        results.append({"outputs": outputs, "output_names": names, "tensors": tensors})
+    return results
 
 
 @contextlib.contextmanager
