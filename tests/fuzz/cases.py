@@ -178,7 +178,10 @@ def interrupt_plan(spec: dict):
     if spec["family"] != "interrupt":
         return None
     r = random.Random(spec["seed"] ^ 0x5EED)
-    return (signal.SIGINT if r.random() < 0.75 else signal.SIGTERM, r.uniform(0.0, 0.8))
+    # at least 50 ms after the child says it starts the command: a signal landing in the harness's own
+    # few instructions before intq.cli.main (a loaded machine can hold the child there for ms) is not
+    # a Ctrl-C of intq's
+    return (signal.SIGINT if r.random() < 0.75 else signal.SIGTERM, r.uniform(0.05, 0.8))
 
 
 # --------------------------------------------------------------------------------- execution
