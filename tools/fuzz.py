@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -88,7 +89,11 @@ def main(argv=None) -> int:
         if args.replay is not None or r.outcome in DEFECTS and not args.quiet:
             print(f"\n  case {r.id} ({r.family}, seed {r.seed}): {r.outcome}: {r.detail[:400]}", flush=True)
 
-    results = run_campaign(specs, args.jobs, options, progress)
+    try:
+        results = run_campaign(specs, args.jobs, options, progress)
+    finally:
+        if args.intq_root:
+            shutil.rmtree(shim, ignore_errors=True)
     wall = time.monotonic() - t0
     cpu1 = os.times()
     selftest = {r.family: r.outcome for r in results if r.family in SELFTEST}

@@ -180,6 +180,14 @@ def _worker_main(options: dict) -> None:
     from tests.fuzz import cases as case_lib
 
     scratch = Path(tempfile.mkdtemp(prefix="intq-fuzz-"))
+    try:
+        _serve(out, scratch, options, resource, case_lib)
+    finally:
+        if not options.get("keep"):
+            subprocess.run(["rm", "-rf", str(scratch)], check=False)
+
+
+def _serve(out, scratch: Path, options: dict, resource, case_lib) -> None:
     corpus = case_lib.Corpus.build(scratch / "corpus")
     out.write("ready\n")
     out.flush()
