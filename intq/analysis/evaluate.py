@@ -103,9 +103,13 @@ def evaluate(float_graph: Graph, int_graph: Graph, samples: Iterable[Mapping[str
              progress: Callable[[Progress], None] | None = None, total: int | None = None) -> Evaluation:
     """Run both graphs on each sample ``{input: array}`` and compare their outputs.
 
+    A sample may hold a batch of samples (:func:`intq.calibration.iter_batches`): they run together
+    and count one by one.
+
     ``labels``: integer classes, one per row of the first output over all samples (checked
     once every sample has run). ``progress`` is called after each sample (``total`` for its ETA).
     """
+    from intq.calibration.data import samples_in
     from intq.runtime import Interpreter
 
     pairs = pair_outputs(float_graph, int_graph)
@@ -140,7 +144,7 @@ def evaluate(float_graph: Graph, int_graph: Graph, samples: Iterable[Mapping[str
                 if (fname, qname) == first:
                     fpred.append(fa)
                     qpred.append(qa)
-        n += 1
+        n += samples_in(sample, float_graph)
         if progress is not None:
             progress(Progress(n, total, time.perf_counter() - t0))
     if n == 0:

@@ -8,7 +8,7 @@ percentile, MSE, KL-entropy, per-channel) keep small, exactly mergeable states.
 """
 
 from intq.calibration.calibrate import CalibrationTable, Progress, calibrate
-from intq.calibration.data import CalibrationDataError, ImagePreprocess, iter_samples
+from intq.calibration.data import DEFAULT_BATCH_SIZE, CalibrationDataError, ImagePreprocess, iter_batches, iter_samples
 
 from intq.calibration.observers import (
     OBSERVER_METHODS,
@@ -33,6 +33,8 @@ __all__ = [
     "Progress",
     "reconcile_ranges",
     "iter_samples",
+    "iter_batches",
+    "DEFAULT_BATCH_SIZE",
     "ImagePreprocess",
     "CalibrationDataError",
     "Observer",

@@ -20,8 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from intq.calibration.data import iter_samples
-from intq.calibration.observers import Observer, make_observer
+from intq.calibration.data import DEFAULT_BATCH_SIZE, grouped, iter_samples
+from intq.calibration.observers import MovingAverageMinMaxObserver, Observer, make_observer
 from intq.errors import QuantizationError
 from intq.files import write_file
 from intq.ir import Graph
@@ -159,6 +159,7 @@ def calibrate(
     progress: Callable[[Progress], None] | None = None,
     preprocess: Callable | None = None,
     limit: int | None = None,
+    batch_size: int = DEFAULT_BATCH_SIZE,
     **observer_options,
 ) -> CalibrationTable:
     """Observe every float activation of ``graph`` over ``data`` and return their ranges.
@@ -166,8 +167,13 @@ def calibrate(
     ``method``: ``minmax``, ``ema`` (moving average, ``momentum=``), ``percentile``
     (``percentile=``), ``mse`` or ``entropy`` (see :mod:`intq.calibration.observers`).
     ``data``: see :func:`intq.calibration.data.iter_samples`. ``progress(Progress)`` is called
-    after every sample; ``limit`` stops after that many samples. Graph inputs are observed too;
+    after every run; ``limit`` stops after that many samples. Graph inputs are observed too;
     constants and integer tensors (shape arithmetic) are not.
+
+    The samples run ``batch_size`` at a time (joined on the batch axis; the interpreter binds the
+    batch). Every observer's result is the same for any ``batch_size``: min/max and the aligned
+    histograms do not depend on how the values are grouped, and the moving average (``ema``), which
+    does, is fed one sample's slice of each tensor at a time, as if the samples had run one by one.
     """
     from intq.runtime.interpreter import Interpreter
 
@@ -175,13 +181,22 @@ def calibrate(
     observers: dict[str, Observer] = {}
     make_observer(method, name="probe", **observer_options)  # validate the method and options up front
 
+    rows: list[int] = []  # the leading size of each sample of the current run
+
     def observe(name: str, value: np.ndarray) -> None:
         if name not in float_tensors or not np.issubdtype(np.asarray(value).dtype, np.floating):
             return
         obs = observers.get(name)
         if obs is None:
             obs = observers[name] = make_observer(method, name=name, **observer_options)
-        obs.update(value)
+        if len(rows) > 1 and isinstance(obs, MovingAverageMinMaxObserver) and np.ndim(value) \
+                and np.shape(value)[0] == sum(rows):
+            start = 0
+            for r in rows:  # one update per sample, as when the samples ran one by one
+                obs.update(value[start:start + r])
+                start += r
+        else:
+            obs.update(value)
 
     interpreter = Interpreter(graph)
     total = limit
@@ -189,11 +204,10 @@ def calibrate(
         total = len(data)
     start = time.perf_counter()
     n = 0
-    for sample in iter_samples(data, graph, preprocess):
-        interpreter.run(sample, keep=False, capture=observe)
-        n += 1
+    for batch, sizes in grouped(iter_samples(data, graph, preprocess), graph, batch_size, limit):
+        rows[:] = sizes
+        interpreter.run(batch, keep=False, capture=observe)
+        n += len(sizes)
         if progress:
             progress(Progress(n, total, time.perf_counter() - start))
-        if limit is not None and n >= limit:
-            break
     return _table(method, observer_options, observers, n, graph.name)

@@ -29,6 +29,9 @@ from intq.errors import IntqError
 from intq.ir import Graph
 from intq.limits import TensorTooLargeError, check_tensor_size
 
+#: Samples per run in calibration, evaluation and comparison (``--batch-size``).
+DEFAULT_BATCH_SIZE = 32
+
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp")
 ARRAY_SUFFIXES = (".npy", ".npz")
 
@@ -221,8 +224,60 @@ def _raw_items(data, graph: Graph, preprocess: Callable | None) -> Iterator[tupl
         yield item, f"item {i}"
 
 
+def iter_batches(data, graph: Graph, batch_size: int = DEFAULT_BATCH_SIZE, preprocess: Callable | None = None,
+                 limit: int | None = None) -> Iterator[dict[str, np.ndarray]]:
+    """The samples of :func:`iter_samples` (at most ``limit``) joined along the batch axis into
+    runs of ``batch_size`` samples (the last one shorter): what one :class:`intq.Interpreter` run
+    takes. Inputs of rank < 2 have no batch axis: their samples come one per run."""
+    if not isinstance(batch_size, int) or batch_size < 1:
+        raise CalibrationDataError(f"batch_size must be an integer >= 1, got {batch_size!r}")
+    for joined, _ in grouped(iter_samples(data, graph, preprocess), graph, batch_size, limit):
+        yield joined
+
+
+def grouped(samples: Iterable[dict[str, np.ndarray]], graph: Graph, batch_size: int, limit: int | None = None
+            ) -> Iterator[tuple[dict[str, np.ndarray], list[int]]]:
+    """``samples`` (at most ``limit``) joined ``batch_size`` at a time along the batch axis: yields
+    ``(joined, rows)`` with ``rows`` the leading size of each sample joined, in order."""
+    if not all(_batch_free(graph.tensors[n].shape) for n in graph.inputs) or _batch_of(graph) is None:
+        batch_size = 1  # inputs without one common leading (batch) dimension, e.g. a recurrent state [layers, N, H]
+    pending: list[dict[str, np.ndarray]] = []
+    for i, sample in enumerate(samples):
+        if limit is not None and i >= limit:
+            break
+        pending.append(sample)
+        if len(pending) == batch_size:
+            yield _join(pending), _rows(pending, graph)
+            pending = []
+    if pending:
+        yield _join(pending), _rows(pending, graph)
+
+
+def samples_in(run: Mapping[str, np.ndarray], graph: Graph) -> int:
+    """How many samples one run's inputs hold: the first input's leading size over the graph's
+    own batch (1 for inputs without a batch axis)."""
+    shape = graph.tensors[graph.inputs[0]].shape
+    arr = run[graph.inputs[0]]
+    if not _batch_free(shape) or np.ndim(arr) != len(shape):
+        return 1
+    b0 = shape[0] if shape[0] is not None and shape[0] > 0 else 1
+    return max(int(np.shape(arr)[0]) // b0, 1)
+
+
+def _rows(samples: list[dict[str, np.ndarray]], graph: Graph) -> list[int]:
+    first = graph.inputs[0]
+    return [int(s[first].shape[0]) if s[first].ndim else 1 for s in samples]
+
+
+def _join(samples: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
+    if len(samples) == 1:
+        return samples[0]
+    return {k: np.concatenate([s[k] for s in samples]) for k in samples[0]}
+
+
 def iter_samples(data, graph: Graph, preprocess: Callable | None = None) -> Iterator[dict[str, np.ndarray]]:
-    """Validated samples ``{input name: array}`` with exactly the graph inputs' shapes.
+    """Validated samples ``{input name: array}`` with the graph inputs' shapes (any leading batch
+    for inputs of rank >= 2: the interpreter binds it per run).
 
     Raises :class:`CalibrationDataError` naming the input, the sample index and where it came
     from; an empty source is an error too.
@@ -266,11 +321,26 @@ def _split(raw, graph: Graph, where: str) -> Iterator[dict[str, np.ndarray]]:
         yield {k: a[i * graph.tensors[k].shape[0]:(i + 1) * graph.tensors[k].shape[0]] for k, a in arrays.items()}
 
 
+def _batch_of(graph: Graph) -> int | None:
+    """The batch the inputs share (:func:`intq.runtime.plan._batch_of`), None when they share none."""
+    from intq.runtime.plan import _batch_of as batch_of
+
+    return batch_of(graph)
+
+
+def _batch_free(shape) -> bool:
+    """Whether an input of this declared shape takes any batch: rank >= 2 (its leading dimension is
+    the batch; :class:`intq.Interpreter` binds it per run)."""
+    return shape is not None and len(shape) >= 2
+
+
 def _validate(sample: Mapping[str, np.ndarray], graph: Graph, index: int, where: str) -> None:
     for name in graph.inputs:
         t = graph.tensors[name]
         arr = sample[name]
-        if t.shape is not None and tuple(arr.shape) != tuple(t.shape):
+        free = 1 if _batch_free(t.shape) and arr.ndim == len(t.shape) and arr.shape[0] >= 1 else 0
+        if t.shape is not None and (arr.ndim != len(t.shape) or any(
+                d is not None and d != s for d, s in zip(tuple(t.shape)[free:], arr.shape[free:]))):
             raise CalibrationDataError(
                 f"sample {index} ({where}): input {name!r} has shape {tuple(arr.shape)}, the model expects {t.shape}"
             )

@@ -18,7 +18,7 @@ from collections import defaultdict
 import numpy as np
 
 from intq.calibration import CalibrationTable, calibrate, reconcile_ranges
-from intq.convert.context import ConversionContext, ConversionError, identity
+from intq.convert.context import ConversionContext, ConversionError, identity, reshape_request
 from intq.convert.rules import RULES
 from intq.errors import UnsupportedOperatorError
 from intq.ir import Graph
@@ -91,8 +91,9 @@ def _convert_nodes(graph: Graph, table: CalibrationTable, *, per_channel: bool, 
         t = cx.tensors[q]
         if t.qparams is None:  # integer results (indices): no dequantization, same name as the model's
             cx.tensors[name] = type(t)(name, t.dtype, t.shape)
-            shape_c = cx.int_constant(f"{name}/shape", np.asarray(t.shape, np.int32), None, np.int32)
-            cx.emit("RESHAPE", f"{name}/output", [q, shape_c], [name], {"new_shape": tuple(t.shape)})
+            request = reshape_request(t.shape, t.shape)
+            shape_c = cx.int_constant(f"{name}/shape", np.asarray(request, np.int32), None, np.int32)
+            cx.emit("RESHAPE", f"{name}/output", [q, shape_c], [name], {"new_shape": request})
             outputs.append(name)
         elif output_type == "float32":
             cx.tensors[name] = type(graph.tensors[name])(name, np.float32, graph.tensors[name].shape)

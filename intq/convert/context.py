@@ -40,6 +40,17 @@ def identity(rank: int) -> tuple[int, ...]:
     return tuple(range(rank))
 
 
+def reshape_request(in_shape, out_shape) -> tuple[int, ...]:
+    """The shape a RESHAPE node states (its shape input and ``new_shape``): the output's, with the
+    leading entry -1 when the reshape keeps the leading (batch) dimension, as TensorFlow's
+    converter writes a dynamic batch. At the bound shapes -1 resolves to the same size (LiteRT's
+    ResizeOutput; TFLite Micro reads the declared output shape); LiteRT can resize the batch."""
+    out = tuple(int(d) for d in out_shape)
+    if in_shape and out and in_shape[0] == out[0] and all(d > 0 for d in out):
+        return (-1, *out[1:])
+    return out
+
+
 def same_memory_order(shape: tuple[int, ...], perm_a: tuple[int, ...], perm_b: tuple[int, ...]) -> bool:
     """True when ``x.transpose(perm_a)`` and ``x.transpose(perm_b)`` hold the same bytes in C order
     (their non-unit axes appear in the same relative order)."""
@@ -153,8 +164,9 @@ class ConversionContext:
         target_shape = [shape[p] for p in perm]
         if same_memory_order(shape, v.perm, perm):
             out = self.add_tensor(f"{v.name}/as_{''.join(map(str, perm))}", target_shape, src.dtype, src.qparams)
-            shape_const = self.add_tensor(f"{out}/shape", [len(target_shape)], np.int32, data=np.asarray(target_shape, np.int32))
-            self.emit("RESHAPE", f"{out}/reshape", [v.name, shape_const], [out], {"new_shape": tuple(target_shape)})
+            request = reshape_request(src.shape, target_shape)
+            shape_const = self.add_tensor(f"{out}/shape", [len(target_shape)], np.int32, data=np.asarray(request, np.int32))
+            self.emit("RESHAPE", f"{out}/reshape", [v.name, shape_const], [out], {"new_shape": request})
         else:
             # int axes of the target layout, expressed as axes of the current integer tensor
             rel = [v.perm.index(p) for p in perm]

@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from intq.convert.context import NHWC, ConversionContext, ConversionError, identity
+from intq.convert.context import NHWC, ConversionContext, ConversionError, identity, reshape_request
 from intq.convert.weights import quantize_linear_layer
 from intq.ir import Node
 from intq.passes.padding import pads_of, same_pads
@@ -455,8 +455,9 @@ def Reshape(cx, node):
     x_int = cx.value_as(x, identity(len(cx.shape(x))))
     shape = cx.shape(out)
     y = cx.output_tensor(out, identity(len(shape)), qp)
-    new_shape = cx.int_constant(f"{node.name}/shape", np.asarray(shape, np.int32), None, np.int32)
-    cx.emit("RESHAPE", node.name, [x_int, new_shape], [y], {"new_shape": tuple(int(d) for d in shape)})
+    request = reshape_request(cx.tensors[x_int].shape, shape)
+    new_shape = cx.int_constant(f"{node.name}/shape", np.asarray(request, np.int32), None, np.int32)
+    cx.emit("RESHAPE", node.name, [x_int, new_shape], [y], {"new_shape": request})
 
 
 @RULES.register()
@@ -900,8 +901,9 @@ def ArgMax(cx, node):
         return
     y = cx.add_tensor(out, shape, np.int32)
     cx.define(out, y, identity(len(shape)))
-    new_shape = cx.int_constant(f"{node.name}/shape", np.asarray(shape, np.int32), None, np.int32)
-    cx.emit("RESHAPE", f"{node.name}/keepdims", [idx, new_shape], [y], {"new_shape": tuple(int(d) for d in shape)})
+    request = reshape_request(reduced, shape)
+    new_shape = cx.int_constant(f"{node.name}/shape", np.asarray(request, np.int32), None, np.int32)
+    cx.emit("RESHAPE", f"{node.name}/keepdims", [idx, new_shape], [y], {"new_shape": request})
 
 
 # ------------------------------------------------------------------------------ comparisons, Where, Gather

@@ -5,6 +5,13 @@ Every tensor keeps its name, static shape, dtype, constant data and quantization
 operator it names, with its attributes as the TFLite options table
 (:mod:`intq.tflite.options`). Graph inputs and outputs keep their order.
 
+Dynamic batch: every tensor that carries the batch (:func:`intq.runtime.plan.batch_carriers`:
+the inputs and what is computed from them with the batch leading) gets ``shape_signature`` -1 on
+its leading dimension, so LiteRT's ``resize_tensor_input`` runs the file at any batch (intq's
+RESHAPE nodes state the batch as -1, as TensorFlow's converter does); TFLite Micro runs the stored
+shapes. A graph imported unbound from a dynamic ``.tflite`` (``metadata["stored_shapes"]``) is
+written with its stored shapes and its own -1 dimensions.
+
 What a ``.tflite`` file has no field for (the graph's metadata and node names) travels in the
 ``"intq"`` model metadata entry (:mod:`intq.tflite.metadata`); ``intq.load`` of the file restores
 both (:mod:`intq.frontends.from_tflite`). The flatbuffer itself is written by
@@ -18,30 +25,52 @@ import os
 from intq.errors import IntqError
 from intq.files import write_file
 from intq.ir import Graph
+from intq.runtime.plan import STORED_SHAPES, batch_carriers
 from intq.tflite import metadata
 from intq.tflite.builder import TfliteModelBuilder
 from intq.tflite.options import attrs_to_options
 from intq.tflite.schema import MIN_VERSION
 
 
+def _signatures(graph: Graph) -> tuple[dict[str, tuple[int, ...]], dict[str, tuple[int | None, ...]]]:
+    """``(shapes, signatures)``: the stored shape of each non-static tensor of an unbound dynamic
+    graph, and the signature (-1 on dynamic dimensions) of every tensor that has one."""
+    stored = graph.metadata.get(STORED_SHAPES) or {}
+    shapes, signatures = {}, {}
+    for name, t in graph.tensors.items():
+        if name in stored and t.shape is not None and None in t.shape and len(stored[name]) == len(t.shape):
+            shapes[name] = tuple(int(d) for d in stored[name])
+            signatures[name] = tuple(-1 if d is None else int(d) for d in t.shape)
+    if not stored:
+        for name in batch_carriers(graph):
+            t = graph.tensors[name]
+            if t.is_static and t.shape:
+                signatures[name] = (-1, *t.shape[1:])
+    return shapes, signatures
+
+
 def to_tflite_bytes(graph: Graph, description: str = "intq") -> bytes:
-    """Serialise ``graph`` (an integer graph: TFLite builtin nodes, static shapes)."""
+    """Serialise ``graph`` (an integer graph: TFLite builtin nodes, static shapes, or an unbound
+    dynamic .tflite import), the batch dynamic in ``shape_signature``."""
     if not isinstance(graph, Graph):
         raise IntqError(f"export_tflite takes an intq Graph (from intq.quantize or intq.load), got {type(graph).__name__}")
     b = TfliteModelBuilder(description=description, subgraph_name=graph.name)
+    shapes, signatures = _signatures(graph)
     index: dict[str, int] = {}
     used = set(graph.inputs) | set(graph.outputs) | {t for n in graph.nodes for t in (*n.inputs, *n.outputs) if t}
     for name in [*graph.inputs, *(k for k in graph.tensors if k not in graph.inputs)]:
         if name not in used:
             continue
         t = graph.tensors[name]
-        if not t.is_static:
+        shape = shapes.get(name, t.shape)
+        if shape is None or None in shape:
             raise IntqError(f"tensor {name!r} has shape {t.shape}; a .tflite needs static shapes (bind input_shapes)")
         qp = t.qparams
         index[name] = b.add_tensor(
-            name, t.shape, t.dtype, data=t.data,
+            name, shape, t.dtype, data=t.data,
             scale=None if qp is None else qp.scale, zero_point=None if qp is None else qp.zero_point,
             quantized_dimension=0 if qp is None or qp.axis is None else qp.axis,
+            shape_signature=signatures.get(name),
         )
     for node in graph.nodes:
         options = attrs_to_options(node.op_type, node.attrs, node.name)

@@ -289,7 +289,7 @@ def _check_operators(proto: onnx.ModelProto, opset: int, where: str, *, if_pendi
         hint = ""
         if "If" in missing:
             hint = ("\nAn If folds at import when its condition is fixed by constants and static shapes: bind the "
-                    "inputs that select a branch with constant_inputs={'NAME': value}; "
+                    "inputs that select a branch with constant_inputs={'NAME': value} (command line: --input-value NAME=VALUE); "
                     "an If left here depends on data.")
         raise UnsupportedOperatorError(
             f"{where} (opset {opset}) uses {len(missing)} operator type(s) intq does not support:\n"
@@ -501,7 +501,7 @@ def load_onnx(model, input_shapes: Mapping[str, Sequence[int]] | None = None,
     return explicit_pads(graph.prune())
 
 
-def _attr_value(attr: onnx.AttributeProto, what: str, folder: Path | None) -> Any:
+def _attr_value(attr: onnx.AttributeProto, what: str = "an attribute", folder: Path | None = None) -> Any:
     value = helper.get_attribute_value(attr)
     try:
         if isinstance(value, bytes):

@@ -45,6 +45,7 @@ from intq.frontends.tflite_state import StatePlan, state_plan
 from intq.ir import Graph, Node, Tensor
 from intq.limits import check_tensor_size
 from intq.qmath import QuantParams
+from intq.runtime.plan import STORED_SHAPES
 from intq.tflite import metadata
 from intq.tflite.errors import TfliteImportError
 from intq.tflite.options import OPTIONS, options_to_attrs
@@ -62,7 +63,11 @@ def load_tflite(model: str | os.PathLike | bytes, input_shapes: Mapping[str, Seq
     """Read a ``.tflite`` file (path or bytes) as an integer :class:`~intq.ir.Graph`.
 
     ``input_shapes`` binds dynamic input dimensions (``{"input": (8, 28, 28, 1)}``); without it
-    they stay None. Raises :class:`TfliteImportError` (naming the file) for a corrupt file or an
+    they stay None and ``metadata["stored_shapes"]`` keeps the shapes the file stores for those
+    tensors (their batch-1 sizes), from which :class:`intq.Interpreter` binds the batch of each
+    run (:func:`intq.runtime.plan.rebatch`), as LiteRT's ``resize_tensor_input`` does. A file intq
+    wrote from a graph with bound shapes comes back with those shapes (its -1 signatures are there
+    for LiteRT; the interpreter binds any batch anyway). Raises :class:`TfliteImportError` (naming the file) for a corrupt file or an
     unreadable tensor, :class:`~intq.errors.UnsupportedOperatorError` listing every operator
     intq cannot run.
     """
@@ -74,15 +79,21 @@ def load_tflite(model: str | os.PathLike | bytes, input_shapes: Mapping[str, Seq
     names = _tensor_names(sub)
     nodes = [_node(op, ops[k], k, names, where, plan.rename) for k, op in enumerate(sub.operators or [])
              if k not in plan.dropped]
-    tensors = _tensors(f, names, nodes, input_shapes, plan.resource_tensors)
+    restored, node_names = _intq_metadata(f)
+    # a file intq wrote from a bound graph comes back bound (its -1 only let LiteRT resize it)
+    bind_stored = node_names is not None and STORED_SHAPES not in restored
+    tensors = _tensors(f, names, nodes, input_shapes, plan.resource_tensors, bind_stored)
     for t in tensors.values():  # a bound dynamic batch multiplies the stored sizes: check them again
         if t.is_static and not t.is_constant:
             check_tensor_size(t.shape, t.dtype, f"{where}: tensor {t.name!r} (input_shapes bound)")
-    restored, node_names = _intq_metadata(f)
     if node_names is not None and len(node_names) == len(nodes) and len(set(node_names)) == len(nodes):
         nodes = [n.with_(name=str(name)) for n, name in zip(nodes, node_names)]
     meta = {"source": "tflite", **restored, "tflite_file": where, "tflite_description": text(m.description),
             "tflite_metadata": tuple(text(e.name) for e in m.metadata or [])}
+    meta.pop(STORED_SHAPES, None)  # an exported graph's own entry: this file's shapes decide
+    stored = _stored_shapes(f, names, tensors)
+    if stored:
+        meta[STORED_SHAPES] = stored
     if plan.variables:  # resource variables: state in and out (intq.frontends.tflite_state)
         meta["state"] = tuple({"variable": v["variable"], "input": names[v["input"]] if v["input"] is not None else None,
                                "output": names[v["output"]], "initial": v["initial"].tolist(),
@@ -223,16 +234,33 @@ class _TensorSpec:
 
 
 def _tensors(f: TfliteFile, names: list[str], nodes: list[Node],
-             input_shapes: Mapping[str, Sequence[int]] | None, skip: set[int] = frozenset()) -> dict[str, Tensor]:
+             input_shapes: Mapping[str, Sequence[int]] | None, skip: set[int] = frozenset(),
+             bind_stored: bool = False) -> dict[str, Tensor]:
     """Every tensor of the subgraph: constants (a buffer, written by nobody) and values; those in
-    ``skip`` (resource handles) are not tensors of the graph."""
+    ``skip`` (resource handles) are not tensors of the graph. With ``bind_stored`` and no
+    ``input_shapes``, dynamic dimensions take their stored sizes."""
     sub = f.model.subgraphs[0]
     specs = {i: _tensor_spec(f, i, names[i]) for i in range(len(sub.tensors or [])) if i not in skip}
     written = {o for op in sub.operators or [] for o in ints(op.outputs)} | set(ints(sub.inputs))
     weights = {n.inputs[1] for n in nodes if n.op_type in _WEIGHT_OPS and len(n.inputs) > 1 and n.inputs[1]}
     scale = _batch_scale(sub, specs, names, input_shapes, f.where)
+    if scale is None and bind_stored:
+        scale = 1
     return {names[i]: spec.tensor(spec.data is not None and i not in written, names[i] in weights, scale)
             for i, spec in specs.items()}
+
+
+def _stored_shapes(f: TfliteFile, names: list[str], tensors: Mapping[str, Tensor]) -> dict[str, tuple[int, ...]]:
+    """``{name: the shape the file stores}`` for every non-constant tensor left with a dynamic
+    (None) dimension."""
+    out = {}
+    for i, name in enumerate(names):
+        t = tensors.get(name)
+        if t is None:  # a resource handle, not a tensor of the graph
+            continue
+        if not t.is_constant and t.shape is not None and None in t.shape:
+            out[name] = tuple(int(d) for d in read_tensor(f, i, name).shape)
+    return out
 
 
 def _tensor_spec(f: TfliteFile, i: int, name: str) -> _TensorSpec:

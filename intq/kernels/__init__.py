@@ -10,7 +10,7 @@ importing this package imports every module so that their decorators run. Helper
 import importlib
 import pkgutil
 
-from intq.kernels.base import INT8, INT16, KERNELS, KernelContext, KernelError, activation_of, kernel, lookup
+from intq.kernels.base import INT8, INT16, KERNELS, KernelContext, KernelError, activation_of, kernel, lookup, node_activation
 from intq.kernels.targets import TARGETS, Requant, Runtime, Target, get_target
 
 
@@ -23,5 +23,5 @@ def _import_all(package: str, path) -> None:
 
 _import_all(__name__, __path__)
 
-__all__ = ["INT8", "INT16", "KERNELS", "KernelContext", "KernelError", "activation_of", "kernel", "lookup",
+__all__ = ["INT8", "INT16", "KERNELS", "KernelContext", "KernelError", "activation_of", "kernel", "lookup", "node_activation",
            "TARGETS", "Target", "Requant", "Runtime", "get_target"]

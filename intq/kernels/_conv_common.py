@@ -30,6 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 from numpy.lib.stride_tricks import as_strided
 
 from intq.errors import IntqError
@@ -346,6 +347,32 @@ def make_im2col(in_shape: tuple[int, int, int, int], kh: int, kw: int, opts: Win
                   pad.out_h, pad.out_w, padded, buffer)
 
 
+#: im2col matrices up to this many elements are filled by the compiled loop :func:`_fill_windows`
+#: (measured: 2-6 us where numpy's strided copies take 13-15 us on 8x8 inputs; numpy's copies of
+#: whole rows win from about 10^5 elements, e.g. 5-8x on a 56x56x64 3x3 layer).
+_SMALL_IM2COL = 32768
+
+
+@njit(cache=True, nogil=True)
+def _fill_windows(src, kh, kw, stride_h, stride_w, dilation_h, dilation_w, out_h, out_w, dst):
+    """:func:`fill_im2col`'s matrix element by element: ``dst[(n, oy, ox), (i*KW + j)*C + c] =
+    src[n, oy*s_h + i*d_h, ox*s_w + j*d_w, c]`` (``src`` already padded)."""
+    batch, _, _, channels = src.shape
+    row = 0
+    for n in range(batch):
+        for oy in range(out_h):
+            for ox in range(out_w):
+                col = 0
+                for i in range(kh):
+                    y = oy * stride_h + i * dilation_h
+                    for j in range(kw):
+                        x = ox * stride_w + j * dilation_w
+                        for c in range(channels):
+                            dst[row, col + c] = src[n, y, x, c]
+                        col += channels
+                row += 1
+
+
 def fill_im2col(g: Im2col, x: np.ndarray) -> np.ndarray:
     """The im2col matrix of ``x`` (NHWC, the dtype of :func:`make_im2col`): row ``(n, oy, ox)``,
     columns tap-major then channel, in ``g.buffer`` (a 1x1 kernel: the strided input itself).
@@ -358,6 +385,10 @@ def fill_im2col(g: Im2col, x: np.ndarray) -> np.ndarray:
     span_w = (g.out_w - 1) * g.stride_w + 1
     if g.buffer is None:  # 1x1: no padding, one tap
         return src[:, :span_h:g.stride_h, :span_w:g.stride_w, :].reshape(-1, g.c)
+    if g.buffer.size <= _SMALL_IM2COL:  # small layers: one compiled pass beats KH numpy calls
+        _fill_windows(src, g.kh, g.kw, g.stride_h, g.stride_w, g.dilation_h, g.dilation_w, g.out_h, g.out_w,
+                      g.buffer)
+        return g.buffer
     s0, s1, s2, s3 = src.strides
     if g.dilation_w == 1:
         dst = g.buffer.reshape(g.n, g.out_h, g.out_w, g.kh, g.kw * g.c)

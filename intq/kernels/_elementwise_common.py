@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 
 from intq.errors import IntqError
 from intq.ir import Tensor
@@ -64,7 +65,19 @@ def lookup(table: np.ndarray, x: np.ndarray) -> np.ndarray:
     A function of one int8 operand has 256 possible results; prepare computes them all with the
     kernel's integer arithmetic, so the lookup is that arithmetic, bit for bit, in one gather.
     """
-    return np.asarray(table[np.asarray(x, dtype=np.int8).view(np.uint8)])  # 0-d stays an array
+    x = np.asarray(x, dtype=np.int8)
+    if x.ndim == 0:
+        return np.asarray(table[x.view(np.uint8)])  # 0-d stays an array
+    out = np.empty(x.shape, table.dtype)
+    _gather(table, np.ascontiguousarray(x).reshape(-1).view(np.uint8), out.reshape(-1))
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _gather(table, index, out):
+    """``out[i] = table[index[i]]`` (uint8 indices into a 256-entry table), one compiled pass."""
+    for i in range(index.size):
+        out[i] = table[index[i]]
 
 
 def runtime_of(ctx: KernelContext) -> Runtime:

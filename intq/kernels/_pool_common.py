@@ -163,7 +163,11 @@ def window_reduce(g: PoolGeometry, x: np.ndarray, fill: int, combine) -> np.ndar
 
     The reduction is separable: one shifted strided ``combine`` per filter column gives each
     window column's partial result, then one per filter row (no loop over pixels or channels)."""
-    xp = np.pad(x, ((0, 0), (g.pad_h, g.pad_bottom), (g.pad_w, g.pad_right), (0, 0)), constant_values=fill)
+    xp = x
+    if g.pad_h or g.pad_bottom or g.pad_w or g.pad_right:  # np.pad's result, without its per-call Python work
+        n, h, w, c = x.shape
+        xp = np.full((n, h + g.pad_h + g.pad_bottom, w + g.pad_w + g.pad_right, c), fill, dtype=x.dtype)
+        xp[:, g.pad_h:g.pad_h + h, g.pad_w:g.pad_w + w] = x
     span_h, span_w = (g.out_h - 1) * g.stride_h + 1, (g.out_w - 1) * g.stride_w + 1
     cols = xp[:, :, 0:span_w:g.stride_w]  # [N, Hp, out_w, C]: window columns, tap by tap
     for fx in range(1, g.filter_w):
@@ -401,12 +405,13 @@ class ResizeRequest:
     out_shape: tuple[int, ...]  # [N, out_h, out_w, C], the output's declared shape
 
 
-def resize_request(ctx: KernelContext) -> ResizeRequest:
-    """The resize kernels' shared contract: int8 per-tensor input [N, H, W, C] and output with the
-    input's parameters (spec 003, pooling's tolerance: :func:`require_same_qparams`), input 1 a
-    constant int32 ``size`` = [out_h, out_w] of positive sizes, the output [N, out_h, out_w, C]."""
+def resize_request(ctx: KernelContext, dtypes=(np.int8,)) -> ResizeRequest:
+    """The resize kernels' shared contract: per-tensor input [N, H, W, C] of ``dtypes`` (int8; int16
+    for the 16x8 kernels) and output with the input's parameters (spec 003, pooling's tolerance:
+    :func:`require_same_qparams`), input 1 a constant int32 ``size`` = [out_h, out_w] of positive
+    sizes, the output [N, out_h, out_w, C]."""
     x, y = ctx.input(0), ctx.outputs[0]
-    require_same_qparams(ctx, ctx.per_tensor(x, "input"), ctx.per_tensor(y, "output"), exact=False)
+    require_same_qparams(ctx, ctx.per_tensor(x, "input", dtypes), ctx.per_tensor(y, "output", dtypes), exact=False)
     shape = static_shape(ctx, x, "input")
     if len(shape) != 4:
         raise ctx.error(f"input must be 4-D NHWC, got shape {list(shape)}")

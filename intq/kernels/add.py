@@ -74,7 +74,7 @@ from intq.kernels.base import KernelContext, kernel
 from intq.kernels.requantize import DoubleRounding, Requantizer, make_requantizer, requantize
 from intq.kernels.targets import Requant
 from intq.qmath import raw
-from intq.qmath.compiled import mbqm_scalar
+from intq.qmath.compiled import mbqm_right_scalar, mbqm_scalar
 
 OP = "ADD"
 LEFT_SHIFT = 20  # TFLite's 8-bit headroom: 255 << 20 < 2^28, sums of two fit int32
@@ -235,7 +235,15 @@ def _run_optimized(p: AddParams, a: np.ndarray, b: np.ndarray) -> np.ndarray:
 @njit(cache=True, nogil=True)
 def _fused_add(a, b, table_a, table_b, mult, left, right, zp, lo, hi, out):
     """``out = clamp(mbqm(table_a[a] + table_b[b]) + zp)``, the double rounding of
-    :func:`intq.qmath.compiled.mbqm_scalar` (``left`` is 0: ADD's output multiplier is < 1)."""
+    :func:`intq.qmath.compiled.mbqm_scalar` (``left`` is 0: ADD's output multiplier is < 1; then the
+    branch-free :func:`intq.qmath.compiled.mbqm_right_scalar`, which vectorizes)."""
+    if left == 0:
+        nudge = (np.int64(1) << right) >> 1
+        toward = 1 if right > 0 else 0
+        for i in range(a.size):
+            y = mbqm_right_scalar(table_a[a[i]] + table_b[b[i]], mult, nudge, toward, right) + zp
+            out[i] = min(max(y, lo), hi)
+        return
     for i in range(a.size):
         y = mbqm_scalar(np.int64(table_a[a[i]] + table_b[b[i]]), mult, left, right, 1) + zp
         out[i] = lo if y < lo else (hi if y > hi else y)

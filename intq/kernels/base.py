@@ -163,9 +163,21 @@ def prepare_node(module: ModuleType, ctx: KernelContext):
 
 
 def activation_of(dtype) -> str:
-    """The activation family of a node whose first input has ``dtype``: int16 inputs select the
+    """The activation family of a node whose data input has ``dtype``: int16 inputs select the
     16x8 kernels, everything else (int8, uint8, float at the QUANTIZE boundary) the int8 ones."""
     return INT16 if dtype is not None and np.dtype(dtype) == np.int16 else INT8
+
+
+#: Operators whose activation input is not input 0 (TRANSPOSE_CONV: ``(output_shape, weights, input)``).
+DATA_INPUT = {"TRANSPOSE_CONV": 2}
+
+
+def node_activation(node: Node, tensors) -> str:
+    """:func:`activation_of` the node's data input (input 0, or :data:`DATA_INPUT`'s index);
+    ``tensors`` maps tensor names to :class:`~intq.ir.Tensor` (a graph's ``tensors``)."""
+    i = DATA_INPUT.get(node.op_type, 0)
+    name = node.inputs[i] if i < len(node.inputs) else ""
+    return activation_of(tensors[name].dtype if name else None)
 
 
 def lookup(op: str, activation: str = INT8) -> ModuleType:

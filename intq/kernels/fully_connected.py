@@ -107,11 +107,17 @@ def fc_requantizer(ctx: KernelContext, in_qp: QuantParams, w_qp: QuantParams, ou
         lo, hi = xnnpack_activation_range(activation, out_qp)
         scale = xnnpack_conv_scale(in_qp.scale[0], w_qp.scale, out_qp.scale[0])
         return make_requantizer(scale, Requant.FLOAT32_RNE, out_qp.tensor_zero_point, lo, hi, out_dtype)
-    per_channel = w_qp.per_axis
-    product = np.float64 if (per_channel or mode is Requant.DOUBLE_PRODUCT) else np.float32
-    real = effective_scale(in_qp.scale[0], w_qp.scale, out_qp.scale[0], product_dtype=product)
     lo, hi = activation_range(activation, out_qp)
-    return make_requantizer(real, mode, out_qp.tensor_zero_point, lo, hi, out_dtype)
+    return make_requantizer(fc_multipliers(in_qp, w_qp, out_qp, mode), mode, out_qp.tensor_zero_point, lo, hi,
+                            out_dtype)
+
+
+def fc_multipliers(in_qp: QuantParams, w_qp: QuantParams, out_qp: QuantParams, mode: Requant) -> np.ndarray:
+    """``M = s_in s_w / s_out`` as TFLite's fixed-point FULLY_CONNECTED paths compute it: the float32
+    product ``float(s_in * s_w)`` for per-tensor weights (GetQuantizedConvolutionMultipler), the
+    double product per channel and for ``DOUBLE_PRODUCT`` (also the 16x8 kernel's optimized path)."""
+    product = np.float64 if (w_qp.per_axis or mode is Requant.DOUBLE_PRODUCT) else np.float32
+    return effective_scale(in_qp.scale[0], w_qp.scale, out_qp.scale[0], product_dtype=product)
 
 
 def run(p: FullyConnectedParams, x, w=None, b=None):

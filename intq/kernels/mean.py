@@ -53,13 +53,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 
-from intq.errors import IntqError
+from intq.errors import ContractError, IntqError
 from intq.kernels._pool_common import QuantizedSumParams, prepare_quantized_sum
 from intq.kernels.base import KernelContext, kernel
 from intq.kernels.requantize import Requantizer, make_requantizer, requantize
 from intq.kernels.targets import Requant
 from intq.qmath import multiply_by_quantized_multiplier
+from intq.qmath.compiled import mbqm_scalar
 
 OP = "MEAN"
 VECTOR_CHANNELS = 16  # optimized MeanImpl: one int8x16 register of channels per step
@@ -135,9 +137,39 @@ def run(p: QuantizedSumParams | OptimizedMean4DParams | XnnpackMeanParams, x, ax
         head = requantize(p.vector, acc[..., :p.vector_channels])
         rest = requantize(p.tail, acc[..., p.vector_channels:])
         return (np.concatenate([head, rest], axis=-1).reshape(p.out_shape),)
-    acc = x.astype(np.int64).sum(axis=p.axes, keepdims=p.keep_dims) - p.input_offset  # |.| <= 255 N < 2^31
+    if p.axes == (1, 2) and x.ndim == 4 and x.dtype == np.int8:  # the spatial mean of a CNN: one compiled pass
+        out = np.empty((x.shape[0], x.shape[3]), np.int8)
+        if _spatial_mean(x, p.input_offset, p.multiplier, max(p.shift, 0), max(-p.shift, 0), p.zero_point, out):
+            raise ContractError("multiply_by_quantized_multiplier: x * 2**shift overflows int32 (shift "
+                                f"{p.shift}); the multiplier is too large for this input range")
+        return (out.reshape(p.out_shape),)
+    acc = x.sum(axis=p.axes, keepdims=p.keep_dims, dtype=np.int64) - p.input_offset  # |.| <= 255 N < 2^31
     y = np.asarray(multiply_by_quantized_multiplier(acc, p.multiplier, p.shift)).astype(np.int64) + p.zero_point
     return (np.clip(y, -128, 127).astype(np.int8).reshape(p.out_shape),)
+
+
+@njit(cache=True, nogil=True)
+def _spatial_mean(x, input_offset, multiplier, left, right, zero_point, out):
+    """``out[n, c] = clamp(MBQM(sum_{h,w} x[n,h,w,c] - Z_in * count) + Z_out, -128, 127)`` for an int8
+    NHWC ``x``: the reference path above for axes (1, 2), with the double rounding of
+    :func:`intq.qmath.compiled.mbqm_scalar`. Returns True where ``acc << left`` leaves int32 (the
+    checked :func:`intq.qmath.multiply_by_quantized_multiplier` refuses it; the caller raises)."""
+    batch, height, width, channels = x.shape
+    acc = np.empty(channels, np.int64)
+    overflow = False
+    for n in range(batch):
+        acc[:] = -input_offset
+        for i in range(height):
+            for j in range(width):
+                for c in range(channels):
+                    acc[c] += x[n, i, j, c]
+        for c in range(channels):
+            v = acc[c]  # |v| <= 255 * count < 2^31 (prepare)
+            if left > 0 and ((v << left) > 2147483647 or (v << left) < -2147483648):
+                overflow = True
+            y = mbqm_scalar(v, multiplier, left, right, 1) + zero_point
+            out[n, c] = -128 if y < -128 else (127 if y > 127 else y)
+    return overflow
 
 
 def _float32_mean(acc: np.ndarray, scale: np.float32, zero_point: np.float32) -> np.ndarray:

@@ -34,6 +34,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 
 from intq.kernels._elementwise_common import (
     INT8_MAX,
@@ -52,7 +53,14 @@ from intq.kernels._elementwise_common import (
 )
 from intq.errors import IntqError
 from intq.kernels.base import KernelContext, kernel
-from intq.kernels.requantize import Requantizer, make_requantizer, requantize, xnnpack_activation_range
+from intq.kernels.requantize import (
+    DoubleRounding,
+    Requantizer,
+    make_requantizer,
+    requantize,
+    xnnpack_activation_range,
+)
+from intq.qmath.compiled import mbqm_scalar
 from intq.kernels.targets import Requant
 
 OP = "MUL"
@@ -119,6 +127,32 @@ def prepare(ctx: KernelContext) -> MulParams | OptimizedMulParams:
     return MulParams(za, zb, output_requantizer(ctx, real, mode, qy, lo, hi))
 
 
+def _as_rows(v: np.ndarray, shape: tuple[int, ...]):
+    """``v`` as a 2-D ``[rows, C]`` operand of the output ``shape`` (``C = shape[-1]``): itself when it
+    has the output's shape, one row ``[1, C]`` or ``[1, 1]`` when it only varies along the last axis
+    (or not at all); None for other broadcasts (the whole-array path takes those)."""
+    if v.shape == shape:
+        return np.ascontiguousarray(v).reshape(-1, shape[-1])
+    if v.size in (1, shape[-1]) and (v.ndim == 0 or v.shape[-1] == v.size):
+        return np.ascontiguousarray(v).reshape(1, -1)
+    return None
+
+
+@njit(cache=True, nogil=True)
+def _fused_mul(a, b, za, zb, mult, left, right, zp, lo, hi, out):
+    """``out[i, c] = clamp(mbqm((a - Z_a)(b - Z_b)) + Z_y)`` with the double rounding of
+    :func:`intq.qmath.compiled.mbqm_scalar`; ``a``/``b`` are ``[rows, C]`` or one broadcast row
+    (``[1, C]``, ``[1, 1]``). ``|(a - Z_a)(b - Z_b)| << left`` fits int32 (``_max_left`` at prepare)."""
+    rows, cols = out.shape
+    for i in range(rows):
+        ia = i if a.shape[0] > 1 else 0
+        ib = i if b.shape[0] > 1 else 0
+        for c in range(cols):
+            x = (np.int64(a[ia, c if a.shape[1] > 1 else 0]) - za) * (np.int64(b[ib, c if b.shape[1] > 1 else 0]) - zb)
+            y = mbqm_scalar(x, mult, left, right, 1) + zp
+            out[i, c] = lo if y < lo else (hi if y > hi else y)
+
+
 def _max_left(za: int, zb: int) -> int:
     bound = max(INT8_MAX - za, za - INT8_MIN) * max(INT8_MAX - zb, zb - INT8_MIN)  # |(a - Z_a)(b - Z_b)|
     return max(s for s in range(31) if bound << s <= 2**31 - 1)
@@ -126,9 +160,17 @@ def _max_left(za: int, zb: int) -> int:
 
 def run(p: MulParams | OptimizedMulParams, a, b):
     shape = np.broadcast_shapes(a.shape, b.shape)
+    r = p.output
+    if type(p) is MulParams and type(r) is DoubleRounding and r.multiplier.size == 1 and shape:
+        rows = _as_rows(a, shape), _as_rows(b, shape)  # the common cases: equal shapes, a per-channel scale
+        if rows[0] is not None and rows[1] is not None:
+            out = np.empty(shape, r.out_dtype)
+            _fused_mul(rows[0], rows[1], p.zero_point_a, p.zero_point_b, int(r.multiplier[0]), int(r.left[0]),
+                       int(r.right[0]), r.zero_point, r.act_min, r.act_max, out.reshape(-1, shape[-1]))
+            return (out,)
     prod = (a.astype(np.int64) - p.zero_point_a) * (b.astype(np.int64) - p.zero_point_b)  # |prod| <= 65025
     if not isinstance(p, OptimizedMulParams):
-        return (requantize(p.output, prod).reshape(shape),)
+        return (requantize(r, prod).reshape(shape),)
     flat = np.broadcast_to(prod, shape).reshape(-1)
     lanes = p.vector_lanes
     v = requantize(p.unclamped, flat[lanes]).astype(np.int64)  # the vector code: int32 lanes

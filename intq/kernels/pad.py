@@ -82,4 +82,7 @@ def prepare(ctx: KernelContext) -> PadParams:
 
 def run(p: PadParams, x, paddings=None, constant_values=None):
     value = p.value if p.value is not None else np.asarray(constant_values).reshape(-1)[0]
-    return (np.pad(x, p.widths, mode="constant", constant_values=value),)
+    # np.pad(x, p.widths, constant value) without its per-call Python work: fill, then copy x in
+    out = np.full(tuple(d + a + b for d, (a, b) in zip(x.shape, p.widths)), value, dtype=x.dtype)
+    out[tuple(slice(a, a + d) for d, (a, _) in zip(x.shape, p.widths))] = x
+    return (out,)

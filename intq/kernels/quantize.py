@@ -25,8 +25,11 @@ tflite/kernels/quantize.cc, internal/optimized/optimized_ops.h and XNNPACK's con
   ``r = float32(S_in / S_out)`` lies in [2^-8, 2^7] (``xnn_qs8_vcvt``: an 8-bit fixed-point
   multiplier ``m = lrintf(256 r)``, ``clamp(((q - Z_in) m + 128) >> 8 + Z_out)``, integers
   only); other int8 rescales run LiteRT's optimized kernel (as ``litert-opt``).
-* Outputs other than int8 (uint8, int16) and integer inputs other than int8 are refused by the
-  optimized targets (not measured).
+* int16 output (16x8 models; XNNPACK takes no int16 tensor, so ``xnnpack`` computes what
+  ``litert-opt`` does): float input as the int8 one above — ``optimized_ops::AffineQuantize<int16_t>``
+  has the same vector head and scalar tail — clamped to int16; int8 input: ``Requantize<int8_t,
+  int16_t>`` has no optimized specialization, the reference runs (measured equal). uint8 outputs
+  and uint8 inputs are refused by the optimized targets (not measured).
 """
 
 from __future__ import annotations
@@ -38,7 +41,8 @@ import numpy as np
 from intq.kernels.base import KernelContext, kernel
 from intq.kernels.requantize import Requantizer, make_requantizer, requantize
 from intq.kernels.targets import Requant
-from intq.qmath import QuantParams, Rounding, round_float
+from intq.errors import QuantizationError
+from intq.qmath import QuantParams, Rounding, compiled, round_float
 from intq.qmath import quantize as quantize_reals
 
 OP = "QUANTIZE"
@@ -99,25 +103,26 @@ def prepare(ctx: KernelContext) -> QuantizeParams:
     out_qp = ctx.per_tensor(y, "output", (np.int8, np.uint8, np.int16))
     ctx.check_emulated()
     optimized = ctx.target.optimized
-    if optimized and (y.dtype != np.int8 or not (np.issubdtype(x.dtype, np.floating) or x.dtype == np.int8)):
+    if optimized and (y.dtype == np.uint8 or not (np.issubdtype(x.dtype, np.floating) or x.dtype == np.int8)):
         raise ctx.error(f"target {ctx.target.name!r}: the optimized QUANTIZE is emulated for float32 or int8 input "
-                        f"and int8 output only ({x.dtype.name} -> {y.dtype.name} not measured)")
+                        f"and int8 or int16 output only ({x.dtype.name} -> {y.dtype.name} not measured)")
+    xnnpack = ctx.target.xnnpack and y.dtype == np.int8  # XNNPACK takes no int16 tensor
     s_out = out_qp.tensor_scale
     if np.issubdtype(x.dtype, np.floating):
         if not optimized:
             return FloatQuantizeParams(out_qp)
         reciprocal = np.float32(1.0 / float(s_out))  # = float32(1) / s_out for every float32 scale
-        return OptimizedFloatQuantizeParams(out_qp, reciprocal, 0 if ctx.target.xnnpack else FLOAT_BLOCK)
+        return OptimizedFloatQuantizeParams(out_qp, reciprocal, 0 if xnnpack else FLOAT_BLOCK)
     # int16 input runs intq.kernels.int16x8.quantize (the registry's int16 entry)
     in_qp = ctx.per_tensor(x, "input", (np.int8, np.uint8))
     zi, zo = in_qp.tensor_zero_point, out_qp.tensor_zero_point
     ratio = np.float32(in_qp.tensor_scale) / np.float32(s_out)  # XNNPACK: the float32 quotient of the scales
-    if ctx.target.xnnpack and 2.0**-8 <= float(ratio) <= 2.0**7:
+    if xnnpack and 2.0**-8 <= float(ratio) <= 2.0**7:
         return XnnpackRequantizeParams(zi, zo, int(np.rint(np.float32(256.0) * ratio)))  # lrintf: half to even
     # LiteRT and TFLM Prepare: double(S_in) / double(S_out) (a float32 quotient differs, measured)
     real = in_qp.tensor_scale / s_out
     r = make_requantizer(real, Requant.DOUBLE, zo, out_qp.qmin, out_qp.qmax, y.dtype)
-    if not optimized:
+    if not optimized or y.dtype != np.int8:  # Requantize<int8_t, int16_t>: the reference, under every resolver
         return RequantizeParams(zi, r)
     rv = make_requantizer(real, Requant.DOUBLE_HALF_UP, zo, out_qp.qmin, out_qp.qmax, y.dtype)
     return OptimizedRequantizeParams(zi, r, rv, INT8_BLOCK)
@@ -137,7 +142,17 @@ def run(p: QuantizeParams, x):
         return (requantize(p.rescale, x.astype(np.int64) - p.input_zero_point),)
     if isinstance(p, OptimizedFloatQuantizeParams):
         return (_quantize_optimized(p, np.asarray(x, np.float32)),)
-    return (quantize_reals(x, p.output),)
+    qp = p.output
+    if x.dtype == np.float32 and not qp.per_axis:  # intq.qmath.quantize in one compiled pass
+        out = np.empty(x.shape, qp.dtype)
+        args = p.__dict__.get("_compiled_args")  # (float32 S, Z, qmin, qmax), read from qp once
+        if args is None:
+            args = (qp.scale.astype(np.float32)[0], qp.tensor_zero_point, qp.qmin, qp.qmax)
+            object.__setattr__(p, "_compiled_args", args)
+        if compiled.quantize_float32_half_away(np.ascontiguousarray(x).reshape(-1), *args, out.reshape(-1)):
+            raise QuantizationError("quantize: the input contains NaN, which has no quantized value")
+        return (out,)
+    return (quantize_reals(x, qp),)
 
 
 def _quantize_optimized(p: OptimizedFloatQuantizeParams, x: np.ndarray) -> np.ndarray:
@@ -153,10 +168,11 @@ def _quantize_optimized(p: OptimizedFloatQuantizeParams, x: np.ndarray) -> np.nd
         tail_q = flat[cut:].astype(np.float64) / p.output.tensor_scale
         tail = round_float(tail_q, Rounding.HALF_AWAY_FROM_ZERO)  # std::round
     q = np.concatenate([head.astype(np.float64), tail])
+    lo, hi = p.output.qmin, p.output.qmax
     if xnnpack:  # clamps in float before converting: saturates
-        q = np.clip(q, -129 - zp, 128 - zp).astype(np.int64) + zp
+        q = np.clip(q, lo - 1 - zp, hi + 1 - zp).astype(np.int64) + zp
     else:  # LiteRT: float -> int32 gives INT32_MIN out of range (x86 cvtps2dq / cvttsd2si), + Z wraps
         big = (q >= 2.0**31) | (q < -(2.0**31))
         q = np.where(big, -(2**31), np.where(big, 0, q).astype(np.int64)) + zp
         q = ((q + 2**31) & 0xFFFFFFFF) - 2**31
-    return np.clip(q, -128, 127).astype(np.int8).reshape(x.shape)
+    return np.clip(q, lo, hi).astype(p.output.dtype).reshape(x.shape)

@@ -143,10 +143,18 @@ def _rows(r: "FixedPointRequantizer", acc: np.ndarray, offset: np.ndarray | None
     per tensor), the offset and ``per_channel`` values as contiguous int64 columns, and the output."""
     cols = acc.shape[-1] if r.multiplier.size > 1 or (offset is not None and np.size(offset) > 1) else 1
     flat = acc.reshape(-1, cols)
-    off = (np.zeros(cols, np.int64) if offset is None
-           else np.ascontiguousarray(np.broadcast_to(offset, (cols,)), np.int64))
-    columns = tuple(np.ascontiguousarray(np.broadcast_to(v, (cols,))) for v in per_channel)
-    return flat, off, np.empty(flat.shape, r.out_dtype), columns
+    if offset is None:
+        off = np.zeros(cols, np.int64)
+    elif type(offset) is np.ndarray and offset.dtype == np.int64 and offset.shape == (cols,) and offset.flags.c_contiguous:
+        off = offset  # a kernel's prepared per-channel offset, as it is
+    else:
+        off = np.ascontiguousarray(np.broadcast_to(offset, (cols,)), np.int64)
+    # the prepared values as contiguous columns, built once per width (a requantizer serves one node)
+    cache = r.__dict__.get("_columns")
+    if cache is None or cache[0] != cols or cache[1] is not per_channel[0]:
+        cache = (cols, per_channel[0], tuple(np.ascontiguousarray(np.broadcast_to(v, (cols,))) for v in per_channel))
+        object.__setattr__(r, "_columns", cache)
+    return flat, off, np.empty(flat.shape, r.out_dtype), cache[2]
 
 
 def _with_offset(acc: np.ndarray, offset: np.ndarray | None) -> np.ndarray:
@@ -214,6 +222,10 @@ class DoubleRounding(FixedPointRequantizer):
     def apply(self, acc, offset=None):
         """One fused compiled pass (:func:`intq.qmath.compiled.requantize_rows_double`)."""
         flat, off, out, (m, left, right) = _rows(self, acc, offset, (self.multiplier, self.left, self.right))
+        if not self.any_left:  # no left shift, nothing can overflow: the branch-free loop
+            compiled.requantize_rows_double_right(flat, off, m, right, self.zero_point, self.act_min, self.act_max,
+                                                  out, self.away)
+            return out.reshape(acc.shape)
         if compiled.requantize_rows_double(flat, off, m, left, right, self.zero_point, self.act_min, self.act_max,
                                            out, self.away):
             raise IntqError("requantization: accumulator << shift overflows int32 (multiplier >= 1 on a large sum)")

@@ -50,7 +50,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from intq.kernels._pool_common import resize_request
+from intq.kernels._pool_common import ResizeRequest, resize_request
 from intq.kernels.base import KernelContext, kernel
 
 OP = "RESIZE_BILINEAR"
@@ -148,6 +148,14 @@ def prepare(ctx: KernelContext) -> ResizeBilinearParams | XnnpackResizeBilinearP
     if ctx.target.xnnpack:  # XNNPACK takes every int8 RESIZE_BILINEAR
         return XnnpackResizeBilinearParams(_xnnpack_axis(r.in_shape[1], r.out_h, align, half),
                                            _xnnpack_axis(r.in_shape[2], r.out_w, align, half), r.out_shape)
+    return reference_params(ctx, r)
+
+
+def reference_params(ctx: KernelContext, r: ResizeRequest) -> ResizeBilinearParams:
+    """``ResizeBilinearInteger``'s taps of both axes (int8 and 16x8)."""
+    align, half = r.align_corners, r.half_pixel_centers
+    if align and half:
+        raise ctx.error("align_corners and half_pixel_centers cannot both be set (TFLite rejects it)")
     rows = _taps(ctx, r.in_shape[1], r.out_h, align, half, "height")
     cols = _taps(ctx, r.in_shape[2], r.out_w, align, half, "width")
     return ResizeBilinearParams(rows, cols, r.out_shape)
@@ -156,15 +164,20 @@ def prepare(ctx: KernelContext) -> ResizeBilinearParams | XnnpackResizeBilinearP
 def run(p: ResizeBilinearParams | XnnpackResizeBilinearParams, x, size=None):
     if isinstance(p, XnnpackResizeBilinearParams):
         return (_xnnpack_resize(p, x),)
-    r, c = p.rows, p.cols
-    # The four-term sum is separable: interpolate rows, then columns (the same integer).
-    # int32 is exact: weights lie in [-512, 1536] and sum to 1024 per axis, so
+    # int32 is exact for int8: weights lie in [-512, 1536] and sum to 1024 per axis, so
     # |rows| <= 128 * 2048 = 2^18 and |acc| <= 2^18 * 2048 = 2^29.
-    xi = x.astype(np.int32)
+    return (interpolate(p, x, np.int32).astype(np.int8),)
+
+
+def interpolate(p: ResizeBilinearParams, x: np.ndarray, acc_dtype) -> np.ndarray:
+    """The four-term sum, separable: rows, then columns (the same integers, in ``acc_dtype``: int32
+    for int8 inputs, int64 for int16), then ``(acc +- 2^19) / 2^20`` (C division)."""
+    r, c = p.rows, p.cols
+    xi = x.astype(acc_dtype)
     rows = xi[:, r.lo] * r.w_lo[:, None, None] + xi[:, r.hi] * r.w_hi[:, None, None]  # [N, out_h, W, C]
     acc = rows[:, :, c.lo] * c.w_lo[:, None] + rows[:, :, c.hi] * c.w_hi[:, None]  # [N, out_h, out_w, C]
     q = (np.abs(acc) + _HALF_OUT) >> _OUT_BITS  # (acc +- 2^19) / 2^20, truncating: |acc| rounded half up
-    return (np.where(acc < 0, -q, q).astype(np.int8),)
+    return np.where(acc < 0, -q, q)
 
 
 def _xnnpack_resize(p: XnnpackResizeBilinearParams, x: np.ndarray) -> np.ndarray:

@@ -61,6 +61,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from intq.kernels._conv_common import (
+    ConvOperands,
     check_accumulator,
     compute_padding,
     conv_bias,
@@ -79,12 +80,12 @@ VECTOR_CHANNELS = 8  # optimized_ops::Quantize: output channels in groups of 8 t
 SIZE_CHECKED_BY = frozenset({Runtime.LITERT})
 
 
-@dataclass(frozen=True, eq=False)
-class TransposeConvParams:
-    gemm: PreparedGemm  # weights [KH*KW*C_out, C_in]
-    tap_offset: np.ndarray  # int32 [KH, KW, C_out]: -Z_x * sum_c w[o,i,j,c]
-    bias: np.ndarray  # int64 [C_out]
-    requant: Requantizer
+@dataclass(frozen=True)
+class TransposeGeometry:
+    """Where each input pixel's taps land (int8 and 16x8): tap ``(i, j)`` of input pixel ``(iy, ix)``
+    adds into ``(iy * stride_h + i, ix * stride_w + j)`` of an uncropped buffer of ``full_hw``,
+    whose window ``[top, top + OH) x [left, left + OW)`` is the output."""
+
     kh: int
     kw: int
     stride_h: int
@@ -93,6 +94,19 @@ class TransposeConvParams:
     left: int
     full_hw: tuple[int, int]  # the uncropped scatter buffer's height and width
     out_shape: tuple[int, int, int, int]
+
+
+@dataclass(frozen=True, eq=False)
+class TransposeConvParams:
+    gemm: PreparedGemm  # weights [KH*KW*C_out, C_in]
+    tap_offset: np.ndarray  # int32 [KH, KW, C_out]: -Z_x * sum_c w[o,i,j,c]
+    bias: np.ndarray  # int64 [C_out]
+    requant: Requantizer
+    geometry: TransposeGeometry
+
+    @property
+    def out_shape(self) -> tuple[int, int, int, int]:
+        return self.geometry.out_shape
 
 
 @dataclass(frozen=True, eq=False)
@@ -117,41 +131,18 @@ def xnnpack_takes(padding: str, kernel_hw: tuple[int, int], stride_hw: tuple[int
 def prepare(ctx: KernelContext) -> TransposeConvParams | OptimizedTransposeConvParams:
     ctx.check_emulated()
     ops = conv_operands(ctx, channel_axis=0, input_index=2, dilation=False)
-    n, h, w_in, c_in = ops.in_shape
-    out_shape = static_shape(ctx, ctx.outputs[0], "output", 4)
-    shape_t = ctx.input(0)
-    requested = ctx.constant(0, "output_shape")
-    if requested.dtype != np.int32 or requested.shape != (4,):
-        raise ctx.error(f"output_shape {shape_t.name!r} must be int32 [4], got {requested.dtype.name} "
-                        f"{list(requested.shape)}")
-    if tuple(int(v) for v in requested) != out_shape:
-        raise ctx.error(f"output_shape {requested.tolist()} differs from the output tensor's shape {list(out_shape)}")
-    w = ops.w
-    c_out, kh, kw, c_w = w.shape
-    if c_w != c_in:
-        raise ctx.error(f"weights [C_out, KH, KW, C_in] have {c_w} input channels, the input has {c_in}")
-    if out_shape[0] != n or out_shape[3] != c_out:
-        raise ctx.error(f"output shape {list(out_shape)} must be [{n}, OH, OW, {c_out}]")
-    if out_shape[1] < 1 or out_shape[2] < 1:
-        raise ctx.error(f"output shape {list(out_shape)} is empty")
+    geometry = transpose_geometry(ctx, ops)
+    c_out = ops.w.shape[0]
     bias = conv_bias(ctx, 3, c_out)
-    opts = ops.opts
-    oh, ow = out_shape[1], out_shape[2]
-    pad = compute_padding(opts.padding, (oh, ow), (kh, kw), (opts.stride_h, opts.stride_w), (1, 1))
-    if ctx.target.runtime in SIZE_CHECKED_BY and (pad.out_h, pad.out_w) != (h, w_in):
-        raise ctx.error(f"target {ctx.target.name!r} ({ctx.target.matches}) refuses this output size: a {opts.padding} "
-                        f"convolution of the {oh}x{ow} output gives {pad.out_h}x{pad.out_w}, not the {h}x{w_in} input")
-
     check_accumulator(ctx, ops.abs_weight_sums(), bias)
-    matrix = np.ascontiguousarray(w.transpose(1, 2, 0, 3)).reshape(kh * kw * c_out, c_in)  # row (i, j, o)
+    matrix = tap_matrix(ops.w)
     gemm = prepare_gemm(matrix)
     zx = ops.in_qp.tensor_zero_point
-    tap_offset = (-zx * gemm.weight_sums).astype(np.int32).reshape(kh, kw, c_out)  # |.| <= 128 * 127 * C_in
-    full_hw = (max((h - 1) * opts.stride_h + kh, pad.top + oh), max((w_in - 1) * opts.stride_w + kw, pad.left + ow))
+    tap_offset = (-zx * gemm.weight_sums).astype(np.int32).reshape(geometry.kh, geometry.kw, c_out)  # |.| <= 128 * 127 * C_in
+    kh, kw, opts = geometry.kh, geometry.kw, ops.opts
 
     def params(requant: Requantizer, channels: slice = slice(None)) -> TransposeConvParams:
-        return TransposeConvParams(gemm, tap_offset, bias[channels], requant, kh, kw, opts.stride_h,
-                                   opts.stride_w, pad.top, pad.left, full_hw, out_shape)
+        return TransposeConvParams(gemm, tap_offset, bias[channels], requant, geometry)
 
     xnnpack = ctx.target.xnnpack and xnnpack_takes(opts.padding, (kh, kw), (opts.stride_h, opts.stride_w))
     if not ctx.target.optimized or xnnpack:
@@ -177,14 +168,60 @@ def run(p: TransposeConvParams | OptimizedTransposeConvParams, output_shape, w, 
 
 def _sums(p: TransposeConvParams, x) -> np.ndarray:
     """The int32 accumulators ``[N*OH*OW, C_out]`` of every output pixel, bias not included."""
+    g = p.geometry
     n, h, w_in, c_in = x.shape
-    _, oh, ow, c_out = p.out_shape
-    cols = exact_matmul(x.reshape(-1, c_in), p.gemm).reshape(n, h, w_in, p.kh, p.kw, c_out)
+    cols = exact_matmul(x.reshape(-1, c_in), p.gemm).reshape(n, h, w_in, g.kh, g.kw, g.out_shape[3])
     cols += p.tap_offset  # each tap's contribution, |.| <= 255 * sum|w| < 2^31 (prepare)
-    full = np.zeros((n, *p.full_hw, c_out), np.int32)
-    span_h, span_w = (h - 1) * p.stride_h + 1, (w_in - 1) * p.stride_w + 1
-    for i in range(p.kh):
-        for j in range(p.kw):
-            target = full[:, i:i + span_h:p.stride_h, j:j + span_w:p.stride_w, :]
+    return scatter(g, cols)
+
+
+def transpose_geometry(ctx: KernelContext, ops: ConvOperands) -> TransposeGeometry:
+    """The contract shared by the int8 and 16x8 kernels (module docstring) and the scatter geometry:
+    output_shape (input 0) a constant int32 [4] equal to the output's static shape; weights
+    ``[C_out, KH, KW, C_in]`` matching the input's channels; on a target whose runtime checks it
+    (:data:`SIZE_CHECKED_BY`), the input size a convolution of the output gives."""
+    n, h, w_in, c_in = ops.in_shape
+    out_shape = static_shape(ctx, ctx.outputs[0], "output", 4)
+    requested = ctx.constant(0, "output_shape")
+    if requested.dtype != np.int32 or requested.shape != (4,):
+        raise ctx.error(f"output_shape {ctx.input(0).name!r} must be int32 [4], got {requested.dtype.name} "
+                        f"{list(requested.shape)}")
+    if tuple(int(v) for v in requested) != out_shape:
+        raise ctx.error(f"output_shape {requested.tolist()} differs from the output tensor's shape {list(out_shape)}")
+    c_out, kh, kw, c_w = ops.w.shape
+    if c_w != c_in:
+        raise ctx.error(f"weights [C_out, KH, KW, C_in] have {c_w} input channels, the input has {c_in}")
+    if out_shape[0] != n or out_shape[3] != c_out:
+        raise ctx.error(f"output shape {list(out_shape)} must be [{n}, OH, OW, {c_out}]")
+    if out_shape[1] < 1 or out_shape[2] < 1:
+        raise ctx.error(f"output shape {list(out_shape)} is empty")
+    opts = ops.opts
+    oh, ow = out_shape[1], out_shape[2]
+    pad = compute_padding(opts.padding, (oh, ow), (kh, kw), (opts.stride_h, opts.stride_w), (1, 1))
+    if ctx.target.runtime in SIZE_CHECKED_BY and (pad.out_h, pad.out_w) != (h, w_in):
+        raise ctx.error(f"target {ctx.target.name!r} ({ctx.target.matches}) refuses this output size: a {opts.padding} "
+                        f"convolution of the {oh}x{ow} output gives {pad.out_h}x{pad.out_w}, not the {h}x{w_in} input")
+    full_hw = (max((h - 1) * opts.stride_h + kh, pad.top + oh), max((w_in - 1) * opts.stride_w + kw, pad.left + ow))
+    return TransposeGeometry(kh, kw, opts.stride_h, opts.stride_w, pad.top, pad.left, full_hw, out_shape)
+
+
+def tap_matrix(w: np.ndarray) -> np.ndarray:
+    """Weights ``[C_out, KH, KW, C_in]`` as ``[KH*KW*C_out, C_in]``, row ``(i, j, o)``: one GEMM of the
+    input pixels against it gives every tap's contribution."""
+    c_out, kh, kw, c_in = w.shape
+    return np.ascontiguousarray(w.transpose(1, 2, 0, 3)).reshape(kh * kw * c_out, c_in)
+
+
+def scatter(g: TransposeGeometry, cols: np.ndarray) -> np.ndarray:
+    """Add each tap's contributions ``cols`` ``[N, H, W, KH, KW, C_out]`` (int32 or int64) into the
+    strided slices of a zeroed buffer covering the uncropped output; returns the output window as
+    ``[N*OH*OW, C_out]`` in ``cols``' dtype."""
+    n, h, w_in = cols.shape[:3]
+    _, oh, ow, c_out = g.out_shape
+    full = np.zeros((n, *g.full_hw, c_out), cols.dtype)
+    span_h, span_w = (h - 1) * g.stride_h + 1, (w_in - 1) * g.stride_w + 1
+    for i in range(g.kh):
+        for j in range(g.kw):
+            target = full[:, i:i + span_h:g.stride_h, j:j + span_w:g.stride_w, :]
             np.add(target, cols[:, :, :, i, j, :], out=target)
-    return np.ascontiguousarray(full[:, p.top:p.top + oh, p.left:p.left + ow, :]).reshape(-1, c_out)
+    return np.ascontiguousarray(full[:, g.top:g.top + oh, g.left:g.left + ow, :]).reshape(-1, c_out)

@@ -54,6 +54,40 @@ def mbqm_single_scalar(x, multiplier, shift):
 
 
 @njit(cache=True, nogil=True)
+def quantize_float32_half_away(x, scale, zero_point, lo, hi, out):
+    """:func:`intq.qmath.quantize` per tensor with its defaults (float32 division, half away from
+    zero), one pass: ``out[i] = clamp(round_half_away(x[i] / scale) + zp, lo, hi)`` for ``x`` and
+    ``scale`` float32 (``x`` 1-D). The rounding decides on the exact fractional part ``q - trunc(q)``
+    as :func:`intq.qmath.round_float` does; the clamp is taken in float before the integer
+    conversion (infinities saturate). Returns True if some ``x[i] / scale`` is NaN (the caller
+    raises; those elements are undefined). A float boundary function: QUANTIZE's float input only."""
+    f_lo = np.float32(lo - zero_point)
+    f_hi = np.float32(hi - zero_point)
+    one = np.float32(1)
+    zero = np.float32(0)
+    half = np.float32(0.5)
+    nan = False
+    for i in range(x.size):
+        q = x[i] / scale
+        nan |= q != q
+        t = np.trunc(q)
+        frac = q - t  # exact
+        t = t + (one if frac >= half else zero) - (one if frac <= -half else zero)
+        t = min(max(t, f_lo), f_hi)
+        out[i] = np.int32(t) + zero_point
+    return nan
+
+
+@njit(cache=True, nogil=True)
+def dequantize_float32(q, zero_point, scale, out):
+    """:func:`intq.qmath.dequantize` per tensor, one pass: ``out[i] = float32(double(q[i] - Z) * S)``
+    (``S`` the float64 scale; the product is exact for |q - Z| < 2^29, the one rounding is to
+    float32). A float boundary function: DEQUANTIZE only."""
+    for i in range(q.size):
+        out[i] = np.float32(np.float64(np.int64(q[i]) - zero_point) * scale)
+
+
+@njit(cache=True, nogil=True)
 def requantize_rows_double(acc, offset, multiplier, left, right, zero_point, lo, hi, out, away):
     """``out[i, c] = clamp(mbqm_scalar(acc[i, c] + offset[c], m[c], left[c], right[c], away) + zp, lo, hi)``.
 
@@ -73,6 +107,35 @@ def requantize_rows_double(acc, offset, multiplier, left, right, zero_point, lo,
             y = mbqm_scalar(x, multiplier[c], left[c], right[c], away) + zero_point
             out[i, c] = lo if y < lo else (hi if y > hi else y)
     return overflow
+
+
+@njit(cache=True, nogil=True, inline="always")
+def mbqm_right_scalar(x, multiplier, nudge, toward, right):
+    """:func:`mbqm_scalar` with no left shift, branch-free (vectorizable): ``h = (x * m + 2^30) >> 31``
+    is SRDHM for a multiplier that is never INT32_MIN (``quantize_multiplier`` gives 0 or
+    [2^30, 2^31), so SRDHM's one saturating case cannot occur), then
+    ``(h + nudge - (toward & [h < 0])) >> right`` with ``nudge = 2^(right-1)`` (0 for ``right`` 0) and
+    ``toward`` = 1 for gemmlowp's ties away from zero when ``right > 0``, else 0 (ties up)."""
+    h = (np.int64(x) * multiplier + _HALF_Q31) >> 31
+    return (h + nudge - (toward & (h < 0))) >> right
+
+
+@njit(cache=True, nogil=True)
+def requantize_rows_double_right(acc, offset, multiplier, right, zero_point, lo, hi, out, away):
+    """:func:`requantize_rows_double` when no channel shifts left (every multiplier below 1: the
+    usual case), with :func:`mbqm_right_scalar`, branch-free so the compiler vectorizes it (measured
+    1.5-3x faster)."""
+    rows, cols = acc.shape
+    nudge = np.empty(cols, np.int64)
+    toward = np.empty(cols, np.int64)  # 1 where a negative tie must go away from zero
+    for c in range(cols):
+        nudge[c] = (np.int64(1) << right[c]) >> 1
+        toward[c] = 1 if away and right[c] > 0 else 0
+    for i in range(rows):
+        for c in range(cols):
+            y = mbqm_right_scalar(np.int64(acc[i, c]) + offset[c], multiplier[c], nudge[c], toward[c], right[c])
+            y += zero_point
+            out[i, c] = min(max(y, lo), hi)
 
 
 @njit(cache=True, nogil=True)

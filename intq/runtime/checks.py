@@ -2,25 +2,26 @@
 every tensor an integer kernel computes against the tensor the graph declares.
 
 * :func:`check_graph` — an :class:`~intq.ir.Graph`, not a path or a string (``intq.load`` makes one).
-* :func:`run_inputs` — ``{name: array}`` for exactly the graph's inputs, each of its shape, of a
-  real numeric dtype (float inputs take any real number and are cast; integer inputs must have
-  their exact dtype: a cast would change the quantized values), finite. Complex, string,
-  object and bool arrays are refused by name, as is anything that is not an array.
-* :class:`KernelCalls` — the one hook through which the interpreter calls an integer kernel's
-  ``run``: it checks each produced value's shape and dtype against the graph's declaration (a
-  ``.tflite`` whose declared shapes disagree with what its operators compute is refused at its
-  first run, naming the node and both shapes). :mod:`intq.runtime.tracing` adds the
-  integer-only trace on the same hook.
+* :func:`run_inputs` — ``{name: array}`` for exactly the graph's inputs, each of its shape (the
+  leading, batch dimension of a rank >= 2 input is free: the interpreter binds it), of a real
+  numeric dtype (float inputs take any real number and are cast; integer inputs must have their
+  exact dtype — a cast would change the quantized values — except int64 ids that fit an int32
+  index input), finite. Complex, string, object and bool arrays are refused by name, as is anything
+  that is not an array.
+* :func:`check_produced` — an integer kernel's outputs have the shapes and dtypes the graph
+  declares. An execution plan (:mod:`intq.runtime.plan`) calls it on its first run only (a plan's
+  shapes never change): a ``.tflite`` whose declared shapes disagree with what its operators
+  compute is refused at its first run, naming the node and both shapes.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from intq.ir import Graph, Node
+from intq.ir import Graph, Node, Tensor
 
 
 def _error(message: str):
@@ -35,18 +36,18 @@ def check_graph(graph) -> None:
         raise _error(f"Interpreter takes an intq Graph (from intq.load(...) or intq.quantize(...)), got {what}")
 
 
-def run_inputs(graph: Graph, inputs: Mapping[str, Any]) -> dict[str, np.ndarray]:
-    """The run's inputs, checked and cast (module docstring); errors name the input and the fix."""
+def run_inputs(graph: Graph, declared: Sequence[tuple[str, Tensor]], inputs: Mapping[str, Any]) -> list[np.ndarray]:
+    """The run's inputs in graph order, checked and cast (module docstring); ``declared``: each
+    input's name and tensor (the shapes the interpreter's base plan has). Errors name the input."""
     if not isinstance(inputs, Mapping):
         raise _error(f"run() takes a dict {{input name: array}} for inputs {list(graph.inputs)}, "
                      f"got a {type(inputs).__name__}")
-    missing = [n for n in graph.inputs if n not in inputs]
-    extra = [n for n in inputs if n not in graph.inputs]
-    if missing or extra:
+    if len(inputs) != len(declared) or any(n not in inputs for n, _ in declared):
+        missing = [n for n in graph.inputs if n not in inputs]
+        extra = [n for n in inputs if n not in graph.inputs]
         raise _error(f"graph {graph.name!r} takes inputs {list(graph.inputs)}; missing {missing}, unexpected {extra}")
-    values = {}
-    for name in graph.inputs:
-        t = graph.tensors[name]
+    values = []
+    for name, t in declared:
         given = inputs[name]
         if given is None or isinstance(given, (str, bytes)):
             raise _error(f"input {name!r} must be an array, got {type(given).__name__}")
@@ -62,12 +63,14 @@ def run_inputs(graph: Graph, inputs: Mapping[str, Any]) -> dict[str, np.ndarray]
             if want.kind != "f" and not _fits_index(arr, t):
                 raise _error(f"input {name!r} must be {want.name} (quantized values), got {arr.dtype.name}")
             arr = arr.astype(want)
-        if t.shape is not None and (arr.ndim != len(t.shape)
-                                    or any(d is not None and d != s for d, s in zip(t.shape, arr.shape))):
-            raise _error(f"input {name!r} must have shape {t.shape}, got {arr.shape}")
-        if arr.dtype.kind == "f" and not np.all(np.isfinite(arr)):
+        shape = t.shape
+        free = 1 if arr.ndim >= 2 else 0  # the batch (leading) dimension of a rank >= 2 input is free
+        if shape is not None and (arr.ndim != len(shape) or any(
+                d is not None and d != s for d, s in zip(shape[free:], arr.shape[free:]))):
+            raise _error(f"input {name!r} must have shape {graph.tensors[name].shape}, got {arr.shape}")
+        if arr.dtype.kind == "f" and not np.isfinite(arr).all():
             raise _error(f"input {name!r} contains NaN or Inf")
-        values[name] = arr
+        values.append(arr)
     return values
 
 
@@ -80,37 +83,21 @@ def _fits_index(arr: np.ndarray, t) -> bool:
     return arr.size == 0 or (info.min <= int(arr.min()) and int(arr.max()) <= info.max)
 
 
-class KernelCalls:
-    """Calls integer kernels for one interpreter: ``calls(node, run, params, args) -> outputs``.
-
-    After each call, every output the graph binds must have the declared static shape and dtype
-    (integer graphs have static shapes: the kernels were prepared with them).
-    """
-
-    def __init__(self, graph: Graph):
-        self.graph = graph
-
-    def __call__(self, node: Node, run: Callable, params, args: Sequence) -> tuple:
-        results = self.call(node, run, params, args)
-        self.check_produced(node, results)
-        return results
-
-    def call(self, node: Node, run: Callable, params, args: Sequence) -> tuple:
-        return run(params, *args)
-
-    def check_produced(self, node: Node, results: Sequence) -> None:
-        if not isinstance(results, tuple) or len(results) < sum(1 for o in node.outputs if o):
-            raise _error(f"node {node.name!r} ({node.op_type}) produced {len(results)} outputs for "
-                         f"{len(node.outputs)} declared")
-        for name, value in zip(node.outputs, results):
-            if not name:
-                continue
-            t = self.graph.tensors[name]
-            shape = tuple(np.shape(value))
-            dtype = getattr(value, "dtype", None)
-            if t.shape is not None and all(d is not None for d in t.shape) and shape != tuple(t.shape):
-                raise _error(f"node {node.name!r} ({node.op_type}) computes {list(shape)} for {name!r}, but the model "
-                             f"declares {list(t.shape)}: the file's shapes contradict its operators")
-            if dtype is not None and np.dtype(dtype) != np.dtype(t.dtype):
-                raise _error(f"node {node.name!r} ({node.op_type}) computes {np.dtype(dtype).name} for {name!r}, but "
-                             f"the model declares {np.dtype(t.dtype).name}")
+def check_produced(graph: Graph, node: Node, results: Sequence) -> None:
+    """An integer kernel's outputs: as many as the node binds, each of the declared static shape
+    and dtype (integer graphs have static shapes: the kernels were prepared with them)."""
+    if not isinstance(results, tuple) or len(results) < sum(1 for o in node.outputs if o):
+        raise _error(f"node {node.name!r} ({node.op_type}) produced {len(results)} outputs for "
+                     f"{len(node.outputs)} declared")
+    for name, value in zip(node.outputs, results):
+        if not name:
+            continue
+        t = graph.tensors[name]
+        shape = tuple(np.shape(value))
+        dtype = getattr(value, "dtype", None)
+        if t.shape is not None and all(d is not None for d in t.shape) and shape != tuple(t.shape):
+            raise _error(f"node {node.name!r} ({node.op_type}) computes {list(shape)} for {name!r}, but the model "
+                         f"declares {list(t.shape)}: the file's shapes contradict its operators")
+        if dtype is not None and np.dtype(dtype) != np.dtype(t.dtype):
+            raise _error(f"node {node.name!r} ({node.op_type}) computes {np.dtype(dtype).name} for {name!r}, but "
+                         f"the model declares {np.dtype(t.dtype).name}")

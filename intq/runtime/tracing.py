@@ -30,7 +30,6 @@ import numpy as np
 
 from intq.ir import Graph, Node
 from intq.kernels import integer_only
-from intq.runtime.checks import KernelCalls
 
 _INTQ_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the intq package folder
 
@@ -73,14 +72,21 @@ def float_params(params, path: str = "params", seen: set | None = None) -> list[
     return found
 
 
-class IntegerOnlyTrace(KernelCalls):
-    """The interpreter's kernel hook in tracing mode (module docstring); also checks what
-    :class:`~intq.runtime.checks.KernelCalls` checks. ``calls`` counts the kernel calls traced."""
+class IntegerOnlyTrace:
+    """The kernel hook of an interpreter in tracing mode (module docstring): :meth:`bind` gives the
+    execution plan a traced ``run`` per integer node. ``calls`` counts the kernel calls traced,
+    ``exempt_calls`` those of the float boundary."""
 
     def __init__(self, graph: Graph):
-        super().__init__(graph)
+        self.graph = graph
         self.calls = 0
         self.exempt_calls = 0
+
+    def bind(self, node: Node, run: Callable, params) -> Callable:
+        def traced(*args):
+            return self.call(node, run, params, args)
+
+        return traced
 
     def call(self, node: Node, run: Callable, params, args: Sequence) -> tuple:
         if self._boundary(node, args):
@@ -111,10 +117,10 @@ class IntegerOnlyTrace(KernelCalls):
     def _boundary(self, node: Node, args: Sequence) -> bool:
         """A call of a float-boundary kernel module (the module the interpreter chose) that reads
         or writes a float tensor."""
-        from intq.kernels import KERNELS, activation_of, lookup
+        from intq.kernels import KERNELS, lookup, node_activation
 
         first = args[0] if args else None
-        module = lookup(node.op_type, activation_of(getattr(first, "dtype", None)))
+        module = lookup(node.op_type, node_activation(node, self.graph.tensors))
         if not any(KERNELS.get(key) is module for key in integer_only.FLOAT_BOUNDARY_KERNELS):
             return False
         outputs = [self.graph.tensors[o] for o in node.outputs if o]

@@ -49,6 +49,7 @@ class _Tensor:
     scale: np.ndarray | None  # float32, length 1 or C
     zero_point: np.ndarray | None  # int64, same length as scale
     quantized_dimension: int
+    shape_signature: tuple[int, ...] | None = None  # -1 on dynamic dimensions; None: none written
 
 
 @dataclass(frozen=True)
@@ -134,6 +135,7 @@ class TfliteModelBuilder:
         scale: Any = None,
         zero_point: Any = None,
         quantized_dimension: int = 0,
+        shape_signature: Sequence[int] | None = None,
     ) -> int:
         """Add a tensor and return its index.
 
@@ -150,6 +152,8 @@ class TfliteModelBuilder:
                 is stored; zero points must be integers representable in ``dtype``.
                 Only integer tensors can be quantized.
             quantized_dimension: the axis of per-axis parameters (stored also for per-tensor).
+            shape_signature: ``shape`` with -1 on the dimensions a runtime may resize (LiteRT's
+                ``resize_tensor_input``: a dynamic batch); None writes no signature (all static).
 
         Raises:
             TensorSpecError: naming the tensor, for any violation of the above.
@@ -161,6 +165,14 @@ class TfliteModelBuilder:
                 f"tensor {name!r}: name already used by tensor {self._names[name]}"
             )
         dims = _check_shape(name, shape)
+        signature = None
+        if shape_signature is not None:
+            signature = tuple(int(d) for d in shape_signature)
+            if len(signature) != len(dims) or any(s not in (d, -1) for s, d in zip(signature, dims)):
+                raise TensorSpecError(f"tensor {name!r}: shape_signature {list(signature)} must be the shape "
+                                      f"{list(dims)} with -1 on dynamic dimensions")
+            if data is not None and -1 in signature:
+                raise TensorSpecError(f"tensor {name!r}: a constant cannot have a dynamic dimension")
         np_dtype = _check_dtype(name, dtype)
         payload = None if data is None else _constant_bytes(name, data, dims, np_dtype)
         scale_arr, zp_arr = _check_quantization(
@@ -176,6 +188,7 @@ class TfliteModelBuilder:
                 scale=scale_arr,
                 zero_point=zp_arr,
                 quantized_dimension=int(quantized_dimension),
+                shape_signature=signature,
             )
         )
         self._names[name] = index
@@ -345,6 +358,8 @@ class TfliteModelBuilder:
             t = schema.TensorT()
             t.name = spec.name
             t.shape = list(spec.shape)
+            if spec.shape_signature is not None and -1 in spec.shape_signature:
+                t.shapeSignature = list(spec.shape_signature)
             t.type = spec.type_code
             t.buffer = 0
             if spec.data is not None:

@@ -98,9 +98,27 @@ def test_merging_tables_equals_one_run_over_all_the_data(method):
 def test_progress_and_limit():
     g = _graph()
     seen = []
-    calibrate(g, _data(8), progress=seen.append, limit=5)
+    calibrate(g, _data(8), progress=seen.append, limit=5, batch_size=1)
     assert [p.samples for p in seen] == [1, 2, 3, 4, 5] and seen[-1].total == 5
     assert seen[-1].rate > 0 and seen[-1].eta == 0
+    seen.clear()
+    table = calibrate(g, _data(8), progress=seen.append, limit=5, batch_size=2)  # one call per run of 2 samples
+    assert [p.samples for p in seen] == [2, 4, 5] and table.num_samples == 5
+
+
+@pytest.mark.parametrize("method", ["minmax", "ema", "percentile", "mse", "entropy"])
+def test_the_table_does_not_depend_on_the_batch_size(method):
+    """Samples run batch_size at a time; every observer ends where the sample-by-sample run ends
+    (the moving average is fed each sample's slice in order)."""
+    g = _graph()
+    data = _data(7)
+    one = calibrate(g, data, method, batch_size=1)
+    for b in (3, 32):
+        other = calibrate(g, data, method, batch_size=b)
+        assert dict(other.ranges) == dict(one.ranges) and other.num_samples == 7
+    # samples of several rows (a batch-4 array among batch-1 ones) on a graph built for batch 1
+    mixed = [np.concatenate(data[:4]), *data[4:]]
+    assert dict(calibrate(g, mixed, "minmax").ranges) == dict(calibrate(g, data, "minmax").ranges)
 
 
 def test_data_errors_name_the_input_and_sample(tmp_path):

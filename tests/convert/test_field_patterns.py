@@ -234,7 +234,7 @@ def test_expand_and_tile_become_broadcast_to():
               helper.make_node("Expand", ["m", "shape"], ["e"]),                  # [1, 6, 3, 4]
               helper.make_node("Tile", ["c", "reps"], ["t"])]                     # [2, 6, 5, 12]
     data = [rng.standard_normal((1, *shape[1:])).astype(np.float32) for _ in range(6)]
-    model = _model(nodes, inits, shape, ["e", "t"], opset=17)
+    model = _model(nodes, inits, shape, ["e", "t"], opset=18)  # ReduceMean takes axes as an input from opset 18
     qg = quantize(model, data[:4])
     assert [n.op_type for n in qg.nodes].count("BROADCAST_TO") == 2
     _assert_every_tensor_equals_both_runtimes(qg, data[4:])
@@ -263,3 +263,18 @@ def test_embedding_lookup_gathers_from_an_int8_table():
     assert np.max(np.abs(q["y"] - f["y"])) < 0.05 * np.max(np.abs(f["y"]))
     with pytest.raises(intq.errors.IntqError, match="indices must lie in \\[0, 20\\)"):
         intq.Interpreter(qg).run({"ids": np.full((1, 6), 20, np.int64)})
+
+
+def test_a_float_cast_is_the_identity_and_an_integer_cast_is_named():
+    """torch.onnx writes Cast(to=FLOAT) on float tensors (silero-vad's STFT): nothing to do in an int8
+    graph. A Cast to an integer type has no int8 meaning: refused before calibration, by name."""
+    rng = np.random.default_rng(13)
+    nodes, inits, shape = _conv_head(rng)
+    nodes += [helper.make_node("Cast", ["c"], ["y"], to=TensorProto.FLOAT)]
+    data = [rng.standard_normal((1, *shape[1:])).astype(np.float32) for _ in range(5)]
+    qg = quantize(_model(nodes, inits, shape, ["y"]), data[:4])
+    assert "CAST" not in qg.op_types() and "CONV_2D" in qg.op_types()
+    _assert_every_tensor_equals_both_runtimes(qg, data[4:])
+    nodes[-1] = helper.make_node("Cast", ["c"], ["y"], to=TensorProto.INT32, name="to_int")
+    with pytest.raises(intq.errors.IntqError, match="node 'to_int' \\(Cast\\): a Cast from float32 to int32"):
+        quantize(_model(nodes, inits, shape, ["y"]), data[:4])

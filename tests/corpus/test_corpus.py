@@ -165,3 +165,43 @@ def test_cli_quantize_on_a_corpus_model_writes_a_checked_file_or_nothing(tmp_pat
         else:
             assert r.returncode == 1 and "Traceback" not in r.stderr and not out.exists(), r.stderr
     assert (tmp_path / "ppocr_cls_mobile_v2.tflite").exists() and (tmp_path / "ppocr_det_v4.tflite").exists()
+
+
+def test_cli_fixes_a_branch_selecting_input_and_names_what_it_cannot_convert(tmp_path):
+    """`intq quantize` where an input selects a branch (silero-vad's sample rate, here a small model of
+    the same form: If on Equal(sr, 16000)): left free, the error names the If and --input-value and
+    nothing is written; fixed with --input-value sr=16000, the file is written and checked. A node no
+    rule converts is named with its op and the next step, and nothing is written."""
+    import json
+    import subprocess
+
+    from onnx import TensorProto, helper, numpy_helper
+
+    from ..frontends.test_onnx_if import _sample_rate_model
+
+    rng = np.random.default_rng(0)
+    switch = tmp_path / "switch.onnx"
+    switch.write_bytes(_sample_rate_model().SerializeToString())
+    np.savez(tmp_path / "x8.npz", x=rng.uniform(0, 1, (4, 8)).astype(np.float32))
+    out = tmp_path / "switch.tflite"
+    cmd = [sys.executable, "-m", "intq.cli", "quantize", str(switch), "--calib", str(tmp_path / "x8.npz"),
+           "--input-shape", "x=1x8", "-o", str(out), "--check-samples", "0"]
+    r = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 1 and "'rate_if'" in r.stderr and "--input-value NAME=VALUE" in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr and not out.exists()
+    r = subprocess.run(cmd + ["--input-value", "sr=16000", "--json"], capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["runtimes"] == {"LiteRT": "loaded and ran", "TFLite Micro": "loaded and ran"}
+    assert "MUL" in intq.load(out).op_types()  # the 16 kHz branch: x * 2
+
+    nodes = [helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Pow", ["r", "q"], ["y"], name="root4")]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                          [numpy_helper.from_array(np.float32(0.25), "q")])
+    bad = tmp_path / "root4.onnx"
+    bad.write_bytes(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString())
+    out2 = tmp_path / "root4.tflite"
+    r = subprocess.run([sys.executable, "-m", "intq.cli", "quantize", str(bad), "--calib", str(tmp_path / "x8.npz"),
+                        "-o", str(out2)], capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 1 and "node 'root4' (Pow)" in r.stderr and "rewrite the model" in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr and not out2.exists()

@@ -97,10 +97,9 @@ def single_op_graph(op: str, inputs: Sequence[Tensor | None], outputs: Sequence[
 
 def kernel_key(graph: Graph, node: Node) -> tuple[str, str]:
     """The (op, activation dtype) kernel the interpreter runs ``node`` with (:func:`intq.kernels.lookup`)."""
-    from intq.kernels import INT8, KERNELS, activation_of
+    from intq.kernels import INT8, KERNELS, node_activation
 
-    first = graph.tensors[node.inputs[0]] if node.inputs and node.inputs[0] else None
-    key = (node.op_type, activation_of(first.dtype if first is not None else None))
+    key = (node.op_type, node_activation(node, graph.tensors))
     return key if key in KERNELS else (node.op_type, INT8)
 
 

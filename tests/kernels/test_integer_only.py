@@ -116,6 +116,18 @@ def test_the_run_path_reaches_helper_modules():
     assert not any(k.endswith("exact_matmul") for k in path)  # decision 6, exempt by its qualified name
 
 
+def test_the_walk_reaches_the_compiled_fast_paths():
+    """The compiled loops the run paths take for speed are checked like the rest."""
+    assert "intq.kernels.mul._fused_mul" in _run_path(KERNELS[("MUL", INT8)])
+    assert "intq.qmath.compiled.mbqm_scalar" in _run_path(KERNELS[("MUL", INT8)])
+    assert "intq.kernels._elementwise_common._gather" in _run_path(KERNELS[("HARD_SWISH", INT8)])
+    assert "intq.kernels.add._fused_add" in _run_path(KERNELS[("ADD", INT8)])
+    assert "intq.qmath.compiled.mbqm_right_scalar" in _run_path(KERNELS[("ADD", INT8)])
+    assert "intq.kernels.depthwise_conv_2d._accumulate" in _run_path(KERNELS[("DEPTHWISE_CONV_2D", INT8)])
+    assert "intq.kernels.mean._spatial_mean" in _run_path(KERNELS[("MEAN", INT8)])
+    assert "intq.kernels._conv_common._fill_windows" in _run_path(KERNELS[("CONV_2D", INT8)])
+
+
 def test_the_walk_reaches_the_16x8_helpers():
     assert "intq.kernels.int16x8._common.requantize_int64" in _run_path(KERNELS[("CONV_2D", INT16)])
     assert "intq.qmath.raw.mbqm_int64" in _run_path(KERNELS[("CONV_2D", INT16)])
@@ -126,6 +138,7 @@ def test_the_walk_reaches_the_16x8_helpers():
 def test_the_integer_requantization_path_is_integer_only():
     path = _run_path(requantize, "requantize")
     expected = {"intq.qmath.compiled.requantize_rows_double", "intq.qmath.compiled.requantize_rows_single",
+                "intq.qmath.compiled.requantize_rows_double_right",
                 "intq.qmath.raw.mbqm", "intq.qmath.raw.mbqm_half_up", "intq.qmath.raw.mbqm_single",
                 "intq.kernels.requantize.DoubleRounding.apply", "intq.kernels.requantize.SingleRounding.apply"}
     assert expected <= set(path), expected - set(path)
@@ -273,7 +286,7 @@ def test_every_kernel_run_is_integer_only_on_real_models():
             except intq.IntqError:  # a target that does not emulate one of its operators
                 continue
             it.run(feeds)  # raises IntegerOnlyViolation on the first float
-            traced[(name, target)] = it._call_kernel.calls
+            traced[(name, target)] = it.trace.calls
     assert len({n for n, _ in traced}) >= 12, traced
     assert {t for _, t in traced} == set(TARGETS)
     # the int8 / 16x8 models are integer throughout (MediaPipe's float models run float ops instead)

@@ -28,16 +28,31 @@ def _pair(rng, i):
     return (shape, other) if rng.random() < 0.5 else (other, shape)
 
 
+@pytest.mark.parametrize("dtype", [np.int8, np.int16])
 @pytest.mark.parametrize("n", [7, 8, 15, 16, 17, 33])
-def test_quantize_float_blocks_ties_and_overflow(n):
+def test_quantize_float_blocks_ties_and_overflow(n, dtype):
+    """Float input, int8 or int16 output (16x8's input QUANTIZE: zero point 0, no XNNPACK)."""
     rng = np.random.default_rng(n)
-    for zp in (-5, 0, 7):
+    span = 140 if dtype == np.int8 else 33000
+    for zp in ((-5, 0, 7) if dtype == np.int8 else (0,)):
         s = float(np.float32(2.0 ** -rng.integers(1, 8)))
-        x = ((rng.integers(-140, 140, n) + 0.5) * s).astype(np.float32)  # exact ties of x / s
+        x = ((rng.integers(-span, span, n) + 0.5) * s).astype(np.float32)  # exact ties of x / s
         x[::5] = np.float32(3e38) * np.sign(x[::5] + 1e-9).astype(np.float32)  # beyond int32: wraps in LiteRT
         x[1::7] = np.float32(-2.2e9 * s)
-        graph = single_op_graph("QUANTIZE", [tensor("x", (n,), np.float32)], [tensor("y", (n,), scale=s, zero_point=zp)])
-        assert_matches_oracles(graph, {"x": x}, targets=OPT, context=f"QUANTIZE float n={n} zp={zp}")
+        graph = single_op_graph("QUANTIZE", [tensor("x", (n,), np.float32)],
+                                [tensor("y", (n,), dtype, scale=s, zero_point=zp)])
+        assert_matches_oracles(graph, {"x": x}, targets=OPT, context=f"QUANTIZE float n={n} zp={zp} {dtype.__name__}")
+
+
+def test_quantize_int8_to_int16_is_the_reference():
+    """int8 -> int16 rescale: ``Requantize<int8_t, int16_t>`` has no optimized specialization."""
+    rng = np.random.default_rng(21)
+    for n in (5, 16, 40):
+        s_in = float(np.float32(10 ** rng.uniform(-3, -1)))
+        graph = single_op_graph("QUANTIZE", [tensor("x", (n,), scale=s_in, zero_point=int(rng.integers(-128, 128)))],
+                                [tensor("y", (n,), np.int16, scale=float(np.float32(s_in * 10 ** rng.uniform(-3, -1))))])
+        x = rng.integers(-128, 128, n).astype(np.int8)
+        assert_matches_oracles(graph, {"x": x}, targets=("litert-ref", *OPT), context=f"QUANTIZE 8->16 n={n}")
 
 
 @pytest.mark.parametrize("ratio", [2.0**-8, 2.0**-8 * 0.999, 2.0**7, 2.0**7 * 1.001, 0.3, 1.0])
@@ -59,6 +74,11 @@ def test_dequantize_blocks():
         graph = single_op_graph("DEQUANTIZE", [tensor("x", (n,), scale=s, zero_point=zp)], [tensor("y", (n,), np.float32)])
         x = rng.integers(-128, 128, n).astype(np.int8)
         assert_matches_oracles(graph, {"x": x}, targets=OPT, context=f"DEQUANTIZE n={n}")
+    for n in (7, 8, 9, 4099):  # int16 (16x8's output DEQUANTIZE): zero point 0
+        s = float(np.float32(10 ** rng.uniform(-5, -1)))
+        graph = single_op_graph("DEQUANTIZE", [tensor("x", (n,), np.int16, scale=s)], [tensor("y", (n,), np.float32)])
+        x = rng.integers(-32768, 32768, n).astype(np.int16)
+        assert_matches_oracles(graph, {"x": x}, targets=OPT, context=f"DEQUANTIZE int16 n={n}")
 
 
 def test_mean_4d_spatial_channel_blocks():

@@ -82,6 +82,29 @@ def _compiled_forms(x, m, shift, out_double, out_half_up, out_single, out_srdhm)
         out_srdhm[i] = compiled.srdhm_scalar(x[i], m[i])
 
 
+@njit(cache=True)
+def _right_forms(x, m, right, out_double, out_half_up):
+    for i in range(x.size):
+        nudge = (np.int64(1) << right[i]) >> 1
+        out_double[i] = compiled.mbqm_right_scalar(x[i], m[i], nudge, 1 if right[i] > 0 else 0, right[i])
+        out_half_up[i] = compiled.mbqm_right_scalar(x[i], m[i], nudge, 0, right[i])
+
+
+def test_branch_free_right_shift_form_equals_the_reference(rng):
+    """mbqm_right_scalar (no left shift, multipliers from quantize_multiplier: 0 or [2^30, 2^31))
+    equals the double rounding on every int32 edge and 10^6 random cases."""
+    x, m, shift = _double_rounding_cases(rng, N_RANDOM)
+    shift = -np.abs(shift)
+    x[: len(INT32_EDGES)] = INT32_EDGES
+    m[1::97] = 0
+    double, half_up = np.empty(x.size, np.int64), np.empty(x.size, np.int64)
+    _right_forms(x, m, -shift, double, half_up)
+    np.testing.assert_array_equal(double, raw.mbqm(x, m, shift))
+    np.testing.assert_array_equal(half_up, raw.mbqm_half_up(x, m, shift))
+    sample = slice(0, 100_000)
+    np.testing.assert_array_equal(double[sample], expect(ref.mbqm_double, x[sample], m[sample], shift[sample]))
+
+
 def test_compiled_scalar_forms_equal_the_reference(rng):
     x, m, shift = _double_rounding_cases(rng, N_RANDOM)
     x[:4], m[:4], shift[:4] = ref.INT32_MIN, ref.INT32_MIN, 0  # srdhm's one saturating case
@@ -112,5 +135,43 @@ def test_fused_requantization_rows_equal_raw(rng):
                                                    5, -1000, 1000, out, away)
         assert not overflow
         np.testing.assert_array_equal(out, np.clip(form(acc + offset, m, shift) + 5, -1000, 1000))
+        # the branch-free form for right shifts only, with the edge multipliers and zero
+        m_edges = m.copy()
+        m_edges[:3] = (2**30, 2**31 - 1, 0)
+        compiled.requantize_rows_double_right(acc, offset, m_edges, np.maximum(-shift, 0), 5, -1000, 1000, out, away)
+        np.testing.assert_array_equal(out, np.clip(form(acc + offset, m_edges, shift) + 5, -1000, 1000))
     compiled.requantize_rows_single(acc, offset, m, shift, -3, -500, 700, out)
     np.testing.assert_array_equal(out, np.clip(raw.mbqm_single(acc + offset, m, shift) - 3, -500, 700))
+
+
+def test_compiled_float32_quantization_equals_quantize(rng):
+    """QUANTIZE's compiled float path equals intq.qmath.quantize (float32 division, half away from
+    zero, saturation) on random values, every tie x = (k + 0.5) S, its float32 neighbours,
+    infinities and huge values, for int8 and int16 outputs; NaN is reported."""
+    from intq.qmath import QuantParams, quantize
+
+    for scale, zp, dtype in [(0.0123, 5, np.int8), (1 / 256, -128, np.int8), (3.7e-5, 0, np.int8),
+                             (7.0, 127, np.int8), (0.25 / 32768, 0, np.int16)]:
+        qp = QuantParams(np.array([scale]), np.array([zp]), dtype)
+        s = np.float32(qp.scale[0])
+        span = float(qp.qmax - qp.qmin) * 2
+        ties = (np.arange(-span, span, 1, dtype=np.float32)[::max(1, int(span) // 4000)] + np.float32(0.5)) * s
+        x = np.concatenate([rng.standard_normal(50_000).astype(np.float32) * np.float32(span * scale),
+                            ties, np.nextafter(ties, np.float32(0)), np.nextafter(ties, np.float32(np.inf)),
+                            np.array([np.inf, -np.inf, 3e38, -3e38, 0.0, -0.0, 1e-45], np.float32)])
+        out = np.empty(x.size, dtype)
+        assert not compiled.quantize_float32_half_away(x, s, zp, qp.qmin, qp.qmax, out)
+        np.testing.assert_array_equal(out, quantize(x, qp))
+    out = np.empty(2, np.int8)
+    assert compiled.quantize_float32_half_away(np.array([1.0, np.nan], np.float32), np.float32(0.1), 0, -128, 127, out)
+
+
+def test_compiled_dequantization_equals_dequantize():
+    from intq.qmath import QuantParams, dequantize
+
+    for scale, zp, dtype in [(0.0123, 5, np.int8), (1 / 256, -128, np.int8), (3.3e-5, 0, np.int16), (7.1, -3, np.int16)]:
+        qp = QuantParams(np.array([scale]), np.array([zp]), dtype)
+        q = np.arange(np.iinfo(dtype).min, np.iinfo(dtype).max + 1).astype(dtype)
+        out = np.empty(q.size, np.float32)
+        compiled.dequantize_float32(q, zp, float(qp.scale[0]), out)
+        np.testing.assert_array_equal(out, dequantize(q, qp))

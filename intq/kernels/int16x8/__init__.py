@@ -7,5 +7,5 @@ operators differently for int16: int64 accumulators and a 16-bit reduced multipl
 ``left_shift = 15`` (ADD), 513-entry interpolated tables (SOFTMAX), a fixed 256-entry sigmoid
 table (LOGISTIC, TANH). One module per operator, with the contract of :mod:`intq.kernels`; each
 registers with ``@kernel(OP, INT16)`` into the one registry (:data:`intq.kernels.KERNELS`), and the
-interpreter selects it for a node whose first input is int16 (:func:`intq.kernels.activation_of`).
+interpreter selects it for a node whose data input is int16 (:func:`intq.kernels.node_activation`).
 """

@@ -21,6 +21,7 @@ import numpy as np
 from intq.ir import Tensor
 from intq.kernels._conv_common import ConvOperands, check_accumulator, conv_bias, conv_operands, conv_scales
 from intq.kernels.base import KernelContext, fused_activation_range, static_shape  # noqa: F401 (the 16x8 kernels import them from here)
+from intq.errors import IntqError
 from intq.kernels.targets import Runtime
 from intq.qmath import QuantParams, quantize_multiplier
 from intq.qmath.raw import mbqm_int64, reduce_multiplier
@@ -115,11 +116,12 @@ def make_int64_requant(ctx: KernelContext, real: np.ndarray, lo: int, hi: int) -
     return Int64Requant(m16, t, int(lo), int(hi))
 
 
-def conv_operands_16x8(ctx: KernelContext, channel_axis: int) -> ConvOperands:
+def conv_operands_16x8(ctx: KernelContext, channel_axis: int, input_index: int = 0,
+                       dilation: bool = True) -> ConvOperands:
     """:func:`intq.kernels._conv_common.conv_operands` of a 16x8 convolution: int16 symmetric input
-    and output (:func:`int16_tensor`), on a target that runs the reference kernels."""
-    reference_runtime(ctx)
-    return conv_operands(ctx, channel_axis, activation=int16_tensor)
+    and output (:func:`int16_tensor`)."""
+    runtime_16x8(ctx)
+    return conv_operands(ctx, channel_axis, activation=int16_tensor, input_index=input_index, dilation=dilation)
 
 
 def conv_int64_requant(ctx: KernelContext, ops: ConvOperands, bias: np.ndarray) -> Int64Requant:
@@ -138,10 +140,63 @@ def requantize_int64(r: Int64Requant, acc: np.ndarray) -> np.ndarray:
     return np.clip(mbqm_int64(acc, r.m16, r.total_shift), r.act_min, r.act_max).astype(np.int16)
 
 
-def reference_runtime(ctx: KernelContext) -> Runtime:
-    """The runtime whose reference kernels the target reproduces; the optimized LiteRT targets
-    (``litert-opt``, ``xnnpack``) are not emulated for 16x8 and are refused, naming the node."""
-    if ctx.target.optimized or ctx.target.xnnpack:
-        raise ctx.error(f"target {ctx.target.name!r} ({ctx.target.matches}): LiteRT's optimized 16x8 kernels "
-                        f"are not emulated; use target 'tflite' or 'litert-ref'")
+def runtime_16x8(ctx: KernelContext) -> Runtime:
+    """The runtime family whose 16x8 arithmetic ``ctx.target`` reproduces. The optimized LiteRT
+    targets are included: LiteRT 2.3's optimized resolver runs the reference int16 kernels for
+    most operators (measured on every random model of tests/kernels/test_int16x8.py), and XNNPACK
+    takes no int16 tensor, so ``xnnpack`` computes what ``litert-opt`` does. The kernels whose
+    optimized int16 paths differ say so and select their own variant (FULLY_CONNECTED without an
+    int64 bias, ADD's vector lanes, LOGISTIC/TANH on power-of-two input scales)."""
     return ctx.target.runtime
+
+
+# ----------------------------------------------------------------------------- RELU, RELU6
+
+#: Every int16 value ordered by its bits (int64): ``ALL_INT16[u]`` is the int16 whose bits are ``u``,
+#: so a table of ``f(ALL_INT16)`` is indexed by ``x.view(np.uint16)``.
+ALL_INT16 = np.arange(1 << 16, dtype=np.int64).astype(np.uint16).view(np.int16).astype(np.int64)
+
+
+@dataclass(frozen=True, eq=False)
+class Relu16x8Params:
+    """An int16 RELU-like function as a table: ``y = table[x.view(uint16)]``."""
+
+    table: np.ndarray  # int16 [65536]
+
+
+def prepare_relu_16x8(ctx: KernelContext, bounds: str, *, tflm_clamp_only: bool = False) -> Relu16x8Params:
+    """RELU / RELU6 on int16 (``bounds``: the clamp's real bounds, as a fused activation's name).
+
+    LiteRT (activations.cc ReluPrepare + QuantizedReluX<int16_t>, every resolver):
+    ``clamp(MultiplyByQuantizedMultiplier(x, M), lo, hi)`` with ``M = float(s_in / s_out)`` and the
+    bounds ``roundf(b / s_out)`` within int16. TFLM (activations_common.cc): RELU the same with
+    ``M = double(s_in) / double(s_out)``; RELU6 (``tflm_clamp_only``) no rescale at all,
+    ``clamp(x, 0, round(6 / s_in))`` — the output's own parameters ignored, as for int8. The
+    result of all 65536 inputs is tabulated at prepare."""
+    from intq.kernels._elementwise_common import make_rescale, same_shape, scale_ratio
+    from intq.kernels.requantize import activation_range, make_requantizer, requantize
+    from intq.kernels.targets import Requant
+
+    runtime = runtime_16x8(ctx)
+    if len(ctx.inputs) != 1:
+        raise ctx.error(f"takes 1 input, got {len(ctx.inputs)}")
+    qx, qy = io_int16(ctx)
+    same_shape(ctx, ctx.input(0), ctx.outputs[0])
+    try:
+        if tflm_clamp_only and runtime is Runtime.TFLM:
+            lo, hi = activation_range(bounds, qx)  # quantized with the *input's* parameters
+            requant = make_requantizer(1.0, Requant.DOUBLE, 0, lo, hi, np.int16)
+        else:
+            real = scale_ratio(runtime, (qx.tensor_scale,), qy.tensor_scale)
+            make_rescale(ctx, real, "output", Requant.DOUBLE, max_left_shift=15)  # |x| <= 2^15: x << 15 fits int32
+            lo, hi = activation_range(bounds, qy)
+            requant = make_requantizer(real, Requant.DOUBLE, 0, lo, hi, np.int16)
+    except IntqError as e:
+        raise ctx.error(str(e)) from None
+    table = requantize(requant, ALL_INT16)
+    table.setflags(write=False)
+    return Relu16x8Params(table)
+
+
+def run_relu_16x8(p: Relu16x8Params, x: np.ndarray) -> np.ndarray:
+    return p.table[x.view(np.uint16)]

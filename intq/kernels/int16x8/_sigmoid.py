@@ -10,6 +10,11 @@ and ``Tanh`` for int16) prepare the input the same way:
 * otherwise ``m = double(s_in) * 4096 * 3``, doubled (and ``left_shift`` incremented from 0)
   while ``m <= 32767 / 2`` and ``left_shift <= 30``, then ``multiplier = int(m)`` (truncated).
 
+``litert-opt`` / ``xnnpack``: LiteRT's optimized resolver runs the same reference function except
+on the power-of-two scales above, where it runs gemmlowp's int16 fixed-point logistic / tanh
+(``optimized_ops::Logistic``/``Tanh`` on int16: measured to differ); intq refuses those nodes for
+the optimized targets. XNNPACK takes no int16 tensor.
+
 At run time ``d = (x * multiplier + round) >> left_shift`` with ``round = 2^(left_shift - 1)``
 (0 without a shift), so that 1/24 of the real input is 2^9 (LOGISTIC) or 2^8 (TANH, which
 evaluates ``tanh(x) = 2 sigmoid(2x) - 1``), and ``|d|`` interpolates linearly in
@@ -27,7 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from intq.kernels.base import KernelContext
-from intq.kernels.int16x8._common import io_int16, reference_runtime
+from intq.kernels.int16x8._common import io_int16, runtime_16x8
 from intq.kernels.int16x8.add import checked_log2
 
 SIGMOID_TABLE_UINT16 = np.array([
@@ -63,7 +68,7 @@ class SigmoidInput:
 
 def prepare_sigmoid_input(ctx: KernelContext, pot_shifts: tuple[int, ...]) -> SigmoidInput:
     """The input scaling above; ``pot_shifts`` are the left shifts taken as power-of-two scales."""
-    reference_runtime(ctx)
+    runtime_16x8(ctx)
     in_qp, out_qp = io_int16(ctx)
     if ctx.input(0).shape != ctx.outputs[0].shape:
         raise ctx.error("input and output must have the same shape")
@@ -73,6 +78,12 @@ def prepare_sigmoid_input(ctx: KernelContext, pot_shifts: tuple[int, ...]) -> Si
     pot, e = checked_log2(in_qp.scale[0])
     left_shift = 12 + e  # (15 - kInputIntegerBits) + log2(s_in), kInputIntegerBits = 3
     if pot and left_shift in pot_shifts:
+        if ctx.target.optimized:
+            raise ctx.error(
+                f"target {ctx.target.name!r} ({ctx.target.matches}) is not emulated for this operator on a "
+                f"power-of-two input scale ({in_qp.tensor_scale!r}): LiteRT's optimized int16 {ctx.op} then runs "
+                f"gemmlowp's int16 fixed-point {ctx.op.lower()} (SSE rounding in its vector lanes), measured to "
+                f"differ from the table; use target 'litert-ref' or 'tflite'")
         return SigmoidInput(3 << left_shift, 0, 0)
     m = in_qp.tensor_scale * 4096.0 * 3.0
     left_shift = 0

@@ -16,7 +16,7 @@ import numpy as np
 
 from intq.kernels._pool_common import PoolWindow, WindowCounts, prepare_pool, rounded_average, window_counts, window_reduce
 from intq.kernels.base import INT16, KernelContext, kernel
-from intq.kernels.int16x8._common import io_int16, reference_runtime
+from intq.kernels.int16x8._common import io_int16, runtime_16x8
 
 OP = "AVERAGE_POOL_2D"
 
@@ -29,7 +29,7 @@ class AveragePool16x8Params:
 
 @kernel(OP, INT16)
 def prepare(ctx: KernelContext) -> AveragePool16x8Params:
-    reference_runtime(ctx)
+    runtime_16x8(ctx)
     pool = prepare_pool(ctx, *io_int16(ctx))
     return AveragePool16x8Params(pool, window_counts(ctx, pool.geometry, 1 << 15))  # |q| <= 2^15
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from intq.kernels.base import INT16, KernelContext, kernel
-from intq.kernels.int16x8._common import INT16_MAX, INT16_MIN, io_int16, reference_runtime, static_shape
+from intq.kernels.int16x8._common import INT16_MAX, INT16_MIN, io_int16, runtime_16x8, static_shape
 from intq.qmath.raw import mbqm
 from intq.kernels.targets import Runtime
 from intq.qmath import quantize_multiplier
@@ -37,7 +37,7 @@ class LeakyRelu16x8Params:
 
 @kernel(OP, INT16)
 def prepare(ctx: KernelContext) -> LeakyRelu16x8Params:
-    runtime = reference_runtime(ctx)
+    runtime = runtime_16x8(ctx)
     in_qp, out_qp = io_int16(ctx)
     if static_shape(ctx, ctx.input(0), "input") != static_shape(ctx, ctx.outputs[0], "output"):
         raise ctx.error("input and output must have the same shape")

@@ -10,14 +10,14 @@ import numpy as np
 
 from intq.kernels._pool_common import PoolWindow, prepare_pool, window_reduce
 from intq.kernels.base import INT16, KernelContext, kernel
-from intq.kernels.int16x8._common import INT16_MIN, io_int16, reference_runtime
+from intq.kernels.int16x8._common import INT16_MIN, io_int16, runtime_16x8
 
 OP = "MAX_POOL_2D"
 
 
 @kernel(OP, INT16)
 def prepare(ctx: KernelContext) -> PoolWindow:
-    reference_runtime(ctx)
+    runtime_16x8(ctx)
     return prepare_pool(ctx, *io_int16(ctx))
 
 

@@ -20,7 +20,7 @@ import numpy as np
 
 from intq.kernels._pool_common import QuantizedSumParams, quantized_sum
 from intq.kernels.base import INT16, KernelContext, kernel
-from intq.kernels.int16x8._common import INT16_MAX, INT16_MIN, io_int16, reference_runtime
+from intq.kernels.int16x8._common import INT16_MAX, INT16_MIN, io_int16, runtime_16x8
 from intq.qmath.raw import mbqm
 
 OP = "MEAN"
@@ -28,7 +28,7 @@ OP = "MEAN"
 
 @kernel(OP, INT16)
 def prepare(ctx: KernelContext) -> QuantizedSumParams:
-    reference_runtime(ctx)
+    runtime_16x8(ctx)
     return quantized_sum(ctx, *io_int16(ctx), mean=True, max_diff=1 << 15)  # |q| <= 2^15, Z_in = 0
 
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from intq.kernels.base import INT16, KernelContext, kernel
-from intq.kernels.int16x8._common import binary_int16, fused_activation_range, reference_runtime
+from intq.kernels.int16x8._common import binary_int16, fused_activation_range, runtime_16x8
 from intq.qmath.raw import mbqm
 from intq.kernels.targets import Runtime
 from intq.qmath import quantize_multiplier
@@ -36,7 +36,7 @@ class Mul16x8Params:
 
 @kernel(OP, INT16)
 def prepare(ctx: KernelContext) -> Mul16x8Params:
-    runtime = reference_runtime(ctx)
+    runtime = runtime_16x8(ctx)
     qa, qb, qy, shape = binary_int16(ctx)
     s_a, s_b, s_y = (np.float32(q.tensor_scale) for q in (qa, qb, qy))
     if runtime is Runtime.LITERT:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from intq.kernels.base import INT16, KernelContext, kernel
-from intq.kernels.int16x8._common import reference_runtime, scale64
+from intq.kernels.int16x8._common import runtime_16x8, scale64
 from intq.qmath.raw import mbqm
 from intq.qmath import quantize_multiplier
 
@@ -37,7 +37,7 @@ class Requantize16Params:
 
 @kernel(OP, INT16)
 def prepare(ctx: KernelContext) -> Requantize16Params:
-    reference_runtime(ctx)
+    runtime_16x8(ctx)
     in_qp = ctx.per_tensor(ctx.input(0), "input", (np.int16,))
     y = ctx.outputs[0]
     out_qp = ctx.per_tensor(y, "output", (np.int16, np.int8))

@@ -35,7 +35,7 @@ import numpy as np
 
 from intq.kernels.base import INT16, KernelContext, kernel
 from intq.kernels.int16x8 import _lut
-from intq.kernels.int16x8._common import io_int16, reference_runtime, static_shape
+from intq.kernels.int16x8._common import io_int16, runtime_16x8, static_shape
 from intq.qmath.raw import mbqm
 from intq.kernels.targets import Runtime
 from intq.qmath import quantize_multiplier
@@ -70,7 +70,7 @@ def _tflm_tables() -> tuple[np.ndarray, np.ndarray]:
 
 @kernel(OP, INT16)
 def prepare(ctx: KernelContext) -> Softmax16x8Params:
-    runtime = reference_runtime(ctx)
+    runtime = runtime_16x8(ctx)
     in_qp, out_qp = io_int16(ctx)
     shape = static_shape(ctx, ctx.input(0), "input")
     if not shape or static_shape(ctx, ctx.outputs[0], "output") != shape:
