@@ -813,7 +813,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     """Parse the arguments and run the command; return the exit code (the module docstring)."""
-    with _sigterm_as_interrupt():  # first: a SIGTERM from here on is cleaned up like Ctrl-C
+    with _signals_as_interrupts():  # first: a Ctrl-C or SIGTERM from here on is cleaned up
         args = None
         try:
             parser = build_parser()
@@ -830,7 +830,8 @@ def main(argv=None) -> int:
 
 
 def _interrupted(name: str, e: BaseException, outputs) -> int:
-    """Ctrl-C / SIGTERM: discard what is staged, say what (if anything) was already written."""
+    """Ctrl-C / SIGTERM: discard what is staged, say what (if anything) was already written. ``e`` may
+    be what the interruption became inside a library (below)."""
     committed = []
     if outputs is not None:
         outputs.discard()
@@ -839,14 +840,15 @@ def _interrupted(name: str, e: BaseException, outputs) -> int:
         print(f"{name}: interrupted after writing {', '.join(map(str, committed))}", file=sys.stderr)
     else:
         print(f"{name}: interrupted, nothing written", file=sys.stderr)
-    return 128 + (signal.SIGTERM if isinstance(e, Interrupted) else signal.SIGINT)
+    received = _RECEIVED[-1] if _RECEIVED else None
+    return 128 + (signal.SIGTERM if isinstance(e, Interrupted) or received == signal.SIGTERM else signal.SIGINT)
 
 
 def _execute(args) -> int:
     """The one top-level handler: run the command, commit its staged outputs when it succeeded,
     and turn every way it can end into one readable paragraph and an exit code. Ctrl-C (and
     SIGTERM) discard the staged outputs: "interrupted, nothing written"."""
-    from intq.files import OutputPathError, StagedOutputs
+    from intq.files import StagedOutputs
     from intq.limits import max_tensor_bytes_set
 
     name = f"intq {args.command}"
@@ -858,27 +860,13 @@ def _execute(args) -> int:
                 args.outputs.commit()
         except (KeyboardInterrupt, Interrupted) as e:
             return _interrupted(name, e, args.outputs)
-        except (UsageError, OutputPathError) as e:
-            print(f"{name}: {e}", file=sys.stderr)
-            return EXIT_USAGE
-        except IntqError as e:  # a problem with the model, the data or the request: one paragraph
-            if args.debug:
-                traceback.print_exc()
-            text = e.cli_message() if hasattr(e, "cli_message") else str(e)  # the fix as an option
-            print(f"{name}: {type(e).__name__}: {text}", file=sys.stderr)
-            return EXIT_FAILURE
-        except OSError as e:  # the file system said no: a full disk, a permission, a vanished file
-            if args.debug:
-                traceback.print_exc()
-            where = f"{e.filename}: " if e.filename else ""
-            print(f"{name}: {where}{e.strerror or e}; nothing was written", file=sys.stderr)
-            return EXIT_FAILURE
-        except Exception as e:  # anything else is a bug in intq: say so, never as a raw traceback
-            if args.debug:
-                traceback.print_exc()
-            print(f"{name}: internal error: {type(e).__name__}: {e}\nThis is a bug in intq; nothing was written. "
-                  "Run again with --debug for the traceback and please report it.", file=sys.stderr)
-            return EXIT_INTERNAL
+        except BaseException as e:
+            if _RECEIVED:  # a Ctrl-C that landed inside a library became its error ("ImportError: initialization
+                return _interrupted(name, e, args.outputs)  # failed" for an import): the user's, not intq's bug
+            code = _failure(name, args, e)
+            if code is None:
+                raise
+            return code
         finally:
             args.outputs.discard()
         try:
@@ -892,21 +880,54 @@ def _execute(args) -> int:
         return _interrupted(name, e, args.outputs)
 
 
+def _failure(name: str, args, e: BaseException) -> int | None:
+    """Print how the command failed, in one paragraph; its exit code (None: not ours to handle)."""
+    from intq.files import OutputPathError
+
+    if isinstance(e, (UsageError, OutputPathError)):
+        print(f"{name}: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    if not isinstance(e, Exception):
+        return None
+    if args.debug:
+        traceback.print_exc()
+    if isinstance(e, IntqError):  # a problem with the model, the data or the request
+        text = e.cli_message() if hasattr(e, "cli_message") else str(e)  # the fix as an option
+        print(f"{name}: {type(e).__name__}: {text}", file=sys.stderr)
+        return EXIT_FAILURE
+    if isinstance(e, OSError):  # the file system said no: a full disk, a permission, a vanished file
+        where = f"{e.filename}: " if e.filename else ""
+        print(f"{name}: {where}{e.strerror or e}; nothing was written", file=sys.stderr)
+        return EXIT_FAILURE
+    print(f"{name}: internal error: {type(e).__name__}: {e}\nThis is a bug in intq; nothing was written. Run again "
+          "with --debug for the traceback and please report it.", file=sys.stderr)  # never a raw traceback
+    return EXIT_INTERNAL
+
+
+#: The interrupting signals received since main started (the handlers below record them).
+_RECEIVED: list[int] = []
+
+
 @contextlib.contextmanager
-def _sigterm_as_interrupt():
-    """SIGTERM raises :class:`Interrupted` (cleaned up like Ctrl-C) inside the block."""
+def _signals_as_interrupts():
+    """Inside the block, Ctrl-C raises KeyboardInterrupt and SIGTERM :class:`Interrupted` (both cleaned
+    up by the handler), each recorded in :data:`_RECEIVED` so that an interruption a library turned
+    into another exception is still recognised."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
 
     def interrupt(signum, frame):
-        raise Interrupted()
+        _RECEIVED.append(signum)
+        raise Interrupted() if signum == signal.SIGTERM else KeyboardInterrupt()
 
-    old = signal.signal(signal.SIGTERM, interrupt)
+    _RECEIVED.clear()
+    old = {sig: signal.signal(sig, interrupt) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, old)
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
 
 
 if __name__ == "__main__":

@@ -193,7 +193,23 @@ def _node(op: schema.OperatorT, op_type: str, index: int, names: list[str], wher
     if options is not None and type(options).__name__ != f"{expected}T":
         raise TfliteImportError(f"{where}: operator {index} ({op_type}) carries {type(options).__name__[:-1]}, "
                                 f"not {expected}")
+    if options is None and expected is not None:
+        options = _absent_options(expected)
     return Node(op_type, f"{op_type.lower()}_{index}", inputs, outputs, options_to_attrs(op_type, options))
+
+
+def _absent_options(table: str):
+    """The options an operator has when its file omits the table: what LiteRT's and TFLite Micro's
+    shared parser (flatbuffer_conversions.cc) gives, a zero-initialised parameter struct — every
+    number 0, every flag false (not the schema's defaults: a LEAKY_RELU without options has alpha 0,
+    not 0.2; a CONV_2D has stride 0, which its kernel refuses)."""
+    options = getattr(schema, f"{table}T")()
+    for field, value in vars(options).items():
+        if isinstance(value, bool):
+            setattr(options, field, False)
+        elif isinstance(value, (int, float)):
+            setattr(options, field, type(value)(0))
+    return options
 
 
 # ----------------------------------------------------------------------------------- tensors

@@ -159,7 +159,12 @@ def prepare_node(module: ModuleType, ctx: KernelContext):
     if given < least or (most is not None and given > most):
         takes = f"{least}" if most == least else f"{least} to {most}" if most is not None else f"at least {least}"
         raise ctx.error(f"expects {takes} inputs, got {given}")
-    return module.prepare(ctx)
+    from intq.limits import TensorTooLargeError
+
+    try:
+        return module.prepare(ctx)
+    except TensorTooLargeError as e:  # a buffer the kernel would allocate (intq.limits): say which node
+        raise TensorTooLargeError(f"node {ctx.node.name!r} ({ctx.node.op_type}): {e}") from None
 
 
 def activation_of(dtype) -> str:

@@ -141,6 +141,7 @@ class Ctx:
     may_create: set[str] = field(default_factory=set)
     may_change: set[str] = field(default_factory=set)
     expect_refusal: str | None = None  # why this case must be refused (else running is a silent wrong)
+    committed: set[str] = field(default_factory=set)  # outputs an interrupted command says it wrote
     info: dict = field(default_factory=dict)
 
     def pick(self, seq):
@@ -244,7 +245,8 @@ def _where(e: BaseException, harness: bool = False) -> str:
     f = (mine or frames or [None])[-1]
     if f is None:
         return "?"
-    return f"{f.filename.split('/intq/')[-1] if '/intq/' in f.filename else os.path.basename(f.filename)}:{f.lineno} {f.name}"
+    where = f.filename.split("/intq/")[-1] if "/intq/" in f.filename else os.path.basename(f.filename)
+    return f"{where}:{f.lineno} {f.name}"
 
 
 def _lost_files(ctx: Ctx, succeeded: bool) -> str:
@@ -252,12 +254,12 @@ def _lost_files(ctx: Ctx, succeeded: bool) -> str:
     for p, digest in ctx.before.items():
         if p not in after:
             return f"deleted: {p}"
-        if after[p] != digest and not (succeeded and p in ctx.may_change):
+        if after[p] != digest and not ((succeeded or p in ctx.committed) and p in ctx.may_change):
             return f"changed: {p}"
     for p in sorted(set(after) - set(ctx.before)):
         if any(m in p for m in TEMP_MARKERS) or p.endswith(".tmp"):
             return f"temporary left behind: {p}"
-        if not (succeeded and p in ctx.may_create):
+        if not ((succeeded or p in ctx.committed) and p in ctx.may_create):
             return f"written by a command that {'failed' if not succeeded else 'did not announce it'}: {p}"
     return ""
 
@@ -304,6 +306,9 @@ def run_cli(ctx: Ctx, argv: list[str], outputs: tuple[str, ...] = (), force: boo
             raise Verdict("traceback", f"exit {code} without an interrupt: {text[:200]}", "unexpected exit code")
         if "interrupted" not in first:
             raise Verdict("traceback", f"exit {code} without saying so: {text[:200]}", "interrupt not reported")
+        if "interrupted after writing " in first:  # the signal came once the outputs were in place: it says so
+            written = first.split("interrupted after writing ", 1)[1].split(", ")
+            ctx.committed.update(os.path.normpath(p) for p in written)
         raise Verdict("clean", f"interrupted: {first}")
     if code == 0:
         ctx.ran(f"exit 0 for intq {' '.join(argv)[:200]}")
@@ -726,7 +731,8 @@ def fam_malformed(ctx: Ctx) -> None:
         w.ClearField("raw_data")
         w.data_location = TensorProto.EXTERNAL
         if gen == "external_outside":
-            loc = ctx.pick(["../outside.bin", "/etc/hostname", "../../etc/passwd", str(ctx.work.parent / "outside.bin")])
+            loc = ctx.pick(["../outside.bin", "/etc/hostname", "../../etc/passwd",
+                            str(ctx.work.parent / "outside.bin")])
             ctx.refuse_because(f"external data outside the model's folder: {loc}")
         elif gen == "external_short":
             loc = "weights.bin"
@@ -1066,7 +1072,8 @@ def fam_cli_misuse(ctx: Ctx) -> None:
     elif sub in ("compare", "eval"):
         argv += ["model.onnx", ctx.pick(["q.tflite", "model.onnx", "calib.npz", "missing.tflite"]), "--data",
                  ctx.pick(["calib.npz", "x.npy", "missing", "."]), "--input-shape", shp]
-        argv += ctx.pick([[], ["--limit", ctx.pick(["0", "-3", "1", "x"])], ["--labels", ctx.pick(["x.npy", "calib.npz"])],
+        argv += ctx.pick([[], ["--limit", ctx.pick(["0", "-3", "1", "x"])],
+                          ["--labels", ctx.pick(["x.npy", "calib.npz"])],
                           ["--top", ctx.pick(["-1", "0", "3"])]]) if sub == "eval" else []
         if sub == "compare" and ctx.rng.random() < 0.6:
             h = ctx.pick(outputs)
@@ -1084,8 +1091,10 @@ def fam_cli_misuse(ctx: Ctx) -> None:
         argv += ["-o", o]
         outs = [o]
         raise Verdict("ok", "demo is exercised by tests/test_cli.py (too slow here)")
-    extra = ctx.pick([[], [], ["--force"], ["--json"], ["--size", ctx.pick(["-1", "0", "8"]), ctx.pick(["8", "100000"])],
-                      ["--std", ctx.pick(["inf", "nan", "0", "-1", "0.2"])], ["--mean", ctx.pick(["nan", "0.5", "1e400"])],
+    extra = ctx.pick([[], [], ["--force"], ["--json"],
+                      ["--size", ctx.pick(["-1", "0", "8"]), ctx.pick(["8", "100000"])],
+                      ["--std", ctx.pick(["inf", "nan", "0", "-1", "0.2"])],
+                      ["--mean", ctx.pick(["nan", "0.5", "1e400"])],
                       ["--layout", ctx.pick(["NCHW", "NHWC", "CHW"])], ["--method", ctx.pick(["minmax", "kl", ""])],
                       ["--max-tensor-size", ctx.pick(["1", "0", "1k", "abc"])], ["--debug"]])
     argv += extra
@@ -1134,7 +1143,8 @@ def fam_api_misuse(ctx: Ctx) -> None:
         x = feeds[name]
         bad = ctx.pick([x.astype(np.complex64), x.astype(object), x.astype(str), x.astype(bool), x.astype(np.float64),
                         x.astype(np.int32), x.astype(np.uint8)])
-        must = bad.dtype.kind in "OUcSb" or (np.dtype(g.tensors[name].dtype).kind in "iu" and bad.dtype != g.tensors[name].dtype)
+        want = np.dtype(g.tensors[name].dtype)
+        must = bad.dtype.kind in "OUcSb" or (want.kind in "iu" and bad.dtype != want)
         ctx.what.append(str(bad.dtype))
         intq.Interpreter(g).run({name: bad})
     elif case == "shape":

@@ -34,6 +34,14 @@ def _pick(rng, seq):
     return seq[int(rng.integers(len(seq)))]
 
 
+def _array(t: TensorProto) -> np.ndarray | None:
+    """The tensor's values, or None when an earlier mutation left it unreadable."""
+    try:
+        return numpy_helper.to_array(t)
+    except Exception:
+        return None
+
+
 def _nodes_with_attrs(model):
     return [n for n in model.graph.node if len(n.attribute)]
 
@@ -216,6 +224,8 @@ def initializer(model, rng) -> str:
         return constant_inputs(model, rng)
     t = _pick(rng, inits)
     choice = int(rng.integers(6))
+    if choice in (1, 3, 4) and (t.data_location == TensorProto.EXTERNAL or _array(t) is None):
+        choice = 0  # an earlier mutation moved it out or left it unreadable
     if choice == 0:  # dims that the data does not fill (or overfills)
         if len(t.dims):
             t.dims[int(rng.integers(len(t.dims)))] = int(_pick(rng, [0, 1, 2, 1000, 2**31, 2**40, -1]))
@@ -277,23 +287,29 @@ def external_data(model, rng) -> str:
 def constant_inputs(model, rng) -> str:
     """A shape-carrying int64 constant (Reshape shape, Expand shape, pads, axes, starts...) or a
     float one (Resize scales) takes extreme values or the wrong length."""
-    candidates = [t for t in model.graph.initializer if t.data_type in (TensorProto.INT64, TensorProto.INT32)
-                  or (t.data_type == TensorProto.FLOAT and len(t.dims) == 1 and t.dims[0] <= 8)]
+    candidates = [t for t in model.graph.initializer
+                  if t.data_location != TensorProto.EXTERNAL and _array(t) is not None
+                  and (t.data_type in (TensorProto.INT64, TensorProto.INT32)
+                       or (t.data_type == TensorProto.FLOAT and len(t.dims) == 1 and t.dims[0] <= 8))]
     if not candidates:
         return initializer(model, rng) if model.graph.initializer else graph_outputs(model, rng)
     t = _pick(rng, candidates)
-    arr = numpy_helper.to_array(t).copy().reshape(-1)
+    dtype = numpy_helper.to_array(t).dtype
+    arr = numpy_helper.to_array(t).astype(np.float64).reshape(-1)  # room for any value; cast back below
     choice = int(rng.integers(4))
     if choice == 0 and arr.size:
-        arr[int(rng.integers(arr.size))] = _pick(rng, [0, -1, -2, 2**20, 2**31, 10**6] if arr.dtype.kind == "i"
+        arr[int(rng.integers(arr.size))] = _pick(rng, [0, -1, -2, 2**20, 2**31, 10**6] if dtype.kind == "i"
                                                  else [0.0, -1.0, 1e6, 1e-6, np.nan, np.inf])
     elif choice == 1:
         arr = np.concatenate([arr, arr[:1] if arr.size else np.ones(1, arr.dtype)])
     elif choice == 2 and arr.size:
         arr = arr[:-1]
     else:
-        arr = (arr * _pick(rng, [2**16, -1, 0, 1000])).astype(arr.dtype)
-    t.CopyFrom(numpy_helper.from_array(arr.astype(numpy_helper.to_array(t).dtype), t.name))
+        arr = arr * _pick(rng, [2**16, -1, 0, 1000])
+    if dtype.kind in "iu":  # keep what the tensor's type can hold (numpy refuses the rest)
+        info = np.iinfo(dtype)
+        arr = np.clip(np.asarray(arr, np.float64), info.min, info.max)
+    t.CopyFrom(numpy_helper.from_array(arr.astype(dtype), t.name))
     return f"constant_inputs {t.name!r} -> {arr.tolist()[:8]}"
 
 
@@ -419,7 +435,8 @@ def names(model, rng) -> str:
     if not len(node.output) or not node.output[0]:
         return "names: nothing to rename"
     old = node.output[0]
-    new = _pick(rng, ["t" * 3000, "a b", "\u00fc/\u00e9:0", model.graph.input[0].name if len(model.graph.input) else "x"])
+    first_input = model.graph.input[0].name if len(model.graph.input) else "x"
+    new = _pick(rng, ["t" * 3000, "a b", "\u00fc/\u00e9:0", first_input])
     for n in model.graph.node:
         for k, i in enumerate(n.input):
             if i == old:
@@ -451,13 +468,14 @@ def ir_version(model, rng) -> str:
     return f"ir_version -> {model.ir_version}"
 
 
-MUTATORS = {f.__name__: f for f in (plausible, attr_value, attr_type, add_attr, drop_attr, input_dims, elem_type, initializer,
-                                     external_data, constant_inputs, wiring, op_type, domain, opset, graph_outputs,
-                                     graph_inputs, value_info, names, drop_node, ir_version)}
+MUTATORS = {f.__name__: f for f in (
+    plausible, attr_value, attr_type, add_attr, drop_attr, input_dims, elem_type, initializer, external_data,
+    constant_inputs, wiring, op_type, domain, opset, graph_outputs, graph_inputs, value_info, names, drop_node,
+    ir_version)}
 #: relative frequency: value changes that keep the model plausible are the most informative
-WEIGHTS = {"plausible": 10, "attr_value": 6, "attr_type": 2, "add_attr": 2, "drop_attr": 2, "input_dims": 3, "elem_type": 2,
-           "initializer": 3, "external_data": 2, "constant_inputs": 6, "wiring": 3, "op_type": 2, "domain": 1,
-           "opset": 2, "graph_outputs": 2, "graph_inputs": 2, "value_info": 1, "names": 1, "drop_node": 1,
+WEIGHTS = {"plausible": 10, "attr_value": 6, "attr_type": 2, "add_attr": 2, "drop_attr": 2, "input_dims": 3,
+           "elem_type": 2, "initializer": 3, "external_data": 2, "constant_inputs": 6, "wiring": 3, "op_type": 2,
+           "domain": 1, "opset": 2, "graph_outputs": 2, "graph_inputs": 2, "value_info": 1, "names": 1, "drop_node": 1,
            "ir_version": 1}
 
 

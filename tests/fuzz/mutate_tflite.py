@@ -356,12 +356,14 @@ def sparsity(m, rng) -> str:
     return f"sparsity on tensor {i}"
 
 
-MUTATORS = {f.__name__: f for f in (plausible_options, plausible_quantization, tensor_shape, output_shape, shape_signature, tensor_type, tensor_buffer,
-                                     buffer_data, buffer_offset, quantization, operator_io, operator_code, options,
-                                     subgraph_io, names, subgraphs, metadata, sparsity)}
-WEIGHTS = {"plausible_options": 8, "plausible_quantization": 6, "tensor_shape": 5, "output_shape": 4, "shape_signature": 2, "tensor_type": 3, "tensor_buffer": 2,
-           "buffer_data": 3, "buffer_offset": 2, "quantization": 6, "operator_io": 4, "operator_code": 3,
-           "options": 6, "subgraph_io": 3, "names": 1, "subgraphs": 1, "metadata": 2, "sparsity": 1}
+MUTATORS = {f.__name__: f for f in (
+    plausible_options, plausible_quantization, tensor_shape, output_shape, shape_signature, tensor_type, tensor_buffer,
+    buffer_data, buffer_offset, quantization, operator_io, operator_code, options, subgraph_io, names, subgraphs,
+    metadata, sparsity)}
+WEIGHTS = {"plausible_options": 8, "plausible_quantization": 6, "tensor_shape": 5, "output_shape": 4,
+           "shape_signature": 2, "tensor_type": 3, "tensor_buffer": 2, "buffer_data": 3, "buffer_offset": 2,
+           "quantization": 6, "operator_io": 4, "operator_code": 3, "options": 6, "subgraph_io": 3, "names": 1,
+           "subgraphs": 1, "metadata": 2, "sparsity": 1}
 
 
 def mutate(data: bytes, rng, count: int = 1) -> tuple[bytes, list[str]]:
@@ -372,7 +374,12 @@ def mutate(data: bytes, rng, count: int = 1) -> tuple[bytes, list[str]]:
     done: list[str] = []
     for _ in range(count):
         for _attempt in range(5):
-            m = unpack(data)
+            try:
+                m = unpack(data)
+            except Exception:  # an earlier mutation left a buffer the generated reader cannot unpack
+                break
+            if not m.subgraphs or not m.subgraphs[0].tensors:  # an earlier mutation removed them
+                break
             what = MUTATORS[keys[int(rng.choice(len(keys), p=p / p.sum()))]](m, rng)
             try:
                 data = pack(m)

@@ -87,7 +87,8 @@ def _mutants():
         "xnnpack: float32 requantization ties to even -> away from zero": ("xnnpack", _xnnpack_ties_away),
     }
     for target, delta in itertools.product(TARGETS, (1, -1)):
-        out[f"{target}: every requantization multiplier {delta:+d} (Q0.31 integer; XNNPACK: float32 ulp)"] = (target, lambda d=delta: _multiplier_off_by(d))
+        name = f"{target}: every requantization multiplier {delta:+d} (Q0.31 integer; XNNPACK: float32 ulp)"
+        out[name] = (target, lambda d=delta: _multiplier_off_by(d))
     return out
 
 
