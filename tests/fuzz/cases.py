@@ -257,9 +257,10 @@ def _lost_files(ctx: Ctx, succeeded: bool) -> str:
         if after[p] != digest and not ((succeeded or p in ctx.committed) and p in ctx.may_change):
             return f"changed: {p}"
     for p in sorted(set(after) - set(ctx.before)):
-        if any(m in p for m in TEMP_MARKERS) or p.endswith(".tmp"):
+        declared = (succeeded or p in ctx.committed) and p in ctx.may_create
+        if any(m in p for m in TEMP_MARKERS) or (p.endswith(".tmp") and not declared):
             return f"temporary left behind: {p}"
-        if not ((succeeded or p in ctx.committed) and p in ctx.may_create):
+        if not declared:
             return f"written by a command that {'failed' if not succeeded else 'did not announce it'}: {p}"
     return ""
 
@@ -275,9 +276,9 @@ def run_cli(ctx: Ctx, argv: list[str], outputs: tuple[str, ...] = (), force: boo
     """
     import intq.cli
 
-    ctx.may_create.update(outputs)
+    ctx.may_create.update(os.path.normpath(o) for o in outputs)  # as the snapshot names them
     if force:
-        ctx.may_change.update(outputs)
+        ctx.may_change.update(os.path.normpath(o) for o in outputs)
     if ctx.before is None:
         ctx.snapshot()
     out, err = io.StringIO(), io.StringIO()
