@@ -8,6 +8,8 @@ Public API:
 * :class:`Interpreter` — run a float or integer graph, see every tensor; integer graphs run
   bit-exactly as a named target runtime (``"tflite"``: TensorFlow Lite Micro, ``"litert-ref"``);
 * :func:`export_tflite` — write an integer graph as a ``.tflite`` file;
+* :func:`export_c` — write it as C99 (``.c`` + ``.h``) for microcontrollers, bit-exact with TFLite Micro;
+* :func:`export_onnx` — write it as a QDQ or QOperator ONNX model onnxruntime runs (target ``"ort"``);
 * ``intq.qat`` — quantization-aware training in PyTorch (``import intq`` does not import torch).
 
 The arithmetic core is :mod:`intq.qmath`; errors are in :mod:`intq.errors`.
@@ -28,6 +30,8 @@ _LAZY = {
     "quantize": "intq.convert",
     "Interpreter": "intq.runtime",
     "export_tflite": "intq.export.tflite_writer",
+    "export_c": "intq.export.c",
+    "export_onnx": "intq.export.onnx_writer",
 }
 
 __all__ = [
@@ -36,6 +40,8 @@ __all__ = [
     "quantize",
     "Interpreter",
     "export_tflite",
+    "export_c",
+    "export_onnx",
     "CalibrationTable",
     "IntqError",
     "QuantizationError",

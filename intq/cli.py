@@ -1,14 +1,16 @@
 """The ``intq`` command.
 
     intq demo [-o OUT.tflite] [--force] [--json]
-    intq quantize MODEL.onnx --calib DATA -o OUT.tflite [--input-shape name=1x3x224x224]
-                  [--method minmax|ema|percentile|mse|entropy] [--per-tensor] [--calib-table ranges.json]
+    intq quantize MODEL.onnx --calib DATA -o OUT.tflite|OUT.onnx [--format qdq|qoperator] [--opset N]
+                  [--activations int8|uint8] [--input-shape name=1x3x224x224]
+                  [--method minmax|ema|percentile|mse|entropy|auto] [--per-tensor] [--calib-table ranges.json]
                   [--size H W] [--mean ...] [--std ...] [--layout NCHW|NHWC] [--force] [--json]
     intq inspect MODEL (.onnx | .tflite) [--input-shape ...] [--target T] [--json]
     intq eval MODEL.onnx [QMODEL.tflite] --data DATA [--labels LABELS] [--calib DATA] [--limit N] [--json]
     intq compare MODEL.onnx [QMODEL.tflite] --data DATA [--html report.html] [--top N] [--limit N] [--json]
     intq diff QMODEL.tflite --targets tflite,litert-ref --data DATA [--limit N] [--json]
     intq run MODEL (.tflite | .onnx) --input x.npy|x.npz [-o y.npy|y.npz] [--target T] [--json]
+    intq export QMODEL.tflite --c DIR [--prefix model] [--arena-limit 64k] [--force] [--json]
 
 DATA (for --calib and --data) is a folder of images (resized and normalised by --size, --mean,
 --std, --layout), a folder of .npy/.npz files, or one .npz with an array per input; it runs
@@ -32,6 +34,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
+import itertools
 import json
 import math
 import os
@@ -55,11 +58,14 @@ EXAMPLES = """examples:
   intq demo
   intq quantize model.onnx --calib images/ --size 224 224 --input-shape input=1x3x224x224 -o model_int8.tflite
   intq quantize model.onnx --calib calib.npz --method percentile --calib-table ranges.json -o model_int8.tflite
+  intq quantize model.onnx --calib calib.npz --format qoperator -o model_int8.onnx
   intq inspect model_int8.tflite
   intq eval model.onnx model_int8.tflite --data val.npz --labels val_labels.npy
   intq compare model.onnx model_int8.tflite --data val/ --size 224 224 --html report.html
   intq diff model_int8.tflite --targets tflite,litert-ref --data val.npz
   intq run model_int8.tflite --input x.npy -o y.npy
+  intq export model_int8.tflite --c out/ --arena-limit 64k
+  intq quantize model.onnx --calib calib.npz -o model.c
 """
 
 
@@ -370,8 +376,13 @@ def cmd_quantize(args) -> dict:
     from intq.export.tflite_writer import to_tflite_bytes
     from intq.passes import simplify
 
-    out = _plan_outputs(args, {"-o": args.output, "--calib-table": args.calib_table},
+    header = Path(args.output).with_suffix(".h") if Path(args.output).suffix == ".c" else None  # -o model.c
+    out = _plan_outputs(args, {"-o": args.output, "-o (its header)": header, "--calib-table": args.calib_table},
                         {"MODEL": args.model, "--calib": args.calib})["-o"]
+    onnx_out = out.suffix.lower() == ".onnx"
+    if not onnx_out and (args.format or args.opset or args.activations != "int8"):
+        raise UsageError("--format, --activations and --opset apply to an .onnx output; -o names "
+                         f"{out.suffix or 'no suffix'}")
     t0 = time.perf_counter()
     fg = simplify(_load(args))
     if any(t.qparams is not None for t in fg.tensors.values()):
@@ -379,17 +390,30 @@ def cmd_quantize(args) -> dict:
                          "`intq eval` / `intq compare` / `intq run` / `intq diff` on it")
     t_load = time.perf_counter() - t0
     data, pre = _existing(args.calib, "--calib"), _preprocess(args, fg)
+    fg = _equalized(args, fg)
     table = intq.calibrate(fg, data, args.method, preprocess=pre, progress=_progress(args, "calibrating"),
                            batch_size=args.batch_size)
     _end_progress(args)
     t_cal = time.perf_counter() - t0 - t_load
     t = time.perf_counter()
-    qg = intq.quantize(fg, table=table, per_channel=not args.per_tensor)
+    qg = intq.quantize(fg, table=table, per_channel=not args.per_tensor, **_precision_options(args, fg, data, pre))
     t_conv = time.perf_counter() - t
     intq.Interpreter(qg)  # prepares every kernel: a graph intq itself refuses (KernelError) is not written
-    blob = to_tflite_bytes(qg)
-    runtimes = _check_runtimes_run(qg, blob, out)
-    args.outputs.stage(out, blob)
+    if out.suffix == ".c":  # C99 source + header instead of a .tflite (intq.export_c)
+        c = _export_c(args, qg, out.parent, out.stem)
+        blob, runtimes = b"", {"C compiler": c["compiled_with"] or "none installed: not compiled"}
+    elif onnx_out:  # export_onnx checks the model in onnxruntime (loaded and run) before it is staged
+        from intq.onnx_format.schema import DEFAULT_OPSET
+
+        blob = intq.export_onnx(qg, format=args.format or "qdq", activations=args.activations,
+                                opset=args.opset or DEFAULT_OPSET)
+        runtimes = {"onnxruntime": f"loaded and ran ({args.format or 'qdq'}, {args.activations} activations; "
+                                   f"target {'ort' if args.activations == 'int8' else 'ort-u8'} equals it)"}
+        args.outputs.stage(out, blob)
+    else:
+        blob = to_tflite_bytes(qg)
+        runtimes = _check_runtimes_run(qg, blob, out)
+        args.outputs.stage(out, blob)
     if args.calib_table:
         args.outputs.stage(args.calib_table, table.dumps())
     params = int(sum(t.data.size for t in qg.tensors.values() if t.data is not None))
@@ -398,19 +422,36 @@ def cmd_quantize(args) -> dict:
              if args.check_samples else None)
     t_check = time.perf_counter() - t
     poor = [r for r in check.rows if r.sqnr_db < POOR_SQNR_DB] if check else []
+    from collections import Counter
+
+    from intq.calibration import method_per_tensor
+
+    methods = method_per_tensor(table)
     result = {"model": args.model, "output": str(out), "bytes": len(blob), "ops": qg.op_types(), "parameters": params,
               "calibration": {"method": args.method, "samples": table.num_samples},
+              "method_per_tensor": methods,
+              "int16_tensors": list(qg.metadata.get("int16_tensors", ())),
               "per_channel": not args.per_tensor,
               "seconds": {"load": round(t_load, 2), "calibrate": round(t_cal, 2), "convert": round(t_conv, 2),
                           "check": round(t_check, 2), "total": round(time.perf_counter() - t0, 2)},
               "runtimes": runtimes,
               "poor_layers": [_row_dict(r) for r in poor],
               "notes": list(qg.metadata.get("conversion_notes", ()))}
-    _out(args, f"quantized {args.model} -> {out} ({len(blob):,} bytes, {params:,} parameters)")
+    if out.suffix == ".c":
+        result["c"] = c
+        _out(args, f"quantized {args.model} -> {out} + {out.with_suffix('.h').name} ({params:,} parameters)")
+        _out(args, _c_summary(c))
+    else:
+        _out(args, f"quantized {args.model} -> {out} ({len(blob):,} bytes, {params:,} parameters)")
     _out(args, "  ops: " + ", ".join(f"{k}x{v}" for k, v in qg.op_types().items()))
     _out(args, "  runs in: " + "; ".join(f"{k} ({v})" for k, v in runtimes.items()))
     _out(args, f"  calibration: {args.method} on {table.num_samples} samples ({t_cal:.1f} s); "
                f"weights {'per channel' if not args.per_tensor else 'per tensor'}; converted in {t_conv:.1f} s")
+    if qg.metadata.get("int16_tensors"):
+        _out(args, "  int16 region: " + ", ".join(qg.metadata["int16_tensors"]))
+    if len(set(methods.values())) > 1:
+        _out(args, "  ranges chosen by: " + ", ".join(f"{m} {n}" for m, n in Counter(methods.values()).most_common())
+             + " (per tensor: --json, or the --calib-table)")
     if check:
         if poor:
             _out(args, f"  layers below {POOR_SQNR_DB:.0f} dB SQNR on {check.samples} calibration samples:")
@@ -467,6 +508,7 @@ def cmd_inspect(args) -> dict:
     from intq.analysis.requant_table import format_requantization_table, requantization_table
 
     g = _load(args)
+    _resolve_target(args, g)
     _out(args, g.summary(max_nodes=None))
     integer = any(t.qparams is not None for t in g.tensors.values())
     rows = requantization_table(g, target=args.target) if integer else []
@@ -490,6 +532,38 @@ def _shape(g, name):
 
 # ------------------------------------------------------------------------ eval and compare
 
+def _equalized(args, fg):
+    """The float graph after cross-layer equalization when --equalize (before calibration)."""
+    if not args.equalize:
+        return fg
+    from intq.ptq import equalize
+
+    return equalize(fg)
+
+
+def _precision_options(args, fg, data, pre) -> dict:
+    """``intq.quantize`` options of --precision and --target-sqnr (mixed precision) and
+    --bias-correction."""
+    from intq.calibration import iter_samples
+    from intq.convert.precision import load_precision
+
+    precision: dict[str, str] = {}
+    for item in args.precision or ():
+        if "=" in item:
+            name, prec = item.split("=", 1)
+            precision[name.strip()] = prec.strip()
+        else:
+            precision.update(load_precision(_existing(item, "--precision")))
+    out: dict = {"precision": precision}
+    if args.target_sqnr is not None:
+        out["target_sqnr"] = args.target_sqnr
+    if args.bias_correction:
+        out["bias_correction"] = True
+    if args.target_sqnr is not None or args.bias_correction:  # measured on (at most 256) calibration samples
+        out["data"] = list(itertools.islice(iter_samples(data, fg, pre), 256))
+    return out
+
+
 def _float_and_int(args):
     """The float graph (MODEL) and the integer graph (QMODEL, or MODEL quantized with --calib)."""
     import intq
@@ -500,17 +574,28 @@ def _float_and_int(args):
     if any(t.qparams is not None for t in fg.tensors.values()):
         raise UsageError(f"{args.model} is already an integer model: give the float model first, then QMODEL")
     if args.qmodel:
-        qg = intq.load(args.qmodel)
+        qg = intq.load(args.qmodel, input_shapes=_input_shapes(args.input_shape))
         source = args.qmodel
     else:
         if not args.calib:
             raise UsageError("give QMODEL (the integer .tflite) or --calib DATA to quantize MODEL first")
-        table = intq.calibrate(fg, _existing(args.calib, "--calib"), args.method, preprocess=_preprocess(args, fg),
-                               progress=_progress(args, "calibrating"), batch_size=args.batch_size)
+        data, pre = _existing(args.calib, "--calib"), _preprocess(args, fg)
+        fg = _equalized(args, fg)  # the same function in float: it stays the reference
+        table = intq.calibrate(fg, data, args.method, preprocess=pre, progress=_progress(args, "calibrating"),
+                               batch_size=args.batch_size)
         _end_progress(args)
-        qg = intq.quantize(fg, table=table, per_channel=not args.per_tensor)
+        qg = intq.quantize(fg, table=table, per_channel=not args.per_tensor,
+                           **_precision_options(args, fg, data, pre))
         source = f"{args.model} quantized ({args.method}, {table.num_samples} samples)"
+    _resolve_target(args, qg)
     return fg, qg, source, time.perf_counter() - t0
+
+
+def _resolve_target(args, graph) -> None:
+    """``--target`` when given; else the target a quantized ONNX file names (``ort`` / ``ort-u8``:
+    onnxruntime's arithmetic on it), else ``tflite``."""
+    if args.target is None:
+        args.target = graph.metadata.get("onnx_target") or "tflite"
 
 
 def _data(args, fg):
@@ -547,6 +632,19 @@ def cmd_eval(args) -> dict:
     return result
 
 
+def _sensitivity(args, fg, qg, mapped: bool):
+    """``intq compare --sensitivity N``: the per-layer ranking on the first N samples of --data."""
+    from intq.analysis.sensitivity import sensitivity
+
+    if not mapped:
+        raise UsageError("--sensitivity needs an integer graph intq made (quantize MODEL with --calib instead of "
+                         "giving QMODEL): it maps every integer tensor to its float tensor")
+    from intq.calibration import iter_samples
+
+    samples = iter_samples(_existing(args.data, "--data"), fg, _preprocess(args, fg))
+    return sensitivity(fg, qg, itertools.islice(samples, args.sensitivity))
+
+
 def cmd_compare(args) -> dict:
     from intq.analysis import compare
     from intq.analysis.evaluate import with_output_mapping
@@ -569,11 +667,18 @@ def cmd_compare(args) -> dict:
     _out(args, report.table(top))
     if top is not None and len(report.rows) > top:
         _out(args, f"... {len(report.rows) - top} more (--top 0 shows all, --json gives every row)")
+    sens = _sensitivity(args, fg, qg, mapped) if args.sensitivity else None
+    if sens is not None:
+        result["sensitivity"] = {"all_int8_db": round(sens.all_int8_db, 2), "samples": sens.samples,
+                                 "layers": [{"layer": r.layer, "op": r.op, "gain_db": round(r.gain_db, 2),
+                                             "alone_float_db": round(r.alone_float_db, 2),
+                                             "alone_int8_db": round(r.alone_int8_db, 2)} for r in sens.rows]}
+        _out(args, sens.table(top))
     if args.html:
         from intq.analysis.html_report import render_html
 
         args.outputs.stage(args.html, render_html(
-            report, float_graph=fg, int_graph=qg,
+            report, float_graph=fg, int_graph=qg, sensitivity=sens,
             title=f"{Path(args.model).name} vs {Path(source).name if args.qmodel else 'int8'}"))
         result["html"] = args.html
         _out(args, f"wrote {args.html}")
@@ -591,6 +696,8 @@ def cmd_diff(args) -> dict:
         raise UsageError(f"--targets {args.targets!r}: give two targets, e.g. --targets tflite,litert-ref")
     g = _load(args)
     samples, _ = _data(args, g)
+    if getattr(args, "against", None):
+        return _diff_schemes(args, g, samples, targets[0])
     report = diff_targets(g, samples, targets)
     _out(args, f"{args.model}: target {report.targets[0]} vs {report.targets[1]} on {report.samples} samples")
     _out(args, report.table())
@@ -603,6 +710,18 @@ def cmd_diff(args) -> dict:
                 acc = f", accumulator {ex['accumulator']}" if "accumulator" in ex else ""
                 _out(args, f"  e.g. {t.name}{ex['index']}: {ex['values'][0]} vs {ex['values'][1]}{acc} -> {ex['cause']}")
     return {"model": args.model, **report.as_dict()}
+
+
+def _diff_schemes(args, g, samples, target: str) -> dict:
+    """``intq diff MODEL --against M_tpu.mlir``: intq's scheme (MODEL under ``target``) vs TPU-MLIR's."""
+    import intq
+    from intq.analysis.scheme_diff import diff_schemes
+
+    tpu = intq.load(_existing(args.against, "--against"))
+    report = diff_schemes(g, tpu, samples, intq_target=target)
+    _out(args, f"{args.model} (target {target}) vs {args.against} (target tpu-mlir) on {report.samples} samples")
+    _out(args, report.table())
+    return {"model": args.model, "against": args.against, **report.as_dict()}
 
 
 # ------------------------------------------------------------------------------------- run
@@ -636,6 +755,7 @@ def cmd_run(args) -> dict:
         raise UsageError(f"-o {out}: give a .npy (one output) or .npz name; intq writes exactly the name given")
     g = _load(args)
     inputs = _read_inputs(args.input, g)
+    _resolve_target(args, g)
     missing = [n for n in g.inputs if n not in inputs]
     if missing:
         raise UsageError(f"--input {args.input}: no array for model input(s) {missing} (it has {sorted(inputs)})")
@@ -677,6 +797,82 @@ def cmd_run(args) -> dict:
 
 # ------------------------------------------------------------------------------------- main
 
+# ----------------------------------------------------------------------------------- export C
+
+def _parse_bytes(text: str) -> int:
+    """``65536``, ``64k`` / ``64K`` (KiB), ``1m`` (MiB)."""
+    t = text.strip().lower()
+    scale = {"k": 1024, "m": 1024 * 1024}.get(t[-1:], 1)
+    try:
+        value = int(t[:-1] if scale > 1 else t) * scale
+    except ValueError:
+        raise UsageError(f"--arena-limit {text!r}: expected bytes, e.g. 65536 or 64k") from None
+    if value <= 0:
+        raise UsageError(f"--arena-limit {text!r}: must be positive")
+    return value
+
+
+def _export_c(args, qg, out_dir: Path, prefix: str) -> dict:
+    """intq.export_c with the command's options; the report the CLI prints (and --json returns)."""
+    import intq
+
+    limit = _parse_bytes(args.arena_limit) if getattr(args, "arena_limit", None) else None
+    r = intq.export_c(qg, out_dir, prefix=prefix, target=getattr(args, "target", "tflite"), arena_limit=limit,
+                      overwrite=args.force, outputs=args.outputs)
+    report = {"source": str(r.source), "header": str(r.header), "arena_bytes": r.arena_bytes,
+              "arena_lower_bound": r.arena_lower_bound, "constant_bytes": r.constant_bytes,
+              "compiled_with": r.compiled_with, "steps": len(r.model.steps), "prefix": prefix}
+    try:  # TFLite Micro's arena for the same graph, when the tflite-micro package is installed
+        from intq.export.c.tflm_arena import tflm_arena
+        from intq.export.tflite_writer import to_tflite_bytes
+
+        t = tflm_arena(getattr(args, "_tflite_bytes", None) or to_tflite_bytes(qg))
+        report["tflm_arena"] = {"total": t.total, "head": t.head, "tail": t.tail}
+    except (ImportError, IntqError):
+        pass
+    return report
+
+
+def _c_summary(c: dict) -> str:
+    lines = [f"  wrote {c['source']} and {c['header']}: {c['steps']} steps, "
+             f"arena {c['arena_bytes']:,} bytes ({c['prefix'].upper()}_ARENA_BYTES), constants {c['constant_bytes']:,} bytes (flash)"]
+    t = c.get("tflm_arena")
+    if t:
+        lines.append(f"  TFLite Micro on the same model: arena {t['total']:,} bytes ({t['head']:,} planned tensors "
+                     f"+ {t['tail']:,} persistent); intq's C: {c['arena_bytes']:,} bytes, 0 persistent")
+    lines.append(f"  compiled with {c['compiled_with']} (-std=c99 -Wall -Wextra -Werror -pedantic -Wvla)"
+                 if c["compiled_with"] else "  no C compiler installed: the files were not compiled")
+    return "\n".join(lines)
+
+
+def cmd_export(args) -> dict:
+    """Write an integer .tflite as C99 (``--c DIR``)."""
+    import intq
+
+    model = Path(_existing(args.model, "MODEL"))
+    if not args.c:
+        raise UsageError("say what to export to: --c DIR (C99 source and header)")
+    shapes = _input_shapes(args.input_shape)
+    g = intq.load(str(model), input_shapes=shapes)
+    bound = {n: tuple(1 if d is None else d for d in g.tensors[n].shape) for n in g.inputs
+             if n not in shapes and not g.tensors[n].is_static and g.tensors[n].shape is not None}
+    if bound:  # C needs static shapes: a dynamic (batch) dimension becomes 1 unless --input-shape says otherwise
+        g = intq.load(str(model), input_shapes={**shapes, **bound})
+    if not any(t.qparams is not None for t in g.tensors.values()):
+        raise UsageError(f"{model} is a float model; quantize it first (`intq quantize ... -o model.c` does both)")
+    out_dir = Path(args.c)
+    _plan_outputs(args, {"--c (source)": out_dir / f"{args.prefix}.c", "--c (header)": out_dir / f"{args.prefix}.h"},
+                  {"MODEL": model})
+    if model.suffix == ".tflite":
+        args._tflite_bytes = model.read_bytes()
+    c = _export_c(args, g, out_dir, args.prefix)
+    _out(args, f"exported {model} -> C99 ({args.prefix}.c, {args.prefix}.h in {out_dir})")
+    for n, shape in bound.items():
+        _out(args, f"  input {n!r}: dynamic dimensions bound to 1: {list(shape)} (--input-shape to choose)")
+    _out(args, _c_summary(c))
+    return {"model": str(model), "bound_input_shapes": {n: list(v) for n, v in bound.items()}, **c}
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="intq", description="Integer-only int8 inference: quantize, run "
                                      "bit-exactly, explain, export.", epilog=EXAMPLES,
@@ -712,14 +908,27 @@ def build_parser() -> argparse.ArgumentParser:
                         help="fix an ONNX input to a value, e.g. a sample rate (repeat per input): it becomes a "
                              "constant and the If nodes it decides fold")
     target = argparse.ArgumentParser(add_help=False)
-    target.add_argument("--target", default="tflite",
+    target.add_argument("--target", default=None,
                         help="the runtime the integer graph must equal: tflite (TensorFlow Lite Micro, default), "
                              "litert-ref (LiteRT reference kernels), litert-opt (LiteRT optimized kernels), "
-                             "xnnpack (LiteRT with XNNPACK); docs/engine.md lists what each emulates")
+                             "xnnpack (LiteRT with XNNPACK), ort / ort-u8 (onnxruntime on intq's int8 / uint8 "
+                             "ONNX export; the default for a quantized .onnx); docs/engine.md lists what each emulates")
     calib = argparse.ArgumentParser(add_help=False)
-    calib.add_argument("--method", default="minmax", choices=["minmax", "ema", "percentile", "mse", "entropy"],
+    calib.add_argument("--method", default="minmax", choices=["minmax", "ema", "percentile", "mse", "entropy", "auto"],
                        help="calibration method (default minmax)")
     calib.add_argument("--per-tensor", action="store_true", help="per-tensor weights (default per-channel)")
+    calib.add_argument("--precision", action="append", metavar="LAYER=int16|FILE",
+                       help="keep a join (a Concat node or tensor) and the data movement after it in int16, e.g. a "
+                       "detector's output concat; or a table file (JSON, or NAME=int16 lines); repeatable")
+    calib.add_argument("--bias-correction", action="store_true",
+                       help="correct each layer's bias for its int8 weights' mean error (measured on the "
+                       "calibration data; Nagel et al. 2019)")
+    calib.add_argument("--equalize", action="store_true",
+                       help="cross-layer equalization of consecutive layers' weight ranges before calibration "
+                       "(Nagel et al. 2019)")
+    calib.add_argument("--target-sqnr", type=float, metavar="DB",
+                       help="put range-mismatched joins in int16 until the output SQNR on 8 calibration samples "
+                       "reaches DB (the fewest that do)")
 
     batching = argparse.ArgumentParser(add_help=False)
     batching.add_argument("--batch-size", type=_positive_int, default=_DEFAULT_BATCH_SIZE, metavar="N",
@@ -737,11 +946,21 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("model", help="the float model (.onnx)")
     q.add_argument("--calib", required=True, metavar="DATA",
                    help="calibration data: a folder of images / .npy / .npz, or one .npz")
-    q.add_argument("-o", "--output", required=True, help="the .tflite to write")
+    q.add_argument("-o", "--output", required=True,
+                   help="the model to write: .tflite, .onnx (QDQ by default; see --format), or model.c "
+                        "(C99 source + header)")
+    q.add_argument("--format", choices=["qdq", "qoperator"],
+                   help="ONNX encoding for an .onnx output: qdq (DequantizeLinear -> op -> QuantizeLinear, default) "
+                        "or qoperator (QLinearConv, QGemm, QLinearAdd, ...)")
+    q.add_argument("--activations", choices=["int8", "uint8"], default="int8",
+                   help="ONNX activation dtype (default int8: target ort; uint8: target ort-u8)")
+    q.add_argument("--opset", type=int, help="ONNX opset to write (default 21; 13 or more)")
     q.add_argument("--calib-table", help="also write the calibration table (JSON)")
     q.add_argument("--check-samples", type=_nonnegative_int, default=8, metavar="N",
                    help="compare float and int8 layer by layer on the first N calibration samples (0: skip)")
     q.add_argument("--force", action="store_true", help="overwrite existing output files")
+    q.add_argument("--arena-limit", metavar="BYTES", help="with -o model.c: refuse a plan whose arena exceeds BYTES "
+                   "(e.g. 64k)")
     q.set_defaults(func=cmd_quantize)
 
     i = sub.add_parser("inspect", parents=[common, shapes, target],
@@ -777,6 +996,9 @@ def build_parser() -> argparse.ArgumentParser:
                        "  intq compare model.onnx --calib calib.npz --data val.npz --top 0 --json",
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     c.add_argument("--html", help="write a self-contained HTML report (plots embedded)")
+    c.add_argument("--sensitivity", type=_positive_int, nargs="?", const=4, metavar="N",
+                   help="rank the layers by how much keeping each out of int8 gains (simulated on the first N "
+                   "samples of --data, default 4; needs an integer graph intq made)")
     c.add_argument("--top", type=_nonnegative_int, default=15, help="show the N worst tensors (0: all; default 15)")
     c.add_argument("--force", action="store_true", help="overwrite an existing report")
     c.set_defaults(func=cmd_compare)
@@ -795,6 +1017,9 @@ def build_parser() -> argparse.ArgumentParser:
                     "reference kernels)")
     df.add_argument("--data", required=True, help="a folder of images / .npy / .npz, or one .npz")
     df.add_argument("--limit", type=_positive_int, metavar="N", help="use only the first N samples")
+    df.add_argument("--against", metavar="TPU_MLIR", help="compare MODEL (intq's int8, target tflite) with TPU-MLIR's "
+                    "int8 model of the same network (a *_tpu.mlir, target tpu-mlir): each tensor's parameters, "
+                    "differing elements and why (uint8 after ReLU, threshold vs min/max, rounding, multiplier width)")
     df.set_defaults(func=cmd_diff)
 
     r = sub.add_parser("run", parents=[common, shapes, target], help="run a model on an input file",
@@ -808,6 +1033,24 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("-o", "--output", help="write the outputs: .npy (one output) or .npz")
     r.add_argument("--force", action="store_true", help="overwrite an existing output file")
     r.set_defaults(func=cmd_run)
+
+    x = sub.add_parser("export", parents=[common, shapes],
+                       help="write an integer model as C99 for microcontrollers",
+                       description="Write an integer .tflite as C99: PREFIX.c and PREFIX.h with int "
+                       "PREFIX_invoke(in..., out..., arena), weights and multipliers const, one caller-provided "
+                       "arena of PREFIX_ARENA_BYTES, no dynamic allocation, no floating point in the inference "
+                       "path; bit-exact with TensorFlow Lite Micro. The files are compiled once before they are "
+                       "written (when a C compiler is installed); nothing is written if a node cannot be generated "
+                       "or the arena exceeds --arena-limit.",
+                       epilog="examples:\n  intq export model_int8.tflite --c out/\n"
+                       "  intq export model_int8.tflite --c out/ --prefix kws --arena-limit 64k",
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    x.add_argument("model", help="an integer model (.tflite)")
+    x.add_argument("--c", metavar="DIR", help="write PREFIX.c and PREFIX.h into DIR")
+    x.add_argument("--prefix", default="model", help="the C names' prefix and the files' stem (default model)")
+    x.add_argument("--arena-limit", metavar="BYTES", help="refuse a plan whose arena exceeds BYTES (e.g. 64k)")
+    x.add_argument("--force", action="store_true", help="overwrite existing files")
+    x.set_defaults(func=cmd_export, target="tflite")
     return parser
 
 

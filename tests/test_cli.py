@@ -102,9 +102,11 @@ def test_quantize_reports_layers(digits_files):
     d, _, result = digits_files
     assert set(result["seconds"]) >= {"load", "calibrate", "convert", "check", "total"}
     assert result["poor_layers"] == []  # the digits CNN has no layer below 25 dB
+    assert set(result["method_per_tensor"].values()) == {"minmax"}
     r = run("quantize", MODEL, "--calib", str(d / "calib.npz"), "--input-shape", "image=1x1x8x8",
-            "-o", str(d / "q2.tflite"))
+            "-o", str(d / "q2.tflite"), "--method", "auto", "--bias-correction", "--equalize")
     assert r.returncode == 0 and "no layer below 25 dB SQNR on 8 calibration samples" in r.stdout
+    assert "calibration: auto on" in r.stdout
     again = run("quantize", str(d / "q.tflite"), "--calib", str(d / "calib.npz"), "-o", str(d / "q3.tflite"))
     assert again.returncode == 2 and "already an integer model" in again.stderr
 
@@ -141,18 +143,24 @@ def test_eval_with_tflite_and_labels(digits_files):
 def test_compare_ranks_every_tensor(digits_files):
     d, _, _ = digits_files
     r = run("compare", MODEL, str(d / "q.tflite"), "--data", str(d / "val.npz"), "--limit", "20",
-            "--input-shape", "image=1x1x8x8", "--json")
+            "--input-shape", "image=1x1x8x8", "--json", "--sensitivity", "2")
     assert r.returncode == 0, r.stderr
     c = json.loads(r.stdout)
     assert c["per_tensor"] and c["samples"] == 20 and c["tensors"] >= 6
+    sens = c["sensitivity"]
+    assert sens["samples"] == 2 and len(sens["layers"]) >= 5
+    gains = [row["gain_db"] for row in sens["layers"]]
+    assert gains == sorted(gains, reverse=True) and {"Conv", "Gemm"} <= {row["op"] for row in sens["layers"]}
     sqnr = [row["sqnr_db"] for row in c["layers"]]
     assert sqnr == sorted(sqnr)
     assert {row["op"] for row in c["layers"]} >= {"CONV_2D", "FULLY_CONNECTED", "MAX_POOL_2D"}
     html = d / "report.html"
     text = run("compare", MODEL, str(d / "q.tflite"), "--data", str(d / "val.npz"), "--limit", "5", "--top", "2",
-               "--input-shape", "image=1x1x8x8", "--html", str(html))
+               "--input-shape", "image=1x1x8x8", "--html", str(html), "--sensitivity", "1")
     assert text.returncode == 0 and "more (--top 0 shows all" in text.stdout, text.stderr
+    assert "output SQNR with every layer in int8 (simulated)" in text.stdout
     page = html.read_text()
+    assert "Sensitivity: which layer to keep out of int8" in page
     assert page.count("data:image/png;base64,") >= 3 and 'src="http' not in page
     assert all(row["tensor"] in page for row in c["layers"])
     again = run("compare", MODEL, str(d / "q.tflite"), "--data", str(d / "val.npz"), "--limit", "5",
@@ -236,6 +244,23 @@ def test_a_file_a_runtime_cannot_load_is_never_written(tmp_path):
     with pytest.raises(ExportCheckError, match="LiteRT refuses the .tflite intq made for .*broken.tflite.*nothing was written"):
         _check_runtimes_run(qg, b"TFL3 is not enough", out)
     assert out.read_bytes() == b"the user's file"
+
+
+def test_quantize_keeps_a_detector_concat_in_int16(tmp_path):
+    import onnx
+
+    from tests.analysis.test_hints import yolo_head
+
+    onnx.save(yolo_head(), tmp_path / "yolo.onnx")
+    np.savez(tmp_path / "calib.npz", x=np.random.default_rng(0).normal(0, 1, (8, 3, 16, 16)).astype(np.float32))
+    (tmp_path / "p.txt").write_text("cat=int16\n")
+    r = run("quantize", str(tmp_path / "yolo.onnx"), "--calib", str(tmp_path / "calib.npz"), "--precision",
+            str(tmp_path / "p.txt"), "-o", str(tmp_path / "y.tflite"), "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["int16_tensors"] == ["cat", "out"]
+    auto = run("quantize", str(tmp_path / "yolo.onnx"), "--calib", str(tmp_path / "calib.npz"), "--target-sqnr", "30",
+               "-o", str(tmp_path / "y2.tflite"))
+    assert auto.returncode == 0 and "int16 region: cat, out" in auto.stdout, auto.stderr
 
 
 def test_batch_size_default_is_the_library_default():

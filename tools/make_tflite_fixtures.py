@@ -18,6 +18,12 @@ dataset (128 training images) in five variants:
                 (``EXPERIMENTAL_TFLITE_BUILTINS_ACTIVATIONS_INT16_WEIGHTS_INT8``); the converter
                 cannot quantize HARD_SWISH to 16x8, so branchy_cnn's is left out (same weights).
 
+A third CNN, ``decoder_cnn`` (TRANSPOSE_CONV with and without bias, SUB, LEAKY_RELU,
+RESIZE_BILINEAR, a standalone RELU6, MEAN, a FULLY_CONNECTED without bias, SOFTMAX: the operators
+the converter writes in 16x8 that the first two do not have), is converted in the ``int8``,
+``int8_pt`` and ``16x8`` variants only. ``--models`` picks which CNNs to (re)make, so adding one
+leaves the other files as they are.
+
 Every variant but ``dynamic`` has a static batch of 1. ``inputs.npz`` holds 256 held-out test
 images (``x``: float32 [256, 8, 8, 1]) and their labels (``y``). The operators each file contains
 are printed and written to ``README.md``'s table.
@@ -107,6 +113,25 @@ def branchy_cnn(batch: int | None = None, hswish: bool = True) -> keras.Model:
     return keras.Model(x, y, name="branchy_cnn")
 
 
+def decoder_cnn(batch: int | None = None) -> keras.Model:
+    """CONV_2D, MAX_POOL_2D, TRANSPOSE_CONV (SAME with bias; VALID without), SUB, LEAKY_RELU,
+    RESIZE_BILINEAR (half-pixel downscale), RELU6 (standalone: it follows the resize), MEAN,
+    FULLY_CONNECTED without bias, SOFTMAX."""
+    x = keras.Input((8, 8, 1), batch_size=batch, name="image")
+    h = keras.layers.Conv2D(8, 3, padding="same", activation="relu", name="stem")(x)
+    h = keras.layers.MaxPooling2D(2, name="maxpool")(h)
+    t = keras.layers.Conv2DTranspose(8, 3, strides=2, padding="same", name="up_same")(h)
+    u = keras.layers.Conv2DTranspose(8, 2, strides=2, padding="valid", use_bias=False, name="up_valid")(h)
+    d = keras.layers.Subtract(name="difference")([t, u])
+    d = keras.layers.LeakyReLU(negative_slope=0.1, name="leaky")(d)
+    r = keras.layers.Resizing(4, 4, interpolation="bilinear", name="resize")(d)
+    r = keras.layers.ReLU(max_value=6.0, name="relu6")(r)
+    g = keras.layers.GlobalAveragePooling2D(name="pool")(r)
+    y = keras.layers.Dense(10, use_bias=False, name="classifier")(g)
+    y = keras.layers.Softmax(name="softmax")(y)
+    return keras.Model(x, y, name="decoder_cnn")
+
+
 def train(model: keras.Model, data) -> float:
     """A few epochs of Adam; returns the held-out accuracy."""
     (x_train, y_train), (x_test, y_test) = data
@@ -156,11 +181,15 @@ def operators(data: bytes) -> list[str]:
 
 
 VARIANTS = ("int8", "int8_pt", "int8_io", "dynamic", "16x8")
+MODELS = {"residual_cnn": (residual_cnn, VARIANTS), "branchy_cnn": (branchy_cnn, VARIANTS),
+          "decoder_cnn": (decoder_cnn, ("int8", "int8_pt", "16x8"))}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", default="tests/fixtures/tflite")
+    parser.add_argument("--models", nargs="+", choices=sorted(MODELS), default=sorted(MODELS),
+                        help="the CNNs to (re)make; inputs.npz is rewritten only when all are made")
     args = parser.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -169,13 +198,16 @@ def main() -> None:
     keras.utils.set_random_seed(SEED)
     data = digits_nhwc()
     (x_train, _), (x_test, y_test) = data
-    np.savez_compressed(out / "inputs.npz", x=x_test[:TEST_INPUTS].astype(np.float32), y=y_test[:TEST_INPUTS])
+    if set(args.models) == set(MODELS):
+        np.savez_compressed(out / "inputs.npz", x=x_test[:TEST_INPUTS].astype(np.float32), y=y_test[:TEST_INPUTS])
     rows = []
-    for build in (residual_cnn, branchy_cnn):
+    for name in args.models:
+        build, variants = MODELS[name]
+        keras.utils.set_random_seed(SEED)  # per model, so that --models makes each one the same way
         model = build()  # dynamic batch
         accuracy = train(model, data)
         static = copy_weights(build(batch=1), model)
-        for variant in VARIANTS:
+        for variant in variants:
             source = model if variant == "dynamic" else static
             if variant == "16x8" and build is branchy_cnn:
                 source = copy_weights(branchy_cnn(batch=1, hswish=False), model)

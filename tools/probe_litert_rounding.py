@@ -27,6 +27,22 @@ ways, as TFLite does in different places: ``_d`` = double(s_in) * double(s_w) / 
 Scales are chosen so that M has few significant bits (exact ties, double- vs single-rounding
 splits), more than 31 significant bits (fixed-point vs double splits, the 2^31 carry), float vs
 double product splits, and M >= 1 (left shifts); plus random realistic layers.
+
+Searches for the rare cases where two of intq's targets disagree, each confirmed on LiteRT (they
+print the parameters the tests pin)::
+
+    .venv/bin/python tools/probe_litert_rounding.py softmax SOFTMAX|LOG_SOFTMAX [count]
+    .venv/bin/python tools/probe_litert_rounding.py reduce MEAN|SUM [count]
+    .venv/bin/python tools/probe_litert_rounding.py add16x8 [count]
+
+* ``softmax``: random int8 rows where ``litert-ref`` (fixed point) and ``litert-opt`` (LiteRT's
+  float32 optimized kernel) differ; each row is run by LiteRT's optimized resolver, which must
+  equal ``litert-opt``. (About 1 random model in 4,000 for SOFTMAX, 1 in 1,500 for LOG_SOFTMAX.)
+* ``reduce``: parameter sets ``(s_in, s_out, Z_in, Z_out, N)`` with a sum on which XNNPACK's float
+  fold of ``N Z_in`` differs from an integer fold (pure arithmetic over every possible sum), each
+  run by LiteRT's XNNPACK over its innermost and an outer axis, which must equal ``xnnpack``.
+* ``add16x8``: seeds of 16x8 ADD models (4096 elements) on which ``litert-ref`` and
+  ``litert-opt`` differ (the vector code's one-rounding rescale), each checked on LiteRT.
 """
 
 from __future__ import annotations
@@ -479,9 +495,145 @@ def print_verdicts(tallies: dict[tuple[str, str], Tally]) -> None:
         print(f"  {op:<31} {resolver:<8} {', '.join(exact) or 'none'}")
 
 
+# ------------------------------------------------------------------- searches (subcommands)
+
+
+def _single_op(op: str, inputs, outputs, attrs=None):
+    """``op(inputs) -> outputs`` as an intq Graph; ``inputs``/``outputs`` are intq Tensors."""
+    from intq.ir import Graph, Node
+
+    tensors = {t.name: t for t in [*inputs, *outputs]}
+    node = Node(op, op.lower(), [t.name for t in inputs], [t.name for t in outputs], attrs or {})
+    return Graph([node], tensors, [t.name for t in inputs if t.data is None], [t.name for t in outputs], name=op.lower())
+
+
+def _tensor(name, shape, dtype, scale, zero_point=0, data=None):
+    from intq.ir import Tensor
+    from intq.qmath import QuantParams
+
+    qp = None if scale is None else QuantParams(np.float32([scale]), np.array([zero_point]), np.dtype(dtype))
+    if data is not None:
+        return Tensor(name, data=np.asarray(data, dtype=dtype), qparams=qp)
+    return Tensor(name, np.dtype(dtype), tuple(shape), qparams=qp)
+
+
+def _intq_output(graph, feeds, target: str) -> np.ndarray:
+    import intq
+
+    return intq.Interpreter(graph, target=target).run(dict(feeds))[graph.outputs[0]]
+
+
+def _litert_output(graph, feeds, resolver: str) -> np.ndarray:
+    from intq.export.tflite_writer import to_tflite_bytes
+
+    ordered = [feeds[n] for n in graph.inputs]
+    return run_litert(to_tflite_bytes(graph), ordered, resolver=resolver, preserve_all_tensors=False)["outputs"][0]
+
+
+def search_softmax(op: str, count: int, seed: int = 5) -> int:
+    rng = np.random.default_rng(seed)
+    out_scale, out_zp = (1 / 256, -128) if op == "SOFTMAX" else (16 / 256, 127)
+    found = tries = bad = 0
+    while found < count:
+        tries += 1
+        depth = int(rng.integers(2, 40))
+        s = float(F32(10 ** rng.uniform(-2.5, 0.3)))
+        zp = int(rng.integers(-128, 128))
+        beta = float(F32(rng.choice([1.0, 1.0, 0.5, 2.0, rng.uniform(0.1, 3)]))) if op == "SOFTMAX" else 1.0
+        attrs = {"beta": beta} if op == "SOFTMAX" else {}
+        x = rng.integers(-128, 128, (64, depth)).astype(np.int8)
+        g = _single_op(op, [_tensor("x", x.shape, np.int8, s, zp)], [_tensor("y", x.shape, np.int8, out_scale, out_zp)],
+                       attrs)
+        try:
+            ref, opt = (_intq_output(g, {"x": x}, t) for t in ("litert-ref", "litert-opt"))
+        except Exception:  # noqa: BLE001 - a parameter set the reference kernel refuses (sum of exps >= 512)
+            continue
+        rows = np.flatnonzero((ref != opt).any(axis=1))
+        if rows.size == 0:
+            continue
+        row = x[rows[0]][None]
+        g1 = _single_op(op, [_tensor("x", row.shape, np.int8, s, zp)],
+                        [_tensor("y", row.shape, np.int8, out_scale, out_zp)], attrs)
+        ok = np.array_equal(_litert_output(g1, {"x": row}, "opt"), opt[rows[0]][None])
+        found += 1
+        bad += not ok
+        print(f"{'OK ' if ok else 'MISMATCH '}{(s, zp, beta, row[0].tolist())}", flush=True)
+    print(f"{tries} random models of 64 rows; {found} rows where the targets differ; LiteRT's optimized kernel "
+          f"follows litert-opt on {found - bad}")
+    return 1 if bad else 0
+
+
+def search_reduce(op: str, count: int, seed: int = 7) -> int:
+    rng = np.random.default_rng(seed)
+    found = tries = bad = 0
+    while found < count:
+        tries += 1
+        n = int(rng.integers(2, 40))
+        s_in = float(F32(10 ** rng.uniform(-2, 0)))
+        s_out = float(F32(s_in * 10 ** rng.uniform(-0.5, 1.0)))
+        zi, zo = (int(v) for v in rng.integers(-128, 128, 2))
+        sums = np.arange(-128 * n, 127 * n + 1, dtype=np.int64)
+        scale = F32(F32(s_in) / F32(s_out))
+        if op == "MEAN":
+            scale = F32(scale * (F32(1) / F32(n)))
+        folded = F32(F32(zo) - F32(F32(F32(n) * F32(zi)) * scale))
+        float_fold = np.clip(np.rint((sums.astype(F32) * scale).astype(F32) + folded), -128, 127)
+        int_fold = np.clip(np.rint(((sums - n * zi).astype(F32) * scale).astype(F32) + F32(zo)), -128, 127)
+        differ = np.flatnonzero(float_fold != int_fold)
+        if differ.size == 0:
+            continue
+        total = int(sums[differ[0]])
+        q, r = divmod(total, n)
+        row = (np.full(n, q) + (np.arange(n) < r)).astype(np.int8)
+        ok = True
+        for shape, axis, x in (((2, n), 1, np.stack([row, row[::-1]])), ((n, 3), 0, np.stack([row] * 3, axis=1))):
+            g = _single_op(op, [_tensor("x", shape, np.int8, s_in, zi),
+                                _tensor("axis", None, np.int32, None, data=np.array([axis], np.int32))],
+                           [_tensor("y", (shape[1 - axis],), np.int8, s_out, zo)], {"keep_dims": False})
+            ok &= np.array_equal(_litert_output(g, {"x": x}, "xnnpack"), _intq_output(g, {"x": x}, "xnnpack"))
+        found += 1
+        bad += not ok
+        print(f"{'OK ' if ok else 'MISMATCH '}{(s_in, s_out, zi, zo, n, total)}", flush=True)
+    print(f"{tries} parameter sets; {found} with a sum where the folds differ; LiteRT's XNNPACK follows the "
+          f"float fold on {found - bad}")
+    return 1 if bad else 0
+
+
+def search_add16x8(count: int) -> int:
+    found = bad = 0
+    seed = 0
+    while found < count:
+        seed += 1
+        rng = np.random.default_rng(seed)
+        s_a, s_b = (float(F32(10 ** rng.uniform(-5, -1))) for _ in range(2))
+        if seed % 3 == 0:
+            s_b = float(F32(s_a * 2.0 ** -int(rng.integers(0, 20))))
+        s_y = float(F32(max(s_a, s_b) * rng.uniform(1, 3)))
+        n = 4096 + int(rng.integers(0, 16))
+        g = _single_op("ADD", [_tensor("a", (n,), np.int16, s_a), _tensor("b", (n,), np.int16, s_b)],
+                       [_tensor("y", (n,), np.int16, s_y)], {"fused_activation_function": "NONE", "pot_scale_int16": False})
+        feeds = {"a": rng.integers(-32768, 32768, n).astype(np.int16), "b": rng.integers(-32768, 32768, n).astype(np.int16)}
+        ref, opt = (_intq_output(g, feeds, t) for t in ("litert-ref", "litert-opt"))
+        if np.array_equal(ref, opt):
+            continue
+        ok = np.array_equal(_litert_output(g, feeds, "opt"), opt)
+        found += 1
+        bad += not ok
+        print(f"{'OK ' if ok else 'MISMATCH '}seed {seed}: {int((ref != opt).sum())} elements differ", flush=True)
+    print(f"{seed} seeds; {found} where the targets differ; LiteRT's optimized ADD follows litert-opt on {found - bad}")
+    return 1 if bad else 0
+
+
 def main() -> int:
     import platform
     from importlib.metadata import version
+
+    args = sys.argv[1:]
+    if args and args[0] in ("softmax", "reduce"):
+        search = search_softmax if args[0] == "softmax" else search_reduce
+        return search(args[1], int(args[2]) if len(args) > 2 else 10)
+    if args and args[0] == "add16x8":
+        return search_add16x8(int(args[1]) if len(args) > 1 else 8)
 
     rng = np.random.default_rng(20240531)
     cases = crafted_cases() + random_cases(rng)

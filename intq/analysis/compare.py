@@ -31,10 +31,16 @@ from intq.errors import IntqError
 from intq.ir import Graph
 from intq.qmath import QuantParams, dequantize
 
-SATURATION_HINT = 0.01  # more than 1% of values at qmin/qmax
-RANGE_USED_HINT = 0.25  # fewer than a quarter of the codes used
-POOR_SQNR_DB = 25.0  # below this a layer's error is worth a look
-INHERITED_DB = 3.0  # a layer within this many dB of its worst input mostly carries upstream error
+from intq.analysis.hints import (  # noqa: F401  (re-exported: the thresholds lived here)
+    INHERITED_DB,
+    JOIN_OPS,
+    LINEAR_INT_OPS,
+    POOR_SQNR_DB,
+    RANGE_USED_HINT,
+    SATURATION_HINT,
+    TensorFacts,
+    hints,
+)
 
 
 @dataclass(frozen=True)
@@ -113,18 +119,8 @@ class _Accumulator:
     saturated: int = 0
     codes: set = field(default_factory=set)
     observer: HistogramObserver | None = None
-
-
-def _hint(sqnr: float, saturated: float, used: float, op: str, upstream: tuple[str, float] | None = None) -> str:
-    if saturated > SATURATION_HINT:
-        return "clipping: the range is too narrow; calibrate with minmax or a higher percentile, or more data"
-    if used < RANGE_USED_HINT and sqnr < POOR_SQNR_DB:
-        return "resolution: few codes used; outliers set the range: try percentile, mse or entropy calibration"
-    if sqnr < POOR_SQNR_DB and upstream is not None and upstream[1] - sqnr < INHERITED_DB:
-        return f"inherited: its input {upstream[0]} is already at {upstream[1]:.1f} dB; fix that layer first"
-    if sqnr < POOR_SQNR_DB and op in ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED"):
-        return "weights: use per-channel weights, or check for badly scaled channels"
-    return ""
+    channel_max: np.ndarray | None = None  # per output channel (last axis of the integer tensor): max |f|
+    channel_beyond: np.ndarray | None = None  # per channel: float values beyond the int8 grid
 
 
 def _worst_upstream(int_graph: Graph, producers: dict, name: str, sqnrs: dict[str, float]) -> str | None:
@@ -145,6 +141,57 @@ def _worst_upstream(int_graph: Graph, producers: dict, name: str, sqnrs: dict[st
         elif t in producers:
             stack.extend(i for i in producers[t].inputs if i)
     return min(found, key=lambda t: sqnrs[t]) if found else None
+
+
+def _nearest_compared(int_graph: Graph, producers: dict, tensor: str, acc: dict) -> list[str]:
+    """The compared tensors nearest above ``tensor`` (itself if compared), walking through
+    uncompared ones (layout TRANSPOSE/RESHAPE, operand rescaling QUANTIZE)."""
+    found, stack, seen = [], [tensor], set()
+    while stack:
+        t = stack.pop()
+        if t in seen or not t or int_graph.tensors[t].is_constant:
+            continue
+        seen.add(t)
+        if t in acc:
+            found.append(t)
+        elif t in producers:
+            stack.extend(producers[t].inputs)
+    return found
+
+
+def _joined_ranges(int_graph: Graph, producers: dict, name: str, acc: dict, mapping) -> tuple:
+    """(float name, min, max) of each input of a CONCATENATION / ADD that writes ``name``."""
+    node = producers.get(name)
+    if node is None or node.op_type not in JOIN_OPS:
+        return ()
+    out = []
+    for i in node.inputs:
+        for t in _nearest_compared(int_graph, producers, i, acc):
+            if acc[t].observer.count:
+                lo, hi = acc[t].observer.range()
+                out.append((mapping[t][0], float(lo), float(hi)))
+    return tuple(out)
+
+
+def _affine_after(int_graph: Graph, producers: dict, name: str) -> str | None:
+    """The linear op that a MUL/ADD/SUB by a constant, writing ``name``, directly follows."""
+    node = producers.get(name)
+    if node is None or node.op_type not in ("MUL", "ADD", "SUB") or len(node.inputs) != 2:
+        return None
+    consts = [int_graph.tensors[i].is_constant for i in node.inputs]
+    if consts.count(True) != 1:
+        return None
+    src = producers.get(node.inputs[consts.index(False)])
+    return src.op_type if src is not None and src.op_type in LINEAR_INT_OPS else None
+
+
+def _channel_facts(a: _Accumulator) -> dict:
+    """Dead / saturated output-channel counts of a linear layer's output (empty for other ops)."""
+    if a.channel_max is None:
+        return {}
+    per_channel = a.count / a.channel_max.size
+    return {"channels": int(a.channel_max.size), "dead_channels": int(np.sum(a.channel_max == 0)),
+            "saturated_channels": int(np.sum(a.channel_beyond > 0.5 * per_channel))}
 
 
 def _clip_range(qp: QuantParams) -> tuple[float, float]:
@@ -232,8 +279,15 @@ def compare(float_graph: Graph, int_graph: Graph, samples, target: str = "tflite
             a.count += f.size
             zp = t.qparams.tensor_zero_point
             lo, hi = (t.qparams.qmin - zp - 0.5) * scale, (t.qparams.qmax - zp + 0.5) * scale
-            a.saturated += int(np.sum((f < lo) | (f > hi)))
+            beyond = (f < lo) | (f > hi)
+            a.saturated += int(np.sum(beyond))
             a.codes.update(np.unique(q).tolist())
+            if int_name in producers and producers[int_name].op_type in LINEAR_INT_OPS and f.ndim >= 2:
+                axes = tuple(range(f.ndim - 1))  # channels are the integer tensor's last axis
+                fi_, bi = np.abs(f).transpose(perm), beyond.transpose(perm)
+                cmax, cbeyond = fi_.max(axis=axes), bi.sum(axis=axes)
+                a.channel_max = cmax if a.channel_max is None else np.maximum(a.channel_max, cmax)
+                a.channel_beyond = cbeyond if a.channel_beyond is None else a.channel_beyond + cbeyond
         n += samples_in(sample, float_graph)
     if n == 0:
         raise IntqError("compare needs at least one sample")
@@ -249,8 +303,13 @@ def compare(float_graph: Graph, int_graph: Graph, samples, target: str = "tflite
         op = producers[int_name].op_type if int_name in producers else "input"
         up = _worst_upstream(int_graph, producers, int_name, sqnrs)
         upstream = (mapping[up][0], sqnrs[up]) if up is not None else None
+        facts = TensorFacts(op, float(sqnr), sat, used, method=str(int_graph.metadata.get("calibration", "")),
+                            scale=t.qparams.tensor_scale, upstream=upstream,
+                            input_ranges=_joined_ranges(int_graph, producers, int_name, acc, mapping),
+                            affine_after=_affine_after(int_graph, producers, int_name),
+                            **_channel_facts(a))
         rows.append(TensorStats(float_name, op, float(sqnr), float(cos), a.max_err, a.sum_err / a.count, sat, used,
-                                _hint(sqnr, sat, used, op, upstream)))
+                                "; ".join(hints(facts))))
     rows.sort(key=lambda r: r.sqnr_db)
     details = [_detail(int_graph, k, mapping[k][0], a, position.get(k, -1))
                for k, a in acc.items() if a.observer.count]

@@ -358,19 +358,35 @@ def _histogram_sections(report: Report, worst: int, all_histograms: bool) -> tup
     return "".join(parts), {n: a for n, a in anchors.items() if n in shown}
 
 
+def _sensitivity_section(sens) -> str:
+    """The per-layer sensitivity table (:mod:`intq.analysis.sensitivity`), largest gain first."""
+    if sens is None:
+        return ""
+    rows = "".join(f"<tr><td class=l>{_e(r.layer)}</td><td class=l>{_e(r.op)}</td><td>{r.gain_db:.1f}</td>"
+                   f"<td>{r.alone_float_db:.1f}</td><td>{r.alone_int8_db:.1f}</td></tr>" for r in sens.rows)
+    return ("<h2>Sensitivity: which layer to keep out of int8</h2>"
+            f"<p>Output SQNR (per output channel, capped at 60 dB, averaged) with every layer in int8, simulated on "
+            f"{sens.samples} samples: {sens.all_int8_db:.1f} dB. Per layer: kept in float with the rest in int8 "
+            "(gain over all-int8), and alone in int8 with the rest in float.</p>"
+            "<table><tr><th class=l>layer</th><th class=l>op</th><th>gain dB</th><th>kept float dB</th>"
+            f"<th>alone int8 dB</th></tr>{rows}</table>")
+
+
 def render_html(report: Report, *, float_graph: Graph, int_graph: Graph, title: str | None = None,
-                worst: int = 6, all_histograms: bool = False) -> str:
+                worst: int = 6, all_histograms: bool = False, sensitivity=None) -> str:
     """The report page as a string (see the module docstring); nothing is run, nothing written.
 
     ``worst``: how many of the worst tensors get a histogram; ``all_histograms`` adds the others
     in a collapsed section. PNGs: 1 (SQNR) + the histograms + 1 per weighted layer.
+    ``sensitivity``: a :class:`~intq.analysis.sensitivity.SensitivityReport` to show after the
+    layer table.
     """
     title = title or f"intq report: {float_graph.name}"
     hists, anchors = _histogram_sections(report, worst, all_histograms)
     weights = "".join(_weights_figure(w) for w in weight_ranges(float_graph, int_graph))
     sections = [
         f"<h1>{_e(title)}</h1>", _header(report, float_graph, int_graph),
-        "<h2>Layers, worst first</h2>", _table(report, anchors), _READING,
+        "<h2>Layers, worst first</h2>", _table(report, anchors), _READING, _sensitivity_section(sensitivity),
         "<h2>SQNR per layer</h2>", f"<figure>{_img(plot_sqnr(report), 'SQNR per layer')}</figure>",
         "<h2>Activation histograms and clip ranges</h2>",
         hists or "<p>No per-tensor histograms in this report.</p>",
@@ -381,8 +397,10 @@ def render_html(report: Report, *, float_graph: Graph, int_graph: Graph, title: 
 
 
 def write_html_report(report: Report, path, *, float_graph: Graph, int_graph: Graph, title: str | None = None,
-                      worst: int = 6, all_histograms: bool = False, overwrite: bool = True) -> Path:
+                      worst: int = 6, all_histograms: bool = False, overwrite: bool = True,
+                      sensitivity=None) -> Path:
     """Write :func:`render_html`'s page to ``path`` (UTF-8, atomically: :func:`intq.files.write_file`;
     an existing file is replaced unless ``overwrite`` is false); return the path."""
     return write_file(path, render_html(report, float_graph=float_graph, int_graph=int_graph, title=title,
-                                        worst=worst, all_histograms=all_histograms), overwrite=overwrite)
+                                        worst=worst, all_histograms=all_histograms, sensitivity=sensitivity),
+                      overwrite=overwrite)

@@ -56,7 +56,8 @@ class CalibrationTable:
 
     ``ranges[name] = (min, max)``. ``states`` keeps each observer's state (so tables merge and
     calibration can resume); a hand-edited table may drop it. ``method`` and ``options`` say how
-    the ranges were chosen.
+    the ranges were chosen. ``bounded`` names the tensors an activation already bounds (see
+    :func:`bounded_tensors`): a clipping method keeps their observed range.
     """
 
     method: str
@@ -65,6 +66,7 @@ class CalibrationTable:
     num_samples: int = 0
     options: Mapping[str, Any] = field(default_factory=dict)
     model: str = ""
+    bounded: tuple[str, ...] = ()
 
     def __post_init__(self):
         ranges = {}
@@ -76,6 +78,7 @@ class CalibrationTable:
         object.__setattr__(self, "ranges", MappingProxyType(ranges))
         object.__setattr__(self, "states", MappingProxyType(dict(self.states)))
         object.__setattr__(self, "options", MappingProxyType(dict(self.options)))
+        object.__setattr__(self, "bounded", tuple(sorted(self.bounded)))
 
     def __getitem__(self, name: str) -> tuple[float, float]:
         try:
@@ -90,7 +93,7 @@ class CalibrationTable:
         """A copy with some ranges replaced (their observer states no longer apply and are dropped)."""
         ranges = {**self.ranges, **updates}
         states = {k: v for k, v in self.states.items() if k not in updates}
-        return CalibrationTable(self.method, ranges, states, self.num_samples, self.options, self.model)
+        return CalibrationTable(self.method, ranges, states, self.num_samples, self.options, self.model, self.bounded)
 
     def merge(self, other: "CalibrationTable") -> "CalibrationTable":
         """The table one calibration over both tables' data would give (observer states merged)."""
@@ -103,7 +106,8 @@ class CalibrationTable:
             raise QuantizationError("cannot merge calibration tables without the same observer states")
         observers = {k: Observer.from_state_dict(self.states[k]).merge(Observer.from_state_dict(other.states[k]))
                      for k in self.states}
-        return _table(self.method, self.options, observers, self.num_samples + other.num_samples, self.model)
+        return _table(self.method, self.options, observers, self.num_samples + other.num_samples, self.model,
+                      sorted(set(self.bounded) | set(other.bounded)))
 
     # -- JSON -------------------------------------------------------------------------------------
 
@@ -111,7 +115,7 @@ class CalibrationTable:
         return {"format": TABLE_FORMAT, "model": self.model, "method": self.method, "options": dict(self.options),
                 "num_samples": self.num_samples,
                 "ranges": {k: [lo, hi] for k, (lo, hi) in self.ranges.items()},
-                "states": dict(self.states)}
+                "bounded": list(self.bounded), "states": dict(self.states)}
 
     def dumps(self) -> str:
         """The table as the JSON text :meth:`save` writes."""
@@ -129,7 +133,7 @@ class CalibrationTable:
         try:
             ranges = {k: (float(v[0]), float(v[1])) for k, v in doc["ranges"].items()}
             return cls(doc["method"], ranges, doc.get("states", {}), int(doc.get("num_samples", 0)),
-                       doc.get("options", {}), doc.get("model", ""))
+                       doc.get("options", {}), doc.get("model", ""), tuple(str(b) for b in doc.get("bounded", ())))
         except (KeyError, TypeError, ValueError, IndexError) as e:
             raise QuantizationError(f"{source}: malformed calibration table ({type(e).__name__}: {e})") from None
 
@@ -143,12 +147,53 @@ class CalibrationTable:
         return cls.from_json(doc, str(path))
 
 
-def _table(method: str, options: Mapping[str, Any], observers: Mapping[str, Observer], n: int, model: str):
+#: Activations whose output range they bound themselves (a fused activation of a linear layer, or
+#: the op itself): there are no outliers to clip, and clipping below the observed range only cuts
+#: signal (issue 13: entropy calibration clipped every ReLU6 of a MobileNetV2 to about [0, 1]).
+BOUNDED_ACTIVATIONS = frozenset({"RELU6", "RELU_N1_TO_1"})
+BOUNDED_OPS = frozenset({"Clip", "HardSigmoid", "Sigmoid", "Tanh", "Softmax"})
+
+
+def bounded_tensors(graph: Graph) -> tuple[str, ...]:
+    """The float tensors an activation bounds: outputs of nodes with a fused RELU6 / RELU_N1_TO_1,
+    and of Clip, HardSigmoid, Sigmoid, Tanh and Softmax. A clipping calibration method (percentile,
+    mse, entropy) keeps their observed [min, max]: the activation's natural range is never cut."""
+    from intq.runtime.interpreter import FUSED_ACTIVATION
+
+    return tuple(sorted(o for n in graph.nodes for o in n.outputs if o and (
+        n.op_type in BOUNDED_OPS or n.attrs.get(FUSED_ACTIVATION) in BOUNDED_ACTIVATIONS)))
+
+
+def _table(method: str, options: Mapping[str, Any], observers: Mapping[str, Observer], n: int, model: str,
+           bounded=()):
     ranges = {}
+    keep = set(bounded)
     for name, obs in observers.items():
-        lo, hi = obs.range()
+        lo, hi = obs.observed_range() if name in keep else obs.range()
         ranges[name] = (float(lo), float(hi))
-    return CalibrationTable(method, ranges, {k: o.state_dict() for k, o in observers.items()}, n, options, model)
+    return CalibrationTable(method, ranges, {k: o.state_dict() for k, o in observers.items()}, n, options, model,
+                            tuple(b for b in bounded if b in observers))
+
+
+def method_per_tensor(table: CalibrationTable) -> dict[str, str]:
+    """Which method set each tensor's range: the table's method, ``"minmax (bounded)"`` for the
+    tensors an activation bounds (:func:`bounded_tensors`) under a clipping method, and for
+    ``method="auto"`` the winner of each tensor (:meth:`AutoObserver.choice`; ``"edited"`` where a
+    range has no observer state, e.g. after :meth:`CalibrationTable.with_ranges`)."""
+    from intq.calibration.observers import AutoObserver
+
+    out = {}
+    bounded = set(table.bounded)
+    for name in table.ranges:
+        if name in bounded and table.method not in ("minmax", "ema"):
+            out[name] = "minmax (bounded)"
+        elif table.method != "auto":
+            out[name] = table.method
+        elif name in table.states:
+            out[name] = AutoObserver.from_state_dict(table.states[name]).choice()
+        else:
+            out[name] = "edited"
+    return out
 
 
 def calibrate(
@@ -165,7 +210,10 @@ def calibrate(
     """Observe every float activation of ``graph`` over ``data`` and return their ranges.
 
     ``method``: ``minmax``, ``ema`` (moving average, ``momentum=``), ``percentile``
-    (``percentile=``), ``mse`` or ``entropy`` (see :mod:`intq.calibration.observers`).
+    (``percentile=``), ``mse``, ``entropy`` or ``auto`` (per tensor, the best of minmax,
+    percentile, entropy and mse; :func:`method_per_tensor` says which) — see
+    :mod:`intq.calibration.observers`. Tensors an activation bounds keep their observed range under
+    every method (:func:`bounded_tensors`).
     ``data``: see :func:`intq.calibration.data.iter_samples`. ``progress(Progress)`` is called
     after every run; ``limit`` stops after that many samples. Graph inputs are observed too;
     constants and integer tensors (shape arithmetic) are not.
@@ -210,4 +258,4 @@ def calibrate(
         n += len(sizes)
         if progress:
             progress(Progress(n, total, time.perf_counter() - start))
-    return _table(method, observer_options, observers, n, graph.name)
+    return _table(method, observer_options, observers, n, graph.name, bounded_tensors(graph))

@@ -228,7 +228,8 @@ def iter_batches(data, graph: Graph, batch_size: int = DEFAULT_BATCH_SIZE, prepr
                  limit: int | None = None) -> Iterator[dict[str, np.ndarray]]:
     """The samples of :func:`iter_samples` (at most ``limit``) joined along the batch axis into
     runs of ``batch_size`` samples (the last one shorter): what one :class:`intq.Interpreter` run
-    takes. Inputs of rank < 2 have no batch axis: their samples come one per run."""
+    takes. A graph whose inputs have no common batch axis (:func:`has_batch_axis`) runs one sample
+    per run."""
     if not isinstance(batch_size, int) or batch_size < 1:
         raise CalibrationDataError(f"batch_size must be an integer >= 1, got {batch_size!r}")
     for joined, _ in grouped(iter_samples(data, graph, preprocess), graph, batch_size, limit):
@@ -238,9 +239,12 @@ def iter_batches(data, graph: Graph, batch_size: int = DEFAULT_BATCH_SIZE, prepr
 def grouped(samples: Iterable[dict[str, np.ndarray]], graph: Graph, batch_size: int, limit: int | None = None
             ) -> Iterator[tuple[dict[str, np.ndarray], list[int]]]:
     """``samples`` (at most ``limit``) joined ``batch_size`` at a time along the batch axis: yields
-    ``(joined, rows)`` with ``rows`` the leading size of each sample joined, in order."""
-    if not all(_batch_free(graph.tensors[n].shape) for n in graph.inputs) or _batch_of(graph) is None:
-        batch_size = 1  # inputs without one common leading (batch) dimension, e.g. a recurrent state [layers, N, H]
+    ``(joined, rows)`` with ``rows`` the leading size of each sample joined, in order. Samples are
+    joined only when every input has a batch axis: rank >= 2 and one leading size for all inputs
+    (a recurrent state ``[layers, batch, hidden]`` beside an input ``[batch, n]`` has none: such
+    samples run one by one)."""
+    if not has_batch_axis(graph):
+        batch_size = 1
     pending: list[dict[str, np.ndarray]] = []
     for i, sample in enumerate(samples):
         if limit is not None and i >= limit:
@@ -255,10 +259,10 @@ def grouped(samples: Iterable[dict[str, np.ndarray]], graph: Graph, batch_size: 
 
 def samples_in(run: Mapping[str, np.ndarray], graph: Graph) -> int:
     """How many samples one run's inputs hold: the first input's leading size over the graph's
-    own batch (1 for inputs without a batch axis)."""
+    own batch (1 for inputs without a batch axis, :func:`grouped`)."""
     shape = graph.tensors[graph.inputs[0]].shape
     arr = run[graph.inputs[0]]
-    if not _batch_free(shape) or np.ndim(arr) != len(shape):
+    if not has_batch_axis(graph) or np.ndim(arr) != len(shape):
         return 1
     b0 = shape[0] if shape[0] is not None and shape[0] > 0 else 1
     return max(int(np.shape(arr)[0]) // b0, 1)
@@ -334,11 +338,19 @@ def _batch_free(shape) -> bool:
     return shape is not None and len(shape) >= 2
 
 
+def has_batch_axis(graph: Graph) -> bool:
+    """Whether the graph's inputs share a batch axis the samples can be joined on: every input of
+    rank >= 2 with one leading size for all (a recurrent state ``[layers, batch, hidden]`` beside an
+    input ``[batch, n]`` has none)."""
+    return all(_batch_free(graph.tensors[n].shape) for n in graph.inputs) and _batch_of(graph) is not None
+
+
 def _validate(sample: Mapping[str, np.ndarray], graph: Graph, index: int, where: str) -> None:
+    batch_axis = has_batch_axis(graph)
     for name in graph.inputs:
         t = graph.tensors[name]
         arr = sample[name]
-        free = 1 if _batch_free(t.shape) and arr.ndim == len(t.shape) and arr.shape[0] >= 1 else 0
+        free = 1 if batch_axis and arr.ndim == len(t.shape) and arr.shape[0] >= 1 else 0
         if t.shape is not None and (arr.ndim != len(t.shape) or any(
                 d is not None and d != s for d, s in zip(tuple(t.shape)[free:], arr.shape[free:]))):
             raise CalibrationDataError(

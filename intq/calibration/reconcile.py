@@ -34,8 +34,12 @@ def _is_pass_through(node) -> bool:
     return node.op_type in PASS_THROUGH
 
 
-def reconcile_ranges(graph: Graph, table: CalibrationTable) -> CalibrationTable:
-    """Apply the three rules above (module docstring) and return the reconciled table."""
+def reconcile_ranges(graph: Graph, table: CalibrationTable, keep=()) -> CalibrationTable:
+    """Apply the three rules above (module docstring) and return the reconciled table. A Concat
+    whose output is in ``keep`` (an int16 region, :mod:`intq.convert.precision`) leaves its inputs'
+    ranges alone: its inputs are requantized to int16, not copied, and widening them to the
+    union would spend their int8 resolution on the other inputs' range."""
+    keep = frozenset(keep)
     ranges = dict(table.ranges)
     changed: dict[str, tuple[float, float]] = {}
 
@@ -55,7 +59,7 @@ def reconcile_ranges(graph: Graph, table: CalibrationTable) -> CalibrationTable:
                 lo = min(ranges[i][0] for i in ins + [node.outputs[0]])
                 hi = max(ranges[i][1] for i in ins + [node.outputs[0]])
                 set_range(node.outputs[0], (lo, hi))
-                for i in ins:
+                for i in ([] if node.outputs[0] in keep else ins):
                     if len(graph.consumers(i)) == 1 and i not in graph.outputs and i not in graph.inputs:
                         set_range(i, (lo, hi))
         elif _is_pass_through(node) and x in ranges:

@@ -19,6 +19,7 @@ import numpy as np
 
 from intq.calibration import CalibrationTable, calibrate, reconcile_ranges
 from intq.convert.context import ConversionContext, ConversionError, identity, reshape_request
+from intq.convert.precision import auto_precision, int16_tensors
 from intq.convert.rules import RULES
 from intq.errors import UnsupportedOperatorError
 from intq.ir import Graph
@@ -50,15 +51,17 @@ def _refuse_missing_rules(graph: Graph) -> None:
 
 
 def convert(graph: Graph, table: CalibrationTable, *, per_channel: bool = True,
-            input_type: str = "float32", output_type: str = "float32") -> Graph:
-    """Convert a simplified float graph (static shapes) with its calibration table."""
+            input_type: str = "float32", output_type: str = "float32", precision=None) -> Graph:
+    """Convert a simplified float graph (static shapes) with its calibration table. ``precision``:
+    ``{node or tensor: "int16"}`` for int16 regions (:mod:`intq.convert.precision`)."""
     _refuse_missing_rules(graph)
-    return _convert_nodes(graph, table, per_channel=per_channel, input_type=input_type, output_type=output_type)
+    return _convert_nodes(graph, table, per_channel=per_channel, input_type=input_type, output_type=output_type,
+                          int16=int16_tensors(graph, precision))
 
 
 def _convert_nodes(graph: Graph, table: CalibrationTable, *, per_channel: bool, input_type: str,
-                   output_type: str) -> Graph:
-    cx = ConversionContext(graph, table, per_channel)
+                   output_type: str, int16: frozenset[str] = frozenset()) -> Graph:
+    cx = ConversionContext(graph, table, per_channel, int16=int16)
     cx.reserved = set(graph.inputs) | set(graph.outputs)
     inputs = []
     for name in graph.inputs:
@@ -99,7 +102,7 @@ def _convert_nodes(graph: Graph, table: CalibrationTable, *, per_channel: bool, 
             cx.tensors[name] = type(graph.tensors[name])(name, np.float32, graph.tensors[name].shape)
             cx.emit("DEQUANTIZE", f"{name}/dequantize", [q], [name])
             outputs.append(name)
-        elif output_type == "int8":
+        elif output_type == "int8":  # the integer output as is (int16 for an int16 region)
             outputs.append(q)
         else:
             raise ConversionError(f"output_type must be 'float32' or 'int8', got {output_type!r}")
@@ -107,7 +110,8 @@ def _convert_nodes(graph: Graph, table: CalibrationTable, *, per_channel: bool, 
     # which float tensor (and layout) each integer tensor stands for: per-layer analysis uses it
     float_of = {v.name: (name, v.perm) for name, v in cx.values.items() if v.name in cx.tensors}
     meta = {"source": graph.metadata.get("source", ""), "float_graph": graph.name, "calibration": table.method,
-            "per_channel": per_channel, "conversion_notes": tuple(cx.notes), "float_tensor_of": float_of}
+            "per_channel": per_channel, "conversion_notes": tuple(cx.notes), "float_tensor_of": float_of,
+            "int16_tensors": tuple(sorted(int16))}
     return cx.build(inputs, outputs, graph.name, meta)
 
 
@@ -149,12 +153,22 @@ def _give_every_linear_op_a_bias(cx: ConversionContext) -> None:
 
 def quantize(model, data=None, *, method: str = "minmax", per_channel: bool = True, table: CalibrationTable | None = None,
              input_shapes=None, example_inputs=None, constant_inputs=None, progress=None, input_type: str = "float32",
-             output_type: str = "float32", **observer_options) -> Graph:
+             output_type: str = "float32", precision=None, target_sqnr: float | None = None,
+             bias_correction: bool = False, equalization: bool = False, **observer_options) -> Graph:
     """The whole pipeline: a model (path, ONNX proto, torch module or float Graph) and calibration
     ``data`` (or a ready ``table``) give an integer-only graph.
 
     Steps: :func:`intq.load` (unless a Graph; ``input_shapes`` and ``constant_inputs`` go to it), :func:`intq.passes.simplify`, :func:`calibrate`
     (``method`` and ``observer_options``), :func:`reconcile_ranges`, :func:`convert`.
+    ``precision`` (``{node or tensor: "int16"}``) keeps chosen joins in int16; ``target_sqnr``
+    (dB) adds range-mismatched joins to int16 until the output SQNR on the first 8 calibration
+    samples reaches it (:mod:`intq.convert.precision`; needs ``data``). ``bias_correction``
+    corrects each layer's bias for its int8 weights' mean error, measured on ``data``
+    (:func:`intq.ptq.correct_biases`) on the first half of the calibration samples, and is kept
+    only if it brings the outputs closer to float on the second half (a conversion note says
+    which); ``equalization`` equalizes consecutive layers' weight
+    ranges before calibration (:func:`intq.ptq.equalize`; with a ready ``table`` it is refused,
+    the ranges would no longer apply).
     """
     from intq.frontends import load
     from intq.passes import simplify
@@ -162,13 +176,76 @@ def quantize(model, data=None, *, method: str = "minmax", per_channel: bool = Tr
     graph = model if isinstance(model, Graph) else load(model, input_shapes=input_shapes, example_inputs=example_inputs,
                                                         constant_inputs=constant_inputs)
     graph = simplify(graph)
+    if equalization:
+        if table is not None:
+            raise ConversionError("equalization changes the activations' ranges: calibrate after it (give data, "
+                                  "not a table)")
+        from intq.ptq import equalize
+
+        graph = equalize(graph)
     check_convertible(graph)
     if table is None:
         if data is None:
             raise ConversionError("quantize needs calibration data (or a calibration table=)")
         table = calibrate(graph, data, method, progress=progress, **observer_options)
-    table = reconcile_ranges(graph, table)
-    return convert(graph, table, per_channel=per_channel, input_type=input_type, output_type=output_type)
+    corrected = None
+    if bias_correction:
+        if data is None:
+            raise ConversionError("bias_correction needs calibration data to measure the layers' input means on")
+        from intq.calibration import iter_samples
+        from intq.ptq import correct_biases
+
+        held = list(iter_samples(data, graph, None))
+        fit, check = (held[: len(held) // 2], held[len(held) // 2:]) if len(held) >= 2 else (held, held)
+        corrected = correct_biases(graph, fit, per_channel=per_channel)
+    precision = dict(precision or {})
+    if target_sqnr is not None:
+        if data is None:
+            raise ConversionError("target_sqnr needs calibration data to measure the output SQNR on")
+        from intq.calibration import iter_samples
+
+        samples = [s for _, s in zip(range(8), iter_samples(data, graph, None))]
+        auto, _ = auto_precision(graph, table, samples, target_sqnr, convert_options={"per_channel": per_channel},
+                                 base=precision)
+        precision.update(auto)
+    table = reconcile_ranges(graph, table, keep=int16_tensors(graph, precision))
+    options = {"per_channel": per_channel, "input_type": input_type, "output_type": output_type, "precision": precision}
+    q = convert(graph, table, **options)
+    if corrected is not None:
+        q = _closer_to_float(graph, q, convert(corrected, table, **options), check, "bias correction")
+    return q
+
+
+#: Calibration samples a PTQ method's effect is checked on before it is kept.
+CHECK_SAMPLES = 8
+
+
+def _closer_to_float(float_graph: Graph, plain: Graph, treated: Graph, data, method: str) -> Graph:
+    """``treated`` when its outputs are closer to ``float_graph``'s than ``plain``'s on the first
+    :data:`CHECK_SAMPLES` of ``data`` (samples the method did not fit on; output SQNR per channel,
+    :func:`intq.analysis.sensitivity.output_sqnr`), else ``plain`` with a conversion note saying
+    that ``method`` was not applied and why: an optional method never makes a model worse on the
+    data it was calibrated on (on PP-OCR's classifier bias correction cost 1.25 points)."""
+    from intq.analysis.sensitivity import output_sqnr
+    from intq.calibration import iter_samples
+    from intq.runtime import Interpreter
+
+    samples = [s for _, s in zip(range(CHECK_SAMPLES), iter_samples(data, float_graph, None))]
+    runs = {}
+    for key, g in (("float", float_graph), ("plain", plain), ("treated", treated)):
+        it = Interpreter(g)
+        runs[key] = {o: [] for o in float_graph.outputs}
+        for s in samples:
+            for k, v in it.run(s).items():
+                runs[key][k].append(v)
+    before, after = output_sqnr(runs["float"], runs["plain"]), output_sqnr(runs["float"], runs["treated"])
+    if after >= before:
+        note = f"{method}: output SQNR on {len(samples)} held-out calibration samples {before:.1f} -> {after:.1f} dB"
+        return treated.replace(metadata={**treated.metadata,
+                                         "conversion_notes": (*treated.metadata["conversion_notes"], note)})
+    note = (f"{method} not applied: it moved the outputs further from float on {len(samples)} held-out "
+            f"calibration samples ({before:.1f} -> {after:.1f} dB output SQNR)")
+    return plain.replace(metadata={**plain.metadata, "conversion_notes": (*plain.metadata["conversion_notes"], note)})
 
 
 __all__ = ["convert", "quantize", "check_convertible", "ConversionError", "RULES"]

@@ -78,6 +78,7 @@ class ConversionContext:
     transposed: dict[tuple[str, tuple[int, ...]], str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     reserved: set[str] = field(default_factory=set)  # graph input/output names, kept for the float ends
+    int16: frozenset[str] = frozenset()  # float tensors held in int16 (intq.convert.precision)
 
     # -- names and tensors --------------------------------------------------------------------
 
@@ -119,10 +120,13 @@ class ConversionContext:
     # -- quantization parameters -------------------------------------------------------------------
 
     def activation_qparams(self, float_name: str) -> QuantParams:
-        """Asymmetric int8 parameters from the calibrated range of ``float_name``."""
+        """Asymmetric int8 parameters from the calibrated range of ``float_name`` (symmetric int16,
+        zero point 0 as the 16x8 kernels need, for a tensor of an int16 region)."""
         if float_name not in self.table:
             raise ConversionError(f"the calibration table has no range for tensor {float_name!r}; calibrate this graph")
         lo, hi = self.table[float_name]
+        if float_name in self.int16:
+            return choose_qparams(lo, hi, "int16", symmetric=True, name=float_name)
         return choose_qparams(lo, hi, "int8", name=float_name)
 
     @staticmethod
@@ -135,9 +139,11 @@ class ConversionContext:
     def define(self, float_name: str, int_name: str, perm: tuple[int, ...]) -> None:
         self.values[float_name] = IntValue(int_name, perm)
 
-    def output_tensor(self, float_name: str, perm: tuple[int, ...], qparams: QuantParams, dtype=np.int8) -> str:
-        """Create the integer tensor for a node's float output ``float_name`` in layout ``perm``."""
+    def output_tensor(self, float_name: str, perm: tuple[int, ...], qparams: QuantParams, dtype=None) -> str:
+        """Create the integer tensor for a node's float output ``float_name`` in layout ``perm``
+        (of ``qparams``' dtype unless ``dtype`` is given)."""
         shape = self.shape(float_name)
+        dtype = qparams.dtype if dtype is None and qparams is not None else (dtype or np.int8)
         name = self.add_tensor(float_name, [shape[p] for p in perm], dtype, qparams)
         self.define(float_name, name, perm)
         return name

@@ -267,7 +267,7 @@ def _operand_on_grid(cx: ConversionContext, node: Node, name: str, perm, qp: Qua
     t = cx.value_as(name, perm)
     if cx.tensors[t].qparams == qp:
         return t
-    r = cx.add_tensor(f"{t}/rescaled", cx.tensors[t].shape, np.int8, qp)
+    r = cx.add_tensor(f"{t}/rescaled", cx.tensors[t].shape, qp.dtype, qp)
     cx.emit("QUANTIZE", f"{node.name}/rescale_{hint}", [t], [r])
     return r
 

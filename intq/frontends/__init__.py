@@ -14,6 +14,7 @@ from intq.errors import IntqError
 from intq.frontends.from_onnx import OnnxImportError, load_onnx
 from intq.frontends.from_tflite import TfliteImportError, load_tflite
 from intq.frontends.shapes import InputShapeError
+from intq.frontends.tpu_mlir import TpuMlirImportError, load_tpu_mlir
 from intq.ir import Graph
 from intq.tflite.schema import FILE_IDENTIFIER, is_tflite_bytes
 
@@ -24,7 +25,8 @@ def load(model, input_shapes: Mapping[str, Sequence[int]] | None = None, example
 
     ``model`` is a path to an ``.onnx`` file, an ``onnx.ModelProto``, or a ``torch.nn.Module``
     (with ``example_inputs``): a float graph; or a path to a ``.tflite`` file or its bytes: an
-    integer graph (:func:`load_tflite`). ``input_shapes`` binds dynamic input dimensions (ONNX
+    integer graph (:func:`load_tflite`); or a TPU-MLIR int8 ``*_tpu.mlir`` (its weight ``.npz`` beside
+    it): an integer graph for the ``tpu-mlir`` target (:func:`load_tpu_mlir`). ``input_shapes`` binds dynamic input dimensions (ONNX
     ``dim_param``, unnamed dims and ``dim_value`` -1 or 0); an unbound or contradicting shape raises
     :class:`InputShapeError`, whose ``cli_message()`` gives the fix as ``--input-shape``.
     ``constant_inputs`` (ONNX) fixes inputs to values, e.g. ``{"sr": 16000}``: they become constants
@@ -47,8 +49,10 @@ def load(model, input_shapes: Mapping[str, Sequence[int]] | None = None, example
             return load_onnx(model, input_shapes, constant_inputs)
         if suffix == "tflite":
             return load_tflite(model, input_shapes)
-        raise IntqError(f"{os.fspath(model)}: intq reads .onnx files, .tflite files (and torch modules); "
-                        f"got a .{suffix} file")
+        if suffix == "mlir":
+            return load_tpu_mlir(model)
+        raise IntqError(f"{os.fspath(model)}: intq reads .onnx files, .tflite files, TPU-MLIR int8 *_tpu.mlir files "
+                        f"(and torch modules); got a .{suffix} file")
     torch = sys.modules.get("torch")
     if torch is not None and isinstance(model, torch.nn.Module):
         from intq.frontends.from_torch import load_torch
@@ -58,4 +62,5 @@ def load(model, input_shapes: Mapping[str, Sequence[int]] | None = None, example
                     "onnx.ModelProto or a torch.nn.Module")
 
 
-__all__ = ["load", "load_onnx", "OnnxImportError", "load_tflite", "TfliteImportError", "InputShapeError"]
+__all__ = ["load", "load_onnx", "OnnxImportError", "load_tflite", "TfliteImportError", "load_tpu_mlir",
+           "TpuMlirImportError", "InputShapeError"]

@@ -30,6 +30,7 @@ from onnx import helper
 
 from intq.errors import GraphError, IntqError, UnsupportedOperatorError
 from intq.frontends import onnx_checks as checks
+from intq.frontends.from_onnx_quantized import is_quantized, load_quantized_onnx
 from intq.frontends.onnx_if import bind_constant_inputs, fold_constant_ifs
 from intq.frontends.shapes import InputShapeError, is_dynamic
 from intq.ir import Graph, Node, Tensor, topological_order
@@ -427,6 +428,8 @@ def load_onnx(model, input_shapes: Mapping[str, Sequence[int]] | None = None,
     proto, model_name, folder = _read(model)
     where = f"ONNX model {model_name!r}"
     checks.check_structure(proto, where)
+    if is_quantized(proto):  # QDQ / QOperator: intq's integer operators (intq.frontends.from_onnx_quantized)
+        return load_quantized_onnx(proto, *_bind_inputs(proto, input_shapes, where), where, model_name, folder=folder)
     opset = _default_opset(proto, where)
     _check_operators(proto, opset, where, if_pending=True)
     proto = bind_constant_inputs(proto, constant_inputs or {}, where)

@@ -42,7 +42,7 @@ from intq.kernels.requantize import (
     xnnpack_activation_range,
     xnnpack_conv_scale,
 )
-from intq.kernels.targets import Requant
+from intq.kernels.targets import Requant, Runtime
 from intq.limits import check_tensor_size
 from intq.qmath import QuantParams, effective_scale
 
@@ -264,6 +264,10 @@ def conv_requantizer(ctx: KernelContext, op: str, in_qp: QuantParams, w_qp: Quan
     included: a node XNNPACK declines names the contract LiteRT's own kernel then uses); ``select``
     keeps a range of the output channels (a kernel that rounds channel groups differently)."""
     try:
+        if ctx.target.runtime is Runtime.ORT:  # QLinearConv: the same float32 scale, rint, intq's Clip
+            lo, hi = activation_range(activation, out_qp)
+            scale = xnnpack_conv_scale(in_qp.scale[0], _weight_scales(w_qp, channels, select), out_qp.scale[0])
+            return make_requantizer(scale, Requant.FLOAT32_RNE, out_qp.tensor_zero_point, lo, hi, out_dtype)
         if ctx.target.xnnpack and op in XNNPACK_FP32_OPS and mode is None:
             lo, hi = xnnpack_activation_range(activation, out_qp)
             scale = xnnpack_conv_scale(in_qp.scale[0], _weight_scales(w_qp, channels, select), out_qp.scale[0])
@@ -274,6 +278,26 @@ def conv_requantizer(ctx: KernelContext, op: str, in_qp: QuantParams, w_qp: Quan
         return make_requantizer(real, mode, out_qp.tensor_zero_point, lo, hi, out_dtype)
     except IntqError as e:
         raise ctx.error(str(e)) from None
+
+
+def conv_matrix(ctx: KernelContext, w: np.ndarray, c_in: int) -> tuple[np.ndarray, int]:
+    """CONV_2D weights ``[C_out, KH, KW, C_g]`` as the ``[C_out, KH*KW*C_in]`` matrix the im2col
+    columns multiply (int8 and 16x8), and the number of groups ``G = C_in / C_g``: block-diagonal
+    when grouped (output channel ``o`` sees only its group ``o // (C_out / G)``'s input channels,
+    as the runtimes' ConvPerChannel reads them). ``C_g`` must divide ``C_in`` and ``G`` divide
+    ``C_out`` (TFLite does not check the latter and would read out of bounds)."""
+    c_out, kh, kw, c_g = w.shape
+    if c_g < 1 or c_in % c_g:
+        raise ctx.error(f"input channels ({c_in}) must be a multiple of the weights' channels ({c_g})")
+    groups = c_in // c_g
+    if c_out % groups:
+        raise ctx.error(f"grouped convolution: {c_out} output channels do not split into {groups} groups")
+    taps = kh * kw
+    if groups == 1:
+        return w.reshape(c_out, taps * c_g), 1
+    full = np.zeros((c_out, taps, groups, c_g), w.dtype)
+    full[np.arange(c_out), :, np.arange(c_out) // (c_out // groups), :] = w.reshape(c_out, taps, c_g)
+    return full.reshape(c_out, taps * c_in), groups
 
 
 # ------------------------------------------------------------------------- padded input, im2col

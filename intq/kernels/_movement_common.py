@@ -38,11 +38,20 @@ ALL_INTS = (I8, U8, I16, I32, I64)
 
 
 def runtime(ctx: KernelContext) -> str:
-    """The runtime whose acceptance rules apply: ``litert`` for LiteRT targets, else ``tflm``."""
-    return ctx.target.runtime.value  # "litert" or "tflm"
+    """The runtime whose acceptance rules apply: ``litert`` for LiteRT targets and onnxruntime (whose
+    Reshape / Transpose / Pad / Split / Concat take what LiteRT's do, and more), else ``tflm``.
+    ``tpu-mlir``'s data movement (``tpu.Reshape``, ``tpu.Permute``...) takes every integer dtype,
+    as LiteRT does: its graphs use LiteRT's tables."""
+    from intq.kernels.targets import Runtime
+
+    return LITERT if ctx.target.runtime in (Runtime.LITERT, Runtime.ORT, Runtime.TPU_MLIR) else TFLM
 
 
 def runtime_name(ctx: KernelContext) -> str:
+    from intq.kernels.targets import Runtime
+
+    if ctx.target.runtime is Runtime.TPU_MLIR:
+        return "TPU-MLIR"
     return _RUNTIME_NAMES[runtime(ctx)]
 
 

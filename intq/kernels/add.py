@@ -39,6 +39,8 @@ run the reference kernel.
 Run: an input's rescaled value depends on that int8 alone, so prepare evaluates
 :func:`scaled_input` on all 256 values and run looks both operands up (one gather each, the same
 integers) before requantizing the sum.
+
+``tpu-mlir`` target: TPU-MLIR's ``tpu.Add`` (:mod:`intq.kernels.tpu_mlir.eltwise`).
 """
 
 from __future__ import annotations
@@ -71,7 +73,10 @@ from intq.kernels._elementwise_common import (
     zero_point_of,
 )
 from intq.kernels.base import KernelContext, kernel
+from intq.kernels.tpu_mlir import eltwise as tpu_mlir_eltwise
+from intq.kernels.targets import Runtime as _Runtime
 from intq.kernels.requantize import DoubleRounding, Requantizer, make_requantizer, requantize
+from intq.kernels import _ort
 from intq.kernels.targets import Requant
 from intq.qmath import raw
 from intq.qmath.compiled import mbqm_right_scalar, mbqm_scalar
@@ -129,6 +134,10 @@ def scalar_broadcast_scaled_input(r: Rescale, zero_point: int, x: np.ndarray) ->
 
 @kernel(OP)
 def prepare(ctx: KernelContext) -> AddParams | OptimizedAddParams | XnnpackAdd:
+    if _ort.is_ort(ctx):
+        return _ort.prepare_binary(ctx, _ort.qlinear_add_table)
+    if ctx.target.runtime is _Runtime.TPU_MLIR:
+        return tpu_mlir_eltwise.prepare_add(ctx)
     io = int8_binary(ctx)
     xnn = xnnpack_add(ctx, io, subtract=False)
     if xnn is not None:
@@ -189,7 +198,11 @@ def scaled_input(r: Rescale, zero_point: int, x: np.ndarray) -> np.ndarray:
     return rescale(r, (np.asarray(x, dtype=np.int64) - zero_point) << LEFT_SHIFT)
 
 
-def run(p: AddParams | OptimizedAddParams | XnnpackAdd, a, b):
+def run(p: AddParams | OptimizedAddParams | XnnpackAdd | _ort.OrtBinaryLut, a, b):
+    if isinstance(p, _ort.OrtBinaryLut):
+        return (_ort.lookup2(p, a, b),)
+    if type(p) is tpu_mlir_eltwise.TpuMlirAddParams:
+        return tpu_mlir_eltwise.run_add(p, a, b)
     if isinstance(p, XnnpackAdd):
         return (run_xnnpack_add(p, a, b).reshape(np.broadcast_shapes(a.shape, b.shape)),)
     if isinstance(p, OptimizedAddParams):

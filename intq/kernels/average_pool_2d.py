@@ -22,6 +22,8 @@ Run: the input is padded with zeros to whole windows and summed in int32 with on
 add per filter column, then one per filter row (:func:`intq.kernels._pool_common.window_reduce`,
 shared with MAX_POOL_2D and the 16x8 pools). |acc| <= 128 * filter_h * filter_w, exact in int32
 (checked at prepare).
+
+``tpu-mlir`` target: TPU-MLIR's average ``tpu.Pool2D`` (:mod:`intq.kernels.tpu_mlir.pool`).
 """
 
 from __future__ import annotations
@@ -31,7 +33,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from intq.kernels._pool_common import PoolWindow, WindowCounts, prepare_pool, rounded_average, window_counts, window_reduce
+from intq.kernels import _ort
 from intq.kernels.base import KernelContext, kernel
+from intq.kernels.tpu_mlir import pool as tpu_mlir_pool
+from intq.kernels.targets import Runtime as _Runtime
 
 OP = "AVERAGE_POOL_2D"
 
@@ -43,11 +48,21 @@ class AveragePool2DParams:
 
 
 @kernel(OP)
-def prepare(ctx: KernelContext) -> AveragePool2DParams:
+def prepare(ctx: KernelContext) -> AveragePool2DParams | _ort.OrtAveragePool:
+    if _ort.is_ort(ctx):  # QLinearAveragePool: onnxruntime's float32 window sums
+        return _ort.prepare_average_pool(ctx)
+    if ctx.target.runtime is _Runtime.TPU_MLIR:
+        return tpu_mlir_pool.prepare_avg(ctx)
     pool = prepare_pool(ctx, ctx.per_tensor(ctx.input(0), "input"), ctx.per_tensor(ctx.outputs[0], "output"))
     return AveragePool2DParams(pool, window_counts(ctx, pool.geometry, 128))  # |q| <= 128
 
 
-def run(p: AveragePool2DParams, x):
+def run(p: AveragePool2DParams | _ort.OrtAveragePool, x):
+    if isinstance(p, _ort.OrtAveragePool):
+        return (_ort.run_average_pool(p, x),)
+    if type(p) is tpu_mlir_pool.TpuMlirAvgPoolParams:
+        return tpu_mlir_pool.run_avg(p, x)
+    if type(p) is tpu_mlir_pool.TpuMlirFloatAvgPoolParams:
+        return tpu_mlir_pool.run_avg_float(p, x)
     acc = window_reduce(p.pool.geometry, x.astype(np.int32), 0, np.add)  # |acc| < 2^31 (prepare)
     return (np.clip(rounded_average(acc, p.counts), p.pool.act_min, p.pool.act_max).astype(np.int8),)

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from intq.kernels import _movement_common as mc
+from intq.kernels import _ort
 from intq.kernels.base import KernelContext, kernel
 from intq.qmath import Rounding, round_float
 
@@ -84,6 +85,8 @@ def prepare(ctx: KernelContext) -> ConcatenationParams:
         shapes.append(shape)
     mc.check_output_shape(ctx, [sum(s[axis] for s in shapes) if k == axis else d for k, d in enumerate(out_shape)])
 
+    if _ort.is_ort(ctx) and dtype == mc.I8:  # QLinearConcat: each input through its DQ -> Q table
+        return _ort.prepare_concat(ctx, axis)
     tables: list[np.ndarray | None] = [None] * len(inputs)
     if dtype == mc.I8:
         for i, t in enumerate(inputs):
@@ -101,6 +104,8 @@ def prepare(ctx: KernelContext) -> ConcatenationParams:
     return ConcatenationParams(axis, tuple(tables))
 
 
-def run(p: ConcatenationParams, *xs):
+def run(p: ConcatenationParams | _ort.OrtConcat, *xs):
+    if isinstance(p, _ort.OrtConcat):
+        return (_ort.run_concat(p, xs),)
     parts = [x if table is None else table[x] for x, table in zip(xs, p.tables)]
     return (np.concatenate(parts, axis=p.axis),)

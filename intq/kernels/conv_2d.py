@@ -40,6 +40,9 @@ at prepare) and the fused requantization (one compiled pass). 1x1 convolutions s
 strided input is the matrix).
 The int32 accumulator cannot overflow: ``|acc| <= 255 * sum|w_o| + |b_o|`` is checked at prepare
 (TFLite would wrap).
+
+``tpu-mlir`` target: TPU-MLIR's ``tpu.Conv2D`` (explicit pads, uint8 or int8 input, the model's
+per-channel multiplier/rshift, HALF_UP), :mod:`intq.kernels.tpu_mlir.conv`.
 """
 
 from __future__ import annotations
@@ -52,15 +55,18 @@ from intq.kernels._conv_common import (
     Im2col,
     check_accumulator,
     conv_bias,
+    conv_matrix,
     conv_operands,
     conv_padding,
     fill_im2col,
     make_im2col,
 )
+from intq.kernels import _ort
 from intq.kernels.base import KernelContext, kernel
 from intq.kernels.gemm import PreparedGemm, exact_matmul, prepare_gemm
 from intq.kernels.requantize import Requantizer, requantize
 from intq.kernels.targets import Requant, Runtime
+from intq.kernels.tpu_mlir import conv as tpu_mlir_conv
 
 OP = "CONV_2D"
 
@@ -80,27 +86,21 @@ class Conv2DParams:
 
 
 @kernel(OP)
-def prepare(ctx: KernelContext) -> Conv2DParams:
+def prepare(ctx: KernelContext) -> Conv2DParams | _ort.OrtAsymmetricGemm:
+    if _ort.is_ort(ctx) and _ort.asymmetric_weights(ctx):  # imported QLinearConv with a weight zero point
+        return _ort.prepare_asymmetric_gemm(ctx)
+    if ctx.target.runtime is Runtime.TPU_MLIR:
+        return tpu_mlir_conv.prepare_conv(ctx)
     ops = conv_operands(ctx, channel_axis=0)
     n, h, w_in, c_in = ops.in_shape
     w = ops.w
     c_out, kh, kw, c_g = w.shape
-    if c_g < 1 or c_in % c_g:
-        raise ctx.error(f"input channels ({c_in}) must be a multiple of the weights' channels ({c_g})")
-    groups = c_in // c_g
-    if c_out % groups:
-        raise ctx.error(f"grouped convolution: {c_out} output channels do not split into {groups} groups")
+    matrix, groups = conv_matrix(ctx, w, c_in)  # block-diagonal when grouped
     refused = "refuses" if ctx.target.runtime in BIAS_REQUIRED_BY else None
     bias = conv_bias(ctx, 2, c_out, refused_without=refused)
     pad = conv_padding(ctx, ops, kh, kw, c_out)
 
     zx = ops.in_qp.tensor_zero_point
-    taps = kh * kw
-    matrix = w.reshape(c_out, taps * c_g)
-    if groups > 1:  # block-diagonal: output channel o sees only its group's input channels
-        full = np.zeros((c_out, taps, groups, c_g), np.int8)
-        full[np.arange(c_out), :, np.arange(c_out) // (c_out // groups), :] = w.reshape(c_out, taps, c_g)
-        matrix = full.reshape(c_out, taps * c_in)
     gemm = prepare_gemm(matrix)
     check_accumulator(ctx, ops.abs_weight_sums(), bias)
     offset = bias - zx * gemm.weight_sums
@@ -112,7 +112,11 @@ def prepare(ctx: KernelContext) -> Conv2DParams:
     return Conv2DParams(gemm, offset, requant, im2col, (n, pad.out_h, pad.out_w, c_out))
 
 
-def run(p: Conv2DParams, x, w=None, b=None):
+def run(p: Conv2DParams | _ort.OrtAsymmetricGemm, x, w=None, b=None):
+    if isinstance(p, _ort.OrtAsymmetricGemm):
+        return (_ort.run_asymmetric_gemm(p, x),)
+    if type(p) is tpu_mlir_conv.TpuMlirConv2DParams:
+        return tpu_mlir_conv.run_conv(p, x)
     cols = fill_im2col(p.im2col, x)  # int8 [N*OH*OW, KH*KW*C_in]
     acc = exact_matmul(cols, p.gemm)  # int32 [N*OH*OW, C_out]: sum(x * w), exact
     # one fused pass: acc + b - Z_x * sum(w) (|.| < 2^31, prepare), requantize, clamp

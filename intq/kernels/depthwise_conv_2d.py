@@ -36,6 +36,9 @@ Where the runtimes differ (measured with single-op models, tests/kernels/test_co
   clamp from ``xnn_qs8_quantize`` of the activation bounds). A node without bias crashes LiteRT
   under this resolver as well (measured), so ``xnnpack`` refuses it too.
 
+``tpu-mlir`` target: TPU-MLIR's depthwise ``tpu.Conv2D`` (group = channels; explicit pads, the
+model's multiplier/rshift), :mod:`intq.kernels.tpu_mlir.conv`.
+
 Arithmetic: the input is copied once into a reused int32 buffer padded with ``Z_x`` (so padding
 contributes ``Z_x * w - Z_x * w = 0`` after the zero-point expansion
 ``acc = sum(x * w) - Z_x * sum(w) + b``); a compiled loop (numba) accumulates, for every output
@@ -66,7 +69,8 @@ from intq.kernels._conv_common import (
 )
 from intq.kernels.base import KernelContext, kernel
 from intq.kernels.requantize import Requantizer, requantize
-from intq.kernels.targets import Requant
+from intq.kernels.targets import Requant, Runtime
+from intq.kernels.tpu_mlir import conv as tpu_mlir_conv
 
 OP = "DEPTHWISE_CONV_2D"
 VECTOR_CHANNELS = 8  # LiteRT's optimized output stage: channel groups of 8 through NEON, the rest scalar
@@ -128,7 +132,9 @@ class DepthwiseConv2DParams:
 
 
 @kernel(OP)
-def prepare(ctx: KernelContext) -> DepthwiseConv2DParams:
+def prepare(ctx: KernelContext) -> DepthwiseConv2DParams | tpu_mlir_conv.TpuMlirDepthwiseParams:
+    if ctx.target.runtime is Runtime.TPU_MLIR:
+        return tpu_mlir_conv.prepare_depthwise(ctx)
     ops = conv_operands(ctx, channel_axis=3)
     kh, kw, c_out = depthwise_shape(ctx, ops)
     refused = "crashes (measured) on" if bias_required(ctx.target) else None
@@ -172,6 +178,8 @@ def depthwise_shape(ctx: KernelContext, ops: ConvOperands) -> tuple[int, int, in
 
 
 def run(p: DepthwiseConv2DParams, x, w=None, b=None):
+    if type(p) is tpu_mlir_conv.TpuMlirDepthwiseParams:
+        return tpu_mlir_conv.run_depthwise(p, x)
     acc = depthwise_sums(p.taps, x)  # int32, |acc| < 2^31 (prepare)
     if p.tail is None:
         return (requantize(p.requant, acc),)

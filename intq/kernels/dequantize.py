@@ -12,6 +12,8 @@ tensor): LiteRT's optimized kernel has the same vector head, ``float32(q) * S + 
 which with ``Z = 0`` is the reference's one rounding of the exact product on every element
 (measured equal on all 65536 values at 8 scales): both optimized targets run the reference.
 Other input dtypes are refused by the optimized targets (not measured).
+
+``tpu-mlir`` target: TPU-MLIR's integer -> float ``tpu.Cast`` (:mod:`intq.kernels.tpu_mlir.cast`).
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from intq.kernels.base import KernelContext, kernel
+from intq.kernels.tpu_mlir import cast as tpu_mlir_cast
+from intq.kernels.targets import Runtime as _Runtime
 from intq.qmath import QuantParams, compiled
 from intq.qmath import dequantize as dequantize_ints
 
@@ -36,6 +40,8 @@ class DequantizeParams:
 
 @kernel(OP)
 def prepare(ctx: KernelContext) -> DequantizeParams:
+    if ctx.target.runtime is _Runtime.TPU_MLIR:
+        return tpu_mlir_cast.prepare_dequantize(ctx)
     ctx.check_emulated()
     if ctx.outputs[0].dtype != np.float32:
         raise ctx.error("the output must be float32")
@@ -53,6 +59,8 @@ def prepare(ctx: KernelContext) -> DequantizeParams:
 
 
 def run(p: DequantizeParams, x):
+    if type(p) is tpu_mlir_cast.TpuMlirDequantizeParams:
+        return tpu_mlir_cast.run_dequantize(p, x)
     if not p.block:
         qp = p.input
         if not qp.per_axis and x.ndim:  # intq.qmath.dequantize in one compiled pass

@@ -25,6 +25,8 @@ and tests/kernels/test_fully_connected.py):
 * ``xnnpack``: XNNPACK takes every int8 FULLY_CONNECTED intq accepts (measured) and requantizes in
   float32: ``rint(float(acc) * float(float(s_in * s_w) / s_out))``, half to even, clamped to
   ``xnn_qs8_quantize`` of the activation bounds.
+
+``tpu-mlir`` target: TPU-MLIR's ``tpu.MatMul`` with constant weights (:mod:`intq.kernels.tpu_mlir.matmul`).
 """
 
 from __future__ import annotations
@@ -34,7 +36,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from intq.kernels._conv_common import check_accumulator, conv_bias
+from intq.kernels import _ort
 from intq.kernels.base import KernelContext, kernel
+from intq.kernels.tpu_mlir import matmul as tpu_mlir_matmul
+from intq.kernels.targets import Runtime as _Runtime
 from intq.kernels.gemm import PreparedGemm, exact_matmul, prepare_gemm
 from intq.kernels.requantize import (
     Requantizer,
@@ -44,7 +49,7 @@ from intq.kernels.requantize import (
     xnnpack_activation_range,
     xnnpack_conv_scale,
 )
-from intq.kernels.targets import Requant
+from intq.kernels.targets import Requant, Runtime
 from intq.qmath import QuantParams, effective_scale
 
 OP = "FULLY_CONNECTED"
@@ -60,7 +65,11 @@ class FullyConnectedParams:
 
 
 @kernel(OP)
-def prepare(ctx: KernelContext) -> FullyConnectedParams:
+def prepare(ctx: KernelContext) -> FullyConnectedParams | _ort.OrtAsymmetricGemm:
+    if _ort.is_ort(ctx) and _ort.asymmetric_weights(ctx):  # imported QGemm / QLinearMatMul with a weight zero point
+        return _ort.prepare_asymmetric_gemm(ctx)
+    if ctx.target.runtime is _Runtime.TPU_MLIR:
+        return tpu_mlir_matmul.prepare(ctx)
     in_qp = ctx.per_tensor(ctx.input(0), "input")
     out_qp = ctx.per_tensor(ctx.outputs[0], "output")
     w, w_qp = fc_weights(ctx)
@@ -111,6 +120,10 @@ def fc_requantizer(ctx: KernelContext, in_qp: QuantParams, w_qp: QuantParams, ou
     channel (and for ``DOUBLE_PRODUCT``); XNNPACK's fp32 scale and clamp on ``xnnpack``. Only
     ``ctx.target`` is read."""
     mode = ctx.target.requant_for(OP)
+    if ctx.target.runtime is Runtime.ORT:  # QGemm: float32 scale, rint, intq's Clip for the activation
+        lo, hi = activation_range(activation, out_qp)
+        scale = xnnpack_conv_scale(in_qp.scale[0], w_qp.scale, out_qp.scale[0])
+        return make_requantizer(scale, Requant.FLOAT32_RNE, out_qp.tensor_zero_point, lo, hi, out_dtype)
     if ctx.target.xnnpack:  # XNNPACK takes the node: fp32 requantization
         lo, hi = xnnpack_activation_range(activation, out_qp)
         scale = xnnpack_conv_scale(in_qp.scale[0], w_qp.scale, out_qp.scale[0])
@@ -128,6 +141,10 @@ def fc_multipliers(in_qp: QuantParams, w_qp: QuantParams, out_qp: QuantParams, m
     return effective_scale(in_qp.scale[0], w_qp.scale, out_qp.scale[0], product_dtype=product)
 
 
-def run(p: FullyConnectedParams, x, w=None, b=None):
+def run(p: FullyConnectedParams | _ort.OrtAsymmetricGemm, x, w=None, b=None):
+    if isinstance(p, _ort.OrtAsymmetricGemm):
+        return (_ort.run_asymmetric_gemm(p, x),)
+    if type(p) is tpu_mlir_matmul.TpuMlirMatMulParams:
+        return tpu_mlir_matmul.run(p, x)
     acc = exact_matmul(x.reshape(-1, p.k), p.gemm)  # int32 sum(x * w), exact
     return (requantize(p.requant, acc, p.offset).reshape(p.out_shape),)  # |acc + offset| < 2^31 (prepare)

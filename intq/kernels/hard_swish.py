@@ -51,6 +51,7 @@ from intq.kernels._elementwise_common import (
     zero_point_of,
 )
 from intq.qmath.raw import rdbp16, saturating_left_shift16, sdhm16, srdhm16
+from intq.kernels import _ort
 from intq.kernels.base import KernelContext, kernel
 from intq.qmath import quantize_multiplier
 
@@ -81,7 +82,9 @@ def _int16_multiplier(real: float) -> tuple[int, int]:
 
 
 @kernel(OP)
-def prepare(ctx: KernelContext) -> HardSwishParams:
+def prepare(ctx: KernelContext) -> HardSwishParams | _ort.OrtLut:
+    if _ort.is_ort(ctx):  # DequantizeLinear -> HardSwish -> QuantizeLinear, per code
+        return _ort.prepare_unary(ctx, _ort.hard_swish)
     io = int8_unary(ctx)
     qx, qy = io.qx, io.qy
     hires = (fp32(1.0) / fp32(128.0)) * scale_of(qx)  # exact: a power-of-two factor
@@ -119,5 +122,7 @@ def hard_swish(p: HardSwishParams, x: np.ndarray) -> np.ndarray:
     return np.clip(out, INT8_MIN, INT8_MAX)
 
 
-def run(p: HardSwishParams, x):
+def run(p: HardSwishParams | _ort.OrtLut, x):
+    if isinstance(p, _ort.OrtLut):
+        return (_ort.lookup(p, x),)
     return (lookup(p.table, x),)

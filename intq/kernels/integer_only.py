@@ -33,7 +33,7 @@ FLOAT_FUNCTIONS: dict[str, str] = {
     "intq.kernels.requantize.DoubleProduct.rescaled":
         "LiteRT 2.3's reference FULLY_CONNECTED computes round(double(acc) * M) (litert-ref only)",
     "intq.kernels.requantize.Float32Rne.rescaled":
-        "XNNPACK requantizes in float32, ties to even (xnnpack only)",
+        "XNNPACK and onnxruntime (MLAS) requantize in float32, ties to even (xnnpack, ort, ort-u8 only)",
     "intq.kernels.mean._float32_mean":
         "XNNPACK's MEAN and SUM requantize the sums in float32 (xnnpack only)",
     "intq.kernels.sum._float32_sum":
@@ -42,6 +42,14 @@ FLOAT_FUNCTIONS: dict[str, str] = {
         "LiteRT's optimized SOFTMAX computes in float32 (litert-opt and xnnpack)",
     "intq.kernels.log_softmax._float32_log_softmax":
         "LiteRT's optimized LOG_SOFTMAX computes in float32 (litert-opt and xnnpack)",
+    "intq.kernels._ort._float32_softmax":
+        "onnxruntime's QLinearSoftmax computes in float32 (ort, ort-u8 only)",
+    "intq.kernels._ort._float32_average_pool":
+        "onnxruntime's QLinearAveragePool computes in float32 (ort, ort-u8 only)",
+    "intq.kernels.tpu_mlir.pool.run_avg_float":
+        "TPU-MLIR's asymmetric (and unevenly padded) average pooling computes in float (tpu-mlir only)",
+    "intq.kernels.tpu_mlir.softmax.run_float":
+        "TPU-MLIR's int8 softmax computes in float32 on its exp table (tpu-mlir only)",
 }
 
 #: Parameter classes that may hold floats, read only by the functions above.
@@ -53,6 +61,10 @@ FLOAT_PARAMS: dict[str, str] = {
     "intq.kernels.sum.OptimizedSumParams": "the float32 ratio and bias of _float32_sum",
     "intq.kernels.softmax.OptimizedSoftmaxParams": "the float32 table and scale of _float32_softmax",
     "intq.kernels.log_softmax.OptimizedLogSoftmaxParams": "the float32 scale of _float32_log_softmax",
+    "intq.kernels._ort.OrtSoftmax": "the float32 exp table and scale of _ort._float32_softmax",
+    "intq.kernels._ort.OrtAveragePool": "the float32 dequantized codes, counts and scale of _ort._float32_average_pool",
+    "intq.kernels.tpu_mlir.pool.TpuMlirFloatAvgPoolParams": "the float scale and offset of run_avg_float",
+    "intq.kernels.tpu_mlir.softmax.TpuMlirSoftmaxParams": "the float32 exp table and scale of run_float",
 }
 
 

@@ -57,6 +57,7 @@ from intq.kernels._elementwise_common import (
     scale_ratio,
     zero_point_of,
 )
+from intq.kernels import _ort
 from intq.kernels.base import KernelContext, kernel
 from intq.kernels.requantize import Requantizer, requantize
 
@@ -77,12 +78,14 @@ class LeakyReluParams:
 @kernel(OP)
 def prepare(ctx: KernelContext) -> LeakyReluParams:
     ctx.check_emulated()
-    io = int8_unary(ctx)
-    qx, qy = io.qx, io.qy
-    mode = requant_mode(ctx)
     alpha = ctx.attr("alpha", 0.2)  # TFLite's LeakyReluOptions default
     if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not np.isfinite(alpha):
         raise ctx.error(f"alpha must be a finite number, got {alpha!r}")
+    if _ort.is_ort(ctx):  # QLinearLeakyRelu: a per-code table in float32
+        return _ort.prepare_unary(ctx, _ort.leaky_relu(alpha))
+    io = int8_unary(ctx)
+    qx, qy = io.qx, io.qy
+    mode = requant_mode(ctx)
     s_in, s_out = scale_of(qx), scale_of(qy)
     real_identity = scale_ratio(runtime_of(ctx), (s_in,), s_out)
     real_alpha = scale_ratio(runtime_of(ctx), (s_in, fp32(alpha)), s_out)
@@ -121,5 +124,7 @@ def leaky_relu(p: LeakyReluParams, x: np.ndarray) -> np.ndarray:
     return np.where(v >= 0, requantize(p.identity, v), negative)
 
 
-def run(p: LeakyReluParams, x):
+def run(p: LeakyReluParams | _ort.OrtLut, x):
+    if isinstance(p, _ort.OrtLut):
+        return (_ort.lookup(p, x),)
     return (lookup(p.table, x),)

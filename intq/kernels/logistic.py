@@ -36,6 +36,7 @@ from __future__ import annotations
 import numpy as np
 
 from intq.kernels import _fixedpoint_lut as fp
+from intq.kernels import _ort
 from intq.kernels.base import KernelContext, kernel
 
 OP = "LOGISTIC"
@@ -43,9 +44,13 @@ FUNCTION = fp.Q4Function("logistic", fp.logistic, output_bits=8, output_zero_poi
 
 
 @kernel(OP)
-def prepare(ctx: KernelContext) -> fp.LutParams:
+def prepare(ctx: KernelContext) -> fp.LutParams | _ort.OrtLut:
+    if _ort.is_ort(ctx):  # QLinearSigmoid: MLAS's float32 logistic per code
+        return _ort.prepare_unary(ctx, _ort.mlas_logistic)
     return fp.prepare_q4_table(ctx, FUNCTION)
 
 
-def run(p: fp.LutParams, x):
+def run(p: fp.LutParams | _ort.OrtLut, x):
+    if isinstance(p, _ort.OrtLut):
+        return (_ort.lookup(p, x),)
     return (p.table[x.view(np.uint8)],)

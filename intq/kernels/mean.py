@@ -57,6 +57,7 @@ from numba import njit
 
 from intq.errors import ContractError, IntqError
 from intq.kernels._pool_common import QuantizedSumParams, prepare_quantized_sum
+from intq.kernels import _ort
 from intq.kernels.base import KernelContext, kernel
 from intq.kernels.requantize import Requantizer, make_requantizer, requantize
 from intq.kernels.targets import Requant
@@ -91,6 +92,8 @@ class XnnpackMeanParams:
 @kernel(OP)
 def prepare(ctx: KernelContext) -> QuantizedSumParams | OptimizedMean4DParams | XnnpackMeanParams:
     ctx.check_emulated()
+    if _ort.is_ort(ctx):  # QLinearGlobalAveragePool (channels last): float32 requantization of the sum
+        return _ort.prepare_global_average_pool(ctx)
     p = prepare_quantized_sum(ctx, mean=True)
     if ctx.target.xnnpack:
         return xnnpack_reduce(ctx, p, mean=True)
@@ -128,7 +131,9 @@ def xnnpack_reduce(ctx: KernelContext, p: QuantizedSumParams, mean: bool) -> Xnn
     return XnnpackMeanParams(p.axes, p.keep_dims, p.out_shape, scale, zero_point)
 
 
-def run(p: QuantizedSumParams | OptimizedMean4DParams | XnnpackMeanParams, x, axis=None):
+def run(p: QuantizedSumParams | OptimizedMean4DParams | XnnpackMeanParams | _ort.OrtGlobalAveragePool, x, axis=None):
+    if isinstance(p, _ort.OrtGlobalAveragePool):
+        return (_ort.run_global_average_pool(p, x),)
     if isinstance(p, XnnpackMeanParams):
         acc = x.astype(np.int64).sum(axis=p.axes, keepdims=p.keep_dims)  # raw sum, |.| < 2^24 (prepare)
         return (_float32_mean(acc, p.scale, p.zero_point).reshape(p.out_shape),)

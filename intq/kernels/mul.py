@@ -27,6 +27,8 @@ that do not fold run the reference kernel.
 Contract (spec 003): inputs and output int8, per tensor. ``|a - Z_a|, |b - Z_b| <= 255``, so the
 product is below 2^16 in magnitude; a left shift of ``M`` is allowed while the shifted product
 still fits int32 (checked at prepare from the zero points).
+
+``tpu-mlir`` target: TPU-MLIR's ``tpu.Mul`` (:mod:`intq.kernels.tpu_mlir.eltwise`).
 """
 
 from __future__ import annotations
@@ -53,6 +55,8 @@ from intq.kernels._elementwise_common import (
 )
 from intq.errors import IntqError
 from intq.kernels.base import KernelContext, kernel
+from intq.kernels.tpu_mlir import eltwise as tpu_mlir_eltwise
+from intq.kernels.targets import Runtime as _Runtime
 from intq.kernels.requantize import (
     DoubleRounding,
     Requantizer,
@@ -61,6 +65,7 @@ from intq.kernels.requantize import (
     xnnpack_activation_range,
 )
 from intq.qmath.compiled import mbqm_scalar
+from intq.kernels import _ort
 from intq.kernels.targets import Requant
 
 OP = "MUL"
@@ -101,6 +106,10 @@ def _optimized(ctx: KernelContext, a, b, za: int, zb: int, real: float, max_left
 
 @kernel(OP)
 def prepare(ctx: KernelContext) -> MulParams | OptimizedMulParams:
+    if _ort.is_ort(ctx):
+        return _ort.prepare_binary(ctx, _ort.qlinear_mul_table)
+    if ctx.target.runtime is _Runtime.TPU_MLIR:
+        return tpu_mlir_eltwise.prepare_mul(ctx)
     io = int8_binary(ctx)
     a, b, qa, qb, qy = io.a, io.b, io.qa, io.qb, io.qy
     s_a, s_b, s_y = scale_of(qa), scale_of(qb), scale_of(qy)
@@ -158,7 +167,11 @@ def _max_left(za: int, zb: int) -> int:
     return max(s for s in range(31) if bound << s <= 2**31 - 1)
 
 
-def run(p: MulParams | OptimizedMulParams, a, b):
+def run(p: MulParams | OptimizedMulParams | _ort.OrtBinaryLut, a, b):
+    if isinstance(p, _ort.OrtBinaryLut):
+        return (_ort.lookup2(p, a, b),)
+    if type(p) is tpu_mlir_eltwise.TpuMlirMulParams:
+        return tpu_mlir_eltwise.run_mul(p, a, b)
     shape = np.broadcast_shapes(a.shape, b.shape)
     r = p.output
     if type(p) is MulParams and type(r) is DoubleRounding and r.multiplier.size == 1 and shape:

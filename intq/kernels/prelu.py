@@ -33,6 +33,7 @@ from intq.kernels._elementwise_common import (
     scale_ratio,
     zero_point_of,
 )
+from intq.kernels import _ort
 from intq.kernels.base import KernelContext, kernel
 
 OP = "PRELU"
@@ -48,7 +49,9 @@ class PreluParams:
 
 
 @kernel(OP)
-def prepare(ctx: KernelContext) -> PreluParams:
+def prepare(ctx: KernelContext) -> PreluParams | _ort.OrtPrelu:
+    if _ort.is_ort(ctx):  # DequantizeLinear -> PRelu -> QuantizeLinear: per-slope code tables
+        return _ort.prepare_prelu(ctx)
     io = int8_binary(ctx, "input", "alpha")
     x, alpha, qx, qa, qy = io.a, io.b, io.qa, io.qb, io.qy
     if io.shape is not None and tuple(io.shape) != tuple(x.shape):
@@ -66,7 +69,9 @@ def prepare(ctx: KernelContext) -> PreluParams:
     )
 
 
-def run(p: PreluParams, x, alpha):
+def run(p: PreluParams | _ort.OrtPrelu, x, alpha):
+    if isinstance(p, _ort.OrtPrelu):
+        return (_ort.run_prelu(p, x),)
     v = x.astype(np.int64) - p.zero_point_in
     prod = v * (alpha.astype(np.int64) - p.zero_point_alpha)  # broadcast to the input's shape
     out = np.where(v >= 0, rescale(p.positive, v), rescale(p.negative, prod)) + p.zero_point_out

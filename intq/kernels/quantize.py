@@ -30,6 +30,8 @@ tflite/kernels/quantize.cc, internal/optimized/optimized_ops.h and XNNPACK's con
   has the same vector head and scalar tail — clamped to int16; int8 input: ``Requantize<int8_t,
   int16_t>`` has no optimized specialization, the reference runs (measured equal). uint8 outputs
   and uint8 inputs are refused by the optimized targets (not measured).
+
+``tpu-mlir`` target: TPU-MLIR's float -> integer ``tpu.Cast`` (:mod:`intq.kernels.tpu_mlir.cast`).
 """
 
 from __future__ import annotations
@@ -38,7 +40,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from intq.kernels import _ort
 from intq.kernels.base import KernelContext, kernel
+from intq.kernels.tpu_mlir import cast as tpu_mlir_cast
+from intq.kernels.targets import Runtime as _Runtime
 from intq.kernels.requantize import Requantizer, make_requantizer, requantize
 from intq.kernels.targets import Requant
 from intq.errors import QuantizationError
@@ -99,9 +104,13 @@ QuantizeParams = (FloatQuantizeParams | OptimizedFloatQuantizeParams | Requantiz
 
 @kernel(OP)
 def prepare(ctx: KernelContext) -> QuantizeParams:
+    if ctx.target.runtime is _Runtime.TPU_MLIR:
+        return tpu_mlir_cast.prepare_quantize(ctx)
     x, y = ctx.input(0), ctx.outputs[0]
     out_qp = ctx.per_tensor(y, "output", (np.int8, np.uint8, np.int16))
     ctx.check_emulated()
+    if _ort.is_ort(ctx):
+        return _prepare_ort(ctx, x, y, out_qp)
     optimized = ctx.target.optimized
     if optimized and (y.dtype == np.uint8 or not (np.issubdtype(x.dtype, np.floating) or x.dtype == np.int8)):
         raise ctx.error(f"target {ctx.target.name!r}: the optimized QUANTIZE is emulated for float32 or int8 input "
@@ -128,7 +137,25 @@ def prepare(ctx: KernelContext) -> QuantizeParams:
     return OptimizedRequantizeParams(zi, r, rv, INT8_BLOCK)
 
 
+def _prepare_ort(ctx: KernelContext, x, y, out_qp) -> _ort.OrtFloatQuantize | _ort.OrtLut:
+    """onnxruntime: QuantizeLinear on a float input; DequantizeLinear -> QuantizeLinear (as intq
+    writes a requantizing QUANTIZE) on an int8 one (:mod:`intq.kernels._ort`)."""
+    if y.dtype != np.int8:
+        raise ctx.error(f"target {ctx.target.name!r}: QUANTIZE to {y.dtype.name} is not emulated (int8 only)")
+    if np.issubdtype(x.dtype, np.floating):
+        return _ort.OrtFloatQuantize(out_qp)
+    return _ort.unary_table(ctx.per_tensor(x, "input"), out_qp, lambda v: v)
+
+
 def run(p: QuantizeParams, x):
+    if isinstance(p, _ort.OrtLut):
+        return (_ort.lookup(p, x),)
+    if isinstance(p, _ort.OrtFloatQuantize):
+        return (_ort.run_float_quantize(p, np.asarray(x, np.float32)),)
+    if type(p) is tpu_mlir_cast.TpuMlirQuantizeParams:
+        return tpu_mlir_cast.run_quantize(p, x)
+    if type(p) is tpu_mlir_cast.TpuMlirRescaleParams:
+        return tpu_mlir_cast.run_rescale(p, x)
     if isinstance(p, XnnpackRequantizeParams):
         acc = (x.astype(np.int64) - p.input_zero_point) * p.multiplier + (1 << (XNN_SHIFT - 1))
         y = (acc >> XNN_SHIFT) + p.output_zero_point

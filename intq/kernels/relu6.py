@@ -13,15 +13,20 @@ Contract: int8 per-tensor input and output of the same shape.
 from __future__ import annotations
 
 from intq.kernels._elementwise_common import ReluParams, prepare_relu, run_relu
+from intq.kernels import _ort
 from intq.kernels.base import KernelContext, kernel
 
 OP = "RELU6"
 
 
 @kernel(OP)
-def prepare(ctx: KernelContext) -> ReluParams:
+def prepare(ctx: KernelContext) -> ReluParams | _ort.OrtLut:
+    if _ort.is_ort(ctx):  # DequantizeLinear -> Clip -> QuantizeLinear, per code
+        return _ort.prepare_unary(ctx, _ort.clip(0, 6))
     return prepare_relu(ctx, "RELU6", tflm_clamp_only=True)
 
 
-def run(p: ReluParams, x):
+def run(p: ReluParams | _ort.OrtLut, x):
+    if isinstance(p, _ort.OrtLut):
+        return (_ort.lookup(p, x),)
     return (run_relu(p, x),)

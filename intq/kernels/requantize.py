@@ -13,6 +13,8 @@ axis (NHWC):
   ``vqrdmulh`` then ``vrshl``, via NEON_2_SSE on x86): the second rounding half up;
 * :class:`DoubleProduct` — ``Requant.DOUBLE_PRODUCT`` (LiteRT 2.3's reference FULLY_CONNECTED):
   ``round_half_away(double(x) * M)``, a float step used by the ``litert-ref`` target alone;
+* :class:`MultiplierRShift` — ``Requant.MULTIPLIER_RSHIFT`` (TPU-MLIR, BM168x): the model's own
+  integer multiplier and right shift per channel, ``RightShiftRound(x * m, rshift, mode)``;
 * :class:`Float32Rne` — ``Requant.FLOAT32_RNE`` (XNNPACK's fp32 requantization): ``rint(float32(x) * S)``
   with the float32 scale ``S`` XNNPACK computes (the caller passes it), half to even.
 
@@ -327,6 +329,61 @@ class Float32Rne(Requantizer):
     def rescaled(self, x):
         prod = x.astype(np.float32) * self.scale32  # int32 -> float32 rounds to nearest even above 2^24
         return np.clip(np.rint(prod), -(2.0**40), 2.0**40).astype(np.int64)  # clamped later
+
+
+@_contract
+@dataclass(frozen=True, eq=False)
+class MultiplierRShift(Requantizer):
+    """``Requant.MULTIPLIER_RSHIFT`` (TPU-MLIR, BM168x chips): ``RightShiftRound(acc * multiplier,
+    rshift, rounding)`` (:func:`intq.qmath.raw.multiply_rshift`) with the integer ``multiplier`` and
+    ``rshift`` per output channel that the TPU-MLIR model states (``tpu.Conv2D``'s ``multiplier`` /
+    ``rshift``, ``tpu.MatMul``'s ``multipliers`` / ``rshifts``). One rounding, on the exact int64
+    product; TPU-MLIR's int8 convolutions round ``HALF_UP``, its matrix products as their
+    ``round_mode`` says. Built with :meth:`from_model`: TPU-MLIR picks the pairs when it lowers the
+    model, and intq takes them as they are (:meth:`prepare` derives pairs from real multipliers)."""
+
+    multiplier: np.ndarray  # int64 [C] (or [1])
+    rshift: np.ndarray  # int64 [C] (or [1]); positive = right shift (TPU-MLIR's convention)
+    rounding: Rounding = Rounding.HALF_UP
+
+    mode: ClassVar[Requant] = Requant.MULTIPLIER_RSHIFT
+
+    @classmethod
+    def prepare(cls, real: np.ndarray, **output) -> "MultiplierRShift":
+        """From real multipliers (a graph that does not state its pairs): TFLite's Q0.31 mantissa as
+        the multiplier and ``rshift = 31 - shift``, rounded HALF_UP — one rounding of the exact
+        product, the single-rounding contract in TPU-MLIR's form. TPU-MLIR's own models state their
+        pairs (:meth:`from_model`)."""
+        qm = quantize_multiplier(real, for_single_rounding=True)
+        m = np.atleast_1d(np.asarray(qm.multiplier, dtype=np.int64))
+        s = 31 - np.atleast_1d(np.asarray(qm.shift, dtype=np.int64))
+        return cls(multiplier=m, rshift=s, rounding=Rounding.HALF_UP, **output)
+
+    @classmethod
+    def from_model(cls, multiplier, rshift, rounding: Rounding | str, zero_point: int, act_min: int, act_max: int,
+                   out_dtype) -> "MultiplierRShift":
+        """The requantizer of a TPU-MLIR op: its ``multiplier``/``rshift`` lists (one entry, or one per
+        output channel), its rounding mode, the output's zero point and clamp."""
+        m = np.atleast_1d(np.asarray(multiplier, dtype=np.int64))
+        s = np.atleast_1d(np.asarray(rshift, dtype=np.int64))
+        if m.size != s.size and 1 not in (m.size, s.size):
+            raise IntqError(f"{m.size} multipliers and {s.size} rshifts do not pair up")
+        if np.any(np.abs(m) >= 2**32) or np.any(s < -31) or np.any(s > 63):
+            raise IntqError("TPU-MLIR multipliers must be 32-bit integers and rshifts in [-31, 63]")
+        info = np.iinfo(out_dtype)
+        if not (info.min <= act_min <= act_max <= info.max):
+            raise IntqError(f"activation range [{act_min}, {act_max}] does not fit {np.dtype(out_dtype).name}")
+        m, s = np.broadcast_arrays(m, s)
+        return cls(zero_point=int(zero_point), act_min=int(act_min), act_max=int(act_max),
+                   out_dtype=np.dtype(out_dtype), multiplier=m.copy(), rshift=s.copy(),
+                   rounding=Rounding.parse(rounding))
+
+    @property
+    def channels(self) -> int:
+        return self.multiplier.size
+
+    def rescaled(self, x):
+        return raw.multiply_rshift(x, self.multiplier, self.rshift, self.rounding)
 
 
 def make_requantizer(real_multiplier, mode: Requant, zero_point: int, act_min: int, act_max: int,

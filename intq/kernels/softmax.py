@@ -45,6 +45,8 @@ differ, and LiteRT's optimized kernel equals this formula on all 30; e.g. input 
 0.2359921932220459, zero point 6, logits [-91, 7, 11, 26, 13, -59, -3, 46, 9, -56] give 126 at
 index 7 where the reference gives 125). Neither the ``beta * s_in * 2^26 > 1`` check nor the
 512 limit exists on this path.
+
+``tpu-mlir`` target: TPU-MLIR's quantized ``tpu.Softmax`` on its float exp table, input 1 (:mod:`intq.kernels.tpu_mlir.softmax`).
 """
 
 from __future__ import annotations
@@ -54,8 +56,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from intq.kernels import _fixedpoint_lut as fp
+from intq.kernels import _ort
 from intq.qmath import Rounding, raw, round_float
 from intq.kernels.base import KernelContext, KernelError, kernel
+from intq.kernels.tpu_mlir import softmax as tpu_mlir_softmax
+from intq.kernels.targets import Runtime as _Runtime
 
 OP = "SOFTMAX"
 
@@ -85,9 +90,13 @@ class OptimizedSoftmaxParams:
 
 
 @kernel(OP)
-def prepare(ctx: KernelContext) -> SoftmaxParams | OptimizedSoftmaxParams:
+def prepare(ctx: KernelContext) -> SoftmaxParams | OptimizedSoftmaxParams | _ort.OrtSoftmax | tpu_mlir_softmax.TpuMlirSoftmaxParams:
+    if ctx.target.runtime is _Runtime.TPU_MLIR:
+        return tpu_mlir_softmax.prepare(ctx)
     in_qp, out_qp = fp.check_int8_io(ctx)
     fp.check_output_params(ctx, out_qp, 1.0 / 256.0, -128, "1/256")
+    if _ort.is_ort(ctx):  # QLinearSoftmax: onnxruntime's float32 algorithm
+        return _ort.prepare_softmax(ctx)
     beta = ctx.attr("beta", _DEFAULT_BETA)
     if ctx.target.optimized:  # XNNPACK takes float SOFTMAX only: LiteRT's optimized kernel under both
         return OptimizedSoftmaxParams(int(ctx.outputs[0].shape[-1]), fp.optimized_softmax_table(in_qp.tensor_scale, beta),
@@ -111,7 +120,11 @@ def exp_tables(scaling: fp.SoftmaxScaling) -> tuple[np.ndarray, np.ndarray]:
     return exp_q0, exp_q12
 
 
-def run(p: SoftmaxParams | OptimizedSoftmaxParams, x):
+def run(p: SoftmaxParams | OptimizedSoftmaxParams | _ort.OrtSoftmax | tpu_mlir_softmax.TpuMlirSoftmaxParams, x, table=None):
+    if isinstance(p, _ort.OrtSoftmax):
+        return (_ort.run_softmax(p, x),)
+    if type(p) is tpu_mlir_softmax.TpuMlirSoftmaxParams:
+        return tpu_mlir_softmax.run_float(p, x)
     if isinstance(p, OptimizedSoftmaxParams):
         return (_float32_softmax(p, x),)
     rows = x.reshape(-1, p.depth)

@@ -33,20 +33,25 @@ import numpy as np
 
 from intq.kernels._elementwise_common import XnnpackAdd, int8_binary, run_xnnpack_add, xnnpack_add
 from intq.kernels.add import AddParams, prepare_reference, run_reference
+from intq.kernels import _ort
 from intq.kernels.base import KernelContext, kernel
 
 OP = "SUB"
 
 
 @kernel(OP)
-def prepare(ctx: KernelContext) -> AddParams | XnnpackAdd:
+def prepare(ctx: KernelContext) -> AddParams | XnnpackAdd | _ort.OrtBinaryLut:
     """ADD's parameters with ``table_b`` negated: ``table_a[a] + (-table_b)[b]`` is SUB's difference."""
+    if _ort.is_ort(ctx):  # DQ, DQ -> Sub -> Q: onnxruntime subtracts in float32
+        return _ort.prepare_binary(ctx, lambda qa, qb, qy, clamp, offset: _ort.float_sub_table(qa, qb, qy, clamp))
     io = int8_binary(ctx)
     xnn = xnnpack_add(ctx, io, subtract=True)
     return xnn if xnn is not None else prepare_reference(ctx, io, negate_b=True)
 
 
-def run(p: AddParams | XnnpackAdd, a, b):
+def run(p: AddParams | XnnpackAdd | _ort.OrtBinaryLut, a, b):
+    if isinstance(p, _ort.OrtBinaryLut):
+        return (_ort.lookup2(p, a, b),)
     if isinstance(p, XnnpackAdd):
         return (run_xnnpack_add(p, a, b).reshape(np.broadcast_shapes(a.shape, b.shape)),)
     return (run_reference(p, a, b),)

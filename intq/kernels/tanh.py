@@ -29,6 +29,7 @@ from __future__ import annotations
 import numpy as np
 
 from intq.kernels import _fixedpoint_lut as fp
+from intq.kernels import _ort
 from intq.kernels.base import KernelContext, kernel
 
 OP = "TANH"
@@ -36,9 +37,13 @@ FUNCTION = fp.Q4Function("tanh", fp.tanh, output_bits=7, output_zero_point=0)  #
 
 
 @kernel(OP)
-def prepare(ctx: KernelContext) -> fp.LutParams:
+def prepare(ctx: KernelContext) -> fp.LutParams | _ort.OrtLut:
+    if _ort.is_ort(ctx):  # DequantizeLinear -> Tanh -> QuantizeLinear: MLAS's float32 tanh per code
+        return _ort.prepare_unary(ctx, _ort.mlas_tanh)
     return fp.prepare_q4_table(ctx, FUNCTION)
 
 
-def run(p: fp.LutParams, x):
+def run(p: fp.LutParams | _ort.OrtLut, x):
+    if isinstance(p, _ort.OrtLut):
+        return (_ort.lookup(p, x),)
     return (p.table[x.view(np.uint8)],)

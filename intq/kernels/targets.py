@@ -16,12 +16,33 @@ runtime whose kernels it reproduces:
   QUANTIZE, DEQUANTIZE, ADD, MUL and the 4-D MEAN compute an element one way on their vector
   lanes and another on their scalar tail, which the kernels reproduce by position
   (docs/arithmetic.md 4.3c). Integer-only, except at the float boundary (QUANTIZE, DEQUANTIZE)
-  and SUM, which LiteRT's optimized kernel computes in float32 (emulated in float32).
+  and SUM, SOFTMAX and LOG_SOFTMAX, which LiteRT's optimized kernels compute in float32 (emulated
+  in float32). 16x8 nodes: the reference int16 kernels except where the kernel module says.
+* ``tpu-mlir``: TPU-MLIR 1.30.2's int8 ``tpu`` dialect for BM1684X, as its interpreter computes it
+  (and, on every committed fixture, its BM1684X simulator): explicit per-channel
+  ``multiplier``/``rshift`` pairs read from the model (:data:`Requant.MULTIPLIER_RSHIFT`:
+  ``RightShiftRound(acc * m, rshift, round_mode)``), uint8 tensors after ReLU, 256-entry tables for
+  activations, and float32 arithmetic where TPU-MLIR's asymmetric kernels use it. Graphs come from
+  :func:`intq.frontends.tpu_mlir.load_tpu_mlir`; the kernels' TPU-MLIR variants read the ``tpu_*``
+  attributes it writes.
 * ``xnnpack``: LiteRT 2.3 with ``OpResolverType.BUILTIN`` (the default XNNPACK delegate): the ops
   XNNPACK takes requantize in float32 and round half to even (:data:`Requant.FLOAT32_RNE`; MEAN's
   float32 form too), or use XNNPACK's own 8-bit fixed-point multipliers (QUANTIZE's int8 rescale,
-  LEAKY_RELU) or float-built tables (LOGISTIC, TANH); the ops it refuses run LiteRT's optimized
-  kernels, as ``litert-opt``.
+  LEAKY_RELU, its 11-bit RESIZE_BILINEAR) or float-built tables (LOGISTIC, TANH); the ops it
+  refuses (and every int16 tensor: XNNPACK takes none) run LiteRT's optimized kernels, as
+  ``litert-opt``.
+
+* ``ort``: onnxruntime's CPU execution provider (MLAS) running the ONNX model
+  :func:`intq.export_onnx` writes with int8 activations (QOperator, or QDQ under onnxruntime's
+  default graph optimizations, which fuse it into the same QLinear* kernels): convolutions and
+  fully connected layers requantize in float32 (``rint(float32(acc) * float32(float32(s_in s_w) /
+  s_out))``, :data:`Requant.FLOAT32_RNE`), QuantizeLinear divides in float32 and rounds half to
+  even, QLinearAdd / QLinearMul compute in float32 (fma on x86), QLinearSigmoid, QLinearLeakyRelu
+  and the float islands (DequantizeLinear -> op -> QuantizeLinear) are per-code tables; the
+  runtime's formulas are in :mod:`intq.kernels._ort`. ``ort-u8`` is the same on an export with
+  uint8 activations (``activations="uint8"``; QLinearAdd then rounds differently on a few codes).
+  Measured on x86-64 with AVX-512 VNNI, where MLAS's u8s8 and s8s8 GEMMs are exact; the AVX2
+  path without VNNI (int16 pair saturation) is a different contract, not emulated.
 
 Kernels branch on the target's properties (``runtime``, ``kernels``, ``delegate``, the requant
 contract), never on its name; each kernel's docstring says where. Ops whose measured behaviour a
@@ -44,6 +65,8 @@ class Runtime(str, Enum):
 
     LITERT = "litert"  # LiteRT (tflite/kernels/*.cc and reference kernels)
     TFLM = "tflm"  # TensorFlow Lite Micro (tensorflow/lite/micro/kernels/*)
+    ORT = "ort"  # onnxruntime's CPU execution provider (MLAS, contrib_ops/cpu/quantization)
+    TPU_MLIR = "tpu-mlir"  # TPU-MLIR's int8 tpu dialect (lib/Dialect/Tpu/Interfaces/Common/*.cpp)
 
 
 class KernelSet(str, Enum):
@@ -51,6 +74,8 @@ class KernelSet(str, Enum):
 
     REFERENCE = "reference"  # reference_ops / reference_integer_ops (LiteRT BUILTIN_REF, TFLM)
     OPTIMIZED = "optimized"  # optimized_ops / optimized_integer_ops, ruy (LiteRT BUILTIN*)
+    S8S8 = "s8s8"  # onnxruntime, int8 activations x int8 weights (intq's ONNX export, activations="int8")
+    U8S8 = "u8s8"  # onnxruntime, uint8 activations x int8 weights (activations="uint8")
 
 
 class Delegate(str, Enum):
@@ -68,10 +93,11 @@ class Requant(str, Enum):
     DOUBLE_PRODUCT = "double_product"  # round_half_away(double(acc) * M): LiteRT 2.3 reference FC
     DOUBLE_HALF_UP = "double_half_up"  # SRDHM then (h + 2^(r-1)) >> r: NEON vqrdmulh + vrshl (LiteRT opt)
     FLOAT32_RNE = "float32_rne"  # rint(float32(acc) * float32 scale): XNNPACK fp32 requantization
+    MULTIPLIER_RSHIFT = "multiplier_rshift"  # RightShiftRound(acc * m, rshift, mode): TPU-MLIR BM168x
 
     @property
     def integer_only(self) -> bool:
-        return self in (Requant.DOUBLE, Requant.SINGLE, Requant.DOUBLE_HALF_UP)
+        return self in (Requant.DOUBLE, Requant.SINGLE, Requant.DOUBLE_HALF_UP, Requant.MULTIPLIER_RSHIFT)
 
 
 @dataclass(frozen=True)
@@ -106,18 +132,43 @@ class Target:
         return self.delegate is Delegate.XNNPACK
 
     @property
+    def activation_offset(self) -> int:
+        """What the runtime's activation codes add to intq's int8 codes: 128 where onnxruntime runs
+        uint8 activations (``ort-u8``), 0 everywhere else."""
+        return 128 if self.kernels is KernelSet.U8S8 else 0
+
+    @property
     def integer_only(self) -> bool:
         return (self.delegate is Delegate.NONE and self.requant.integer_only
                 and all(r.integer_only for r in self.overrides.values()))
 
 
 #: LiteRT 2.3's optimized kernels measured to differ from the reference ones in ways intq does not
-#: emulate yet (docs/engine.md, "Targets"); the litert-opt and xnnpack targets refuse them.
+#: emulate yet (docs/engine.md, "Targets"); the litert-opt and xnnpack targets refuse them. Empty
+#: today: what remains is refused per node by the kernels themselves, naming the measured reason
+#: (DEPTHWISE_CONV_2D without bias: LiteRT segfaults; 16x8 layers with an int32 bias).
 _OPT_NOT_EMULATED: dict[str, str] = {}
 
 #: What the XNNPACK delegate takes and computes its own way, measured and not emulated yet. Other
 #: ops XNNPACK takes (data movement, pooling maxima, CONCATENATION, ...) move int8 values unchanged.
 _XNNPACK_NOT_EMULATED: dict[str, str] = {**_OPT_NOT_EMULATED}
+
+#: The int8 operators the ``ort`` targets emulate: those :func:`intq.export_onnx` writes (see
+#: intq/onnx_format/ops.py) and intq.kernels._ort measures; every other kernel op is refused.
+ORT_EMULATED = frozenset({
+    "QUANTIZE", "DEQUANTIZE", "CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "ADD", "MUL", "LOGISTIC",
+    "LEAKY_RELU", "HARD_SWISH", "RELU", "RELU6", "RELU_N1_TO_1", "MEAN", "MAX_POOL_2D", "CONCATENATION",
+    "RESHAPE", "SQUEEZE", "TRANSPOSE", "PAD", "PADV2", "SPLIT", "SPLIT_V", "RESIZE_NEAREST_NEIGHBOR", "SOFTMAX",
+    "AVERAGE_POOL_2D", "PRELU", "STRIDED_SLICE", "SUB", "TANH",
+})
+#: Every other operator intq has a kernel for (tests/kernels/test_ort_target.py keeps this list whole).
+_ORT_NOT_EMULATED = {op: "intq writes no ONNX form for it yet, so onnxruntime's arithmetic for it is not measured"
+                     for op in (
+    "ARG_MAX", "ARG_MIN", "BATCH_MATMUL", "BROADCAST_TO", "RSQRT", "BATCH_TO_SPACE_ND", "DEPTH_TO_SPACE", "EQUAL", "GATHER",
+    "GREATER", "GREATER_EQUAL", "L2_NORMALIZATION", "LESS", "LESS_EQUAL", "LOG_SOFTMAX", "MAXIMUM", "MINIMUM",
+    "NOT_EQUAL", "PACK", "REDUCE_MAX", "REDUCE_MIN", "RESIZE_BILINEAR",
+    "SELECT_V2", "SHAPE", "SLICE", "SPACE_TO_BATCH_ND", "SPACE_TO_DEPTH", "SUM",
+    "TRANSPOSE_CONV", "LUT")}
 
 TARGETS: dict[str, Target] = {
     "tflite": Target("tflite", "TensorFlow Lite for Microcontrollers (reference kernels)", Runtime.TFLM),
@@ -133,6 +184,12 @@ TARGETS: dict[str, Target] = {
                       overrides={"CONV_2D": Requant.DOUBLE_HALF_UP, "FULLY_CONNECTED": Requant.DOUBLE_HALF_UP,
                                  "DEPTHWISE_CONV_2D": Requant.DOUBLE_HALF_UP, "TRANSPOSE_CONV": Requant.DOUBLE_HALF_UP},
                       unsupported=_XNNPACK_NOT_EMULATED),
+    "ort": Target("ort", "onnxruntime CPU (MLAS), intq's ONNX export with int8 activations, x86-64 with VNNI",
+                  Runtime.ORT, requant=Requant.FLOAT32_RNE, kernels=KernelSet.S8S8, unsupported=_ORT_NOT_EMULATED),
+    "ort-u8": Target("ort-u8", "onnxruntime CPU (MLAS), intq's ONNX export with uint8 activations, x86-64 with VNNI",
+                     Runtime.ORT, requant=Requant.FLOAT32_RNE, kernels=KernelSet.U8S8, unsupported=_ORT_NOT_EMULATED),
+    "tpu-mlir": Target("tpu-mlir", "TPU-MLIR 1.30.2, int8 tpu dialect interpreter for BM1684X (= its cmodel simulator)",
+                       Runtime.TPU_MLIR, requant=Requant.MULTIPLIER_RSHIFT),
 }
 
 

@@ -10,18 +10,41 @@ from intq.passes.batchnorm import fold_batch_norms
 from intq.passes.cleanup import remove_identities, remove_noop_reshapes
 from intq.passes.constants import div_by_constant_to_mul, fold_constants
 from intq.passes.conv_bias import fold_conv_add_into_bias
+from intq.passes.fold_affine import FOLD_AFFINE_RULES, fold_affine
+from intq.passes.fold_scalars import FOLD_SCALAR_RULES, fold_scalars
+from intq.passes.matmul_bias import MATMUL_BIAS_RULES, matmul_bias
 from intq.passes.padding import explicit_pads
-from intq.passes.rewrite import Const, Pattern, Rule, apply_rules, match
+from intq.passes.rewrite import Const, Pattern, Replacement, Rule, apply_rules, match
 from intq.passes.rnn import unroll_lstms
 from intq.passes.sqrt import rsqrt_forms
 
+#: The folds of :func:`fold_linear`: constants around linear layers become their weights and bias.
+LINEAR_FOLD_RULES = FOLD_AFFINE_RULES + MATMUL_BIAS_RULES + FOLD_SCALAR_RULES
 
-def simplify(graph: Graph, *, fuse: bool = True) -> Graph:
+
+def fold_linear(graph: Graph) -> Graph:
+    """Fold per-channel Mul/Add/Sub after linear layers (:mod:`~intq.passes.fold_affine`),
+    MatMul + Add into Gemm (:mod:`~intq.passes.matmul_bias`) and scalar Muls before linear layers
+    (:mod:`~intq.passes.fold_scalars`) until nothing changes; shapes re-inferred after each pass
+    (the folds read the output shapes)."""
+    from intq.runtime.interpreter import infer_shapes
+
+    while True:
+        folded = apply_rules(graph, LINEAR_FOLD_RULES)
+        if folded is graph:
+            return graph
+        graph = infer_shapes(folded)
+
+
+def simplify(graph: Graph, *, fuse: bool = True, fold: bool = True) -> Graph:
     """The standard pipeline, in order: static shapes, constant folding (shape arithmetic
     included), LSTMs unrolled into their steps, Identity/Dropout and no-op reshape removal,
     Div-by-constant to Mul, ``a / sqrt(b)`` to ``a * rsqrt(b)``, BatchNorm folding, per-channel Adds
-    after a Conv folded into its bias, HardSwish / SiLU recognition, and (``fuse=True``) activation
-    fusion; shapes are re-inferred at the end."""
+    after a Conv folded into its bias, HardSwish / SiLU recognition, (``fold=True``) folding of
+    constants around linear layers (:func:`fold_linear`: it subsumes the Conv + Add rule), and
+    (``fuse=True``) activation fusion; shapes are re-inferred at the end. Recognition runs before
+    folding: the 1/6 of ``x * relu6(x + 3) / 6`` must become a HardSwish, not a weight scale of the
+    next layer."""
     from intq.runtime.interpreter import infer_shapes
 
     g = unroll_lstms(fold_constants(infer_shapes(graph)))
@@ -29,6 +52,8 @@ def simplify(graph: Graph, *, fuse: bool = True) -> Graph:
     g = rsqrt_forms(div_by_constant_to_mul(g))
     g = fold_conv_add_into_bias(fold_batch_norms(g))
     g = recognize_activations(g)
+    if fold:
+        g = fold_linear(g)
     if fuse:
         g = fuse_activations(g)
     return infer_shapes(g)
@@ -45,6 +70,11 @@ __all__ = [
     "explicit_pads",
     "fold_batch_norms",
     "fold_conv_add_into_bias",
+    "fold_linear",
+    "fold_affine",
+    "fold_scalars",
+    "matmul_bias",
+    "Replacement",
     "recognize_activations",
     "fuse_activations",
     "Pattern",

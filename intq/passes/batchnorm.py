@@ -7,8 +7,7 @@ After a linear layer ``x = W * in + b`` it folds into the layer:
     W_fold = W * k                                 (scaled along the output-channel axis)
     b_fold = (b - mean) * k + beta                 (b = 0 if the layer had no bias)
 
-Output-channel axis of W: Conv [C_out, C_in/g, k...] -> 0; ConvTranspose [C_in, C_out/g, k...]
--> 1 (per group); Gemm: columns of B (axis 1, or axis 0 when transB = 1).
+Output-channel axis of W: see :mod:`intq.passes.linear_layers`.
 Folding is done in float64 and stored as float32. A layer whose output has other readers, or
 whose weights are not constants, is left alone.
 """
@@ -18,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from intq.ir import Graph, Node, Tensor
+from intq.passes.linear_layers import scale_output_channels
 
 _FOLDABLE = frozenset({"Conv", "ConvTranspose", "Gemm"})
 
@@ -29,28 +29,6 @@ def _bn_factors(graph: Graph, bn: Node):
     gamma, beta, mean, var = (v.astype(np.float64) for v in vals)
     k = gamma / np.sqrt(var + float(bn.attrs.get("epsilon", 1e-5)))
     return k, beta - mean * k
-
-
-def _scale_weight(layer: Node, w: np.ndarray, k: np.ndarray) -> np.ndarray | None:
-    w = w.astype(np.float64)
-    if layer.op_type == "Conv":
-        if w.shape[0] != k.size:
-            return None
-        return w * k.reshape((-1,) + (1,) * (w.ndim - 1))
-    if layer.op_type == "ConvTranspose":
-        groups = int(layer.attrs.get("group", 1))
-        c_in, c_out_g = w.shape[0], w.shape[1]
-        if c_out_g * groups != k.size:
-            return None
-        kk = k.reshape(groups, 1, c_out_g)  # channel g*c_out_g + j sits in group g, column j
-        wg = w.reshape((groups, c_in // groups, c_out_g) + w.shape[2:])
-        return (wg * kk.reshape(kk.shape + (1,) * (w.ndim - 2))).reshape(w.shape)
-    # Gemm: Y = A * B' (+ C), B' = B or B^T; output column n scales by k[n]
-    if w.ndim != 2:
-        return None
-    if layer.attrs.get("transB", 0):
-        return w * k.reshape(-1, 1) if w.shape[0] == k.size else None
-    return w * k.reshape(1, -1) if w.shape[1] == k.size else None
 
 
 def fold_batch_norms(graph: Graph) -> Graph:
@@ -70,7 +48,7 @@ def fold_batch_norms(graph: Graph) -> Graph:
         if factors is None or w is None:
             continue
         k, shift = factors
-        w_fold = _scale_weight(layer, w, k)
+        w_fold = scale_output_channels(layer, w, k)
         if w_fold is None:
             continue
         b_name = layer.inputs[2] if len(layer.inputs) > 2 and layer.inputs[2] else None

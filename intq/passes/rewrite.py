@@ -108,34 +108,64 @@ def _match_input(graph: Graph, tensor: str, sub: Any, m: Match) -> bool:
 
 
 @dataclass(frozen=True)
+class Replacement:
+    """What a rewrite may return instead of a plain node list: the nodes that replace the root
+    and the new constant tensors they read (name -> value; e.g. folded weights)."""
+
+    nodes: Sequence[Node]
+    constants: dict[str, np.ndarray] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class Rule:
     """A named rewrite: when ``pattern`` matches at a root, ``rewrite(match, graph)`` returns the
-    nodes that replace the root (they must write the root's outputs)."""
+    nodes that replace the root (they must write the root's outputs), or a :class:`Replacement`
+    when they read new constants. Returning ``[match.root]`` declines the match."""
 
     name: str
     pattern: Pattern
-    rewrite: Callable[[Match, Graph], Sequence[Node]]
+    rewrite: Callable[[Match, Graph], "Sequence[Node] | Replacement"]
 
 
 def apply_rules(graph: Graph, rules: Sequence[Rule]) -> Graph:
-    """Apply every rule wherever it matches (first rule first at each node), then prune.
+    """Apply every rule wherever it matches (first rule that does not decline at each node), then
+    prune.
 
     An interior matched node is only dropped when all its readers were part of the match, so a
     shared subexpression survives for its other users.
     """
     replaced: dict[str, list[Node]] = {}
+    constants: dict[str, np.ndarray] = {}
+    interior: set[int] = set()  # ids of the matched interior nodes of accepted matches
     for node in graph.nodes:
         if node.name in replaced:
             continue
         for rule in rules:
             m = match(graph, node, rule.pattern)
             if m is not None and _interior_is_private(graph, m):
-                replaced[node.name] = list(rule.rewrite(m, graph))
+                if any(n.name in replaced for n in m.interior):  # rewritten already: next pass
+                    continue
+                out = rule.rewrite(m, graph)
+                if isinstance(out, Replacement):
+                    constants.update(out.constants)
+                    out = out.nodes
+                out = list(out)
+                if out == [node]:  # declined: try the next rule
+                    continue
+                replaced[node.name] = out
+                interior.update(id(n) for n in m.interior)
                 break
     if not replaced:
         return graph
     nodes = [n for node in graph.nodes for n in replaced.get(node.name, [node])]
+    # matched interior nodes nothing reads any more go now (prune would drop them anyway), so a
+    # replacement may take the name of the layer it rewrites (a folded Conv keeps the Conv's name)
+    read = {i for n in nodes if id(n) not in interior for i in n.inputs} | set(graph.outputs)
+    nodes = [n for n in nodes if not (id(n) in interior and not any(o in read for o in n.outputs))]
     tensors = dict(graph.tensors)
+    for name, value in constants.items():
+        assert name not in tensors, f"rewrite constant {name!r} collides with an existing tensor"
+        tensors[name] = Tensor(name, data=value)
     for new in (n for ns in replaced.values() for n in ns):
         for o in new.outputs:
             tensors.setdefault(o, Tensor(o))

@@ -116,7 +116,9 @@ def prepare(model: torch.nn.Module, example_inputs, *, per_channel: bool = True,
     args = _as_args(example_inputs)
     raw = export_graph(model, args)
     raw_simple = remove_identities(fold_constants(infer_shapes(raw)))
-    g = simplify(raw)
+    # fold=False: QAT trains the module's own parameters; folding a constant Mul/Add into a layer's
+    # weights (intq.passes.fold_linear) would detach the trained weights from the module's
+    g = simplify(raw, fold=False)
     check_convertible(g)
     missing = sorted({n.op_type for n in g.nodes if n.op_type not in TORCH_OPS})
     if missing:

@@ -17,6 +17,7 @@ from intq.qmath.fixedpoint import (
     rounding_divide_by_pot,
     saturate,
     saturating_rounding_doubling_high_mul,
+    tpu_mlir_multiply_rshift,
 )
 from intq.qmath.multiplier import (
     FixedPointScale,
@@ -58,6 +59,7 @@ __all__ = [
     "requantize_float32_rne",
     "rounded_right_shift",
     "right_shift_round",
+    "tpu_mlir_multiply_rshift",
     "saturate",
     "effective_scale",
     "apply_fixed_point_scale",

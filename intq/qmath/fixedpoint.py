@@ -146,9 +146,31 @@ def right_shift_round(src, shift_num, round_mode: Rounding | str = Rounding.HALF
         back = np.where(n < 0, (src << left) >> left, src)
         if np.any(back != src):
             raise ContractError("right_shift_round: the left shift (negative shift_num) overflows int64")
-    right = np.minimum(np.maximum(n, 0), 63)
-    out = np.where(n < 0, src << left, shift_right_rounded(src, right, mode))
-    return scalar_or_array(out, np.int64)
+    return scalar_or_array(raw.right_shift_round(src, n, mode), np.int64)
+
+
+def tpu_mlir_multiply_rshift(x, multiplier, rshift, round_mode: Rounding | str = Rounding.HALF_UP):
+    """TPU-MLIR's ``applyMultiplierAndRShift`` (``MultiplierShift`` mode, BM168x chips, e.g. BM1684X):
+    ``RightShiftRound(x * multiplier, rshift, round_mode)``.
+
+    One rounding: the int64 product of the accumulator and an integer multiplier (TPU-MLIR stores
+    up to 32-bit multipliers per output channel for int8 convolutions, ``multiplier / 2^rshift``
+    approximating ``s_in s_w / s_out``; 8-bit ones for pooling, add, mul) is shifted right with
+    the named rounding — TPU-MLIR's convolutions round HALF_UP, its matrix products and pooling
+    HALF_AWAY_FROM_ZERO (the op's ``round_mode``). Contrast TFLite's double rounding
+    (:func:`multiply_by_quantized_multiplier`): a Q0.31 doubling high multiply first, then a
+    rounding shift.
+
+    Contract: ``x`` int64; ``multiplier`` an integer with ``x * multiplier`` within int64;
+    ``rshift`` in [-63, 2**31) (negative: a left shift). Returns int64.
+    """
+    x = as_int64(x, "tpu_mlir_multiply_rshift: x", INT64_MIN, INT64_MAX)
+    m = as_int64(multiplier, "tpu_mlir_multiply_rshift: multiplier", INT64_MIN, INT64_MAX)
+    n = as_int64(rshift, "tpu_mlir_multiply_rshift: rshift", -63, INT32_MAX)
+    prod = x * m
+    if x.size and m.size and np.any((m != 0) & (prod // np.where(m == 0, 1, m) != x)):
+        raise ContractError("tpu_mlir_multiply_rshift: x * multiplier overflows int64")
+    return right_shift_round(prod, n, round_mode)
 
 
 def requantize_float32_rne(acc, scale, zero_point, qmin: int, qmax: int):

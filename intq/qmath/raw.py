@@ -65,6 +65,32 @@ def rshift_half_up(x, exponent):
     return (np.asarray(x, dtype=np.int64) + ((np.int64(1) << exponent) >> 1)) >> exponent
 
 
+def right_shift_round(x, rshift, mode):
+    """TPU-MLIR's RightShiftRound on int64 values: ``x / 2^rshift`` rounded with ``mode`` (a
+    :class:`intq.qmath.Rounding`), a negative ``rshift`` shifting left, shifts above 63 taken as 63.
+
+    Contract: ``x`` int64 (a left shift must not overflow); ``rshift`` in [-63, 2^31). Returns int64.
+    """
+    from intq.qmath.rounding import shift_right_rounded
+
+    x = np.asarray(x, dtype=np.int64)
+    n = np.asarray(rshift, dtype=np.int64)
+    right = shift_right_rounded(x, np.clip(n, 0, 63), mode)
+    if not np.any(n < 0):
+        return right
+    return np.where(n < 0, x << np.clip(-n, 0, 63), right)
+
+
+def multiply_rshift(x, multiplier, rshift, mode):
+    """TPU-MLIR's ``applyMultiplierAndRShift`` in its ``MultiplierShift`` mode (BM168x chips):
+    ``RightShiftRound(x * multiplier, rshift, mode)`` — one integer product, one rounding shift.
+
+    Contract: ``x * multiplier`` fits int64 (int32 accumulators times 32-bit multipliers do);
+    ``rshift`` as :func:`right_shift_round`. Returns int64.
+    """
+    return right_shift_round(np.asarray(x, dtype=np.int64) * multiplier, rshift, mode)
+
+
 def mbqm(x, multiplier, shift):
     """TFLite's MultiplyByQuantizedMultiplier (int32 x), double rounding — TFLM and the reference kernels.
 

@@ -48,6 +48,10 @@ from intq.runtime.plan import (  # noqa: F401 (FUSED_ACTIVATION, apply_fused_act
 #: batch bound wrongly mixes samples and differs by the data's own scale.
 _FLOAT_BATCH_RTOL = 1e-3
 
+#: Plans kept for input shapes other than the graph's own (the oldest is dropped past this many:
+#: each holds its kernels' buffers).
+_MAX_PLANS = 8
+
 
 class _Split:
     """Run a plan of batch ``b0`` on a batch of ``B`` in pieces of ``b0`` samples (the last one
@@ -132,6 +136,10 @@ class Interpreter:
                 self._pending.add(key)
             except (IntqError, ValueError):
                 plan = _Split(base, b0)
+        if len(self._plans) >= _MAX_PLANS:
+            oldest = next(iter(self._plans))
+            del self._plans[oldest]
+            self._pending.discard(oldest)
         self._plans[key] = plan
         return key, plan
 

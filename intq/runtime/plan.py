@@ -132,6 +132,7 @@ class ExecutionPlan:
                 kernel = lookup(node.op_type, node_activation(node, graph.tensors))
                 ctx = KernelContext(node, tuple(graph.tensors[t] if t else None for t in node.inputs),
                                     tuple(graph.tensors[o] for o in node.outputs), target)
+                ctx.check_emulated()  # an op the target lists as not emulated is refused, whatever its kernel
                 params = prepare_node(kernel, ctx)  # the input count against run's signature, then prepare
                 self.kernels[node.name] = (kernel.run, params)
                 run = partial(kernel.run, params) if trace is None else trace.bind(node, kernel.run, params)

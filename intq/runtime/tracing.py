@@ -5,7 +5,9 @@ this one watches the calls themselves. For every integer kernel call it asserts 
 
 1. no parameter reachable from ``run`` holds a float (the prepared dataclass, walked through its
    fields, tuples, lists and dicts: float arrays, numpy float scalars and Python floats);
-2. no input the kernel reads and no output it returns is a float array;
+2. no input the kernel reads and no output it returns is a float array (a float emulation — a call
+   whose parameters are of an exempt class — may be given the model's constant float tables, such
+   as TPU-MLIR's softmax exp table);
 3. no intq function executed during the call (the kernel module, its helpers, :mod:`intq.qmath`)
    holds a float in a local variable or returns one — every Python frame under intq's package
    is inspected when it returns (``sys.setprofile``), which sees each intermediate array bound to
@@ -96,10 +98,14 @@ class IntegerOnlyTrace:
         bad = float_params(params)
         if bad:
             raise IntegerOnlyViolation(f"{where}: its run reads floats from its parameters: {bad[:4]}")
+        emulation = integer_only.class_name(type(params)) in integer_only.FLOAT_PARAMS
+        tables = []  # the emulation's constant float inputs: allowed as inputs and as the locals bound to them
         for k, a in enumerate(args):
             if a is not None and is_float(a):
-                raise IntegerOnlyViolation(f"{where}: input {k} is {a.dtype}")
-        watch = _FrameWatch(where)
+                if not (emulation and self._constant(node, k)):
+                    raise IntegerOnlyViolation(f"{where}: input {k} is {a.dtype}")
+                tables.append(a)
+        watch = _FrameWatch(where, {id(t) for t in tables})
         previous = sys.getprofile()
         sys.setprofile(watch)
         try:
@@ -113,6 +119,11 @@ class IntegerOnlyTrace:
                 raise IntegerOnlyViolation(f"{where}: output {k} is {getattr(r, 'dtype', type(r).__name__)}")
         self.calls += 1
         return results
+
+    def _constant(self, node: Node, k: int) -> bool:
+        """Input ``k`` of ``node`` is a constant tensor of the graph (a float emulation's table)."""
+        name = node.inputs[k] if k < len(node.inputs) else ""
+        return bool(name) and self.graph.tensors[name].is_constant
 
     def _boundary(self, node: Node, args: Sequence) -> bool:
         """A call of a float-boundary kernel module (the module the interpreter chose) that reads
@@ -130,8 +141,9 @@ class IntegerOnlyTrace:
 class _FrameWatch:
     """The profile function: inspects each returning intq frame's locals and return value."""
 
-    def __init__(self, where: str):
+    def __init__(self, where: str, allowed: set[int] = frozenset()):
         self.where = where
+        self.allowed = allowed  # ids of the constant float tables a float emulation was given
         self.violation = ""
         self.exempt_depth = 0  # > 0 while inside an exempt function
         self._exempt_codes: dict[object, bool] = {}
@@ -169,7 +181,7 @@ class _FrameWatch:
             self.violation = f"{self.where}: {name} returns a float array in its result"
             return
         for var, value in frame.f_locals.items():
-            if is_float(value):
+            if is_float(value) and id(value) not in self.allowed:
                 self.violation = (f"{self.where}: {name} holds a float in {var!r} "
                                   f"({getattr(value, 'dtype', type(value).__name__)})")
                 return

@@ -104,7 +104,9 @@ ENUM_FIELDS: dict[str, type] = {
 }
 
 #: Fields that describe a storage detail the converter fills in, not the operator's meaning.
-_IGNORED_FIELDS = frozenset({"quant_spec", "quantized_bias_type"})  # converter storage details
+#: (``quantized_bias_type`` is kept: LiteRT's optimized 16x8 CONV_2D, TRANSPOSE_CONV and
+#: FULLY_CONNECTED choose their kernel by it; the converter writes INT64.)
+_IGNORED_FIELDS = frozenset({"quant_spec"})  # converter storage details
 
 #: Operators whose default options (stride 0, no window) are unusable: options are mandatory.
 REQUIRED_OPTIONS = frozenset({"CONV_2D", "DEPTHWISE_CONV_2D", "AVERAGE_POOL_2D", "MAX_POOL_2D"})

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from intq.calibration import (
     OBSERVER_METHODS,
     AlignedHistogram,
+    AutoObserver,
     EntropyObserver,
     HistogramObserver,
     MinMaxObserver,
@@ -43,6 +44,7 @@ EXACT_FACTORIES = {
     "mse": lambda: MSEObserver(bins=128, steps=20, name="t"),
     "entropy": lambda: EntropyObserver(bins=512, name="t"),
     "entropy_default": lambda: EntropyObserver(name="t"),
+    "auto": lambda: AutoObserver(bins=256, name="t"),
     "per_channel": lambda: PerChannelMinMaxObserver(1, name="t"),
 }
 
@@ -116,6 +118,37 @@ def test_minmax_keeps_outliers_that_the_histogram_methods_clip(rng):
     # 4 outliers in 400k samples still weigh in the mean squared error: MSE clips them only partly
     lo, hi = ranges["mse"]
     assert -90.0 < lo < -2.0 and 2.0 < hi < 80.0, ranges["mse"]
+    assert ranges["auto"] != ranges["minmax"]  # auto clips the outliers too
+
+
+def test_auto_picks_the_candidate_of_least_expected_error(rng):
+    outliers = AutoObserver(name="a")
+    outliers.update(gaussian_with_outliers(rng))
+    cands, scores = outliers.candidates(), outliers.scores()
+    assert set(cands) == {"minmax", "percentile", "entropy", "mse"}
+    assert cands["minmax"] == (-100.0, 100.0)
+    best = outliers.choice()
+    assert best == "mse" and scores[best] == min(scores.values()) and scores[best] < 0.6 * scores["minmax"]
+    assert outliers.range() == cands[best]
+    # a uniform distribution has nothing to clip: minmax (first in the tie order) or as good
+    flat = AutoObserver()
+    flat.update(rng.uniform(-1, 1, 200_000))
+    s = flat.scores()
+    assert s[flat.choice()] <= s["minmax"] and flat.range()[0] < -0.95 and flat.range()[1] > 0.95
+    # the entropy candidate is one of the EntropyObserver's candidates, of nearly its least
+    # divergence (auto tries every k-th candidate, at most 32, and the KL curve is flat near its minimum)
+    x = np.maximum(rng.normal(0, 1, 300_000), 0) * 3
+    auto, ent = AutoObserver(), EntropyObserver()
+    auto.update(x)
+    ent.update(x)
+    cands, kl = ent.divergences()
+    i = auto.candidates()["entropy"][1] / ent.histogram().width
+    assert i == int(i) and int(i) in cands
+    assert kl[cands == int(i)][0] <= 1.1 * kl.min() and kl[cands == int(i)][0] < np.median(kl)
+    # constant zeros: every candidate is (0, 0)
+    zeros = AutoObserver()
+    zeros.update(np.zeros(10))
+    assert zeros.range() == (0.0, 0.0)
 
 
 def test_ema_follows_the_recursion_exactly():
@@ -209,30 +242,57 @@ def test_mse_post_relu_keeps_zero_as_minimum(rng):
 
 
 def test_entropy_threshold_matches_a_hand_computation():
-    # |x| histogram with width 1: h = [4, 0, 2, 1, 1]
+    # |x| histogram with width 1: h = [4, 0, 2, 1, 1]; the spike at zero becomes h[1]: [0, 0, 2, 1, 1]
     x = np.array([0.5] * 4 + [-2.5, 2.5, 3.5, -4.5])
-    obs = EntropyObserver(bins=8, levels=2)
+    obs = EntropyObserver(bins=8, levels=2, max_clipped=1.0)  # TensorRT's unbounded search
     obs.update(x)
     h = obs.histogram()
     assert (h.width, h.offset, h.counts.tolist()) == (1.0, 0, [4, 0, 2, 1, 1])
+    assert obs.levels_used() == 2  # signed data
     cands, kl = obs.divergences()
     assert cands.tolist() == [2, 3, 4, 5]
-    # i = 4: P = [4, 0, 2, 1+1]; groups [0, 2) and [2, 4); Q = [4, 0, 3/2, 3/2]
-    p = np.array([4, 2, 2]) / 8
-    q = np.array([4, 1.5, 1.5]) / 7
-    assert kl[2] == pytest.approx(float(np.sum(p * np.log(p / q))), rel=1e-12)
-    # i = 2: P = [4, 0+4] but the top group [1, 2) of h is empty: Q = [1, 0] is smoothed to
-    # [1, 1e-4/2] (renormalised) where P > 0
-    p = np.array([0.5, 0.5])
-    q = np.array([1.0, 0.5e-4]) / (1.0 + 0.5e-4)
-    assert kl[0] == pytest.approx(float(np.sum(p * np.log(p / q))), rel=1e-12)
-    # i = 5 = N: nothing clipped; groups [0, 2) and [2, 5): Q = [4, 0, 4/3, 4/3, 4/3]
-    p = np.array([4, 2, 1, 1]) / 8
-    q = np.array([4, 4 / 3, 4 / 3, 4 / 3]) / 8
+    # i = 2: P = [0, 0 + 4], but h[0:2] is empty: Q says nothing -> inf
+    assert kl[0] == np.inf
+    # i = 3: P = [0, 0, 2 + 2]; groups [0, 1), [1, 3): Q = [0, 0, 2] where P > 0: Q = P -> 0
+    # i = 4: P = [0, 0, 2, 1 + 1]; groups [0, 2), [2, 4): Q = [0, 0, 3/2, 3/2] = P -> 0
+    assert kl[1] == 0.0 and kl[2] == pytest.approx(0.0, abs=1e-15)
+    # i = 5 = N: nothing clipped; groups [0, 2) and [2, 5): Q = [0, 0, 4/3, 4/3, 4/3]
+    p = np.array([2, 1, 1]) / 4
+    q = np.array([1, 1, 1]) / 3
     assert kl[3] == pytest.approx(float(np.sum(p * np.log(p / q))), rel=1e-12)
-    t = obs.threshold()
-    assert t == float(cands[int(np.argmin(kl))]) * 1.0
-    assert obs.range() == (max(-t, -4.5), min(t, 3.5))
+    assert obs.threshold() == 3.0  # the first of least divergence
+    assert obs.range() == (-3.0, 3.0)
+    # the default bound: no candidate may clip more than 0.1% of the values -> only i = N remains
+    safe = EntropyObserver(bins=8, levels=2)
+    safe.update(x)
+    assert safe.divergences()[0].tolist() == [5]
+    assert safe.range() == (-4.5, 3.5)
+
+
+def test_entropy_keeps_a_relu6_range_despite_the_spike_at_zero(rng):
+    # issue 13: a MobileNetV2 ReLU6 output, mostly zeros, the rest spread over [0, 6]: the spike
+    # held the divergence and every such tensor was clipped to about [0, 1]
+    x = np.where(rng.random(400_000) < 0.7, 0.0, rng.uniform(0, 6, 400_000))
+    obs = EntropyObserver()
+    obs.update(x)
+    assert obs.levels_used() == 256  # one-sided: the whole int8 grid covers [0, t]
+    lo, hi = obs.range()
+    assert lo == 0.0 and hi > 5.9
+    old = EntropyObserver(max_clipped=1.0, levels=128)
+    old.update(x)
+    assert old.range()[1] > 5.0  # the spike rule alone fixes it too
+
+
+def test_entropy_never_collapses_data_away_from_zero(rng):
+    # a HardSigmoid output in [0.1, 0.34] (PP-OCR's classifier) became the single value 0.1
+    x = rng.uniform(0.1, 0.34, 100_000)
+    obs = EntropyObserver()
+    obs.update(x)
+    lo, hi = obs.range()
+    assert lo == pytest.approx(x.min()) and hi > 0.339
+    neg = EntropyObserver()
+    neg.update(-x)
+    assert neg.range()[0] < -0.339 and neg.range()[1] == pytest.approx(-x.min())
 
 
 def test_entropy_post_relu_and_uniform(rng):
@@ -240,7 +300,12 @@ def test_entropy_post_relu_and_uniform(rng):
     obs = EntropyObserver()
     obs.update(relu)
     lo, hi = obs.range()
-    assert lo == 0.0 and 2.0 < hi < 12.0
+    # one-sided: 256 levels, so the smallest candidate is 256 bins of 2**-4 (max 100 over <= 2048
+    # bins) = 16; the outliers at 80 and 100 are clipped all the same
+    assert obs.histogram().width == 2.0**-4 and lo == 0.0 and 2.0 < hi <= 16.0
+    signed = EntropyObserver()  # signed data, 128 levels: the threshold reaches the body
+    signed.update(gaussian_with_outliers(rng))
+    assert 2.0 < signed.range()[1] < 12.0
     uniform = rng.uniform(-2.0, 2.0, 500_000)
     obs = EntropyObserver()
     obs.update(uniform)
@@ -254,7 +319,9 @@ def test_entropy_threshold_is_interior_for_moderate_outliers(rng):
     obs = EntropyObserver()
     obs.update(x)
     cands, kl = obs.divergences()
-    assert obs.histogram().width == 2.0**-6 and cands[0] == 128  # smallest threshold: 2.0
+    # smallest candidate: the first that clips at most 0.1% of the values (|x| > 3.29 for N(0, 1))
+    w = obs.histogram().width
+    assert w == 2.0**-6 and np.mean(np.abs(x) >= cands[0] * w) <= 1e-3 < np.mean(np.abs(x) >= (cands[0] - 1) * w)
     t = obs.threshold()
     assert 3.5 < t < 6.0 and kl.min() < kl[0] and kl.min() < kl[-1]
     assert obs.range() == (-t, t)
@@ -625,7 +692,7 @@ def test_make_observer():
     for method, cls in OBSERVER_METHODS.items():
         obs = make_observer(method, name="x")
         assert type(obs) is cls and obs.name == "x"
-    assert set(OBSERVER_METHODS) == {"minmax", "ema", "percentile", "mse", "entropy"}
+    assert set(OBSERVER_METHODS) == {"minmax", "ema", "percentile", "mse", "entropy", "auto"}
     assert make_observer("percentile", percentile=99.9).options()["percentile"] == 99.9
     assert make_observer("ema", momentum=0.1).momentum == 0.1
     with pytest.raises(QuantizationError, match="'kl'.*'minmax', 'ema', 'percentile', 'mse', 'entropy'"):

@@ -162,19 +162,25 @@ def test_the_default_target_never_selects_a_float_requantization():
     assert not TARGETS["xnnpack"].integer_only  # it emulates XNNPACK's float32 requantization
 
 
-def test_float32_requantization_is_selected_only_for_the_xnnpack_target():
-    """``Requant.FLOAT32_RNE`` appears in kernel sources only next to a ``target.xnnpack`` check."""
+def test_float32_requantization_is_selected_only_for_the_float_targets():
+    """``Requant.FLOAT32_RNE`` appears in kernel sources only next to a ``target.xnnpack`` or an
+    ``Runtime.ORT`` check, or in :mod:`intq.kernels._ort` (onnxruntime's arithmetic, whose
+    functions kernels call only under ``_ort.is_ort(ctx)``: checked below)."""
     import pathlib
 
     import intq.kernels as pkg
     for path in pathlib.Path(pkg.__file__).parent.glob("*.py"):
-        if path.name in ("targets.py", "requantize.py"):
+        if path.name in ("targets.py", "requantize.py", "_ort.py"):
             continue
         lines = path.read_text().splitlines()
         for i, line in enumerate(lines):
             if "Requant.FLOAT32_RNE" in line and "import" not in line:
                 window = "\n".join(lines[max(0, i - 12):i + 1])
-                assert "xnnpack" in window, f"{path.name}:{i + 1} selects FLOAT32_RNE without an xnnpack check"
+                assert "xnnpack" in window or "Runtime.ORT" in window, \
+                    f"{path.name}:{i + 1} selects FLOAT32_RNE without an xnnpack or ORT check"
+            if "_ort.prepare_" in line:
+                window = "\n".join(lines[max(0, i - 2):i + 1])
+                assert "_ort.is_ort(ctx)" in window, f"{path.name}:{i + 1} prepares onnxruntime's arithmetic unguarded"
 
 
 def test_the_checker_catches_float_arithmetic():
@@ -264,6 +270,23 @@ def _traceable_models():
     qg = intq.quantize(str(root / "intq/data/digits_cnn.onnx"), [s[None] for s in x[:16]],
                        input_shapes={"image": (1, 1, 8, 8)})
     models.append(("digits_cnn (intq)", qg))
+    return models + _tpu_mlir_models(root)
+
+
+def _tpu_mlir_models(root):
+    """TPU-MLIR's own int8 models (tests/fixtures/tpu_mlir, every variant): what the tpu-mlir target runs."""
+    import json
+
+    from intq.frontends.tpu_mlir import load_tpu_mlir
+    from intq.testing.tpu_mlir import fixture_weights
+
+    models = []
+    for meta_path in sorted((root / "tests/fixtures/tpu_mlir").glob("*/meta.json")):
+        meta, folder = json.loads(meta_path.read_text()), meta_path.parent
+        for kind in sorted(meta["variants"]):
+            variant = f"{folder.name}_{meta['processor']}_int8_{kind}"
+            graph = load_tpu_mlir(folder / f"{variant}_tpu.mlir", fixture_weights(folder, variant))
+            models.append((f"{variant} (TPU-MLIR)", graph))
     return models
 
 

@@ -5,6 +5,7 @@ import pytest
 
 from intq.kernels.requantize import activation_range, make_requantizer, requantize, requantize_reference
 from intq.kernels.targets import Requant
+from intq.qmath import tpu_mlir_multiply_rshift
 from intq.qmath import requantize_float32_rne, rounded_right_shift, saturating_rounding_doubling_high_mul
 from intq.qmath import (
     QuantParams,
@@ -36,6 +37,8 @@ def test_requantize_equals_the_primitives(rng, mode):
         want = rounded_right_shift(h, right)
     elif mode is Requant.FLOAT32_RNE:
         want = requantize_float32_rne(acc, real, 0, -(2**31), 2**31 - 1)
+    elif mode is Requant.MULTIPLIER_RSHIFT:  # TPU-MLIR's RightShiftRound(acc * m, 31 - shift, HALF_UP)
+        want = tpu_mlir_multiply_rshift(acc, m, 31 - np.asarray(s), "half_up")
     else:
         want = round_float(acc * real)
     np.testing.assert_array_equal(got, np.clip(np.asarray(want, np.int64) - 7, -128, 127))

@@ -1,7 +1,9 @@
 """Whole models end to end under ``litert-opt`` and ``xnnpack``: every tensor equal to the runtime's.
 
-The TensorFlow-converter int8 fixtures (tests/fixtures/tflite: per-channel, per-tensor, int8-I/O
-and dynamic-batch variants of both CNNs; all 256 committed inputs fed one at a time) and intq's own
+The TensorFlow-converter fixtures (tests/fixtures/tflite: per-channel, per-tensor, int8-I/O,
+dynamic-batch and 16x8 variants of the residual and branchy CNNs, and the int8, per-tensor and
+16x8 decoder CNN with TRANSPOSE_CONV, SUB, RESIZE_BILINEAR, RELU6 and a bias-less
+FULLY_CONNECTED; all 256 committed inputs fed one at a time) and intq's own
 exports of the whole models of tests/kernels/test_whole_models_optimized.py (the digits CNN,
 ResNet-18, MobileNetV2, MobileNetV3-small and a YOLO-style net with random weights) are run by
 intq and by LiteRT's optimized resolver (``preserve_all_tensors``: every tensor) and
@@ -27,7 +29,9 @@ from intq.kernels import KernelError
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "fixtures", "tflite")
 TARGETS = {"litert-opt": "opt", "xnnpack": "xnnpack"}
-FIXTURE_MODELS = [f"{m}_{v}" for m in ("residual_cnn", "branchy_cnn") for v in ("int8", "int8_pt", "int8_io", "dynamic")]
+FIXTURE_MODELS = [*(f"{m}_{v}" for m in ("residual_cnn", "branchy_cnn") for v in ("int8", "int8_pt", "int8_io", "dynamic",
+                                                                                  "16x8")),
+                  "decoder_cnn_int8", "decoder_cnn_int8_pt", "decoder_cnn_16x8"]
 
 #: (model, target) -> the operator intq refuses there (measured behaviour not emulated)
 REFUSED: dict[tuple[str, str], str] = {}
@@ -45,9 +49,11 @@ def _feed(graph, x: np.ndarray) -> np.ndarray:
     return np.clip(np.round(x / qp.scale[0]) + qp.zero_point[0], -128, 127).astype(t.dtype)
 
 
-def _litert_runs(data: bytes, resolver: str, feeds, names):
+def _litert_runs(data: bytes, resolver: str, feeds, names, delegates: bool = True):
     """The tensors ``names`` LiteRT computes for each feed, one interpreter reused (run_litert
-    builds one per call); checked against run_litert on the first feed."""
+    builds one per call); checked against run_litert on the first feed. ``resolver``: "ref", "opt"
+    or "xnnpack"; ``delegates``: whether XNNPACK takes any node (it takes no int16 tensor, so a
+    16x8 model runs entirely in LiteRT's own kernels)."""
     it = LiteRtInterpreter(model_content=data, num_threads=1, experimental_op_resolver_type=RESOLVERS[resolver],
                            experimental_preserve_all_tensors=True,
                            experimental_disable_delegate_node_fusion=resolver == "xnnpack")
@@ -60,7 +66,7 @@ def _litert_runs(data: bytes, resolver: str, feeds, names):
         got = {n: it.get_tensor(index[n]) for n in names}
         if k == 0:
             full = run_litert(data, [x], resolver=resolver, disable_delegate_node_fusion=resolver == "xnnpack")
-            assert full["delegated"] == (resolver == "xnnpack")
+            assert full["delegated"] == (resolver == "xnnpack" and delegates)
             assert all(np.array_equal(full["tensors"][n], got[n]) for n in names)
         yield got
 
@@ -75,7 +81,8 @@ def _compare(graph, data: bytes, target: str, feeds) -> int:
         mine = it.tensors()
         if runs is None:
             names = sorted(mine)
-            runs = _litert_runs(data, TARGETS[target], feeds, names)
+            int8 = any(t.dtype == np.int8 and t.data is None for t in graph.tensors.values())
+            runs = _litert_runs(data, TARGETS[target], feeds, names, delegates=int8)
         ref = next(runs)
         bad = {n: int(np.sum(mine[n] != ref[n])) for n in names
                if mine[n].shape != ref[n].shape or not np.array_equal(mine[n], ref[n])}
@@ -104,6 +111,39 @@ def test_converter_fixture_end_to_end(name, target):
         pytest.skip(f"{refused} is not emulated under {target}")
     feeds = [_feed(graph, x[None]) for x in _inputs()]
     assert _compare(graph, open(path, "rb").read(), target, feeds) >= 10
+
+
+@pytest.mark.parametrize("name", ["decoder_cnn_int8", "decoder_cnn_int8_pt", "decoder_cnn_16x8"])
+def test_decoder_fixture_reference_targets(name):
+    """The decoder CNN under the reference targets: every tensor equals LiteRT BUILTIN_REF's on all
+    256 inputs and TFLite Micro's on 32; TFLite Micro has no int16 RESIZE_BILINEAR, so ``tflite``
+    refuses the 16x8 file, naming the node."""
+    from intq.runtime.oracles.tflm import run_tflm
+
+    path = os.path.join(FIXTURES, f"{name}.tflite")
+    data = open(path, "rb").read()
+    graph = intq.load(path)
+    feeds = [_feed(graph, x[None]) for x in _inputs()]
+    it = intq.Interpreter(graph, target="litert-ref")
+    runs, names = None, []
+    for k, x in enumerate(feeds):
+        it.run({graph.inputs[0]: x})
+        mine = it.tensors()
+        if runs is None:
+            names = sorted(mine)
+            runs = _litert_runs(data, "ref", feeds, names)
+        ref = next(runs)
+        assert all(np.array_equal(mine[n], ref[n]) for n in names), f"[litert-ref] input {k}"
+    assert len(names) >= 12
+    if name.endswith("16x8"):
+        with pytest.raises(KernelError, match="RESIZE_BILINEAR.*no int16"):
+            intq.Interpreter(graph, target="tflite")
+        return
+    it = intq.Interpreter(graph, target="tflite")
+    for k, x in enumerate(feeds[:32]):
+        it.run({graph.inputs[0]: x})
+        want = run_tflm(data, [x])["tensors"]
+        assert all(np.array_equal(v, want[n]) for n, v in it.tensors().items()), f"[tflite] input {k}"
 
 
 # ------------------------------------------------------------------ intq's own whole-model exports

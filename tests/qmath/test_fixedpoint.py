@@ -236,3 +236,25 @@ def test_saturate():
 def test_out_of_contract_inputs_raise(call):
     with pytest.raises(ContractError):
         call()
+
+
+@pytest.mark.parametrize("mode", ["half_up", "half_away_from_zero", "half_to_even"])
+def test_tpu_mlir_multiply_rshift_random_and_ties(rng, mode):
+    """RightShiftRound(x * m, rshift): int32 accumulators, 32-bit multipliers (BM1684X convs) and
+    8-bit ones (pool, add), every shift TPU-MLIR emits; the exact product then one rounding."""
+    from intq.qmath import tpu_mlir_multiply_rshift
+    from intq.qmath.raw import multiply_rshift
+
+    n = 200_000
+    x = np.concatenate([random_int32(rng, n), np.arange(-40, 41), np.full(8, INT32_MIN), np.full(8, INT32_MAX)])
+    m = np.concatenate([rng.integers(0, 2**31, size=n // 2), rng.integers(0, 128, size=n - n // 2),
+                        np.ones(81, np.int64), np.arange(8), np.full(8, 2**31 - 1)])
+    s = np.concatenate([rng.integers(0, 40, size=n), np.full(81, 2), np.arange(8), np.full(8, 31)])
+    want = expect(lambda a, b, c: ref.tpu_right_shift_round(a * b, c, mode), x, m, s)
+    np.testing.assert_array_equal(tpu_mlir_multiply_rshift(x, m, s, mode), want)
+    np.testing.assert_array_equal(multiply_rshift(x, m, s, Rounding(mode)), want)
+    # ties at rshift 2: x * 1 = 4k + 2 is exactly half way; each mode resolves it its own way
+    assert tpu_mlir_multiply_rshift(-6, 1, 2, mode) == {"half_up": -1, "half_away_from_zero": -2,
+                                                        "half_to_even": -2}[mode]
+    with pytest.raises(ContractError):
+        tpu_mlir_multiply_rshift(2**40, 2**31, 3)

@@ -134,3 +134,17 @@ def test_errors_still_name_the_node():
     graph = intq.load(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]))
     with pytest.raises(intq.IntqError, match="node .*MatMul"):
         intq.Interpreter(graph).run({"x": np.ones((1, 3), np.float32)})
+
+
+def test_plans_are_kept_for_a_few_shapes_only():
+    """One plan per input shape, the oldest dropped past eight (each holds its kernels' buffers)."""
+    from intq.runtime.interpreter import _MAX_PLANS
+
+    g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "relu",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    it = intq.Interpreter(intq.load(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])))
+    for batch in range(2, 2 + 3 * _MAX_PLANS):
+        x = np.linspace(-1, 1, 4 * batch, dtype=np.float32).reshape(batch, 4)
+        np.testing.assert_array_equal(it.run({"x": x})["y"], np.maximum(x, 0))
+    assert len(it._plans) == _MAX_PLANS and ((2 + 3 * _MAX_PLANS - 1, 4),) in it._plans

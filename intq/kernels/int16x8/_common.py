@@ -78,8 +78,16 @@ def int64_bias(ctx: KernelContext, index: int, channels: int, refused_without: s
     """The optional constant int64 bias ``[channels]`` (zeros when omitted):
     :func:`intq.kernels._conv_common.conv_bias` for int64.
 
-    Both runtimes also run 16x8 layers with an int32 bias, through the int32 accumulator and the
-    double-rounding multiplier instead; intq does not emulate that variant yet and says so."""
+    Both runtimes also run 16x8 layers with an int32 bias, through an int32 accumulator and the
+    int32 multiplier instead; intq does not emulate that variant yet and says so. (Measured on a
+    CONV_2D: LiteRT reads an int32 bias correctly only when the option ``quantized_bias_type`` is
+    INT32 — without it every resolver reads the buffer as int64 and computes other values — while
+    TFLM reads it either way.) The option (CONV_2D, TRANSPOSE_CONV, FULLY_CONNECTED) must be unset
+    (FLOAT32) or INT64, as the converter writes it."""
+    declared = ctx.attr("quantized_bias_type")
+    if declared not in (None, "FLOAT32", "INT64"):
+        raise ctx.error(f"quantized_bias_type {declared} with int16 activations (an int32-bias 16x8 layer) is not "
+                        f"supported by intq yet; use INT64")
     return conv_bias(ctx, index, channels, np.int64, refused_without,
                      note=" (an int32 bias with int16 activations is not supported by intq yet)")
 
@@ -147,6 +155,9 @@ def runtime_16x8(ctx: KernelContext) -> Runtime:
     takes no int16 tensor, so ``xnnpack`` computes what ``litert-opt`` does. The kernels whose
     optimized int16 paths differ say so and select their own variant (FULLY_CONNECTED without an
     int64 bias, ADD's vector lanes, LOGISTIC/TANH on power-of-two input scales)."""
+    if ctx.target.runtime is Runtime.ORT:  # intq writes no 16x8 ONNX model: nothing to emulate
+        raise ctx.error(f"target {ctx.target.name!r}: onnxruntime's int16 arithmetic is not emulated; use target "
+                        f"'tflite' or 'litert-ref'")
     return ctx.target.runtime
 
 

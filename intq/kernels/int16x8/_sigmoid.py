@@ -12,8 +12,9 @@ and ``Tanh`` for int16) prepare the input the same way:
 
 ``litert-opt`` / ``xnnpack``: LiteRT's optimized resolver runs the same reference function except
 on the power-of-two scales above, where it runs gemmlowp's int16 fixed-point logistic / tanh
-(``optimized_ops::Logistic``/``Tanh`` on int16: measured to differ); intq refuses those nodes for
-the optimized targets. XNNPACK takes no int16 tensor.
+(``optimized_ops::Logistic``/``Tanh`` on int16: the input read as ``FixedPoint<int16, 3>``,
+:mod:`intq.kernels.int16x8._gemmlowp16`), tabulated at prepare (:class:`GemmlowpSigmoid16x8Params`).
+XNNPACK takes no int16 tensor.
 
 At run time ``d = (x * multiplier + round) >> left_shift`` with ``round = 2^(left_shift - 1)``
 (0 without a shift), so that 1/24 of the real input is 2^9 (LOGISTIC) or 2^8 (TANH, which
@@ -27,12 +28,13 @@ evaluates ``tanh(x) = 2 sigmoid(2x) - 1``), and ``|d|`` interpolates linearly in
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
 from intq.kernels.base import KernelContext
-from intq.kernels.int16x8._common import io_int16, runtime_16x8
+from intq.kernels.int16x8._common import ALL_INT16, io_int16, runtime_16x8
 from intq.kernels.int16x8.add import checked_log2
 
 SIGMOID_TABLE_UINT16 = np.array([
@@ -66,8 +68,19 @@ class SigmoidInput:
     rounding: int  # 2^(left_shift - 1), or 0
 
 
-def prepare_sigmoid_input(ctx: KernelContext, pot_shifts: tuple[int, ...]) -> SigmoidInput:
-    """The input scaling above; ``pot_shifts`` are the left shifts taken as power-of-two scales."""
+@dataclass(frozen=True, eq=False)
+class GemmlowpSigmoid16x8Params:
+    """``litert-opt`` / ``xnnpack`` on a power-of-two input scale: gemmlowp's int16 fixed-point
+    function of every int16 input, ``y = table[x.view(uint16)]``."""
+
+    table: np.ndarray  # int16 [65536]
+
+
+def prepare_sigmoid_input(ctx: KernelContext, pot_shifts: tuple[int, ...],
+                          gemmlowp_table: Callable[[np.ndarray, int], np.ndarray]
+                          ) -> SigmoidInput | GemmlowpSigmoid16x8Params:
+    """The input scaling above; ``pot_shifts`` are the left shifts taken as power-of-two scales;
+    ``gemmlowp_table(all_int16, left_shift)`` the optimized kernel's function on such a scale."""
     runtime_16x8(ctx)
     in_qp, out_qp = io_int16(ctx)
     if ctx.input(0).shape != ctx.outputs[0].shape:
@@ -78,12 +91,10 @@ def prepare_sigmoid_input(ctx: KernelContext, pot_shifts: tuple[int, ...]) -> Si
     pot, e = checked_log2(in_qp.scale[0])
     left_shift = 12 + e  # (15 - kInputIntegerBits) + log2(s_in), kInputIntegerBits = 3
     if pot and left_shift in pot_shifts:
-        if ctx.target.optimized:
-            raise ctx.error(
-                f"target {ctx.target.name!r} ({ctx.target.matches}) is not emulated for this operator on a "
-                f"power-of-two input scale ({in_qp.tensor_scale!r}): LiteRT's optimized int16 {ctx.op} then runs "
-                f"gemmlowp's int16 fixed-point {ctx.op.lower()} (SSE rounding in its vector lanes), measured to "
-                f"differ from the table; use target 'litert-ref' or 'tflite'")
+        if ctx.target.optimized:  # LiteRT's optimized kernel: gemmlowp's int16 fixed point
+            table = gemmlowp_table(ALL_INT16, left_shift)
+            table.setflags(write=False)
+            return GemmlowpSigmoid16x8Params(table)
         return SigmoidInput(3 << left_shift, 0, 0)
     m = in_qp.tensor_scale * 4096.0 * 3.0
     left_shift = 0

@@ -3,7 +3,10 @@
 Contract (spec 003, 16x8): input int16 ``[N, H, W, C]`` per tensor, zero point 0; weights int8
 ``[C_out, KH, KW, C]`` constant, symmetric, per tensor or per output channel (axis 0); bias int64
 ``[C_out]``, zero point 0; output int16 per tensor, zero point 0. Options as the int8 kernel:
-padding SAME/VALID, strides, dilations, fused activation. Grouped convolutions are refused.
+padding SAME/VALID, strides, dilations, fused activation. Grouped convolutions (``C_in`` a multiple
+of the weights' ``C_g``) as the int8 kernel: a block-diagonal weight matrix
+(:func:`intq.kernels._conv_common.conv_matrix`); LiteRT runs them with its reference kernel under
+every resolver.
 
 Arithmetic — identical in LiteRT 2.3 (``reference_integer_ops::ConvPerChannel`` for int16 input,
 ``AccumScalar = int64_t``, prepared by ``conv.cc`` / ``PopulateConvolutionQuantizationParams``)
@@ -26,7 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from intq.kernels._conv_common import Im2col, conv_padding, fill_im2col, make_im2col
+from intq.kernels._conv_common import Im2col, conv_matrix, conv_padding, fill_im2col, make_im2col
 from intq.kernels.base import INT16, KernelContext, kernel
 from intq.kernels.int16x8._common import Int64Requant, conv_int64_requant, conv_operands_16x8, int64_bias, requantize_int64
 from intq.kernels.targets import Runtime
@@ -48,14 +51,12 @@ def prepare(ctx: KernelContext) -> Conv2D16x8Params:
     ops = conv_operands_16x8(ctx, channel_axis=0)
     n, h, w_in, c_in = ops.in_shape
     c_out, kh, kw, c_w = ops.w.shape
-    if c_w != c_in:
-        raise ctx.error(f"the weights have {c_w} input channels for an input of {c_in}; grouped 16x8 "
-                        f"convolutions are not supported")
+    matrix, _ = conv_matrix(ctx, ops.w, c_in)  # block-diagonal when grouped
     bias = int64_bias(ctx, 2, c_out, refused_without="refuses" if ctx.target.runtime is Runtime.LITERT else None)
     pad = conv_padding(ctx, ops, kh, kw, c_out)
     requant = conv_int64_requant(ctx, ops, bias)
     im2col = make_im2col(ops.in_shape, kh, kw, ops.opts, pad, 0, np.int16)
-    return Conv2D16x8Params(im2col, ops.w.astype(np.int64).reshape(c_out, -1).T.copy(), bias, requant, (n, pad.out_h, pad.out_w, c_out))
+    return Conv2D16x8Params(im2col, matrix.astype(np.int64).T.copy(), bias, requant, (n, pad.out_h, pad.out_w, c_out))
 
 
 def run(p: Conv2D16x8Params, x, w=None, b=None):

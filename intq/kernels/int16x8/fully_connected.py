@@ -27,8 +27,10 @@ Then the fused activation's clamp (no output zero point).
 
 ``litert-opt`` and ``xnnpack`` (XNNPACK takes no int16 tensor; measured on 150 random models
 without bias, 43 of which differ from the reference; explained from fully_connected.cc): with an
-int64 bias LiteRT's optimized resolver runs the reference kernel above; **without a bias** (as
-TensorFlow's 16x8 converter writes its FULLY_CONNECTED layers) it takes
+int64 bias, or with the option ``quantized_bias_type`` INT64 (which TensorFlow's 16x8 converter
+writes on every layer, bias or not), LiteRT's optimized resolver runs the reference kernel above;
+**without a bias and without that option** (intq's exports; measured: the converter's bias-less
+layer follows the reference, the same layer without the option takes ruy) it takes
 ``optimized_integer_ops::FullyConnected`` through cpu_backend_gemm (ruy): an int32 accumulator
 (wrapping: the sum is taken modulo 2^32) and the int8 optimized kernel's fixed-point output stage,
 ``Requant.DOUBLE_HALF_UP`` with ``M`` from the float32 product per tensor and the double product
@@ -94,7 +96,7 @@ def prepare(ctx: KernelContext) -> FullyConnected16x8Params | OptimizedFullyConn
     out_shape = fc_out_shape(ctx, k, n)
     check_int64_accumulator(ctx, np.abs(w.astype(np.int64)).sum(axis=1), bias)
     lo, hi = fused_activation_range(ctx, out_qp)
-    if ctx.target.optimized and not ctx.has_input(2):  # LiteRT's ruy path (no int64 bias)
+    if ctx.target.optimized and not ctx.has_input(2) and ctx.attr("quantized_bias_type") != "INT64":  # ruy
         mode = ctx.target.requant_for(OP)
         try:
             r = make_requantizer(fc_multipliers(in_qp, w_qp, out_qp, mode), mode, 0, lo, hi, np.int16)

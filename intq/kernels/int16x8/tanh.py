@@ -18,17 +18,26 @@ from __future__ import annotations
 import numpy as np
 
 from intq.kernels.base import INT16, KernelContext, kernel
-from intq.kernels.int16x8._sigmoid import SigmoidInput, interpolate, prepare_sigmoid_input, scaled_input
+from intq.kernels.int16x8._gemmlowp16 import tanh_table
+from intq.kernels.int16x8._sigmoid import (
+    GemmlowpSigmoid16x8Params,
+    SigmoidInput,
+    interpolate,
+    prepare_sigmoid_input,
+    scaled_input,
+)
 
 OP = "TANH"
 
 
 @kernel(OP, INT16)
-def prepare(ctx: KernelContext) -> SigmoidInput:
-    return prepare_sigmoid_input(ctx, pot_shifts=(0, 1))
+def prepare(ctx: KernelContext) -> SigmoidInput | GemmlowpSigmoid16x8Params:
+    return prepare_sigmoid_input(ctx, pot_shifts=(0, 1), gemmlowp_table=tanh_table)
 
 
-def run(p: SigmoidInput, x):
+def run(p: SigmoidInput | GemmlowpSigmoid16x8Params, x):
+    if isinstance(p, GemmlowpSigmoid16x8Params):  # litert-opt / xnnpack on a power-of-two input scale
+        return (p.table[x.view(np.uint16)],)
     d = scaled_input(p, x)
     r, saturated = interpolate(np.abs(d), 8)
     r = np.where(saturated, 0xFFFF << 8, r)

@@ -1,0 +1,805 @@
+"""``export_onnx``: write an intq integer graph as a quantized ONNX model onnxruntime runs.
+
+The ONNX model is the integer graph intq runs, node for node: the same tensors (names, shapes,
+scales and zero points; weights int8, per channel where intq quantized them so, biases int32)
+and the same integer decisions. Two encodings (``format``):
+
+* ``"qdq"``: every quantized operator as ``DequantizeLinear -> float op -> QuantizeLinear``
+  around int8 initializers (weights ``DequantizeLinear`` per channel on axis 0, biases int32 with
+  scale ``s_x s_w``): the form TensorRT, OpenVINO, QNN and onnxruntime's graph optimizer
+  recognise and fuse back into integer kernels.
+* ``"qoperator"``: onnxruntime's integer operators — ``QLinearConv`` (standard), ``QGemm``,
+  ``QLinearAdd``, ``QLinearMul``, ``QLinearSigmoid``, ``QLinearLeakyRelu``, ``QLinearConcat``,
+  ``QLinearGlobalAveragePool`` (``com.microsoft``, onnxruntime's contrib domain).
+
+Operators ONNX has no integer form for (HardSwish, Relu, Relu6 and requantizing QUANTIZE) are
+written as ``DequantizeLinear -> op -> QuantizeLinear`` in both formats; data movement (Reshape,
+Transpose, Pad, Split, Gather, MaxPool, Concat of equal parameters) moves int8 codes unchanged,
+as intq's kernels do (an output with other parameters reads the same codes with its own). A fused
+activation whose clamp is not already the output's whole range becomes an int8 ``Clip`` after
+the operator (the integer clamp intq computes; a float Relu before QuantizeLinear would keep
+onnxruntime from fusing the convolution).
+
+**Layout**: intq's integer graphs are NHWC (DESIGN decision 2) and ONNX's convolutions and pools
+NCHW; each such operator reads a ``Transpose`` of its input (``<tensor>/nchw``) and writes one
+back, and a tensor that already has an NCHW form is not transposed twice (the conversion's
+input TRANSPOSE reads the user's NCHW tensor directly). onnxruntime's default graph
+optimizations remove the remaining pairs.
+
+**Activations** ``"int8"`` (default) or ``"uint8"``: uint8 writes every activation code plus 128
+with its zero point plus 128 — the same real values; onnxruntime's arithmetic on it is target
+``ort-u8`` (QLinearAdd rounds a few code pairs differently), on the int8 model target ``ort``.
+
+**Opset**: 21 by default; any opset from :data:`~intq.onnx_format.schema.MIN_OPSET` (13: per-axis
+Quantize/DequantizeLinear) that has every operator used (:data:`~intq.onnx_format.schema.OP_SINCE`).
+
+The model is checked (``onnx.checker`` after strict shape inference) and loaded and run once by
+onnxruntime before the file is written (DESIGN decision 9); a node with no ONNX form, or an
+option the format refuses, raises :class:`~intq.onnx_format.errors.OnnxOpError` naming the node
+and the alternative before anything is written. intq's graph metadata, node names and the
+export options travel in ``metadata_props["intq"]`` (:mod:`intq.onnx_format.metadata`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import onnx
+
+from intq.ir import Graph, Node, Tensor
+from intq.kernels._conv_common import compute_padding
+from intq.kernels._ort import global_average_pool_scale
+from intq.kernels.requantize import activation_range
+from intq.onnx_format import metadata
+from intq.onnx_format.builder import OnnxModelBuilder
+from intq.onnx_format.errors import OnnxExportError, OnnxOpError, OnnxRuntimeRefusedError
+from intq.onnx_format.schema import DEFAULT_OPSET, MAX_OPSET, MIN_OPSET, MS_DOMAIN, OP_SINCE
+from intq.registry import Registry
+
+FORMATS = ("qdq", "qoperator")
+ACTIVATIONS = {"int8": 0, "uint8": 128}  # activation dtype -> what its codes add to intq's int8 codes
+TO_NCHW, TO_NHWC = (0, 3, 1, 2), (0, 2, 3, 1)
+
+
+class _Writer:
+    """One export: the builder, the chosen encoding, and where each intq tensor lives in ONNX."""
+
+    def __init__(self, graph: Graph, fmt: str, activations: str):
+        self.g = graph
+        self.qdq = fmt == "qdq"
+        self.offset = ACTIVATIONS[activations]
+        self.b = OnnxModelBuilder(graph.name or "intq")
+        self.alias: dict[str, str] = {}  # intq tensor -> the ONNX tensor holding the same values
+        self.nchw: dict[str, str] = {}  # NHWC intq tensor -> its NCHW form in ONNX
+        self.floats: dict[tuple[str, str], str] = {}  # (ONNX int tensor, reader) -> its DequantizeLinear
+        self.ops_used: dict[str, str] = {}  # ai.onnx op -> the first node using it
+
+    # -------------------------------------------------------------------- tensors
+
+    def t(self, name: str) -> Tensor:
+        return self.g.tensors[name]
+
+    def dtype(self, t: Tensor) -> np.dtype:
+        """The ONNX dtype of an intq tensor: int8 activations become uint8 with ``activations="uint8"``."""
+        if t.dtype == np.int8 and t.qparams is not None and self.offset:
+            return np.dtype(np.uint8)
+        return t.dtype
+
+    def name(self, tensor: str) -> str:
+        """The ONNX name of an intq tensor read by a node (constants become initializers)."""
+        if tensor in self.alias:
+            return self.alias[tensor]
+        t = self.t(tensor)
+        if t.data is not None and tensor not in self.b.initializers:
+            data = t.data
+            if t.dtype == np.int8 and t.qparams is not None and self.offset:
+                data = (data.astype(np.int16) + self.offset).astype(np.uint8)
+            self.b.constant(tensor, data)
+        return tensor
+
+    def out(self, tensor: str) -> str:
+        """Declare intq tensor ``tensor`` as written by the next node (its name, shape and dtype)."""
+        t = self.t(tensor)
+        self.b.reserve(tensor)
+        if t.shape is not None and t.is_static:
+            self.b.value_info(tensor, self.dtype(t), t.shape)
+        return tensor
+
+    def temp(self, hint: str, dtype, shape) -> str:
+        name = self.b.unique(hint)
+        if shape is not None:
+            self.b.value_info(name, dtype, shape)
+        return name
+
+    def scale_zp(self, tensor: str) -> tuple[str, str]:
+        """Initializers ``<tensor>/scale`` (float32) and ``<tensor>/zero_point`` (int8 / uint8) of a
+        per-tensor activation."""
+        t = self.t(tensor)
+        qp = t.qparams
+        scale = self.b.constant(f"{tensor}/scale", np.float32(qp.tensor_scale))
+        zp = np.array(qp.tensor_zero_point + (self.offset if t.dtype == np.int8 else 0), self.dtype(t))
+        return scale, self.b.constant(f"{tensor}/zero_point", zp)
+
+    def use(self, op: str, node: Node) -> None:
+        self.ops_used.setdefault(op, node.name)
+
+    # -------------------------------------------------------------------- layout
+
+    def to_nchw(self, tensor: str, node: Node) -> str:
+        """The NCHW form of a 4-D NHWC tensor (a Transpose, once per tensor)."""
+        if tensor not in self.nchw:
+            t = self.t(tensor)
+            n, h, w, c = t.shape
+            out = self.temp(f"{tensor}/nchw", self.dtype(t), (n, c, h, w))
+            self.use("Transpose", node)
+            self.b.node("Transpose", [self.name(tensor)], [out], f"{tensor}/to_nchw", perm=list(TO_NCHW))
+            self.nchw[tensor] = out
+        return self.nchw[tensor]
+
+    def nchw_out(self, tensor: str, node: Node) -> str:
+        """A name for the NCHW result of ``node`` that becomes NHWC ``tensor`` (a Transpose back)."""
+        t = self.t(tensor)
+        n, h, w, c = t.shape
+        nchw = self.temp(f"{tensor}/nchw", self.dtype(t), (n, c, h, w))
+        self.nchw[tensor] = nchw
+        return nchw
+
+    def finish_nchw(self, tensor: str, node: Node, clamp: tuple[int, int] | None = None) -> None:
+        """Transpose ``tensor``'s NCHW form back to NHWC (after an optional Clip on the NCHW form)."""
+        nchw = self.nchw[tensor]
+        if clamp is not None:
+            t = self.t(tensor)
+            n, h, w, c = t.shape
+            clipped = self.temp(f"{tensor}/nchw_clipped", self.dtype(t), (n, c, h, w))
+            self.clip(nchw, clipped, tensor, clamp, node)
+            self.nchw[tensor] = nchw = clipped
+        self.use("Transpose", node)
+        self.b.node("Transpose", [nchw], [self.out(tensor)], f"{node.name}/to_nhwc", perm=list(TO_NHWC))
+
+    # -------------------------------------------------------------------- quantization nodes
+
+    def dq(self, onnx_name: str, tensor: str, node: Node) -> str:
+        """DequantizeLinear of ``onnx_name`` (holding intq tensor ``tensor``'s codes) for ``node``: one
+        per consumer, as QDQ requires (onnxruntime fuses a DequantizeLinear only into its one reader)."""
+        key = (onnx_name, node.name)
+        if key not in self.floats:
+            s, z = self.scale_zp(tensor)
+            out = self.temp(f"{onnx_name}/dequantized", np.float32, None)
+            self.use("DequantizeLinear", node)
+            self.b.node("DequantizeLinear", [onnx_name, s, z], [out], f"{node.name}/dequantize")
+            self.floats[key] = out
+        return self.floats[key]
+
+    def q(self, float_name: str, out: str, tensor: str, node: Node) -> None:
+        """QuantizeLinear of ``float_name`` into ``out`` with intq tensor ``tensor``'s parameters."""
+        s, z = self.scale_zp(tensor)
+        self.use("QuantizeLinear", node)
+        self.b.node("QuantizeLinear", [float_name, s, z], [out], f"{node.name}/quantize")
+
+    def clamp_of(self, node: Node, output: str) -> tuple[int, int] | None:
+        """The integer clamp of ``node``'s fused activation, or None when it is the dtype's whole range."""
+        qp = self.t(output).qparams
+        lo, hi = activation_range(node.attrs.get("fused_activation_function", "NONE") or "NONE", qp)
+        return None if (lo, hi) == (qp.qmin, qp.qmax) else (lo, hi)
+
+    def clip(self, src: str, dst: str, tensor: str, clamp: tuple[int, int], node: Node) -> None:
+        """An integer Clip (a fused activation's clamp) in the activation's ONNX dtype."""
+        dt = self.dtype(self.t(tensor))
+        lo = self.b.constant(f"{node.name}/clip_min", np.array(clamp[0] + self.offset, dt))
+        hi = self.b.constant(f"{node.name}/clip_max", np.array(clamp[1] + self.offset, dt))
+        self.use("Clip", node)
+        self.b.node("Clip", [src, lo, hi], [dst], f"{node.name}/activation")
+
+    def result(self, node: Node, output: str, clamp: tuple[int, int] | None) -> str:
+        """Where the operator writes: ``output`` itself, or a temporary a Clip then reads."""
+        if clamp is None:
+            return self.out(output)
+        t = self.t(output)
+        return self.temp(f"{output}/before_activation", self.dtype(t), t.shape)
+
+    def finish(self, node: Node, pre: str, output: str, clamp: tuple[int, int] | None) -> None:
+        if clamp is not None:
+            self.clip(pre, self.out(output), output, clamp, node)
+
+    def float_island(self, node: Node, op: str, inputs: list[str], output: str, out_onnx: str | None = None,
+                     **attrs) -> None:
+        """``DequantizeLinear -> op -> QuantizeLinear`` (``inputs``: intq tensors, dequantized)."""
+        floats = [self.dq(self.name(i), i, node) for i in inputs]
+        t = self.t(output)
+        y = self.temp(f"{output}/float", np.float32, t.shape)
+        self.use(op, node)
+        self.b.node(op, floats, [y], node.name, **attrs)
+        self.q(y, out_onnx or self.out(output), output, node)
+
+
+# ------------------------------------------------------------------------------- emitters
+
+Emitter = Callable[[_Writer, Node], None]
+#: TFLite builtin -> the function writing its ONNX form; each joins with ``@EMITTERS.register(...)``.
+EMITTERS: Registry[Emitter] = Registry("ONNX form of an integer operator", OnnxOpError)
+
+
+@EMITTERS.register("QUANTIZE")
+def _quantize(w: _Writer, n: Node) -> None:
+    x, y = n.inputs[0], n.outputs[0]
+    if np.issubdtype(w.t(x).dtype, np.floating):
+        w.q(w.name(x), w.out(y), y, n)
+    else:  # a requantization: onnxruntime computes it in float (DequantizeLinear -> QuantizeLinear)
+        w.q(w.dq(w.name(x), x, n), w.out(y), y, n)
+
+
+@EMITTERS.register("DEQUANTIZE")
+def _dequantize(w: _Writer, n: Node) -> None:
+    x, y = n.inputs[0], n.outputs[0]
+    s, z = w.scale_zp(x)
+    w.use("DequantizeLinear", n)
+    w.b.node("DequantizeLinear", [w.name(x), s, z], [w.out(y)], n.name)
+
+
+def _weights_dq(w: _Writer, n: Node, weights: np.ndarray, tensor: Tensor, bias: str | None, in_scale: float
+                ) -> tuple[str, str | None]:
+    """QDQ: the int8 weights (ONNX layout, output channel on axis 0) and int32 bias, each through a
+    DequantizeLinear (per channel on axis 0 when intq quantized per channel)."""
+    qp = tensor.qparams
+    name = w.b.constant(f"{tensor.name}/onnx", weights)
+    channels = weights.shape[0]
+    scales = np.broadcast_to(np.asarray(qp.scale, np.float32), (channels,)) if qp.per_axis else None
+    if qp.per_axis:
+        s = w.b.constant(f"{tensor.name}/scale", scales.astype(np.float32))
+        z = w.b.constant(f"{tensor.name}/zero_point", np.zeros(channels, np.int8))
+    else:
+        s = w.b.constant(f"{tensor.name}/scale", np.float32(qp.tensor_scale))
+        z = w.b.constant(f"{tensor.name}/zero_point", np.int8(0))
+    wf = w.temp(f"{tensor.name}/dequantized", np.float32, weights.shape)
+    w.use("DequantizeLinear", n)
+    w.b.node("DequantizeLinear", [name, s, z], [wf], f"{tensor.name}/dequantize", axis=0 if qp.per_axis else None)
+    if bias is None:
+        return wf, None
+    b = w.t(bias)
+    bs = (np.float32(in_scale) * np.broadcast_to(np.asarray(qp.scale, np.float32), (channels,))).astype(np.float32)
+    bname = w.b.constant(bias, b.data.astype(np.int32))
+    bscale = w.b.constant(f"{bias}/scale", bs)
+    bzero = w.b.constant(f"{bias}/zero_point", np.zeros(channels, np.int32))
+    bf = w.temp(f"{bias}/dequantized", np.float32, (channels,))
+    w.b.node("DequantizeLinear", [bname, bscale, bzero], [bf], f"{bias}/dequantize", axis=0)
+    return wf, bf
+
+
+def _qoperator_weights(w: _Writer, weights: np.ndarray, tensor: Tensor) -> tuple[str, str, str]:
+    """QOperator: the int8 weights (ONNX layout), their scale (per channel or per tensor) and zero points."""
+    qp = tensor.qparams
+    channels = weights.shape[0]
+    name = w.b.constant(f"{tensor.name}/onnx", weights)
+    if qp.per_axis:
+        s = w.b.constant(f"{tensor.name}/scale", np.asarray(qp.scale, np.float32).reshape(channels))
+        z = w.b.constant(f"{tensor.name}/zero_point", np.zeros(channels, np.int8))
+    else:
+        s = w.b.constant(f"{tensor.name}/scale", np.float32(qp.tensor_scale))
+        z = w.b.constant(f"{tensor.name}/zero_point", np.int8(0))
+    return name, s, z
+
+
+@EMITTERS.register("CONV_2D", "DEPTHWISE_CONV_2D")
+def _conv(w: _Writer, n: Node) -> None:
+    x, wt, y = n.inputs[0], n.inputs[1], n.outputs[0]
+    bias = n.inputs[2] if len(n.inputs) > 2 and n.inputs[2] else None
+    xt, wtt, yt = w.t(x), w.t(wt), w.t(y)
+    depthwise = n.op_type == "DEPTHWISE_CONV_2D"
+    if wtt.data is None:
+        raise OnnxOpError(f"node {n.name!r} ({n.op_type}): weights {wt!r} are not constant; ONNX's QLinearConv and "
+                          "intq's QDQ form need constant int8 weights")
+    if depthwise:  # TFLite [1, KH, KW, C_out] -> ONNX [C_out, 1, KH, KW], group = C_in
+        weights = np.ascontiguousarray(wtt.data.transpose(3, 0, 1, 2))
+        group = xt.shape[3]
+    else:  # TFLite [C_out, KH, KW, C_g] -> ONNX [C_out, C_g, KH, KW]
+        weights = np.ascontiguousarray(wtt.data.transpose(0, 3, 1, 2))
+        group = xt.shape[3] // wtt.data.shape[3]
+    kh, kw = weights.shape[2:]
+    a = n.attrs
+    sh, sw = int(a.get("stride_h", 1)), int(a.get("stride_w", 1))
+    dh, dw = int(a.get("dilation_h_factor", 1)), int(a.get("dilation_w_factor", 1))
+    pad = compute_padding(a.get("padding", "SAME"), xt.shape[1:3], (kh, kw), (sh, sw), (dh, dw))
+    bottom = max((pad.out_h - 1) * sh + (kh - 1) * dh + 1 - xt.shape[1] - pad.top, 0)
+    right = max((pad.out_w - 1) * sw + (kw - 1) * dw + 1 - xt.shape[2] - pad.left, 0)
+    pads = [pad.top, pad.left, bottom, right]
+    x, pads = _fold_pad(w, x, pads)
+    attrs = dict(kernel_shape=[kh, kw], strides=[sh, sw], dilations=[dh, dw], group=group, pads=pads)
+    clamp = w.clamp_of(n, y)
+    xin = w.to_nchw(x, n)
+    out = w.nchw_out(y, n)
+    if w.qdq:
+        wf, bf = _weights_dq(w, n, weights, wtt, bias, xt.qparams.tensor_scale)
+        yf = w.temp(f"{y}/nchw_float", np.float32, None)
+        w.use("Conv", n)
+        w.b.node("Conv", [w.dq(xin, x, n), wf] + ([bf] if bf else []), [yf], n.name, **attrs)
+        w.q(yf, out, y, n)
+    else:
+        wn, ws, wz = _qoperator_weights(w, weights, wtt)
+        xs, xz = w.scale_zp(x)
+        ys, yz = w.scale_zp(y)
+        inputs = [xin, xs, xz, wn, ws, wz, ys, yz] + ([w.b.constant(bias, w.t(bias).data.astype(np.int32))] if bias else [])
+        w.use("QLinearConv", n)
+        w.b.node("QLinearConv", inputs, [out], n.name, **attrs)
+    w.finish_nchw(y, n, clamp)
+
+
+def _fold_pad(w: _Writer, x: str, pads: list[int]) -> tuple[str, list[int]]:
+    """A convolution reading a PAD / PADV2 of H and W by the input's zero point reads the unpadded
+    tensor with those pads added to its own: ONNX convolutions pad with the zero point (QLinearConv)
+    or real 0 (Conv), the same values. The PAD node then writes nothing anyone reads."""
+    prod = w.g.producer(x)
+    if prod is None or prod.op_type not in ("PAD", "PADV2"):
+        return x, pads
+    src = prod.inputs[0]
+    st, xt = w.t(src), w.t(x)
+    paddings = w.t(prod.inputs[1]).data
+    if st.qparams is None or xt.qparams is None or paddings is None or paddings.shape != (4, 2):
+        return x, pads
+    if (float(st.qparams.tensor_scale), st.qparams.tensor_zero_point) != (float(xt.qparams.tensor_scale),
+                                                                         xt.qparams.tensor_zero_point):
+        return x, pads
+    if prod.op_type == "PADV2" and len(prod.inputs) > 2 and prod.inputs[2]:
+        value = int(np.asarray(w.t(prod.inputs[2]).data).reshape(-1)[0])
+        if value != st.qparams.tensor_zero_point:
+            return x, pads
+    if np.any(paddings[0] != 0) or np.any(paddings[3] != 0) or x in w.g.outputs:
+        return x, pads
+    (t0, b0), (l0, r0) = (int(v) for v in paddings[1]), (int(v) for v in paddings[2])
+    return src, [pads[0] + t0, pads[1] + l0, pads[2] + b0, pads[3] + r0]
+
+
+@EMITTERS.register("FULLY_CONNECTED")
+def _fully_connected(w: _Writer, n: Node) -> None:
+    x, wt, y = n.inputs[0], n.inputs[1], n.outputs[0]
+    bias = n.inputs[2] if len(n.inputs) > 2 and n.inputs[2] else None
+    xt, wtt, yt = w.t(x), w.t(wt), w.t(y)
+    if wtt.data is None:
+        raise OnnxOpError(f"node {n.name!r} (FULLY_CONNECTED): weights {wt!r} are not constant; QGemm and intq's "
+                          "QDQ Gemm need constant int8 weights")
+    units, k = wtt.data.shape
+    rows = int(np.prod(xt.shape)) // k
+    a2 = w.name(x)
+    if tuple(xt.shape) != (rows, k):
+        a2 = w.temp(f"{x}/rows", w.dtype(xt), (rows, k))
+        w.use("Reshape", n)
+        w.b.node("Reshape", [w.name(x), w.b.constant(f"{n.name}/rows_shape", np.array([rows, k], np.int64))], [a2],
+                 f"{n.name}/to_rows")
+    clamp = w.clamp_of(n, y)
+    flat = tuple(yt.shape) != (rows, units)
+    out = w.temp(f"{y}/rows", w.dtype(yt), (rows, units)) if (flat or clamp) else w.out(y)
+    if w.qdq:
+        wf, bf = _weights_dq(w, n, np.ascontiguousarray(wtt.data), wtt, bias, xt.qparams.tensor_scale)
+        yf = w.temp(f"{y}/float", np.float32, (rows, units))
+        w.use("Gemm", n)
+        w.b.node("Gemm", [w.dq(a2, x, n), wf] + ([bf] if bf else []), [yf], n.name, transB=1)
+        w.q(yf, out, y, n)
+    else:
+        wn, ws, wz = _qoperator_weights(w, np.ascontiguousarray(wtt.data), wtt)
+        xs, xz = w.scale_zp(x)
+        ys, yz = w.scale_zp(y)
+        b = [w.b.constant(bias, w.t(bias).data.astype(np.int32))] if bias else [""]
+        w.b.node("QGemm", [a2, xs, xz, wn, ws, wz, *b, ys, yz], [out], n.name, domain=MS_DOMAIN, transB=1)
+    if clamp:
+        clipped = w.temp(f"{y}/rows_clipped", w.dtype(yt), (rows, units)) if flat else w.out(y)
+        w.clip(out, clipped, y, clamp, n)
+        out = clipped
+    if flat:
+        w.use("Reshape", n)
+        w.b.node("Reshape", [out, w.b.constant(f"{n.name}/out_shape", np.array(yt.shape, np.int64))], [w.out(y)],
+                 f"{n.name}/reshape")
+
+
+def _binary(op_qdq: str, op_qlinear: str) -> Emitter:
+    def emit(w: _Writer, n: Node) -> None:
+        a, b, y = n.inputs[0], n.inputs[1], n.outputs[0]
+        clamp = w.clamp_of(n, y)
+        pre = w.result(n, y, clamp)
+        if w.qdq:
+            w.float_island(n, op_qdq, [a, b], y, out_onnx=pre)
+        else:
+            sa, za = w.scale_zp(a)
+            sb, zb = w.scale_zp(b)
+            sy, zy = w.scale_zp(y)
+            w.b.node(op_qlinear, [w.name(a), sa, za, w.name(b), sb, zb, sy, zy], [pre], n.name, domain=MS_DOMAIN)
+        w.finish(n, pre, y, clamp)
+    return emit
+
+
+EMITTERS.register("ADD")(_binary("Add", "QLinearAdd"))
+EMITTERS.register("MUL")(_binary("Mul", "QLinearMul"))
+
+
+@EMITTERS.register("SUB")
+def _sub(w: _Writer, n: Node) -> None:
+    """DequantizeLinear x2 -> Sub -> QuantizeLinear in both formats: ONNX and onnxruntime have no
+    integer Sub (onnxruntime runs the float Sub, which the ``ort`` targets emulate per code pair)."""
+    a, b, y = n.inputs[0], n.inputs[1], n.outputs[0]
+    clamp = w.clamp_of(n, y)
+    pre = w.result(n, y, clamp)
+    w.float_island(n, "Sub", [a, b], y, out_onnx=pre)
+    w.finish(n, pre, y, clamp)
+
+
+@EMITTERS.register("LOGISTIC")
+def _logistic(w: _Writer, n: Node) -> None:
+    x, y = n.inputs[0], n.outputs[0]
+    if w.qdq:
+        return w.float_island(n, "Sigmoid", [x], y)
+    xs, xz = w.scale_zp(x)
+    ys, yz = w.scale_zp(y)
+    w.b.node("QLinearSigmoid", [w.name(x), xs, xz, ys, yz], [w.out(y)], n.name, domain=MS_DOMAIN)
+
+
+@EMITTERS.register("LEAKY_RELU")
+def _leaky_relu(w: _Writer, n: Node) -> None:
+    x, y = n.inputs[0], n.outputs[0]
+    alpha = float(np.float32(n.attrs.get("alpha", 0.2)))
+    if w.qdq:
+        return w.float_island(n, "LeakyRelu", [x], y, alpha=alpha)
+    xs, xz = w.scale_zp(x)
+    ys, yz = w.scale_zp(y)
+    w.b.node("QLinearLeakyRelu", [w.name(x), xs, xz, ys, yz], [w.out(y)], n.name, domain=MS_DOMAIN, alpha=alpha)
+
+
+@EMITTERS.register("HARD_SWISH")
+def _hard_swish(w: _Writer, n: Node) -> None:
+    w.float_island(n, "HardSwish", [n.inputs[0]], n.outputs[0])
+
+
+@EMITTERS.register("TANH")
+def _tanh(w: _Writer, n: Node) -> None:
+    w.float_island(n, "Tanh", [n.inputs[0]], n.outputs[0])
+
+
+@EMITTERS.register("RELU")
+def _relu(w: _Writer, n: Node) -> None:
+    w.float_island(n, "Relu", [n.inputs[0]], n.outputs[0])
+
+
+def _float_clip(lo: float, hi: float) -> Emitter:
+    def emit(w: _Writer, n: Node) -> None:
+        bounds = [w.b.constant(f"{n.name}/min", np.float32(lo)), w.b.constant(f"{n.name}/max", np.float32(hi))]
+        x, y = n.inputs[0], n.outputs[0]
+        xf = w.dq(w.name(x), x, n)
+        yf = w.temp(f"{y}/float", np.float32, w.t(y).shape)
+        w.use("Clip", n)
+        w.b.node("Clip", [xf, *bounds], [yf], n.name)
+        w.q(yf, w.out(y), y, n)
+    return emit
+
+
+EMITTERS.register("RELU6")(_float_clip(0.0, 6.0))
+EMITTERS.register("RELU_N1_TO_1")(_float_clip(-1.0, 1.0))
+
+
+@EMITTERS.register("SOFTMAX")
+def _softmax(w: _Writer, n: Node) -> None:
+    x, y = n.inputs[0], n.outputs[0]
+    beta = float(n.attrs.get("beta", 1.0))
+    if beta != 1.0:
+        raise OnnxOpError(f"node {n.name!r} (SOFTMAX): beta = {beta}; ONNX's Softmax has no beta. Scale the logits "
+                          "before the softmax in the float model, or export to .tflite")
+    if w.qdq:  # onnxruntime fuses DequantizeLinear -> Softmax -> QuantizeLinear into QLinearSoftmax
+        return w.float_island(n, "Softmax", [x], y, axis=-1)
+    xs, xz = w.scale_zp(x)
+    ys, yz = w.scale_zp(y)
+    w.b.node("QLinearSoftmax", [w.name(x), xs, xz, ys, yz], [w.out(y)], n.name, domain=MS_DOMAIN, axis=-1, opset=13)
+
+
+@EMITTERS.register("MEAN")
+def _mean(w: _Writer, n: Node) -> None:
+    x, y = n.inputs[0], n.outputs[0]
+    xt, yt = w.t(x), w.t(y)
+    axes = sorted(int(v) % len(xt.shape) for v in np.atleast_1d(w.t(n.inputs[1]).data))
+    if len(xt.shape) != 4 or axes != [1, 2]:
+        raise OnnxOpError(f"node {n.name!r} (MEAN): only the mean over H and W of an NHWC tensor has an integer ONNX "
+                          f"form (QLinearGlobalAveragePool); axes {axes} of shape {list(xt.shape)} have none. "
+                          "Export to .tflite, or reduce over the spatial axes")
+    nb, h, wd, c = xt.shape
+    try:
+        global_average_pool_scale(xt.qparams, yt.qparams, h * wd)
+    except ValueError as e:
+        raise OnnxOpError(f"node {n.name!r} (MEAN): {e}") from None
+    keep = tuple(yt.shape) == (nb, 1, 1, c)
+    out = w.out(y) if keep else w.temp(f"{y}/pooled", w.dtype(yt), (nb, 1, 1, c))
+    xs, xz = w.scale_zp(x)
+    ys, yz = w.scale_zp(y)
+    w.b.node("QLinearGlobalAveragePool", [w.name(x), xs, xz, ys, yz], [out], n.name, domain=MS_DOMAIN,
+             channels_last=1)
+    if not keep:
+        w.use("Reshape", n)
+        w.b.node("Reshape", [out, w.b.constant(f"{n.name}/shape", np.array(yt.shape, np.int64))], [w.out(y)],
+                 f"{n.name}/reshape")
+
+
+@EMITTERS.register("MAX_POOL_2D")
+def _max_pool(w: _Writer, n: Node) -> None:
+    x, y = n.inputs[0], n.outputs[0]
+    xt = w.t(x)
+    a = n.attrs
+    if (a.get("fused_activation_function") or "NONE") != "NONE":
+        raise OnnxOpError(f"node {n.name!r} (MAX_POOL_2D): a fused activation on a pool has no ONNX form here; "
+                          "apply it as a separate op")
+    fh, fw, sh, sw = (int(a[k]) for k in ("filter_height", "filter_width", "stride_h", "stride_w"))
+    pad = compute_padding(a.get("padding", "SAME"), xt.shape[1:3], (fh, fw), (sh, sw), (1, 1))
+    bottom = max((pad.out_h - 1) * sh + fh - xt.shape[1] - pad.top, 0)
+    right = max((pad.out_w - 1) * sw + fw - xt.shape[2] - pad.left, 0)
+    xin = w.to_nchw(x, n)
+    out = w.nchw_out(y, n)
+    w.use("MaxPool", n)
+    w.b.node("MaxPool", [xin], [out], n.name, kernel_shape=[fh, fw], strides=[sh, sw],
+             pads=[pad.top, pad.left, bottom, right])
+    w.finish_nchw(y, n)
+
+
+@EMITTERS.register("AVERAGE_POOL_2D")
+def _average_pool(w: _Writer, n: Node) -> None:
+    """QLinearAveragePool over NHWC (``channels_last``) / DQ -> AveragePool (NCHW) -> Q; windows
+    average their in-image pixels (``count_include_pad = 0``), as TFLite's."""
+    x, y = n.inputs[0], n.outputs[0]
+    xt = w.t(x)
+    a = n.attrs
+    fh, fw, sh, sw = (int(a[k]) for k in ("filter_height", "filter_width", "stride_h", "stride_w"))
+    pad = compute_padding(a.get("padding", "SAME"), xt.shape[1:3], (fh, fw), (sh, sw), (1, 1))
+    bottom = max((pad.out_h - 1) * sh + fh - xt.shape[1] - pad.top, 0)
+    right = max((pad.out_w - 1) * sw + fw - xt.shape[2] - pad.left, 0)
+    attrs = dict(kernel_shape=[fh, fw], strides=[sh, sw], pads=[pad.top, pad.left, bottom, right], count_include_pad=0)
+    clamp = w.clamp_of(n, y)
+    if w.qdq:
+        xin = w.to_nchw(x, n)
+        out = w.nchw_out(y, n)
+        yf = w.temp(f"{y}/nchw_float", np.float32, None)
+        w.use("AveragePool", n)
+        w.b.node("AveragePool", [w.dq(xin, x, n)], [yf], n.name, **attrs)
+        w.q(yf, out, y, n)
+        return w.finish_nchw(y, n, clamp)
+    pre = w.result(n, y, clamp)
+    xs, xz = w.scale_zp(x)
+    ys, yz = w.scale_zp(y)
+    w.b.node("QLinearAveragePool", [w.name(x), xs, xz, ys, yz], [pre], n.name, domain=MS_DOMAIN, channels_last=1,
+             **attrs)
+    w.finish(n, pre, y, clamp)
+
+
+@EMITTERS.register("CONCATENATION")
+def _concatenation(w: _Writer, n: Node) -> None:
+    y = n.outputs[0]
+    axis = int(n.attrs.get("axis", 0))
+    if (n.attrs.get("fused_activation_function") or "NONE") != "NONE":
+        raise OnnxOpError(f"node {n.name!r} (CONCATENATION): a fused activation has no ONNX form here")
+    key = lambda t: (float(w.t(t).qparams.tensor_scale), w.t(t).qparams.tensor_zero_point)  # noqa: E731
+    if all(key(i) == key(y) for i in n.inputs):  # the same parameters: a plain copy
+        w.use("Concat", n)
+        w.b.node("Concat", [w.name(i) for i in n.inputs], [w.out(y)], n.name, axis=axis)
+    elif w.qdq:
+        w.float_island(n, "Concat", list(n.inputs), y, axis=axis)
+    else:
+        ys, yz = w.scale_zp(y)
+        args = [ys, yz]
+        for i in n.inputs:
+            args += [w.name(i), *w.scale_zp(i)]
+        w.b.node("QLinearConcat", args, [w.out(y)], n.name, domain=MS_DOMAIN, axis=axis)
+
+
+@EMITTERS.register("RESHAPE", "SQUEEZE")
+def _reshape(w: _Writer, n: Node) -> None:
+    x, y = n.inputs[0], n.outputs[0]
+    w.use("Reshape", n)
+    shape = w.b.constant(f"{n.name}/shape", np.array(w.t(y).shape, np.int64))
+    w.b.node("Reshape", [w.name(x), shape], [w.out(y)], n.name)
+
+
+@EMITTERS.register("TRANSPOSE")
+def _transpose(w: _Writer, n: Node) -> None:
+    x, y = n.inputs[0], n.outputs[0]
+    perm = tuple(int(v) for v in w.t(n.inputs[1]).data)
+    if perm == TO_NHWC and len(w.t(x).shape) == 4:
+        w.nchw[y] = w.name(x)  # the input is the NCHW form: convolutions read it directly
+    if perm == TO_NCHW and x in w.nchw and y not in w.g.outputs:
+        w.alias[y] = w.nchw[x]  # the NHWC input came from an NCHW tensor: that is the result
+        return
+    w.use("Transpose", n)
+    w.b.node("Transpose", [w.name(x)], [w.out(y)], n.name, perm=list(perm))
+
+
+@EMITTERS.register("PAD", "PADV2")
+def _pad(w: _Writer, n: Node) -> None:
+    x, y = n.inputs[0], n.outputs[0]
+    pads = w.t(n.inputs[1]).data.astype(np.int64)  # TFLite [rank, 2]: (before, after) per axis
+    if n.op_type == "PADV2" and len(n.inputs) > 2 and n.inputs[2]:
+        value = int(np.asarray(w.t(n.inputs[2]).data).reshape(-1)[0])
+    else:
+        value = w.t(x).qparams.tensor_zero_point if w.t(x).qparams is not None else 0
+    dt = w.dtype(w.t(x))
+    c = w.b.constant(f"{n.name}/constant_value", np.array(value + (w.offset if dt == np.uint8 else 0), dt))
+    w.use("Pad", n)
+    onnx_pads = w.b.constant(f"{n.name}/pads", np.concatenate([pads[:, 0], pads[:, 1]]))
+    w.b.node("Pad", [w.name(x), onnx_pads, c], [w.out(y)], n.name, mode="constant")
+
+
+@EMITTERS.register("RESIZE_NEAREST_NEIGHBOR")
+def _resize_nearest(w: _Writer, n: Node) -> None:
+    """Two Gathers of the source rows and columns the kernel's prepare computes (TFLite's
+    GetNearestNeighbor): the same copies in every runtime, whatever its Resize coordinate rules."""
+    from intq.kernels import KernelContext, get_target, lookup
+
+    x, y = n.inputs[0], n.outputs[0]
+    ctx = KernelContext(n, tuple(w.t(i) if i else None for i in n.inputs), (w.t(y),), get_target("ort"))
+    p = lookup(n.op_type).prepare(ctx)
+    nb, _, wd, c = w.t(x).shape
+    rows = w.temp(f"{y}/rows", w.dtype(w.t(x)), (nb, len(p.src_rows), wd, c))
+    w.use("Gather", n)
+    w.b.node("Gather", [w.name(x), w.b.constant(f"{n.name}/rows", p.src_rows.astype(np.int64))], [rows],
+             f"{n.name}/rows", axis=1)
+    w.b.node("Gather", [rows, w.b.constant(f"{n.name}/cols", p.src_cols.astype(np.int64))], [w.out(y)],
+             f"{n.name}/cols", axis=2)
+
+
+@EMITTERS.register("PRELU")
+def _prelu(w: _Writer, n: Node) -> None:
+    """DequantizeLinear -> PRelu -> QuantizeLinear in both formats (ONNX has no integer PRelu); the
+    slope is a constant int8 tensor through its DequantizeLinear."""
+    x, alpha, y = n.inputs[0], n.inputs[1], n.outputs[0]
+    if w.t(alpha).data is None:
+        raise OnnxOpError(f"node {n.name!r} (PRELU): the slope {alpha!r} is not a constant; intq writes PRelu "
+                          "with a constant slope only")
+    w.float_island(n, "PRelu", [x, alpha], y)
+
+
+@EMITTERS.register("STRIDED_SLICE")
+def _strided_slice(w: _Writer, n: Node) -> None:
+    """Reshape to the slice's effective shape, a Gather per sliced axis (the indices the kernel's
+    prepare resolves from TFLite's begin / end / strides and masks), Reshape to the output."""
+    from intq.kernels import KernelContext, get_target, lookup
+
+    x, y = n.inputs[0], n.outputs[0]
+    ctx = KernelContext(n, tuple(w.t(i) if i else None for i in n.inputs), (w.t(y),), get_target("ort"))
+    p = lookup(n.op_type).prepare(ctx)
+    dt = w.dtype(w.t(x))
+    cur = w.name(x)
+    shape = list(p.effective_shape)
+    if tuple(shape) != tuple(w.t(x).shape):
+        nxt = w.temp(f"{y}/effective", dt, shape)
+        w.use("Reshape", n)
+        w.b.node("Reshape", [cur, w.b.constant(f"{n.name}/effective_shape", np.array(shape, np.int64))], [nxt],
+                 f"{n.name}/effective")
+        cur = nxt
+    for axis, index in enumerate(p.index):
+        picks = np.asarray(index).reshape(-1).astype(np.int64)
+        if picks.size == shape[axis] and np.array_equal(picks, np.arange(shape[axis])):
+            continue
+        shape[axis] = picks.size
+        nxt = w.temp(f"{y}/axis{axis}", dt, shape)
+        w.use("Gather", n)
+        w.b.node("Gather", [cur, w.b.constant(f"{n.name}/indices{axis}", picks)], [nxt], f"{n.name}/axis{axis}",
+                 axis=axis)
+        cur = nxt
+    w.use("Reshape", n)
+    w.b.node("Reshape", [cur, w.b.constant(f"{n.name}/shape", np.array(w.t(y).shape, np.int64))], [w.out(y)], n.name)
+
+
+@EMITTERS.register("SPLIT", "SPLIT_V")
+def _split(w: _Writer, n: Node) -> None:
+    if n.op_type == "SPLIT":
+        axis_t, x = n.inputs[0], n.inputs[1]
+        sizes = None
+    else:
+        x, sizes_t, axis_t = n.inputs[0], n.inputs[1], n.inputs[2]
+        sizes = w.t(sizes_t).data.astype(np.int64)
+    shape = w.t(x).shape
+    axis = int(np.asarray(w.t(axis_t).data).reshape(-1)[0]) % len(shape)
+    if sizes is None or np.any(sizes < 0):
+        sizes = np.array([w.t(o).shape[axis] for o in n.outputs], np.int64)
+    w.use("Split", n)
+    w.b.node("Split", [w.name(x), w.b.constant(f"{n.name}/split", sizes)], [w.out(o) for o in n.outputs], n.name,
+             axis=axis)
+
+
+# ------------------------------------------------------------------------------- entry points
+
+def _check(graph: Graph, fmt: str, activations: str, opset: int) -> None:
+    """Everything that would make the export fail, found before anything is built or written."""
+    if fmt not in FORMATS:
+        raise OnnxExportError(f"unknown ONNX format {fmt!r}; choose one of {', '.join(FORMATS)}")
+    if activations not in ACTIVATIONS:
+        raise OnnxExportError(f"activations must be one of {', '.join(ACTIVATIONS)}, got {activations!r}")
+    if not (MIN_OPSET <= opset <= MAX_OPSET):
+        raise OnnxExportError(f"opset {opset} is not written: intq writes opsets {MIN_OPSET} (per-axis "
+                              f"QuantizeLinear/DequantizeLinear) to {MAX_OPSET}")
+    missing = [n for n in graph.nodes if n.op_type not in EMITTERS]
+    if missing:
+        listed = "; ".join(f"{n.name!r} ({n.op_type})" for n in missing[:10])
+        raise OnnxOpError(f"{len(missing)} node(s) have no ONNX form intq writes: {listed}. ONNX forms exist for "
+                          f"{', '.join(sorted(EMITTERS))}; export this graph with intq.export_tflite instead")
+    for name, t in graph.tensors.items():
+        if t.dtype == np.int16 and t.qparams is not None:
+            raise OnnxOpError(f"tensor {name!r} is int16 (a 16x8 graph): intq writes int8 activations to ONNX; "
+                              "quantize with int8 activations, or export the 16x8 graph with intq.export_tflite")
+        if t.qparams is not None and t.data is None and t.qparams.per_axis:
+            raise OnnxOpError(f"activation {name!r} is quantized per axis; ONNX's integer operators take per-tensor "
+                              "activations")
+        if t.shape is None or not t.is_static:
+            if any(name in (*n.inputs, *n.outputs) for n in graph.nodes) or name in graph.inputs:
+                raise OnnxExportError(f"tensor {name!r} has shape {t.shape}; bind the dynamic dimensions "
+                                      "(input_shapes=) before exporting")
+
+
+def to_onnx_model(graph: Graph, format: str = "qdq", activations: str = "int8",  # noqa: A002 (the API's word)
+                  opset: int = DEFAULT_OPSET) -> onnx.ModelProto:
+    """The checked ONNX model of ``graph`` (an integer graph from :func:`intq.quantize` or
+    :func:`intq.load`) in ``format`` (``"qdq"`` or ``"qoperator"``) with ``activations``
+    (``"int8"`` or ``"uint8"``) at ``opset``. Raises before building for a node with no ONNX form."""
+    _check(graph, format, activations, opset)
+    w = _Writer(graph, format, activations)
+    for name in graph.inputs:
+        t = graph.tensors[name]
+        w.b.reserve(name)
+        w.b.input(name, w.dtype(t), t.shape)
+    for n in graph.nodes:
+        EMITTERS.lookup(n.op_type)(w, n)
+    for name in graph.outputs:
+        t = graph.tensors[name]
+        src = w.name(name)
+        if src != name:  # an aliased tensor is an output: give it its own name
+            w.b.node("Identity", [src], [w.out(name)], f"{name}/output")
+        w.b.output(name, w.dtype(t), t.shape)
+    needed = {op: OP_SINCE[op] for op in w.ops_used if op in OP_SINCE}
+    too_new = {op: v for op, v in needed.items() if v > opset}
+    if too_new:
+        op = max(too_new, key=too_new.get)
+        raise OnnxOpError(f"node {w.ops_used[op]!r} needs ONNX {op}, which opset {opset} lacks (since opset "
+                          f"{too_new[op]}); export with opset >= {max(too_new.values())}")
+    w.b.metadata[metadata.INTQ_METADATA] = metadata.encode(
+        graph.metadata, [n.name for n in graph.nodes],
+        {"format": format, "activations": activations, "opset": opset,
+         "target": "ort" if activations == "int8" else "ort-u8",
+         "lowest_opset": max([MIN_OPSET, *needed.values()])})
+    return w.b.to_model(opset)
+
+
+def _check_runs(model: onnx.ModelProto, graph: Graph) -> None:
+    """Load the model in onnxruntime and run it once on zeros (DESIGN decision 9)."""
+    from importlib.util import find_spec
+
+    from intq.runtime.oracles.ort import OrtOracleError, run_ort
+
+    if find_spec("onnxruntime") is None:
+        raise OnnxExportError("onnxruntime is not installed, so the model cannot be checked before it is written: "
+                              "install onnxruntime, or pass check=False to write it unchecked")
+    feeds = {i.name: np.zeros([d.dim_value for d in i.type.tensor_type.shape.dim],
+                              onnx.helper.tensor_dtype_to_np_dtype(i.type.tensor_type.elem_type))
+             for i in model.graph.input}
+    try:
+        run_ort(model.SerializeToString(), feeds, "enable_all")
+    except OrtOracleError as e:
+        raise OnnxRuntimeRefusedError(f"onnxruntime refuses the ONNX model of {graph.name!r} ({e}); this is an intq "
+                                      "bug: please report it with the model") from None
+
+
+def export_onnx(graph: Graph, path: str | os.PathLike | None = None, *, format: str = "qdq",  # noqa: A002
+                activations: str = "int8", opset: int = DEFAULT_OPSET, overwrite: bool = False,
+                check: bool = True) -> bytes:
+    """Write ``graph`` as a quantized ONNX model (module docstring) to ``path`` (if given) and return
+    its bytes. Nothing is written when the graph has a node without an ONNX form, the model fails
+    ``onnx.checker``, or (``check``) onnxruntime refuses to load and run it. An existing file is kept
+    unless ``overwrite``; the file is written atomically. onnxruntime's arithmetic on the result
+    is target ``"ort"`` (``activations="int8"``) or ``"ort-u8"`` (``"uint8"``)."""
+    if path is not None:
+        path = Path(path)
+        if path.exists() and not overwrite:
+            raise OnnxExportError(f"{path} exists; pass overwrite=True to replace it")
+    model = to_onnx_model(graph, format, activations, opset)
+    if check:
+        _check_runs(model, graph)
+    data = model.SerializeToString()
+    if path is not None:
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        try:
+            tmp.write_bytes(data)
+            tmp.replace(path)
+        finally:
+            tmp.unlink(missing_ok=True)
+    return data

@@ -1,0 +1,838 @@
+"""Import a quantized ONNX model (QDQ or QOperator, made by onnxruntime's ``quantize_static``, by
+:func:`intq.export_onnx` or another tool) as an intq **integer** graph.
+
+:func:`intq.frontends.from_onnx.load_onnx` hands a model here when :func:`is_quantized` (it has
+QuantizeLinear / DequantizeLinear on 8-bit integers, or onnxruntime's QLinear* / QGemm operators).
+Each quantized operator becomes the TFLite builtin intq runs — as a *unit*:
+
+* QOperator: the node itself (``QLinearConv``, ``QGemm``, ``QLinearMatMul``, ``QLinearAdd``,
+  ``QLinearMul``, ``QLinearSigmoid``, ``QLinearLeakyRelu``, ``QLinearSoftmax``, ``QLinearConcat``,
+  ``QLinearGlobalAveragePool``);
+* QDQ: a float operator whose every activation input is a ``DequantizeLinear`` of an 8-bit tensor
+  (weights and biases: of constants) and whose output goes to one ``QuantizeLinear`` — what
+  onnxruntime's graph optimizer fuses;
+* data movement on 8-bit tensors (Reshape, Flatten, Transpose, Squeeze, Unsqueeze, MaxPool, Pad,
+  Concat, Split, Identity) moves codes unchanged.
+
+Layout: the graph keeps ONNX's NCHW tensors; each convolution or pool reads a TRANSPOSE to NHWC
+and writes one back (integer data movement, exact). uint8 tensors become int8 tensors holding the
+code minus 128 (zero point minus 128: the same reals); target ``ort-u8`` then reproduces
+onnxruntime's arithmetic on the uint8 model, ``ort`` on an int8 one (the graph's metadata names
+it: ``onnx_activations``). Tensors keep their ONNX names; ``metadata["float_tensor_of"]`` maps
+each quantized tensor to the float tensor it quantizes (a QuantizeLinear's input, or the name
+without the ``_quantized`` suffix onnxruntime's QOperator writer adds), so ``intq compare
+float.onnx quantized.onnx`` ranks its layers. A float operator between DequantizeLinear and
+QuantizeLinear that has no integer unit here stays a float node between DEQUANTIZE and QUANTIZE.
+
+Refused, naming the node: weights with a non-zero zero point, per-axis activations,
+QLinearAveragePool, and operators neither the integer units nor intq's float executor know.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper
+
+from intq.errors import GraphError, UnsupportedOperatorError
+from intq.frontends import onnx_checks
+from intq.ir import Graph, Node, Tensor, topological_order
+from intq.kernels._conv_common import compute_padding
+from intq.onnx_format.schema import MS_DOMAIN
+from intq.qmath import QuantParams
+
+#: onnxruntime's QOperator operators this importer reads.
+QOPERATORS = frozenset({"QLinearConv", "QLinearMatMul", "QGemm", "QLinearAdd", "QLinearMul", "QLinearSigmoid",
+                        "QLinearLeakyRelu", "QLinearSoftmax", "QLinearConcat", "QLinearGlobalAveragePool"})
+#: 8-bit data movement: codes move unchanged.
+MOVEMENT = frozenset({"Reshape", "Flatten", "Transpose", "Squeeze", "Unsqueeze", "Identity", "MaxPool", "Pad",
+                      "Concat", "Split"})
+_EIGHT_BIT = (np.dtype(np.int8), np.dtype(np.uint8))
+#: Quantized models are read from opset 10 (QuantizeLinear, QLinearConv) on: the 8-bit per-tensor
+#: and per-axis forms read here kept their semantics since; later additions (block_size,
+#: output_dtype, precision, float8 / 4-bit / 16-bit types) are refused by name.
+MIN_QUANTIZED_OPSET = 10
+_NHWC, _NCHW = (0, 2, 3, 1), (0, 3, 1, 2)
+
+
+def is_quantized(proto: onnx.ModelProto) -> bool:
+    """Whether the model holds quantized operators (QOperator, or Q/DQ on 8-bit tensors)."""
+    for n in proto.graph.node:
+        if n.op_type in QOPERATORS or n.op_type in ("QuantizeLinear", "DequantizeLinear"):
+            return True
+    return False
+
+
+class QuantizedOnnxError(UnsupportedOperatorError):
+    """A quantized ONNX model holds something intq cannot turn into its integer operators."""
+
+
+@dataclass
+class _Import:
+    where: str
+    consts: dict[str, np.ndarray]
+    producer: dict[str, onnx.NodeProto]
+    consumers: dict[str, list[onnx.NodeProto]]
+    tensors: dict[str, Tensor] = field(default_factory=dict)
+    nodes: list[Node] = field(default_factory=list)
+    float_of: dict[str, tuple[str, tuple[int, ...]]] = field(default_factory=dict)
+    alias: dict[str, str] = field(default_factory=dict)  # ONNX tensor -> intq tensor holding it
+    taken: set[str] = field(default_factory=set)
+    float_names: set[str] = field(default_factory=set)
+    graph_outputs: set[str] = field(default_factory=set)
+    opset: int = 21
+    unit_qs: set[int] = field(default_factory=set)  # id() of QuantizeLinear nodes a unit consumed
+    uint8: bool = False
+
+    # ----------------------------------------------------------------- helpers
+
+    def error(self, node: onnx.NodeProto, message: str) -> QuantizedOnnxError:
+        name = node.name or f"{node.op_type} writing {node.output[0]!r}"
+        return QuantizedOnnxError(f"{self.where}: node {name!r} ({node.op_type}): {message}")
+
+    def unique(self, hint: str) -> str:
+        name, k = hint, 1
+        while name in self.taken:
+            name, k = f"{hint}_{k}", k + 1
+        self.taken.add(name)
+        return name
+
+    def const(self, name: str, node: onnx.NodeProto) -> np.ndarray:
+        if name not in self.consts:
+            raise self.error(node, f"input {name!r} must be a constant")
+        return self.consts[name]
+
+    def qparams(self, scale: str, zero_point: str | None, node: onnx.NodeProto, axis: int | None = None
+                ) -> QuantParams:
+        """int8 QuantParams of an 8-bit tensor (a uint8 zero point minus 128)."""
+        raw_scale = np.asarray(self.const(scale, node))
+        if raw_scale.dtype != np.float32:
+            raise self.error(node, f"scale {scale!r} is {raw_scale.dtype.name}; intq reads float32 scales")
+        s = raw_scale
+        z = np.asarray(self.const(zero_point, node)) if zero_point else np.zeros(s.shape, np.uint8)
+        if z.dtype not in _EIGHT_BIT:
+            raise self.error(node, f"zero point {zero_point!r} is {z.dtype.name}; intq reads 8-bit tensors")
+        zi = z.astype(np.int64) - (128 if z.dtype == np.uint8 else 0)
+        if z.dtype == np.uint8:
+            self.uint8 = True
+        if s.size == 1:
+            return QuantParams(np.float32(s.reshape(-1)[0]), int(zi.reshape(-1)[0]), np.int8)
+        if axis is None:
+            raise self.error(node, f"scale {scale!r} holds {s.size} values: an activation quantized per axis; intq's "
+                                   "activations are quantized per tensor")
+        return QuantParams(s.reshape(-1), np.broadcast_to(zi.reshape(-1), s.reshape(-1).shape), np.int8, axis)
+
+    def int8_data(self, data: np.ndarray) -> np.ndarray:
+        return (data.astype(np.int16) - 128).astype(np.int8) if data.dtype == np.uint8 else data
+
+    def add(self, op: str, name: str, inputs: Sequence[str], outputs: Sequence[str], **attrs) -> None:
+        self.nodes.append(Node(op, self.unique(name), tuple(inputs), tuple(outputs), attrs))
+
+    def tensor(self, name: str, shape, qp: QuantParams | None = None, dtype=np.int8) -> str:
+        self.tensors[name] = Tensor(name, np.dtype(dtype), tuple(int(d) for d in shape), qparams=qp)
+        self.taken.add(name)
+        return name
+
+    def constant(self, hint: str, data, qp: QuantParams | None = None) -> str:
+        name = self.unique(hint)
+        self.tensors[name] = Tensor(name, data=np.asarray(data), qparams=qp)
+        return name
+
+    def t(self, onnx_name: str) -> Tensor:
+        return self.tensors[self.alias.get(onnx_name, onnx_name)]
+
+    def name(self, onnx_name: str) -> str:
+        return self.alias.get(onnx_name, onnx_name)
+
+    def output(self, onnx_name: str, shape, qp: QuantParams, float_name: str | None = None) -> str:
+        """Declare the int8 tensor an operator writes for ONNX tensor ``onnx_name``."""
+        self.tensor(onnx_name, shape, qp)
+        float_name = self.float_twin(onnx_name, float_name)
+        if float_name is not None:
+            self.float_of[onnx_name] = (float_name, tuple(range(len(shape))))
+        return onnx_name
+
+    def float_twin(self, onnx_name: str, hint: str | None) -> str | None:
+        """The float model's tensor ``onnx_name`` quantizes: ``hint`` when the float model has it, else
+        what a DequantizeLinear of it writes (a renamed graph output)."""
+        for reader in self.consumers.get(onnx_name, []):  # a graph output keeps the float model's name
+            if reader.op_type == "DequantizeLinear" and reader.output[0] in self.graph_outputs:
+                return reader.output[0]
+        return hint
+
+    def map_nhwc(self, nhwc: str, float_name: str | None) -> None:
+        """``nhwc`` holds float tensor ``float_name`` (NCHW) transposed to NHWC."""
+        if float_name is not None:
+            self.float_of[nhwc] = (float_name, _NHWC)
+
+    def nhwc(self, name: str, node_name: str) -> str:
+        """A TRANSPOSE of a 4-D NCHW int8 tensor to NHWC."""
+        t = self.tensors[name]
+        n, c, h, w = t.shape
+        out = self.tensor(self.unique(f"{name}/nhwc"), (n, h, w, c), t.qparams)
+        self.add("TRANSPOSE", f"{node_name}/to_nhwc", [name, self.constant(f"{name}/perm_nhwc",
+                                                                               np.array(_NHWC, np.int32))], [out])
+        return out
+
+    def back_to_nchw(self, nhwc: str, onnx_out: str, node_name: str) -> None:
+        self.add("TRANSPOSE", f"{node_name}/to_nchw", [nhwc, self.constant(f"{nhwc}/perm_nchw",
+                                                                             np.array(_NCHW, np.int32))], [onnx_out])
+
+
+def _attrs(node: onnx.NodeProto) -> dict:
+    return {a.name: helper.get_attribute_value(a) for a in node.attribute}
+
+
+def _float_name(quantized: str, float_names: set[str]) -> str | None:
+    """The float tensor a quantized tensor stands for: its name without the suffix onnxruntime's
+    quantizer appends (``_quantized``, ``_QuantizeLinear_Output``), or itself (analysis skips a
+    name the float model lacks)."""
+    for suffix in ("_quantized", "_QuantizeLinear_Output"):
+        if quantized.endswith(suffix):
+            return quantized[: -len(suffix)]
+    return quantized if quantized in float_names else None
+
+
+# ------------------------------------------------------------------------ window geometry
+
+def _window(im: _Import, node: onnx.NodeProto, in_hw, kernel, strides, dilations, pads):
+    """TFLite padding for ONNX ``pads``: SAME or VALID when they are TFLite's, else None (explicit)."""
+    same = compute_padding("SAME", in_hw, kernel, strides, dilations)
+    ends = []
+    for i in range(2):
+        eff = (kernel[i] - 1) * dilations[i] + 1
+        out = (in_hw[i] + pads[i] + pads[i + 2] - eff) // strides[i] + 1
+        ends.append(out)
+    if list(pads) == [0, 0, 0, 0]:
+        return "VALID", tuple(ends)
+    total = [max((o - 1) * s + (k - 1) * d + 1 - n, 0) for o, s, k, d, n in
+             zip((same.out_h, same.out_w), strides, kernel, dilations, in_hw)]
+    if (same.out_h, same.out_w) == tuple(ends) and [same.top, same.left] == list(pads[:2]) \
+            and [total[0] - same.top, total[1] - same.left] == list(pads[2:]):
+        return "SAME", tuple(ends)
+    return None, tuple(ends)
+
+
+def _pad_nhwc(im: _Import, x: str, pads, value: int, node_name: str) -> str:
+    """An explicit PADV2 of an NHWC tensor (ONNX pads [top, left, bottom, right])."""
+    t = im.tensors[x]
+    n, h, w, c = t.shape
+    out = im.tensor(im.unique(f"{x}/padded"), (n, h + pads[0] + pads[2], w + pads[1] + pads[3], c), t.qparams)
+    paddings = np.array([[0, 0], [pads[0], pads[2]], [pads[1], pads[3]], [0, 0]], np.int32)
+    im.add("PADV2", f"{node_name}/pad", [x, im.constant(f"{node_name}/paddings", paddings),
+                                          im.constant(f"{node_name}/pad_value", np.array([value], np.int8),
+                                                      t.qparams)], [out])
+    return out
+
+
+# --------------------------------------------------------------------------- units
+
+def _conv(im: _Import, node, x: str, w: np.ndarray, w_qp: QuantParams, bias: np.ndarray | None, y: str,
+          y_qp: QuantParams, attrs: dict, float_name: str | None) -> None:
+    if w.dtype != np.int8:
+        raise im.error(node, f"weights are {w.dtype.name}; intq reads 8-bit weights")
+    xt = im.tensors[x]
+    if len(xt.shape) != 4 or w.ndim != 4:
+        raise im.error(node, "only 2-D convolutions (4-D NCHW tensors) are read")
+    n, c, h, wd = xt.shape
+    co, cg, kh, kw = w.shape
+    group = int(attrs.get("group", 1))
+    strides = tuple(attrs.get("strides", (1, 1)))
+    dil = tuple(attrs.get("dilations", (1, 1)))
+    pads = list(attrs.get("pads", (0, 0, 0, 0)))
+    if attrs.get("auto_pad", b"NOTSET") not in (b"NOTSET", "NOTSET"):
+        raise im.error(node, "auto_pad is not read; write explicit pads")
+    padding, (oh, ow) = _window(im, node, (h, wd), (kh, kw), strides, dil, pads)
+    xin = im.nhwc(x, node.name)
+    if padding is None:
+        xin = _pad_nhwc(im, xin, pads, xt.qparams.tensor_zero_point, node.name)
+        padding = "VALID"
+    depthwise = group == c and cg == 1 and group > 1
+    if np.any(np.asarray(w_qp.zero_point) != 0) and group > 1:
+        raise im.error(node, "a grouped or depthwise convolution with a weight zero point is not read (intq emulates "
+                             "asymmetric weights for ungrouped convolutions and matrix products only)")
+    if depthwise:
+        wdata, axis = w.transpose(1, 2, 3, 0), 3  # [1, KH, KW, C_out]
+    else:
+        wdata, axis = w.transpose(0, 2, 3, 1), 0  # [C_out, KH, KW, C_g]
+    symmetric = not np.any(np.asarray(w_qp.zero_point) != 0)
+    wq = QuantParams(w_qp.scale, w_qp.zero_point, np.int8, axis if w_qp.per_axis else None, symmetric)
+    wname = im.constant(f"{node.name}/weights", np.ascontiguousarray(wdata), wq)
+    inputs = [xin, wname]
+    if bias is not None:
+        bq = QuantParams((np.float32(xt.qparams.tensor_scale) * np.asarray(w_qp.scale, np.float32)).reshape(-1),
+                         np.zeros(np.asarray(w_qp.scale).size, np.int64), np.int32, 0 if w_qp.per_axis else None)
+        inputs.append(im.constant(f"{node.name}/bias", bias.astype(np.int32), bq if w_qp.per_axis else
+                                  QuantParams(np.float32(bq.scale.reshape(-1)[0]), 0, np.int32)))
+    out = im.tensor(im.unique(f"{y}/nhwc"), (n, oh, ow, co), y_qp)
+    opts = dict(padding=padding, stride_h=strides[0], stride_w=strides[1], dilation_h_factor=dil[0],
+                dilation_w_factor=dil[1], fused_activation_function="NONE")
+    if depthwise:
+        opts["depth_multiplier"] = co // c
+    im.add("DEPTHWISE_CONV_2D" if depthwise else "CONV_2D", node.name, inputs, [out], **opts)
+    im.output(y, (n, co, oh, ow), y_qp)
+    im.map_nhwc(out, float_name)
+    im.back_to_nchw(out, y, node.name)
+
+
+def _fully_connected(im: _Import, node, a: str, w_nk: np.ndarray, w_qp: QuantParams, bias, y: str, y_qp,
+                     float_name) -> None:
+    if w_nk.dtype != np.int8:
+        raise im.error(node, f"weights are {w_nk.dtype.name}; intq reads 8-bit weights")
+    at = im.tensors[a]
+    if len(at.shape) != 2:
+        raise im.error(node, f"input of shape {list(at.shape)}: only 2-D inputs are read")
+    units = w_nk.shape[0]
+    symmetric = not np.any(np.asarray(w_qp.zero_point) != 0)
+    wq = QuantParams(w_qp.scale, w_qp.zero_point, np.int8, 0 if w_qp.per_axis else None, symmetric)
+    inputs = [a, im.constant(f"{node.name}/weights", np.ascontiguousarray(w_nk), wq)]
+    if bias is not None:
+        inputs.append(im.constant(f"{node.name}/bias", np.asarray(bias, np.int32).reshape(units)))
+    im.output(y, (at.shape[0], units), y_qp, float_name)
+    im.add("FULLY_CONNECTED", node.name, inputs, [y], fused_activation_function="NONE", keep_num_dims=False)
+
+
+def _binary(im: _Import, node, op: str, a: str, b: str, y: str, y_qp, float_name) -> None:
+    shape = np.broadcast_shapes(im.t(a).shape, im.t(b).shape)
+    im.output(y, shape, y_qp, float_name)
+    im.add(op, node.name, [im.name(a), im.name(b)], [y], fused_activation_function="NONE")
+
+
+def _unary(im: _Import, node, op: str, x: str, y: str, y_qp, float_name, **attrs) -> None:
+    im.output(y, im.t(x).shape, y_qp, float_name)
+    im.add(op, node.name, [im.name(x)], [y], **attrs)
+
+
+def _global_average_pool(im: _Import, node, x: str, y: str, y_qp, float_name, channels_last: bool) -> None:
+    src = im.name(x)
+    if not channels_last:
+        src = im.nhwc(src, node.name)
+    n, h, w, c = im.tensors[src].shape
+    out = im.tensor(im.unique(f"{y}/nhwc"), (n, 1, 1, c), y_qp) if not channels_last else y
+    im.add("MEAN", node.name, [src, im.constant(f"{node.name}/axes", np.array([1, 2], np.int32))], [out],
+           keep_dims=True)
+    if channels_last:
+        im.output(y, (n, 1, 1, c), y_qp, float_name)
+    else:
+        im.output(y, (n, c, 1, 1), y_qp)
+        im.map_nhwc(out, float_name)
+        im.back_to_nchw(out, y, node.name)
+
+
+def _concat(im: _Import, node, inputs: list[str], y: str, y_qp, axis: int, float_name) -> None:
+    shapes = [im.t(i).shape for i in inputs]
+    axis %= len(shapes[0])
+    out = list(shapes[0])
+    out[axis] = sum(s[axis] for s in shapes)
+    im.output(y, out, y_qp, float_name)
+    im.add("CONCATENATION", node.name, [im.name(i) for i in inputs], [y], axis=axis, fused_activation_function="NONE")
+
+
+# --------------------------------------------------------------------------- movement
+
+def _movement(im: _Import, node) -> None:
+    """8-bit data movement: the intq op moving the same codes."""
+    a = _attrs(node)
+    x = node.input[0]
+    t = im.t(x)
+    src, qp, shape = im.name(x), t.qparams, t.shape
+    y = node.output[0]
+    op = node.op_type
+    if op == "Identity":
+        im.alias[y] = src
+        return
+    if op in ("Reshape", "Flatten", "Squeeze", "Unsqueeze"):
+        if op == "Reshape":
+            target = [int(v) for v in im.const(node.input[1], node)]
+            target = [shape[i] if v == 0 else v for i, v in enumerate(target)]
+            if -1 in target:
+                known = int(np.prod([v for v in target if v != -1]))
+                target[target.index(-1)] = int(np.prod(shape)) // known
+        elif op == "Flatten":
+            ax = int(a.get("axis", 1)) % (len(shape) + 1)
+            target = [int(np.prod(shape[:ax])), int(np.prod(shape[ax:]))]
+        else:
+            axes = a.get("axes")
+            if axes is None and len(node.input) > 1:
+                axes = [int(v) for v in im.const(node.input[1], node)]
+            if op == "Squeeze":
+                axes = [v % len(shape) for v in (axes if axes is not None else [i for i, d in enumerate(shape) if d == 1])]
+                target = [d for i, d in enumerate(shape) if i not in axes]
+            else:
+                target = list(shape)
+                for v in sorted(v % (len(shape) + len(axes)) for v in axes):
+                    target.insert(v, 1)
+        im.output(y, target, qp, _float_name(y, im.float_names))
+        im.add("RESHAPE", node.name, [src, im.constant(f"{node.name}/shape", np.array(target, np.int32))], [y],
+               new_shape=tuple(target))
+        return
+    if op == "Transpose":
+        perm = list(a.get("perm", range(len(shape) - 1, -1, -1)))
+        im.output(y, [shape[p] for p in perm], qp, _float_name(y, im.float_names))
+        im.add("TRANSPOSE", node.name, [src, im.constant(f"{node.name}/perm", np.array(perm, np.int32))], [y])
+        return
+    if op == "MaxPool":
+        if len(shape) != 4 or int(a.get("ceil_mode", 0)) or any(int(d) != 1 for d in a.get("dilations", (1, 1))):
+            raise im.error(node, "only 2-D max pooling without ceil_mode or dilations is read")
+        k = tuple(a["kernel_shape"])
+        s = tuple(a.get("strides", (1, 1)))
+        pads = list(a.get("pads", (0, 0, 0, 0)))
+        padding, (oh, ow) = _window(im, node, shape[2:], k, s, (1, 1), pads)
+        xin = im.nhwc(src, node.name)
+        if padding is None:
+            xin = _pad_nhwc(im, xin, pads, -128, node.name)
+            padding = "VALID"
+        n, c = shape[0], shape[1]
+        out = im.tensor(im.unique(f"{y}/nhwc"), (n, oh, ow, c), qp)
+        im.add("MAX_POOL_2D", node.name, [xin], [out], padding=padding, stride_h=s[0], stride_w=s[1],
+               filter_height=k[0], filter_width=k[1], fused_activation_function="NONE")
+        im.output(y, (n, c, oh, ow), qp)
+        im.map_nhwc(out, _float_name(y, im.float_names))
+        im.back_to_nchw(out, y, node.name)
+        return
+    if op == "Pad":
+        if a.get("mode", b"constant") not in (b"constant", "constant"):
+            raise im.error(node, "only constant padding is read")
+        pads = np.asarray(im.const(node.input[1], node), np.int64).reshape(2, -1)
+        if np.any(pads < 0):
+            raise im.error(node, "negative pads (crops) are not read")
+        value = 0
+        if len(node.input) > 2 and node.input[2]:
+            value = int(im.int8_data(np.asarray(im.const(node.input[2], node))).reshape(-1)[0])
+        else:
+            value = qp.tensor_zero_point if im.tensors[src].dtype == np.int8 and not im.uint8 else value
+        out = [d + int(pads[0, i] + pads[1, i]) for i, d in enumerate(shape)]
+        im.output(y, out, qp, _float_name(y, im.float_names))
+        im.add("PADV2", node.name, [src, im.constant(f"{node.name}/paddings", pads.T.astype(np.int32)),
+                                     im.constant(f"{node.name}/value", np.array([value], np.int8), qp)], [y])
+        return
+    if op == "Concat":
+        _concat(im, node, list(node.input), y, qp, int(a["axis"]), _float_name(y, im.float_names))
+        return
+    if op == "Split":
+        axis = int(a.get("axis", 0)) % len(shape)
+        if len(node.input) > 1 and node.input[1]:
+            sizes = [int(v) for v in im.const(node.input[1], node)]
+        elif "split" in a:
+            sizes = list(a["split"])
+        else:
+            sizes = [shape[axis] // len(node.output)] * len(node.output)
+        outs = []
+        for o, size in zip(node.output, sizes):
+            outs.append(im.output(o, [size if i == axis else d for i, d in enumerate(shape)], qp,
+                                  _float_name(o, im.float_names)))
+        im.add("SPLIT_V", node.name, [src, im.constant(f"{node.name}/sizes", np.array(sizes, np.int32)),
+                                       im.constant(f"{node.name}/axis", np.array([axis], np.int32))], outs,
+               num_splits=len(sizes))
+        return
+    raise im.error(node, "not read")  # pragma: no cover (MOVEMENT lists what is handled)
+
+
+# ------------------------------------------------------------------------ entry point
+
+def load_quantized_onnx(proto: onnx.ModelProto, real_inputs, bound: Mapping[str, tuple[int, ...]], where: str,
+                        model_name: str, float_names: set[str] | None = None, folder=None) -> Graph:
+    """The integer graph of a quantized ONNX model (module docstring); ``real_inputs`` / ``bound``:
+    the graph inputs and their bound shapes (:func:`intq.frontends.from_onnx.load_onnx`); ``folder``:
+    the model's folder, the only place its external data may be read from. Constants are read through
+    :func:`intq.frontends.onnx_checks.tensor_array` (byte lengths, sizes and external data checked)."""
+    consts = {t.name: onnx_checks.tensor_array(t, f"{where}: initializer {t.name!r}", folder)
+              for t in proto.graph.initializer}
+    for n in proto.graph.node:
+        if n.op_type == "Constant":
+            what = f"{where}: Constant node {n.name or n.output[0]!r}"
+            values = [a for a in n.attribute if a.name == "value" and a.type == onnx.AttributeProto.TENSOR]
+            if len(n.output) != 1 or not n.output[0] or not values:
+                raise GraphError(f"{what}: a Constant needs one output and a tensor 'value' attribute")
+            consts[n.output[0]] = onnx_checks.tensor_array(values[0].t, what, folder)
+    producer = {o: n for n in proto.graph.node for o in n.output if o}
+    consumers: dict[str, list] = defaultdict(list)
+    for n in proto.graph.node:
+        for i in n.input:
+            if i:
+                consumers[i].append(n)
+    im = _Import(where, consts, producer, consumers)
+    im.opset = next((o.version for o in proto.opset_import if o.domain in ("", "ai.onnx")), 21)
+    if im.opset < MIN_QUANTIZED_OPSET:
+        raise QuantizedOnnxError(f"{where}: opset {im.opset} predates QuantizeLinear / QLinearConv (opset 10)")
+    # the float model's names, as far as the quantized file shows them: what float operators write, the
+    # inputs and the outputs (QuantizeLinear / DequantizeLinear outputs are the quantizer's own names)
+    im.float_names = float_names or ({o for n in proto.graph.node if n.op_type not in ("QuantizeLinear",
+                                      "DequantizeLinear") for o in n.output}
+                                     | {i.name for i in real_inputs} | {o.name for o in proto.graph.output})
+    im.graph_outputs = {o.name for o in proto.graph.output}
+    graph_outputs = [o.name for o in proto.graph.output]
+    uint8_inputs = []
+    for inp in real_inputs:
+        dtype = np.dtype(helper.tensor_dtype_to_np_dtype(inp.type.tensor_type.elem_type))
+        if dtype in _EIGHT_BIT:  # an integer input: its parameters are those its first reader reads it with
+            im.tensor(inp.name, bound[inp.name], _input_qparams(im, inp.name), np.int8)
+            if dtype == np.uint8:
+                uint8_inputs.append(inp.name)
+        elif dtype == np.float32:
+            im.tensor(inp.name, bound[inp.name], None, np.float32)
+        else:
+            raise QuantizedOnnxError(f"{where}: input {inp.name!r} is {dtype.name}; intq reads float32 and 8-bit inputs")
+
+    for node in proto.graph.node:
+        if node.op_type != "Constant" and id(node) not in im.unit_qs:
+            _read_node(im, node)
+    for o in graph_outputs:
+        if o in im.alias:
+            src = im.alias[o]
+            t = im.tensors[src]
+            im.tensor(o, t.shape, t.qparams, t.dtype)
+            im.add("RESHAPE", f"{o}/output", [src, im.constant(f"{o}/shape", np.array(t.shape, np.int32))], [o],
+                   new_shape=tuple(t.shape))
+    exported = _intq_metadata(proto, where)
+    if exported is not None:  # intq's own export: its float-tensor mapping, on the tensors it kept
+        _restore_mapping(im, exported.get("float_tensor_of") or {})
+    available = {t for t in im.tensors if im.tensors[t].is_constant} | set(bound)
+    ordered = topological_order(im.nodes, available)
+    graph = Graph(ordered, im.tensors, tuple(bound), tuple(graph_outputs), name=model_name,
+                  metadata={"source": "onnx-quantized", "producer": proto.producer_name,
+                            "onnx_activations": "uint8" if im.uint8 else "int8",
+                            "onnx_target": "ort-u8" if im.uint8 else "ort", "float_tensor_of": im.float_of,
+                            "onnx_uint8_inputs": tuple(uint8_inputs)})
+    try:
+        graph.validate()
+    except GraphError as e:
+        raise QuantizedOnnxError(f"{where}: {e}") from None
+    return graph.prune()
+
+
+def _input_qparams(im: _Import, name: str) -> QuantParams:
+    """The parameters an 8-bit graph input is read with: its first reader's (scale, zero point)
+    inputs right after it (DequantizeLinear, QLinearConv, QLinearMatMul, QLinearAdd, ...)."""
+    for reader in im.consumers.get(name, []):
+        ins = list(reader.input)
+        if reader.op_type in ("DequantizeLinear", *QOPERATORS) and reader.op_type != "QLinearConcat":
+            j = ins.index(name)
+            if j + 1 < len(ins) and ins[j + 1] in im.consts:
+                qp = im.qparams(ins[j + 1], ins[j + 2] if j + 2 < len(ins) and ins[j + 2] else None, reader)
+                if qp.per_axis:
+                    raise im.error(reader, f"input {name!r} is quantized per axis; intq's activations are per tensor")
+                return qp
+    raise QuantizedOnnxError(f"{im.where}: 8-bit input {name!r} has no reader whose constant scale intq can read")
+
+
+def _intq_metadata(proto: onnx.ModelProto, where: str) -> dict | None:
+    """The graph metadata intq's exporter wrote in ``metadata_props`` (None for other producers)."""
+    from intq.onnx_format import metadata
+
+    for prop in proto.metadata_props:
+        if prop.key == metadata.INTQ_METADATA:
+            meta, _, _ = metadata.decode(prop.value, where)
+            return meta
+    return None
+
+
+def _restore_mapping(im: _Import, original: Mapping) -> None:
+    """Map the re-imported tensors to the float model as the exported graph did: a tensor intq kept
+    by name (NHWC, as exported), or the NHWC result of the operator that wrote ``<name>/nchw``
+    (preferred: its producer is the convolution or pool itself, not the Transpose back)."""
+    mapping = {}
+    for int_name, value in original.items():
+        float_name, perm = value[0], tuple(value[1])
+        twin = f"{int_name}/nchw/nhwc"
+        if twin in im.tensors:
+            mapping[twin] = (float_name, perm)
+        elif int_name in im.tensors and im.tensors[int_name].qparams is not None:
+            mapping[int_name] = (float_name, perm)
+    if mapping:
+        im.float_of = mapping
+
+
+def _dq_source(im: _Import, name: str):
+    """``(int tensor, qparams, DequantizeLinear node)`` when ``name`` is a DequantizeLinear output, else None."""
+    p = im.producer.get(name)
+    if p is None or p.op_type != "DequantizeLinear":
+        return None
+    return p
+
+
+def _single_q(im: _Import, name: str):
+    """The one QuantizeLinear reading float tensor ``name`` (and nothing else reading it), or None."""
+    readers = im.consumers.get(name, [])
+    if len(readers) == 1 and readers[0].op_type == "QuantizeLinear":
+        return readers[0]
+    return None
+
+
+def _read_node(im: _Import, node) -> None:
+    op = node.op_type
+    a = _attrs(node)
+    i = list(node.input) + [""] * 9
+    if op in ("QuantizeLinear", "DequantizeLinear"):
+        extra = {k for k, v in a.items() if k in ("block_size", "output_dtype", "precision") and v}
+        if extra:
+            raise im.error(node, f"attribute(s) {sorted(extra)} (blocked or typed quantization) are not read; "
+                                 "intq reads per-tensor and per-axis 8-bit quantization")
+    if op == "QuantizeLinear":
+        x = i[0]
+        qp = im.qparams(i[1], i[2], node)
+        if im.t(x).dtype == np.float32:
+            im.output(node.output[0], im.t(x).shape, qp, x)
+            im.add("QUANTIZE", node.name or f"{node.output[0]}/quantize", [im.name(x)], [node.output[0]])
+            return
+        raise im.error(node, "QuantizeLinear of a non-float tensor is not read")
+    if op == "DequantizeLinear":
+        if i[0] in im.consts:  # weights / biases: read by the unit that uses them
+            if all(c.op_type in _QDQ_UNITS for c in im.consumers.get(node.output[0], [])):
+                return
+            raise im.error(node, "a dequantized constant feeds an operator with no integer form here")
+        x = im.t(i[0])
+        im.tensor(node.output[0], x.shape, None, np.float32)
+        im.add("DEQUANTIZE", node.name or f"{node.output[0]}/dequantize", [im.name(i[0])], [node.output[0]])
+        return
+    if op in QOPERATORS:
+        return _read_qoperator(im, node, a, i)
+    if op in MOVEMENT and node.input and im.tensors.get(im.name(node.input[0])) is not None \
+            and im.t(node.input[0]).dtype == np.int8:
+        return _movement(im, node)
+    if op in _QDQ_UNITS:
+        unit = _qdq_unit(im, node, i)
+        if unit is not None:
+            return unit
+    _float_island(im, node)
+
+
+def _float_island(im: _Import, node) -> None:
+    """A float operator outside any quantized unit (e.g. a ReduceMean quantize_static left in float):
+    it stays an ONNX float node, normalised to intq's opset-21 form and run by intq's float executor
+    (within float32 rounding of onnxruntime's float kernel, not bit for bit)."""
+    from intq.frontends.from_onnx import NORMALIZERS, _Context
+    from intq.runtime.float_ops import FLOAT_OPS
+
+    if node.op_type not in FLOAT_OPS or node.domain not in ("", "ai.onnx"):
+        raise im.error(node, "has no integer form here and is not an operator intq's float executor runs")
+    for x in node.input:
+        if x and x not in im.consts and im.tensors.get(im.name(x)) is None:
+            raise im.error(node, f"reads {x!r}, which intq did not import")
+        if x in im.consts and x not in im.tensors:
+            im.tensors[x] = Tensor(x, data=im.consts[x])
+    shapes = _infer_outputs(im, node)
+    ranks = {x: len(im.t(x).shape) for x in node.input if x and im.tensors.get(im.name(x)) is not None}
+    ctx = _Context(opset=im.opset, ranks=ranks, taken=set(im.taken))
+    base = Node(node.op_type, im.unique(node.name or f"{node.op_type}_{node.output[0]}"),
+                tuple(im.name(x) if x else "" for x in node.input), tuple(node.output), _attrs(node))
+    normalise = NORMALIZERS.get(node.op_type)
+    for n in (normalise(base, ctx) if normalise else [base]):
+        im.nodes.append(n)
+    for cname, value in ctx.constants.items():
+        im.tensors[cname] = Tensor(cname, data=value)
+        im.taken.add(cname)
+    for o, (dtype, shape) in zip(node.output, shapes):
+        im.tensor(o, shape, None, dtype)
+
+
+def _infer_outputs(im: _Import, node) -> list[tuple[np.dtype, tuple[int, ...]]]:
+    """ONNX shape inference on a one-node model with the node's known inputs: its outputs' types."""
+    inputs, inits = [], []
+    for x in node.input:
+        if not x:
+            continue
+        if x in im.consts:
+            inits.append(numpy_helper.from_array(im.consts[x], x))
+        else:
+            t = im.t(x)
+            inputs.append(helper.make_tensor_value_info(x, helper.np_dtype_to_tensor_dtype(t.dtype), list(t.shape)))
+    g = helper.make_graph([node], "one", inputs, [helper.make_empty_tensor_value_info(o) for o in node.output], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", im.opset)], ir_version=10)
+    try:
+        m = onnx.shape_inference.infer_shapes(m, strict_mode=True, data_prop=True)
+    except Exception as e:  # onnx raises several types
+        raise im.error(node, f"ONNX shape inference fails on it ({e})") from None
+    out = []
+    for o in m.graph.output:
+        tt = o.type.tensor_type
+        dims = [d.dim_value if d.HasField("dim_value") else None for d in tt.shape.dim]
+        if not tt.HasField("shape") or None in dims:
+            raise im.error(node, f"the shape of output {o.name!r} is not static")
+        out.append((np.dtype(helper.tensor_dtype_to_np_dtype(tt.elem_type)), tuple(dims)))
+    return out
+
+
+_QDQ_UNITS = frozenset({"Conv", "Gemm", "MatMul", "Add", "Mul", "Sigmoid", "LeakyRelu", "Softmax", "HardSwish",
+                        "Relu", "Clip", "GlobalAveragePool", "Concat", "MaxPool", "Reshape", "Flatten", "Transpose",
+                        "Squeeze", "Unsqueeze", "Identity"})
+
+
+def _read_qoperator(im: _Import, node, a, i) -> None:
+    op = node.op_type
+    y = node.output[0]
+    fname = _float_name(y, im.float_names)
+    if op == "QLinearConv":
+        x_qp = im.qparams(i[1], i[2], node)
+        w = im.int8_data(im.const(i[3], node))
+        w_qp = im.qparams(i[4], i[5], node, axis=0)
+        y_qp = im.qparams(i[6], i[7], node)
+        _check_input(im, node, i[0], x_qp)
+        bias = im.const(i[8], node) if i[8] else None
+        return _conv(im, node, im.name(i[0]), w, w_qp, bias, y, y_qp, a, fname)
+    if op in ("QLinearMatMul", "QGemm"):
+        if op == "QLinearMatMul":
+            x_qp, w, w_qp, y_qp, bias = (im.qparams(i[1], i[2], node), im.const(i[3], node),
+                                         im.qparams(i[4], i[5], node, axis=0), im.qparams(i[6], i[7], node), None)
+            w_nk = w.T
+        else:
+            if not i[7]:
+                raise im.error(node, "QGemm with a float output is not read")
+            x_qp, w, w_qp, bias, y_qp = (im.qparams(i[1], i[2], node), im.const(i[3], node),
+                                         im.qparams(i[4], i[5], node, axis=0), im.const(i[6], node) if i[6] else None,
+                                         im.qparams(i[7], i[8], node))
+            if int(a.get("transA", 0)) or float(a.get("alpha", 1.0)) != 1.0:
+                raise im.error(node, "transA and alpha != 1 are not read")
+            w_nk = w if int(a.get("transB", 0)) else w.T
+        _check_input(im, node, i[0], x_qp)
+        return _fully_connected(im, node, im.name(i[0]), im.int8_data(np.ascontiguousarray(w_nk)), w_qp, bias, y,
+                                y_qp, fname)
+    if op in ("QLinearAdd", "QLinearMul"):
+        _check_input(im, node, i[0], im.qparams(i[1], i[2], node))
+        _check_input(im, node, i[3], im.qparams(i[4], i[5], node))
+        return _binary(im, node, "ADD" if op == "QLinearAdd" else "MUL", i[0], i[3], y, im.qparams(i[6], i[7], node),
+                       fname)
+    if op in ("QLinearSigmoid", "QLinearLeakyRelu", "QLinearSoftmax"):
+        _check_input(im, node, i[0], im.qparams(i[1], i[2], node))
+        y_qp = im.qparams(i[3], i[4], node)
+        if op == "QLinearSigmoid":
+            return _unary(im, node, "LOGISTIC", i[0], y, y_qp, fname)
+        if op == "QLinearLeakyRelu":
+            return _unary(im, node, "LEAKY_RELU", i[0], y, y_qp, fname, alpha=float(a.get("alpha", 0.01)))
+        if int(a.get("axis", -1)) % len(im.t(i[0]).shape) != len(im.t(i[0]).shape) - 1 or int(a.get("opset", 13)) < 13:
+            raise im.error(node, "only the opset-13 softmax over the last axis is read")
+        return _unary(im, node, "SOFTMAX", i[0], y, y_qp, fname, beta=1.0)
+    if op == "QLinearConcat":
+        y_qp = im.qparams(i[0], i[1], node)
+        ins = list(node.input)[2:]
+        for k in range(0, len(ins), 3):
+            _check_input(im, node, ins[k], im.qparams(ins[k + 1], ins[k + 2], node))
+        return _concat(im, node, ins[0::3], y, y_qp, int(a["axis"]), fname)
+    if op == "QLinearGlobalAveragePool":
+        _check_input(im, node, i[0], im.qparams(i[1], i[2], node))
+        return _global_average_pool(im, node, i[0], y, im.qparams(i[3], i[4], node), fname,
+                                    bool(a.get("channels_last", 0)))
+
+
+def _check_input(im: _Import, node, x: str, qp: QuantParams) -> None:
+    """The parameters a QLinear node reads ``x`` with are the ones ``x`` was written with."""
+    t = im.tensors.get(im.name(x))
+    if t is None:
+        raise im.error(node, f"input {x!r} is not an imported 8-bit tensor")
+    if t.qparams is None or (float(np.float32(t.qparams.tensor_scale)), t.qparams.tensor_zero_point) != \
+            (float(np.float32(qp.tensor_scale)), qp.tensor_zero_point):
+        raise im.error(node, f"reads {x!r} with other quantization parameters than it was written with")
+
+
+def _qdq_unit(im: _Import, node, i):
+    """A DequantizeLinear* -> op -> QuantizeLinear unit as its integer operator (None: not a unit)."""
+    op = node.op_type
+    dqs = [_dq_source(im, x) if x else None for x in node.input]
+    q = _single_q(im, node.output[0]) if node.output else None
+    if q is None or dqs[0] is None or dqs[0].input[0] in im.consts:
+        return None
+    if op in MOVEMENT:
+        return _qdq_movement(im, node, dqs, q)
+    y = q.output[0]
+    y_qp = im.qparams(q.input[1], q.input[2] if len(q.input) > 2 else None, q)
+    fname = node.output[0]  # the float tensor the QuantizeLinear quantizes
+    x0 = dqs[0].input[0]
+    x_qp = im.qparams(dqs[0].input[1], dqs[0].input[2] if len(dqs[0].input) > 2 else None, dqs[0])
+    _check_input(im, node, x0, x_qp)
+    a = _attrs(node)
+    if op in ("Conv", "Gemm", "MatMul"):
+        wdq = dqs[1]
+        if wdq is None or wdq.input[0] not in im.consts:
+            return None
+        w = im.int8_data(im.consts[wdq.input[0]])
+        w_qp = im.qparams(wdq.input[1], wdq.input[2] if len(wdq.input) > 2 else None, wdq,
+                          axis=int(_attrs(wdq).get("axis", 1)))
+        bias = None
+        if len(node.input) > 2 and node.input[2]:
+            bdq = dqs[2]
+            if bdq is None or bdq.input[0] not in im.consts or im.consts[bdq.input[0]].dtype != np.int32:
+                return None
+            bias = im.consts[bdq.input[0]]
+        if op == "Conv":
+            if w_qp.per_axis and w_qp.axis != 0:
+                raise im.error(node, "per-channel conv weights must be quantized on axis 0")
+            _conv(im, node, im.name(x0), w, w_qp, bias, y, y_qp, a, fname)
+        else:
+            trans_b = int(a.get("transB", 0)) if op == "Gemm" else 0
+            if op == "Gemm" and (int(a.get("transA", 0)) or float(a.get("alpha", 1.0)) != 1.0
+                                 or float(a.get("beta", 1.0)) != 1.0):
+                raise im.error(node, "transA, alpha != 1 or beta != 1 are not read")
+            w_nk = w if trans_b else w.T
+            if w_qp.per_axis:
+                want = 0 if trans_b else 1
+                if w_qp.axis != want:
+                    raise im.error(node, "per-channel weights must be quantized per output unit")
+            _fully_connected(im, node, im.name(x0), np.ascontiguousarray(w_nk), w_qp, bias, y, y_qp, fname)
+        return _consumed(im, q)
+    if op in ("Add", "Mul"):
+        if len(dqs) != 2 or dqs[1] is None or dqs[1].input[0] in im.consts:
+            return None
+        x1 = dqs[1].input[0]
+        _check_input(im, node, x1, im.qparams(dqs[1].input[1], dqs[1].input[2] if len(dqs[1].input) > 2 else None,
+                                              dqs[1]))
+        _binary(im, node, op.upper(), x0, x1, y, y_qp, fname)
+        return _consumed(im, q)
+    unary = {"Sigmoid": ("LOGISTIC", {}), "HardSwish": ("HARD_SWISH", {}), "Relu": ("RELU", {}),
+             "LeakyRelu": ("LEAKY_RELU", {"alpha": float(a.get("alpha", 0.01))}), "Softmax": ("SOFTMAX", {"beta": 1.0})}
+    if op in unary:
+        if op == "Softmax" and int(a.get("axis", -1)) % len(im.t(x0).shape) != len(im.t(x0).shape) - 1:
+            return None
+        name, attrs = unary[op]
+        _unary(im, node, name, x0, y, y_qp, fname, **attrs)
+        return _consumed(im, q)
+    if op == "Clip":
+        lo = float(im.consts[node.input[1]]) if len(node.input) > 1 and node.input[1] in im.consts else None
+        hi = float(im.consts[node.input[2]]) if len(node.input) > 2 and node.input[2] in im.consts else None
+        kind = {(0.0, 6.0): "RELU6", (-1.0, 1.0): "RELU_N1_TO_1", (0.0, None): "RELU"}.get((lo, hi))
+        if kind is None:
+            return None
+        _unary(im, node, kind, x0, y, y_qp, fname)
+        return _consumed(im, q)
+    if op == "GlobalAveragePool":
+        _global_average_pool(im, node, x0, y, y_qp, fname, False)
+        return _consumed(im, q)
+    return None
+
+
+def _consumed(im: _Import, q) -> bool:
+    im.unit_qs.add(id(q))
+    return True
+
+
+def _qdq_movement(im: _Import, node, dqs, q):
+    """DequantizeLinear -> data movement -> QuantizeLinear: the integer movement on the DQ inputs'
+    codes, then a requantizing QUANTIZE when the QuantizeLinear's parameters differ (onnxruntime
+    then runs the float op between them; moving codes and requantizing gives the same values)."""
+    if any(d is None for d, x in zip(dqs, node.input) if x and x not in im.consts):
+        return None
+    moved = onnx.NodeProto()
+    moved.CopyFrom(node)
+    for k, (d, x) in enumerate(zip(dqs, node.input)):
+        if d is not None and x not in im.consts:
+            moved.input[k] = d.input[0]
+    y = q.output[0]
+    y_qp = im.qparams(q.input[1], q.input[2] if len(q.input) > 2 else None, q)
+    x_qp = im.t(moved.input[0]).qparams
+    same = (float(x_qp.tensor_scale), x_qp.tensor_zero_point) == (float(y_qp.tensor_scale), y_qp.tensor_zero_point)
+    if node.op_type == "Concat":  # CONCATENATION requantizes its inputs itself
+        _concat(im, node, [x for x in moved.input], y, y_qp, int(_attrs(node)["axis"]), node.output[0])
+        return _consumed(im, q)
+    del moved.output[:]
+    moved.output.append(y if same else im.unique(f"{y}/moved"))
+    _movement(im, moved)
+    if not same:
+        src = im.name(moved.output[0])
+        im.output(y, im.tensors[src].shape, y_qp, node.output[0])
+        im.add("QUANTIZE", f"{node.name}/requantize", [src], [y])
+    elif node.output[0] not in {f for f, _ in im.float_of.values()}:
+        im.float_of[y] = (node.output[0], tuple(range(len(im.t(y).shape))))
+    return _consumed(im, q)

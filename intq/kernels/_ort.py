@@ -1,0 +1,518 @@
+"""onnxruntime's CPU arithmetic, for the ``ort`` targets (:data:`intq.kernels.targets.TARGETS`).
+
+What intq's ONNX export (:func:`intq.export_onnx`) makes onnxruntime compute, per operator —
+read in onnxruntime's sources (MLAS ``quantize.cpp``, ``qladd.cpp``, ``logistic.cpp``,
+``qlgavgpool.cpp``; ``contrib_ops/cpu/quantization/*``) and measured equal on random single-op
+models (tests/kernels/test_ort_target.py) with onnxruntime 1.2x on x86-64 (AVX2, FMA3, AVX-512
+VNNI; one thread; ``ORT_DISABLE_ALL`` and ``ORT_ENABLE_ALL``):
+
+* ``QuantizeLinear``: ``clamp(rint(float32(x / s)) + Z)`` — a float32 division, half to even
+  (:func:`quantize_linear`, which is :func:`intq.qmath.quantize` with ``Rounding.HALF_TO_EVEN``).
+* ``DequantizeLinear``: ``float32(q - Z) * s`` in float32 — one rounding, what
+  :func:`intq.qmath.dequantize` computes (the int8 DEQUANTIZE kernel runs unchanged).
+* ``QLinearConv`` / ``QGemm``: ``rint(float32(acc + bias) * float32(float32(s_x s_w) / s_y)) + Z``,
+  clamped: :data:`~intq.kernels.targets.Requant.FLOAT32_RNE` with the scale of
+  :func:`intq.kernels.requantize.xnnpack_conv_scale` (the same float32 expression).
+* ``QLinearAdd`` (MLAS's AVX2 kernel, taken on this CPU): ``rint(fma(a, r_a, fma(b, r_b, F)))``
+  with ``r_a = float32(s_a / s_y)``, ``r_b = float32(s_b / s_y)``,
+  ``F = float32(Z_y - (r_a Z_a + r_b Z_b))`` on the raw codes ``a``, ``b`` (so uint8 codes round
+  differently from int8 ones on a few inputs: ``ort-u8``).
+* ``QLinearMul``: ``rint(float32(float32((a - Z_a)(b - Z_b)) * r) + float32(Z_y))`` with
+  ``r = float32(float32(s_a s_b) / s_y)`` (the zero point is added before rounding).
+* ``QLinearSigmoid``, ``QLinearLeakyRelu`` and the float islands intq writes as
+  ``DequantizeLinear -> op -> QuantizeLinear`` (HardSwish, Relu, Clip, and a requantizing
+  QUANTIZE): onnxruntime builds (or computes) ``QuantizeLinear(f(DequantizeLinear(q)))`` per code,
+  with MLAS's logistic (:func:`mlas_logistic`), ``x >= 0 ? x : float32(x alpha)``, and
+  ``x * clamp(float32(x / 6... ))`` (:func:`hard_swish`).
+* ``QLinearGlobalAveragePool`` (channels last): ``rint(float32(sum - N Z_x) * float32(s_x /
+  float32(s_y N))) + Z_y`` — the float32 requantization with that scale.
+* ``QLinearConcat``: each input through ``QuantizeLinear(DequantizeLinear(q))`` (a per-code table).
+
+Because every one of these but the convolutions depends only on the input codes, ``prepare``
+evaluates the formula on all 256 codes (65536 pairs for ADD and MUL) in float32, and ``run`` is a
+table lookup: integer-only, as DESIGN decision 3 asks. Tables are indexed by the int8 code's bits
+(``x.view(np.uint8)``); values are intq's int8 codes (onnxruntime's uint8 codes minus 128 on
+``ort-u8``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from intq.kernels.base import fused_activation_range
+from intq.kernels.requantize import Requant, Requantizer, make_requantizer, requantize
+from intq.kernels.targets import Runtime
+from intq.qmath import QuantParams, Rounding, dequantize, quantize
+
+#: Every int8 code in the order of its bits as uint8: index ``x.view(np.uint8)`` reads code ``x``.
+INT8_CODES = np.arange(256, dtype=np.uint8).view(np.int8)
+
+
+@dataclass(frozen=True, eq=False)
+class OrtLut:
+    """A unary op as onnxruntime computes it per code: ``y = table[x.view(uint8)]`` (int8)."""
+
+    table: np.ndarray  # int8 [256]
+
+
+@dataclass(frozen=True, eq=False)
+class OrtBinaryLut:
+    """A binary op (QLinearAdd, QLinearMul) per pair of codes: ``y = table[a.view(uint8), b.view(uint8)]``."""
+
+    table: np.ndarray  # int8 [256, 256]
+
+
+@dataclass(frozen=True)
+class OrtFloatQuantize:
+    """QuantizeLinear on a float input: ``clamp(rint(float32(x / s)) + Z)`` (the float boundary)."""
+
+    output: QuantParams
+
+
+def lookup(p: OrtLut, x: np.ndarray) -> np.ndarray:
+    """``p.table`` at every int8 code of ``x`` (integer indexing only)."""
+    return p.table[np.asarray(x).view(np.uint8)]
+
+
+def lookup2(p: OrtBinaryLut, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``p.table[a, b]`` with numpy broadcasting of ``a`` and ``b`` (integer indexing only)."""
+    return p.table[np.asarray(a).view(np.uint8), np.asarray(b).view(np.uint8)]
+
+
+# ------------------------------------------------------------------------ formulas (prepare)
+
+def quantize_linear(v: np.ndarray, qp: QuantParams) -> np.ndarray:
+    """onnxruntime's QuantizeLinear: ``clamp(rint(float32(v / s)) + Z)``, float32 division, half to even."""
+    return quantize(np.asarray(v, np.float32), qp, Rounding.HALF_TO_EVEN)
+
+
+def fma32(a, b, c) -> np.ndarray:
+    """float32 ``fma(a, b, c)`` (one rounding): ``a * b`` of two float32 is exact in float64 and the
+    sum is rounded once to float64 then to float32; the double rounding can differ from a true
+    fma only when the float64 sum lands exactly halfway between two float32 values (probability
+    about 2^-29 per operation; none in the measured tables)."""
+    return (np.asarray(a, np.float64) * np.asarray(b, np.float64) + np.asarray(c, np.float64)).astype(np.float32)
+
+
+#: MLAS's logistic (logistic.cpp, Eigen's coefficients): ``p(x) / q(x) + 0.5`` on x clamped to
+#: [-18, 18], p odd of degree 9, q even of degree 10, in float32 with FMA3 (x86 AVX2 kernel).
+_LOGISTIC_P = tuple(np.float32(c) for c in (4.37031012579801e-11, 1.15627324459942e-07, 6.08574864600143e-05,
+                                            8.51377133304701e-03, 2.48287947061529e-01))
+_LOGISTIC_Q = tuple(np.float32(c) for c in (6.10247389755681e-13, 5.76102136993427e-09, 6.29106785017040e-06,
+                                            1.70198817374094e-03, 1.16817656904453e-01, 9.93151921023180e-01))
+_LOGISTIC_RANGE = np.float32(18.0)  # MLAS clamps the input to [-18, 18]
+
+
+def mlas_logistic(x: np.ndarray) -> np.ndarray:
+    """MLAS's float32 logistic (``MlasComputeLogistic``, FMA3 kernel): Horner steps as fma, the
+    products ``x * x`` and ``p * x`` and the quotient rounded separately, result clamped to [0, 1]."""
+    v = np.clip(np.asarray(x, np.float32), -_LOGISTIC_RANGE, _LOGISTIC_RANGE)
+    v2 = (v * v).astype(np.float32)
+    p = fma32(v2, _LOGISTIC_P[0], _LOGISTIC_P[1])
+    for c in _LOGISTIC_P[2:]:
+        p = fma32(p, v2, c)
+    p = (p * v).astype(np.float32)
+    q = fma32(v2, _LOGISTIC_Q[0], _LOGISTIC_Q[1])
+    for c in _LOGISTIC_Q[2:]:
+        q = fma32(q, v2, c)
+    return np.clip((p / q).astype(np.float32) + np.float32(0.5), np.float32(0), np.float32(1)).astype(np.float32)
+
+
+#: MLAS's tanh (tanh.cpp, Eigen's coefficients): ``p(x) / q(x)`` on x clamped to [-9, 9], p odd of
+#: degree 13, q even of degree 6, in float32 with FMA3 Horner steps (x86 AVX2 kernel).
+_TANH_P = tuple(np.float32(c) for c in (-2.76076847742355e-16, 2.00018790482477e-13, -8.60467152213735e-11,
+                                        5.12229709037114e-08, 1.48572235717979e-05, 6.37261928875436e-04,
+                                        4.89352455891786e-03))
+_TANH_Q = tuple(np.float32(c) for c in (1.19825839466702e-06, 1.18534705686654e-04, 2.26843463243900e-03,
+                                        4.89352518554385e-03))
+_TANH_RANGE = np.float32(9.0)  # MLAS clamps the input to [-9, 9]
+
+
+def mlas_tanh(x: np.ndarray) -> np.ndarray:
+    """MLAS's float32 tanh (``MlasComputeTanh``): Horner steps as fma, ``x * x``, ``p * x`` and the
+    quotient rounded separately (no final clamp)."""
+    v = np.clip(np.asarray(x, np.float32), -_TANH_RANGE, _TANH_RANGE)
+    v2 = (v * v).astype(np.float32)
+    p = fma32(v2, _TANH_P[0], _TANH_P[1])
+    for c in _TANH_P[2:]:
+        p = fma32(p, v2, c)
+    p = (p * v).astype(np.float32)
+    q = fma32(v2, _TANH_Q[0], _TANH_Q[1])
+    for c in _TANH_Q[2:]:
+        q = fma32(q, v2, c)
+    return (p / q).astype(np.float32)
+
+
+def leaky_relu(alpha: float) -> Callable[[np.ndarray], np.ndarray]:
+    """QLinearLeakyRelu's float function: ``x >= 0 ? x : float32(x * alpha)``."""
+    a = np.float32(alpha)
+    return lambda x: np.where(x >= 0, x, (x * a).astype(np.float32)).astype(np.float32)
+
+
+_SIXTH = np.float32(1.0 / 6.0)  # HardSwish's alpha, as onnxruntime stores it (float32)
+
+
+def hard_swish(x: np.ndarray) -> np.ndarray:
+    """onnxruntime's HardSwish: ``x * clamp(float32(x * (1/6)) + 0.5, 0, 1)`` in float32 (measured)."""
+    x = np.asarray(x, np.float32)
+    gate = np.clip((x * _SIXTH).astype(np.float32) + np.float32(0.5), np.float32(0), np.float32(1))
+    return (x * gate).astype(np.float32)
+
+
+def clip(lo: float | None, hi: float | None) -> Callable[[np.ndarray], np.ndarray]:
+    """Relu (``lo = 0``) and Clip in float32."""
+    return lambda x: np.clip(x, -np.inf if lo is None else np.float32(lo), np.inf if hi is None else np.float32(hi))
+
+
+# ------------------------------------------------------------------------------- tables
+
+def unary_table(in_qp: QuantParams, out_qp: QuantParams, f: Callable[[np.ndarray], np.ndarray],
+                clamp: tuple[int, int] | None = None) -> OrtLut:
+    """``QuantizeLinear(f(DequantizeLinear(q)))`` for every int8 code ``q`` (clamped to ``clamp``, the
+    integer Clip intq writes after the op for a fused activation)."""
+    y = quantize_linear(f(dequantize(INT8_CODES, in_qp)), out_qp)
+    if clamp is not None:
+        y = np.clip(y, *clamp)
+    return OrtLut(y.astype(np.int8))
+
+
+def _codes(qp: QuantParams, offset: int) -> tuple[np.ndarray, np.ndarray]:
+    """The runtime's codes of every int8 code (int8 + ``offset``) and its zero point, as float32."""
+    return (INT8_CODES.astype(np.float32) + np.float32(offset),
+            np.float32(qp.tensor_zero_point + offset))
+
+
+def qlinear_add_table(qa: QuantParams, qb: QuantParams, qy: QuantParams, clamp: tuple[int, int],
+                      offset: int = 0) -> OrtBinaryLut:
+    """MLAS's QLinearAdd (AVX2 kernel) on every pair of codes, runtime codes = int8 + ``offset``."""
+    sy = np.float32(qy.tensor_scale)
+    ra, rb = np.float32(np.float32(qa.tensor_scale) / sy), np.float32(np.float32(qb.tensor_scale) / sy)
+    a, za = _codes(qa, offset)
+    b, zb = _codes(qb, offset)
+    zy = np.float32(qy.tensor_zero_point + offset)
+    f = np.float32(zy - np.float32(np.float32(ra * za) + np.float32(rb * zb)))
+    inner = fma32(b[None, :], rb, f)  # [1, 256]
+    v = fma32(a[:, None], ra, inner)  # [256, 256]
+    return OrtBinaryLut(_finish(v, offset, clamp))
+
+
+def qlinear_mul_table(qa: QuantParams, qb: QuantParams, qy: QuantParams, clamp: tuple[int, int],
+                      offset: int = 0) -> OrtBinaryLut:
+    """onnxruntime's QLinearMul on every pair of codes (the zero points cancel in the product)."""
+    r = np.float32(np.float32(np.float32(qa.tensor_scale) * np.float32(qb.tensor_scale)) / np.float32(qy.tensor_scale))
+    da = INT8_CODES.astype(np.int32) - qa.tensor_zero_point
+    db = INT8_CODES.astype(np.int32) - qb.tensor_zero_point
+    prod = (da[:, None] * db[None, :]).astype(np.float32)  # |prod| <= 255^2: exact
+    v = (prod * r).astype(np.float32) + np.float32(qy.tensor_zero_point + offset)
+    return OrtBinaryLut(_finish(v.astype(np.float32), offset, clamp))
+
+
+def _finish(v: np.ndarray, offset: int, clamp: tuple[int, int]) -> np.ndarray:
+    """Round half to even (``cvtps2dq``), clamp to the runtime's code range, back to int8 codes,
+    then the fused activation's clamp."""
+    lo_rt, hi_rt = -128 + offset, 127 + offset
+    y = np.clip(np.rint(v), lo_rt, hi_rt).astype(np.int64) - offset
+    return np.clip(y, *clamp).astype(np.int8)
+
+
+def run_float_quantize(p: OrtFloatQuantize, x: np.ndarray) -> np.ndarray:
+    """The float boundary: QuantizeLinear (float arithmetic, as QUANTIZE's other targets)."""
+    return quantize_linear(x, p.output)
+
+
+# --------------------------------------------------------------------- kernel-side helpers
+
+def is_ort(ctx) -> bool:
+    """Whether the node is prepared for an ``ort`` target (onnxruntime's arithmetic)."""
+    return ctx.target.runtime is Runtime.ORT
+
+
+def prepare_unary(ctx, f: Callable[[np.ndarray], np.ndarray]) -> OrtLut:
+    """An int8 per-tensor unary op onnxruntime computes per code: ``QuantizeLinear(f(DequantizeLinear(x)))``."""
+    qx = ctx.per_tensor(ctx.input(0), "input")
+    qy = ctx.per_tensor(ctx.outputs[0], "output")
+    return unary_table(qx, qy, f)
+
+
+def prepare_binary(ctx, table: Callable[..., OrtBinaryLut]) -> OrtBinaryLut:
+    """QLinearAdd / QLinearMul (``table``: :func:`qlinear_add_table` or :func:`qlinear_mul_table`)
+    with the node's fused activation as the clamp intq writes after it."""
+    qa = ctx.per_tensor(ctx.input(0), "input 0")
+    qb = ctx.per_tensor(ctx.input(1), "input 1")
+    qy = ctx.per_tensor(ctx.outputs[0], "output")
+    return table(qa, qb, qy, fused_activation_range(ctx, qy), ctx.target.activation_offset)
+
+
+@dataclass(frozen=True, eq=False)
+class OrtGlobalAveragePool:
+    """QLinearGlobalAveragePool (channels last) for MEAN over H and W of an NHWC tensor:
+    ``requant(sum - N Z_x)`` with the float32 contract and ``s = float32(s_x / float32(s_y N))``."""
+
+    offset: np.ndarray  # int64 [1]: -N Z_x
+    requant: Requantizer  # Float32Rne
+    out_shape: tuple[int, ...]
+
+
+#: MLAS's QLinearGlobalAveragePool refuses (throws) a scale outside [2^-32, 256) or an image of
+#: 2^24 pixels or more (qlgavgpool.cpp, CheckQLinearGlobalAveragePoolScaleAndSize).
+GAP_SCALE_RANGE = (2.0**-32, 256.0)
+GAP_MAX_PIXELS = 2**24
+
+
+def global_average_pool_scale(qx: QuantParams, qy: QuantParams, n: int) -> np.float32:
+    """QLinearGlobalAveragePool's scale ``float32(s_x / float32(s_y * float32(N)))``; raises
+    ValueError where onnxruntime refuses the node at run time."""
+    s = np.float32(np.float32(qx.tensor_scale) / np.float32(np.float32(qy.tensor_scale) * np.float32(n)))
+    if n >= GAP_MAX_PIXELS or not GAP_SCALE_RANGE[0] <= float(s) < GAP_SCALE_RANGE[1]:
+        raise ValueError(f"onnxruntime's QLinearGlobalAveragePool refuses s_in / (s_out * {n}) = {float(s):.3g} "
+                         f"(it needs [2^-32, 256) and fewer than 2^24 pixels): give the output a scale nearer "
+                         f"the input's / {n}")
+    return s
+
+
+def prepare_global_average_pool(ctx) -> OrtGlobalAveragePool:
+    """MEAN on an ``ort`` target: only the global average over axes (1, 2) of a 4-D NHWC tensor has
+    an ONNX form intq writes (QLinearGlobalAveragePool); other axes are refused."""
+    x, y = ctx.input(0), ctx.outputs[0]
+    qx, qy = ctx.per_tensor(x, "input"), ctx.per_tensor(y, "output")
+    shape = ctx.static_shape(x, "input")
+    axes = sorted(int(a) % len(shape) for a in np.atleast_1d(ctx.constant(1, "axes")))
+    if len(shape) != 4 or axes != [1, 2]:
+        raise ctx.error(f"target {ctx.target.name!r}: only MEAN over axes [1, 2] of a 4-D NHWC tensor "
+                        f"(QLinearGlobalAveragePool) is emulated, got axes {axes} of shape {list(shape)}")
+    n = shape[1] * shape[2]
+    try:
+        s = global_average_pool_scale(qx, qy, n)
+    except ValueError as e:
+        raise ctx.error(str(e)) from None
+    r = make_requantizer(s, Requant.FLOAT32_RNE, qy.tensor_zero_point, qy.qmin, qy.qmax, np.int8)
+    return OrtGlobalAveragePool(np.array([-n * qx.tensor_zero_point], np.int64), r,
+                                tuple(int(d) for d in ctx.static_shape(y, "output")))
+
+
+def run_global_average_pool(p: OrtGlobalAveragePool, x: np.ndarray) -> np.ndarray:
+    acc = x.astype(np.int64).sum(axis=(1, 2))  # [N, C]: |sum| <= 255 * H * W
+    return requantize(p.requant, acc, p.offset).reshape(p.out_shape)
+
+
+@dataclass(frozen=True, eq=False)
+class OrtConcat:
+    """QLinearConcat: every input through its ``QuantizeLinear(DequantizeLinear(q))`` table."""
+
+    axis: int
+    tables: tuple[OrtLut, ...]
+
+
+def prepare_concat(ctx, axis: int) -> OrtConcat:
+    qy = ctx.per_tensor(ctx.outputs[0], "output")
+    tables = tuple(unary_table(ctx.per_tensor(ctx.input(i), f"input {i}"), qy, lambda v: v)
+                   for i in range(len(ctx.inputs)))
+    return OrtConcat(axis, tables)
+
+
+def run_concat(p: OrtConcat, xs) -> np.ndarray:
+    return np.concatenate([lookup(t, x) for t, x in zip(p.tables, xs)], axis=p.axis)
+
+
+@dataclass(frozen=True, eq=False)
+class OrtSoftmax:
+    """QLinearSoftmax (opset-13 form, last axis), onnxruntime's float32 algorithm:
+    ``e = table[x - max(row) + 255]`` (``table[i] = float32(exp((i - 255 + b) s_x))`` in double,
+    ``b = max(0, log(FLT_MAX / D) - 5) / s_x``), ``sum`` accumulated left to right in float32,
+    ``y = clamp(rint(float32(e * floor(1 / s_y)) / sum) + Z_y)``."""
+
+    table: np.ndarray  # float32 [256]
+    y_scale: np.float32  # floor(float32(1) / s_y)
+    zero_point: int
+    depth: int
+
+
+_FLT_MAX = float(np.finfo(np.float32).max)
+_SOFTMAX_RESERVE = 5.0  # "reserve_bit" for a float32 table (qlinear_softmax.cc)
+
+
+def prepare_softmax(ctx) -> OrtSoftmax:
+    """SOFTMAX on an ``ort`` target: ONNX Softmax has no beta, so only beta = 1 has a form."""
+    qx = ctx.per_tensor(ctx.input(0), "input")
+    qy = ctx.per_tensor(ctx.outputs[0], "output")
+    beta = float(ctx.attr("beta", 1.0))
+    if beta != 1.0:
+        raise ctx.error(f"target {ctx.target.name!r}: onnxruntime's (Q)Softmax has no beta; only beta = 1 is "
+                        f"emulated, got {beta}")
+    depth = int(ctx.static_shape(ctx.input(0), "input")[-1])
+    sx = float(np.float32(qx.tensor_scale))
+    shift = max(0.0, float(np.log(_FLT_MAX / depth)) - _SOFTMAX_RESERVE) / sx
+    table = np.exp((np.arange(256, dtype=np.float64) - 255 + shift) * sx).astype(np.float32)
+    y_scale = np.float32(np.floor(np.float32(1) / np.float32(qy.tensor_scale)))
+    return OrtSoftmax(table, y_scale, qy.tensor_zero_point, depth)
+
+
+def run_softmax(p: OrtSoftmax, x: np.ndarray) -> np.ndarray:
+    rows = x.reshape(-1, p.depth).astype(np.int16)
+    return _float32_softmax(p, rows - rows.max(axis=1, keepdims=True) + 255).reshape(x.shape)
+
+
+def _float32_softmax(p: OrtSoftmax, index: np.ndarray) -> np.ndarray:
+    """The float32 steps of onnxruntime's QLinearSoftmax (``ort`` targets only, a float emulation):
+    ``e = table[index]`` (``index = x - max(row) + 255``, integers), the left-to-right float32 sum
+    (``np.add.accumulate`` is sequential), ``float32(e * Y) / sum``, rounded half to even, ``+ Z_y``,
+    clamped."""
+    e = p.table[index]  # float32 [rows, D]
+    total = np.add.accumulate(e, axis=1, dtype=np.float32)[:, -1:]
+    v = np.rint((e * p.y_scale).astype(np.float32) / total).astype(np.int64) + p.zero_point
+    return np.clip(v, -128, 127).astype(np.int8)
+
+
+@dataclass(frozen=True, eq=False)
+class OrtAsymmetricGemm:
+    """QLinearConv / QGemm / QLinearMatMul with weights whose zero point is not 0 (what
+    ``quantize_static`` writes for uint8 weights, and ONNX's own node tests): ``acc = sum((x - Z_x)
+    (w - Z_w)) + b`` exactly in int64 (``|acc| < 2^31`` checked at prepare, as onnxruntime's int32
+    accumulator), then the float32 requantization of :data:`Requant.FLOAT32_RNE`. Only the ``ort``
+    targets build it: intq's own kernels take symmetric weights."""
+
+    weights: np.ndarray  # int64 [C_out, K]: w - Z_w, K in im2col order (taps, then channels)
+    input_zero_point: int
+    bias: np.ndarray  # int64 [C_out]
+    requant: Requantizer
+    im2col: object | None  # intq.kernels._conv_common.Im2col for CONV_2D, None for FULLY_CONNECTED
+    out_shape: tuple[int, ...]
+
+
+def asymmetric_weights(ctx) -> bool:
+    """Whether the node's weights (input 1) have a non-zero zero point."""
+    w = ctx.inputs[1] if len(ctx.inputs) > 1 else None
+    return w is not None and w.qparams is not None and bool(np.any(np.asarray(w.qparams.zero_point) != 0))
+
+
+def prepare_asymmetric_gemm(ctx) -> OrtAsymmetricGemm:
+    """CONV_2D (no groups) or FULLY_CONNECTED with asymmetric int8 weights, per tensor or per output
+    channel (zero points per channel too)."""
+    from intq.kernels._conv_common import (
+        ConvOperands, conv_bias, conv_padding, conv_requantizer, make_im2col, window_options)
+
+    x, y = ctx.input(0), ctx.outputs[0]
+    in_qp, out_qp = ctx.per_tensor(x, "input"), ctx.per_tensor(y, "output")
+    w = ctx.constant(1, "weights")
+    w_qp = ctx.qparams(ctx.input(1), "weights")
+    conv = ctx.op == "CONV_2D"
+    if w.dtype != np.int8 or w.ndim != (4 if conv else 2) or (w_qp.per_axis and w_qp.axis != 0):
+        raise ctx.error(f"weights must be int8 of rank {4 if conv else 2}, per tensor or per output channel")
+    channels = w.shape[0]
+    zw = np.broadcast_to(np.asarray(w_qp.zero_point, np.int64).reshape(-1), (channels,))
+    centred = w.reshape(channels, -1).astype(np.int64) - zw[:, None]
+    bias = conv_bias(ctx, 2, channels)
+    bound = int((255 * np.abs(centred).sum(axis=1) + np.abs(bias)).max(initial=0))
+    if bound >= 1 << 31:
+        raise ctx.error(f"the int32 accumulator can overflow (|acc| up to {bound})")
+    activation = ctx.attr("fused_activation_function", "NONE")
+    requant = conv_requantizer(ctx, ctx.op, in_qp, w_qp, out_qp, channels, activation, y.dtype)
+    out_shape = tuple(int(d) for d in ctx.static_shape(y, "output"))
+    im2col = None
+    if conv:
+        in_shape = ctx.static_shape(x, "input", 4)
+        if in_shape[3] != w.shape[3]:
+            raise ctx.error("grouped convolutions with asymmetric weights are not emulated")
+        opts = window_options(ctx)
+        ops = ConvOperands(in_qp, out_qp, in_shape, w, w_qp, y.dtype, opts, 0)
+        pad = conv_padding(ctx, ops, w.shape[1], w.shape[2], channels)
+        im2col = make_im2col(in_shape, w.shape[1], w.shape[2], opts, pad, in_qp.tensor_zero_point)
+    return OrtAsymmetricGemm(centred, in_qp.tensor_zero_point, bias, requant, im2col, out_shape)
+
+
+def run_asymmetric_gemm(p: OrtAsymmetricGemm, x: np.ndarray) -> np.ndarray:
+    from intq.kernels._conv_common import fill_im2col
+
+    rows = fill_im2col(p.im2col, x) if p.im2col is not None else x.reshape(-1, p.weights.shape[1])
+    acc = (rows.astype(np.int64) - p.input_zero_point) @ p.weights.T  # exact: |acc| < 2^31 (prepare)
+    return requantize(p.requant, acc, p.bias).reshape(p.out_shape)
+
+
+@dataclass(frozen=True, eq=False)
+class OrtAveragePool:
+    """QLinearAveragePool (``count_include_pad = 0``): every code dequantized in float32
+    (``float32(s_x (q - Z_x))``), each window's in-image values summed in float32 row by row,
+    divided by their count, then ``rint(float32(float32(y / s_y) + Z_y))`` (the zero point added
+    before rounding), clamped (the fused activation's clamp: the Clip intq writes after it)."""
+
+    dequantized: np.ndarray  # float32 [256] by the code's bits
+    geometry: object  # intq.kernels._pool_common.PoolGeometry
+    count: np.ndarray  # float32 [out_h, out_w, 1]: in-image pixels per window
+    y_scale: np.float32
+    zero_point: np.float32  # the runtime's: Z_y (+ 128 on ort-u8)
+    offset: int  # the runtime's codes minus intq's (ort-u8: 128)
+    act_min: int
+    act_max: int
+
+
+def prepare_average_pool(ctx) -> OrtAveragePool:
+    from intq.kernels._pool_common import prepare_pool, window_counts
+
+    qx, qy = ctx.per_tensor(ctx.input(0), "input"), ctx.per_tensor(ctx.outputs[0], "output")
+    pool = prepare_pool(ctx, qx, qy)
+    counts = window_counts(ctx, pool.geometry, 128)
+    dq = (np.float32(qx.tensor_scale) * (INT8_CODES.astype(np.int32) - qx.tensor_zero_point).astype(np.float32))
+    offset = ctx.target.activation_offset
+    return OrtAveragePool(dq.astype(np.float32), pool.geometry, counts.count.astype(np.float32),
+                          np.float32(qy.tensor_scale), np.float32(qy.tensor_zero_point + offset), offset,
+                          pool.act_min, pool.act_max)
+
+
+def run_average_pool(p: OrtAveragePool, x: np.ndarray) -> np.ndarray:
+    return _float32_average_pool(p, np.asarray(x).view(np.uint8))
+
+
+def _float32_average_pool(p: OrtAveragePool, codes: np.ndarray) -> np.ndarray:
+    """The float32 steps of onnxruntime's QLinearAveragePool (``ort`` targets only, a float
+    emulation): each code dequantized (``codes``: the int8 input's bits as uint8), the window's values
+    added in onnxruntime's order (kernel rows, then columns; the out-of-image taps of the zero-padded
+    input add an exact 0), ``/ count``, ``/ s_y``, ``+ Z_y``, rint."""
+    v = p.dequantized[codes]  # float32
+    g = p.geometry
+    vp = np.pad(v, ((0, 0), (g.pad_h, g.pad_bottom), (g.pad_w, g.pad_right), (0, 0)))
+    span_h, span_w = (g.out_h - 1) * g.stride_h + 1, (g.out_w - 1) * g.stride_w + 1
+    acc = np.zeros((v.shape[0], g.out_h, g.out_w, v.shape[3]), np.float32)
+    for fy in range(g.filter_h):
+        for fx in range(g.filter_w):
+            acc += vp[:, fy:fy + span_h:g.stride_h, fx:fx + span_w:g.stride_w]
+    y = ((acc / p.count).astype(np.float32) / p.y_scale).astype(np.float32) + p.zero_point
+    return np.clip(np.rint(y).astype(np.int64) - p.offset, p.act_min, p.act_max).astype(np.int8)
+
+
+@dataclass(frozen=True, eq=False)
+class OrtPrelu:
+    """DequantizeLinear -> PRelu -> QuantizeLinear with a constant slope: per slope element ``a``,
+    the code table ``QuantizeLinear(x >= 0 ? x : float32(x a))`` (float32 throughout)."""
+
+    tables: np.ndarray  # int8 [A, 256]: one row per element of the slope tensor
+    rows: np.ndarray  # intp, the slope element each output element uses (the output's shape)
+
+
+def prepare_prelu(ctx) -> OrtPrelu:
+    qx, qy = ctx.per_tensor(ctx.input(0), "input"), ctx.per_tensor(ctx.outputs[0], "output")
+    alpha_t = ctx.input(1)
+    qa = ctx.per_tensor(alpha_t, "alpha")
+    alpha = ctx.constant(1, "alpha (a constant slope: onnxruntime's PRelu is written as a float island)")
+    slopes = dequantize(alpha.reshape(-1), qa)
+    x = dequantize(INT8_CODES, qx)
+    products = (x[None, :] * slopes[:, None]).astype(np.float32)
+    y = np.where(x[None, :] >= 0, x[None, :], products).astype(np.float32)
+    tables = quantize_linear(y, qy).astype(np.int8)
+    shape = ctx.static_shape(ctx.outputs[0], "output")
+    rows = np.broadcast_to(np.arange(alpha.size).reshape(alpha.shape), shape)
+    return OrtPrelu(tables, np.ascontiguousarray(rows))
+
+
+def run_prelu(p: OrtPrelu, x: np.ndarray) -> np.ndarray:
+    return p.tables[p.rows, np.asarray(x).view(np.uint8)]
+
+
+def float_sub_table(qa: QuantParams, qb: QuantParams, qy: QuantParams, clamp: tuple[int, int]) -> OrtBinaryLut:
+    """DequantizeLinear, DequantizeLinear -> Sub -> QuantizeLinear (onnxruntime has no integer Sub and
+    does not fuse it): ``QuantizeLinear(float32(DQ(a) - DQ(b)))`` on every pair of codes."""
+    da, db = dequantize(INT8_CODES, qa), dequantize(INT8_CODES, qb)
+    y = quantize_linear((da[:, None] - db[None, :]).astype(np.float32), qy)
+    return OrtBinaryLut(np.clip(y, *clamp).astype(np.int8))

@@ -1,0 +1,14 @@
+"""intq.ptq — optional post-training methods that change a float graph's weights or biases before
+conversion, each measured in ``benchmarks/accuracy.py``:
+
+* :func:`correct_biases` — bias correction for the int8 weights' expected error (Nagel et al.
+  2019, with input means measured on the calibration data);
+* :func:`equalize` — cross-layer equalization (Nagel et al. 2019, DFQ), before calibration.
+
+AdaRound (Nagel et al. 2020) is not implemented yet.
+"""
+
+from intq.ptq.bias_correction import correct_biases
+from intq.ptq.equalization import equalize
+
+__all__ = ["correct_biases", "equalize"]

