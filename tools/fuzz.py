@@ -49,6 +49,12 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--cases", type=int, default=500)
     p.add_argument("--seed", type=int, default=17)
+    p.add_argument("--start", type=int, default=0,
+                   help="skip the plan's first START cases (run cases START .. START+CASES-1 of this seed's plan)")
+    p.add_argument("--stop-after", type=float, metavar="SECONDS",
+                   help="start no case after SECONDS; the table covers the cases run (a prefix of the plan when "
+                        "--jobs 1)")
+    p.add_argument("--log", help="append one JSON line per finished case to this file as it finishes")
     p.add_argument("--jobs", type=int, default=2, help="worker processes (default 2)")
     p.add_argument("--timeout", type=float, default=60.0, help="seconds before a case is a hang (default 60)")
     p.add_argument("--memory", default="3G", help="address space a case may add to its worker's (default 3G)")
@@ -66,7 +72,10 @@ def main(argv=None) -> int:
     p.add_argument("--quiet", action="store_true")
     args = p.parse_args(argv)
 
-    specs = plan(args.cases if args.replay is None else args.replay + 1, args.seed, FAMILY_WEIGHTS, args.family)
+    specs = plan(args.start + args.cases if args.replay is None else args.replay + 1, args.seed, FAMILY_WEIGHTS,
+                 args.family)
+    if args.replay is None:
+        specs = specs[args.start:]
     if args.selftest:  # appended to the plan: the same workers judge both (a short limit for the hang)
         specs += [{"id": len(specs) + i, "family": f, "seed": i, "timeout": 8.0} for i, f in enumerate(SELFTEST)]
     if args.replay is not None:
@@ -81,7 +90,12 @@ def main(argv=None) -> int:
     t0 = time.monotonic()
     cpu0 = os.times()
 
+    log = open(args.log, "a") if args.log else None
+
     def progress(r, done, total):
+        if log:
+            log.write(json.dumps(r.__dict__, default=str) + "\n")
+            log.flush()
         if args.quiet:
             return
         mark = "." if r.outcome in ("ok", "clean") else r.outcome[0].upper()
@@ -90,8 +104,11 @@ def main(argv=None) -> int:
             print(f"\n  case {r.id} ({r.family}, seed {r.seed}): {r.outcome}: {r.detail[:400]}", flush=True)
 
     try:
-        results = run_campaign(specs, args.jobs, options, progress)
+        deadline = None if args.stop_after is None else time.monotonic() + args.stop_after
+        results = run_campaign(specs, args.jobs, options, progress, deadline)
     finally:
+        if log:
+            log.close()
         if args.intq_root:
             shutil.rmtree(shim, ignore_errors=True)
     wall = time.monotonic() - t0
@@ -101,7 +118,7 @@ def main(argv=None) -> int:
     summary = summarize(results)
     if args.selftest:
         summary["selftest"] = selftest
-    summary.update({"seed": args.seed, "jobs": args.jobs, "wall_seconds": round(wall, 1),
+    summary.update({"seed": args.seed, "start": args.start, "planned": args.cases, "jobs": args.jobs, "wall_seconds": round(wall, 1),
                     "cpu_seconds": round(cpu1.children_user + cpu1.children_system
                                          - cpu0.children_user - cpu0.children_system, 1),
                     "intq_root": str(Path(args.intq_root).resolve()) if args.intq_root else str(ROOT)})
@@ -109,7 +126,9 @@ def main(argv=None) -> int:
     print(format_table(summary))
     if args.selftest:
         print("judge self-test (family: outcome): " + ", ".join(f"{k}: {v}" for k, v in selftest.items()))
-    print(f"wall {wall:.0f} s on {args.jobs} workers")
+    ran = len(results)
+    print(f"cases {args.start}..{args.start + ran - 1} of seed {args.seed}'s plan ({ran} of {args.cases} planned); "
+          f"wall {wall:.0f} s on {args.jobs} workers ({ran / max(wall, 1e-9):.2f} cases/s)")
     if args.json:
         Path(args.json).write_text(json.dumps({"summary": summary, "results": [r.__dict__ for r in results]},
                                               indent=1, default=str))

@@ -95,8 +95,10 @@ class Worker:
             self.proc.kill()
 
 
-def run_campaign(specs: list[dict], jobs: int, options: dict, progress=None) -> list[Result]:
-    """Run every spec on ``jobs`` workers; a worker that dies is replaced (its case: crash)."""
+def run_campaign(specs: list[dict], jobs: int, options: dict, progress=None, deadline: float | None = None) -> list[Result]:
+    """Run every spec on ``jobs`` workers; a worker that dies is replaced (its case: crash).
+    ``deadline`` (a ``time.monotonic()`` value): no case is started after it; the cases started
+    finish and are returned (the campaign's first K cases, K reported by the caller)."""
     env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", OMP_WAIT_POLICY="PASSIVE",
                PYTHONHASHSEED="0", INTQ_MAX_TENSOR_BYTES=str(options["intq_limit"]), PYTHONPATH=options["pythonpath"],
                TF_CPP_MIN_LOG_LEVEL="3")
@@ -122,7 +124,7 @@ def run_campaign(specs: list[dict], jobs: int, options: dict, progress=None) -> 
                 w.busy = None
                 if progress:
                     progress(results[-1], len(results), len(specs))
-                if pending:
+                if pending and (deadline is None or time.monotonic() < deadline):
                     w.send(pending.pop())
     finally:
         for w in workers:
