@@ -113,3 +113,31 @@ def test_an_integer_graph_input_is_refused_where_real_values_are_needed():
                           opset_imports=[helper.make_opsetid("", 17)])
     with pytest.raises(intq.IntqError, match="holds int32 values the model does not quantize"):
         intq.quantize(m, [{"x": np.ones((1, 1, 4, 4), np.int32)}])
+
+
+def test_only_a_float_emulation_may_read_a_constant_float_table():
+    """A constant float input is allowed (as input and as the local bound to it) only for a call
+    whose parameters are of an exempt emulation class; an integer kernel given one, or an emulation
+    given a float that is not a constant of the graph, is caught."""
+    from intq.ir import Graph, Node, Tensor
+    from intq.kernels._ort import OrtConcat
+    from intq.kernels.tpu_mlir.softmax import TpuMlirSoftmaxParams
+    from intq.runtime.tracing import IntegerOnlyTrace
+
+    table = np.linspace(0, 1, 256, dtype=np.float32)
+    g = Graph([Node("SOFTMAX", "sm", ("x", "table", "f"), ("y",))],
+              {"x": Tensor("x", dtype=np.int8, shape=(1, 4)), "table": Tensor("table", data=table),
+               "f": Tensor("f", dtype=np.float32, shape=(256,)), "y": Tensor("y", dtype=np.int8, shape=(1, 4))},
+              ("x", "f"), ("y",))
+    node, x = g.nodes[0], np.zeros((1, 4), np.int8)
+    emulation = TpuMlirSoftmaxParams(table, 1, np.float32(1), 0, -128, 127, np.dtype(np.int8))
+
+    def run(p, x, t=None, f=None):
+        return (x,)
+
+    trace = IntegerOnlyTrace(g)
+    assert trace.call(node, run, emulation, (x, table)) == (x,)  # the emulation's constant table: allowed
+    with pytest.raises(IntegerOnlyViolation, match="input 2 is float32"):  # not a constant of the graph
+        trace.call(node, run, emulation, (x, table, table))
+    with pytest.raises(IntegerOnlyViolation, match="input 1 is float32"):  # an integer kernel's params
+        trace.call(node, run, OrtConcat(0, ()), (x, table))
