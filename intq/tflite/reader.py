@@ -185,8 +185,13 @@ def _affine(t: schema.TensorT, dtype: np.dtype, shape: tuple[int, ...], what: st
     if dtype.kind not in "iu":
         return None, None, None  # float tensors ignore stored parameters, as the runtimes do
     scale = np.asarray(q.scale, np.float32).astype(np.float64)
-    zero_point = np.zeros(len(scale), np.int64) if q.zeroPoint is None or len(q.zeroPoint) == 0 \
-        else np.asarray(q.zeroPoint, np.int64)
+    # LiteRT refuses a scale without as many zero points (measured: "non-null scale but null zero_point",
+    # "has 0 zero_point values and 1 scale values"); TFLite Micro reads such a tensor as not quantized.
+    if q.zeroPoint is None or len(q.zeroPoint) != len(scale):
+        got = "no zero points" if q.zeroPoint is None else f"{len(q.zeroPoint)} zero points"
+        raise TfliteImportError(f"{what}: {len(scale)} scales and {got}; a quantized tensor needs one zero point "
+                                f"per scale (LiteRT refuses the file, TFLite Micro would read it as not quantized)")
+    zero_point = np.asarray(q.zeroPoint, np.int64)
     axis = None
     if len(scale) > 1:
         axis = int(q.quantizedDimension)

@@ -191,3 +191,24 @@ def test_an_operator_must_read_and_write_a_tensor():
     m.subgraphs[0].operators[2].inputs = np.array([], np.int32)
     with pytest.raises(TfliteImportError, match="every operator intq runs reads a tensor and writes one"):
         intq.load(pack(m))
+
+
+@pytest.mark.parametrize("zero_points, message", [
+    (None, "1 scales and no zero points"),
+    (np.array([], np.int64), "1 scales and 0 zero points"),
+    (np.array([0, 0], np.int64), "1 scales and 2 zero points"),
+])
+def test_a_scale_needs_one_zero_point_each(zero_points, message):
+    """LiteRT refuses these files; TFLite Micro would read the tensor as not quantized (measured,
+    fuzz campaign seed 2026 case 231: intq ran such a file and differed from TFLite Micro)."""
+    m = unpack(_tflite())
+    sub = m.subgraphs[0]
+    k = next(i for i, t in enumerate(sub.tensors) if i not in sub.inputs and t.quantization is not None
+             and t.quantization.scale is not None and len(t.quantization.scale) == 1)
+    sub.tensors[k].quantization.zeroPoint = zero_points
+    data = pack(m)
+    with pytest.raises(TfliteImportError, match=message):
+        intq.load(data)
+    with pytest.raises(Exception, match="zero_point"):  # the runtime refuses it too
+        run_litert(data, [np.zeros(intq.load(_tflite()).tensors[intq.load(_tflite()).inputs[0]].shape, np.float32)],
+                   resolver="ref")
