@@ -30,7 +30,7 @@ from onnx import helper
 
 from intq.errors import GraphError, IntqError, UnsupportedOperatorError
 from intq.frontends import onnx_checks as checks
-from intq.frontends.from_onnx_quantized import is_quantized, load_quantized_onnx
+from intq.frontends.from_onnx_quantized import check_contrib_nodes, is_quantized, load_quantized_onnx
 from intq.frontends.onnx_if import bind_constant_inputs, fold_constant_ifs
 from intq.frontends.shapes import InputShapeError, is_dynamic
 from intq.ir import Graph, Node, Tensor, topological_order
@@ -429,6 +429,8 @@ def load_onnx(model, input_shapes: Mapping[str, Sequence[int]] | None = None,
     where = f"ONNX model {model_name!r}"
     checks.check_structure(proto, where)
     if is_quantized(proto):  # QDQ / QOperator: intq's integer operators (intq.frontends.from_onnx_quantized)
+        checks.check_nodes(proto, where)  # the ai.onnx nodes against their schemas
+        check_contrib_nodes(proto, where)  # onnxruntime's com.microsoft nodes against theirs
         return load_quantized_onnx(proto, *_bind_inputs(proto, input_shapes, where), where, model_name, folder=folder)
     opset = _default_opset(proto, where)
     _check_operators(proto, opset, where, if_pending=True)
