@@ -127,8 +127,10 @@ def main(argv=None) -> int:
     if args.selftest:
         print("judge self-test (family: outcome): " + ", ".join(f"{k}: {v}" for k, v in selftest.items()))
     ran = len(results)
-    print(f"cases {args.start}..{args.start + ran - 1} of seed {args.seed}'s plan ({ran} of {args.cases} planned); "
-          f"wall {wall:.0f} s on {args.jobs} workers ({ran / max(wall, 1e-9):.2f} cases/s)")
+    which = f"case {args.replay}" if args.replay is not None else \
+        f"cases {args.start}..{args.start + ran - 1} ({ran} of {args.cases} planned)"
+    print(f"{which} of seed {args.seed}'s plan; wall {wall:.0f} s on {args.jobs} workers "
+          f"({ran / max(wall, 1e-9):.2f} cases/s)")
     if args.json:
         Path(args.json).write_text(json.dumps({"summary": summary, "results": [r.__dict__ for r in results]},
                                               indent=1, default=str))
