@@ -192,6 +192,13 @@ def _affine(t: schema.TensorT, dtype: np.dtype, shape: tuple[int, ...], what: st
         raise TfliteImportError(f"{what}: {len(scale)} scales and {got}; a quantized tensor needs one zero point "
                                 f"per scale (LiteRT refuses the file, TFLite Micro would read it as not quantized)")
     zero_point = np.asarray(q.zeroPoint, np.int64)
+    if len(scale) == 1 and q.quantizedDimension:
+        # One scale: per tensor, where the converter writes quantized_dimension 0. LiteRT's kernels ignore
+        # the field, XNNPACK declines every node touching such an activation (CheckTensorQInt8Type; measured:
+        # fuzz campaign seed 2026 case 7768 ran on LiteRT's optimized kernel instead): refused, not guessed.
+        raise TfliteImportError(f"{what}: one scale (per-tensor quantization) with quantized_dimension "
+                                f"{q.quantizedDimension}; a per-tensor tensor has quantized_dimension 0 (the runtimes "
+                                "disagree on the file: XNNPACK declines it, LiteRT's kernels ignore the field)")
     axis = None
     if len(scale) > 1:
         axis = int(q.quantizedDimension)

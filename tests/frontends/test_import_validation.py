@@ -260,3 +260,15 @@ def test_a_malformed_quantized_onnx_model_is_a_clear_error(quantized_onnx, fmt, 
     mutate(m)
     with pytest.raises(intq.IntqError, match=message):
         intq.load(m)
+
+
+def test_a_per_tensor_scale_with_a_quantized_dimension_is_refused():
+    """XNNPACK declines a node whose per-tensor int8 activation says quantized_dimension 2, LiteRT's
+    kernels ignore the field (fuzz campaign seed 2026 case 7768: intq predicted XNNPACK and differed)."""
+    m = unpack(_tflite())
+    sub = m.subgraphs[0]
+    k = next(i for i, t in enumerate(sub.tensors) if t.quantization is not None
+             and t.quantization.scale is not None and len(t.quantization.scale) == 1)
+    sub.tensors[k].quantization.quantizedDimension = 2
+    with pytest.raises(TfliteImportError, match="quantized_dimension 2"):
+        intq.load(pack(m))
