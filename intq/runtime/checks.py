@@ -83,9 +83,11 @@ def _fits_index(arr: np.ndarray, t) -> bool:
     return arr.size == 0 or (info.min <= int(arr.min()) and int(arr.max()) <= info.max)
 
 
-def check_produced(graph: Graph, node: Node, results: Sequence) -> None:
+def check_produced(graph: Graph, node: Node, results: Sequence, dtypes: bool = True) -> None:
     """An integer kernel's outputs: as many as the node binds, each of the declared static shape
-    and dtype (integer graphs have static shapes: the kernels were prepared with them)."""
+    and dtype (integer graphs have static shapes: the kernels were prepared with them). A float
+    island of a ``.tflite`` is checked for shapes only (``dtypes=False``): TFLite Micro computes on
+    the file's declared shapes, LiteRT resizes, so a contradiction cannot be run as either."""
     if not isinstance(results, tuple) or len(results) < sum(1 for o in node.outputs if o):
         raise _error(f"node {node.name!r} ({node.op_type}) produced {len(results)} outputs for "
                      f"{len(node.outputs)} declared")
@@ -98,6 +100,6 @@ def check_produced(graph: Graph, node: Node, results: Sequence) -> None:
         if t.shape is not None and all(d is not None for d in t.shape) and shape != tuple(t.shape):
             raise _error(f"node {node.name!r} ({node.op_type}) computes {list(shape)} for {name!r}, but the model "
                          f"declares {list(t.shape)}: the file's shapes contradict its operators")
-        if dtype is not None and np.dtype(dtype) != np.dtype(t.dtype):
+        if dtypes and dtype is not None and np.dtype(dtype) != np.dtype(t.dtype):
             raise _error(f"node {node.name!r} ({node.op_type}) computes {np.dtype(dtype).name} for {name!r}, but "
                          f"the model declares {np.dtype(t.dtype).name}")

@@ -146,6 +146,8 @@ class ExecutionPlan:
         self.input_slots = tuple(self.slot[k] for k in graph.inputs)
         self.output_slots = tuple((k, self.slot[k]) for k in graph.outputs)
         self._verified = False  # the first run checks every integer output against the graph
+        # a .tflite's float islands too (shapes): the file declares every tensor's shape
+        self._declared_float_shapes = graph.metadata.get("source") == "tflite"
 
     def new_slots(self) -> list:
         """A fresh slot list with the constants in place."""
@@ -177,8 +179,8 @@ class ExecutionPlan:
             verify = not self._verified
             for i, step in enumerate(self.steps):
                 res = step.run(*[slots[a] for a in step.args])
-                if verify and step.integer:
-                    check_produced(self.graph, self.graph.nodes[i], res)
+                if verify and (step.integer or self._declared_float_shapes):
+                    check_produced(self.graph, self.graph.nodes[i], res, dtypes=step.integer)
                 for o, v in zip(step.outs, res):
                     if o > 0:
                         slots[o] = v

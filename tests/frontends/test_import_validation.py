@@ -272,3 +272,17 @@ def test_a_per_tensor_scale_with_a_quantized_dimension_is_refused():
     sub.tensors[k].quantization.quantizedDimension = 2
     with pytest.raises(TfliteImportError, match="quantized_dimension 2"):
         intq.load(pack(m))
+
+
+def test_a_float_island_computing_another_shape_than_declared_is_refused():
+    """A COS between DEQUANTIZE and QUANTIZE declared [1, 8, 8] but computing [1, 8, 8, 8]: LiteRT
+    resizes, TFLite Micro computes on the declared shape (fuzz campaign seed 2026 case 5449: intq
+    followed LiteRT and differed from TFLite Micro on the tflite target). Refused at the first run."""
+    m = unpack(_tflite("float_islands_int8.tflite"))
+    sub = m.subgraphs[0]
+    cos = next(op for op in sub.operators if m.operatorCodes[op.opcodeIndex].builtinCode == 108)  # COS
+    t = sub.tensors[int(cos.outputs[0])]
+    t.shape, t.shapeSignature = np.array(list(t.shape)[:-1], np.int32), None
+    g = intq.load(pack(m))
+    with pytest.raises(intq.IntqError, match=r"\(Cos\) computes .* but the model declares"):
+        intq.Interpreter(g, target="tflite").run({g.inputs[0]: np.zeros(g.tensors[g.inputs[0]].shape, np.float32)})
