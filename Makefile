@@ -15,19 +15,19 @@ $(STAMP): pyproject.toml | $(PY)
 	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[test]'
 	touch $@
 
+# tools/install_test_tools.sh: best effort (apt-get as root when clang, the ARM toolchain or QEMU is
+# missing; INTQ_NO_APT=1 skips it); tests needing a missing tool skip and say why.
 test: $(STAMP)
+	-@sh tools/install_test_tools.sh
 	$(PY) -m pytest -q
 
 demo: $(STAMP)
 	$(VENV)/bin/intq demo --output out/digits_int8.tflite --force
 
-# The C backend on Cortex-M (tests/export/c/test_mcu.py, skipped by `make test` without these):
-# Debian's ARM cross toolchain, newlib and QEMU; installs them with apt-get when missing (root).
-MCU_PACKAGES := gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm
+# The C backend on Cortex-M (tests/export/c/test_mcu.py): Debian's ARM cross toolchain, newlib and
+# QEMU (and clang with UBSan), installed with apt-get when missing; fails if they cannot be.
 mcu-toolchain:
-	@if command -v arm-none-eabi-gcc >/dev/null && command -v qemu-system-arm >/dev/null \
-	    && [ -e /usr/lib/arm-none-eabi/newlib/libc.a ]; then echo "ARM toolchain and QEMU present"; \
-	else apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $(MCU_PACKAGES); fi
+	sh tools/install_test_tools.sh --required
 
 test-mcu: $(STAMP) mcu-toolchain
 	$(PY) -m pytest -q -rs tests/export/c/test_mcu.py

@@ -252,6 +252,39 @@ def ort_column(method: str) -> Callable[[Case], np.ndarray]:
     return run
 
 
+TPU_MLIR_MODELS = Path(os.environ.get("INTQ_TPU_MLIR_MODELS", Path.home() / ".cache" / "intq-tpu-mlir"))
+
+
+def tpu_mlir_column(kind: str) -> Callable[[Case], np.ndarray]:
+    """TPU-MLIR 1.30.2's own int8 model of the case (BM1684X, ``kind`` "sym" or "asym"), calibrated by
+    TPU-MLIR (KL + auto-tune) on the case's calibration samples: ``tools/make_tpu_mlir_fixtures.py
+    --accuracy`` writes it to :data:`TPU_MLIR_MODELS`. Run by intq's ``tpu-mlir`` target (bit-exact
+    with TPU-MLIR's interpreter: ``tests/frontends/test_tpu_mlir*.py``), after checking it equals the
+    interpreter's outputs on the first evaluation samples the tool ran it on."""
+
+    def run(case: Case) -> np.ndarray:
+        import intq
+        from intq.frontends.tpu_mlir import load_tpu_mlir
+
+        folder = TPU_MLIR_MODELS / case.name.split()[0]
+        variant = f"{folder.name}_bm1684x_int8_{kind}"
+        if not (folder / f"{variant}_tpu.mlir").exists():
+            raise NotApplicable(f"no TPU-MLIR model in {folder} (tools/make_tpu_mlir_fixtures.py --accuracy)")
+        graph = load_tpu_mlir(folder / f"{variant}_tpu.mlir")
+        it = intq.Interpreter(graph, target="tpu-mlir")
+        (name,), out = graph.inputs, graph.outputs[0]
+        with np.load(folder / f"{variant}_check.npz") as check:
+            for k, x in enumerate(check["inputs"]):  # each [1, ...]
+                got = it.run({name: x})[out]
+                if not np.array_equal(got.reshape(check[f"output:{out}"][k].shape), check[f"output:{out}"][k]):
+                    raise RuntimeError(f"{variant}: intq differs from TPU-MLIR's interpreter on evaluation sample {k}")
+        preds = [np.asarray(it.run({name: x[None]})[out], np.float64)
+                 for feed in case.evals for x in next(iter(feed.values()))]
+        return np.concatenate(preds)
+
+    return run
+
+
 #: (column title, function). Append to add a column (e.g. another toolchain).
 COLUMNS: list[tuple[str, Callable[[Case], np.ndarray]]] = [
     ("intq default (minmax)", intq_column("minmax")),
@@ -264,6 +297,8 @@ COLUMNS: list[tuple[str, Callable[[Case], np.ndarray]]] = [
     ("TFLite converter", tflite_converter),
     ("ORT MinMax", ort_column("MinMax")),
     ("ORT Percentile", ort_column("Percentile")),
+    ("TPU-MLIR sym (KL + tune)", tpu_mlir_column("sym")),
+    ("TPU-MLIR asym", tpu_mlir_column("asym")),
 ]
 
 

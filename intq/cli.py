@@ -1050,7 +1050,10 @@ def build_parser() -> argparse.ArgumentParser:
     x.add_argument("--prefix", default="model", help="the C names' prefix and the files' stem (default model)")
     x.add_argument("--arena-limit", metavar="BYTES", help="refuse a plan whose arena exceeds BYTES (e.g. 64k)")
     x.add_argument("--force", action="store_true", help="overwrite existing files")
-    x.set_defaults(func=cmd_export, target="tflite")
+    x.add_argument("--target", default="tflite", choices=("tflite", "litert-ref"),
+                   help="the runtime the C equals bit for bit: tflite (TensorFlow Lite Micro, default) or "
+                   "litert-ref (LiteRT's reference kernels)")
+    x.set_defaults(func=cmd_export)
     return parser
 
 

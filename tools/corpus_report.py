@@ -254,10 +254,11 @@ def markdown(rows: list[Row], entries: dict[str, Entry], origins: dict[str, dict
             "map (about 1e-7) and selfie segmentation's mask (about 1e-10) are near zero everywhere (0.0 dB), "
             "silero-vad's speech probability on noise is about 0.01 and 8 calibration samples of noise do not "
             "span it on other noise (2.2 dB); streaming and int8 files are run as they are (no SQNR). "
-            "ppocr_rec_v4's 10 dB is measured loss: its PPLCNetV3 backbone follows every convolution and "
-            "activation with a learnable scalar Mul and Add (each an int8 requantization; about 15 dB by the "
-            "backbone's end), then SVTR's decomposed LayerNorms and attention lose the rest "
-            "(`intq compare` ranks the layers).\n\n")
+            "ppocr_rec_v4's SQNR is measured loss: its PPLCNetV3 backbone follows every convolution and "
+            "activation with a learnable scalar Mul and Add; the conversion passes fold those next to a "
+            "convolution into its weights and bias (10 dB before they did, 19 dB since), the others remain int8 requantizations, "
+            "and SVTR's decomposed LayerNorms and attention lose the rest (`intq compare` ranks the layers; "
+            "`--precision` keeps regions in int16, docs/accuracy.md).\n\n")
     table = ["| model | format | task | exporter | import | float parity | quantize | SQNR dB (worst output) | "
              "top-1 agree | LiteRT BUILTIN_REF == litert-ref | TFLM == tflite | s |",
              "|---|---|---|---|---|---|---|---|---|---|---|---:|"]

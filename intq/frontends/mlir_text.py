@@ -14,8 +14,9 @@ Supported: one ``func.func @main`` whose body is a flat list of single-result or
 integers and floats (``1 : i64``, ``-1.0e+00 : f64``), booleans, strings, arrays, dictionaries,
 ``unit`` and dialect enums (``#tpu<round_mode HalfUp>`` -> ``"HalfUp"``); tensor types with a
 float, integer (``si8``, ``ui8``, ``i32``...) or quantized element (``!quant.uniform<u8:f32, S>``,
-``<i8:f32, S:Z>``, ``!quant.calibrated<f32<lo:hi>>``) and ``none``. Anything else (an op with a
-region, an unparsable line) raises :class:`MlirParseError` naming the file and line.
+``<i8:f32, S:Z>``, ``<i8:f16, S:Z>``, ``!quant.calibrated<f32<lo:hi>>``, ``<f16<lo:hi>>``) and
+``none``. Anything else (an op with a region, an unparsable line) raises :class:`MlirParseError`
+naming the file and line.
 """
 
 from __future__ import annotations
@@ -50,7 +51,9 @@ class Calibrated:
 
 @dataclass(frozen=True)
 class MlirType:
-    """A tensor type (``shape``, ``element`` such as ``f32``/``si8``/``i32``, optional ``quant``) or ``none``."""
+    """A tensor type (``shape``, ``element`` such as ``f32``/``f16``/``si8``/``i32``, optional ``quant``) or
+    ``none``. For a quantized or calibrated tensor ``element`` is the *expressed* float type (``f32``,
+    or ``f16`` where TPU-MLIR computes the quantization step in half precision)."""
 
     shape: tuple[int, ...] | None  # None for ``none``
     element: str = ""
@@ -257,8 +260,8 @@ def _type(c: _Cursor) -> MlirType:
     raise c.error(f"expected a tensor type, found {v!r}")
 
 
-_UNIFORM = re.compile(r"^!quant\.uniform<(?P<st>[a-z]+\d+):f32,(?P<scale>[^:>]+)(?::(?P<zp>[-+]?\d+))?>$")
-_CALIB = re.compile(r"^!quant\.calibrated<f32<(?P<lo>[^:]+):(?P<hi>[^>]+)>>$")
+_UNIFORM = re.compile(r"^!quant\.uniform<(?P<st>[a-z]+\d+):(?P<ex>f32|f16),(?P<scale>[^:>]+)(?::(?P<zp>[-+]?\d+))?>$")
+_CALIB = re.compile(r"^!quant\.calibrated<(?P<ex>f32|f16)<(?P<lo>[^:]+):(?P<hi>[^>]+)>>$")
 
 
 def parse_tensor_body(body: str, c: _Cursor | None = None) -> MlirType:
@@ -278,12 +281,12 @@ def parse_tensor_body(body: str, c: _Cursor | None = None) -> MlirType:
             raise (c.error(f"unsupported quantized type {rest!r} (per-axis types are not read)") if c
                    else MlirParseError(rest))
         q = UniformQuant(m.group("st"), float(m.group("scale")), int(m.group("zp") or 0))
-        return MlirType(tuple(dims), "f32", q)
+        return MlirType(tuple(dims), m.group("ex"), q)
     if rest.startswith("!quant.calibrated"):
         m = _CALIB.match(rest)
         if m is None:
             raise (c.error(f"unsupported calibrated type {rest!r}") if c else MlirParseError(rest))
-        return MlirType(tuple(dims), "f32", Calibrated(float(m.group("lo")), float(m.group("hi"))))
+        return MlirType(tuple(dims), m.group("ex"), Calibrated(float(m.group("lo")), float(m.group("hi"))))
     if not re.fullmatch(r"[a-z]+\d+", rest):
         raise (c.error(f"unsupported element type {rest!r}") if c else MlirParseError(rest))
     return MlirType(tuple(dims), rest)

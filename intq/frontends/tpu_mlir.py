@@ -57,7 +57,7 @@ import numpy as np
 from intq.errors import IntqError, UnsupportedOperatorError
 from intq.frontends.mlir_text import Calibrated, MlirModule, MlirOp, MlirType, UniformQuant, parse_module
 from intq.ir import Graph, Node, Tensor
-from intq.qmath import QuantParams
+from intq.qmath import QuantParams, Rounding, tpu_mlir_multiply_rshift
 
 __all__ = ["load_tpu_mlir", "TpuMlirImportError", "ROUND_MODES"]
 
@@ -77,7 +77,7 @@ ROUND_MODES = {
 
 _STORAGE = {"u8": np.uint8, "ui8": np.uint8, "i8": np.int8, "si8": np.int8, "i16": np.int16, "si16": np.int16,
             "u16": np.uint16, "ui16": np.uint16, "i32": np.int32, "si32": np.int32, "ui32": np.uint32,
-            "f32": np.float32}
+            "f32": np.float32, "f16": np.float16}
 
 
 class TpuMlirImportError(IntqError, ValueError):
@@ -252,6 +252,8 @@ def _weight(op: MlirOp, b: _Builder) -> None:
         raise b.error(op, f"weights of element type {t.storage!r} are not read")
     if data.size != int(np.prod(t.shape)):
         raise b.error(op, f"the weight file's {op.loc!r} has {data.size} values, the type {list(t.shape)}")
+    if dtype == np.float16 and data.dtype == np.uint16:  # TPU-MLIR stores f16 weights as their bits
+        data = data.view(np.float16)
     data = data.astype(dtype, copy=False).reshape(t.shape)
     name = b.unique(op.loc)
     b.tensors[name] = Tensor(name, data=data)
@@ -263,23 +265,36 @@ def _none(op: MlirOp, b: _Builder) -> None:
 
 
 def _cast(op: MlirOp, b: _Builder) -> None:
+    """``tpu.Cast``: float -> integer (QUANTIZE), integer -> float (DEQUANTIZE), integer -> integer
+    (QUANTIZE), and the half-precision casts of TPU-MLIR's float16 islands (float32 -> float16:
+    QUANTIZE, float16 -> float32: DEQUANTIZE); ``tpu_expressed`` names the quantized type's
+    expressed float type (f32, or f16: TPU-MLIR then computes the step in half precision)."""
     src, dst = op.operand_types[0], op.result_types[0]
     x = b.value(op, op.operands[0])
     src_q, dst_q = isinstance(src.quant, UniformQuant), isinstance(dst.quant, UniformQuant)
+    floats = ("f32", "f16")
     attrs = {"tpu_round_mode": _round_mode(op, b)}
-    if not src_q and dst_q and src.storage == "f32":
+    if not src_q and dst_q and src.storage in floats:
         out = b.define(op, 0, x.perm)
-        b.node("QUANTIZE", op.loc, (x.name,), (out,), attrs)
-    elif src_q and not dst_q and dst.storage == "f32":
-        x = _Value(b.in_layout(op, op.operands[0], None))  # float results leave in TPU-MLIR's layout
-        out = b.define(op, 0, None)
-        b.node("DEQUANTIZE", op.loc, (x.name,), (out,), attrs)
+        b.node("QUANTIZE", op.loc, (x.name,), (out,), {**attrs, "tpu_expressed": dst.element})
+    elif src_q and not dst_q and dst.storage in floats:
+        perm = x.perm if dst.storage == "f16" else None  # float32 results leave in TPU-MLIR's layout
+        x = _Value(b.in_layout(op, op.operands[0], perm))
+        out = b.define(op, 0, perm)
+        b.node("DEQUANTIZE", op.loc, (x.name,), (out,), {**attrs, "tpu_expressed": src.element})
     elif src_q and dst_q:
         out = b.define(op, 0, x.perm)
         b.node("QUANTIZE", op.loc, (x.name,), (out,), attrs)
+    elif (src.storage, dst.storage) == ("f32", "f16"):
+        out = b.define(op, 0, x.perm)
+        b.node("QUANTIZE", op.loc, (x.name,), (out,), attrs)
+    elif (src.storage, dst.storage) == ("f16", "f32"):
+        x = _Value(b.in_layout(op, op.operands[0], None))
+        out = b.define(op, 0, None)
+        b.node("DEQUANTIZE", op.loc, (x.name,), (out,), attrs)
     else:
         raise b.error(op, f"a cast from {src.storage} to {dst.storage} is not supported (intq reads float <-> "
-                          "integer and integer -> integer casts)")
+                          "integer, integer -> integer and float32 <-> float16 casts)")
 
 
 def _conv(op: MlirOp, b: _Builder) -> None:
@@ -366,9 +381,11 @@ def _matmul(op: MlirOp, b: _Builder) -> None:
 
 def _pool(op: MlirOp, b: _Builder) -> None:
     x_t, y_t = op.operand_types[0], op.result_types[0]
-    _quantized(op, b, x_t, "the input")
-    _quantized(op, b, y_t, "the output")
     mode = _expect(op, b, "pool_mode", ("Max", "Avg"))
+    float32 = mode == "Avg" and x_t.storage == y_t.storage == "f32"  # left in float32 (asymmetric models)
+    if not float32:
+        _quantized(op, b, x_t, "the input")
+        _quantized(op, b, y_t, "the output")
     if op.attrs.get("is_adaptive", False) or op.attrs.get("ceil_mode", False):
         raise b.error(op, "adaptive and ceil-mode pooling are not supported")
     if len(x_t.shape) != 4:
@@ -394,8 +411,9 @@ def _pool(op: MlirOp, b: _Builder) -> None:
     n, c = x_t.shape[0], x_t.shape[1]
     pooled = b.unique(f"{op.loc}/4d")
     q = y_t.quant
-    b.tensors[pooled] = Tensor(pooled, dtype=_STORAGE[q.storage], shape=(n, 1, 1, c),
-                               qparams=QuantParams(q.scale, q.zero_point, _STORAGE[q.storage]))
+    b.tensors[pooled] = Tensor(pooled, dtype=np.float32, shape=(n, 1, 1, c)) if float32 else \
+        Tensor(pooled, dtype=_STORAGE[q.storage], shape=(n, 1, 1, c),
+               qparams=QuantParams(q.scale, q.zero_point, _STORAGE[q.storage]))
     b.node("MAX_POOL_2D" if mode == "Max" else "AVERAGE_POOL_2D", op.loc, (x,), (pooled,), attrs)
     out = b.define(op, 0, None)
     shape = b.constant(f"{op.loc}/shape", np.array(y_t.shape, np.int32))
@@ -403,6 +421,8 @@ def _pool(op: MlirOp, b: _Builder) -> None:
 
 
 def _reshape(op: MlirOp, b: _Builder) -> None:
+    """``tpu.Reshape``, ``tpu.Squeeze``, ``tpu.Unsqueeze``: RESHAPE to the result type's shape, in
+    TPU-MLIR's element order."""
     x = b.in_layout(op, op.operands[0], None)
     out = b.define(op, 0, None)
     shape = b.constant(f"{op.loc}/shape", np.array(op.result_types[0].shape, np.int32))
@@ -457,17 +477,27 @@ def _lut(op: MlirOp, b: _Builder) -> None:
 
 
 def _softmax(op: MlirOp, b: _Builder) -> None:
-    _quantized(op, b, op.operand_types[0], "the input")
-    _quantized(op, b, op.result_types[0], "the output")
+    """``tpu.Softmax``: int8 with its float exp table, or float (TPU-MLIR keeps some softmaxes of its
+    int8 models in float16 or float32): SOFTMAX along ``tpu_axis`` (:mod:`intq.kernels.tpu_mlir.softmax`)."""
     if op.attrs.get("log", False):
         raise b.error(op, "log-softmax is not supported")
+    x_t, y_t = op.operand_types[0], op.result_types[0]
+    rank = len(y_t.shape)
+    axis = int(op.attrs.get("axis", rank - 1)) % rank
+    if x_t.storage == y_t.storage and x_t.storage in ("f16", "f32"):
+        if any(not t.is_none for t in op.operand_types[1:]) or float(op.attrs.get("beta", 1.0)) != 1.0:
+            raise b.error(op, "a float softmax with tables or beta != 1 is not read")
+        v = b.value(op, op.operands[0])
+        out = b.define(op, 0, v.perm)
+        b.node("SOFTMAX", op.loc, (v.name,), (out,), {"tpu_axis": v.perm.index(axis) if v.perm else axis})
+        return
+    _quantized(op, b, x_t, "the input")
+    _quantized(op, b, y_t, "the output")
     if any(not t.is_none for t in op.operand_types[2:]):
         raise b.error(op, "the int8 softmax with extra tables (buffer, reciprocal) is not read")
     table = b.weight(op, op.operands[1]).reshape(-1)
     x = b.in_layout(op, op.operands[0], None)
     out = b.define(op, 0, None)
-    rank = len(op.result_types[0].shape)
-    axis = int(op.attrs.get("axis", rank - 1)) % rank
     t_name = b.constant(f"{op.loc}/exp_table", table.astype(np.float32))
     b.node("SOFTMAX", op.loc, (x, t_name), (out,),
            {"beta": float(op.attrs.get("beta", 1.0)), "tpu_axis": axis, "tpu_round_mode": _round_mode(op, b)})
@@ -563,8 +593,14 @@ def _as_table(op: MlirOp, b: _Builder, table: np.ndarray) -> None:
 
 def _relu_op(op: MlirOp, b: _Builder) -> None:
     """``tpu.Relu`` on quantized data: ``max(q, 0)`` (and ``min(q, relu_limit)``) on the stored value,
-    input and output on the same parameters — a table."""
+    input and output on the same parameters — a table. On float32 (asymmetric models keep some
+    ReLUs after a cast to float32): RELU, computed as TPU-MLIR does (:mod:`intq.kernels.tpu_mlir.activation`)."""
     x_t, y_t = op.operand_types[0], op.result_types[0]
+    if x_t.storage == "f32" and y_t.storage == "f32":
+        v = b.value(op, op.operands[0])
+        out = b.define(op, 0, v.perm)
+        b.node("RELU", op.loc, (v.name,), (out,), {"tpu_relu_limit": float(op.attrs.get("relu_limit", -1.0))})
+        return
     qx, qy = _quantized(op, b, x_t, "the input"), _quantized(op, b, y_t, "the output")
     if (qx.storage, qx.scale, qx.zero_point) != (qy.storage, qy.scale, qy.zero_point) or qx.zero_point != 0:
         raise b.error(op, "a ReLU between different parameters (or off zero point 0) is not read")
@@ -573,6 +609,160 @@ def _relu_op(op: MlirOp, b: _Builder) -> None:
     if limit > 0:
         v = np.minimum(v, int(limit))
     _as_table(op, b, v)
+
+
+def _leaky_relu(op: MlirOp, b: _Builder) -> None:
+    """``tpu.LeakyRelu`` in symmetric models (``LeakyRelu.cpp``): ``x >= 0 ? x :
+    RightShiftRound(x m, rshift, HALF_UP)`` (``applyMultiplierAndRShift``'s default rounding: the op's
+    ``round_mode`` is not passed), saturated — a table of the 256 inputs. On float16/float32 (the
+    asymmetric models keep it there): LEAKY_RELU with its ``alpha``."""
+    x_t, y_t = op.operand_types[0], op.result_types[0]
+    if x_t.storage == y_t.storage and x_t.storage in ("f16", "f32"):  # asymmetric models: kept in float
+        if "alpha" not in op.attrs:
+            raise b.error(op, "a float LeakyRelu needs its alpha")
+        v = b.value(op, op.operands[0])
+        out = b.define(op, 0, v.perm)
+        b.node("LEAKY_RELU", op.loc, (v.name,), (out,), {"alpha": float(op.attrs["alpha"])})
+        return
+    qx, qy = _quantized(op, b, x_t, "the input"), _quantized(op, b, y_t, "the output")
+    if "multiplier" not in op.attrs or qx.zero_point != 0 or qy.zero_point != 0:
+        raise b.error(op, "only the symmetric int8 form (multiplier/rshift, zero points 0) is read")
+    m, rshift = _ints(op, b, "multiplier")[0], _ints(op, b, "rshift")[0]
+    x = _byte_values(x_t)
+    _as_table(op, b, np.where(x >= 0, x, tpu_mlir_multiply_rshift(x, m, rshift, Rounding.HALF_UP)))
+
+
+def _prelu(op: MlirOp, b: _Builder) -> None:
+    """``tpu.PReluOp``: in symmetric int8 models PRELU with the per-channel int8 slopes (axis 1) and
+    one ``rshift``; in float16 (TPU-MLIR's asymmetric models keep it there) PRELU on float16 with
+    float16 slopes (:mod:`intq.kernels.tpu_mlir.activation`)."""
+    x_t, y_t = op.operand_types[0], op.result_types[0]
+    half = x_t.storage == y_t.storage == "f16"
+    if not half:
+        qx, qy = _quantized(op, b, x_t, "the input"), _quantized(op, b, y_t, "the output")
+        if (qx.storage, qx.scale, qx.zero_point) != (qy.storage, qy.scale, qy.zero_point) or qx.zero_point != 0:
+            raise b.error(op, "only the symmetric int8 form (input and output on the same parameters, zero point 0) "
+                              "and float16 are read")
+    slope = b.weight(op, op.operands[1])
+    rank = len(x_t.shape)
+    channels = x_t.shape[1] if rank > 1 else 1
+    if slope.dtype != (np.float16 if half else np.int8) or slope.size not in (1, channels):
+        raise b.error(op, f"the slope must be {'float16' if half else 'int8'} with one value per channel, got "
+                          f"{slope.dtype.name} {list(slope.shape)}")
+    if rank not in (2, 4):
+        raise b.error(op, f"rank-{rank} inputs are not read (intq reads [N, C] and NCHW)")
+    perm = NHWC if rank == 4 else None  # channels last either way
+    x = b.in_layout(op, op.operands[0], perm)
+    out = b.define(op, 0, perm)
+    attrs = {} if half else {"tpu_rshift": _ints(op, b, "rshift")[0]}
+    b.node("PRELU", op.loc, (x, b.constant(f"{op.loc}/slope", slope.reshape(-1).copy())), (out,), attrs)
+
+
+def _permute(op: MlirOp, b: _Builder) -> None:
+    """``tpu.Permute``: TRANSPOSE; the result is carried NHWC when it is rank 4 (a spatial op will
+    want it so), composed with where the input's intq array already is."""
+    order = _ints(op, b, "order")
+    if any(not t.is_none for t in op.operand_types[1:]):
+        raise b.error(op, "a permute with a buffer operand is not read")
+    v = b.value(op, op.operands[0])
+    rank = len(order)
+    if sorted(order) != list(range(rank)):
+        raise b.error(op, f"order {list(order)} is not a permutation")
+    want = NHWC if rank == 4 else tuple(range(rank))  # the output's intq array = tpu_out.transpose(want)
+    cur = v.perm or tuple(range(rank))  # the input's intq array = tpu_in.transpose(cur)
+    inv = np.argsort(cur)
+    rel = tuple(int(inv[order[w]]) for w in want)  # tpu_out.transpose(want) = tpu_in.transpose(order[want])
+    out = b.define(op, 0, NHWC if rank == 4 else None)
+    b.node("TRANSPOSE", op.loc, (v.name, b.constant(f"{op.loc}/perm", np.array(rel, np.int32))), (out,))
+
+
+def _add_const(op: MlirOp, b: _Builder) -> None:
+    """``tpu.AddConst`` on 8-bit data (``AddConst.cpp``): ``v = double((x - Z_x) m) + const_val``,
+    truncated to an integer (``applyMultiplierAndRShift`` takes an int64), ``RightShiftRound(v,
+    rshift, HALF_UP)``, ``do_relu``, saturated. The input has 256 values: a table of that arithmetic.
+    On float16/float32 (asymmetric models keep it there): ADD of the float64 ``const_val``
+    (:mod:`intq.kernels.tpu_mlir.eltwise`)."""
+    x_t, y_t = op.operand_types[0], op.result_types[0]
+    if x_t.storage == y_t.storage and x_t.storage in ("f16", "f32"):  # asymmetric models: kept in float
+        v = b.value(op, op.operands[0])
+        out = b.define(op, 0, v.perm)
+        const = b.constant(f"{op.loc}/const_val", np.array([float(op.attrs.get("const_val", 0.0))], np.float64))
+        b.node("ADD", op.loc, (v.name, const), (out,), _relu(op, b))
+        return
+    qx = _quantized(op, b, x_t, "the input")
+    _quantized(op, b, y_t, "the output")
+    if x_t.storage not in ("i8", "si8", "u8", "ui8"):
+        raise b.error(op, f"only 8-bit inputs are read, got {x_t.storage}")
+    if float(op.attrs.get("relu_limit", -1.0)) > 0:
+        raise b.error(op, "do_relu with a relu_limit is not supported")
+    m, rshift = _ints(op, b, "multiplier")[0], _ints(op, b, "rshift")[0]
+    const = float(op.attrs.get("const_val", 0.0))
+    scaled = tpu_mlir_multiply_rshift(_byte_values(x_t) - qx.zero_point, m, 0, Rounding.HALF_UP)
+    v = np.trunc(scaled.astype(np.float64) + const).astype(np.int64)  # double -> int64 converts toward zero
+    v = tpu_mlir_multiply_rshift(v, 1, rshift, Rounding.HALF_UP)
+    if op.attrs.get("do_relu", False):
+        v = np.maximum(v, 0)
+    _as_table(op, b, v)
+
+
+def _deconv(op: MlirOp, b: _Builder) -> None:
+    """``tpu.Deconv`` with TPU-MLIR's raw int32 result (a ``tpu.RequantIntAxis`` follows):
+    TRANSPOSE_CONV (inputs output_shape, weights [O, KH, KW, I], input, bias) under ``tpu-mlir``."""
+    x_t, w_t, y_t = op.operand_types[0], op.operand_types[1], op.result_types[0]
+    _quantized(op, b, x_t, "the input")
+    if y_t.quant is not None or y_t.storage != "i32":
+        raise b.error(op, f"only the int32 (un-requantized) output is read, got {y_t.storage}")
+    if len(x_t.shape) != 4 or len(w_t.shape) != 4:
+        raise b.error(op, f"only 2-D deconvolutions on NCHW tensors are read, got input {list(x_t.shape)}")
+    if int(op.attrs.get("group", 1)) != 1:
+        raise b.error(op, f"group = {op.attrs.get('group')} is not supported (intq reads group 1)")
+    if _ints(op, b, "dilations", [1, 1]) != (1, 1) or _ints(op, b, "output_padding", [0, 0]) != (0, 0):
+        raise b.error(op, "dilations and output_padding other than 1 and 0 are not supported")
+    if op.attrs.get("dynweight_reorderd", False):
+        raise b.error(op, "dynweight_reorderd = true is not supported")
+    w = b.weight(op, op.operands[1])  # [O, I, KH, KW]
+    c_out, c_in, kh, kw = w.shape
+    if (kh, kw) != _ints(op, b, "kernel_shape") or c_in != x_t.shape[1]:
+        raise b.error(op, f"the filter {list(w.shape)} does not fit kernel_shape {op.attrs.get('kernel_shape')} "
+                          f"and {x_t.shape[1]} input channels")
+    strides, pads = _ints(op, b, "strides"), _ints(op, b, "pads")
+    w_name = b.constant(b.tensors[b.value(op, op.operands[1]).name].name + "/ohwi",
+                        np.ascontiguousarray(w.transpose(0, 2, 3, 1)))
+    inputs = [b.constant(f"{op.loc}/output_shape", np.array([y_t.shape[i] for i in NHWC], np.int32)), w_name]
+    x = b.in_layout(op, op.operands[0], NHWC)
+    inputs.append(x)
+    if op.attrs.get("with_bias", False):
+        bias = b.weight(op, op.operands[2]).reshape(-1)
+        if bias.size != c_out or bias.dtype != np.int32:
+            raise b.error(op, f"bias must be int32 [{c_out}], got {bias.dtype.name} {bias.size}")
+        inputs.append(b.constant(b.tensors[b.value(op, op.operands[2]).name].name + "/flat", bias))
+    out = b.define(op, 0, NHWC)
+    attrs = {"padding": "EXPLICIT", "stride_h": strides[0], "stride_w": strides[1], "tpu_pads": pads, **_relu(op, b)}
+    b.node("TRANSPOSE_CONV", op.loc, inputs, (out,), attrs)
+
+
+def _requant_int_axis(op: MlirOp, b: _Builder) -> None:
+    """``tpu.RequantIntAxis``: a per-channel integer rescale whose constant operand holds ``(m_c,
+    -rshift_c, Z_c)`` per channel (BM1684X's layout): QUANTIZE (integer -> integer) with per-channel
+    ``tpu_multiplier``/``tpu_rshift`` along ``tpu_axis``."""
+    x_t, y_t = op.operand_types[0], op.result_types[0]
+    q = _quantized(op, b, y_t, "the output")
+    _expect(op, b, "quant_mode", ("MultiplierShift",))
+    if op.attrs.get("fuse_rq_axis", False):
+        raise b.error(op, "fuse_rq_axis = true is not supported")
+    rank = len(y_t.shape)
+    axis = int(op.attrs.get("rq_axis", 1)) % rank
+    table = b.weight(op, op.operands[1]).reshape(-1, 3).astype(np.int64)
+    channels = y_t.shape[axis]
+    if table.shape[0] != channels:
+        raise b.error(op, f"the quantization table has {table.shape[0]} rows for {channels} channels")
+    if np.any(table[:, 2] != q.zero_point):
+        raise b.error(op, "per-channel output zero points other than the output type's are not supported")
+    v = b.value(op, op.operands[0])
+    out = b.define(op, 0, v.perm)
+    attrs = {"tpu_multiplier": tuple(int(m) for m in table[:, 0]), "tpu_rshift": tuple(int(-s) for s in table[:, 1]),
+             "tpu_axis": v.perm.index(axis) if v.perm is not None else axis, "tpu_round_mode": _round_mode(op, b)}
+    b.node("QUANTIZE", op.loc, (v.name,), (out,), attrs)
 
 
 HANDLERS = {
@@ -584,6 +774,8 @@ HANDLERS = {
     "tpu.MatMul": _matmul,
     "tpu.Pool2D": _pool,
     "tpu.Reshape": _reshape,
+    "tpu.Squeeze": _reshape,  # (axes: the result type says the shape; the same data in the same order)
+    "tpu.Unsqueeze": _reshape,
     "tpu.Add": _add,
     "tpu.Mul": _mul,
     "tpu.Lut": _lut,
@@ -594,6 +786,12 @@ HANDLERS = {
     "tpu.MulShift": _mulshift,
     "tpu.RequantInt": _mulshift,
     "tpu.Relu": _relu_op,
+    "tpu.AddConst": _add_const,
+    "tpu.LeakyRelu": _leaky_relu,
+    "tpu.PReluOp": _prelu,
+    "tpu.Permute": _permute,
+    "tpu.Deconv": _deconv,
+    "tpu.RequantIntAxis": _requant_int_axis,
 }
 
 

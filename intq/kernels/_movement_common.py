@@ -64,8 +64,15 @@ def unsupported(ctx: KernelContext, what: str) -> KernelError:
 
 def check_dtype(ctx: KernelContext, t: Tensor, what: str, litert: Sequence[np.dtype],
                 tflm: Sequence[np.dtype]) -> np.dtype:
-    """``t``'s dtype, which the target's runtime must support for this operator."""
+    """``t``'s dtype, which the target's runtime must support for this operator. ``tpu-mlir`` moves
+    float32 and float16 data too (its int8 models keep float islands: a reshape before an input's
+    cast, an asymmetric model's float pooling, float16 PReLUs, and intq's own layout transposes
+    around them)."""
+    from intq.kernels.targets import Runtime
+
     allowed = litert if runtime(ctx) == LITERT else tflm
+    if ctx.target.runtime is Runtime.TPU_MLIR:
+        allowed = (*allowed, np.dtype(np.float32), np.dtype(np.float16))
     if t.dtype not in allowed:
         names = ", ".join(np.dtype(d).name for d in allowed) or "nothing"
         raise unsupported(ctx, f"{what} {t.name!r} of dtype {t.dtype.name} (it supports {names})")

@@ -203,6 +203,8 @@ def run(p: AddParams | OptimizedAddParams | XnnpackAdd | _ort.OrtBinaryLut, a, b
         return (_ort.lookup2(p, a, b),)
     if type(p) is tpu_mlir_eltwise.TpuMlirAddParams:
         return tpu_mlir_eltwise.run_add(p, a, b)
+    if type(p) is tpu_mlir_eltwise.TpuMlirFloatAddConstParams:
+        return tpu_mlir_eltwise.run_float_add_const(p, a)
     if isinstance(p, XnnpackAdd):
         return (run_xnnpack_add(p, a, b).reshape(np.broadcast_shapes(a.shape, b.shape)),)
     if isinstance(p, OptimizedAddParams):

@@ -64,5 +64,7 @@ def run(p: AveragePool2DParams | _ort.OrtAveragePool, x):
         return tpu_mlir_pool.run_avg(p, x)
     if type(p) is tpu_mlir_pool.TpuMlirFloatAvgPoolParams:
         return tpu_mlir_pool.run_avg_float(p, x)
+    if type(p) is tpu_mlir_pool.TpuMlirFloat32AvgPoolParams:
+        return tpu_mlir_pool.run_avg_float32(p, x)
     acc = window_reduce(p.pool.geometry, x.astype(np.int32), 0, np.add)  # |acc| < 2^31 (prepare)
     return (np.clip(rounded_average(acc, p.counts), p.pool.act_min, p.pool.act_max).astype(np.int8),)

@@ -61,6 +61,8 @@ def prepare(ctx: KernelContext) -> DequantizeParams:
 def run(p: DequantizeParams, x):
     if type(p) is tpu_mlir_cast.TpuMlirDequantizeParams:
         return tpu_mlir_cast.run_dequantize(p, x)
+    if type(p) is tpu_mlir_cast.TpuMlirFromHalfParams:
+        return tpu_mlir_cast.run_from_half(p, x)
     if not p.block:
         qp = p.input
         if not qp.per_axis and x.ndim:  # intq.qmath.dequantize in one compiled pass

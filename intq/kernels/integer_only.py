@@ -50,6 +50,21 @@ FLOAT_FUNCTIONS: dict[str, str] = {
         "TPU-MLIR's asymmetric (and unevenly padded) average pooling computes in float (tpu-mlir only)",
     "intq.kernels.tpu_mlir.softmax.run_float":
         "TPU-MLIR's int8 softmax computes in float32 on its exp table (tpu-mlir only)",
+    **{f"intq.kernels.tpu_mlir.{fn}": "a float op TPU-MLIR keeps in its int8 model (tpu-mlir only; FLOAT_OPS below)"
+       for fn in ("pool.run_avg_float32", "activation.run_float_relu", "activation.run_prelu_half",
+                  "activation.run_float_leaky_relu", "softmax.run_float_softmax", "eltwise.run_float_add_const")},
+}
+
+#: Parameter classes of kernel calls that are float operations of the model itself: ops TPU-MLIR leaves
+#: in float32 / float16 in its int8 models (mixed precision), run by intq as TPU-MLIR runs them, float
+#: in and float out. The trace skips such a call like the float boundary (counted in ``exempt_calls``).
+FLOAT_OPS: dict[str, str] = {
+    "intq.kernels.tpu_mlir.pool.TpuMlirFloat32AvgPoolParams": "tpu.AvgPool left in float32 (tpu-mlir only)",
+    "intq.kernels.tpu_mlir.activation.TpuMlirFloatReluParams": "tpu.Relu left in float32 (tpu-mlir only)",
+    "intq.kernels.tpu_mlir.activation.TpuMlirHalfPReluParams": "tpu.PRelu left in float16 (tpu-mlir only)",
+    "intq.kernels.tpu_mlir.activation.TpuMlirFloatLeakyReluParams": "tpu.LeakyRelu left in float32 (tpu-mlir only)",
+    "intq.kernels.tpu_mlir.softmax.TpuMlirFloatSoftmaxParams": "tpu.Softmax left in float32 (tpu-mlir only)",
+    "intq.kernels.tpu_mlir.eltwise.TpuMlirFloatAddConstParams": "tpu.AddConst left in float32 (tpu-mlir only)",
 }
 
 #: Parameter classes that may hold floats, read only by the functions above.

@@ -29,6 +29,9 @@ Otherwise LiteRT's kernel runs, which for LEAKY_RELU is the reference one (``lit
 Contract: int8 per-tensor input and output of the same shape; ``alpha`` a finite float
 (attribute, default 0.2). |v| <= 255: the multipliers may shift left by up to 22 bits.
 
+``tpu-mlir`` target: TPU-MLIR's float ``tpu.LeakyRelu`` (its asymmetric models keep LeakyReLU in
+float16; the symmetric int8 form is imported as a table), :mod:`intq.kernels.tpu_mlir.activation`.
+
 Run: the output depends on one int8, so prepare evaluates :func:`leaky_relu` (the integer
 arithmetic above) on all 256 values and run is a table lookup, bit for bit the same.
 """
@@ -59,6 +62,8 @@ from intq.kernels._elementwise_common import (
 )
 from intq.kernels import _ort
 from intq.kernels.base import KernelContext, kernel
+from intq.kernels.targets import Runtime as _Runtime
+from intq.kernels.tpu_mlir import activation as tpu_mlir_activation
 from intq.kernels.requantize import Requantizer, requantize
 
 OP = "LEAKY_RELU"
@@ -76,7 +81,9 @@ class LeakyReluParams:
 
 
 @kernel(OP)
-def prepare(ctx: KernelContext) -> LeakyReluParams:
+def prepare(ctx: KernelContext) -> LeakyReluParams | tpu_mlir_activation.TpuMlirFloatLeakyReluParams:
+    if ctx.target.runtime is _Runtime.TPU_MLIR:
+        return tpu_mlir_activation.prepare_float_leaky_relu(ctx)
     ctx.check_emulated()
     alpha = ctx.attr("alpha", 0.2)  # TFLite's LeakyReluOptions default
     if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not np.isfinite(alpha):
@@ -124,7 +131,9 @@ def leaky_relu(p: LeakyReluParams, x: np.ndarray) -> np.ndarray:
     return np.where(v >= 0, requantize(p.identity, v), negative)
 
 
-def run(p: LeakyReluParams | _ort.OrtLut, x):
+def run(p: LeakyReluParams | _ort.OrtLut | tpu_mlir_activation.TpuMlirFloatLeakyReluParams, x):
+    if type(p) is tpu_mlir_activation.TpuMlirFloatLeakyReluParams:
+        return tpu_mlir_activation.run_float_leaky_relu(p, x)
     if isinstance(p, _ort.OrtLut):
         return (_ort.lookup(p, x),)
     return (lookup(p.table, x),)

@@ -12,6 +12,9 @@ rounding); the result is clamped to int8. The targets differ in Prepare's arithm
 
 Contract: int8 per-tensor input, alpha and output; alpha may be a constant or a run-time input.
 |v| <= 255 and |v * (alpha - Z_alpha)| <= 65025: left shifts up to 22 and 15 bits fit int32.
+
+``tpu-mlir`` target: TPU-MLIR's ``tpu.PReluOp`` (per-channel int8 slopes, one rshift;
+:mod:`intq.kernels.tpu_mlir.activation`).
 """
 
 from __future__ import annotations
@@ -35,6 +38,8 @@ from intq.kernels._elementwise_common import (
 )
 from intq.kernels import _ort
 from intq.kernels.base import KernelContext, kernel
+from intq.kernels.targets import Runtime as _Runtime
+from intq.kernels.tpu_mlir import activation as tpu_mlir_activation
 
 OP = "PRELU"
 
@@ -49,7 +54,10 @@ class PreluParams:
 
 
 @kernel(OP)
-def prepare(ctx: KernelContext) -> PreluParams | _ort.OrtPrelu:
+def prepare(ctx: KernelContext) -> (PreluParams | _ort.OrtPrelu | tpu_mlir_activation.TpuMlirPReluParams
+                                    | tpu_mlir_activation.TpuMlirHalfPReluParams):
+    if ctx.target.runtime is _Runtime.TPU_MLIR:
+        return tpu_mlir_activation.prepare_prelu(ctx)
     if _ort.is_ort(ctx):  # DequantizeLinear -> PRelu -> QuantizeLinear: per-slope code tables
         return _ort.prepare_prelu(ctx)
     io = int8_binary(ctx, "input", "alpha")
@@ -69,7 +77,12 @@ def prepare(ctx: KernelContext) -> PreluParams | _ort.OrtPrelu:
     )
 
 
-def run(p: PreluParams | _ort.OrtPrelu, x, alpha):
+def run(p: PreluParams | _ort.OrtPrelu | tpu_mlir_activation.TpuMlirPReluParams
+        | tpu_mlir_activation.TpuMlirHalfPReluParams, x, alpha):
+    if type(p) is tpu_mlir_activation.TpuMlirPReluParams:
+        return tpu_mlir_activation.run_prelu(p, x)
+    if type(p) is tpu_mlir_activation.TpuMlirHalfPReluParams:
+        return tpu_mlir_activation.run_prelu_half(p, x)
     if isinstance(p, _ort.OrtPrelu):
         return (_ort.run_prelu(p, x),)
     v = x.astype(np.int64) - p.zero_point_in

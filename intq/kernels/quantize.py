@@ -156,6 +156,12 @@ def run(p: QuantizeParams, x):
         return tpu_mlir_cast.run_quantize(p, x)
     if type(p) is tpu_mlir_cast.TpuMlirRescaleParams:
         return tpu_mlir_cast.run_rescale(p, x)
+    if type(p) is tpu_mlir_cast.TpuMlirAxisRescaleParams:
+        return tpu_mlir_cast.run_axis_rescale(p, x)
+    if type(p) is tpu_mlir_cast.TpuMlirHalfQuantizeParams:
+        return tpu_mlir_cast.run_quantize_half(p, x)
+    if type(p) is tpu_mlir_cast.TpuMlirToHalfParams:
+        return tpu_mlir_cast.run_to_half(p, x)
     if isinstance(p, XnnpackRequantizeParams):
         acc = (x.astype(np.int64) - p.input_zero_point) * p.multiplier + (1 << (XNN_SHIFT - 1))
         y = (acc >> XNN_SHIFT) + p.output_zero_point

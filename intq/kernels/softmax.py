@@ -125,6 +125,8 @@ def run(p: SoftmaxParams | OptimizedSoftmaxParams | _ort.OrtSoftmax | tpu_mlir_s
         return (_ort.run_softmax(p, x),)
     if type(p) is tpu_mlir_softmax.TpuMlirSoftmaxParams:
         return tpu_mlir_softmax.run_float(p, x)
+    if type(p) is tpu_mlir_softmax.TpuMlirFloatSoftmaxParams:
+        return tpu_mlir_softmax.run_float_softmax(p, x)
     if isinstance(p, OptimizedSoftmaxParams):
         return (_float32_softmax(p, x),)
     rows = x.reshape(-1, p.depth)

@@ -46,6 +46,8 @@ optimized/integer_ops/transpose_conv.h):
   even, clamp from ``xnn_qs8_quantize`` (``Requant.FLOAT32_RNE``). A node it declines runs LiteRT's
   optimized kernel, as ``litert-opt``.
 
+``tpu-mlir`` target: TPU-MLIR's ``tpu.Deconv`` with its raw int32 output (:mod:`intq.kernels.tpu_mlir.deconv`).
+
 Arithmetic: one exact GEMM (:func:`intq.kernels.gemm.exact_matmul`) of the raw input
 ``[N*H*W, C_in]`` against the weights as ``[KH*KW*C_out, C_in]`` gives every tap's contribution;
 ``- Z_x * sum_c w[o,i,j,c]`` is folded per (tap, channel) at prepare; a Python loop over the
@@ -72,6 +74,7 @@ from intq.kernels.base import KernelContext, kernel
 from intq.kernels.gemm import PreparedGemm, exact_matmul, prepare_gemm
 from intq.kernels.requantize import Requantizer, requantize
 from intq.kernels.targets import Requant, Runtime
+from intq.kernels.tpu_mlir import deconv as tpu_mlir_deconv
 
 OP = "TRANSPOSE_CONV"
 VECTOR_CHANNELS = 8  # optimized_ops::Quantize: output channels in groups of 8 through NEON, the rest scalar
@@ -128,7 +131,9 @@ def xnnpack_takes(padding: str, kernel_hw: tuple[int, int], stride_hw: tuple[int
 
 
 @kernel(OP)
-def prepare(ctx: KernelContext) -> TransposeConvParams | OptimizedTransposeConvParams:
+def prepare(ctx: KernelContext) -> TransposeConvParams | OptimizedTransposeConvParams | tpu_mlir_deconv.TpuMlirDeconvParams:
+    if ctx.target.runtime is Runtime.TPU_MLIR:
+        return tpu_mlir_deconv.prepare(ctx)
     ctx.check_emulated()
     ops = conv_operands(ctx, channel_axis=0, input_index=2, dilation=False)
     geometry = transpose_geometry(ctx, ops)
@@ -156,7 +161,10 @@ def prepare(ctx: KernelContext) -> TransposeConvParams | OptimizedTransposeConvP
     return OptimizedTransposeConvParams(head, split, tail, bias[split:])
 
 
-def run(p: TransposeConvParams | OptimizedTransposeConvParams, output_shape, w, x, b=None):
+def run(p: TransposeConvParams | OptimizedTransposeConvParams | tpu_mlir_deconv.TpuMlirDeconvParams, output_shape, w, x,
+        b=None):
+    if type(p) is tpu_mlir_deconv.TpuMlirDeconvParams:
+        return tpu_mlir_deconv.run(p, x)
     if isinstance(p, OptimizedTransposeConvParams):
         acc = _sums(p.sums, x)
         out = np.empty(acc.shape, p.tail.out_dtype)

@@ -14,7 +14,8 @@ this one watches the calls themselves. For every integer kernel call it asserts 
    a name and each helper's result; numba-compiled helpers are seen by their results.
 
 The exemptions are :mod:`intq.kernels.integer_only`'s: float-boundary kernels (QUANTIZE of a float
-input, DEQUANTIZE), functions that emulate a runtime computing in float (their frames are not
+input, DEQUANTIZE), the model's own float part (a node whose tensors are all declared float: TPU-MLIR's
+mixed precision, ``FLOAT_OPS``), functions that emulate a runtime computing in float (their frames are not
 inspected, their results are), and the parameter classes those functions read. A violation raises
 :class:`IntegerOnlyViolation` naming the node, the function and the variable.
 
@@ -91,7 +92,8 @@ class IntegerOnlyTrace:
         return traced
 
     def call(self, node: Node, run: Callable, params, args: Sequence) -> tuple:
-        if self._boundary(node, args):
+        if self._boundary(node, args) or self._float_part(node) \
+                or integer_only.class_name(type(params)) in integer_only.FLOAT_OPS:
             self.exempt_calls += 1
             return run(params, *args)
         where = f"node {node.name!r} ({node.op_type})"
@@ -119,6 +121,17 @@ class IntegerOnlyTrace:
                 raise IntegerOnlyViolation(f"{where}: output {k} is {getattr(r, 'dtype', type(r).__name__)}")
         self.calls += 1
         return results
+
+    def _float_part(self, node: Node) -> bool:
+        """A node of the model's float part: every tensor it writes and every non-constant tensor it
+        reads is declared floating point (TPU-MLIR's mixed-precision models move float tensors through
+        RESHAPE and the like); integer-only is a contract on integer tensors."""
+        def is_float_tensor(name: str) -> bool:
+            return np.dtype(self.graph.tensors[name].dtype).kind == "f"
+
+        outputs = [o for o in node.outputs if o]
+        inputs = [i for i in node.inputs if i and not self.graph.tensors[i].is_constant]
+        return bool(outputs) and all(is_float_tensor(t) for t in outputs + inputs)
 
     def _constant(self, node: Node, k: int) -> bool:
         """Input ``k`` of ``node`` is a constant tensor of the graph (a float emulation's table)."""

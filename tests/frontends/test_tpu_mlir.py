@@ -10,7 +10,9 @@ and must reproduce every tensor exactly, and the outputs exactly as the chip sim
 
 from __future__ import annotations
 
+import gzip
 import json
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -35,7 +37,13 @@ def _variant(model: str, kind: str) -> tuple[Path, str]:
 
 def _load(model: str, kind: str):
     folder, variant = _variant(model, kind)
-    return load_tpu_mlir(folder / f"{variant}_tpu.mlir", fixture_weights(folder, variant)), folder, variant
+    path = folder / f"{variant}_tpu.mlir"
+    if not path.exists():  # large models commit it gzipped (tools/make_tpu_mlir_fixtures.py, Model.gzip)
+        with tempfile.TemporaryDirectory() as tmp, gzip.open(f"{path}.gz", "rt") as f:
+            path = Path(tmp) / path.name
+            path.write_text(f.read())
+            return load_tpu_mlir(path, fixture_weights(folder, variant)), folder, variant
+    return load_tpu_mlir(path, fixture_weights(folder, variant)), folder, variant
 
 
 def _run_all(model: str, kind: str):
@@ -58,6 +66,8 @@ def _run_all(model: str, kind: str):
             got = tensors[key]  # every tensor TPU-MLIR dumps has its intq counterpart, by name
             if key in layout:
                 got = got.transpose(np.argsort(layout[key]))  # back to TPU-MLIR's NCHW
+            if got.dtype == np.float16:  # TPU-MLIR dumps its float16 tensors widened to float32 (exact)
+                got = got.astype(np.float32)
             compared += 1
             if k < full[key].shape[0] and not (got.dtype == full[key].dtype and np.array_equal(got, full[key][k])):
                 mismatches[(key, k)] = "values"
@@ -71,11 +81,21 @@ def test_every_tensor_equals_tpu_mlir_and_outputs_equal_the_chip_simulator(model
     graph, compared, mismatches, outputs, bm = _run_all(model, kind)
     assert compared >= 16 * len(graph.nodes) // 2, compared
     assert not mismatches, f"{len(mismatches)} tensors differ from TPU-MLIR's interpreter: {list(mismatches)[:10]}"
-    # the chip simulator (cmodel) ran the .bmodel on the same inputs: outputs equal, float32 and all
+    # the chip simulator (cmodel) ran the .bmodel on the same inputs: outputs equal, float32 and all,
+    # except where TPU-MLIR's simulator and interpreter disagree themselves (meta.json's
+    # bmodel_vs_interpreter, measured when the fixture was made: float16 / float32 islands): there
+    # intq's outputs (equal to the interpreter's) must differ from the simulator's exactly as much
     assert bm.files, "no simulator outputs committed"
+    meta = json.loads((FIXTURES / model / "meta.json").read_text())["variants"][kind]
+    recorded = meta.get("bmodel_vs_interpreter", {})
     for key in bm.files:
-        got = np.stack([o[key] for o in outputs])
-        assert np.array_equal(got.reshape(bm[key].shape), bm[key]), key
+        got = np.stack([o[key] for o in outputs]).reshape(bm[key].shape)
+        expect = recorded.get(key, "equal")
+        if expect == "equal":
+            assert np.array_equal(got, bm[key]), key
+        else:
+            d = np.abs(got.astype(np.float64) - bm[key].astype(np.float64))
+            assert (int((d > 0).sum()), float(d.max())) == (expect["differ"], expect["max_abs"]), (key, expect)
 
 
 def test_a_wrong_tensor_is_caught():
@@ -143,6 +163,25 @@ def test_an_unsupported_attribute_is_named_with_op_and_line(tmp_path):
     path = _edited(tmp_path, "round_mode = #tpu<round_mode HalfUp>", "round_mode = #tpu<round_mode Stochastic>")
     with pytest.raises(TpuMlirImportError, match=r"round_mode 'Stochastic' is not supported"):
         load_tpu_mlir(path, _weights())
+
+
+@pytest.mark.parametrize("old,new,message", [
+    ("group = 1 : i64", "group = 2 : i64", r"tpu\.Deconv .*group = 2 is not supported"),
+    ("dilations = [1, 1]", "dilations = [2, 2]", r"tpu\.Deconv .*dilations and output_padding"),
+])
+def test_an_unsupported_deconv_is_named_with_op_and_line(tmp_path, old, new, message):
+    """The ConvTranspose suite's first model, one Deconv attribute edited: refused at import, naming
+    the op and the file line (intq reads group-1, undilated deconvolutions)."""
+    folder = FIXTURES / "single_ops" / "deconv_0"
+    variant = "deconv_0_bm1684x_int8_sym"
+    with gzip.open(folder / f"{variant}_tpu.mlir.gz", "rt") as f:
+        lines = f.read().splitlines()
+    at = next(i for i, t in enumerate(lines) if '"tpu.Deconv"' in t and old in t)
+    lines[at] = lines[at].replace(old, new)
+    path = tmp_path / f"{variant}_tpu.mlir"
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(TpuMlirImportError, match=rf":{at + 1}: {message}"):
+        load_tpu_mlir(path, fixture_weights(folder, variant))
 
 
 def test_unparsable_text_names_the_line(tmp_path):

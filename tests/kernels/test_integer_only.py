@@ -213,7 +213,7 @@ def test_every_exemption_exists_and_is_documented():
     import pathlib
 
     docs = (pathlib.Path(__file__).parents[2] / "docs" / "engine.md").read_text()
-    for name, reason in {**integer_only.FLOAT_FUNCTIONS, **integer_only.FLOAT_PARAMS}.items():
+    for name, reason in {**integer_only.FLOAT_FUNCTIONS, **integer_only.FLOAT_PARAMS, **integer_only.FLOAT_OPS}.items():
         obj = _resolve(name)
         assert integer_only.qualified_name(obj) == name or integer_only.class_name(obj) == name, name
         assert reason and f"`{name}" in docs, f"docs/engine.md does not name the exemption {name}"
@@ -274,20 +274,11 @@ def _traceable_models():
 
 
 def _tpu_mlir_models(root):
-    """TPU-MLIR's own int8 models (tests/fixtures/tpu_mlir, every variant): what the tpu-mlir target runs."""
-    import json
+    """TPU-MLIR's own int8 models (tests/fixtures/tpu_mlir, every variant, loaded as
+    tests/frontends/test_tpu_mlir.py loads them): what the tpu-mlir target runs."""
+    from tests.frontends.test_tpu_mlir import CASES, _load
 
-    from intq.frontends.tpu_mlir import load_tpu_mlir
-    from intq.testing.tpu_mlir import fixture_weights
-
-    models = []
-    for meta_path in sorted((root / "tests/fixtures/tpu_mlir").glob("*/meta.json")):
-        meta, folder = json.loads(meta_path.read_text()), meta_path.parent
-        for kind in sorted(meta["variants"]):
-            variant = f"{folder.name}_{meta['processor']}_int8_{kind}"
-            graph = load_tpu_mlir(folder / f"{variant}_tpu.mlir", fixture_weights(folder, variant))
-            models.append((f"{variant} (TPU-MLIR)", graph))
-    return models
+    return [(f"{model} {kind} (TPU-MLIR)", _load(model, kind)[0]) for model, kind in CASES]
 
 
 def test_every_kernel_run_is_integer_only_on_real_models():

@@ -5,13 +5,18 @@ own ``prepare`` (DESIGN decision 7: the C code re-derives no multiplier, shift, 
 ``{out0}``, ``{scratch}`` placeholders), the runtime blocks it needs (``csrc/*.c``), the constant
 definitions (weights, per-channel multipliers and shifts, tables, the parameter struct — all
 ``static const``: flash on a microcontroller) and what the arena planner may do with it (run in
-place over an input, a scratch buffer, a view that needs no code).
+place over an input, a scratch buffer, a view that needs no code, strided copies whose inputs or
+outputs may alias).
+
+The operators live in one module per family, each registering its lowerings in :data:`LOWERINGS`
+with ``@lowering(OP, ...)``: :mod:`~intq.export.c.lower_conv` (CONV_2D, FULLY_CONNECTED,
+DEPTHWISE_CONV_2D, TRANSPOSE_CONV, BATCH_MATMUL), :mod:`~intq.export.c.lower_elementwise` (tables,
+ADD/SUB/MUL, comparisons, SELECT_V2, PRELU, ...), :mod:`~intq.export.c.lower_reduce` (pooling,
+reductions, SOFTMAX, LOG_SOFTMAX, L2_NORMALIZATION, resizes) and
+:mod:`~intq.export.c.lower_movement` (every data-movement operator, :mod:`intq.export.c.movement`).
 
 A node, prepared parameter type or dtype the C backend does not implement raises
 :class:`CExportError` naming the node, before anything is written.
-
-Elementwise unary operators (LOGISTIC, TANH, HARD_SWISH, LEAKY_RELU, RELU*, int8 QUANTIZE) become a
-256-entry table: the kernel's own ``run`` evaluated on every int8 code, exact by construction.
 """
 
 from __future__ import annotations
@@ -22,12 +27,19 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from intq.errors import IntqError
-from intq.ir import Graph, Node, Tensor
+from intq.ir import Graph, Node
 from intq.kernels import KernelContext, Target, activation_of, lookup
+from intq.registry import Registry
 
 INT8 = np.dtype(np.int8)
 MAX_RANK = 6  # INTQ_MAX_RANK in csrc/elementwise.c and the index boxes of copy.c / pool.c
-BLOCKS = (8, 4, 1)  # output channels per step of intq_conv (csrc/conv.c): blocks of 8, one of 4, singles
+
+#: numpy dtype -> the C type of its elements (bool is one byte, 0 or 1, as TFLite stores it)
+C_TYPES = {np.dtype(np.int8): "int8_t", np.dtype(np.uint8): "uint8_t", np.dtype(np.bool_): "uint8_t",
+           np.dtype(np.int16): "int16_t", np.dtype(np.int32): "int32_t", np.dtype(np.int64): "int64_t"}
+
+#: What ``<prefix>_invoke`` returns when the model cannot continue (the runtimes fail the invocation there).
+STATUS = {"softmax_range": 1, "rsqrt_negative": 2, "gather_index": 3}
 
 
 class CExportError(IntqError, ValueError):
@@ -39,7 +51,9 @@ class CExportError(IntqError, ValueError):
 class Step:
     """One node's C: ``call`` runs it; ``data`` defines its constants; ``blocks`` are the runtime
     functions it needs. ``inplace``: inputs whose bytes the output may overwrite when they die
-    here; ``scratch``: bytes of a temporary buffer; ``view``: output 0 is input 0's bytes."""
+    here; ``scratch``: bytes of a temporary buffer; ``view``: output 0 is input 0's bytes;
+    ``movements``: a data-movement node's copies per output (:mod:`intq.export.c.movement`), its
+    call written after the arena plan (some copies vanish when a buffer aliases another)."""
 
     node: Node
     call: str = ""
@@ -47,9 +61,12 @@ class Step:
     data: list[str] = field(default_factory=list)
     inplace: tuple[int, ...] = ()
     scratch: int = 0
+    scratch_if_inplace: bool = False  # the scratch is needed only when the output overwrites an input ("NULL" else)
     view: bool = False
-    status: bool = False  # the call returns an int status (non-zero: the model cannot continue)
+    status: bool = False  # the call returns an int status (non-zero: the model cannot continue, STATUS)
     pad: tuple[int, int] = (0, 0)  # rows above / columns left of input 0 that an absorbed PAD added
+    movements: tuple | None = None  # per output: intq.export.c.movement.Movement
+    sym: str = ""  # the prefix of its constants' C names
 
 
 @dataclass(frozen=True)
@@ -63,16 +80,35 @@ class AbsorbedPad:
     source: str  # the PAD's input: what the convolution reads now
 
 
+#: op -> its lowering ``fn(step, node, graph, target, sym)``, filled by the lower_* modules.
+LOWERINGS: Registry = Registry("C lowering", CExportError)
+
+
+def lowering(*ops: str):
+    """Register the decorated function as the lowering of ``ops``."""
+    return LOWERINGS.register(*ops)
+
+
 # ------------------------------------------------------------------------------------ C literals
+
+def c_type(dtype) -> str:
+    return C_TYPES[np.dtype(dtype)]
+
+
+def _literal(v: int, ctype: str) -> str:
+    if ctype == "int64_t":
+        return "INT64_MIN" if v == -(2**63) else f"INT64_C({v})"
+    if ctype == "int32_t" and v == -(2**31):
+        return "INT32_MIN"  # -2147483648 is unsigned in C
+    return str(v)
+
 
 def c_array(ctype: str, name: str, values: np.ndarray, per_line: int = 32) -> str:
     """``static const <ctype> <name>[n] = {...};`` (at least one element: C has no empty arrays)."""
     flat = np.asarray(values).reshape(-1)
     if flat.size == 0:
-        flat = np.zeros(1, flat.dtype)
-    items = [str(v) for v in flat.tolist()]
-    if ctype == "int32_t":
-        items = ["INT32_MIN" if v == "-2147483648" else v for v in items]  # -2147483648 is unsigned in C
+        flat = np.zeros(1, np.int64)
+    items = [_literal(int(v), ctype) for v in flat.tolist()]
     body = ",\n".join(",".join(items[i:i + per_line]) for i in range(0, len(items), per_line))
     return f"static const {ctype} {name}[{flat.size}] = {{\n{body}\n}};"
 
@@ -94,7 +130,7 @@ def _c_value(v) -> str:
 
 # ------------------------------------------------------------------------------------ helpers
 
-def _prepare(node: Node, graph: Graph, target: Target):
+def prepare(node: Node, graph: Graph, target: Target):
     """The node's kernel and its prepared parameters for ``target`` (as the interpreter selects them)."""
     first = graph.tensors[node.inputs[0]] if node.inputs and node.inputs[0] else None
     kernel = lookup(node.op_type, activation_of(first.dtype if first is not None else None))
@@ -103,39 +139,78 @@ def _prepare(node: Node, graph: Graph, target: Target):
     return kernel, kernel.prepare(ctx)
 
 
-def _error(node: Node, message: str) -> CExportError:
+def error(node: Node, message: str) -> CExportError:
     return CExportError(f"node {node.name!r} ({node.op_type}): {message}")
 
 
-def _expect(node: Node, params, *types) -> None:
+def expect(node: Node, params, *types) -> None:
     """The C backend implements exactly these prepared parameter classes of the node's kernel."""
     if type(params) not in types:
-        raise _error(node, f"the kernel prepared {type(params).__name__} for this target; the C backend implements "
-                           f"{', '.join(t.__name__ for t in types)} (use target 'tflite')")
+        raise error(node, f"the kernel prepared {type(params).__name__} for this target; the C backend implements "
+                          f"{', '.join(t.__name__ for t in types)} (use target 'tflite')")
 
 
-def _requant(node: Node, r, channels: int) -> tuple[np.ndarray, np.ndarray, int, int, int]:
+def require_int8(node: Node, graph: Graph, names) -> None:
+    """Every tensor in ``names`` is int8 (the arithmetic operators of TFLite's int8 scheme)."""
+    for t in names:
+        if t and graph.tensors[t].dtype != INT8:
+            raise error(node, f"{t!r} is {graph.tensors[t].dtype.name}; the C backend implements this operator on "
+                              "int8 tensors (TFLite's int8 scheme, not 16x8)")
+
+
+def requant(node: Node, r, channels: int) -> tuple[np.ndarray, np.ndarray, int, int, int]:
     """(multiplier int32 [C], shift int8 [C], zero point, act_min, act_max) of a gemmlowp
     double-rounding requantizer (intq.kernels.requantize.DoubleRounding), broadcast to ``channels``."""
     from intq.kernels.requantize import DoubleRounding
 
     if type(r) is not DoubleRounding or r.out_dtype != INT8:
-        raise _error(node, f"requantization {type(r).__name__} to {r.out_dtype} is not implemented in C "
-                           "(the C backend implements gemmlowp double rounding to int8: target 'tflite')")
+        raise error(node, f"requantization {type(r).__name__} to {r.out_dtype} is not implemented in C "
+                          "(the C backend implements gemmlowp double rounding to int8: target 'tflite')")
     m = np.broadcast_to(r.multiplier, (channels,)).astype(np.int32)
     s = np.broadcast_to(r.shift, (channels,)).astype(np.int8)
     return m, s, r.zero_point, r.act_min, r.act_max
 
 
-def _int32(node: Node, values, what: str) -> np.ndarray:
+def double_product(node: Node, r, channels: int) -> tuple[np.ndarray, np.ndarray, int, int, int]:
+    """(mant int64 [C], k int32 [C], zero point, act_min, act_max) of LiteRT's reference double
+    product (intq.kernels.requantize.DoubleProduct, target ``litert-ref``): each prepared double
+    ``M = mant * 2^-k`` exactly (``mant < 2^53``), which csrc's ``intq_double_product`` multiplies
+    and rounds in integers as the double multiplication and ``std::round`` do."""
+    import math
+
+    if r.out_dtype != INT8:
+        raise error(node, f"the double-product requantization to {r.out_dtype} is not implemented in C")
+    mant, k = [], []
+    for m in np.broadcast_to(np.asarray(r.real, np.float64), (channels,)).tolist():
+        if not (math.isfinite(m) and 0.0 <= m < 2.0**31):
+            raise error(node, f"the output multiplier {m!r} is outside [0, 2^31) (not implemented in C)")
+        frac, exp = math.frexp(m)  # m = frac * 2^exp, frac in [0.5, 1) (0.0: 0, 0)
+        mant.append(int(frac * 2**53))  # exact: a double has 53 significant bits
+        k.append(53 - exp)
+    return np.array(mant, np.int64), np.array(k, np.int32), r.zero_point, r.act_min, r.act_max
+
+
+def double_rounding(node: Node, r, what: str) -> tuple[int, int]:
+    """``(multiplier, shift)`` of a gemmlowp double-rounding Rescale (intq.kernels._elementwise_common)."""
+    if r.single_rounding:
+        raise error(node, f"the {what} rescale rounds once (single rounding); the C backend implements gemmlowp "
+                          "double rounding (target 'tflite')")
+    return int(r.multiplier), int(r.shift)
+
+
+def int32(node: Node, values, what: str) -> np.ndarray:
     v = np.asarray(values, dtype=np.int64)
     if v.size and (v.min() < -(2**31) or v.max() > 2**31 - 1):
-        raise _error(node, f"{what} does not fit int32")
+        raise error(node, f"{what} does not fit int32")
     return v.astype(np.int32)
 
 
-def _shape(graph: Graph, name: str) -> tuple[int, ...]:
+def shape_of(graph: Graph, name: str) -> tuple[int, ...]:
     return tuple(int(d) for d in graph.tensors[name].shape)
+
+
+def numel(graph: Graph, name: str) -> int:
+    return int(np.prod(shape_of(graph, name), dtype=np.int64))
 
 
 def contiguous_strides(shape: Sequence[int]) -> list[int]:
@@ -166,301 +241,34 @@ def merge_box(dims: Sequence[int], *strides: Sequence[int]) -> tuple[list[int], 
     return out_dims, out_strides
 
 
-def _box_fields(node: Node, dims, *strides) -> list:
+def box_fields(node: Node, dims, *strides) -> list:
     if len(dims) > MAX_RANK:
-        raise _error(node, f"an index box of rank {len(dims)} (at most {MAX_RANK} after merging)")
+        raise error(node, f"an index box of rank {len(dims)} (at most {MAX_RANK} after merging)")
     pad = MAX_RANK - len(dims)
     return [list(dims) + [1] * pad, *[list(s) + [0] * pad for s in strides]]
 
 
-# ------------------------------------------------------------------------------------ operators
-
-def _conv(step: Step, node: Node, graph: Graph, target: Target, sym: str) -> None:
-    """CONV_2D / FULLY_CONNECTED (csrc/conv.c); an absorbed PAD (``step.pad``) moves the window's
-    origin and the input is the PAD's (smaller) input."""
-    from intq.kernels import conv_2d, fully_connected
-
-    kernel, p = _prepare(node, graph, target)
-    if node.op_type == "CONV_2D":
-        _expect(node, p, conv_2d.Conv2DParams)
-        w = graph.tensors[node.inputs[1]].data
-        c_out, kh, kw, c_g = w.shape
-        g = p.im2col
-        n, h, wd, c_in = _shape(graph, step.node.inputs[0])  # the absorbed PAD's input, if any
-        geom = dict(batch=n, in_h=h, in_w=wd, in_c=c_in, out_h=g.out_h, out_w=g.out_w, out_c=c_out, kh=kh, kw=kw,
-                    stride_h=g.stride_h, stride_w=g.stride_w, dil_h=g.dilation_h, dil_w=g.dilation_w,
-                    pad_top=g.padded.top + step.pad[0], pad_left=g.padded.left + step.pad[1], groups=c_in // c_g)
-    else:
-        _expect(node, p, fully_connected.FullyConnectedParams)
-        w = graph.tensors[node.inputs[1]].data
-        c_out, k = w.shape
-        rows = int(np.prod(_shape(graph, node.inputs[0]))) // k
-        w = w.reshape(c_out, 1, 1, k)
-        geom = dict(batch=1, in_h=rows, in_w=1, in_c=k, out_h=rows, out_w=1, out_c=c_out, kh=1, kw=1, stride_h=1,
-                    stride_w=1, dil_h=1, dil_w=1, pad_top=0, pad_left=0, groups=1)
-    zx = graph.tensors[node.inputs[0]].qparams.tensor_zero_point
-    m, s, zp, lo, hi = _requant(node, p.requant, c_out)
-    step.data += [c_array("int8_t", f"{sym}_w", pack_conv_weights(w, geom["groups"])),
-                  c_array("int32_t", f"{sym}_offset", _int32(node, p.offset, "the folded bias")),
-                  c_array("int32_t", f"{sym}_mult", m), c_array("int8_t", f"{sym}_shift", s),
-                  c_struct("intq_conv_params", sym, [*geom.items(), ("in_zp", zx), ("out_zp", zp), ("act_min", lo),
-                           ("act_max", hi), ("w", f"{sym}_w"), ("offset", f"{sym}_offset"),
-                           ("mult", f"{sym}_mult"), ("shift", f"{sym}_shift")])]
-    step.blocks = ("intq_conv",)
-    step.call = f"intq_conv(&{sym}, {{in0}}, {{out0}});"
-
-
-def pack_conv_weights(w: np.ndarray, groups: int) -> np.ndarray:
-    """Weights ``[C_out, KH, KW, C_g]`` in intq_conv's order (csrc/conv.c): per group, blocks of
-    :data:`BLOCKS` output channels (8, then at most one of 4, then single channels), each block
-    interleaved ``[tap][channel][block]``. A reordering only: no value changes."""
-    c_out = w.shape[0]
-    opg = c_out // groups
-    k = int(np.prod(w.shape[1:]))
-    flat = w.reshape(c_out, k)
-    parts = []
-    for g in range(groups):
-        wg = flat[g * opg:(g + 1) * opg]
-        o = 0
-        for size in BLOCKS:
-            while o + size <= opg and (size != 4 or o + 8 > opg):
-                parts.append(wg[o:o + size].T.reshape(-1))  # [k][size]
-                o += size
-                if size == 4:
-                    break
-    return np.concatenate(parts).astype(np.int8) if parts else np.zeros(0, np.int8)
-
-
-def _depthwise(step: Step, node: Node, graph: Graph, target: Target, sym: str) -> None:
-    from intq.kernels import depthwise_conv_2d
-
-    kernel, p = _prepare(node, graph, target)
-    _expect(node, p, depthwise_conv_2d.DepthwiseConv2DParams)
-    if p.tail is not None:
-        raise _error(node, "two requantizations per layer (LiteRT's optimized kernel) are not implemented in C")
-    t = p.taps
-    n, h, wd, c = _shape(graph, step.node.inputs[0])  # the absorbed PAD's input, if any
-    top, left = t.padded.top + step.pad[0], t.padded.left + step.pad[1]
-    _, oh, ow, cm = p.out_shape
-    taps, _, mult = t.weights.shape
-    w = graph.tensors[node.inputs[1]].data  # [1, KH, KW, C*M]
-    kh, kw = w.shape[1], w.shape[2]
-    dil_h = int(t.tap_rows[kw]) if kh > 1 else 1  # tap rows are i * dilation_h (prepare_taps)
-    dil_w = int(t.tap_cols[1]) if kw > 1 else 1
-    plane_h = max(top + h, (oh - 1) * t.stride_h + (kh - 1) * dil_h + 1)
-    plane_w = max(left + wd, (ow - 1) * t.stride_w + (kw - 1) * dil_w + 1)
-    zx = graph.tensors[node.inputs[0]].qparams.tensor_zero_point
-    m, s, zp, lo, hi = _requant(node, p.requant, cm)
-    step.data += [c_array("int8_t", f"{sym}_w", w.reshape(-1)),
-                  c_array("int32_t", f"{sym}_offset", _int32(node, t.offset, "the folded bias")),
-                  c_array("int32_t", f"{sym}_mult", m), c_array("int8_t", f"{sym}_shift", s),
-                  c_struct("intq_depthwise_params", sym, [
-                      ("batch", n), ("in_h", h), ("in_w", wd), ("in_c", c), ("out_h", oh), ("out_w", ow),
-                      ("mult", mult), ("kh", kh), ("kw", kw), ("stride_h", t.stride_h), ("stride_w", t.stride_w),
-                      ("dil_h", dil_h), ("dil_w", dil_w), ("pad_top", top), ("pad_left", left),
-                      ("plane_h", plane_h), ("plane_w", plane_w), ("in_zp", zx), ("out_zp", zp), ("act_min", lo),
-                      ("act_max", hi), ("w", f"{sym}_w"), ("offset", f"{sym}_offset"), ("mult_q", f"{sym}_mult"),
-                      ("shift", f"{sym}_shift")])]
-    step.blocks = ("intq_depthwise",)
-    step.call = f"intq_depthwise(&{sym}, {{in0}}, {{out0}}, {{scratch}});"
-    step.scratch = plane_h * plane_w
-    if mult == 1:
-        step.inplace = (0,)
-
-
-UNARY_TABLE_OPS = frozenset({"LOGISTIC", "TANH", "HARD_SWISH", "LEAKY_RELU", "RELU", "RELU6", "RELU_N1_TO_1",
-                             "QUANTIZE"})
-
-
-def _unary_table(step: Step, node: Node, graph: Graph, target: Target, sym: str) -> None:
-    """y = table[x]: the kernel's own run on every int8 code (an int8 -> int8 elementwise operator)."""
-    from intq.kernels._elementwise_common import INT8_BY_BITS
-
-    x, y = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
-    if x.dtype != INT8 or y.dtype != INT8 or _shape(graph, x.name) != _shape(graph, y.name):
-        raise _error(node, f"{x.dtype.name} -> {y.dtype.name} is not implemented in C (int8 -> int8 of one shape)")
-    kernel, p = _prepare(node, graph, target)
-    extra = [None] * (len(node.inputs) - 1)
-    table = np.asarray(kernel.run(p, INT8_BY_BITS.astype(np.int8), *extra)[0])
-    assert table.shape == (256,) and table.dtype == INT8, (node.name, table.shape, table.dtype)
-    n = int(np.prod(_shape(graph, y.name)))
-    step.data.append(c_array("int8_t", f"{sym}_table", table))
-    step.blocks = ("intq_lut",)
-    step.call = f"intq_lut({sym}_table, {n}, {{in0}}, {{out0}});"
-    step.inplace = (0,)
-
-
-def _broadcast(node: Node, graph: Graph, sym: str) -> tuple[str, list[str]]:
-    """``("NULL", [])`` for equal input shapes, else the name and definition of an intq_bcast."""
-    a, b, y = (_shape(graph, t) for t in (*node.inputs[:2], node.outputs[0]))
-    if a == b:
+def broadcast_struct(node: Node, graph: Graph, sym: str, operands: Sequence[str], ctype: str = "intq_bcast"):
+    """``("NULL", [])`` when every operand has the output's shape, else the name and definition of
+    an ``intq_bcast`` (two operands) or ``intq_bcast3`` (three): output dims and each operand's
+    element strides, 0 along a broadcast dimension, merged where contiguous."""
+    y = shape_of(graph, node.outputs[0])
+    shapes = [shape_of(graph, t) for t in operands]
+    if all(s == y for s in shapes):
         return "NULL", []
     rank = len(y)
-    ea, eb = (1,) * (rank - len(a)) + a, (1,) * (rank - len(b)) + b
-    sa = [0 if d == 1 else s for d, s in zip(ea, contiguous_strides(ea))]
-    sb = [0 if d == 1 else s for d, s in zip(eb, contiguous_strides(eb))]
-    dims, (sa, sb) = merge_box(y, sa, sb)
-    rank = len(dims)
-    dims, sa, sb = _box_fields(node, dims, sa, sb)
-    return f"&{sym}_bc", [c_struct("intq_bcast", f"{sym}_bc", [("rank", rank), ("dims", dims), ("sa", sa),
-                                                               ("sb", sb)])]
+    strides = []
+    for s in shapes:
+        e = (1,) * (rank - len(s)) + s
+        strides.append([0 if d == 1 else st for d, st in zip(e, contiguous_strides(e))])
+    dims, merged = merge_box(y, *strides)
+    fields = box_fields(node, dims, *merged)
+    names = ("sa", "sb", "sc")
+    return f"&{sym}_bc", [c_struct(ctype, f"{sym}_bc", [("rank", len(dims)), ("dims", fields[0]),
+                                                       *zip(names, fields[1:])])]
 
 
-def _binary(step: Step, node: Node, graph: Graph, target: Target, sym: str) -> None:
-    from intq.kernels import add, mul
-    from intq.kernels._elementwise_common import StoredValueParams
-
-    for t in (*node.inputs[:2], node.outputs[0]):
-        if graph.tensors[t].dtype != INT8:
-            raise _error(node, f"{t!r} is {graph.tensors[t].dtype.name}; the C backend implements int8")
-    kernel, p = _prepare(node, graph, target)
-    n = int(np.prod(_shape(graph, node.outputs[0])))
-    bc, bc_data = _broadcast(node, graph, sym)
-    step.data += bc_data
-    if node.op_type in ("ADD", "SUB"):
-        _expect(node, p, add.AddParams)
-        m, s, zp, lo, hi = _requant(node, p.output, 1)
-        step.data += [c_array("int32_t", f"{sym}_ta", p.table_a), c_array("int32_t", f"{sym}_tb", p.table_b),
-                      c_struct("intq_add_params", sym, [("n", n), ("bc", bc), ("table_a", f"{sym}_ta"),
-                               ("table_b", f"{sym}_tb"), ("mult", int(m[0])), ("shift", int(s[0])), ("out_zp", zp),
-                               ("act_min", lo), ("act_max", hi)])]
-        step.blocks, fn = ("intq_add",), "intq_add"
-    elif node.op_type == "MUL":
-        _expect(node, p, mul.MulParams)
-        m, s, zp, lo, hi = _requant(node, p.output, 1)
-        step.data.append(c_struct("intq_mul_params", sym, [("n", n), ("bc", bc), ("zp_a", p.zero_point_a),
-                                  ("zp_b", p.zero_point_b), ("mult", int(m[0])), ("shift", int(s[0])),
-                                  ("out_zp", zp), ("act_min", lo), ("act_max", hi)]))
-        step.blocks, fn = ("intq_mul",), "intq_mul"
-    else:  # MAXIMUM / MINIMUM
-        _expect(node, p, StoredValueParams)
-        step.data.append(c_struct("intq_minmax_params", sym, [("n", n), ("bc", bc),
-                                  ("maximum", int(node.op_type == "MAXIMUM"))]))
-        step.blocks, fn = ("intq_minmax",), "intq_minmax"
-    step.call = f"{fn}(&{sym}, {{in0}}, {{in1}}, {{out0}});"
-    y = _shape(graph, node.outputs[0])
-    step.inplace = tuple(i for i in (0, 1) if _shape(graph, node.inputs[i]) == y)
-
-
-def _pool(step: Step, node: Node, graph: Graph, target: Target, sym: str) -> None:
-    from intq.kernels._pool_common import PoolWindow
-    from intq.kernels.average_pool_2d import AveragePool2DParams
-
-    kernel, p = _prepare(node, graph, target)
-    if node.op_type == "MAX_POOL_2D":
-        _expect(node, p, PoolWindow)
-        window, fn = p, "intq_max_pool"
-    else:
-        _expect(node, p, AveragePool2DParams)
-        window, fn = p.pool, "intq_average_pool"
-    if graph.tensors[node.inputs[0]].dtype != INT8:
-        raise _error(node, "the C backend implements int8 pooling")
-    g = window.geometry
-    n, in_h, in_w, c = _shape(graph, step.node.inputs[0])  # an absorbed PAD's input, if any
-    step.data.append(c_struct("intq_pool_params", sym, [
-        ("batch", n), ("in_h", in_h), ("in_w", in_w), ("channels", c), ("out_h", g.out_h), ("out_w", g.out_w),
-        ("filter_h", g.filter_h), ("filter_w", g.filter_w), ("stride_h", g.stride_h), ("stride_w", g.stride_w),
-        ("pad_top", g.pad_h + step.pad[0]), ("pad_left", g.pad_w + step.pad[1]), ("act_min", window.act_min),
-        ("act_max", window.act_max)]))
-    step.blocks = (fn,)
-    step.call = f"{fn}(&{sym}, {{in0}}, {{out0}});"
-
-
-def _mean(step: Step, node: Node, graph: Graph, target: Target, sym: str) -> None:
-    from intq.kernels._pool_common import QuantizedSumParams
-
-    kernel, p = _prepare(node, graph, target)
-    _expect(node, p, QuantizedSumParams)
-    if p.bytes_as_uint8 or graph.tensors[node.inputs[0]].dtype != INT8:
-        raise _error(node, "the C backend implements the int8 MEAN")
-    shape = _shape(graph, node.inputs[0])
-    strides = contiguous_strides(shape)
-    kept = [k for k in range(len(shape)) if k not in p.axes]
-    red = [k for k in range(len(shape)) if k in p.axes]
-    kd, (ks,) = merge_box([shape[k] for k in kept], [strides[k] for k in kept]) if kept else ([1], [[0]])
-    rd, (rs,) = merge_box([shape[k] for k in red], [strides[k] for k in red]) if red else ([1], [[0]])
-    kept_rank, red_rank = (len(kd) if kept else 0), len(rd)
-    kd, ks = _box_fields(node, kd, ks)
-    rd, rs = _box_fields(node, rd, rs)
-    step.data.append(c_struct("intq_mean_params", sym, [
-        ("kept_rank", kept_rank), ("kept_dims", kd), ("kept_strides", ks),
-        ("red_rank", red_rank), ("red_dims", rd), ("red_strides", rs),
-        ("input_offset", p.input_offset), ("mult", p.multiplier), ("shift", p.shift), ("out_zp", p.zero_point)]))
-    step.blocks = ("intq_mean",)
-    step.call = f"intq_mean(&{sym}, {{in0}}, {{out0}});"
-
-
-def _softmax(step: Step, node: Node, graph: Graph, target: Target, sym: str) -> None:
-    from intq.kernels.softmax import SoftmaxParams
-
-    kernel, p = _prepare(node, graph, target)
-    _expect(node, p, SoftmaxParams)
-    rows = int(np.prod(_shape(graph, node.inputs[0]))) // p.depth
-    step.data += [c_array("int32_t", f"{sym}_exp_q0", _int32(node, p.exp_q0, "exp table")),
-                  c_array("int32_t", f"{sym}_exp_q12", _int32(node, p.exp_q12, "exp table")),
-                  c_struct("intq_softmax_params", sym, [("rows", rows), ("depth", p.depth), ("radius", p.radius),
-                           ("exp_q0", f"{sym}_exp_q0"), ("exp_q12", f"{sym}_exp_q12")])]
-    step.blocks = ("intq_softmax",)
-    step.call = f"intq_softmax(&{sym}, {{in0}}, {{out0}})"
-    step.status = True
-
-
-def _copy_struct(node: Node, sym: str, dims, ss, ds, src_base: int = 0, dst_base: int = 0) -> str:
-    dims, (ss, ds) = merge_box(dims, ss, ds)
-    rank = len(dims)
-    dims, ss, ds = _box_fields(node, dims, ss, ds)
-    return c_struct("intq_copy_params", sym, [("rank", rank), ("dims", dims), ("ss", ss), ("ds", ds),
-                                              ("src_base", src_base), ("dst_base", dst_base)])
-
-
-def _data_movement(step: Step, node: Node, graph: Graph, target: Target, sym: str) -> None:
-    kernel, p = _prepare(node, graph, target)  # the kernel checks the contract (dtypes, shapes, runtime rules)
-    for t in (*[i for i in node.inputs[:1]], *node.outputs):
-        if graph.tensors[t].dtype != INT8:
-            raise _error(node, f"{t!r} is {graph.tensors[t].dtype.name}; the C backend moves int8 data")
-    x_shape, y_shape = _shape(graph, node.inputs[0]), _shape(graph, node.outputs[0])
-    op = node.op_type
-    if op in ("RESHAPE", "SQUEEZE", "EXPAND_DIMS"):
-        step.view = True
-        return
-    if op == "TRANSPOSE":
-        xs = contiguous_strides(x_shape)
-        step.data.append(_copy_struct(node, sym, y_shape, [xs[a] for a in p.perm], contiguous_strides(y_shape)))
-        step.blocks, step.call = ("intq_copy",), f"intq_copy(&{sym}, {{in0}}, {{out0}});"
-    elif op in ("PAD", "PADV2"):
-        if p.value is None:
-            raise _error(node, "a non-constant pad value is not implemented in C")
-        ys = contiguous_strides(y_shape)
-        base = sum(a * s for (a, _), s in zip(p.widths, ys))
-        n = int(np.prod(y_shape))
-        step.data.append(_copy_struct(node, sym, x_shape, contiguous_strides(x_shape), ys, 0, base))
-        step.blocks = ("intq_copy", "intq_fill")
-        step.call = f"intq_fill({{out0}}, {n}, (int8_t){int(p.value)}); intq_copy(&{sym}, {{in0}}, {{out0}});"
-    elif op == "CONCATENATION":
-        if any(t is not None for t in p.tables):
-            raise _error(node, "rescaling uint8 inputs is not implemented in C")
-        ys = contiguous_strides(y_shape)
-        calls, at = [], 0
-        for i, name in enumerate(node.inputs):
-            shape = _shape(graph, name)
-            step.data.append(_copy_struct(node, f"{sym}_{i}", shape, contiguous_strides(shape), ys, 0,
-                                          at * ys[p.axis] if y_shape else 0))
-            calls.append(f"intq_copy(&{sym}_{i}, {{in{i}}}, {{out0}});")
-            at += shape[p.axis]
-        step.blocks, step.call = ("intq_copy",), " ".join(calls)
-    else:
-        raise _error(node, "not implemented in the C backend")
-
-
-LOWERINGS = {
-    "CONV_2D": _conv, "FULLY_CONNECTED": _conv, "DEPTHWISE_CONV_2D": _depthwise,
-    "ADD": _binary, "SUB": _binary, "MUL": _binary, "MAXIMUM": _binary, "MINIMUM": _binary,
-    "MAX_POOL_2D": _pool, "AVERAGE_POOL_2D": _pool, "MEAN": _mean, "SOFTMAX": _softmax,
-    "RESHAPE": _data_movement, "SQUEEZE": _data_movement, "EXPAND_DIMS": _data_movement,
-    "TRANSPOSE": _data_movement, "PAD": _data_movement, "PADV2": _data_movement, "CONCATENATION": _data_movement,
-    **{op: _unary_table for op in UNARY_TABLE_OPS},
-}
-
+# ------------------------------------------------------------------------------------ nodes
 
 def absorbable_pads(graph: Graph, target: Target) -> dict[str, AbsorbedPad]:
     """Window node name -> the PAD it reads and can absorb: a PAD (its parameters from its kernel's
@@ -480,7 +288,7 @@ def absorbable_pads(graph: Graph, target: Target) -> dict[str, AbsorbedPad]:
         if x.dtype != INT8 or x.qparams is None or x.shape is None or len(x.shape) != 4:
             continue
         try:
-            _, p = _prepare(node, graph, target)
+            _, p = prepare(node, graph, target)
         except IntqError:
             continue  # lowering the PAD itself reports the problem
         (n0, n1), (top, bottom), (left, right), (c0, c1) = p.widths
@@ -498,9 +306,9 @@ def lower_node(node: Node, graph: Graph, target: Target, sym: str, absorbed: Abs
     ``absorbed``, the step reads the PAD's input (``step.node`` says so) and pads itself."""
     fn = LOWERINGS.get(node.op_type)
     if fn is None:
-        raise _error(node, f"the C backend does not implement {node.op_type}; it implements "
-                           f"{', '.join(sorted(LOWERINGS))}")
-    step = Step(node)
+        raise error(node, f"the C backend does not implement {node.op_type}; it implements "
+                          f"{', '.join(sorted(LOWERINGS))}")
+    step = Step(node, sym=sym)
     if absorbed is not None:
         step.node = node.with_(inputs=(absorbed.source, *node.inputs[1:]))
         step.pad = (absorbed.top, absorbed.left)
@@ -511,3 +319,7 @@ def lower_node(node: Node, graph: Graph, target: Target, sym: str, absorbed: Abs
     except IntqError as e:  # the kernel refused the node (its contract): the same message, as a C export error
         raise CExportError(str(e)) from None
     return step
+
+
+# the operator families register their lowerings on import
+from intq.export.c import lower_conv, lower_elementwise, lower_movement, lower_reduce  # noqa: E402,F401

@@ -56,44 +56,46 @@ def compile_shared(sources: dict[str, str], out: Path, compiler: str | None = No
 class CompiledModel:
     """A generated model compiled into a shared library, callable on numpy arrays.
 
-    ``inputs`` / ``outputs`` are the int8 shapes of the ports (:class:`intq.export.c.model.Port`);
-    ``run`` takes and returns int8 arrays in the graph's order; with a debug build, ``run(...,
-    trace=True)`` also returns ``{step: bytes}`` for every step.
+    ``inputs`` / ``outputs`` are the ports (:class:`intq.export.c.model.Port`: shape and dtype);
+    ``run`` takes and returns arrays in the graph's order; with a debug build, ``run(...,
+    trace=True)`` also returns ``{(step, output): bytes}`` for every tensor a step writes.
     """
 
-    def __init__(self, library: Path, prefix: str, arena_bytes: int, input_shapes, output_shapes,
-                 debug: bool = False):
+    def __init__(self, library: Path, prefix: str, arena_bytes: int, inputs, outputs, debug: bool = False):
         self.lib = ctypes.CDLL(str(library))
         self.prefix = prefix
         self.arena_bytes = arena_bytes
-        self.input_shapes = [tuple(s) for s in input_shapes]
-        self.output_shapes = [tuple(s) for s in output_shapes]
+        self.inputs = [(tuple(p.shape), np.dtype(p.dtype)) for p in inputs]
+        self.outputs = [(tuple(p.shape), np.dtype(p.dtype)) for p in outputs]
         self.debug = debug
         self._invoke = getattr(self.lib, f"{prefix}_invoke")
         self._invoke.restype = ctypes.c_int
-        self._trace_type = ctypes.CFUNCTYPE(None, ctypes.c_int32, ctypes.POINTER(ctypes.c_int8), ctypes.c_int32)
+        self._trace_type = ctypes.CFUNCTYPE(None, ctypes.c_int32, ctypes.c_int32, ctypes.c_void_p, ctypes.c_int32)
 
     def run(self, inputs: Sequence[np.ndarray], trace: bool = False, arena_fill: int = 0x5A):
-        """Invoke once; ``arena_fill`` pre-fills the arena (a stale byte must never matter)."""
-        ins = [np.ascontiguousarray(x, dtype=np.int8).reshape(s) for x, s in zip(inputs, self.input_shapes)]
-        assert len(ins) == len(self.input_shapes)
-        outs = [np.zeros(s, np.int8) for s in self.output_shapes]
+        """Invoke once; ``arena_fill`` pre-fills the arena (a stale byte must never matter). A non-zero
+        status raises :class:`~intq.errors.IntqError` naming it (``.status`` holds it)."""
+        assert len(inputs) == len(self.inputs)
+        ins = [np.ascontiguousarray(x, dtype=t).reshape(s) for x, (s, t) in zip(inputs, self.inputs)]
+        outs = [np.zeros(s, t) for s, t in self.outputs]
         arena = np.full(max(self.arena_bytes, 1) + 16, arena_fill, np.uint8)
         base = arena.ctypes.data
         aligned = (base + 15) // 16 * 16
-        steps: dict[int, bytes] = {}
+        steps: dict[tuple[int, int], bytes] = {}
         callback = None
         if trace:
             if not self.debug:
                 raise ValueError("trace=True needs a library compiled with debug=True")
-            callback = self._trace_type(lambda s, p, n: steps.__setitem__(int(s), ctypes.string_at(p, n)))
+            callback = self._trace_type(lambda s, k, p, n: steps.__setitem__((int(s), int(k)), ctypes.string_at(p, n)))
             ctypes.c_void_p.in_dll(self.lib, f"{self.prefix}_trace").value = ctypes.cast(callback, ctypes.c_void_p).value
         args = [x.ctypes.data_as(ctypes.c_void_p) for x in ins] + [y.ctypes.data_as(ctypes.c_void_p) for y in outs]
         status = self._invoke(*args, ctypes.c_void_p(aligned))
         if trace:
             ctypes.c_void_p.in_dll(self.lib, f"{self.prefix}_trace").value = None
         if status != 0:
-            raise IntqError(f"{self.prefix}_invoke returned {status}")
+            e = IntqError(f"{self.prefix}_invoke returned {status}")
+            e.status = status
+            raise e
         return (outs, steps) if trace else outs
 
 
@@ -107,9 +109,8 @@ def build_library(models, workdir: Path | None = None, compiler: str | None = No
     src = {f"{name}.c": emit.source(models, None)}
     defines = [f"{p.upper()}_DEBUG" for _, p in models] if debug else []
     # the generated bodies reference the hook types the header declares: give them in the unit
-    pre = "".join(f"#include <stdint.h>\ntypedef void (*{p}_trace_fn)(int32_t, const int8_t *, int32_t);\n"
+    pre = "".join(f"#include <stdint.h>\ntypedef void (*{p}_trace_fn)(int32_t, int32_t, const void *, int32_t);\n"
                   for _, p in models) if debug else ""
     src[f"{name}.c"] = pre + src[f"{name}.c"]
     lib = compile_shared(src, workdir / f"lib{name}.so", compiler, flags, defines)
-    return lib, {p: CompiledModel(lib, p, m.arena_bytes, [x.shape for x in m.inputs], [y.shape for y in m.outputs],
-                                  debug) for m, p in models}
+    return lib, {p: CompiledModel(lib, p, m.arena_bytes, m.inputs, m.outputs, debug) for m, p in models}

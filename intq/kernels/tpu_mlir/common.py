@@ -60,6 +60,13 @@ def requantizer(ctx: KernelContext, channels: int, mode: Rounding | None = None)
         raise ctx.error(str(e)) from None
 
 
+def f16(x) -> np.float32 | np.ndarray:
+    """TPU-MLIR's ``F16()`` (``Float16.cpp``): float32 rounded to binary16 (``fp32_to_fp16_all`` with
+    ``ROUNDING_HALF_TO_EVEN``, i.e. IEEE round to nearest even, which numpy's cast computes) and back
+    to float32. Its float16 ops keep their values this way."""
+    return np.asarray(x, np.float32).astype(np.float16).astype(np.float32)[()]
+
+
 def as_int8(x: np.ndarray) -> np.ndarray:
     """uint8 ``x`` as the int8 ``x - 128`` (the GEMM takes int8 operands; callers add ``128 * sum(w)``)."""
     return (x ^ np.uint8(0x80)).view(np.int8)

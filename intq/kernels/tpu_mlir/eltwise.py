@@ -8,6 +8,11 @@ float32 path for asymmetric adds, ``(a - Z_a) S_a + ...``, disagrees on a quarte
 
 MUL: the raw product ``(a - Z_a)(b - Z_b)`` (zero points 0 in symmetric models), ``do_relu`` on it,
 ``RightShiftRound(p m, rshift, HALF_UP) + Z_y``, saturated — integer-only in both schemes.
+
+ADD of a constant on float16 / float32 (``tpu.AddConst``'s float branch: TPU-MLIR's asymmetric
+models keep some in float16): ``y = float32(double(x) + const_val)`` (the C++ ``float + double``
+stored to float), ``do_relu`` (``function_relu``: ``y > 0 ? y : 0``, then ``min(y, relu_limit)``
+when the limit is positive), then ``F16`` for a float16 output. Float steps, as TPU-MLIR computes them.
 """
 
 from __future__ import annotations
@@ -61,7 +66,9 @@ class TpuMlirAddParams:
     out_dtype: np.dtype
 
 
-def prepare_add(ctx: KernelContext) -> TpuMlirAddParams:
+def prepare_add(ctx: KernelContext) -> TpuMlirAddParams | TpuMlirFloatAddConstParams:
+    if ctx.input(0).dtype in (np.float16, np.float32):
+        return prepare_float_add_const(ctx)
     qa, qb, qy = activation(ctx, 0, "input 0"), activation(ctx, 1, "input 1"), activation(ctx, -1, "output")
     _shapes(ctx)
     relu, limit = _relu(ctx)
@@ -107,3 +114,37 @@ def run_mul(p: TpuMlirMulParams, a, b):
     prod = _apply_relu(prod, p.relu, p.relu_limit)
     y = raw.multiply_rshift(prod, p.multiplier, p.rshift, ELTWISE_ROUNDING) + p.out_zero_point
     return (np.clip(y, p.qmin, p.qmax).astype(p.out_dtype),)
+
+
+@dataclass(frozen=True)
+class TpuMlirFloatAddConstParams:
+    """``tpu.AddConst`` on float (module docstring)."""
+
+    const: float  # the op's double const_val
+    relu: bool
+    relu_limit: float | None  # positive: the upper clamp after the ReLU
+    half: bool  # float16 data
+
+
+def prepare_float_add_const(ctx: KernelContext) -> TpuMlirFloatAddConstParams:
+    """Inputs ``(x float16/float32, const float64 [1])``; the output x's dtype and shape."""
+    x, y = ctx.input(0), ctx.outputs[0]
+    c = ctx.constant(1, "constant")
+    if y.dtype != x.dtype or c.dtype != np.float64 or c.size != 1:
+        raise ctx.error(f"a float add of a constant takes {x.dtype.name} and one float64 constant and gives "
+                        f"{x.dtype.name}, got constant {c.dtype.name} {list(c.shape)} -> {y.dtype.name}")
+    if static_shape(ctx, y, "output") != static_shape(ctx, x, "input"):
+        raise ctx.error("the output shape must be the input's")
+    limit = float(ctx.attr("tpu_relu_limit", -1.0))
+    return TpuMlirFloatAddConstParams(float(c.reshape(-1)[0]), bool(ctx.attr("tpu_do_relu", False)),
+                                      limit if limit > 0 else None, x.dtype == np.float16)
+
+
+def run_float_add_const(p: TpuMlirFloatAddConstParams, x):
+    """TPU-MLIR's float AddConst (module docstring; TPU-MLIR computes it in float)."""
+    y = (x.astype(np.float64) + p.const).astype(np.float32)
+    if p.relu:
+        y = np.where(y > 0, y, np.float32(0)).astype(np.float32)
+        if p.relu_limit is not None:
+            y = np.minimum(y, np.float32(p.relu_limit))
+    return (y.astype(np.float16) if p.half else y,)

@@ -5,15 +5,22 @@ interpreter pools with oneDNN in float32 on the stored integers, then:
 
 * **max**: the window maximum (padding never wins); ``do_relu`` then clamps the *stored* value at 0
   (and at ``relu_limit`` when positive), as ``function_relu`` does on the raw buffer;
-* **average** with ``do_relu``: oneDNN's ReLU post-op clamps the mean at 0 first (measured);
+* **average** with ``do_relu``: the mean is clamped at real 0 first, the input's zero point (0 in
+  symmetric models; measured on both single-op suites);
 * **average, symmetric models** (``multiplier``/``rshift`` given): the window mean
   ``a = float32(sum) / float32(count)`` (``count``: ``KH KW``, or the in-image taps when
   ``count_include_pad`` is false), back to a sum ``v = round_half_away(float32(float32(a KH) KW))``
   (exactly the window sum when ``count = KH KW``), then ``RightShiftRound(v m, rshift, HALF_UP)``
   (the output zero point is 0: symmetric), saturated;
 * **average, asymmetric models** (a float ``scale`` and ``offset`` instead): ``r = float32(double(
-  float32(float32(a KH) KW)) * scale + offset)``, rounded with the op's ``round_mode``, saturated
-  (the padding holds the input's zero point). Float steps, as TPU-MLIR computes them.
+  float32(float32(a KH) KW)) * scale + offset)``, rounded with the op's ``round_mode``, saturated;
+  an input zero point ``Z_x != 0`` is written into the padding beforehand, so every window divides
+  by ``KH KW`` whatever ``count_include_pad`` says; with ``Z_x = 0`` the padding is oneDNN's, and
+  ``count_include_pad = false`` divides by the in-image taps (measured: the asymmetric single-op
+  suite's padded windows); Float steps, as TPU-MLIR computes them;
+* **average on float32** (asymmetric models keep some poolings in float32: mixed precision):
+  oneDNN's float32 mean, the window summed in float32 tap by tap (rows, then columns) from 0,
+  divided by the count as above, ``do_relu`` clamping it at 0 (:func:`run_avg_float32`).
 """
 
 from __future__ import annotations
@@ -135,14 +142,31 @@ class TpuMlirFloatAvgPoolParams:
 EXACT_TAPS = (1 << 24) // (6 * 255)
 
 
+@dataclass(frozen=True, eq=False)
+class TpuMlirFloat32AvgPoolParams:
+    """An average pooling TPU-MLIR left in float32 (module docstring)."""
+
+    window: PoolWindow  # counts: the divisor per output position
+    relu: bool
+
+
 def prepare_avg(ctx: KernelContext):
+    if ctx.input(0).dtype == np.float32:
+        if ctx.outputs[0].dtype != np.float32:
+            raise ctx.error(f"a float32 average pooling gives float32, got {ctx.outputs[0].dtype.name}")
+        if float(ctx.attr("tpu_relu_limit", -1.0)) > 0:
+            raise ctx.error("average pooling with a ReLU limit is not emulated")
+        return TpuMlirFloat32AvgPoolParams(_counted(ctx, _window(ctx, 0)), bool(ctx.attr("tpu_do_relu", False)))
     in_qp, out_qp = activation(ctx, 0, "input"), activation(ctx, -1, "output")
     dtype = ctx.outputs[0].dtype
     relu = bool(ctx.attr("tpu_do_relu", False))
     if relu and float(ctx.attr("tpu_relu_limit", -1.0)) > 0:
         raise ctx.error("average pooling with a ReLU limit is not emulated")
     if "tpu_scale" in ctx.node.attrs:
-        w = _counted(ctx, _window(ctx, in_qp.tensor_zero_point))
+        zx = in_qp.tensor_zero_point
+        w = _counted(ctx, _window(ctx, zx))
+        if zx != 0:  # padded with Z_x beforehand: every tap counts, count_include_pad or not (measured)
+            w = PoolWindow(w.kh, w.kw, w.sh, w.sw, w.pads, w.out_shape, np.full_like(w.counts, w.kh * w.kw), w.fill)
         return TpuMlirFloatAvgPoolParams(w, None, None, float(ctx.attr("tpu_scale")), float(ctx.attr("tpu_offset", 0.0)),
                                          rounding(ctx), out_qp.qmin, out_qp.qmax, dtype, relu)
     if "tpu_multiplier" not in ctx.node.attrs and "tpu_rshift" not in ctx.node.attrs:
@@ -175,8 +199,8 @@ def run_avg_float(p: TpuMlirFloatAvgPoolParams, x):
     w = p.window
     sums = _windows(w, x, np.int64).sum(axis=(4, 5))
     mean = sums.astype(np.float32) / w.counts[None, :, :, None].astype(np.float32)  # oneDNN's mean
-    if p.relu:  # oneDNN's ReLU post-op
-        mean = np.maximum(mean, np.float32(0))
+    if p.relu:  # the mean clamped at real 0: the input's zero point (0 in symmetric models; measured)
+        mean = np.maximum(mean, np.float32(w.fill))
     back = (mean * np.float32(w.kh)) * np.float32(w.kw)  # float * int64 -> float, twice
     if p.scale is not None:
         r = (back.astype(np.float64) * p.scale + p.offset).astype(np.float32)
@@ -184,3 +208,17 @@ def run_avg_float(p: TpuMlirFloatAvgPoolParams, x):
     v = round_float(back, Rounding.HALF_AWAY_FROM_ZERO).astype(np.int64)
     y = raw.multiply_rshift(v, p.multiplier, p.rshift, AVG_ROUNDING)
     return (np.clip(y, p.qmin, p.qmax).astype(p.out_dtype),)
+
+
+def run_avg_float32(p: TpuMlirFloat32AvgPoolParams, x):
+    """oneDNN's float32 average pooling (TPU-MLIR computes this op in float32 itself)."""
+    w = p.window
+    taps = _windows(w, x, np.float32)  # [N, OH, OW, C, KH, KW], padding 0
+    acc = np.zeros(taps.shape[:4], np.float32)
+    for i in range(w.kh):
+        for j in range(w.kw):
+            acc += taps[..., i, j]  # float32, tap by tap
+    mean = acc / w.counts[None, :, :, None].astype(np.float32)
+    if p.relu:
+        mean = np.maximum(mean, np.float32(0))
+    return (mean.astype(np.float32),)

@@ -3,6 +3,9 @@
 
 ``CASES[op](rng, i)`` returns ``(graph, feeds)``. A case the ``tflite`` target or the C backend
 refuses (another dtype, a variant TFLite Micro lacks) is skipped by the caller and not counted.
+Every int8 kernel intq registers and TFLite Micro runs has an entry (DEQUANTIZE and SHAPE excepted:
+a DEQUANTIZE inside a model writes float, the boundary one is cut off; a SHAPE is a constant).
+RELU_N1_TO_1 is lowered (a table, like RELU) but TFLite Micro has no kernel for it: no entry.
 """
 
 from __future__ import annotations
@@ -10,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from tests.kernels import test_conv, test_data_movement, test_elementwise, test_fully_connected, test_lut_ops
-from tests.kernels import test_pool_reduce
+from tests.kernels import test_pool_reduce, test_rsqrt
 from tests.kernels.harness import single_op_graph, tensor
 
 
@@ -94,6 +97,79 @@ def _movement(op):
     return case
 
 
+def _first_two(make):
+    """A generator returning (graph, feeds, ...) as one returning (graph, feeds)."""
+    def case(rng, i):
+        return make(rng, i)[:2]
+    return case
+
+
+def _comparison(op):
+    te = test_elementwise
+
+    def case(rng, i):  # test_elementwise.test_random_comparison_models
+        sa_shape, sb_shape = te._broadcast_pair(rng)
+        s_a = te._scale(rng, -4, -0.01)
+        s_b = s_a if i % 3 == 0 else te._scale(rng, -4, -0.01)
+        za = te._zero_point(rng)
+        zb = za if i % 6 == 0 else te._zero_point(rng)
+        inputs, feeds = te._binary_operands(rng, (sa_shape, sb_shape), (s_a, s_b), (za, zb))
+        return single_op_graph(op, inputs, [tensor("y", np.broadcast_shapes(sa_shape, sb_shape), np.bool_)]), feeds
+    return case
+
+
+def _prelu(rng, i):  # test_elementwise.test_random_prelu_models
+    te = test_elementwise
+    shape = te._shape(rng, max_rank=6, min_rank=1)
+    a_shape = te._prelu_alpha_shape(rng, shape)
+    s_in, s_out = te._unary_scales(rng, i)
+    s_alpha, z_alpha = te._scale(rng, -3, 0), te._zero_point(rng)
+    alpha_values = te._values(rng, a_shape)
+    constant = i % 4 != 0 or a_shape == ()
+    alpha = (tensor("alpha", None, data=alpha_values, scale=s_alpha, zero_point=z_alpha) if constant
+             else tensor("alpha", a_shape, scale=s_alpha, zero_point=z_alpha))
+    graph = single_op_graph("PRELU", [tensor("x", shape, scale=s_in, zero_point=te._zero_point(rng)), alpha],
+                            [tensor("y", shape, scale=s_out, zero_point=te._zero_point(rng))])
+    return graph, {"x": te._values(rng, shape)} | ({} if constant else {"alpha": alpha_values})
+
+
+def _log_softmax(rng, i):  # test_lut_ops.test_log_softmax_random_models
+    lo = test_lut_ops
+    shape = lo._row_shape(rng, i)
+    zp = lo._zero_point(rng)
+    return lo._graph("LOG_SOFTMAX", shape, lo._scale(rng), zp), {"x": lo._rows(rng, shape, zp)}
+
+
+def _l2_normalization(rng, i):  # test_lut_ops.test_l2_normalization_random_models
+    lo = test_lut_ops
+    depth = lo.ROW_LENGTHS[i % len(lo.ROW_LENGTHS)]
+    shape = (int(rng.integers(1, 4)), int(rng.integers(1, 3)), depth)[-int(rng.integers(1, 4)):]
+    zp = lo._zero_point(rng)
+    x = lo._rows(rng, shape, zp)
+    rows = x.reshape(-1, depth)
+    if i % 4 == 1:
+        rows[0] = zp
+    elif i % 4 == 2:
+        rows[-1] = np.clip(zp + rng.integers(-1, 2, size=depth), -128, 127)
+    return lo._graph("L2_NORMALIZATION", shape, lo._scale(rng), zp), {"x": x}
+
+
+def _rsqrt(rng, i):  # test_rsqrt.test_random_rsqrt_models (inputs at or above the zero point)
+    shapes = [(256,), (2, 128), (4, 8, 8), (1, 16, 16, 1)]
+    s_in = float(np.float32(10 ** rng.uniform(-4, 1)))
+    z_in = int(rng.choice([-128, int(rng.integers(-128, 100))]))
+    s_out = float(np.float32(10 ** rng.uniform(-0.5, 0.5) / (255 * np.sqrt(s_in))))
+    z_out = int(rng.choice([-128, int(rng.integers(-128, 128))]))
+    shape = shapes[i % len(shapes)]
+    x = np.resize(np.clip(rng.permutation(test_elementwise.ALL_INT8), z_in, 127), shape).astype(np.int8)
+    return test_rsqrt._graph(shape, s_in, z_in, s_out, z_out), {"x": x}
+
+
+def _transpose_conv(rng, i):  # test_conv: 1 in 8 with an output size only TFLite Micro accepts
+    graph, feeds, _ = test_conv._transpose_conv_case(rng, i, off_size=i % 8 == 7)
+    return graph, feeds
+
+
 CASES = {
     "CONV_2D": _conv,
     "DEPTHWISE_CONV_2D": _depthwise,
@@ -106,5 +182,17 @@ CASES = {
     "LOGISTIC": _lut("LOGISTIC"), "TANH": _lut("TANH"), "SOFTMAX": _softmax,
     **{op: _unary(op) for op in ("RELU", "RELU6", "LEAKY_RELU", "HARD_SWISH")},
     "QUANTIZE": _requantize,
-    **{op: _movement(op) for op in ("RESHAPE", "SQUEEZE", "TRANSPOSE", "CONCATENATION", "PAD", "PADV2")},
+    **{op: _movement(op) for op in ("RESHAPE", "SQUEEZE", "TRANSPOSE", "CONCATENATION", "PAD", "PADV2", "SPLIT",
+                                    "SPLIT_V", "SELECT_V2", "SLICE", "STRIDED_SLICE", "GATHER", "SPACE_TO_DEPTH",
+                                    "DEPTH_TO_SPACE", "BATCH_TO_SPACE_ND", "SPACE_TO_BATCH_ND", "PACK",
+                                    "BROADCAST_TO")},
+    **{op: _comparison(op) for op in ("EQUAL", "NOT_EQUAL", "LESS", "LESS_EQUAL", "GREATER", "GREATER_EQUAL")},
+    "PRELU": _prelu, "RSQRT": _rsqrt, "LOG_SOFTMAX": _log_softmax, "L2_NORMALIZATION": _l2_normalization,
+    **{op: (lambda op: lambda rng, i: test_pool_reduce._reduce_case(rng, op, i))(op)
+       for op in ("SUM", "REDUCE_MAX", "REDUCE_MIN")},
+    **{op: (lambda op: lambda rng, i: test_pool_reduce._resize_case(rng, op, i))(op)
+       for op in ("RESIZE_BILINEAR", "RESIZE_NEAREST_NEIGHBOR")},
+    **{op: (lambda op: lambda rng, i: test_pool_reduce._arg_case(rng, op, i)[:2])(op) for op in ("ARG_MAX", "ARG_MIN")},
+    "TRANSPOSE_CONV": _transpose_conv,
+    "BATCH_MATMUL": _first_two(test_conv._batch_matmul_case),
 }

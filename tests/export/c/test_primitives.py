@@ -14,6 +14,8 @@ import pytest
 from intq.export.c import emit
 from intq.export.c.runner import compile_shared, find_compiler
 from intq.kernels import _fixedpoint_lut as fp
+from intq.kernels.requantize import make_requantizer
+from intq.kernels.targets import Requant
 from intq.qmath import raw
 from tests.qmath import reference as ref
 
@@ -32,16 +34,22 @@ MAP2(half_sum, intq_rounding_half_sum(a[i], b[i]))
 MAP2(clz, intq_clz32((uint32_t)a[i]))
 MAP2(one_over, intq_one_over_one_plus_x(a[i]))
 MAP2(recip, intq_get_reciprocal(a[i], 12, &y[n + i]))
+MAP2(log, intq_log_x_ge_1(a[i], b[i] >> 8, b[i] & 255))
+void t_inv_sqrt(const int32_t *a, const int32_t *b, int32_t *y, int32_t n)
+    { int32_t i; int s; (void)b; for (i = 0; i < n; ++i) { y[i] = intq_inv_sqrt(a[i], &s); y[n + i] = s; } }
 void t_mbqm(const int32_t *x, const int32_t *m, const int32_t *s, int32_t *y, int32_t n)
     { int32_t i; for (i = 0; i < n; ++i) y[i] = intq_mbqm(x[i], m[i], s[i]); }
 void t_asr64(const int64_t *x, const int32_t *s, int64_t *y, int32_t n)
     { int32_t i; for (i = 0; i < n; ++i) y[i] = intq_asr64(x[i], s[i]); }
+void t_double_product(const int32_t *x, const int64_t *mant, const int32_t *k, int32_t *y, int32_t n)
+    { int32_t i; for (i = 0; i < n; ++i) y[i] = intq_double_product(x[i], (uint64_t)mant[i], k[i]); }
 """
 
 
 def _build(tmp_path, name, flags=("-O2",), compiler=None):
     names = ["intq_asr32", "intq_asr64", "intq_srdhm", "intq_rdbp", "intq_mbqm", "intq_mul_by_pot",
-             "intq_rounding_half_sum", "intq_clz32", "intq_one_over_one_plus_x", "intq_get_reciprocal"]
+             "intq_rounding_half_sum", "intq_clz32", "intq_one_over_one_plus_x", "intq_get_reciprocal",
+             "intq_log_x_ge_1", "intq_inv_sqrt", "intq_double_product"]
     text = "#include <stdint.h>\n" + emit.runtime_source(names) + WRAPPERS
     lib = compile_shared({f"{name}.c": text}, tmp_path / f"lib{name}.so", compiler, flags)
     return ctypes.CDLL(str(lib))
@@ -73,6 +81,16 @@ class Prims:
         y = np.zeros(x.size, np.int64)
         self.lib.t_asr64(_ptr(x), _ptr(s), _ptr(y), ctypes.c_int32(x.size))
         return y
+
+    def double_product(self, x, real):
+        from intq.export.c.lower import double_product
+
+        r = make_requantizer(real, Requant.DOUBLE_PRODUCT, 0, -128, 127)
+        mant, k, *_ = double_product(None, r, real.size)
+        x = np.ascontiguousarray(x, np.int32)
+        y = np.zeros(x.size, np.int32)
+        self.lib.t_double_product(_ptr(x), _ptr(mant), _ptr(k), _ptr(y), ctypes.c_int32(x.size))
+        return y.astype(np.int64)
 
 
 @pytest.fixture(scope="module")
@@ -145,12 +163,59 @@ def test_saturating_and_reciprocal_helpers_equal_intq(prims, rng):
     assert np.array_equal(got[:N], want) and np.array_equal(got[N:], bits)
 
 
+def test_log_and_inverse_square_root_equal_intq(prims, rng):
+    """LOG_SOFTMAX's log (Q12.19 -> Q5.26, every positive int32 sum) and L2_NORMALIZATION's 1/sqrt
+    (every int32 sum of squares, 0 and 1 included) against intq.kernels._fixedpoint_lut."""
+    x = np.concatenate([rng.integers(1, 2**31, size=N), rng.integers(1, 2**20, size=N // 4),
+                        [1, 2, 3, 2**19, 2**19 + 1, 2**30, 2**31 - 1]])
+    got = prims.map2("log", x, (12 << 8) | 5)
+    assert np.array_equal(got, fp.log_x_for_x_greater_than_or_equal_to_1(x, 12, 5))
+    acc = np.concatenate([rng.integers(0, 2**31, size=N), rng.integers(0, 600, size=N // 4),
+                          [0, 1, 2, 3, 4, 2**27, 2**29 - 1, 2**29, 2**31 - 1]])
+    got = prims.map2("inv_sqrt", acc, 0, extra=1)
+    want_m, want_s = fp.inv_sqrt_multiplier(acc)
+    assert np.array_equal(got[:acc.size], want_m) and np.array_equal(got[acc.size:], want_s)
+
+
+def _double_product_reference(x: int, real: float) -> int:
+    """std::round(double(x) * real) from exact rationals: the product rounded to the nearest double
+    (ties to even: Fraction -> float is correctly rounded), then half away from zero."""
+    from fractions import Fraction
+
+    p = Fraction(float(Fraction(x) * Fraction(real)))
+    n = abs(p.numerator) * 2 + p.denominator  # floor(|p| + 1/2) = floor((2|num| + den) / (2 den))
+    return (1 if p >= 0 else -1) * (n // (2 * p.denominator))
+
+
+def test_double_product_equals_litert_refs_double_rounding(prims, rng):
+    """litert-ref's FULLY_CONNECTED output stage (std::round(double(acc) * M)) in integers, against
+    intq's float64 emulation (DoubleProduct) and the exact-rational reference: random multipliers of
+    every magnitude the kernels produce, multipliers with few significant bits (exact ties at the
+    integer step), and products that need the 53-bit rounding (full 53-bit mantissas, large acc)."""
+    x = _int32(rng, N)
+    real = np.concatenate([
+        2.0 ** rng.uniform(-24, 1, size=N // 2),  # full 53-bit mantissas
+        rng.integers(1, 64, size=N - N // 2) * 2.0 ** rng.integers(-20, 0, size=N - N // 2),  # few bits: ties
+        2.0 ** rng.uniform(-24, 1, size=EDGES.size)])
+    got = prims.double_product(x, real)
+    r = make_requantizer(real, Requant.DOUBLE_PRODUCT, 0, -(2**62), 2**62, out_dtype=np.int64)
+    want = np.clip(r.rescaled(x.astype(np.int64)), -(2**30), 2**30)
+    assert np.array_equal(got, want)
+    ties = [int(v) for v in x[N // 2:N]]
+    assert sum(abs(_double_product_reference(v, float(m)) * 2 - v * float(m) * 2) == 1
+               for v, m in zip(ties, real[N // 2:N]) if abs(v) < 2**20) > 50  # exact ties are exercised
+    sample = rng.choice(x.size, 3000, replace=False)
+    assert [int(got[i]) for i in sample] == [max(-(2**30), min(2**30, _double_product_reference(int(x[i]), float(real[i]))))
+                                              for i in sample]
+
+
 @pytest.mark.parametrize("compiler", ["gcc", "clang"])
 def test_primitives_under_ubsan(compiler, tmp_path, rng):
     """The same cases under -fsanitize=undefined (as a program: sanitizer runtimes and ctypes mix badly)."""
     if find_compiler(compiler) is None:
         pytest.skip(f"{compiler} is not installed")
-    names = ["intq_srdhm", "intq_rdbp", "intq_mbqm", "intq_mul_by_pot", "intq_get_reciprocal", "intq_asr64"]
+    names = ["intq_srdhm", "intq_rdbp", "intq_mbqm", "intq_mul_by_pot", "intq_get_reciprocal", "intq_asr64",
+             "intq_log_x_ge_1", "intq_inv_sqrt", "intq_double_product"]
     x = _int32(rng, 2000)
     m = rng.integers(2**30, 2**31, size=x.size)
     s = rng.integers(-31, 31, size=x.size)
@@ -165,6 +230,8 @@ int main(void) {{
         h += (uint64_t)intq_mbqm(X[i], M[i], S[i]) + (uint64_t)intq_srdhm(X[i], M[i]) + (uint64_t)intq_rdbp(X[i], i % 32);
         h += (uint64_t)intq_mul_by_pot(X[i], i % 40 - 20) + (uint64_t)intq_asr64((int64_t)X[i] * M[i], i % 64);
         if (X[i] > 0) h += (uint64_t)intq_get_reciprocal(X[i], 12, &bits) + (uint64_t)bits;
+        h += (uint64_t)intq_double_product(X[i], (uint64_t)M[i] << (i % 22), 20 + i % 60);
+        if (X[i] > 0) h += (uint64_t)intq_log_x_ge_1(X[i], 12, 5) + (uint64_t)intq_inv_sqrt(X[i], &bits) + (uint64_t)bits;
     }}
     printf("%llu\\n", (unsigned long long)h);
     return 0;

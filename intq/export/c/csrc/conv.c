@@ -88,3 +88,100 @@ static void intq_conv(const intq_conv_params *p, const int8_t *x, int8_t *y) {
         }
     }
 }
+
+/*@@ intq_conv_pixels: intq_conv */
+/* A 1x1 convolution (stride 1, no padding, one group) or a FULLY_CONNECTED layer whose output
+ * overwrites its input (the arena plan shares their bytes): pixel (row) q is copied to ``pixel``
+ * (in_c bytes) and convolved from there into y + q * out_c. With out_c <= in_c, output q ends at or
+ * before input q + 1 starts, so it only overwrites inputs already read. pixel == NULL: the output
+ * has its own bytes, intq_conv. */
+static void intq_conv_pixels(const intq_conv_params *p, const int8_t *x, int8_t *y, int8_t *pixel) {
+    intq_conv_params one;
+    int32_t q, c;
+    const int32_t pixels = p->batch * p->in_h * p->in_w;
+    if (pixel == NULL) { intq_conv(p, x, y); return; }
+    one = *p;
+    one.batch = one.in_h = one.in_w = one.out_h = one.out_w = 1;
+    for (q = 0; q < pixels; ++q) {
+        const int8_t *src = x + (size_t)q * p->in_c;
+        for (c = 0; c < p->in_c; ++c) pixel[c] = src[c];
+        intq_conv(&one, pixel, y + (size_t)q * p->out_c);
+    }
+}
+
+/*@@ intq_fc_double_params */
+typedef struct {
+    int32_t rows, in_c, out_c, out_zp, act_min, act_max;
+    const int8_t *w;          /* [out_c][in_c] */
+    const int32_t *offset;    /* b - Z_x * sum(w), per output channel */
+    const int64_t *mant;      /* M = mant * 2^-k per output channel (intq_double_product) */
+    const int32_t *k;
+} intq_fc_double_params;
+
+/*@@ intq_fc_double: intq_fc_double_params intq_double_product intq_clamp */
+/* FULLY_CONNECTED under litert-ref: the same accumulator as intq_conv (offset added last: every
+ * partial sum stays within 128 * sum|w|), requantized by LiteRT's reference double product. */
+static void intq_fc_double(const intq_fc_double_params *p, const int8_t *x, int8_t *y) {
+    int32_t r, o, c;
+    for (r = 0; r < p->rows; ++r) {
+        const int8_t *xr = x + (size_t)r * p->in_c;
+        for (o = 0; o < p->out_c; ++o) {
+            const int8_t *w = p->w + (size_t)o * p->in_c;
+            int32_t acc = 0;
+            for (c = 0; c < p->in_c; ++c) acc += xr[c] * w[c];
+            y[(size_t)r * p->out_c + o] = (int8_t)intq_clamp(
+                intq_double_product(acc + p->offset[o], (uint64_t)p->mant[o], p->k[o]) + p->out_zp,
+                p->act_min, p->act_max);
+        }
+    }
+}
+
+/*@@ intq_transpose_conv_params */
+/* TRANSPOSE_CONV (intq.kernels.transpose_conv): input pixel (iy, ix) scatters tap (i, j) into output
+ * (iy * stride_h - pad_top + i, ix * stride_w - pad_left + j). Gathered per output pixel and channel:
+ * acc = bias + sum over the taps that land there of (tap_offset[tap][o] + sum_c x * w[o][tap][c]),
+ * tap_offset = -Z_x * sum_c w from prepare, so each tap adds sum_c (x - Z_x) w and every partial sum
+ * stays within the bound checked at prepare (255 * sum|w| + |b|). */
+typedef struct {
+    int32_t batch, in_h, in_w, in_c, out_h, out_w, out_c, kh, kw, stride_h, stride_w, pad_top, pad_left;
+    int32_t out_zp, act_min, act_max;
+    const int8_t *w;              /* [C_out][KH][KW][C_in], as in the model */
+    const int32_t *tap_offset;    /* [KH][KW][C_out] */
+    const int32_t *bias;          /* [C_out] */
+    const int32_t *mult;
+    const int8_t *shift;
+} intq_transpose_conv_params;
+
+/*@@ intq_transpose_conv: intq_transpose_conv_params intq_requant */
+static void intq_transpose_conv(const intq_transpose_conv_params *p, const int8_t *x, int8_t *y) {
+    int32_t n, oy, ox, o, i, j, c;
+    for (n = 0; n < p->batch; ++n)
+        for (oy = 0; oy < p->out_h; ++oy)
+            for (ox = 0; ox < p->out_w; ++ox) {
+                int8_t *out = y + (((size_t)n * p->out_h + oy) * p->out_w + ox) * p->out_c;
+                for (o = 0; o < p->out_c; ++o) {
+                    int32_t acc = p->bias[o];
+                    for (i = 0; i < p->kh; ++i) {
+                        const int32_t ty = oy + p->pad_top - i;
+                        int32_t iy;
+                        if (ty < 0 || ty % p->stride_h) continue;
+                        iy = ty / p->stride_h;
+                        if (iy >= p->in_h) continue;
+                        for (j = 0; j < p->kw; ++j) {
+                            const int32_t tx = ox + p->pad_left - j;
+                            const int8_t *xp, *wp;
+                            int32_t ix, sum;
+                            if (tx < 0 || tx % p->stride_w) continue;
+                            ix = tx / p->stride_w;
+                            if (ix >= p->in_w) continue;
+                            xp = x + (((size_t)n * p->in_h + iy) * p->in_w + ix) * p->in_c;
+                            wp = p->w + (((size_t)o * p->kh + i) * p->kw + j) * p->in_c;
+                            sum = p->tap_offset[(i * p->kw + j) * p->out_c + o];
+                            for (c = 0; c < p->in_c; ++c) sum += xp[c] * wp[c];
+                            acc += sum;
+                        }
+                    }
+                    out[o] = intq_requant(acc, p->mult[o], p->shift[o], p->out_zp, p->act_min, p->act_max);
+                }
+            }
+}

@@ -60,42 +60,117 @@ static void intq_average_pool(const intq_pool_params *p, const int8_t *x, int8_t
         }
 }
 
-/*@@ intq_mean_params */
-/* MEAN (intq.kernels._pool_common QuantizedSumParams): y = clamp(mbqm(sum - Z_in * count, m, shift)
- * + Z_out, -128, 127), 1/count folded into (m, shift) at prepare; |sum - Z_in count| <= 255 count. The
- * input is read as [outer][reduced][inner]-style index sets: the kept and the reduced dimensions,
- * each with its element strides (merged where contiguous at code generation). */
+/*@@ intq_reduce_box */
+/* A reduction's input read as two index sets: the kept dimensions (in output order) and the reduced
+ * ones, each with its element strides (merged where contiguous at code generation; rank 0 kept: one
+ * output). INTQ_REDUCE(box, BEGIN, STEP(offset), END(out)) visits every output in order: BEGIN, then
+ * STEP on each input element of its reduced set, then END with the output's index. */
 typedef struct {
     int32_t kept_rank, kept_dims[6], kept_strides[6];
     int32_t red_rank, red_dims[6], red_strides[6];
-    int32_t input_offset, mult, shift, out_zp;
+} intq_reduce_box;
+#define INTQ_REDUCE(box, BEGIN, STEP, END)                                                           \
+    do {                                                                                             \
+        int32_t ki_[6] = {0}, ri_[6], kbase_ = 0, out_ = 0, d_;                                      \
+        for (;;) {                                                                                   \
+            int32_t rbase_ = 0;                                                                      \
+            BEGIN                                                                                    \
+            for (d_ = 0; d_ < (box)->red_rank; ++d_) ri_[d_] = 0;                                     \
+            for (;;) {                                                                               \
+                int32_t k_;                                                                          \
+                const int32_t inner_ = (box)->red_dims[(box)->red_rank - 1];                         \
+                const int32_t s_ = (box)->red_strides[(box)->red_rank - 1];                          \
+                for (k_ = 0; k_ < inner_; ++k_) { STEP(kbase_ + rbase_ + k_ * s_) }                  \
+                for (d_ = (box)->red_rank - 2; d_ >= 0; --d_) {                                       \
+                    rbase_ += (box)->red_strides[d_];                                                \
+                    if (++ri_[d_] < (box)->red_dims[d_]) break;                                      \
+                    rbase_ -= (box)->red_strides[d_] * (box)->red_dims[d_];                          \
+                    ri_[d_] = 0;                                                                     \
+                }                                                                                    \
+                if (d_ < 0) break;                                                                   \
+            }                                                                                        \
+            END(out_)                                                                                \
+            ++out_;                                                                                  \
+            for (d_ = (box)->kept_rank - 1; d_ >= 0; --d_) {                                         \
+                kbase_ += (box)->kept_strides[d_];                                                   \
+                if (++ki_[d_] < (box)->kept_dims[d_]) break;                                         \
+                kbase_ -= (box)->kept_strides[d_] * (box)->kept_dims[d_];                            \
+                ki_[d_] = 0;                                                                         \
+            }                                                                                        \
+            if (d_ < 0) break;                                                                       \
+        }                                                                                            \
+    } while (0)
+
+/*@@ intq_mean_params: intq_reduce_box */
+/* MEAN and SUM (intq.kernels._pool_common QuantizedSumParams): y = clamp(mbqm(sum - Z_in * count, m,
+ * shift) + Z_out, -128, 127), MEAN's 1/count folded into (m, shift) at prepare; |sum - Z_in count| <=
+ * 255 count. as_uint8: LiteRT 2.3's reference SUM reads the bytes as uint8 and clamps to [0, 255]
+ * (target litert-ref; intq.kernels.sum). */
+typedef struct {
+    intq_reduce_box box;
+    int32_t input_offset, mult, shift, out_zp, as_uint8;
 } intq_mean_params;
 
 /*@@ intq_mean: intq_mean_params intq_mbqm intq_clamp */
 static void intq_mean(const intq_mean_params *p, const int8_t *x, int8_t *y) {
-    int32_t ki[6] = {0}, ri[6], kbase = 0, out = 0, d;
-    for (;;) {
-        int32_t acc = 0, rbase = 0;
-        for (d = 0; d < p->red_rank; ++d) ri[d] = 0;
-        for (;;) {
-            int32_t k;
-            const int32_t inner = p->red_dims[p->red_rank - 1], s = p->red_strides[p->red_rank - 1];
-            for (k = 0; k < inner; ++k) acc += x[kbase + rbase + k * s];
-            for (d = p->red_rank - 2; d >= 0; --d) {
-                rbase += p->red_strides[d];
-                if (++ri[d] < p->red_dims[d]) break;
-                rbase -= p->red_strides[d] * p->red_dims[d];
-                ri[d] = 0;
-            }
-            if (d < 0) break;
-        }
-        y[out++] = (int8_t)intq_clamp(intq_mbqm(acc - p->input_offset, p->mult, p->shift) + p->out_zp, -128, 127);
-        for (d = p->kept_rank - 1; d >= 0; --d) {
-            kbase += p->kept_strides[d];
-            if (++ki[d] < p->kept_dims[d]) break;
-            kbase -= p->kept_strides[d] * p->kept_dims[d];
-            ki[d] = 0;
-        }
-        if (d < 0) break;
+    int32_t acc = 0;
+#define INTQ_MEAN_BEGIN acc = 0;
+#define INTQ_MEAN_STEP(at) acc += p->as_uint8 ? (int32_t)(uint8_t)x[at] : (int32_t)x[at];
+#define INTQ_MEAN_END(o)                                                                           \
+    {                                                                                              \
+        const int32_t v_ = intq_mbqm(acc - p->input_offset, p->mult, p->shift) + p->out_zp;        \
+        if (p->as_uint8) {                                                                         \
+            const int32_t u_ = intq_clamp(v_, 0, 255);                                             \
+            y[o] = (int8_t)(u_ > 127 ? u_ - 256 : u_);                                             \
+        } else {                                                                                   \
+            y[o] = (int8_t)intq_clamp(v_, -128, 127);                                              \
+        }                                                                                          \
     }
+    INTQ_REDUCE(&p->box, INTQ_MEAN_BEGIN, INTQ_MEAN_STEP, INTQ_MEAN_END);
+#undef INTQ_MEAN_BEGIN
+#undef INTQ_MEAN_STEP
+#undef INTQ_MEAN_END
+}
+
+/*@@ intq_extremum_params: intq_reduce_box */
+/* REDUCE_MAX / REDUCE_MIN, ARG_MAX / ARG_MIN: the extremum of the stored integers (same parameters in
+ * and out), or its first index along the one reduced dimension (strictly greater / smaller replaces:
+ * ties keep the first index, as TFLite's ArgMinMax). */
+typedef struct {
+    intq_reduce_box box;
+    int32_t maximum;             /* 1: MAX, 0: MIN */
+} intq_extremum_params;
+
+/*@@ intq_reduce_extremum: intq_extremum_params */
+static void intq_reduce_extremum(const intq_extremum_params *p, const int8_t *x, int8_t *y) {
+    int32_t best = 0;
+#define INTQ_EXT_BEGIN best = p->maximum ? -128 : 127;
+#define INTQ_EXT_STEP(at) if (p->maximum ? x[at] > best : x[at] < best) best = x[at];
+#define INTQ_EXT_END(o) y[o] = (int8_t)best;
+    INTQ_REDUCE(&p->box, INTQ_EXT_BEGIN, INTQ_EXT_STEP, INTQ_EXT_END);
+#undef INTQ_EXT_BEGIN
+#undef INTQ_EXT_STEP
+#undef INTQ_EXT_END
+}
+
+/*@@ intq_arg_extremum: intq_extremum_params */
+#define INTQ_ARG_BEGIN best = x[kbase_]; at_ = 0; index = 0;
+#define INTQ_ARG_STEP(at)                                                                          \
+    if (p->maximum ? x[at] > best : x[at] < best) { best = x[at]; index = at_; }                   \
+    ++at_;
+
+/*@@ intq_arg_extremum32: intq_arg_extremum */
+static void intq_arg_extremum32(const intq_extremum_params *p, const int8_t *x, int32_t *y) {
+    int32_t best = 0, at_ = 0, index = 0;
+#define INTQ_ARG_END(o) y[o] = index;
+    INTQ_REDUCE(&p->box, INTQ_ARG_BEGIN, INTQ_ARG_STEP, INTQ_ARG_END);
+#undef INTQ_ARG_END
+}
+
+/*@@ intq_arg_extremum64: intq_arg_extremum */
+static void intq_arg_extremum64(const intq_extremum_params *p, const int8_t *x, int64_t *y) {
+    int32_t best = 0, at_ = 0, index = 0;
+#define INTQ_ARG_END(o) y[o] = (int64_t)index;
+    INTQ_REDUCE(&p->box, INTQ_ARG_BEGIN, INTQ_ARG_STEP, INTQ_ARG_END);
+#undef INTQ_ARG_END
 }
