@@ -414,6 +414,10 @@ def _with_bound_inputs(proto: onnx.ModelProto, bound: Mapping[str, tuple[int, ..
         return first
 
 
+#: Operators whose input 1 (weights) and input 2 (bias) must be finite when they are initializers.
+_WEIGHTED_OPS = frozenset({"Conv", "ConvTranspose", "Gemm", "MatMul"})
+
+
 def load_onnx(model, input_shapes: Mapping[str, Sequence[int]] | None = None,
               constant_inputs: Mapping[str, Any] | None = None) -> Graph:
     """Import an ONNX model (path or ``ModelProto``) as a float :class:`Graph`.
@@ -464,6 +468,14 @@ def load_onnx(model, input_shapes: Mapping[str, Sequence[int]] | None = None,
     for inp in real_inputs:
         tensors[inp.name] = Tensor(inp.name, dtype=_dtype(inp.type), shape=bound[inp.name])
         ctx.taken.add(inp.name)
+    for n in proto.graph.node:  # weights of linear ops: a NaN or an infinity makes NaN / ±inf outputs
+        if n.op_type in _WEIGHTED_OPS:
+            for name in list(n.input)[1:3]:
+                t = tensors.get(name)
+                if t is not None and t.data is not None and t.data.dtype.kind == "f" and not np.isfinite(t.data).all():
+                    raise OnnxImportError(f"{where}: node {n.name or n.op_type!r} ({n.op_type}): its weight {name!r} "
+                                          f"holds {int((~np.isfinite(t.data)).sum())} NaN or infinite values; every "
+                                          "output they touch would be NaN or infinite (runtimes then differ on NaN)")
     node_names: set[str] = set()
     for n in proto.graph.node:
         ctx.taken.update(o for o in n.output if o)

@@ -286,3 +286,17 @@ def test_a_float_island_computing_another_shape_than_declared_is_refused():
     g = intq.load(pack(m))
     with pytest.raises(intq.IntqError, match=r"\(Cos\) computes .* but the model declares"):
         intq.Interpreter(g, target="tflite").run({g.inputs[0]: np.zeros(g.tensors[g.inputs[0]].shape, np.float32)})
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_a_non_finite_weight_is_refused(bad):
+    """A Conv weight of -inf: intq's float conv gave NaN where onnxruntime's ReLU/MaxPool dropped the
+    NaN to a number (fuzz campaign seed 2026 case 9090, silently wrong): refused at import, by name."""
+    w = np.ones((2, 1, 3, 3), np.float32)
+    w[1, 0, 1, 1] = bad
+    m = _model([helper.make_node("Conv", ["x", "w"], ["y"], name="conv", pads=[1, 1, 1, 1])],
+               [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 4, 4])],
+               [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2, 4, 4])],
+               [numpy_helper.from_array(w, "w")])
+    with pytest.raises(OnnxImportError, match="'conv' \\(Conv\\): its weight 'w' holds 1 NaN or infinite"):
+        intq.load(m)
