@@ -39,7 +39,8 @@ def run(entry, path: Path) -> dict:
     t0 = time.perf_counter()
     row = {"id": entry.id, "format": path.suffix.lstrip(".")}
     try:
-        g = intq.load(path, input_shapes=entry.inputs or None)
+        g = intq.load(path, input_shapes=entry.inputs or None,
+                      constant_inputs=(entry.consts or None) if path.suffix == ".onnx" else None)
         if any(t.qparams is not None for t in g.tensors.values()):
             qg, row["graph"] = g, "int8 file"
         else:

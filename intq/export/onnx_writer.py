@@ -51,12 +51,13 @@ import onnx
 
 from intq.ir import Graph, Node, Tensor
 from intq.kernels._conv_common import compute_padding
-from intq.kernels._ort import global_average_pool_scale
+from intq.kernels._ort import global_average_pool_scale, sum_as_mean_scale
 from intq.kernels.requantize import activation_range
 from intq.onnx_format import metadata
 from intq.onnx_format.builder import OnnxModelBuilder
 from intq.onnx_format.errors import OnnxExportError, OnnxOpError, OnnxRuntimeRefusedError
-from intq.onnx_format.schema import DEFAULT_OPSET, MAX_OPSET, MIN_OPSET, MS_DOMAIN, OP_SINCE
+from intq.onnx_format.schema import DEFAULT_OPSET, MAX_OPSET, MIN_OPSET, MS_DOMAIN, OP_SINCE, element_type
+from intq.qmath import QuantParams
 from intq.registry import Registry
 
 FORMATS = ("qdq", "qoperator")
@@ -67,8 +68,9 @@ TO_NCHW, TO_NHWC = (0, 3, 1, 2), (0, 2, 3, 1)
 class _Writer:
     """One export: the builder, the chosen encoding, and where each intq tensor lives in ONNX."""
 
-    def __init__(self, graph: Graph, fmt: str, activations: str):
+    def __init__(self, graph: Graph, fmt: str, activations: str, opset: int = DEFAULT_OPSET):
         self.g = graph
+        self.opset = opset
         self.qdq = fmt == "qdq"
         self.offset = ACTIVATIONS[activations]
         self.b = OnnxModelBuilder(graph.name or "intq")
@@ -307,11 +309,18 @@ def _conv(w: _Writer, n: Node) -> None:
     pads = [pad.top, pad.left, bottom, right]
     x, pads = _fold_pad(w, x, pads)
     attrs = dict(kernel_shape=[kh, kw], strides=[sh, sw], dilations=[dh, dw], group=group, pads=pads)
+    _emit_conv(w, n, x, w.to_nchw(x, n), weights, wtt, bias, attrs, y)
+
+
+def _emit_conv(w: _Writer, n: Node, x: str, xin: str, weights: np.ndarray, wtt: Tensor, bias: str | None,
+               attrs: dict, y: str) -> None:
+    """QLinearConv / DequantizeLinear -> Conv -> QuantizeLinear of ``xin`` (the NCHW form of intq
+    tensor ``x``, or a tensor holding its codes) with ONNX-layout ``weights``, then the fused
+    activation's Clip and the Transpose back to NHWC ``y``."""
     clamp = w.clamp_of(n, y)
-    xin = w.to_nchw(x, n)
     out = w.nchw_out(y, n)
     if w.qdq:
-        wf, bf = _weights_dq(w, n, weights, wtt, bias, xt.qparams.tensor_scale)
+        wf, bf = _weights_dq(w, n, weights, wtt, bias, w.t(x).qparams.tensor_scale)
         yf = w.temp(f"{y}/nchw_float", np.float32, None)
         w.use("Conv", n)
         w.b.node("Conv", [w.dq(xin, x, n), wf] + ([bf] if bf else []), [yf], n.name, **attrs)
@@ -324,6 +333,64 @@ def _conv(w: _Writer, n: Node) -> None:
         w.use("QLinearConv", n)
         w.b.node("QLinearConv", inputs, [out], n.name, **attrs)
     w.finish_nchw(y, n, clamp)
+
+
+@EMITTERS.register("TRANSPOSE_CONV")
+def _transpose_conv(w: _Writer, n: Node) -> None:
+    """A convolution of the zero-stuffed input with the spatially flipped kernel — the same int32
+    sums as TFLite's scatter, run by QLinearConv / a fused QDQ Conv (onnxruntime has no integer
+    ConvTranspose on CPU, and its float ConvTranspose between DequantizeLinear and QuantizeLinear is
+    not integer arithmetic). Stuffing: Reshape ``[N, C, H, 1, W, 1]``, Pad with the zero point to
+    ``[N, C, H, s_h, W, s_w]``, Reshape ``[N, C, H s_h, W s_w]``; then the convolution's pads put the
+    kernel's taps where TFLite's padding puts the output window (a Slice first where a side is cropped).
+
+    With ``u`` the stuffed input (``u[i s] = x[i]``) and ``top`` TFLite's padding (the kernel's
+    geometry): ``out[o] = sum_k u[o + top - k] w[k] = sum_j u[o - (K - 1 - top) + j] w[K - 1 - j]``."""
+    shape_t, wt, x, y = n.inputs[0], n.inputs[1], n.inputs[2], n.outputs[0]
+    bias = n.inputs[3] if len(n.inputs) > 3 and n.inputs[3] else None
+    xt, wtt, yt = w.t(x), w.t(wt), w.t(y)
+    if wtt.data is None:
+        raise OnnxOpError(f"node {n.name!r} (TRANSPOSE_CONV): weights {wt!r} are not constant; intq writes a "
+                          "transposed convolution with constant int8 weights only")
+    nb, h, wd, c = xt.shape
+    _, oh, ow, c_out = yt.shape
+    _, kh, kw, _ = wtt.data.shape
+    a = n.attrs
+    sh, sw = int(a.get("stride_h", 1)), int(a.get("stride_w", 1))
+    pad = compute_padding(a.get("padding", "SAME"), (oh, ow), (kh, kw), (sh, sw), (1, 1))
+    weights = np.ascontiguousarray(wtt.data.transpose(0, 3, 1, 2)[:, :, ::-1, ::-1])  # [C_out, C_in, KH, KW], flipped
+    dt = w.dtype(xt)
+    cur = w.to_nchw(x, n)
+    stuffed = (h * sh, wd * sw)
+    if (sh, sw) != (1, 1):
+        zp = np.array(xt.qparams.tensor_zero_point + w.offset, dt)
+        six = w.temp(f"{y}/unstuffed", dt, (nb, c, h, 1, wd, 1))
+        w.use("Reshape", n)
+        w.b.node("Reshape", [cur, w.b.constant(f"{n.name}/unstuffed_shape", np.array([nb, c, h, 1, wd, 1], np.int64))],
+                 [six], f"{n.name}/unstuffed")
+        padded = w.temp(f"{y}/stuffed6", dt, (nb, c, h, sh, wd, sw))
+        w.use("Pad", n)
+        w.b.node("Pad", [six, w.b.constant(f"{n.name}/stuff_pads", np.array([0, 0, 0, 0, 0, 0, 0, 0, 0, sh - 1, 0, sw - 1],
+                                                                             np.int64)),
+                         w.b.constant(f"{n.name}/stuff_value", zp)], [padded], f"{n.name}/stuff", mode="constant")
+        cur = w.temp(f"{y}/stuffed", dt, (nb, c, *stuffed))
+        w.b.node("Reshape", [padded, w.b.constant(f"{n.name}/stuffed_shape", np.array([nb, c, *stuffed], np.int64))],
+                 [cur], f"{n.name}/stuffed")
+    # the stuffed tensor holds (H - 1) s + 1 real rows and s - 1 trailing zero rows
+    lead = [kh - 1 - pad.top, kw - 1 - pad.left]
+    trail = [oh + kh - 1 - stuffed[0] - lead[0], ow + kw - 1 - stuffed[1] - lead[1]]
+    if min(lead + trail) < 0:  # crop first: a convolution's pads cannot be negative
+        starts = [max(-lead[0], 0), max(-lead[1], 0)]
+        ends = [stuffed[0] - max(-trail[0], 0), stuffed[1] - max(-trail[1], 0)]
+        cropped = w.temp(f"{y}/cropped", dt, (nb, c, ends[0] - starts[0], ends[1] - starts[1]))
+        w.use("Slice", n)
+        w.b.node("Slice", [cur, w.b.constant(f"{n.name}/crop_starts", np.array(starts, np.int64)),
+                           w.b.constant(f"{n.name}/crop_ends", np.array(ends, np.int64)),
+                           w.b.constant(f"{n.name}/crop_axes", np.array([2, 3], np.int64))], [cropped], f"{n.name}/crop")
+        cur, lead, trail = cropped, [max(v, 0) for v in lead], [max(v, 0) for v in trail]
+    attrs = dict(kernel_shape=[kh, kw], strides=[1, 1], dilations=[1, 1], group=1,
+                 pads=[lead[0], lead[1], trail[0], trail[1]])
+    _emit_conv(w, n, x, cur, weights, wtt, bias, attrs, y)
 
 
 def _fold_pad(w: _Writer, x: str, pads: list[int]) -> tuple[str, list[int]]:
@@ -489,26 +556,57 @@ def _softmax(w: _Writer, n: Node) -> None:
     w.b.node("QLinearSoftmax", [w.name(x), xs, xz, ys, yz], [w.out(y)], n.name, domain=MS_DOMAIN, axis=-1, opset=13)
 
 
-@EMITTERS.register("MEAN")
+@EMITTERS.register("MEAN", "SUM")
 def _mean(w: _Writer, n: Node) -> None:
+    """QLinearGlobalAveragePool (channels last) in both formats: over H and W of an NHWC tensor
+    directly; over other axes after a Transpose putting the reduced axes first and a Reshape to
+    ``[1, N, 1, kept]`` (the same sums; intq.kernels._ort.OrtGlobalAveragePool); SUM with the output
+    scale ``float32(s_y / N)`` (intq.kernels._ort.sum_as_mean_scale). Over axes of size 1 only:
+    DequantizeLinear -> QuantizeLinear -> Reshape (intq.kernels._ort.OrtMeanOfOne)."""
     x, y = n.inputs[0], n.outputs[0]
     xt, yt = w.t(x), w.t(y)
-    axes = sorted(int(v) % len(xt.shape) for v in np.atleast_1d(w.t(n.inputs[1]).data))
-    if len(xt.shape) != 4 or axes != [1, 2]:
-        raise OnnxOpError(f"node {n.name!r} (MEAN): only the mean over H and W of an NHWC tensor has an integer ONNX "
-                          f"form (QLinearGlobalAveragePool); axes {axes} of shape {list(xt.shape)} have none. "
-                          "Export to .tflite, or reduce over the spatial axes")
-    nb, h, wd, c = xt.shape
+    rank = len(xt.shape)
+    axes = sorted({int(v) % rank for v in np.atleast_1d(w.t(n.inputs[1]).data)})
+    count = int(np.prod([xt.shape[a] for a in axes], dtype=np.int64))
+    if count == 1:  # a requantization: DequantizeLinear -> QuantizeLinear, then the output's shape
+        codes = w.temp(f"{y}/requantized", w.dtype(yt), tuple(xt.shape))
+        w.q(w.dq(w.name(x), x, n), codes, y, n)
+        w.use("Reshape", n)
+        w.b.node("Reshape", [codes, w.b.constant(f"{n.name}/shape", np.array(yt.shape, np.int64))], [w.out(y)],
+                 f"{n.name}/reshape")
+        return
+    y_qp = yt.qparams
+    if n.op_type == "SUM":
+        y_qp = QuantParams(sum_as_mean_scale(y_qp.tensor_scale, count), y_qp.tensor_zero_point, y_qp.dtype)
     try:
-        global_average_pool_scale(xt.qparams, yt.qparams, h * wd)
+        global_average_pool_scale(xt.qparams, y_qp, count)
     except ValueError as e:
-        raise OnnxOpError(f"node {n.name!r} (MEAN): {e}") from None
-    keep = tuple(yt.shape) == (nb, 1, 1, c)
-    out = w.out(y) if keep else w.temp(f"{y}/pooled", w.dtype(yt), (nb, 1, 1, c))
+        raise OnnxOpError(f"node {n.name!r} ({n.op_type}): {e}") from None
+    dt = w.dtype(xt)
+    src = w.name(x)
+    if rank == 4 and axes == [1, 2]:
+        nb, _, _, c = xt.shape
+        pooled = (nb, 1, 1, c)
+    else:
+        kept = [a for a in range(rank) if a not in axes]
+        if axes + kept != list(range(rank)):
+            moved = w.temp(f"{y}/reduced_first", dt, tuple(xt.shape[a] for a in axes + kept))
+            w.use("Transpose", n)
+            w.b.node("Transpose", [src], [moved], f"{n.name}/reduced_first", perm=axes + kept)
+            src = moved
+        channels = int(np.prod([xt.shape[a] for a in kept], dtype=np.int64))
+        flat = w.temp(f"{y}/as_image", dt, (1, count, 1, channels))
+        w.use("Reshape", n)
+        w.b.node("Reshape", [src, w.b.constant(f"{n.name}/image_shape", np.array([1, count, 1, channels], np.int64))],
+                 [flat], f"{n.name}/as_image")
+        src, pooled = flat, (1, 1, 1, channels)
+    keep = tuple(yt.shape) == pooled
+    out = w.out(y) if keep else w.temp(f"{y}/pooled", w.dtype(yt), pooled)
     xs, xz = w.scale_zp(x)
     ys, yz = w.scale_zp(y)
-    w.b.node("QLinearGlobalAveragePool", [w.name(x), xs, xz, ys, yz], [out], n.name, domain=MS_DOMAIN,
-             channels_last=1)
+    if n.op_type == "SUM":
+        ys = w.b.constant(f"{n.name}/sum_as_mean_scale", np.float32(y_qp.tensor_scale))
+    w.b.node("QLinearGlobalAveragePool", [src, xs, xz, ys, yz], [out], n.name, domain=MS_DOMAIN, channels_last=1)
     if not keep:
         w.use("Reshape", n)
         w.b.node("Reshape", [out, w.b.constant(f"{n.name}/shape", np.array(yt.shape, np.int64))], [w.out(y)],
@@ -547,6 +645,11 @@ def _average_pool(w: _Writer, n: Node) -> None:
     bottom = max((pad.out_h - 1) * sh + fh - xt.shape[1] - pad.top, 0)
     right = max((pad.out_w - 1) * sw + fw - xt.shape[2] - pad.left, 0)
     attrs = dict(kernel_shape=[fh, fw], strides=[sh, sw], pads=[pad.top, pad.left, bottom, right], count_include_pad=0)
+    if (fh, fw) == tuple(xt.shape[1:3]) and not any(attrs["pads"]):  # onnxruntime's global-pool fallback
+        try:
+            global_average_pool_scale(xt.qparams, w.t(y).qparams, fh * fw)
+        except ValueError as e:
+            raise OnnxOpError(f"node {n.name!r} (AVERAGE_POOL_2D, a window covering the image): {e}") from None
     clamp = w.clamp_of(n, y)
     if w.qdq:
         xin = w.to_nchw(x, n)
@@ -698,6 +801,337 @@ def _split(w: _Writer, n: Node) -> None:
              axis=axis)
 
 
+@EMITTERS.register("RESIZE_BILINEAR")
+def _resize_bilinear(w: _Writer, n: Node) -> None:
+    """ONNX Resize (``linear``) on the NHWC int8 tensor itself, in both formats (onnxruntime's QDQ
+    transformer drops DequantizeLinear -> Resize -> QuantizeLinear to this; it interpolates the codes
+    in 10-bit integers: intq.kernels.resize_bilinear). Where only the width changes, H and W are
+    swapped around it so that onnxruntime takes that integer path (it reads scales ``[1, 1, s, 1]``
+    as an NCHW float resize)."""
+    from intq.kernels.resize_bilinear import ort_mode
+
+    x, y = n.inputs[0], n.outputs[0]
+    xt, yt = w.t(x), w.t(y)
+    nb, h, wd, c = xt.shape
+    _, oh, ow, _ = yt.shape
+    a = n.attrs
+    align, half = bool(a.get("align_corners", False)), bool(a.get("half_pixel_centers", False))
+    mode = ort_mode(align, half)
+    dt = w.dtype(xt)
+    w.use("Resize", n)
+    if oh == h and ow != wd:  # swap H and W: onnxruntime resizes NHWC int8 in integers only when H is scaled
+        swapped = w.temp(f"{x}/hw_swapped", dt, (nb, wd, h, c))
+        w.use("Transpose", n)
+        w.b.node("Transpose", [w.name(x)], [swapped], f"{n.name}/swap_in", perm=[0, 2, 1, 3])
+        resized = w.temp(f"{y}/hw_swapped", dt, (nb, ow, oh, c))
+        w.b.node("Resize", [swapped, "", "", w.b.constant(f"{n.name}/sizes", np.array([nb, ow, oh, c], np.int64))],
+                 [resized], n.name, mode="linear", coordinate_transformation_mode=mode)
+        w.b.node("Transpose", [resized], [w.out(y)], f"{n.name}/swap_out", perm=[0, 2, 1, 3])
+        return
+    w.b.node("Resize", [w.name(x), "", "", w.b.constant(f"{n.name}/sizes", np.array([nb, oh, ow, c], np.int64))],
+             [w.out(y)], n.name, mode="linear", coordinate_transformation_mode=mode)
+
+
+@EMITTERS.register("SHAPE")
+def _shape(w: _Writer, n: Node) -> None:
+    """Shape, then Cast to the output's integer type (ONNX's Shape writes int64)."""
+    x, y = n.inputs[0], n.outputs[0]
+    yt = w.t(y)
+    w.use("Shape", n)
+    if yt.dtype == np.int64:
+        w.b.node("Shape", [w.name(x)], [w.out(y)], n.name)
+        return
+    dims = w.temp(f"{y}/int64", np.int64, yt.shape)
+    w.b.node("Shape", [w.name(x)], [dims], n.name)
+    w.use("Cast", n)
+    w.b.node("Cast", [dims], [w.out(y)], f"{n.name}/cast", to=element_type(yt.dtype))
+
+
+@EMITTERS.register("PACK")
+def _pack(w: _Writer, n: Node) -> None:
+    """Unsqueeze every input at ``axis``, then Concat (codes copied: PACK's inputs share the output's
+    parameters)."""
+    y = n.outputs[0]
+    yt = w.t(y)
+    axis = int(n.attrs.get("axis", 0)) % len(yt.shape)
+    axes = w.b.constant(f"{n.name}/axes", np.array([axis], np.int64))
+    parts = []
+    for k, i in enumerate(n.inputs):
+        it = w.t(i)
+        part = w.temp(f"{y}/part{k}", w.dtype(it), (*it.shape[:axis], 1, *it.shape[axis:]))
+        w.use("Unsqueeze", n)
+        w.b.node("Unsqueeze", [w.name(i), axes], [part], f"{n.name}/unsqueeze{k}")
+        parts.append(part)
+    w.use("Concat", n)
+    w.b.node("Concat", parts, [w.out(y)], n.name, axis=axis)
+
+
+@EMITTERS.register("GATHER")
+def _gather(w: _Writer, n: Node) -> None:
+    """ONNX Gather on the codes (int32 / int64 indices; int16 ones cast to int32)."""
+    x, idx, y = n.inputs[0], n.inputs[1], n.outputs[0]
+    if int(n.attrs.get("batch_dims", 0)):
+        raise OnnxOpError(f"node {n.name!r} (GATHER): batch_dims = {n.attrs['batch_dims']} has no ONNX Gather form "
+                          "here; export to .tflite")
+    axis = int(n.attrs.get("axis", 0)) % len(w.t(x).shape)
+    it = w.t(idx)
+    indices = w.name(idx)
+    if it.dtype == np.int16:
+        indices = w.temp(f"{idx}/int32", np.int32, it.shape)
+        w.use("Cast", n)
+        w.b.node("Cast", [w.name(idx)], [indices], f"{n.name}/indices", to=element_type(np.int32))
+    w.use("Gather", n)
+    w.b.node("Gather", [w.name(x), indices], [w.out(y)], n.name, axis=axis)
+
+
+@EMITTERS.register("BATCH_MATMUL")
+def _batch_matmul(w: _Writer, n: Node) -> None:
+    """QLinearMatMul (both operands activations) / DequantizeLinear x2 -> MatMul -> QuantizeLinear,
+    after a Transpose of the last two axes for ``adj_x`` / ``adj_y``."""
+    a, b, y = n.inputs[0], n.inputs[1], n.outputs[0]
+    ops = []
+    for name, flag in ((a, "adj_x"), (b, "adj_y")):
+        t = w.t(name)
+        src = w.name(name)
+        if n.attrs.get(flag, False):
+            perm = list(range(len(t.shape)))
+            perm[-2:] = perm[-1], perm[-2]
+            moved = w.temp(f"{name}/{flag}", w.dtype(t), tuple(t.shape[p] for p in perm))
+            w.use("Transpose", n)
+            w.b.node("Transpose", [src], [moved], f"{n.name}/{flag}", perm=perm)
+            src = moved
+        ops.append(src)
+    if w.qdq:
+        floats = [w.dq(ops[0], a, n), w.dq(ops[1], b, n)]
+        yf = w.temp(f"{y}/float", np.float32, w.t(y).shape)
+        w.use("MatMul", n)
+        w.b.node("MatMul", floats, [yf], n.name)
+        w.q(yf, w.out(y), y, n)
+        return
+    sa, za = w.scale_zp(a)
+    sb, zb = w.scale_zp(b)
+    sy, zy = w.scale_zp(y)
+    w.use("QLinearMatMul", n)
+    w.b.node("QLinearMatMul", [ops[0], sa, za, ops[1], sb, zb, sy, zy], [w.out(y)], n.name)
+
+
+@EMITTERS.register("RSQRT")
+def _rsqrt(w: _Writer, n: Node) -> None:
+    """DequantizeLinear -> Sqrt -> Reciprocal -> QuantizeLinear in both formats (ONNX has no Rsqrt)."""
+    x, y = n.inputs[0], n.outputs[0]
+    yt = w.t(y)
+    root = w.temp(f"{y}/sqrt", np.float32, yt.shape)
+    w.use("Sqrt", n)
+    w.b.node("Sqrt", [w.dq(w.name(x), x, n)], [root], f"{n.name}/sqrt")
+    yf = w.temp(f"{y}/float", np.float32, yt.shape)
+    w.use("Reciprocal", n)
+    w.b.node("Reciprocal", [root], [yf], n.name)
+    w.q(yf, w.out(y), y, n)
+
+
+@EMITTERS.register("SLICE")
+def _slice(w: _Writer, n: Node) -> None:
+    """Slice of the codes with constant ``begin`` and ``size`` (-1: to the end)."""
+    x, y = n.inputs[0], n.outputs[0]
+    shape = w.t(x).shape
+    begin_t, size_t = w.t(n.inputs[1]), w.t(n.inputs[2])
+    if begin_t.data is None or size_t.data is None:
+        raise OnnxOpError(f"node {n.name!r} (SLICE): begin and size must be constants to be written to ONNX")
+    begin = [int(v) for v in begin_t.data]
+    size = [int(v) for v in size_t.data]
+    ends = [d if k == -1 else b + k for b, k, d in zip(begin, size, shape)]
+    w.use("Slice", n)
+    w.b.node("Slice", [w.name(x), w.b.constant(f"{n.name}/starts", np.array(begin, np.int64)),
+                       w.b.constant(f"{n.name}/ends", np.array(ends, np.int64)),
+                       w.b.constant(f"{n.name}/axes", np.arange(len(shape), dtype=np.int64))], [w.out(y)], n.name)
+
+
+@EMITTERS.register("BROADCAST_TO")
+def _broadcast_to(w: _Writer, n: Node) -> None:
+    """Expand of the codes to the output's (static) shape."""
+    x, y = n.inputs[0], n.outputs[0]
+    w.use("Expand", n)
+    w.b.node("Expand", [w.name(x), w.b.constant(f"{n.name}/shape", np.array(w.t(y).shape, np.int64))], [w.out(y)],
+             n.name)
+
+
+@EMITTERS.register("MAXIMUM", "MINIMUM")
+def _maximum(w: _Writer, n: Node) -> None:
+    """Max / Min of the codes (the kernels compare stored integers; uint8 codes keep the order)."""
+    op = "Max" if n.op_type == "MAXIMUM" else "Min"
+    w.use(op, n)
+    w.b.node(op, [w.name(i) for i in n.inputs], [w.out(n.outputs[0])], n.name)
+
+
+@EMITTERS.register("REDUCE_MAX", "REDUCE_MIN")
+def _reduce_extremum(w: _Writer, n: Node) -> None:
+    """ReduceMax / ReduceMin of the codes over the constant axes (axes as an input from opset 18);
+    no axes copies the input (ONNX would reduce them all)."""
+    x, y = n.inputs[0], n.outputs[0]
+    rank = len(w.t(x).shape)
+    axes = sorted({int(v) % rank for v in np.atleast_1d(w.t(n.inputs[1]).data)})
+    if not axes:
+        w.use("Reshape", n)
+        w.b.node("Reshape", [w.name(x), w.b.constant(f"{n.name}/shape", np.array(w.t(y).shape, np.int64))],
+                 [w.out(y)], n.name)
+        return
+    op = "ReduceMax" if n.op_type == "REDUCE_MAX" else "ReduceMin"
+    keep = int(bool(n.attrs.get("keep_dims", False)))
+    w.use(op, n)
+    if w.opset >= 18:
+        w.b.node(op, [w.name(x), w.b.constant(f"{n.name}/axes", np.array(axes, np.int64))], [w.out(y)], n.name,
+                 keepdims=keep)
+    else:
+        w.b.node(op, [w.name(x)], [w.out(y)], n.name, axes=axes, keepdims=keep)
+
+
+@EMITTERS.register("ARG_MAX", "ARG_MIN")
+def _arg_extremum(w: _Writer, n: Node) -> None:
+    """ArgMax / ArgMin of the codes (first index on ties, ``select_last_index`` 0), int64, then a
+    Cast to int32 where the output is."""
+    x, y = n.inputs[0], n.outputs[0]
+    yt = w.t(y)
+    axis = int(np.atleast_1d(w.t(n.inputs[1]).data)[0]) % len(w.t(x).shape)
+    op = "ArgMax" if n.op_type == "ARG_MAX" else "ArgMin"
+    w.use(op, n)
+    if yt.dtype == np.int64:
+        w.b.node(op, [w.name(x)], [w.out(y)], n.name, axis=axis, keepdims=0)
+        return
+    idx = w.temp(f"{y}/int64", np.int64, yt.shape)
+    w.b.node(op, [w.name(x)], [idx], n.name, axis=axis, keepdims=0)
+    w.use("Cast", n)
+    w.b.node("Cast", [idx], [w.out(y)], f"{n.name}/cast", to=element_type(yt.dtype))
+
+
+@EMITTERS.register("DEPTH_TO_SPACE", "SPACE_TO_DEPTH")
+def _depth_space(w: _Writer, n: Node) -> None:
+    """Reshape -> Transpose (6-D) -> Reshape of the NHWC codes, the kernels' own index maps."""
+    x, y = n.inputs[0], n.outputs[0]
+    xt = w.t(x)
+    nb, h, wd, c = xt.shape
+    bs = int(n.attrs["block_size"])
+    if n.op_type == "DEPTH_TO_SPACE":  # [n, h, w, dy, dx, c'] -> [n, h, dy, w, dx, c']
+        six = (nb, h, wd, bs, bs, c // (bs * bs))
+    else:  # [n, h', dy, w', dx, c] -> [n, h', w', dy, dx, c]
+        six = (nb, h // bs, bs, wd // bs, bs, c)
+    dt = w.dtype(xt)
+    a = w.temp(f"{y}/blocks", dt, six)
+    w.use("Reshape", n)
+    w.b.node("Reshape", [w.name(x), w.b.constant(f"{n.name}/blocks", np.array(six, np.int64))], [a], f"{n.name}/split")
+    perm = [0, 1, 3, 2, 4, 5]
+    moved = w.temp(f"{y}/moved", dt, tuple(six[p] for p in perm))
+    w.use("Transpose", n)
+    w.b.node("Transpose", [a], [moved], f"{n.name}/move", perm=perm)
+    w.b.node("Reshape", [moved, w.b.constant(f"{n.name}/shape", np.array(w.t(y).shape, np.int64))], [w.out(y)], n.name)
+
+
+@EMITTERS.register("SELECT_V2")
+def _select_v2(w: _Writer, n: Node) -> None:
+    """Where on the codes (the kernel copies the chosen input's integers), broadcasting as numpy."""
+    w.use("Where", n)
+    w.b.node("Where", [w.name(i) for i in n.inputs], [w.out(n.outputs[0])], n.name)
+
+
+def _reshape_to(w: _Writer, n: Node, src: str, dt, shape, out: str | None, tag: str) -> str:
+    """A Reshape of ``src`` to ``shape`` (into intq tensor ``out`` when given, else a temporary)."""
+    dst = w.out(out) if out else w.temp(f"{n.outputs[0]}/{tag}", dt, tuple(shape))
+    w.use("Reshape", n)
+    w.b.node("Reshape", [src, w.b.constant(f"{n.name}/{tag}_shape", np.array(shape, np.int64))], [dst], f"{n.name}/{tag}")
+    return dst
+
+
+@EMITTERS.register("SPACE_TO_BATCH_ND", "BATCH_TO_SPACE_ND")
+def _space_batch(w: _Writer, n: Node) -> None:
+    """The kernels' index maps on the codes, as 4-D NHWC (a 3-D NHC tensor read as NH1C):
+    SPACE_TO_BATCH_ND: Pad by the output's zero point, Reshape ``[N, H/bh, bh, W/bw, bw, C]``,
+    Transpose ``[bh, bw, N, H/bh, W/bw, C]``, Reshape; BATCH_TO_SPACE_ND: Reshape ``[bh, bw, N, H, W,
+    C]``, Transpose ``[N, H, bh, W, bw, C]``, Reshape, Slice of the crops."""
+    x, y = n.inputs[0], n.outputs[0]
+    xt, yt = w.t(x), w.t(y)
+    dt = w.dtype(xt)
+    block = [int(v) for v in w.t(n.inputs[1]).data]
+    pairs = np.asarray(w.t(n.inputs[2]).data, np.int64).reshape(-1, 2)
+    if len(xt.shape) == 3:
+        nb, h, c = xt.shape
+        wd, block, pairs = 1, block + [1], np.concatenate([pairs, [[0, 0]]])
+    else:
+        nb, h, wd, c = xt.shape
+    bh, bw = block
+    (top, bottom), (left, right) = (int(v) for v in pairs[0]), (int(v) for v in pairs[1])
+    cur = w.name(x)
+    if len(xt.shape) == 3:
+        cur = _reshape_to(w, n, cur, dt, (nb, h, wd, c), None, "nhwc")
+    w.use("Transpose", n)
+    if n.op_type == "SPACE_TO_BATCH_ND":
+        if top or bottom or left or right:
+            zp = np.array(yt.qparams.tensor_zero_point + w.offset if xt.qparams is not None else 0, dt)
+            padded = w.temp(f"{y}/padded", dt, (nb, h + top + bottom, wd + left + right, c))
+            w.use("Pad", n)
+            w.b.node("Pad", [cur, w.b.constant(f"{n.name}/pads", np.array([0, top, left, 0, 0, bottom, right, 0], np.int64)),
+                             w.b.constant(f"{n.name}/pad_value", zp)], [padded], f"{n.name}/pad", mode="constant")
+            cur = padded
+        rows, cols = (h + top + bottom) // bh, (wd + left + right) // bw
+        six = _reshape_to(w, n, cur, dt, (nb, rows, bh, cols, bw, c), None, "blocks")
+        moved = w.temp(f"{y}/moved", dt, (bh, bw, nb, rows, cols, c))
+        w.b.node("Transpose", [six], [moved], f"{n.name}/move", perm=[2, 4, 0, 1, 3, 5])
+        _reshape_to(w, n, moved, dt, yt.shape, y, "out")
+        return
+    nb2 = nb // (bh * bw)
+    six = _reshape_to(w, n, cur, dt, (bh, bw, nb2, h, wd, c), None, "blocks")
+    moved = w.temp(f"{y}/moved", dt, (nb2, h, bh, wd, bw, c))
+    w.b.node("Transpose", [six], [moved], f"{n.name}/move", perm=[2, 3, 0, 4, 1, 5])
+    full = _reshape_to(w, n, moved, dt, (nb2, h * bh, wd * bw, c), None, "space")
+    rows, cols = h * bh - top - bottom, wd * bw - left - right
+    cropped = w.temp(f"{y}/cropped", dt, (nb2, rows, cols, c))
+    w.use("Slice", n)
+    w.b.node("Slice", [full, w.b.constant(f"{n.name}/starts", np.array([top, left], np.int64)),
+                       w.b.constant(f"{n.name}/ends", np.array([top + rows, left + cols], np.int64)),
+                       w.b.constant(f"{n.name}/axes", np.array([1, 2], np.int64))], [cropped], f"{n.name}/crop")
+    _reshape_to(w, n, cropped, dt, yt.shape, y, "out")
+
+
+@EMITTERS.register("LUT")
+def _lut(w: _Writer, n: Node) -> None:
+    """Gather from the 256-entry table by the input's codes cast to int32, the table reordered for
+    the ONNX codes: int8 codes index it by their bits through Gather's negative indices (-1 is entry
+    255), uint8 codes of an int8 tensor (code + 128) read entry ``u XOR 128``; entries in the
+    output's ONNX dtype."""
+    x, y = n.inputs[0], n.outputs[0]
+    xt, yt = w.t(x), w.t(y)
+    table = np.asarray(w.t(n.inputs[1]).data)
+    if w.dtype(xt) != xt.dtype:  # int8 tensor written as uint8 codes u = x + 128: x's byte is u ^ 128
+        table = table[np.arange(256) ^ 128]
+    if w.dtype(yt) != yt.dtype:
+        table = (table.astype(np.int16) + w.offset).astype(w.dtype(yt))
+    idx = w.temp(f"{x}/int32", np.int32, xt.shape)
+    w.use("Cast", n)
+    w.b.node("Cast", [w.name(x)], [idx], f"{n.name}/index", to=element_type(np.int32))
+    w.use("Gather", n)
+    w.b.node("Gather", [w.b.constant(f"{n.name}/table", table), idx], [w.out(y)], n.name, axis=0)
+
+
+_COMPARISONS = {"EQUAL": "Equal", "NOT_EQUAL": "Equal", "GREATER": "Greater", "GREATER_EQUAL": "GreaterOrEqual",
+                "LESS": "Less", "LESS_EQUAL": "LessOrEqual"}
+
+
+@EMITTERS.register(*_COMPARISONS)
+def _comparison(w: _Writer, n: Node) -> None:
+    """DequantizeLinear of each input, then the float comparison (a Not after Equal for NOT_EQUAL):
+    onnxruntime compares the dequantized float32 values exactly (intq.kernels._ort.OrtComparison)."""
+    a, b, y = n.inputs[0], n.inputs[1], n.outputs[0]
+    op = _COMPARISONS[n.op_type]
+    w.use("DequantizeLinear", n)
+    fa, fb = w.dq(w.name(a), a, n), w.dq(w.name(b), b, n)
+    w.use(op, n)
+    if n.op_type != "NOT_EQUAL":
+        w.b.node(op, [fa, fb], [w.out(y)], n.name)
+        return
+    eq = w.temp(f"{y}/equal", np.bool_, w.t(y).shape)
+    w.b.node(op, [fa, fb], [eq], f"{n.name}/equal")
+    w.use("Not", n)
+    w.b.node("Not", [eq], [w.out(y)], n.name)
+
+
 # ------------------------------------------------------------------------------- entry points
 
 def _check(graph: Graph, fmt: str, activations: str, opset: int) -> None:
@@ -733,7 +1167,7 @@ def to_onnx_model(graph: Graph, format: str = "qdq", activations: str = "int8", 
     :func:`intq.load`) in ``format`` (``"qdq"`` or ``"qoperator"``) with ``activations``
     (``"int8"`` or ``"uint8"``) at ``opset``. Raises before building for a node with no ONNX form."""
     _check(graph, format, activations, opset)
-    w = _Writer(graph, format, activations)
+    w = _Writer(graph, format, activations, opset)
     for name in graph.inputs:
         t = graph.tensors[name]
         w.b.reserve(name)

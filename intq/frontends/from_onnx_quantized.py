@@ -369,6 +369,32 @@ def _fully_connected(im: _Import, node, a: str, w_nk: np.ndarray, w_qp: QuantPar
     im.add("FULLY_CONNECTED", node.name, inputs, [y], fused_activation_function="NONE", keep_num_dims=False)
 
 
+def _batch_matmul(im: _Import, node, i, y: str, float_name) -> None:
+    """QLinearMatMul of two activations, or of any operand of rank 3 or more (what intq writes for
+    BATCH_MATMUL; ONNX's 3-D node tests): BATCH_MATMUL with per-tensor parameters (a constant operand
+    becomes a constant int8 tensor with its zero point); ONNX MatMul's broadcasting of the batch axes
+    is BATCH_MATMUL's."""
+    a_qp, b_qp, y_qp = im.qparams(i[1], i[2], node), im.qparams(i[4], i[5], node), im.qparams(i[6], i[7], node)
+    _check_input(im, node, i[0], a_qp)
+    if i[3] in im.consts:
+        data = im.consts[i[3]]
+        if data.dtype not in _EIGHT_BIT:
+            raise im.error(node, f"operand {i[3]!r} is {data.dtype.name}; intq reads 8-bit tensors")
+        b = im.constant(f"{node.name or y}/b", im.int8_data(data), b_qp)
+    else:
+        _check_input(im, node, i[3], b_qp)
+        b = im.name(i[3])
+    sa, sb = im.tensors[im.name(i[0])].shape, im.tensors[b].shape
+    if len(sa) < 2 or len(sb) < 2:
+        raise im.error(node, f"operands of shapes {list(sa)} and {list(sb)}: intq reads matrix products of rank >= 2")
+    try:
+        batch = np.broadcast_shapes(sa[:-2], sb[:-2])
+    except ValueError:
+        raise im.error(node, f"the batch axes of {list(sa)} and {list(sb)} do not broadcast") from None
+    im.output(y, (*batch, sa[-2], sb[-1]), y_qp, float_name)
+    im.add("BATCH_MATMUL", node.name or y, [im.name(i[0]), b], [y], adj_x=False, adj_y=False)
+
+
 def _binary(im: _Import, node, op: str, a: str, b: str, y: str, y_qp, float_name) -> None:
     shape = np.broadcast_shapes(im.t(a).shape, im.t(b).shape)
     im.output(y, shape, y_qp, float_name)
@@ -602,7 +628,15 @@ def load_quantized_onnx(proto: onnx.ModelProto, real_inputs, bound: Mapping[str,
 
 def _input_qparams(im: _Import, name: str) -> QuantParams:
     """The parameters an 8-bit graph input is read with: its first reader's (scale, zero point)
-    inputs right after it (DequantizeLinear, QLinearConv, QLinearMatMul, QLinearAdd, ...)."""
+    inputs right after it (DequantizeLinear, QLinearConv, QLinearMatMul, QLinearAdd, ...), looking
+    through data movement (a Transpose intq writes before a QLinearMatMul moves codes unchanged)."""
+    qp = _reader_qparams(im, name, 0)
+    if qp is None:
+        raise QuantizedOnnxError(f"{im.where}: 8-bit input {name!r} has no reader whose constant scale intq can read")
+    return qp
+
+
+def _reader_qparams(im: _Import, name: str, depth: int) -> QuantParams | None:
     for reader in im.consumers.get(name, []):
         ins = list(reader.input)
         if reader.op_type in ("DequantizeLinear", *QOPERATORS) and reader.op_type != "QLinearConcat":
@@ -612,7 +646,12 @@ def _input_qparams(im: _Import, name: str) -> QuantParams:
                 if qp.per_axis:
                     raise im.error(reader, f"input {name!r} is quantized per axis; intq's activations are per tensor")
                 return qp
-    raise QuantizedOnnxError(f"{im.where}: 8-bit input {name!r} has no reader whose constant scale intq can read")
+    for reader in im.consumers.get(name, []):
+        if reader.op_type in MOVEMENT and depth < 8 and reader.input and reader.input[0] == name:
+            qp = _reader_qparams(im, reader.output[0], depth + 1)
+            if qp is not None:
+                return qp
+    return None
 
 
 def _intq_metadata(proto: onnx.ModelProto, where: str) -> dict | None:
@@ -769,6 +808,8 @@ def _read_qoperator(im: _Import, node, a, i) -> None:
         _check_input(im, node, i[0], x_qp)
         bias = im.const(i[8], node) if i[8] else None
         return _conv(im, node, im.name(i[0]), w, w_qp, bias, y, y_qp, a, fname)
+    if op == "QLinearMatMul" and (i[3] not in im.consts or im.consts[i[3]].ndim != 2 or len(im.t(i[0]).shape) != 2):
+        return _batch_matmul(im, node, i, y, fname)
     if op in ("QLinearMatMul", "QGemm"):
         if op == "QLinearMatMul":
             x_qp, w, w_qp, y_qp, bias = (im.qparams(i[1], i[2], node), im.const(i[3], node),
@@ -841,6 +882,12 @@ def _qdq_unit(im: _Import, node, i):
     a = _attrs(node)
     if op in ("Conv", "Gemm", "MatMul"):
         wdq = dqs[1]
+        if op == "MatMul" and wdq is not None and (wdq.input[0] not in im.consts or len(im.t(x0).shape) != 2
+                                                   or im.consts[wdq.input[0]].ndim != 2):
+            zp = lambda n: n.input[2] if len(n.input) > 2 else ""  # noqa: E731
+            _batch_matmul(im, node, [x0, dqs[0].input[1], zp(dqs[0]), wdq.input[0], wdq.input[1], zp(wdq),
+                                     q.input[1], zp(q)], y, fname)
+            return _consumed(im, q)
         if wdq is None or wdq.input[0] not in im.consts:
             return None
         w = im.int8_data(im.consts[wdq.input[0]])

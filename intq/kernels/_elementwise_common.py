@@ -304,7 +304,7 @@ class ComparisonParams:
     table_b: np.ndarray
 
 
-def prepare_comparison(ctx: KernelContext) -> ComparisonParams:
+def prepare_comparison(ctx: KernelContext) -> ComparisonParams:  # or _ort.OrtComparison on the ort targets
     """The comparisons' Prepare (identical in LiteRT and TFLM): one multiplier per input scale.
 
     Shared arithmetic of TFLite's quantized comparisons (reference_ops::ComparisonWithScaling /
@@ -326,6 +326,10 @@ def prepare_comparison(ctx: KernelContext) -> ComparisonParams:
     if len(ctx.outputs) != 1 or ctx.outputs[0].dtype != np.bool_:
         raise ctx.error("expects one bool output")
     broadcast_shape(ctx, a, b, ctx.outputs[0])
+    from intq.kernels import _ort
+
+    if _ort.is_ort(ctx):  # DequantizeLinear of both inputs, then the float comparison: no scale limit
+        return _ort.prepare_comparison(ctx)
     mode = requant_mode(ctx)
     hint = "requantize the input to a scale below 1 first"
     za, zb = zero_point_of(qa), zero_point_of(qb)
@@ -345,7 +349,9 @@ def comparison_operand(r: Rescale, zero_point: int, x: np.ndarray) -> np.ndarray
 
 def compare(p: ComparisonParams, a: np.ndarray, b: np.ndarray, relation) -> np.ndarray:
     """``relation(v_a, v_b)`` (a numpy comparison ufunc, broadcasting) on the int32 values TFLite
-    compares, looked up by table (:func:`comparison_operand` on every int8); a 0-d result stays an array."""
+    compares, looked up by table (:func:`comparison_operand` on every int8); a 0-d result stays an
+    array. (``ort`` targets: ``p`` is an :class:`intq.kernels._ort.OrtComparison`, whose tables hold
+    the ranks of the dequantized values.)"""
     return np.asarray(relation(lookup(p.table_a, a), lookup(p.table_b, b)))
 
 

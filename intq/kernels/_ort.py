@@ -7,7 +7,9 @@ models (tests/kernels/test_ort_target.py) with onnxruntime 1.2x on x86-64 (AVX2,
 VNNI; one thread; ``ORT_DISABLE_ALL`` and ``ORT_ENABLE_ALL``):
 
 * ``QuantizeLinear``: ``clamp(rint(float32(x / s)) + Z)`` — a float32 division, half to even
-  (:func:`quantize_linear`, which is :func:`intq.qmath.quantize` with ``Rounding.HALF_TO_EVEN``).
+  (:func:`quantize_linear`, which is :func:`intq.qmath.quantize` with ``Rounding.HALF_TO_EVEN``);
+  NaN becomes the lowest code (MLAS's ``max(x, qmin - Z)`` returns its second operand for NaN;
+  measured on lengths 1 to 65, vector body and scalar tail alike).
 * ``DequantizeLinear``: ``float32(q - Z) * s`` in float32 — one rounding, what
   :func:`intq.qmath.dequantize` computes (the int8 DEQUANTIZE kernel runs unchanged).
 * ``QLinearConv`` / ``QGemm``: ``rint(float32(acc + bias) * float32(float32(s_x s_w) / s_y)) + Z``,
@@ -25,8 +27,10 @@ VNNI; one thread; ``ORT_DISABLE_ALL`` and ``ORT_ENABLE_ALL``):
   with MLAS's logistic (:func:`mlas_logistic`), ``x >= 0 ? x : float32(x alpha)``, and
   ``x * clamp(float32(x / 6... ))`` (:func:`hard_swish`).
 * ``QLinearGlobalAveragePool`` (channels last): ``rint(float32(sum - N Z_x) * float32(s_x /
-  float32(s_y N))) + Z_y`` — the float32 requantization with that scale.
+  float32(s_y N))) + Z_y`` — the float32 requantization with that scale (MEAN over any axes).
 * ``QLinearConcat``: each input through ``QuantizeLinear(DequantizeLinear(q))`` (a per-code table).
+* ``DequantizeLinear -> Sqrt -> Reciprocal -> QuantizeLinear`` (RSQRT): ``float32(1 / sqrt(x))``
+  per code (both IEEE operations, correctly rounded in float32; :func:`rsqrt`).
 
 Because every one of these but the convolutions depends only on the input codes, ``prepare``
 evaluates the formula on all 256 codes (65536 pairs for ADD and MUL) in float32, and ``run`` is a
@@ -37,6 +41,7 @@ table lookup: integer-only, as DESIGN decision 3 asks. Tables are indexed by the
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -53,9 +58,10 @@ INT8_CODES = np.arange(256, dtype=np.uint8).view(np.int8)
 
 @dataclass(frozen=True, eq=False)
 class OrtLut:
-    """A unary op as onnxruntime computes it per code: ``y = table[x.view(uint8)]`` (int8)."""
+    """A unary op as onnxruntime computes it per code: ``y = table[x.view(uint8)]`` (the output's
+    8-bit dtype: int8, or uint8 for a QUANTIZE to uint8)."""
 
-    table: np.ndarray  # int8 [256]
+    table: np.ndarray  # int8 or uint8 [256]
 
 
 @dataclass(frozen=True, eq=False)
@@ -85,8 +91,10 @@ def lookup2(p: OrtBinaryLut, a: np.ndarray, b: np.ndarray) -> np.ndarray:
 # ------------------------------------------------------------------------ formulas (prepare)
 
 def quantize_linear(v: np.ndarray, qp: QuantParams) -> np.ndarray:
-    """onnxruntime's QuantizeLinear: ``clamp(rint(float32(v / s)) + Z)``, float32 division, half to even."""
-    return quantize(np.asarray(v, np.float32), qp, Rounding.HALF_TO_EVEN)
+    """onnxruntime's QuantizeLinear: ``clamp(rint(float32(v / s)) + Z)``, float32 division, half to
+    even; NaN gives the lowest code (measured, module docstring)."""
+    v = np.asarray(v, np.float32)
+    return quantize(np.where(np.isnan(v), np.float32(-np.inf), v), qp, Rounding.HALF_TO_EVEN)
 
 
 def fma32(a, b, c) -> np.ndarray:
@@ -162,6 +170,13 @@ def hard_swish(x: np.ndarray) -> np.ndarray:
     return (x * gate).astype(np.float32)
 
 
+def rsqrt(x: np.ndarray) -> np.ndarray:
+    """onnxruntime's Sqrt then Reciprocal in float32 (``sqrtps``, ``divps``: both correctly rounded):
+    ``float32(1 / float32(sqrt(x)))``; 0 gives +inf, a negative input NaN (measured)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return (np.float32(1) / np.sqrt(np.asarray(x, np.float32))).astype(np.float32)
+
+
 def clip(lo: float | None, hi: float | None) -> Callable[[np.ndarray], np.ndarray]:
     """Relu (``lo = 0``) and Clip in float32."""
     return lambda x: np.clip(x, -np.inf if lo is None else np.float32(lo), np.inf if hi is None else np.float32(hi))
@@ -171,12 +186,14 @@ def clip(lo: float | None, hi: float | None) -> Callable[[np.ndarray], np.ndarra
 
 def unary_table(in_qp: QuantParams, out_qp: QuantParams, f: Callable[[np.ndarray], np.ndarray],
                 clamp: tuple[int, int] | None = None) -> OrtLut:
-    """``QuantizeLinear(f(DequantizeLinear(q)))`` for every int8 code ``q`` (clamped to ``clamp``, the
-    integer Clip intq writes after the op for a fused activation)."""
-    y = quantize_linear(f(dequantize(INT8_CODES, in_qp)), out_qp)
+    """``QuantizeLinear(f(DequantizeLinear(q)))`` for every code ``q`` of the input's 8-bit dtype, in
+    the order of its bits (clamped to ``clamp``, the integer Clip intq writes after the op for a
+    fused activation)."""
+    codes = INT8_CODES if in_qp.dtype == np.int8 else np.arange(256, dtype=np.uint8)
+    y = quantize_linear(f(dequantize(codes, in_qp)), out_qp)
     if clamp is not None:
         y = np.clip(y, *clamp)
-    return OrtLut(y.astype(np.int8))
+    return OrtLut(y.astype(out_qp.dtype))
 
 
 def _codes(qp: QuantParams, offset: int) -> tuple[np.ndarray, np.ndarray]:
@@ -247,10 +264,32 @@ def prepare_binary(ctx, table: Callable[..., OrtBinaryLut]) -> OrtBinaryLut:
 
 
 @dataclass(frozen=True, eq=False)
-class OrtGlobalAveragePool:
-    """QLinearGlobalAveragePool (channels last) for MEAN over H and W of an NHWC tensor:
-    ``requant(sum - N Z_x)`` with the float32 contract and ``s = float32(s_x / float32(s_y N))``."""
+class OrtComparison:
+    """EQUAL ... NOT_EQUAL as intq writes them (DequantizeLinear of each input, then the float
+    comparison): onnxruntime compares ``float32(q - Z) * s`` exactly. Each code's dequantized value
+    is replaced at prepare by its rank among both inputs' 512 values (equal floats, equal ranks), so
+    ``run`` compares integers in the same order as the floats."""
 
+    table_a: np.ndarray  # int32 [256] by the code's bits: the rank of DequantizeLinear(a)
+    table_b: np.ndarray
+
+
+def prepare_comparison(ctx) -> OrtComparison:
+    qa, qb = ctx.per_tensor(ctx.input(0), "input 0"), ctx.per_tensor(ctx.input(1), "input 1")
+    va, vb = dequantize(INT8_CODES, qa), dequantize(INT8_CODES, qb)  # float32, onnxruntime's DequantizeLinear
+    values = np.unique(np.concatenate([va, vb]))  # sorted; -0.0 and 0.0 are one value, as they compare equal
+    rank = lambda v: np.searchsorted(values, v).astype(np.int32)  # noqa: E731
+    return OrtComparison(rank(va), rank(vb))
+
+
+@dataclass(frozen=True, eq=False)
+class OrtGlobalAveragePool:
+    """QLinearGlobalAveragePool (channels last) for MEAN: ``requant(sum - N Z_x)`` over the reduced
+    axes with the float32 contract and ``s = float32(s_x / float32(s_y N))``. intq writes MEAN over
+    H and W of an NHWC tensor as the operator itself, any other axes as a Transpose of the reduced
+    axes in front and a Reshape to ``[1, N, 1, kept]`` around it (the same sums)."""
+
+    axes: tuple[int, ...]  # the reduced axes, ascending
     offset: np.ndarray  # int64 [1]: -N Z_x
     requant: Requantizer  # Float32Rne
     out_shape: tuple[int, ...]
@@ -273,28 +312,48 @@ def global_average_pool_scale(qx: QuantParams, qy: QuantParams, n: int) -> np.fl
     return s
 
 
-def prepare_global_average_pool(ctx) -> OrtGlobalAveragePool:
-    """MEAN on an ``ort`` target: only the global average over axes (1, 2) of a 4-D NHWC tensor has
-    an ONNX form intq writes (QLinearGlobalAveragePool); other axes are refused."""
+@dataclass(frozen=True, eq=False)
+class OrtMeanOfOne:
+    """MEAN whose reduced axes all have size 1: a requantization, which intq writes as
+    DequantizeLinear -> QuantizeLinear then a Reshape (onnxruntime's QLinearGlobalAveragePool would
+    refuse output scales below ``s_x / 256``): the per-code table of QUANTIZE, then the new shape."""
+
+    table: OrtLut
+    out_shape: tuple[int, ...]
+
+
+def sum_as_mean_scale(s_y: float, n: int) -> np.float32:
+    """The output scale intq gives QLinearGlobalAveragePool for a SUM of ``n`` elements:
+    ``float32(s_y / n)`` (a sum is ``n`` means), which onnxruntime then multiplies back by ``n``."""
+    return np.float32(np.float32(s_y) / np.float32(n))
+
+
+def prepare_global_average_pool(ctx, total: bool = False) -> OrtGlobalAveragePool | OrtMeanOfOne:
+    """MEAN (SUM when ``total``) on an ``ort`` target: the average over any axes, as
+    QLinearGlobalAveragePool computes it (SUM with the output scale :func:`sum_as_mean_scale`); over
+    axes of size 1 only: :class:`OrtMeanOfOne`."""
     x, y = ctx.input(0), ctx.outputs[0]
     qx, qy = ctx.per_tensor(x, "input"), ctx.per_tensor(y, "output")
     shape = ctx.static_shape(x, "input")
-    axes = sorted(int(a) % len(shape) for a in np.atleast_1d(ctx.constant(1, "axes")))
-    if len(shape) != 4 or axes != [1, 2]:
-        raise ctx.error(f"target {ctx.target.name!r}: only MEAN over axes [1, 2] of a 4-D NHWC tensor "
-                        f"(QLinearGlobalAveragePool) is emulated, got axes {axes} of shape {list(shape)}")
-    n = shape[1] * shape[2]
+    axes = tuple(sorted({int(a) % len(shape) for a in np.atleast_1d(ctx.constant(1, "axes"))}))
+    n = int(np.prod([shape[a] for a in axes], dtype=np.int64))
+    if n == 1:
+        return OrtMeanOfOne(unary_table(qx, qy, lambda v: v), tuple(int(d) for d in ctx.static_shape(y, "output")))
+    if total:
+        qy = QuantParams(sum_as_mean_scale(qy.tensor_scale, n), qy.tensor_zero_point, qy.dtype)
     try:
         s = global_average_pool_scale(qx, qy, n)
     except ValueError as e:
         raise ctx.error(str(e)) from None
     r = make_requantizer(s, Requant.FLOAT32_RNE, qy.tensor_zero_point, qy.qmin, qy.qmax, np.int8)
-    return OrtGlobalAveragePool(np.array([-n * qx.tensor_zero_point], np.int64), r,
+    return OrtGlobalAveragePool(axes, np.array([-n * qx.tensor_zero_point], np.int64), r,
                                 tuple(int(d) for d in ctx.static_shape(y, "output")))
 
 
-def run_global_average_pool(p: OrtGlobalAveragePool, x: np.ndarray) -> np.ndarray:
-    acc = x.astype(np.int64).sum(axis=(1, 2))  # [N, C]: |sum| <= 255 * H * W
+def run_global_average_pool(p: OrtGlobalAveragePool | OrtMeanOfOne, x: np.ndarray) -> np.ndarray:
+    if isinstance(p, OrtMeanOfOne):
+        return lookup(p.table, x).reshape(p.out_shape)
+    acc = x.astype(np.int64).sum(axis=p.axes).reshape(-1, 1)  # |sum| <= 255 N < 2^32 (N < 2^24)
     return requantize(p.requant, acc, p.offset).reshape(p.out_shape)
 
 
@@ -319,13 +378,16 @@ def run_concat(p: OrtConcat, xs) -> np.ndarray:
 
 @dataclass(frozen=True, eq=False)
 class OrtSoftmax:
-    """QLinearSoftmax (opset-13 form, last axis), onnxruntime's float32 algorithm:
+    """QLinearSoftmax (opset-13 form, last axis), onnxruntime's algorithm:
     ``e = table[x - max(row) + 255]`` (``table[i] = float32(exp((i - 255 + b) s_x))`` in double,
-    ``b = max(0, log(FLT_MAX / D) - 5) / s_x``), ``sum`` accumulated left to right in float32,
-    ``y = clamp(rint(float32(e * floor(1 / s_y)) / sum) + Z_y)``."""
+    ``b = max(0, float32(log(float32(FLT_MAX / D))) - 5) / s_x``: C++'s ``log`` of a float is
+    ``logf``), ``sum`` accumulated left to right in float32, ``y = clamp(rint(double(e) Y /
+    double(sum)) + Z_y)`` with ``Y = floor(float32(1 / s_y))`` (onnxruntime 1.32 passes ``Y`` as a
+    double, so the quotient is a double: measured by tools/probe_ort_softmax.py, 0 of 39,008,198
+    elements differ; the float32 quotient differed in 23 near a half)."""
 
     table: np.ndarray  # float32 [256]
-    y_scale: np.float32  # floor(float32(1) / s_y)
+    y_scale: np.float32  # floor(float32(1) / s_y), an integer
     zero_point: int
     depth: int
 
@@ -344,7 +406,8 @@ def prepare_softmax(ctx) -> OrtSoftmax:
                         f"emulated, got {beta}")
     depth = int(ctx.static_shape(ctx.input(0), "input")[-1])
     sx = float(np.float32(qx.tensor_scale))
-    shift = max(0.0, float(np.log(_FLT_MAX / depth)) - _SOFTMAX_RESERVE) / sx
+    log_f = float(np.float32(math.log(float(np.float32(np.float32(_FLT_MAX) / np.float32(depth))))))  # logf
+    shift = max(0.0, log_f - _SOFTMAX_RESERVE) / sx
     table = np.exp((np.arange(256, dtype=np.float64) - 255 + shift) * sx).astype(np.float32)
     y_scale = np.float32(np.floor(np.float32(1) / np.float32(qy.tensor_scale)))
     return OrtSoftmax(table, y_scale, qy.tensor_zero_point, depth)
@@ -356,13 +419,13 @@ def run_softmax(p: OrtSoftmax, x: np.ndarray) -> np.ndarray:
 
 
 def _float32_softmax(p: OrtSoftmax, index: np.ndarray) -> np.ndarray:
-    """The float32 steps of onnxruntime's QLinearSoftmax (``ort`` targets only, a float emulation):
+    """The float steps of onnxruntime's QLinearSoftmax (``ort`` targets only, a float emulation):
     ``e = table[index]`` (``index = x - max(row) + 255``, integers), the left-to-right float32 sum
-    (``np.add.accumulate`` is sequential), ``float32(e * Y) / sum``, rounded half to even, ``+ Z_y``,
-    clamped."""
+    (``np.add.accumulate`` is sequential), ``double(e) Y / double(sum)`` (no overflow: ``e Y < 2^128 *
+    2^10``), rounded half to even, ``+ Z_y``, clamped."""
     e = p.table[index]  # float32 [rows, D]
     total = np.add.accumulate(e, axis=1, dtype=np.float32)[:, -1:]
-    v = np.rint((e * p.y_scale).astype(np.float32) / total).astype(np.int64) + p.zero_point
+    v = np.rint(e.astype(np.float64) * np.float64(p.y_scale) / total.astype(np.float64)).astype(np.int64) + p.zero_point
     return np.clip(v, -128, 127).astype(np.int8)
 
 
@@ -448,11 +511,31 @@ class OrtAveragePool:
     act_max: int
 
 
-def prepare_average_pool(ctx) -> OrtAveragePool:
+def is_global_window(g) -> bool:
+    """Whether onnxruntime's QLinearAveragePool falls back to its global average pool
+    (``qlinear_pool.cc``: the kernel equals the image and every pad is 0), whose arithmetic is
+    QLinearGlobalAveragePool's integer sum and float32 requantization, not the float32 window sum."""
+    return (g.filter_h, g.filter_w) == (g.in_h, g.in_w) and not (g.pad_h or g.pad_w or g.pad_bottom or g.pad_right)
+
+
+def prepare_average_pool(ctx) -> OrtAveragePool | OrtGlobalAveragePool:
+    """AVERAGE_POOL_2D on an ``ort`` target: :class:`OrtAveragePool`, or, for a window covering the
+    whole unpadded image (:func:`is_global_window`; measured on MediaPipe's selfie segmenter, 16x16),
+    :class:`OrtGlobalAveragePool` over H and W clamped to the fused activation's range."""
     from intq.kernels._pool_common import prepare_pool, window_counts
 
     qx, qy = ctx.per_tensor(ctx.input(0), "input"), ctx.per_tensor(ctx.outputs[0], "output")
     pool = prepare_pool(ctx, qx, qy)
+    g = pool.geometry
+    if is_global_window(g):
+        n = g.in_h * g.in_w
+        try:
+            s = global_average_pool_scale(qx, qy, n)
+        except ValueError as e:
+            raise ctx.error(str(e)) from None
+        r = make_requantizer(s, Requant.FLOAT32_RNE, qy.tensor_zero_point, pool.act_min, pool.act_max, np.int8)
+        return OrtGlobalAveragePool((1, 2), np.array([-n * qx.tensor_zero_point], np.int64), r,
+                                    tuple(int(d) for d in ctx.static_shape(ctx.outputs[0], "output")))
     counts = window_counts(ctx, pool.geometry, 128)
     dq = (np.float32(qx.tensor_scale) * (INT8_CODES.astype(np.int32) - qx.tensor_zero_point).astype(np.float32))
     offset = ctx.target.activation_offset

@@ -48,7 +48,7 @@ class AveragePool2DParams:
 
 
 @kernel(OP)
-def prepare(ctx: KernelContext) -> AveragePool2DParams | _ort.OrtAveragePool:
+def prepare(ctx: KernelContext) -> AveragePool2DParams | _ort.OrtAveragePool | _ort.OrtGlobalAveragePool:
     if _ort.is_ort(ctx):  # QLinearAveragePool: onnxruntime's float32 window sums
         return _ort.prepare_average_pool(ctx)
     if ctx.target.runtime is _Runtime.TPU_MLIR:
@@ -57,9 +57,11 @@ def prepare(ctx: KernelContext) -> AveragePool2DParams | _ort.OrtAveragePool:
     return AveragePool2DParams(pool, window_counts(ctx, pool.geometry, 128))  # |q| <= 128
 
 
-def run(p: AveragePool2DParams | _ort.OrtAveragePool, x):
+def run(p: AveragePool2DParams | _ort.OrtAveragePool | _ort.OrtGlobalAveragePool, x):
     if isinstance(p, _ort.OrtAveragePool):
         return (_ort.run_average_pool(p, x),)
+    if isinstance(p, _ort.OrtGlobalAveragePool):  # a window covering the whole unpadded image
+        return (_ort.run_global_average_pool(p, x),)
     if type(p) is tpu_mlir_pool.TpuMlirAvgPoolParams:
         return tpu_mlir_pool.run_avg(p, x)
     if type(p) is tpu_mlir_pool.TpuMlirFloatAvgPoolParams:

@@ -19,6 +19,11 @@ accumulates ``(a + a_offset) * (b + b_offset)`` in int32 and applies ``MultiplyB
 operand transposes are layout changes that do not alter the sums. The requantization is
 ``ctx.target.requant_for("BATCH_MATMUL")``.
 
+The ``ort`` targets (intq writes QLinearMatMul with both operands activations, after a Transpose
+for ``adj_x`` / ``adj_y``; onnxruntime's ``quantize_linear_matmul.cc`` + MLAS QGEMM): the same exact
+int32 sums, requantized in float32 (the ``FLOAT32_RNE`` contract) with the scale
+``float32(float32(s_a s_b) / s_y)`` of ``output_scales[i] = a_scale * b_scale / y_scale``.
+
 Arithmetic: ``(a - Z_a)`` and ``(b - Z_b)`` as int32 and one broadcasting integer ``np.matmul``
 (integer-only; numpy's integer matmul does not use BLAS). It is exact because
 ``|acc| <= K * 255 * 255 < 2^31``, checked at prepare (K <= 33025).
@@ -33,7 +38,8 @@ import numpy as np
 from intq.errors import IntqError
 from intq.kernels._conv_common import static_shape
 from intq.kernels.base import KernelContext, kernel
-from intq.kernels.requantize import Requantizer, make_requantizer, requantize
+from intq.kernels.requantize import Requantizer, make_requantizer, requantize, xnnpack_conv_scale
+from intq.kernels.targets import Runtime
 from intq.qmath import effective_scale
 
 OP = "BATCH_MATMUL"
@@ -80,6 +86,8 @@ def prepare(ctx: KernelContext) -> BatchMatMulParams:
     if depth > _MAX_DEPTH:
         raise ctx.error(f"contracted length {depth} can overflow the int32 accumulator (at most {_MAX_DEPTH})")
     real = effective_scale(lhs_qp.scale[0], rhs_qp.scale[0], out_qp.scale[0], product_dtype=np.float32)
+    if ctx.target.runtime is Runtime.ORT:  # QLinearMatMul: float32(float32(s_a s_b) / s_y), float32 requantization
+        real = xnnpack_conv_scale(lhs_qp.scale[0], rhs_qp.scale[0], out_qp.scale[0])
     try:
         r = make_requantizer(real, ctx.target.requant_for(OP), out_qp.tensor_zero_point, out_qp.qmin,
                              out_qp.qmax, y.dtype)

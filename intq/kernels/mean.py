@@ -131,8 +131,9 @@ def xnnpack_reduce(ctx: KernelContext, p: QuantizedSumParams, mean: bool) -> Xnn
     return XnnpackMeanParams(p.axes, p.keep_dims, p.out_shape, scale, zero_point)
 
 
-def run(p: QuantizedSumParams | OptimizedMean4DParams | XnnpackMeanParams | _ort.OrtGlobalAveragePool, x, axis=None):
-    if isinstance(p, _ort.OrtGlobalAveragePool):
+def run(p: QuantizedSumParams | OptimizedMean4DParams | XnnpackMeanParams | _ort.OrtGlobalAveragePool | _ort.OrtMeanOfOne,
+        x, axis=None):
+    if isinstance(p, (_ort.OrtGlobalAveragePool, _ort.OrtMeanOfOne)):
         return (_ort.run_global_average_pool(p, x),)
     if isinstance(p, XnnpackMeanParams):
         acc = x.astype(np.int64).sum(axis=p.axes, keepdims=p.keep_dims)  # raw sum, |.| < 2^24 (prepare)

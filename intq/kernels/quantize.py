@@ -139,12 +139,14 @@ def prepare(ctx: KernelContext) -> QuantizeParams:
 
 def _prepare_ort(ctx: KernelContext, x, y, out_qp) -> _ort.OrtFloatQuantize | _ort.OrtLut:
     """onnxruntime: QuantizeLinear on a float input; DequantizeLinear -> QuantizeLinear (as intq
-    writes a requantizing QUANTIZE) on an int8 one (:mod:`intq.kernels._ort`)."""
-    if y.dtype != np.int8:
-        raise ctx.error(f"target {ctx.target.name!r}: QUANTIZE to {y.dtype.name} is not emulated (int8 only)")
+    writes a requantizing QUANTIZE) on an int8 one (:mod:`intq.kernels._ort`); to int8, or to uint8
+    (a uint8 output tensor stays uint8 in the ONNX model whatever its ``activations``)."""
+    if y.dtype not in (np.int8, np.uint8):
+        raise ctx.error(f"target {ctx.target.name!r}: QUANTIZE to {y.dtype.name} is not emulated (int8 or uint8 "
+                        "output only)")
     if np.issubdtype(x.dtype, np.floating):
         return _ort.OrtFloatQuantize(out_qp)
-    return _ort.unary_table(ctx.per_tensor(x, "input"), out_qp, lambda v: v)
+    return _ort.unary_table(ctx.per_tensor(x, "input", (np.int8, np.uint8)), out_qp, lambda v: v)
 
 
 def run(p: QuantizeParams, x):

@@ -41,6 +41,7 @@ import numpy as np
 
 from dataclasses import dataclass
 
+from intq.kernels import _ort
 from intq.kernels._pool_common import QuantizedSumParams, prepare_quantized_sum
 from intq.kernels.base import KernelContext, kernel
 from intq.kernels.mean import XnnpackMeanParams, _float32_mean, xnnpack_reduce
@@ -67,6 +68,8 @@ class OptimizedSumParams:
 @kernel(OP)
 def prepare(ctx: KernelContext) -> QuantizedSumParams | OptimizedSumParams | XnnpackMeanParams:
     ctx.check_emulated()
+    if _ort.is_ort(ctx):  # QLinearGlobalAveragePool with the output scale s_y / N (intq.kernels._ort)
+        return _ort.prepare_global_average_pool(ctx, total=True)
     if not ctx.target.optimized:
         return prepare_quantized_sum(ctx, mean=False, bytes_as_uint8=ctx.target.runtime in _LITERT_UINT8_BYTES)
     p = prepare_quantized_sum(ctx, mean=False)
@@ -81,7 +84,10 @@ def prepare(ctx: KernelContext) -> QuantizedSumParams | OptimizedSumParams | Xnn
     return OptimizedSumParams(p.axes, p.keep_dims, p.out_shape, ratio, bias, zo)
 
 
-def run(p: QuantizedSumParams | OptimizedSumParams | XnnpackMeanParams, x, axis=None):
+def run(p: QuantizedSumParams | OptimizedSumParams | XnnpackMeanParams | _ort.OrtGlobalAveragePool | _ort.OrtMeanOfOne,
+        x, axis=None):
+    if isinstance(p, (_ort.OrtGlobalAveragePool, _ort.OrtMeanOfOne)):
+        return (_ort.run_global_average_pool(p, x),)
     if isinstance(p, XnnpackMeanParams):
         acc = x.astype(np.int64).sum(axis=p.axes, keepdims=p.keep_dims)  # raw sum, |.| < 2^24 (prepare)
         return (_float32_mean(acc, p.scale, p.zero_point).reshape(p.out_shape),)

@@ -64,6 +64,28 @@ OP_SINCE: dict[str, int] = {
     "Identity": 13,
     "Gather": 13,
     "Softmax": 13,
+    "Slice": 13,
+    "Resize": 13,  # roi and scales optional (13); int8 / uint8 since 11
+    "Shape": 13,
+    "Cast": 13,
+    "Unsqueeze": 13,  # axes as an input
+    "QLinearMatMul": 10,
+    "Sqrt": 13,
+    "Reciprocal": 13,
+    "Expand": 13,
+    "Max": 13,  # int8 / uint8 since 12
+    "Min": 13,
+    "ReduceMax": 13,  # int8 / uint8 since 12 (13: bfloat16); axes an input from 18 (the writer follows the opset)
+    "ReduceMin": 13,
+    "ArgMax": 13,  # select_last_index since 12
+    "ArgMin": 13,
+    "Equal": 13,
+    "Greater": 13,
+    "GreaterOrEqual": 16,  # 12 introduced it; 16 adds bfloat16 (ONNX's current version below 21)
+    "Less": 13,
+    "LessOrEqual": 16,
+    "Not": 1,
+    "Where": 9,  # int8 / uint8 data; 16 adds bfloat16
     "PRelu": 16,  # int8 data not used: float island; 16 adds bfloat16 only, 9 has broadcasting  # axis -1 over the last dimension only
 }
 

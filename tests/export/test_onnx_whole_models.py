@@ -53,3 +53,22 @@ def test_corpus_model_every_output_equals_onnxruntime():
     data = [rng.uniform(-1, 1, shape).astype(np.float32) for _ in range(4)]
     qg = quantize(path, data, input_shapes={"x": shape})
     compare(qg, {qg.inputs[0]: data[1]}, COMBOS, allow=MEASURED)
+
+
+@pytest.mark.parametrize("name", ["mp_selfie_segmentation", "silero_vad_16k_op15"])
+def test_corpus_models_with_newer_ops_equal_onnxruntime(name):
+    """Committed corpus models that need the later ONNX forms: MediaPipe's selfie segmenter
+    (TRANSPOSE_CONV, RESIZE_BILINEAR, a 16x16 AVERAGE_POOL_2D onnxruntime runs as its global pool)
+    and silero-vad (a MEAN over an axis of size 1 with s_x / s_y = 510; sr bound to 16000)."""
+    rng = np.random.default_rng(0)
+    if name == "silero_vad_16k_op15":
+        path, kw = f"tests/fixtures/corpus/{name}.onnx", dict(input_shapes={"input": (1, 512), "state": (2, 1, 128)},
+                                                              constant_inputs={"sr": 16000})
+        make = lambda: {"input": rng.uniform(-1, 1, (1, 512)).astype(np.float32),  # noqa: E731
+                        "state": rng.uniform(-1, 1, (2, 1, 128)).astype(np.float32)}
+    else:
+        path, kw = f"tests/fixtures/corpus/{name}.tflite", {}
+        make = lambda: {"input_1": rng.uniform(0, 1, (1, 256, 256, 3)).astype(np.float32)}  # noqa: E731
+    data = [make() for _ in range(4)]
+    qg = quantize(path, data, **kw)
+    compare(qg, data[1], COMBOS, allow=MEASURED)

@@ -75,6 +75,26 @@ def test_intq_exports_read_back_equal(digits):
                               intq.Interpreter(qg, target=g.metadata["onnx_target"]).run(x)["logits"])
 
 
+def test_batch_matmul_exports_read_back_equal():
+    """intq's BATCH_MATMUL exports (QLinearMatMul of two activations, a Transpose in front for
+    adj_x / adj_y; DQ, DQ -> MatMul -> Q) read back as BATCH_MATMUL, equal to the graph they came
+    from on the target the import names."""
+    from tests.export.onnx_harness import merge
+    from tests.export.test_onnx_conformance import _batch_matmul
+
+    rng = np.random.default_rng(5)
+    cases = [_batch_matmul(rng) for _ in range(30)]
+    g = merge([c for c, _ in cases], "bmm")
+    feeds = {f"c{i}/{k}": v for i, (_, f) in enumerate(cases) for k, v in f.items()}
+    for fmt, act in (("qoperator", "int8"), ("qoperator", "uint8"), ("qdq", "int8"), ("qdq", "uint8")):
+        h = intq.load(onnx.load_from_string(intq.export_onnx(g, format=fmt, activations=act, check=False)))
+        target = h.metadata["onnx_target"]
+        assert target == ("ort-u8" if act == "uint8" else "ort")
+        assert sum(n.op_type == "BATCH_MATMUL" for n in h.nodes) == len(cases), (fmt, act)
+        got, want = intq.Interpreter(h, target=target).run(dict(feeds)), intq.Interpreter(g, target=target).run(dict(feeds))
+        assert all(np.array_equal(got[k], want[k]) for k in g.outputs), (fmt, act)
+
+
 def _node_case_model(case):
     """ONNX's node test model with every input but the data one turned into an initializer."""
     m = onnx.ModelProto()
@@ -113,7 +133,7 @@ def _onnx_node_cases():
 def test_onnx_quantization_node_tests():
     """Every 8-bit per-tensor case passes through intq.load + its ort target equal to ONNX's expected
     output (asymmetric uint8 / int8 weights included); every other case (float8 / 4-bit / 16-bit
-    types, blocked or per-axis activations, float16 scales, 3-D QLinearMatMul, ConvInteger...) is
+    types, blocked or per-axis activations, float16 scales, ConvInteger...) is
     refused with an intq error naming why."""
     cases = [c for c in _onnx_node_cases()
              if any(k in c.name for k in ("qlinear", "quantizelinear", "dequantizelinear", "convinteger",
@@ -135,7 +155,8 @@ def test_onnx_quantization_node_tests():
         assert np.array_equal(got, want), case.name
         passed.append(case.name)
     assert {"test_quantizelinear", "test_dequantizelinear", "test_qlinearconv", "test_qlinearmatmul_2D_uint8_float32",
-            "test_qlinearmatmul_2D_int8_float32"} <= set(passed)
+            "test_qlinearmatmul_2D_int8_float32", "test_qlinearmatmul_3D_uint8_float32",
+            "test_qlinearmatmul_3D_int8_float32"} <= set(passed)
     assert all(case.name in passed or case.name in dict(refused) for case in cases)
     print(f"\n  ONNX quantization node tests: {len(passed)} equal, {len(refused)} refused by name")
 

@@ -19,18 +19,47 @@ import numpy as np
 from numba import njit
 
 
-def _loop(fn: Callable) -> Callable:
-    @njit(cache=True, nogil=True)
-    def run(x):
-        out = np.empty_like(x)
-        flat_in, flat_out = x.ravel(), out.ravel()
-        for i in range(flat_in.size):
-            flat_out[i] = fn(flat_in[i])
-        return out
-    return run
+# One top-level loop per function, each with its own name: numba keys its on-disk cache by the
+# function's qualified name and source line, not by the variables a closure captures, so four
+# closures made by one factory with ``cache=True`` shared one cache entry and could load each
+# other's machine code (measured: LOG computed with another function's loop from a stale cache).
+@njit(cache=True, nogil=True)
+def _sin_loop(x):
+    out = np.empty_like(x)
+    flat_in, flat_out = x.ravel(), out.ravel()
+    for i in range(flat_in.size):
+        flat_out[i] = math.sin(flat_in[i])
+    return out
 
 
-_SIN, _COS, _EXP, _LOG = (_loop(f) for f in (math.sin, math.cos, math.exp, math.log))
+@njit(cache=True, nogil=True)
+def _cos_loop(x):
+    out = np.empty_like(x)
+    flat_in, flat_out = x.ravel(), out.ravel()
+    for i in range(flat_in.size):
+        flat_out[i] = math.cos(flat_in[i])
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _exp_loop(x):
+    out = np.empty_like(x)
+    flat_in, flat_out = x.ravel(), out.ravel()
+    for i in range(flat_in.size):
+        flat_out[i] = math.exp(flat_in[i])
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _log_loop(x):
+    out = np.empty_like(x)
+    flat_in, flat_out = x.ravel(), out.ravel()
+    for i in range(flat_in.size):
+        flat_out[i] = math.log(flat_in[i])
+    return out
+
+
+_SIN, _COS, _EXP, _LOG = _sin_loop, _cos_loop, _exp_loop, _log_loop
 
 
 def _dispatch(loop: Callable, fallback: Callable) -> Callable:
