@@ -1106,6 +1106,9 @@ def _execute(args) -> int:
         try:
             with max_tensor_bytes_set(getattr(args, "max_tensor_size", None)):
                 result = args.func(args)
+                if _RECEIVED:  # the handler's exception was swallowed (raised inside a weakref callback or a
+                    # __del__, where Python prints and ignores it; fuzz CI sample seed 17 case 369): honour it
+                    raise Interrupted() if _RECEIVED[-1] == signal.SIGTERM else KeyboardInterrupt()
                 args.outputs.commit()
         except (KeyboardInterrupt, Interrupted) as e:
             return _interrupted(name, e, args.outputs)
@@ -1165,16 +1168,30 @@ def _signals_as_interrupts():
     if threading.current_thread() is not threading.main_thread():
         yield
         return
+    from intq.files import defer_interrupt
 
     def interrupt(signum, frame):
         _RECEIVED.append(signum)
-        raise Interrupted() if signum == signal.SIGTERM else KeyboardInterrupt()
+        exc = Interrupted() if signum == signal.SIGTERM else KeyboardInterrupt()
+        if not defer_interrupt(exc):  # inside a file section: raised when it ends (intq.files)
+            raise exc
+
+    previous_hook = sys.unraisablehook
+
+    def unraisable(u):
+        # the handler ran inside a weakref callback or a __del__: Python ignores the exception there and
+        # would print its traceback; the signal is in _RECEIVED and _execute honours it
+        if u.exc_type is not None and issubclass(u.exc_type, (KeyboardInterrupt, Interrupted)):
+            return
+        previous_hook(u)
 
     _RECEIVED.clear()
     old = {sig: signal.signal(sig, interrupt) for sig in (signal.SIGINT, signal.SIGTERM)}
+    sys.unraisablehook = unraisable
     try:
         yield
     finally:
+        sys.unraisablehook = previous_hook
         for sig, handler in old.items():
             signal.signal(sig, handler)
 

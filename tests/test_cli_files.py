@@ -164,3 +164,29 @@ def test_a_ctrl_c_a_library_turned_into_its_own_error_is_still_an_interruption(f
     err = capsys.readouterr().err
     assert "interrupted, nothing written" in err and "internal error" not in err
     assert not out.exists() and stray_temporaries([tmp_path]) == []
+
+
+def test_a_ctrl_c_python_swallowed_still_interrupts_and_prints_no_traceback(files, capsys, tmp_path, monkeypatch):
+    """The handler can run inside a weakref callback or a ``__del__``, where Python prints the
+    KeyboardInterrupt's traceback and ignores it: the command then finished and wrote its outputs
+    (fuzz CI sample seed 17 case 369: ``compare --html report.html --force`` replaced the report and
+    exited 0 after a Ctrl-C). The signal is remembered: nothing written, exit 130, no traceback."""
+    import gc
+
+    out = tmp_path / "y.npz"
+
+    class Interrupts:
+        def __del__(self):
+            os.kill(os.getpid(), signal.SIGINT)  # the handler raises here; Python ignores it
+
+    def command(args):
+        args.outputs.stage(args.output, b"complete")
+        Interrupts()
+        gc.collect()
+        return {}
+
+    monkeypatch.setattr(cli, "cmd_run", command)
+    assert cli.main(["run", str(files / "q.tflite"), "--input", str(files / "x.npy"), "-o", str(out)]) == 130
+    err = capsys.readouterr().err
+    assert "interrupted, nothing written" in err and "Traceback" not in err and "Exception ignored" not in err
+    assert not out.exists() and stray_temporaries([tmp_path]) == []

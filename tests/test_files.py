@@ -143,3 +143,42 @@ def test_check_outputs_refuses_exactly_the_collisions(tmp_path_factory, inputs, 
 def test_same_file():
     assert same_file("/tmp/x/../y", "/tmp/y") and not same_file("/tmp/y", "/tmp/z")
     assert TEMP_SUFFIX.startswith(".")
+
+
+def _interrupted_right_after_creation(monkeypatch):
+    """Make the temporary file's creation be followed at once by a signal handler raising
+    KeyboardInterrupt (what happens when another thread receives SIGINT: Python runs the CLI's
+    handler in the main thread at its next bytecode), deferring it as the CLI's handler does."""
+    import intq.files as files
+
+    create = files._temp_for
+
+    def temp_then_interrupt(path, data):
+        tmp = create(path, data)
+        exc = KeyboardInterrupt()
+        if not files.defer_interrupt(exc):
+            raise exc
+        return tmp
+
+    monkeypatch.setattr(files, "_temp_for", temp_then_interrupt)
+
+
+def test_an_interrupt_right_after_a_temporary_is_made_leaves_nothing_staged(tmp_path, monkeypatch):
+    """Fuzz CI sample seed 17 case 274: ``intq run -o y.npz`` interrupted between the temporary
+    file's creation and its registration left ``.y.npz.<random>.intq-tmp`` behind. The interrupt is
+    now raised when the section ends, after registration, so discard() removes the file."""
+    _interrupted_right_after_creation(monkeypatch)
+    with pytest.raises(KeyboardInterrupt):
+        with StagedOutputs() as staged:
+            staged.stage(tmp_path / "y.npz", b"data")
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_an_interrupt_right_after_a_temporary_is_made_leaves_nothing_written(tmp_path, monkeypatch):
+    """write_file: the deferred interrupt lands after the rename (the file is complete) and nothing
+    temporary remains."""
+    _interrupted_right_after_creation(monkeypatch)
+    with pytest.raises(KeyboardInterrupt):
+        write_file(tmp_path / "m.tflite", b"model")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.tflite"]
+    assert (tmp_path / "m.tflite").read_bytes() == b"model"
