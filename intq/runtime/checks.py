@@ -12,6 +12,12 @@ every tensor an integer kernel computes against the tensor the graph declares.
   declares. An execution plan (:mod:`intq.runtime.plan`) calls it on its first run only (a plan's
   shapes never change): a ``.tflite`` whose declared shapes disagree with what its operators
   compute is refused at its first run, naming the node and both shapes.
+* :func:`check_output_ranks` — every graph output has the rank the model declares. An ONNX model's
+  intermediate shapes may be symbolic or stale, but the importer normalises axes (Softmax's
+  ``axis``, reductions) with the declared ranks, so an output whose rank contradicts its
+  declaration means those rewrites read a shape the operators do not compute (fuzz campaign seed
+  2026 case 17358: a Softmax ``axis=1`` taken as the last axis of a declared ``[N, 5]`` that is
+  ``[5]`` when run). Ranks only: a dynamic or bound batch changes dimensions, never the rank.
 """
 
 from __future__ import annotations
@@ -103,3 +109,16 @@ def check_produced(graph: Graph, node: Node, results: Sequence, dtypes: bool = T
         if dtypes and dtype is not None and np.dtype(dtype) != np.dtype(t.dtype):
             raise _error(f"node {node.name!r} ({node.op_type}) computes {np.dtype(dtype).name} for {name!r}, but "
                          f"the model declares {np.dtype(t.dtype).name}")
+
+
+def check_output_ranks(graph: Graph, outputs: Sequence[tuple[str, Any]]) -> None:
+    """Each ``(name, value)`` graph output has the rank its declared shape gives (module docstring);
+    outputs declared without a shape are not checked."""
+    for name, value in outputs:
+        declared = graph.tensors[name].shape
+        shape = tuple(np.shape(value))
+        if declared is not None and len(shape) != len(declared):
+            raise _error(f"output {name!r} is declared {['?' if d is None else d for d in declared]} "
+                         f"(rank {len(declared)}) but the model computes {list(shape)} (rank {len(shape)}): "
+                         "the file's declared shapes contradict its operators, and intq's axis "
+                         "normalisations read the declared ones; re-export the model or fix its output shapes")

@@ -35,7 +35,7 @@ import numpy as np
 
 from intq.errors import IntqError
 from intq.ir import Graph, Node, Tensor
-from intq.runtime.checks import check_produced
+from intq.runtime.checks import check_output_ranks, check_produced
 
 #: Attributes intq adds to float nodes; the plan applies them, the op functions never see them.
 FUSED_ACTIVATION = "fused_activation"
@@ -197,8 +197,6 @@ class ExecutionPlan:
                     for s in step.free:
                         slots[s] = None
             slots[-1] = None
-            self._verified = True
-            return slots
         except IntqError as e:
             node = self.graph.nodes[i]
             if self.steps[i].integer or str(e).startswith(f"node {node.name!r}"):
@@ -212,6 +210,10 @@ class ExecutionPlan:
             raise InterpreterError(
                 f"node {node.name!r} ({node.op_type}) failed on inputs of shapes {shapes}: {type(e).__name__}: {e}"
             ) from e
+        if verify and not self._declared_float_shapes:
+            check_output_ranks(self.graph, [(k, slots[s]) for k, s in self.output_slots])
+        self._verified = True
+        return slots
 
 
 # ------------------------------------------------------------------------------ batch binding

@@ -300,3 +300,21 @@ def test_a_non_finite_weight_is_refused(bad):
                [numpy_helper.from_array(w, "w")])
     with pytest.raises(OnnxImportError, match="'conv' \\(Conv\\): its weight 'w' holds 1 NaN or infinite"):
         intq.load(m)
+
+
+def test_an_output_whose_rank_contradicts_its_declaration_is_refused_at_the_first_run():
+    """A pre-13 Softmax ``axis=1`` on an output declared ``[N, 5]`` is normalised to the last axis;
+    when the operators compute ``[5]`` instead (a Reshape to ``[-1]``: fuzz campaign seed 2026 case
+    17358, silently wrong: onnxruntime gives [1, 5] or refuses), the first run refuses it, naming the
+    output and both shapes."""
+    nodes = [helper.make_node("Reshape", ["x", "flat"], ["f"], name="reshape"),
+             helper.make_node("Softmax", ["f"], ["y"], name="softmax", axis=1)]
+    m = _model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 5])],
+               [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 5])],
+               [numpy_helper.from_array(np.array([-1], np.int64), "flat")], opset=11)
+    g = intq.load(m)
+    with pytest.raises(intq.IntqError, match=r"output 'y' is declared \['\?', 5\] \(rank 2\) but the model computes \[5\]"):
+        intq.Interpreter(g).run({"x": np.zeros((1, 5), np.float32)})
+    # the same model declaring what it computes runs
+    m.graph.output[0].CopyFrom(helper.make_tensor_value_info("y", TensorProto.FLOAT, [5]))
+    assert intq.Interpreter(intq.load(m)).run({"x": np.zeros((1, 5), np.float32)})["y"].shape == (5,)
