@@ -119,8 +119,9 @@ def prepare(ctx: KernelContext) -> Conv2DParams | OrtU8S8Avx2Conv2DParams | _ort
     requant = ops.requantizer(ctx, OP, mode=mode)
     im2col = make_im2col(ops.in_shape, kh, kw, ops.opts, pad, zx)
     params = Conv2DParams(gemm, offset, requant, im2col, (n, pad.out_h, pad.out_w, c_out))
-    if ctx.target.kernels is KernelSet.U8S8_AVX2:
-        # MLAS's K per group: taps, then the group's channels; their columns in intq's im2col rows
+    if ctx.target.kernels is KernelSet.U8S8_AVX2 and not (c_g == 1 and c_out == groups):
+        # one input and one output channel per group is onnxruntime's depthwise kernel: exact (measured).
+        # Otherwise MLAS's K per group: taps, then the group's channels; their columns in intq's im2col rows
         tap, c = np.divmod(np.arange(kh * kw * c_g), c_g)
         group = np.arange(c_out) // (c_out // groups)
         columns = tap[None, :] * c_in + group[:, None] * c_g + c[None, :]
