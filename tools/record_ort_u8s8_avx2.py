@@ -106,7 +106,8 @@ def main(argv=None) -> int:
             for gi, (g, feeds, digest) in enumerate(made):
                 record[f"digest:{gi}"] = np.array(digest)
                 want = {}
-                for target in ("ort-u8", "ort-u8s8-avx2"):
+                refused = op in intq.kernels.TARGETS["ort-u8s8-avx2"].unsupported
+                for target in ("ort-u8",) if refused else ("ort-u8", "ort-u8s8-avx2"):
                     it = intq.Interpreter(g, target=target)
                     it.run(dict(feeds))
                     t = it.tensors()
@@ -117,9 +118,14 @@ def main(argv=None) -> int:
                     na = [native[f"{key}:{o}"] for o in g.outputs]
                     record[f"out:{fmt}:{level}:{gi}"] = np.concatenate([v.reshape(-1) for v in qe])
                     saturated = sum(not np.array_equal(a, b) for a, b in zip(qe, na))
-                    bad = sum(not np.array_equal(a, want["ort-u8s8-avx2"][o]) for a, o in zip(qe, g.outputs))
                     bad_native = sum(not np.array_equal(a, want["ort-u8"][o]) for a, o in zip(na, g.outputs))
-                    failed |= bool(bad or bad_native)
+                    failed |= bool(bad_native)
+                    if refused:  # measured only: the target refuses the op
+                        print(f"{op} graph {gi} {fmt}/{level}: {len(g.outputs)} models, qemu != native on {saturated}"
+                              f", native != ort-u8 on {bad_native} (ort-u8s8-avx2 refuses {op})")
+                        continue
+                    bad = sum(not np.array_equal(a, want["ort-u8s8-avx2"][o]) for a, o in zip(qe, g.outputs))
+                    failed |= bool(bad)
                     for a, o in zip(qe, g.outputs):
                         if not np.array_equal(a, want["ort-u8s8-avx2"][o]):
                             node = next(n for n in g.nodes if o in n.outputs)
