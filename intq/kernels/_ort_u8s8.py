@@ -8,7 +8,9 @@ stored), is summed with **int16 saturation**, then widened to int32 by ``vpmaddw
 accumulated exactly. MLAS packs K in groups of 4 (zero padded), so the pairs are ``(2j, 2j+1)`` of
 the row of K it multiplies: for ``QGemm`` the input features, for ``QLinearConv`` the im2col row in
 intq's order (kernel rows, kernel columns, then channels: NHWC, as onnxruntime's ``QLinearConv``
-runs it). The activation zero point enters afterwards, exactly (``- Z_x sum_k w_k`` folded into the
+runs it; TRANSPOSE_CONV as intq writes it: the stride-1 convolution of the zero-stuffed input
+with the flipped kernel; one input and one output channel per group runs MLAS's depthwise kernel,
+exact). The activation zero point enters afterwards, exactly (``- Z_x sum_k w_k`` folded into the
 bias), so the accumulator is intq's exact one plus, per pair, ``sat16(p) - p`` with
 ``sat16(p) = clamp(p, -32768, 32767)``.
 

@@ -172,13 +172,6 @@ _ORT_NOT_EMULATED = {op: "intq writes no ONNX form for it yet (ONNX has only the
                          "kernel sums in an order intq has not reproduced), so onnxruntime's arithmetic for it is not "
                          "measured" for op in ("L2_NORMALIZATION", "LOG_SOFTMAX")}
 
-#: What MLAS computes on x86 AVX2 without VNNI and ``ort-u8s8-avx2`` does not reproduce yet (measured
-#: under QEMU -cpu Haswell, tools/record_ort_u8s8_avx2.py).
-_U8S8_AVX2_NOT_EMULATED = {**_ORT_NOT_EMULATED, "TRANSPOSE_CONV": (
-    "intq writes it as a QLinearConv of the zero-stuffed input, whose int16 pair saturation on x86 AVX2 without "
-    "VNNI (153 of 200 random models) intq does not emulate yet; use target 'ort-u8' (VNNI CPUs) or weights "
-    "within [-64, 64]")}
-
 TARGETS: dict[str, Target] = {
     "tflite": Target("tflite", "TensorFlow Lite for Microcontrollers (reference kernels)", Runtime.TFLM),
     "litert-ref": Target("litert-ref", "LiteRT 2.3, OpResolverType.BUILTIN_REF", Runtime.LITERT,
@@ -200,7 +193,7 @@ TARGETS: dict[str, Target] = {
     "ort-u8s8-avx2": Target("ort-u8s8-avx2", "onnxruntime CPU (MLAS), intq's ONNX export with uint8 activations, "
                             "x86-64 with AVX2 and without VNNI (int16-saturating U8S8 GEMM)", Runtime.ORT,
                             requant=Requant.FLOAT32_RNE, kernels=KernelSet.U8S8_AVX2,
-                            unsupported=_U8S8_AVX2_NOT_EMULATED),
+                            unsupported=_ORT_NOT_EMULATED),
     "tpu-mlir": Target("tpu-mlir", "TPU-MLIR 1.30.2, int8 tpu dialect interpreter for BM1684X (= its cmodel simulator)",
                        Runtime.TPU_MLIR, requant=Requant.MULTIPLIER_RSHIFT),
 }

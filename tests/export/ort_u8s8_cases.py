@@ -105,6 +105,8 @@ def _transpose_conv(rng):
     sh, sw = int(rng.integers(1, 3)), int(rng.integers(1, 3))
     padding = "SAME" if rng.random() < 0.5 else "VALID"
     oh, ow = (h * sh, w * sw) if padding == "SAME" else ((h - 1) * sh + kh, (w - 1) * sw + kw)
+    if rng.random() < 0.25:  # any output size (the export crops, or leaves the bias alone)
+        oh, ow = max(1, oh + int(rng.integers(-2, 3))), max(1, ow + int(rng.integers(-2, 3)))
     s_in, s_w, s_y = _scales(rng, c * kh * kw, cout)
     wt = const("w", _weights(rng, (cout, kh, kw, c), 0), s_w, axis=0 if np.ndim(s_w) else None)
     ins = [const("shape", np.array([n, oh, ow, cout], np.int32)), wt, q("x", (n, h, w, c), s_in, _zx(rng)),

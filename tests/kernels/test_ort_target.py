@@ -19,13 +19,10 @@ from tests.export.onnx_harness import q, single
 
 def test_every_int8_kernel_is_emulated_or_refused_by_name():
     ops = {op for op, act in KERNELS if act == INT8}
-    for name in ("ort", "ort-u8"):
+    for name in ("ort", "ort-u8", "ort-u8s8-avx2"):
         refused = set(TARGETS[name].unsupported)
         assert refused.isdisjoint(ORT_EMULATED)
         assert refused | ORT_EMULATED == ops, (ops - refused - ORT_EMULATED, (refused | ORT_EMULATED) - ops)
-    # ort-u8s8-avx2: the same, minus what it measured and does not reproduce yet
-    refused = set(TARGETS["ort-u8s8-avx2"].unsupported)
-    assert refused - set(TARGETS["ort-u8"].unsupported) == {"TRANSPOSE_CONV"}
 
 
 def test_the_emulated_operators_are_the_ones_written_to_onnx():
