@@ -49,7 +49,7 @@ import numpy as np
 
 from intq.kernels.base import fused_activation_range
 from intq.kernels.requantize import Requant, Requantizer, make_requantizer, requantize
-from intq.kernels.targets import Runtime
+from intq.kernels.targets import KernelSet, Runtime
 from intq.qmath import QuantParams, Rounding, dequantize, quantize
 
 #: Every int8 code in the order of its bits as uint8: index ``x.view(np.uint8)`` reads code ``x``.
@@ -456,6 +456,9 @@ def prepare_asymmetric_gemm(ctx) -> OrtAsymmetricGemm:
     from intq.kernels._conv_common import (
         ConvOperands, conv_bias, conv_padding, conv_requantizer, make_im2col, window_options)
 
+    if ctx.target.kernels is KernelSet.U8S8_AVX2:
+        raise ctx.error("weights with a non-zero zero point are not emulated on target 'ort-u8s8-avx2' (MLAS's "
+                        "int16 pair saturation was measured on symmetric weights only); use target 'ort-u8'")
     x, y = ctx.input(0), ctx.outputs[0]
     in_qp, out_qp = ctx.per_tensor(x, "input"), ctx.per_tensor(y, "output")
     w = ctx.constant(1, "weights")

@@ -93,3 +93,19 @@ def test_live_under_qemu():
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     assert mod.main(["--check", "--ops", "FULLY_CONNECTED"]) == 0
+
+
+def test_asymmetric_weights_are_refused_by_name():
+    """Imported QLinearConv / QGemm with a weight zero point: not measured under the AVX2 kernel."""
+    from intq.kernels.base import KernelError
+    from intq.qmath import QuantParams
+    from intq.ir import Tensor
+
+    from .onnx_harness import const, q, single
+
+    w = Tensor("w", data=np.full((2, 4), 100, np.int8), qparams=QuantParams(np.float32(0.01), 3, np.int8))
+    g = single("FULLY_CONNECTED", [q("x", (1, 4), 0.1, 0), w, const("b", np.zeros(2), dtype=np.int32)],
+               [q("y", (1, 2), 1.0, 0)], dict(fused_activation_function="NONE", keep_num_dims=False))
+    intq.Interpreter(g, target="ort-u8")  # the exact target takes it
+    with pytest.raises(KernelError, match="fully_connected.*zero point.*ort-u8s8-avx2.*'ort-u8'"):
+        intq.Interpreter(g, target=TARGET)
