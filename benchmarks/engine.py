@@ -11,7 +11,10 @@ Models (random weights unless said; each exported to ONNX with a dynamic batch):
   (paddle2onnx, MobileNetV3-style), 1x3x48x192.
 
 Each runs in: intq's bit-exact integer interpreter (target ``tflite``, the graph ``intq.quantize``
-made, its default exact int8 GEMM backend; ``INTQ_GEMM=blas`` forces the numpy-only one);
+made, its default exact int8 GEMM backend; ``INTQ_GEMM=blas`` forces the numpy-only one), with its
+native C run paths (``intq.runtime.native``, the default) and without them (``intq_kernels``:
+``Interpreter(..., native=False)``, every kernel's own numpy/numba run; the outputs of the two are
+checked equal first);
 onnxruntime float32 on the float model; onnxruntime int8 QOperator U8S8 (``quantize_static``:
 uint8 activations, int8 per-channel weights, the same calibration inputs; fast but inexact on
 AVX2 CPUs, whose ``vpmaddubsw`` saturates int16 pair sums); LiteRT's optimized builtin kernels
@@ -163,6 +166,7 @@ def _time_round_robin(fns: dict[str, callable], repeat: int) -> dict[str, float]
 def bench(name: str, repeat: int, batches=None) -> list[dict]:
     from intq.convert import quantize
     from intq.kernels.gemm import gemm_backend
+    from intq.runtime import native
 
     proto, sample, calib = _model(name)
     input_name = proto.graph.input[0].name
@@ -178,8 +182,13 @@ def bench(name: str, repeat: int, batches=None) -> list[dict]:
                 x = np.concatenate([calib[i % len(calib)] for i in range(batch)])
             qg = quantize(proto, input_shapes={input_name: (batch, *sample)}, table=table)
             it = intq.Interpreter(qg)
+            it_kernels = intq.Interpreter(qg, native=False)
             feed = {qg.inputs[0]: x}
-            fns = {"intq": lambda: it.run(feed), "ort_float": lambda: s_float.run(None, {input_name: x})}
+            want = it_kernels.run(feed)
+            for k, v in it.run(feed).items():  # the native run paths change the speed, never a number
+                assert np.array_equal(v, want[k]), f"{name}: native output {k} differs from the kernels'"
+            fns = {"intq": lambda: it.run(feed), "intq_kernels": lambda: it_kernels.run(feed),
+                   "ort_float": lambda: s_float.run(None, {input_name: x})}
             if s_u8s8 is not None:
                 fns["ort_u8s8"] = lambda: s_u8s8.run(None, {input_name: x})
             try:
@@ -188,6 +197,7 @@ def bench(name: str, repeat: int, batches=None) -> list[dict]:
                 print(f"    LiteRT unavailable: {type(e).__name__}: {e}", file=sys.stderr)
             t = _time_round_robin(fns, repeat)
             row = {"model": name, "description": MODELS[name][1], "batch": batch, "gemm": gemm_backend(),
+                   "native": native.status(),
                    **{k: v * 1e3 for k, v in t.items()}}
             rows.append(row)
             print(_line(row), flush=True)
@@ -201,9 +211,13 @@ def _line(r: dict) -> str:
     def ratio(k):
         return f"{r['intq'] / r[k]:6.2f}" if k in r else "   n/a"
 
-    return (f"{r['model']:>18} b{r['batch']:<2} intq {ms('intq')} ms | ort f32 {ms('ort_float')} | ort u8s8 "
-            f"{ms('ort_u8s8')} | litert opt {ms('litert_opt')} | /f32 {ratio('ort_float')} /u8s8 {ratio('ort_u8s8')} "
-            f"/litert {ratio('litert_opt')}")
+    def ratio_of(k, ref):
+        return f"{r[k] / r[ref]:6.2f}" if k in r and ref in r else "   n/a"
+
+    return (f"{r['model']:>18} b{r['batch']:<2} intq {ms('intq')} ms | kernels-only {ms('intq_kernels')} | ort f32 "
+            f"{ms('ort_float')} | ort u8s8 {ms('ort_u8s8')} | litert opt {ms('litert_opt')} | /f32 {ratio('ort_float')} "
+            f"/u8s8 {ratio('ort_u8s8')} /litert {ratio('litert_opt')} | kernels-only /f32 "
+            f"{ratio_of('intq_kernels', 'ort_float')} /litert {ratio_of('intq_kernels', 'litert_opt')}")
 
 
 def markdown(rows: list[dict]) -> str:
@@ -213,12 +227,16 @@ def markdown(rows: list[dict]) -> str:
     def ratio(r, k):
         return f"{r['intq'] / r[k]:.2f}" if k in r else "n/a"
 
-    out = ["| model | batch | intq int8 ms | ORT float32 ms | ORT U8S8 ms | LiteRT opt ms | intq/ORT f32 | "
-           "intq/ORT U8S8 | intq/LiteRT opt |", "|---|---|---|---|---|---|---|---|---|"]
+    def kratio(r, k):
+        return f"{r['intq_kernels'] / r[k]:.2f}" if k in r and "intq_kernels" in r else "n/a"
+
+    out = ["| model | batch | intq int8 ms | intq kernels-only ms | ORT float32 ms | ORT U8S8 ms | LiteRT opt ms | "
+           "intq/ORT f32 | intq/ORT U8S8 | intq/LiteRT opt | kernels-only/ORT f32 |",
+           "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        out.append(f"| {r['description']} | {r['batch']} | {ms(r, 'intq')} | {ms(r, 'ort_float')} | "
-                   f"{ms(r, 'ort_u8s8')} | {ms(r, 'litert_opt')} | {ratio(r, 'ort_float')} | "
-                   f"{ratio(r, 'ort_u8s8')} | {ratio(r, 'litert_opt')} |")
+        out.append(f"| {r['description']} | {r['batch']} | {ms(r, 'intq')} | {ms(r, 'intq_kernels')} | "
+                   f"{ms(r, 'ort_float')} | {ms(r, 'ort_u8s8')} | {ms(r, 'litert_opt')} | {ratio(r, 'ort_float')} | "
+                   f"{ratio(r, 'ort_u8s8')} | {ratio(r, 'litert_opt')} | {kratio(r, 'ort_float')} |")
     return "\n".join(out)
 
 

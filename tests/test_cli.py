@@ -8,6 +8,7 @@ import sys
 import numpy as np
 import pytest
 
+from intq.cli import DEFAULT_METHOD
 from intq.testing.digits import load_split
 
 INTQ = os.path.join(os.path.dirname(sys.executable), "intq")
@@ -86,7 +87,7 @@ def _reference_predictions(d, x):
     from intq.passes import simplify
 
     fg = simplify(intq.load(MODEL, input_shapes={"image": (1, 1, 8, 8)}))
-    qg = intq.quantize(fg, table=intq.calibrate(fg, str(d / "calib.npz"), "minmax"))
+    qg = intq.quantize(fg, table=intq.calibrate(fg, str(d / "calib.npz"), DEFAULT_METHOD))
     fi, qi = intq.Interpreter(fg), intq.Interpreter(qg)
     # the float model in the CLI's runs of 32 samples (BLAS sums a batch in another order than one
     # sample: float32 rounding apart, the same values); the integer model sample by sample, which
@@ -102,9 +103,9 @@ def test_quantize_reports_layers(digits_files):
     d, _, result = digits_files
     assert set(result["seconds"]) >= {"load", "calibrate", "convert", "check", "total"}
     assert result["poor_layers"] == []  # the digits CNN has no layer below 25 dB
-    assert set(result["method_per_tensor"].values()) == {"minmax"}
+    assert DEFAULT_METHOD == "mse" and set(result["method_per_tensor"].values()) == {"mse"}
     r = run("quantize", MODEL, "--calib", str(d / "calib.npz"), "--input-shape", "image=1x1x8x8",
-            "-o", str(d / "q2.tflite"), "--method", "auto", "--bias-correction", "--equalize")
+            "-o", str(d / "q2.tflite"), "--method", "auto", "--bias-correction", "--equalize", "--adaround")
     assert r.returncode == 0 and "no layer below 25 dB SQNR on 8 calibration samples" in r.stdout
     assert "calibration: auto on" in r.stdout
     again = run("quantize", str(d / "q.tflite"), "--calib", str(d / "calib.npz"), "-o", str(d / "q3.tflite"))
@@ -261,6 +262,10 @@ def test_quantize_keeps_a_detector_concat_in_int16(tmp_path):
     auto = run("quantize", str(tmp_path / "yolo.onnx"), "--calib", str(tmp_path / "calib.npz"), "--target-sqnr", "30",
                "-o", str(tmp_path / "y2.tflite"))
     assert auto.returncode == 0 and "int16 region: cat, out" in auto.stdout, auto.stderr
+    island = run("quantize", str(tmp_path / "yolo.onnx"), "--calib", str(tmp_path / "calib.npz"), "--precision",
+                 "Sigmoid_6=float", "-o", str(tmp_path / "y3.tflite"))
+    assert island.returncode == 0 and "float island: Sigmoid_6, Concat_7, Reshape_8" in island.stdout, island.stderr
+    assert (tmp_path / "y3.tflite").exists()
 
 
 def test_batch_size_default_is_the_library_default():

@@ -351,7 +351,7 @@ def _save_samples(work: Path, arrays: dict) -> None:
 
 #: The operators of the single-op conformance suites (the ONNX op each branch holds).
 SINGLE_OPS = ("conv", "depthwise", "gemm", "maxpool", "avgpool", "add", "mul", "act", "softmax", "concat", "prelu",
-              "deconv")  # append only: a suite's seeds follow its index
+              "deconv", "addconst", "upsample", "permute", "slice", "squeeze")  # append only: a suite's seeds follow its index
 
 
 def _branch(kind: str, i: int, rng: np.random.Generator, helper, numpy_helper):
@@ -361,7 +361,7 @@ def _branch(kind: str, i: int, rng: np.random.Generator, helper, numpy_helper):
     out = f"out{i}"
     nodes, inits, inputs = [], [], {}
     c, h, w = int(rng.integers(1, 9)), int(rng.integers(4, 11)), int(rng.integers(4, 11))
-    relu = rng.random() < 0.4
+    relu = rng.random() < 0.4 and kind not in ("upsample", "permute", "slice", "squeeze")  # data movers: no ReLU
     tail = f"pre{i}" if relu else out
 
     def weight(name, shape, scale=0.5):
@@ -437,6 +437,63 @@ def _branch(kind: str, i: int, rng: np.random.Generator, helper, numpy_helper):
         bias = [weight(f"b{i}", (c_out,), 0.3)] if rng.random() < 0.8 else []
         nodes.append(helper.make_node("ConvTranspose", [x, wt, *bias], [tail], kernel_shape=[k, k],
                                       strides=[s_, s_], pads=pads))
+    elif kind == "addconst":  # Add of a scalar constant (either side): tpu.AddConst
+        inputs[x] = (1, int(rng.integers(1, 5)), int(rng.integers(1, 6)), int(rng.integers(1, 6)))
+        const = numpy_helper.from_array(np.array(rng.uniform(-3, 3) if rng.random() < 0.8 else rng.uniform(-40, 40),
+                                                 np.float32).reshape(() if rng.random() < 0.5 else (1,)), f"k{i}")
+        inits.append(const)
+        nodes.append(helper.make_node("Add", [x, const.name] if rng.random() < 0.7 else [const.name, x], [tail]))
+    elif kind == "upsample":  # Resize nearest by an integer factor: tpu.Upsample (unequal factors: top.Interp)
+        inputs[x] = (1, int(rng.integers(1, 5)), int(rng.integers(1, 5)), int(rng.integers(1, 5)))
+        fh = fw = int(rng.choice([2, 3, 4]))
+        scales = numpy_helper.from_array(np.array([1, 1, fh, fw], np.float32), f"sc{i}")
+        inits.append(scales)
+        nodes.append(helper.make_node("Resize", [x, "", scales.name], [tail], mode="nearest",
+                                      coordinate_transformation_mode="asymmetric", nearest_mode="floor"))
+    elif kind == "permute":  # Transpose of a rank-3 or rank-4 tensor: tpu.Permute
+        rank = 4 if rng.random() < 0.8 else 3
+        shape = (1, *(int(rng.integers(2, 6)) for _ in range(rank - 1)))
+        perm = [0] + [int(a) + 1 for a in rng.permutation(rank - 1)] if rng.random() < 0.6 else \
+            [int(a) for a in rng.permutation(rank)]
+        if perm == sorted(perm):
+            perm[-1], perm[-2] = perm[-2], perm[-1]
+        inputs[x] = shape
+        nodes.append(helper.make_node("Transpose", [x], [tail], perm=perm))
+    elif kind == "slice":  # Slice with constant starts/ends on one or two axes, some steps: tpu.Slice
+        shape = (1, int(rng.integers(2, 7)), int(rng.integers(2, 8)), int(rng.integers(2, 8)))
+        inputs[x] = shape
+        axes = sorted(int(a) for a in rng.choice([1, 2, 3], size=int(rng.integers(1, 3)), replace=False))
+        starts, ends, steps = [], [], []
+        for a in axes:
+            d = shape[a]
+            st = int(rng.choice([1, 2, 3])) if rng.random() < 0.4 else 1
+            b0 = int(rng.integers(0, d))
+            e0 = int(rng.integers(b0 + 1, d + 1))
+            if rng.random() < 0.2:
+                b0 -= d  # a negative start counts from the end
+            if rng.random() < 0.15:
+                e0 = 2 ** 31 - 1  # "to the end"
+            starts.append(b0)
+            ends.append(e0)
+            steps.append(st)
+        if all(b % shape[a] == 0 and e >= shape[a] and st == 1 for a, b, e, st in zip(axes, starts, ends, steps)):
+            starts[0] = 1  # not the whole tensor (TPU-MLIR drops an identity slice)
+        ints = [numpy_helper.from_array(np.array(v, np.int64), f"{n}{i}") for n, v in
+                (("st", starts), ("en", ends), ("ax", axes), ("sp", steps))]
+        inits.extend(ints)
+        nodes.append(helper.make_node("Slice", [x, *(t.name for t in ints)], [tail]))
+    elif kind == "squeeze":  # MaxPool (2x2, stride 1), then Squeeze of the unit axes of its output (rank 4 -> 3 or 2).
+        #                       On a float32 graph input TPU-MLIR keeps a squeeze in float32 (after a ReLU too, when
+        #                       asymmetric); after a MaxPool it is an int8 tpu.Squeeze in both variants
+        dims = [int(rng.integers(2, 7)) for _ in range(3)]
+        unit = sorted(int(a) for a in rng.choice([1, 2, 3], size=int(rng.integers(1, 3)), replace=False))
+        for a in unit:
+            dims[a - 1] = 1
+        inputs[x] = (1, dims[0], dims[1] + 1, dims[2] + 1)
+        axes = numpy_helper.from_array(np.array(unit, np.int64), f"ax{i}")
+        inits.append(axes)
+        nodes.append(helper.make_node("MaxPool", [x], [f"p{i}"], kernel_shape=[2, 2], strides=[1, 1]))
+        nodes.append(helper.make_node("Squeeze", [f"p{i}", axes.name], [tail]))
     else:
         raise SystemExit(f"unknown single op {kind!r}; known: {', '.join(SINGLE_OPS)}")
     if relu:

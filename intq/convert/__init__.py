@@ -19,7 +19,7 @@ import numpy as np
 
 from intq.calibration import CalibrationTable, calibrate, reconcile_ranges
 from intq.convert.context import ConversionContext, ConversionError, identity, reshape_request
-from intq.convert.precision import auto_precision, int16_tensors
+from intq.convert.precision import auto_precision, emit_float_node, float_nodes, int16_tensors, island_tensors
 from intq.convert.rules import RULES
 from intq.errors import UnsupportedOperatorError
 from intq.ir import Graph
@@ -53,14 +53,15 @@ def _refuse_missing_rules(graph: Graph) -> None:
 def convert(graph: Graph, table: CalibrationTable, *, per_channel: bool = True,
             input_type: str = "float32", output_type: str = "float32", precision=None) -> Graph:
     """Convert a simplified float graph (static shapes) with its calibration table. ``precision``:
-    ``{node or tensor: "int16"}`` for int16 regions (:mod:`intq.convert.precision`)."""
+    ``{node or tensor: "int16" | "float"}`` for int16 regions and float islands
+    (:mod:`intq.convert.precision`)."""
     _refuse_missing_rules(graph)
     return _convert_nodes(graph, table, per_channel=per_channel, input_type=input_type, output_type=output_type,
-                          int16=int16_tensors(graph, precision))
+                          int16=int16_tensors(graph, precision), floats=float_nodes(graph, precision))
 
 
 def _convert_nodes(graph: Graph, table: CalibrationTable, *, per_channel: bool, input_type: str,
-                   output_type: str, int16: frozenset[str] = frozenset()) -> Graph:
+                   output_type: str, int16: frozenset[str] = frozenset(), floats: frozenset[str] = frozenset()) -> Graph:
     cx = ConversionContext(graph, table, per_channel, int16=int16)
     cx.reserved = set(graph.inputs) | set(graph.outputs)
     inputs = []
@@ -86,13 +87,21 @@ def _convert_nodes(graph: Graph, table: CalibrationTable, *, per_channel: bool, 
             raise ConversionError(f"input_type must be 'float32' or 'int8', got {input_type!r}")
         inputs.append(name)
     for node in graph.nodes:
-        RULES[node.op_type](cx, node)
+        if node.name in floats:  # a float island (intq.convert.precision): the node as itself, in float32
+            emit_float_node(cx, node)
+        else:
+            RULES[node.op_type](cx, node)
     outputs = []
     for name in graph.outputs:
         rank = len(graph.tensors[name].shape)
         q = cx.value_as(name, identity(rank))
         t = cx.tensors[q]
-        if t.qparams is None:  # integer results (indices): no dequantization, same name as the model's
+        if t.qparams is None and np.issubdtype(t.dtype, np.floating):  # a float island's output, as it is
+            if q != name:
+                raise ConversionError(f"output {name!r} of a float island is an alias of {q!r}: put the op that "
+                                      f"writes it in the island")
+            outputs.append(name)
+        elif t.qparams is None:  # integer results (indices): no dequantization, same name as the model's
             cx.tensors[name] = type(t)(name, t.dtype, t.shape)
             request = reshape_request(t.shape, t.shape)
             shape_c = cx.int_constant(f"{name}/shape", np.asarray(request, np.int32), None, np.int32)
@@ -111,7 +120,7 @@ def _convert_nodes(graph: Graph, table: CalibrationTable, *, per_channel: bool, 
     float_of = {v.name: (name, v.perm) for name, v in cx.values.items() if v.name in cx.tensors}
     meta = {"source": graph.metadata.get("source", ""), "float_graph": graph.name, "calibration": table.method,
             "per_channel": per_channel, "conversion_notes": tuple(cx.notes), "float_tensor_of": float_of,
-            "int16_tensors": tuple(sorted(int16))}
+            "int16_tensors": tuple(sorted(int16)), "float_nodes": tuple(n.name for n in graph.nodes if n.name in floats)}
     return cx.build(inputs, outputs, graph.name, meta)
 
 
@@ -154,7 +163,8 @@ def _give_every_linear_op_a_bias(cx: ConversionContext) -> None:
 def quantize(model, data=None, *, method: str = "minmax", per_channel: bool = True, table: CalibrationTable | None = None,
              input_shapes=None, example_inputs=None, constant_inputs=None, progress=None, input_type: str = "float32",
              output_type: str = "float32", precision=None, target_sqnr: float | None = None,
-             bias_correction: bool = False, equalization: bool = False, **observer_options) -> Graph:
+             bias_correction: bool = False, equalization: bool = False, adaround: bool = False,
+             **observer_options) -> Graph:
     """The whole pipeline: a model (path, ONNX proto, torch module or float Graph) and calibration
     ``data`` (or a ready ``table``) give an integer-only graph.
 
@@ -168,7 +178,11 @@ def quantize(model, data=None, *, method: str = "minmax", per_channel: bool = Tr
     only if it brings the outputs closer to float on the second half (a conversion note says
     which); ``equalization`` equalizes consecutive layers' weight
     ranges before calibration (:func:`intq.ptq.equalize`; with a ready ``table`` it is refused,
-    the ranges would no longer apply).
+    the ranges would no longer apply); ``adaround`` chooses each weight's rounding (up or down) to
+    minimise its layer's output error (:func:`intq.ptq.adaround`) on the first half of the
+    calibration samples and, like bias correction, is kept only if it brings the outputs closer to
+    float on the second half (if both are asked for, AdaRound is checked against the result of
+    bias correction's check).
     """
     from intq.frontends import load
     from intq.passes import simplify
@@ -198,6 +212,16 @@ def quantize(model, data=None, *, method: str = "minmax", per_channel: bool = Tr
         held = list(iter_samples(data, graph, None))
         fit, check = (held[: len(held) // 2], held[len(held) // 2:]) if len(held) >= 2 else (held, held)
         corrected = correct_biases(graph, fit, per_channel=per_channel)
+    rounded = None
+    if adaround:
+        if data is None:
+            raise ConversionError("adaround needs calibration data to measure the layers' inputs on")
+        from intq.calibration import iter_samples
+        from intq.ptq import adaround as adaround_weights
+
+        held = list(iter_samples(data, graph, None))
+        fit_a, check_a = (held[: len(held) // 2], held[len(held) // 2:]) if len(held) >= 2 else (held, held)
+        rounded = adaround_weights(graph, fit_a, per_channel=per_channel)
     precision = dict(precision or {})
     if target_sqnr is not None:
         if data is None:
@@ -208,11 +232,13 @@ def quantize(model, data=None, *, method: str = "minmax", per_channel: bool = Tr
         auto, _ = auto_precision(graph, table, samples, target_sqnr, convert_options={"per_channel": per_channel},
                                  base=precision)
         precision.update(auto)
-    table = reconcile_ranges(graph, table, keep=int16_tensors(graph, precision))
+    table = reconcile_ranges(graph, table, keep=int16_tensors(graph, precision) | island_tensors(graph, precision))
     options = {"per_channel": per_channel, "input_type": input_type, "output_type": output_type, "precision": precision}
     q = convert(graph, table, **options)
     if corrected is not None:
         q = _closer_to_float(graph, q, convert(corrected, table, **options), check, "bias correction")
+    if rounded is not None:
+        q = _closer_to_float(graph, q, convert(rounded, table, **options), check_a, "AdaRound")
     return q
 
 

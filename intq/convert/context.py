@@ -79,6 +79,7 @@ class ConversionContext:
     notes: list[str] = field(default_factory=list)
     reserved: set[str] = field(default_factory=set)  # graph input/output names, kept for the float ends
     int16: frozenset[str] = frozenset()  # float tensors held in int16 (intq.convert.precision)
+    dequantized: dict[str, str] = field(default_factory=dict)  # float tensor -> its DEQUANTIZEd float32 tensor (float islands)
 
     # -- names and tensors --------------------------------------------------------------------
 

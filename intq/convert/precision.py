@@ -15,10 +15,26 @@ runtimes run:
   RESHAPE, QUANTIZE and DEQUANTIZE on int16 with these semantics (zero point 0);
 * **by choice**: ``precision={name: "int16"}`` (a node or its output tensor; a JSON or text table
   file with :func:`load_precision`);
+* a **float island** (``precision={name: "float"}``) is a node and everything its output reaches,
+  when all of it is made of :data:`FLOAT_ISLAND_OPS` and ends at the graph outputs: where even
+  int16 cannot represent a tensor (YOLOv8's class scores, all far below 1/256, in one output with
+  box coordinates up to 320). Its integer inputs are DEQUANTIZEd; its nodes stay intq float ops
+  (ONNX names, float32 tensors) that the ``.tflite`` writer exports as TFLite float builtins
+  (:mod:`intq.tflite.float_builtins`). Each op of :data:`FLOAT_ISLAND_OPS` computes in intq what
+  LiteRT's reference kernels and TensorFlow Lite Micro compute, bit for bit (measured: float
+  LOGISTIC on 20,000+ values incl. both cutoffs, ``tests/tflite/test_float_builtins.py``, see
+  :func:`intq.runtime.float_ops._libm.logistic`; the data movement and IEEE float32
+  ADD/SUB/MUL/DIV are exact by construction); LiteRT's optimized
+  kernels and XNNPACK compute LOGISTIC otherwise (up to 1.8e-7 apart), so a graph with a float island
+  equals the targets ``tflite`` and ``litert-ref`` only. Not island ops, because intq's float op
+  and the runtimes' float kernels differ: Softmax (summation order), Tanh, Exp-based activations
+  other than the sigmoid, and every op with a reduction (Conv, MatMul, pooling, means);
 * **automatically**: :func:`auto_precision` adds the range-mismatched joins (inputs' ranges
   differ by more than ``ratio``, default 32) one at a time, most mismatched first, until the
   output SQNR on the calibration samples (:func:`intq.analysis.sensitivity.output_sqnr`: per
-  output channel, capped, averaged) reaches ``target_sqnr``: the fewest int16 joins that reach it.
+  output channel, capped, averaged) reaches ``target_sqnr``: the fewest int16 joins that reach it;
+  if they do not, the float islands that start at a LOGISTIC-like fixed-range op (Sigmoid) and
+  reach the outputs in a few island ops, smallest first.
 """
 
 from __future__ import annotations
@@ -27,15 +43,23 @@ import json
 from collections.abc import Mapping
 from pathlib import Path
 
+import numpy as np
+
 from intq.calibration import CalibrationTable
-from intq.convert.context import ConversionError
-from intq.ir import Graph, Node
+from intq.convert.context import ConversionContext, ConversionError, identity
+from intq.ir import Graph, Node, Tensor
 
 #: Float ops an int16 region may hold: the join, and the data movement after it.
 INT16_JOINS = frozenset({"Concat"})
 MOVEMENT = frozenset({"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Identity"})
 DEFAULT_RATIO = 32.0  # a join whose inputs' ranges differ by more than this is "range-mismatched"
-PRECISIONS = ("int8", "int16")
+PRECISIONS = ("int8", "int16", "float")
+#: Float ops a float island may hold (see the module docstring: each exports as a TFLite float
+#: builtin that LiteRT's reference kernels and TensorFlow Lite Micro compute bit for bit as intq).
+FLOAT_ISLAND_OPS = frozenset({"Sigmoid", "Concat", "Add", "Sub", "Mul", "Div"}) | MOVEMENT
+#: Float islands :func:`auto_precision` tries: at most this many nodes, starting at these ops.
+AUTO_ISLAND_NODES = 6
+AUTO_ISLAND_STARTS = frozenset({"Sigmoid"})
 
 
 def load_precision(path: str | Path) -> dict[str, str]:
@@ -83,21 +107,66 @@ def _region(graph: Graph, node: Node) -> list[str] | None:
     return region
 
 
-def int16_tensors(graph: Graph, precision: Mapping[str, str] | None) -> frozenset[str]:
-    """The float tensors to hold in int16 for a precision table (names of nodes or tensors ->
-    ``"int8"`` / ``"int16"``); raises :class:`ConversionError` naming what cannot be int16."""
-    if not precision:
-        return frozenset()
-    by_output = {o: n for n in graph.nodes for o in n.outputs if o}
-    out: set[str] = set()
+def _node_named(graph: Graph, name: str) -> Node:
+    """The node called ``name``, or the node writing the tensor ``name``."""
+    node = next((n for n in graph.nodes if n.name == name), None) or next(
+        (n for n in graph.nodes if name in n.outputs), None)
+    if node is None:
+        raise ConversionError(f"precision table: {name!r} is neither a node nor a tensor of graph {graph.name!r}")
+    return node
+
+
+def _check_precisions(precision: Mapping[str, str]) -> None:
     for name, prec in precision.items():
         if prec not in PRECISIONS:
             raise ConversionError(f"precision of {name!r} must be one of {', '.join(PRECISIONS)}, got {prec!r}")
-        if prec == "int8":
+
+
+def float_island(graph: Graph, node: Node) -> list[Node]:
+    """The nodes of the float island ``node`` starts: ``node`` and every node its output reaches,
+    in graph order. Raises :class:`ConversionError` naming the first node that is not a
+    :data:`FLOAT_ISLAND_OPS` op."""
+    reached, stack = {node.name}, [node]
+    while stack:
+        n = stack.pop()
+        if n.op_type not in FLOAT_ISLAND_OPS:
+            raise ConversionError(
+                f"precision table: float island from {node.op_type} {node.name!r} reaches {n.op_type} {n.name!r}; "
+                f"a float island holds only {', '.join(sorted(FLOAT_ISLAND_OPS))} (ops whose TFLite float kernels "
+                f"intq computes bit for bit) up to the graph outputs")
+        for o in n.outputs:
+            for r in graph.consumers(o) if o else ():
+                if r.name not in reached:
+                    reached.add(r.name)
+                    stack.append(r)
+    return [n for n in graph.nodes if n.name in reached]
+
+
+def float_nodes(graph: Graph, precision: Mapping[str, str] | None) -> frozenset[str]:
+    """The names of the nodes a precision table puts in float islands (``"float"`` entries, each
+    with everything its output reaches: :func:`float_island`)."""
+    if not precision:
+        return frozenset()
+    _check_precisions(precision)
+    out: set[str] = set()
+    for name, prec in precision.items():
+        if prec == "float":
+            out.update(n.name for n in float_island(graph, _node_named(graph, name)))
+    return frozenset(out)
+
+
+def int16_tensors(graph: Graph, precision: Mapping[str, str] | None) -> frozenset[str]:
+    """The float tensors to hold in int16 for a precision table (names of nodes or tensors ->
+    ``"int8"`` / ``"int16"`` / ``"float"``); raises :class:`ConversionError` naming what cannot be
+    int16. Tensors a float island computes (:func:`float_nodes`) are float, not int16."""
+    if not precision:
+        return frozenset()
+    _check_precisions(precision)
+    out: set[str] = set()
+    for name, prec in precision.items():
+        if prec != "int16":
             continue
-        node = next((n for n in graph.nodes if n.name == name), None) or by_output.get(name)
-        if node is None:
-            raise ConversionError(f"precision table: {name!r} is neither a node nor a tensor of graph {graph.name!r}")
+        node = _node_named(graph, name)
         if node.op_type not in INT16_JOINS:
             raise ConversionError(
                 f"precision table: {name!r} is a {node.op_type}; int16 regions start at a join "
@@ -108,7 +177,57 @@ def int16_tensors(graph: Graph, precision: Mapping[str, str] | None) -> frozense
                 f"precision table: {node.op_type} {node.name!r} feeds an op other than "
                 f"{', '.join(sorted(MOVEMENT))} before the graph outputs; an int16 region must end at the outputs")
         out.update(region)
-    return frozenset(out)
+    islands = float_nodes(graph, precision)
+    return frozenset(out) - {o for n in graph.nodes if n.name in islands for o in n.outputs}
+
+
+def island_tensors(graph: Graph, precision: Mapping[str, str] | None) -> frozenset[str]:
+    """The float tensors the float islands of ``precision`` compute (no range is used for them)."""
+    islands = float_nodes(graph, precision)
+    return frozenset(o for n in graph.nodes if n.name in islands for o in n.outputs if o)
+
+
+def emit_float_node(cx: ConversionContext, node: Node) -> None:
+    """Emit ``node`` of a float island as itself (an intq float op on float32 tensors, in the float
+    graph's layout): integer inputs are DEQUANTIZEd once (from their identity layout), constants
+    are copied, and outputs that are graph outputs keep their names."""
+    inputs = []
+    for name in node.inputs:
+        if not name:
+            inputs.append("")
+            continue
+        const = cx.constant(name)
+        if const is not None:
+            if name not in cx.tensors:
+                cx.tensors[name] = Tensor(name, data=const)
+            inputs.append(name)
+            continue
+        inputs.append(_float_value(cx, name))
+    outputs = []
+    for o in node.outputs:
+        shape = cx.shape(o)
+        if o in cx.float_graph.outputs:
+            cx.tensors[o] = Tensor(o, np.dtype(np.float32), shape)
+            out = o
+        else:
+            out = cx.add_tensor(o, shape, np.float32)
+        cx.define(o, out, identity(len(shape)))
+        outputs.append(out)
+    cx.emit(node.op_type, node.name, inputs, outputs, dict(node.attrs))
+
+
+def _float_value(cx: ConversionContext, name: str) -> str:
+    """The float32 tensor standing for the float tensor ``name`` (identity layout)."""
+    v = cx.value(name)
+    t = cx.tensors[v.name]
+    if t.qparams is None and np.issubdtype(t.dtype, np.floating):
+        return cx.value_as(name, identity(len(cx.shape(name))))
+    if name not in cx.dequantized:
+        x = cx.value_as(name, identity(len(cx.shape(name))))
+        f = cx.add_tensor(f"{name}/dequantized", cx.shape(name), np.float32)
+        cx.emit("DEQUANTIZE", f"{name}/dequantize", [x], [f])
+        cx.dequantized[name] = f
+    return cx.dequantized[name]
 
 
 def mismatched_joins(graph: Graph, table: CalibrationTable, ratio: float = DEFAULT_RATIO) -> list[tuple[Node, float]]:
@@ -125,15 +244,33 @@ def mismatched_joins(graph: Graph, table: CalibrationTable, ratio: float = DEFAU
     return sorted(found, key=lambda t: -t[1])
 
 
+def island_candidates(graph: Graph, max_nodes: int = AUTO_ISLAND_NODES) -> list[Node]:
+    """Nodes :func:`auto_precision` may start a float island at: fixed-output-range ops
+    (:data:`AUTO_ISLAND_STARTS`: a Sigmoid's int8 output has steps of 1/256 whatever its values)
+    whose island (:func:`float_island`) exists and has at most ``max_nodes`` nodes; smallest first."""
+    found = []
+    for n in graph.nodes:
+        if n.op_type not in AUTO_ISLAND_STARTS:
+            continue
+        try:
+            size = len(float_island(graph, n))
+        except ConversionError:
+            continue
+        if size <= max_nodes:
+            found.append((size, n))
+    return [n for _, n in sorted(found, key=lambda t: t[0])]
+
+
 def auto_precision(graph: Graph, table: CalibrationTable, samples, target_sqnr: float, *,
                    ratio: float = DEFAULT_RATIO, convert_options: Mapping | None = None,
                    base: Mapping[str, str] | None = None) -> tuple[dict[str, str], float]:
     """The fewest range-mismatched joins in int16, added to ``base`` (the user's choices), that
-    bring the output SQNR on ``samples`` to ``target_sqnr`` dB (see the module docstring):
+    bring the output SQNR on ``samples`` to ``target_sqnr`` dB (see the module docstring), then,
+    if they do not, float islands (:func:`island_candidates`, smallest first) until it does:
     ``(precision table, SQNR reached)``. ``table`` is the calibration table *before*
     :func:`~intq.calibration.reconcile_ranges` (a Concat's union hides its inputs' ranges). If
     every candidate together does not reach the target, all of them are returned with the SQNR
-    they give."""
+    they give. A candidate that does not raise the SQNR is not kept."""
     from intq.analysis.sensitivity import output_sqnr
     from intq.calibration import reconcile_ranges
     from intq.convert import convert
@@ -147,8 +284,9 @@ def auto_precision(graph: Graph, table: CalibrationTable, samples, target_sqnr: 
             ref[k].append(v)
 
     def score(precision: dict[str, str]) -> float:
-        reconciled = reconcile_ranges(graph, table, keep=int16_tensors(graph, precision))
-        q = convert(graph, reconciled, precision=precision, **dict(convert_options or {}))
+        keep = int16_tensors(graph, precision) | island_tensors(graph, precision)
+        q = convert(graph, reconcile_ranges(graph, table, keep=keep), precision=precision,
+                    **dict(convert_options or {}))
         it = Interpreter(q)
         got: dict[str, list] = {o: [] for o in graph.outputs}
         for s in samples:
@@ -158,11 +296,18 @@ def auto_precision(graph: Graph, table: CalibrationTable, samples, target_sqnr: 
 
     chosen: dict[str, str] = dict(base or {})
     reached = score(chosen)
-    for node, _ in mismatched_joins(graph, table, ratio):
+    candidates = [(n, "int16") for n, _ in mismatched_joins(graph, table, ratio)]
+    candidates += [(n, "float") for n in island_candidates(graph)]
+    for node, prec in candidates:
         if reached >= target_sqnr:
             break
-        if node.name in chosen or node.outputs[0] in chosen:
+        if node.name in chosen or node.outputs[0] in chosen or (prec == "int16" and node.name in float_nodes(graph, chosen)):
             continue
-        chosen[node.name] = "int16"
-        reached = score(chosen)
+        trial = {**chosen, node.name: prec}
+        if prec == "float":  # an int16 join the island swallows is no longer a choice
+            inside = float_nodes(graph, trial)
+            trial = {k: v for k, v in trial.items() if v != "int16" or _node_named(graph, k).name not in inside}
+        got = score(trial)
+        if got > reached:
+            chosen, reached = trial, got
     return chosen, reached

@@ -3,7 +3,8 @@
 Every tensor keeps its name, static shape, dtype, constant data and quantization parameters
 (per-axis parameters keep their axis as ``quantized_dimension``); every node becomes the builtin
 operator it names, with its attributes as the TFLite options table
-(:mod:`intq.tflite.options`). Graph inputs and outputs keep their order.
+(:mod:`intq.tflite.options`); the intq float ops of a float island become float builtins
+(:mod:`intq.tflite.float_builtins`). Graph inputs and outputs keep their order.
 
 Dynamic batch: every tensor that carries the batch (:func:`intq.runtime.plan.batch_carriers`:
 the inputs and what is computed from them with the batch leading) gets ``shape_signature`` -1 on
@@ -28,6 +29,7 @@ from intq.ir import Graph
 from intq.runtime.plan import STORED_SHAPES, batch_carriers
 from intq.tflite import metadata
 from intq.tflite.builder import TfliteModelBuilder
+from intq.tflite.float_builtins import float_ops_as_builtins
 from intq.tflite.options import attrs_to_options
 from intq.tflite.schema import MIN_VERSION
 
@@ -51,7 +53,9 @@ def _signatures(graph: Graph) -> tuple[dict[str, tuple[int, ...]], dict[str, tup
 
 def to_tflite_bytes(graph: Graph, description: str = "intq") -> bytes:
     """Serialise ``graph`` (an integer graph: TFLite builtin nodes, static shapes, or an unbound
-    dynamic .tflite import), the batch dynamic in ``shape_signature``."""
+    dynamic .tflite import), the batch dynamic in ``shape_signature``. The float ops of a float
+    island become TFLite float builtins (:func:`intq.tflite.float_builtins.float_ops_as_builtins`)."""
+    graph = float_ops_as_builtins(graph)
     b = TfliteModelBuilder(description=description, subgraph_name=graph.name)
     shapes, signatures = _signatures(graph)
     index: dict[str, int] = {}

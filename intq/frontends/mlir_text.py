@@ -25,6 +25,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from intq.errors import IntqError
 
 
@@ -180,6 +182,11 @@ class _Cursor:
 
 # ------------------------------------------------------------------------------------- values
 
+#: MLIR prints a float attribute whose decimal form would not read back exactly as the hex of its IEEE
+#: bits (``0x41D8000000000000 : f64`` is 1610612736.0): (the bits' integer dtype, the float dtype).
+_FLOAT_BITS = {"f64": (np.uint64, np.float64), "f32": (np.uint32, np.float32), "f16": (np.uint16, np.float16)}
+
+
 def _number(v: str):
     low = v.lower()
     if low.startswith(("0x", "-0x", "+0x")):
@@ -208,7 +215,9 @@ def _value(c: _Cursor):
         out = _number(v)
         if c.peek()[1] == ":" and c.peek(1)[0] == "ident":  # a typed scalar: 1 : i64, 0.5 : f64
             c.next()
-            c.next()
+            typ = c.next()[1]
+            if typ in _FLOAT_BITS and isinstance(out, int) and v.lower().startswith("0x"):
+                out = float(np.array(out, _FLOAT_BITS[typ][0]).view(_FLOAT_BITS[typ][1]))
         return out
     if v in ("true", "false"):
         return v == "true"

@@ -23,7 +23,7 @@ TPU-MLIR op          intq node                        notes
 ``tpu.Softmax``      SOFTMAX                          int8 with its float exp table
 ``tpu.Concat``       CONCATENATION                    inputs already on the output's parameters
 ``tpu.Upsample``     RESIZE_NEAREST_NEIGHBOR          integer factors
-``tpu.Slice``        SLICE                            constant offsets, unit steps
+``tpu.Slice``        SLICE, STRIDED_SLICE             constant offsets, positive steps
 ``tpu.MulShift``     QUANTIZE (integer -> integer)    ``multiplier``/``rshift``; ``tpu.RequantInt`` too
 ``tpu.Relu``         LUT                              ``max(q, 0)`` on the stored value, tabulated
 ==================  ==============================  ===============================================
@@ -538,26 +538,34 @@ def _upsample(op: MlirOp, b: _Builder) -> None:
 
 def _slice(op: MlirOp, b: _Builder) -> None:
     """``tpu.Slice`` with constant ``offset``/``ends``/``steps`` (the dynamic operands ``none``): SLICE
-    (steps of 1) in the value's layout; an ``ends`` beyond the dimension (INT64_MAX) means its end."""
+    (steps of 1) or STRIDED_SLICE (positive steps: the elements ``offset + k step`` for ``k`` below the
+    result type's size) in the value's layout; an ``ends`` beyond the dimension (INT64_MAX) means its end."""
     x_t, y_t = op.operand_types[0], op.result_types[0]
     _quantized(op, b, x_t, "the input")
     if any(not t.is_none for t in op.operand_types[1:]):
         raise b.error(op, "slices with run-time offsets or ends are not supported")
     rank = len(x_t.shape)
     offset, ends, steps = _ints(op, b, "offset"), _ints(op, b, "ends"), _ints(op, b, "steps")
-    if not (len(offset) == len(ends) == len(steps) == rank) or any(s_ != 1 for s_ in steps):
-        raise b.error(op, f"offset {list(offset)}, ends, steps {list(steps)}: only unit steps over every axis are read")
+    if not (len(offset) == len(ends) == len(steps) == rank) or any(s_ < 1 for s_ in steps):
+        raise b.error(op, f"offset {list(offset)}, ends, steps {list(steps)}: only positive steps over every axis "
+                          "are read")
     begin = [o + d if o < 0 else o for o, d in zip(offset, x_t.shape)]
     size = [int(d) for d in y_t.shape]
-    if any(bg < 0 or bg + sz > d for bg, sz, d in zip(begin, size, x_t.shape)):
-        raise b.error(op, f"the slice [{begin}, +{size}] leaves the input {list(x_t.shape)}")
+    stop = [bg + (sz - 1) * st + 1 for bg, sz, st in zip(begin, size, steps)]  # one past the last element taken
+    if any(bg < 0 or sz < 1 or sp > d for bg, sz, sp, d in zip(begin, size, stop, x_t.shape)):
+        raise b.error(op, f"the slice [{begin}, +{size}] (steps {list(steps)}) leaves the input {list(x_t.shape)}")
     v = b.value(op, op.operands[0])
     perm = v.perm
     if perm is not None:
-        begin, size = [begin[p] for p in perm], [size[p] for p in perm]
+        begin, size, stop, steps = ([a[p] for p in perm] for a in (begin, size, stop, steps))
     out = b.define(op, 0, perm)
-    b.node("SLICE", op.loc, (v.name, b.constant(f"{op.loc}/begin", np.array(begin, np.int32)),
-                             b.constant(f"{op.loc}/size", np.array(size, np.int32))), (out,))
+    if all(st == 1 for st in steps):
+        b.node("SLICE", op.loc, (v.name, b.constant(f"{op.loc}/begin", np.array(begin, np.int32)),
+                                 b.constant(f"{op.loc}/size", np.array(size, np.int32))), (out,))
+    else:
+        b.node("STRIDED_SLICE", op.loc, (v.name, b.constant(f"{op.loc}/begin", np.array(begin, np.int32)),
+                                         b.constant(f"{op.loc}/end", np.array(stop, np.int32)),
+                                         b.constant(f"{op.loc}/strides", np.array(steps, np.int32))), (out,))
 
 
 def _mulshift(op: MlirOp, b: _Builder) -> None:

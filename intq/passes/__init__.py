@@ -9,7 +9,6 @@ from intq.passes.activations import fuse_activations, recognize_activations
 from intq.passes.batchnorm import fold_batch_norms
 from intq.passes.cleanup import remove_identities, remove_noop_reshapes
 from intq.passes.constants import div_by_constant_to_mul, fold_constants
-from intq.passes.conv_bias import fold_conv_add_into_bias
 from intq.passes.fold_affine import FOLD_AFFINE_RULES, fold_affine
 from intq.passes.fold_scalars import FOLD_SCALAR_RULES, fold_scalars
 from intq.passes.matmul_bias import MATMUL_BIAS_RULES, matmul_bias
@@ -39,10 +38,11 @@ def fold_linear(graph: Graph) -> Graph:
 def simplify(graph: Graph, *, fuse: bool = True, fold: bool = True) -> Graph:
     """The standard pipeline, in order: static shapes, constant folding (shape arithmetic
     included), LSTMs unrolled into their steps, Identity/Dropout and no-op reshape removal,
-    Div-by-constant to Mul, ``a / sqrt(b)`` to ``a * rsqrt(b)``, BatchNorm folding, per-channel Adds
-    after a Conv folded into its bias, HardSwish / SiLU recognition, (``fold=True``) folding of
-    constants around linear layers (:func:`fold_linear`: it subsumes the Conv + Add rule), and
-    (``fuse=True``) activation fusion; shapes are re-inferred at the end. Recognition runs before
+    Div-by-constant to Mul, ``a / sqrt(b)`` to ``a * rsqrt(b)``, BatchNorm folding, HardSwish / SiLU
+    recognition, (``fold=True``) folding of constants around linear layers (:func:`fold_linear`:
+    per-channel Mul/Add/Sub after a Conv, ConvTranspose, Gemm or MatMul, e.g. a squeeze-excite
+    export's bias-less Conv + Add, become its weights and bias), and (``fuse=True``) activation
+    fusion; shapes are re-inferred at the end. Recognition runs before
     folding: the 1/6 of ``x * relu6(x + 3) / 6`` must become a HardSwish, not a weight scale of the
     next layer."""
     from intq.runtime.interpreter import infer_shapes
@@ -50,7 +50,7 @@ def simplify(graph: Graph, *, fuse: bool = True, fold: bool = True) -> Graph:
     g = unroll_lstms(fold_constants(infer_shapes(graph)))
     g = remove_noop_reshapes(remove_identities(g))
     g = rsqrt_forms(div_by_constant_to_mul(g))
-    g = fold_conv_add_into_bias(fold_batch_norms(g))
+    g = fold_batch_norms(g)
     g = recognize_activations(g)
     if fold:
         g = fold_linear(g)
@@ -69,7 +69,6 @@ __all__ = [
     "unroll_lstms",
     "explicit_pads",
     "fold_batch_norms",
-    "fold_conv_add_into_bias",
     "fold_linear",
     "fold_affine",
     "fold_scalars",

@@ -75,13 +75,16 @@ class Interpreter:
     builtin names) run with :mod:`intq.kernels`, prepared once here for ``target`` (a name from
     :data:`intq.kernels.TARGETS` or a :class:`~intq.kernels.Target`): the runtime whose results
     the integer graph must equal bit for bit (default ``"tflite"``: TensorFlow Lite Micro).
+    ``native``: the hottest integer kernels run through intq's compiled C library where it builds
+    (:mod:`intq.runtime.native`: the same integers, faster); False keeps every kernel's own run.
     """
 
-    def __init__(self, graph: Graph, target="tflite"):
+    def __init__(self, graph: Graph, target="tflite", native: bool = True):
         from intq.kernels import get_target
 
         self.graph = graph
         self.target = get_target(target)
+        self.native = native
         self._integer = any(np.issubdtype(t.dtype, np.integer) and t.qparams is not None
                             for t in graph.tensors.values() if not t.is_constant)
         base = graph
@@ -91,7 +94,7 @@ class Interpreter:
             b = _batch_of(graph)
             if b is not None:
                 base = rebatch(graph, b)  # a dynamic .tflite: its stored shapes (LiteRT's default batch)
-        self._base = ExecutionPlan(base, self.target)
+        self._base = ExecutionPlan(base, self.target, native)
         self._check_base: ExecutionPlan | None = None  # the base plan under the checking target
         self._plans: dict[tuple, ExecutionPlan | _Split] = {}
         self._pending: set[tuple] = set()  # plans not yet checked against the sample-by-sample run
@@ -157,7 +160,7 @@ class Interpreter:
                 raise InterpreterError(f"graph {self.graph.name!r}: an empty batch (inputs "
                                        f"{[v.shape for v in values]})")
             try:
-                plan = ExecutionPlan(rebatch(self.graph, batch), self.target)
+                plan = ExecutionPlan(rebatch(self.graph, batch), self.target, self.native)
                 self._pending.add(key)
             except (IntqError, ValueError):
                 plan = _Split(base, b0)
@@ -212,7 +215,7 @@ class Interpreter:
         if self._check_base is None:
             for name in ("litert-ref", "tflite"):
                 try:
-                    self._check_base = ExecutionPlan(self._base.graph, get_target(name))
+                    self._check_base = ExecutionPlan(self._base.graph, get_target(name), self.native)
                     break
                 except (IntqError, ValueError):
                     continue
@@ -227,7 +230,7 @@ class Interpreter:
             return True  # no position-free target prepares this graph: the kernels' prepare checked the shapes
         try:
             if target is not self.target:
-                plan = ExecutionPlan(plan.graph, target)
+                plan = ExecutionPlan(plan.graph, target, self.native)
             got = plan.execute(values, keep=False)
         except (IntqError, ValueError):
             return False

@@ -6,8 +6,10 @@ slots, so running it does no per-node dictionary, attribute or validation work:
 * every tensor gets a slot index; constants are written into their slots once, at plan time;
 * every integer node's kernel is looked up and prepared once (``prepare`` does all float work and
   every contract check), and its ``run`` is bound to the prepared parameters
-  (``functools.partial(run, params)``); every float node's operator is bound to its attributes and
-  fused activation the same way;
+  (``functools.partial(run, params)``), or, with ``native`` (the default), to the compiled C run
+  of :mod:`intq.runtime.native` where that library is available and implements the prepared
+  variant (the same integers; :func:`intq.runtime.native.accelerate.native_run`); every float
+  node's operator is bound to its attributes and fused activation the same way;
 * liveness: for each step, the slots whose last reader it is (``keep=False`` releases them there,
   so numpy reuses their memory for the next tensors);
 * the hot loop is ``outs = run(*[slots[i] for i in args])``; an exception is caught once around
@@ -91,12 +93,14 @@ class ExecutionPlan:
     docstring). Raises what a kernel's ``prepare`` raises (a :class:`~intq.kernels.KernelError`
     naming the node) when the graph does not fit its kernels."""
 
-    def __init__(self, graph: Graph, target):
+    def __init__(self, graph: Graph, target, native: bool = True):
         from intq.kernels import KERNELS, KernelContext, lookup, node_activation
         from intq.runtime.float_ops import FLOAT_OPS
+        from intq.runtime.native.accelerate import native_run
 
         self.graph = graph
         self.target = target
+        self.native = native
         integer_ops = {op for op, _ in KERNELS}
         missing = sorted({n.op_type for n in graph.nodes if n.op_type not in FLOAT_OPS and n.op_type not in integer_ops})
         if missing:
@@ -129,7 +133,7 @@ class ExecutionPlan:
                 ctx.check_emulated()  # an op the target lists as not emulated is refused, whatever its kernel
                 params = kernel.prepare(ctx)
                 self.kernels[node.name] = (kernel.run, params)
-                run = partial(kernel.run, params)
+                run = (native_run(node, graph, params) if native else None) or partial(kernel.run, params)
             else:
                 run = _float_step(FLOAT_OPS[node.op_type], node)
             steps.append(_Step(run, tuple(self.slot[t] if t else 0 for t in node.inputs),

@@ -21,12 +21,15 @@ def _onnx(nodes, inits, x_shape, outputs):
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
 
 
-def yolo_head():
+def yolo_head(rng: np.random.Generator | None = None):
     """A YOLO-style output: box coordinates sigmoid * 320 concatenated with class scores in [0, 1]
-    (as YOLOv8 exports write it), rows 0-3 boxes, rows 4-6 classes, 256 anchors."""
+    (as YOLOv8 exports write it), rows 0-3 boxes, rows 4-6 classes, 256 anchors. Its weights come
+    from ``rng`` (a fresh generator seeded 0 by default), never from a shared one: the model must
+    not depend on which test built one first."""
+    rng = np.random.default_rng(0) if rng is None else rng
     f32 = np.float32
-    inits = {"w1": RNG.normal(0, 0.5, (8, 3, 3, 3)).astype(f32), "wb": RNG.normal(0, 0.5, (4, 8, 1, 1)).astype(f32),
-             "wc": RNG.normal(0, 0.5, (3, 8, 1, 1)).astype(f32), "s320": np.array(320.0, f32),
+    inits = {"w1": rng.normal(0, 0.5, (8, 3, 3, 3)).astype(f32), "wb": rng.normal(0, 0.5, (4, 8, 1, 1)).astype(f32),
+             "wc": rng.normal(0, 0.5, (3, 8, 1, 1)).astype(f32), "s320": np.array(320.0, f32),
              "shape": np.array([1, 7, 256], np.int64)}
     nodes = [helper.make_node("Conv", ["x", "w1"], ["f0"], pads=[1, 1, 1, 1]), helper.make_node("Relu", ["f0"], ["f"]),
              helper.make_node("Conv", ["f", "wb"], ["b0"]), helper.make_node("Sigmoid", ["b0"], ["b1"]),
@@ -39,8 +42,9 @@ def yolo_head():
 
 @pytest.fixture(scope="module")
 def yolo():
-    fg = simplify(intq.load(yolo_head()))
-    data = [{"x": RNG.normal(0, 1, (1, 3, 16, 16)).astype(np.float32)} for _ in range(6)]
+    rng = np.random.default_rng(0)
+    fg = simplify(intq.load(yolo_head(rng)))
+    data = [{"x": rng.normal(0, 1, (1, 3, 16, 16)).astype(np.float32)} for _ in range(6)]
     return fg, intq.quantize(fg, data), data
 
 

@@ -20,7 +20,7 @@ import pytest
 
 import intq
 from intq.errors import UnsupportedOperatorError
-from intq.frontends.mlir_text import MlirParseError
+from intq.frontends.mlir_text import MlirParseError, parse_module
 from intq.frontends.tpu_mlir import TpuMlirImportError, load_tpu_mlir
 from intq.runtime import Interpreter
 from intq.testing.tpu_mlir import fixture_weights, tensor_digest
@@ -199,3 +199,14 @@ def test_missing_weights_are_named(tmp_path):
     weights.pop("logits_Gemm_filter_int8")
     with pytest.raises(TpuMlirImportError, match="logits_Gemm_filter_int8"):
         load_tpu_mlir(path, weights)
+
+
+def test_hex_float_attributes_are_read_as_their_ieee_bits():
+    """MLIR prints a float attribute whose decimal form would not read back exactly as the hex of its
+    bits: TPU-MLIR's AddConst suite has ``const_val = 0x41D8000000000000 : f64`` (1.5 * 2**30, the
+    constant of a degenerate symmetric AddConst); read as an integer it overflowed the table's int64."""
+    folder = FIXTURES / "single_ops" / "addconst_0"
+    with gzip.open(folder / "addconst_0_bm1684x_int8_sym_tpu.mlir.gz", "rt") as f:
+        module = parse_module(f.read())
+    op = next(o for o in module.ops if o.loc == "out93_Relu")
+    assert op.attrs["const_val"] == 1.5 * 2**30 and isinstance(op.attrs["const_val"], float)

@@ -15,6 +15,7 @@ only), which are not on the integer contracts' path (checked below).
 """
 
 import ast
+import re
 import inspect
 import sys
 import textwrap
@@ -201,3 +202,31 @@ def test_the_checker_catches_float_arithmetic():
     src = "def run(p, x):\n    return (x / 2.0).astype(np.float32)\n"
     assert len(_violations(ast.parse(src))) >= 3
     assert _violations(ast.parse("def run(p, x):\n    return (x * p.m + p.r) >> p.s\n")) == []
+
+
+# ------------------------------------------------------------------------------ native C run paths
+
+_C_FLOAT = re.compile(
+    r"\b(float|double|_Float\d*|__m(128|256|512)[dh]?|__bf16|_Float16)\b"  # float types (the __m*i integer vectors pass)
+    r"|\b_mm\d*_\w+_(ps|pd|ph|ss|sd)\b"  # float vector intrinsics
+    r"|\b\d+\.\d*([eE][-+]?\d+)?[fF]?\b|\b\d+[eE][-+]?\d+\b|\.\d+\b")  # float literals
+
+
+def _c_float_uses(source: str) -> list[str]:
+    """Float types, float intrinsics and float literals in C source (comments and strings removed)."""
+    code = re.sub(r"/\*.*?\*/|//[^\n]*|\"(\\.|[^\"\\])*\"", " ", source, flags=re.S)
+    return [m.group(0) for m in _C_FLOAT.finditer(code)]
+
+
+def test_the_native_c_library_is_integer_only():
+    """intq.runtime.native's C source (the run paths the plan binds in place of kernels' run)."""
+    from intq.runtime.native import SOURCE
+
+    assert _c_float_uses(SOURCE.read_text()) == []
+
+
+def test_the_c_checker_catches_float_arithmetic():
+    assert _c_float_uses("int f(int x) { return (int)(x * 0.5); }") == ["0.5"]
+    assert _c_float_uses("double g; __m512 v = _mm512_add_ps(a, b); float h = 1e3;") == [
+        "double", "__m512", "_mm512_add_ps", "float", "1e3"]
+    assert _c_float_uses("/* a float comment 1.5 */ __m512i v = _mm512_add_epi32(a, b); int k = 31;") == []

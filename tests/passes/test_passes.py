@@ -183,7 +183,8 @@ def test_div_by_constant_becomes_mul_and_simplify_runs_everything():
 
 def test_a_per_channel_add_after_a_conv_is_its_bias():
     """Conv (no bias) + Add of a [1, C, 1, 1] constant (squeeze-excite exports) becomes one Conv whose
-    bias is the constant; an Add that varies spatially, or a Conv read twice, stays."""
+    bias is the constant (simplify's fold_linear, intq.passes.fold_affine); an Add that varies
+    spatially, or a Conv read twice, stays."""
     from intq.passes import simplify
 
     rng = np.random.default_rng(3)

@@ -1,4 +1,5 @@
-"""Elementwise float32 transcendental functions as the C math library computes them.
+"""Elementwise float32 transcendental functions as the C math library computes them, and the
+float32 LOGISTIC of TFLite's reference kernels built on them.
 
 TFLite's float kernels (LiteRT's and TensorFlow Lite Micro's SIN, COS, EXP, LOG) call
 ``std::sin(float)`` ... i.e. the C library's ``sinf``, ``cosf``, ``expf``, ``logf``; numpy's float32
@@ -19,18 +20,47 @@ import numpy as np
 from numba import njit
 
 
-def _loop(fn: Callable) -> Callable:
-    @njit(cache=True, nogil=True)
-    def run(x):
-        out = np.empty_like(x)
-        flat_in, flat_out = x.ravel(), out.ravel()
-        for i in range(flat_in.size):
-            flat_out[i] = fn(flat_in[i])
-        return out
-    return run
+# One top-level loop per function, each with its own name: numba keys its on-disk cache by the
+# function's qualified name and source line, not by the variables a closure captures, so four
+# closures made by one factory with ``cache=True`` shared one cache entry and could load each
+# other's machine code (measured: LOG computed with another function's loop from a stale cache).
+@njit(cache=True, nogil=True)
+def _sin_loop(x):
+    out = np.empty_like(x)
+    flat_in, flat_out = x.ravel(), out.ravel()
+    for i in range(flat_in.size):
+        flat_out[i] = math.sin(flat_in[i])
+    return out
 
 
-_SIN, _COS, _EXP, _LOG = (_loop(f) for f in (math.sin, math.cos, math.exp, math.log))
+@njit(cache=True, nogil=True)
+def _cos_loop(x):
+    out = np.empty_like(x)
+    flat_in, flat_out = x.ravel(), out.ravel()
+    for i in range(flat_in.size):
+        flat_out[i] = math.cos(flat_in[i])
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _exp_loop(x):
+    out = np.empty_like(x)
+    flat_in, flat_out = x.ravel(), out.ravel()
+    for i in range(flat_in.size):
+        flat_out[i] = math.exp(flat_in[i])
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _log_loop(x):
+    out = np.empty_like(x)
+    flat_in, flat_out = x.ravel(), out.ravel()
+    for i in range(flat_in.size):
+        flat_out[i] = math.log(flat_in[i])
+    return out
+
+
+_SIN, _COS, _EXP, _LOG = _sin_loop, _cos_loop, _exp_loop, _log_loop
 
 
 def _dispatch(loop: Callable, fallback: Callable) -> Callable:
@@ -42,7 +72,40 @@ def _dispatch(loop: Callable, fallback: Callable) -> Callable:
     return f
 
 
+#: TFLite's reference float LOGISTIC (``reference_ops::Logistic``, which LiteRT's reference kernel and
+#: TensorFlow Lite Micro run): 1 above this input, ``expf(x)`` below LOGISTIC_CUTOFF_LOWER,
+#: ``1.f / (1.f + expf(-x))`` between, every step in float32.
+LOGISTIC_CUTOFF_UPPER = np.float32(16.619047164916992188)
+LOGISTIC_CUTOFF_LOWER = np.float32(-9.0)
+
+
+@njit(cache=True, nogil=True)
+def _logistic(x):
+    out = np.empty_like(x)
+    flat_in, flat_out = x.ravel(), out.ravel()
+    one = np.float32(1.0)
+    for i in range(flat_in.size):
+        v = flat_in[i]
+        if v > LOGISTIC_CUTOFF_UPPER:
+            flat_out[i] = one
+        elif v < LOGISTIC_CUTOFF_LOWER:
+            flat_out[i] = math.exp(v)
+        else:
+            flat_out[i] = one / (one + math.exp(-v))
+    return out
+
+
 sin = _dispatch(_SIN, np.sin)
 cos = _dispatch(_COS, np.cos)
 exp = _dispatch(_EXP, np.exp)
 log = _dispatch(_LOG, np.log)
+
+
+def logistic(x: np.ndarray) -> np.ndarray:
+    """``sigmoid(x)`` for float32 ``x`` exactly as TFLite's reference float LOGISTIC computes it (the
+    C library's ``expf``, the two cutoffs, float32 arithmetic): bit for bit what LiteRT's reference
+    kernels and TensorFlow Lite Micro give (``tests/tflite/test_float_builtins.py``). Its difference
+    from the exact sigmoid: below -9 it returns exp(x), relatively 1e-4 off at -9 (1.2e-8
+    absolute) and less below; above 16.62 it returns 1, the exact value being within 6e-8 of 1."""
+    assert x.dtype == np.float32
+    return _logistic(np.ascontiguousarray(x))

@@ -9,6 +9,7 @@ import numpy as np
 
 from intq.errors import GraphError
 
+from . import _libm
 from ._checks import choice
 from ._erf import erf
 from .registry import FLOAT_OPS
@@ -55,7 +56,12 @@ def _sigmoid(X: np.ndarray) -> np.ndarray:
 
 @FLOAT_OPS.register()
 def Sigmoid(X):
-    """Y = 1 / (1 + exp(-X))."""
+    """Y = 1 / (1 + exp(-X)). float32 as TFLite's reference float LOGISTIC computes it
+    (:func:`intq.runtime.float_ops._libm.logistic`: the C library's ``expf``, its cutoffs at -9 and
+    16.62), so a float island of an integer graph (``precision={name: "float"}``, or a float
+    LOGISTIC read from a ``.tflite``) equals LiteRT's and TensorFlow Lite Micro's kernels bit for bit."""
+    if np.asarray(X).dtype == np.float32:
+        return (_libm.logistic(np.asarray(X)),)
     return (np.asarray(_sigmoid(X)),)
 
 

@@ -1,0 +1,268 @@
+"""intq's native run paths: ``native.c`` compiled for the host CPU on first use, loaded with ctypes.
+
+The execution plan (:mod:`intq.runtime.plan`) runs a few of the hottest integer kernels through
+this library instead of their numpy/numba ``run`` (see :mod:`intq.runtime.native.accelerate` for
+which nodes, and ``native.c`` for the arithmetic): the same integers, bit for bit
+(tests/runtime/test_native.py), without the per-kernel int32 tensors and with the CPU's int8
+matrix instructions (AMX, AVX-512 VNNI) where it has them.
+
+Build. The first process that needs the library compiles ``native.c`` with the system C compiler
+(``$CC``, else ``cc``, ``gcc``, ``clang``) at ``-O3 -march=native`` into a per-user cache
+(``$INTQ_CACHE_DIR``, else ``$XDG_CACHE_HOME/intq``, else ``~/.cache/intq``), named by a hash of
+the source, the compiler's version, the flags and the CPU, written under a unique temporary name
+and renamed into place (concurrent processes are safe); later processes load it. No compiler, a
+compiler that fails, or ``INTQ_NATIVE=0`` in the environment: :func:`library` returns None and
+every kernel runs its own ``run`` (the pure fallback). :func:`status` says which and why.
+
+Paths. CONV_2D and FULLY_CONNECTED run natively where the CPU has int8 dot-product instructions
+(AMX tiles, else AVX-512 VNNI); elsewhere they keep their own run (the torch / numba int8 GEMM is
+faster than the portable C loop, measured) and only DEPTHWISE_CONV_2D runs natively (AVX-512
+vectors, else scalar C the compiler vectorizes). ``INTQ_NATIVE_PATH=c|vnni|amx`` caps the
+matrix-product path (``c`` forces the portable loop for CONV_2D and FULLY_CONNECTED too: for tests
+of the portable paths on a CPU that has more).
+
+Exactness does not depend on the path: every path computes the same integers (the accumulator
+bound that makes int32 sums exact is the kernels' ``prepare`` check; see ``native.c``).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import platform
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+SOURCE = Path(__file__).with_name("native.c")
+
+#: ``intq_native_init``'s path numbers, by name.
+PATHS = {"c": 0, "vnni": 1, "amx": 2}
+
+_FLAGS = ("-O3", "-march=native", "-std=gnu99", "-fPIC", "-shared")
+_PORTABLE_FLAGS = ("-O3", "-std=gnu99", "-fPIC", "-shared")  # a compiler without -march=native
+
+
+@dataclass(frozen=True)
+class Native:
+    """The loaded library: ``lib`` (ctypes), ``path`` (the matrix-product path in use: ``"amx"``,
+    ``"vnni"`` or ``"c"``), ``file`` (the shared object) and ``gemm`` (CONV_2D and FULLY_CONNECTED
+    run natively: the AMX and VNNI paths, or the C path when asked for by name)."""
+
+    lib: ctypes.CDLL
+    path: str
+    file: Path
+    gemm: bool = True
+    objects: bool = False  # the *_obj entry points read ndarray data pointers (checked at load)
+
+
+def _cache_dir() -> Path:
+    root = os.environ.get("INTQ_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "intq")
+    return Path(root) / "native"
+
+
+def _compiler() -> str | None:
+    for cc in (os.environ.get("CC"), "cc", "gcc", "clang"):
+        if cc and shutil.which(cc):
+            return cc
+    return None
+
+
+def _cpu_signature() -> str:
+    """What -march=native depends on: the machine, and on Linux the CPU model and flags."""
+    parts = [platform.machine(), platform.system()]
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+        for key in ("model name", "flags"):
+            line = next((ln for ln in text.splitlines() if ln.startswith(key)), "")
+            parts.append(line)
+    except OSError:
+        parts.append(platform.processor())
+    return "\n".join(parts)
+
+
+def _build(cc: str, out_dir: Path, flag_sets=(_FLAGS, _PORTABLE_FLAGS)) -> Path:
+    """Compile ``native.c`` into ``out_dir`` (or find it there) with the first of ``flag_sets`` the
+    compiler accepts; raises OSError or SubprocessError."""
+    source = SOURCE.read_bytes()
+    version = subprocess.run([cc, "--version"], capture_output=True, text=True, timeout=60).stdout
+    errors = []
+    for flags in flag_sets:
+        key = hashlib.sha256(b"\0".join([source, version.encode(), " ".join(flags).encode(),
+                                         _cpu_signature().encode()])).hexdigest()[:20]
+        target = out_dir / f"libintq_native_{key}.so"
+        if target.exists():
+            return target
+        out_dir.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".build-", suffix=".so", dir=out_dir)
+        os.close(fd)
+        try:
+            done = subprocess.run([cc, *flags, "-o", tmp, str(SOURCE)], capture_output=True, text=True, timeout=300)
+            if done.returncode == 0:
+                os.replace(tmp, target)  # atomic: a concurrent build writes the same bytes
+                return target
+            errors.append(f"{cc} {' '.join(flags)}: {done.stderr.strip()[-2000:]}")
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+    raise OSError("\n".join(errors))
+
+
+_status = "not loaded yet"
+
+
+def load(portable: bool = False, cap: str | None = None) -> tuple[Native | None, str]:
+    """Build (or find in the cache) and load the library, uncached: ``(library or None, status)``.
+
+    ``portable``: compile without ``-march=native`` (no AVX-512 code: the scalar loops; the tests
+    check that build too). ``cap``: the matrix-product path cap (``INTQ_NATIVE_PATH``'s values).
+    Never raises for a missing or failing compiler: the status says why there is no library."""
+    cc = _compiler()
+    if cc is None:
+        return None, "no C compiler found (set CC, or install gcc or clang); the kernels' own run paths are used"
+    flags = (_PORTABLE_FLAGS,) if portable else (_FLAGS, _PORTABLE_FLAGS)
+    try:
+        file = _build(cc, _cache_dir(), flags)
+    except (OSError, subprocess.SubprocessError) as e:
+        # an unwritable cache: build in a private temporary folder instead (kept while the process
+        # has the library loaded; removed when the build fails there too)
+        private = Path(tempfile.mkdtemp(prefix="intq-native-"))
+        try:
+            file = _build(cc, private, flags)
+        except (OSError, subprocess.SubprocessError):
+            shutil.rmtree(private, ignore_errors=True)
+            return None, f"the C compiler failed on {SOURCE.name}: {e}; the kernels' own run paths are used"
+    try:
+        lib = ctypes.CDLL(str(file))
+    except OSError as e:
+        return None, f"{file} does not load: {e}; the kernels' own run paths are used"
+    _declare(lib)
+    cap = (cap or "").strip().lower()
+    path_no = lib.intq_native_init(PATHS.get(cap, -1))
+    path = {v: k for k, v in PATHS.items()}[path_no]
+    # the portable C product is slower than the kernels' own GEMM (torch / numba): used for CONV_2D
+    # and FULLY_CONNECTED only when asked for by name (INTQ_NATIVE_PATH=c, for tests)
+    gemm = path != "c" or cap == "c"
+    return Native(lib, path, file, gemm, _objects_work(lib)), f"{file.name} ({path} matrix products{'' if gemm else ', depthwise only'})"
+
+
+@lru_cache(maxsize=1)
+def library() -> Native | None:
+    """The process's native library (:func:`load` under the environment's settings), compiled on
+    first use; None when disabled (``INTQ_NATIVE=0``) or unavailable (:func:`status` says why)."""
+    global _status
+    if os.environ.get("INTQ_NATIVE", "1").strip().lower() in ("0", "no", "off", "false"):
+        _status = "disabled by INTQ_NATIVE=0; the kernels' own run paths are used"
+        return None
+    lib, _status = load(cap=os.environ.get("INTQ_NATIVE_PATH"))
+    return lib
+
+
+def status() -> str:
+    """Which native library is in use and its matrix-product path, or why none is."""
+    library()
+    return _status
+
+
+def _declare(lib: ctypes.CDLL) -> None:
+    vp, i32, i64 = ctypes.c_void_p, ctypes.c_int32, ctypes.c_int64
+    lib.intq_native_init.argtypes, lib.intq_native_init.restype = [ctypes.c_int], ctypes.c_int
+    lib.intq_packed_bytes.argtypes, lib.intq_packed_bytes.restype = [i32, i32], i64
+    lib.intq_pack.argtypes, lib.intq_pack.restype = [i32, i32, vp, vp], None
+    for name in ("intq_conv", "intq_depthwise", "intq_max_pool", "intq_transpose", "intq_pad"):
+        fn = getattr(lib, name)
+        fn.argtypes, fn.restype = [vp, vp, vp], None
+    lib.intq_requant.argtypes, lib.intq_requant.restype = [vp, i64, i32, vp, vp], None
+    for name in ("intq_mul", "intq_add"):
+        fn = getattr(lib, name)
+        fn.argtypes, fn.restype = [vp, vp, vp, vp], None
+    obj = ctypes.py_object
+    lib.intq_set_data_offset.argtypes, lib.intq_set_data_offset.restype = [i64], None
+    lib.intq_array_data.argtypes, lib.intq_array_data.restype = [obj], vp
+    for name in ("intq_conv_obj", "intq_depthwise_obj", "intq_max_pool_obj", "intq_transpose_obj", "intq_pad_obj"):
+        fn = getattr(lib, name)
+        fn.argtypes, fn.restype = [vp, obj, obj], None
+    lib.intq_lut.argtypes, lib.intq_lut.restype = [vp, i64, vp, vp], None
+    lib.intq_lut_obj.argtypes, lib.intq_lut_obj.restype = [vp, i64, obj, obj], None
+    for name in ("intq_mul_obj", "intq_add_obj"):
+        fn = getattr(lib, name)
+        fn.argtypes, fn.restype = [vp, obj, obj, obj], None
+
+
+def _objects_work(lib: ctypes.CDLL) -> bool:
+    """Set and check ``native.c``'s reading of an ndarray's data pointer (the ``*_obj`` entry
+    points): the object header's size, confirmed on arrays of several sizes, views included,
+    against numpy's own pointers; on any mismatch the reading is switched off (False)."""
+    import numpy as np
+
+    lib.intq_set_data_offset(ctypes.sizeof(ctypes.c_ssize_t) + ctypes.sizeof(ctypes.c_void_p))  # PyObject_HEAD
+    base = np.arange(4096, dtype=np.int8)
+    probes = [np.empty(n, np.int8) for n in (1, 17, 100000)] + [base[5:], base[3:899].reshape(-1, 7)[2:], base]
+    if all(lib.intq_array_data(a) == a.ctypes.data for a in probes):
+        return True
+    lib.intq_set_data_offset(-1)
+    return False
+
+
+# ------------------------------------------------------------------------------ C structures
+
+
+class Requant(ctypes.Structure):
+    """``intq_rq``: per-channel offset, multiplier, right shift and tie rule (arrays padded to 32)."""
+
+    _fields_ = [("offset", ctypes.c_void_p), ("mult", ctypes.c_void_p), ("exponent", ctypes.c_void_p),
+                ("away", ctypes.c_void_p), ("out_zp", ctypes.c_int32), ("act_min", ctypes.c_int32),
+                ("act_max", ctypes.c_int32)]
+
+
+class ConvParams(ctypes.Structure):
+    """``intq_conv_params``."""
+
+    _fields_ = [(name, ctypes.c_int32) for name in (
+        "batch", "in_h", "in_w", "in_c", "out_h", "out_w", "out_c", "kh", "kw", "stride_h", "stride_w", "dil_h",
+        "dil_w", "pad_top", "pad_left", "k", "kp", "in_zp")] + [
+        ("w", ctypes.c_void_p), ("rq", Requant), ("offset_u8", ctypes.c_void_p), ("a", ctypes.c_void_p),
+        ("c", ctypes.c_void_p)]
+
+
+class DepthwiseParams(ctypes.Structure):
+    """``intq_dw_params``."""
+
+    _fields_ = [(name, ctypes.c_int32) for name in (
+        "batch", "in_h", "in_w", "c", "out_h", "out_w", "kh", "kw", "stride_h", "stride_w", "dil_h", "dil_w",
+        "pad_top", "pad_left", "in_zp")] + [("w", ctypes.c_void_p), ("rq", Requant), ("acc", ctypes.c_void_p)]
+
+
+class BinaryParams(ctypes.Structure):
+    """``intq_binary_params`` (MUL, ADD, SUB)."""
+
+    _fields_ = [("rows", ctypes.c_int64)] + [(name, ctypes.c_int32) for name in (
+        "cols", "a_rows", "a_cols", "b_rows", "b_cols", "za", "zb")] + [
+        ("table_a", ctypes.c_void_p), ("table_b", ctypes.c_void_p)] + [(name, ctypes.c_int32) for name in (
+            "mult", "left", "right", "away", "out_zp", "act_min", "act_max")]
+
+
+class PoolParams(ctypes.Structure):
+    """``intq_pool_params`` (MAX_POOL_2D)."""
+
+    _fields_ = [(name, ctypes.c_int32) for name in (
+        "batch", "in_h", "in_w", "c", "out_h", "out_w", "filter_h", "filter_w", "stride_h", "stride_w", "pad_h",
+        "pad_w", "act_min", "act_max")]
+
+
+class TransposeParams(ctypes.Structure):
+    """``intq_transpose_params``."""
+
+    _fields_ = [("out_dim", ctypes.c_int64 * 4), ("in_stride", ctypes.c_int64 * 4)]
+
+
+class PadParams(ctypes.Structure):
+    """``intq_pad_params``."""
+
+    _fields_ = [("in_dim", ctypes.c_int64 * 4), ("out_dim", ctypes.c_int64 * 4), ("before", ctypes.c_int64 * 4),
+                ("value", ctypes.c_int32)]

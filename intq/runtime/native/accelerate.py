@@ -1,0 +1,481 @@
+"""Which prepared integer nodes the native library runs, and their bound native ``run``.
+
+:func:`native_run` is asked by the execution plan for every integer node once, after the kernel's
+``prepare``: it returns a callable computing exactly the kernel's ``run`` on the node's inputs, or
+None (the plan then binds the kernel's own ``run``). It accepts a node when its prepared
+parameters are one of the int8 variants ``native.c`` implements (exact types, never subclasses)
+and every requantization is the fixed-point double rounding (``Requant.DOUBLE``: ties away from
+zero; ``Requant.DOUBLE_HALF_UP``: ties up) to int8:
+
+* CONV_2D (:class:`~intq.kernels.conv_2d.Conv2DParams`, grouped included: the block-diagonal
+  matrix of :func:`~intq.kernels._conv_common.conv_matrix`) and FULLY_CONNECTED
+  (:class:`~intq.kernels.fully_connected.FullyConnectedParams`, as the 1x1 convolution of its
+  rows), no left shift (every real multiplier below 1), when the library's matrix path is AMX or
+  VNNI (:attr:`intq.runtime.native.Native.gemm`);
+* DEPTHWISE_CONV_2D with depth multiplier 1 (:class:`~intq.kernels.depthwise_conv_2d.DepthwiseConv2DParams`;
+  ``litert-opt``'s two channel groups become a per-channel tie rule), no left shift;
+* MUL (:class:`~intq.kernels.mul.MulParams`, the reference kernel: per-tensor multiplier, left
+  shifts included) and ADD / SUB (:class:`~intq.kernels.add.AddParams`: the operand tables), each
+  operand the output's shape, one row [1, C] or one value;
+* MAX_POOL_2D (:class:`~intq.kernels._pool_common.PoolWindow`, the reference kernel) and int8
+  TRANSPOSE and PAD / PADV2 (constant value) of rank <= 4 (data movement: the same bytes);
+* the table ops (HARD_SWISH, LEAKY_RELU, LOGISTIC, TANH, RELU, RELU6, RELU_N1_TO_1): the kernel's
+  own 256-entry int8 table, looked up natively;
+* SOFTMAX over rows of two values (:class:`~intq.kernels.softmax.SoftmaxParams`): the kernel's own
+  run tabulated on all 65536 rows at plan time, looked up with numpy (no C library needed).
+
+The rest (XNNPACK's and onnxruntime's float32 requantization, TPU-MLIR's multiplier/rshift, the
+optimized targets' ADD and MUL, 16x8, other operators) keep the kernels' own run paths.
+
+Prepared here, once: the packed weights, the per-channel requantization arrays (padded to 32
+channels), the C parameter structure and its scratch buffers. Not re-entrant (one run at a time
+per plan), as the kernels' own im2col buffers.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from collections.abc import Callable
+
+import numpy as np
+
+from intq.errors import IntqError
+from intq.ir import Graph, Node
+from intq.runtime import native
+
+_PAD = 32  # per-channel arrays are padded to a multiple of 32 (the widest vector read in native.c)
+_MB = 32  # output pixels per block (native.c MB)
+
+
+def _padded(values, n: int, dtype=np.int32) -> np.ndarray:
+    out = np.zeros(-(-max(n, 1) // _PAD) * _PAD, dtype)
+    out[:n] = np.broadcast_to(np.asarray(values), (n,))
+    return out
+
+
+def _requant_arrays(parts, channels: int):
+    """``(mult, exponent, away, zp, lo, hi)`` from ``parts`` = [(requantizer, n channels), ...] in
+    channel order, or None if any part is not a fixed-point double rounding without left shift to
+    int8, or the parts disagree on the output side."""
+    from intq.kernels.requantize import DoubleRounding, DoubleRoundingHalfUp
+
+    mult, expo, away = [], [], []
+    outside = None
+    for r, n in parts:
+        if type(r) not in (DoubleRounding, DoubleRoundingHalfUp) or r.any_left or r.out_dtype != np.int8:
+            return None
+        right = np.broadcast_to(r.right, (n,))
+        if int(right.max(initial=0)) > 31:
+            return None
+        side = (r.zero_point, r.act_min, r.act_max)
+        if outside is not None and side != outside:
+            return None
+        outside = side
+        mult.append(np.broadcast_to(r.multiplier, (n,)))
+        expo.append(right)
+        away.append(np.full(n, r.away))
+    m, e, a = (np.concatenate(v) for v in (mult, expo, away))
+    if m.size != channels or int(m.min(initial=0)) < 0 or int(m.max(initial=0)) >= 2**31:
+        return None
+    return _padded(m, channels), _padded(e, channels), _padded(a, channels), *outside
+
+
+def _int32(values) -> np.ndarray | None:
+    v = np.asarray(values, dtype=np.int64)
+    if v.size and (int(v.min()) < -(2**31) or int(v.max()) > 2**31 - 1):
+        return None
+    return v
+
+
+class _Bound:
+    """A native call bound to its C parameter structure and the arrays it points into (kept alive)."""
+
+    def __init__(self, fn, params: ctypes.Structure, keep: list, in_size: int, out_shape: tuple[int, ...]):
+        self.fn = fn
+        self.params = params
+        self.address = ctypes.addressof(params)
+        self.keep = keep
+        self.in_size = in_size
+        self.out_shape = out_shape
+
+    fn_obj = None  # the entry point taking the array objects (native.Native.objects), when usable
+
+    def __call__(self, x, *_constants):
+        if type(x) is not np.ndarray or x.dtype != np.int8 or not x.flags.c_contiguous or x.size != self.in_size:
+            if np.asarray(x).size != self.in_size:
+                raise ValueError(f"native kernel: input of {np.asarray(x).size} elements, prepared for {self.in_size}")
+            x = np.ascontiguousarray(x, dtype=np.int8)
+        y = np.empty(self.out_shape, np.int8)
+        if self.fn_obj is not None:
+            self.fn_obj(self.address, x, y)
+        else:
+            self.fn(self.address, x.ctypes.data, y.ctypes.data)
+        return (y,)
+
+
+def _rq_struct(offset: np.ndarray, arrays, keep: list) -> native.Requant:
+    mult, expo, away, zp, lo, hi = arrays
+    keep += [offset, mult, expo, away]
+    return native.Requant(offset.ctypes.data, mult.ctypes.data, expo.ctypes.data, away.ctypes.data, zp, lo, hi)
+
+
+def _gemm_operands(lib, matrix: np.ndarray, offset: np.ndarray, zx: int, keep: list):
+    """Packed weights and the two offsets (signed path; VNNI's x + 128 path) of ``matrix`` [N, K]."""
+    n, k = matrix.shape
+    packed = np.empty(int(lib.intq_packed_bytes(k, n)), np.int8)
+    w = np.ascontiguousarray(matrix, dtype=np.int8)
+    lib.intq_pack(k, n, w.ctypes.data, packed.ctypes.data)
+    sums = matrix.astype(np.int64).sum(axis=1)
+    off = _int32(offset)
+    off_u8 = _int32(offset - 128 * sums)  # sum((x + 128) w) = sum(x w) + 128 sum(w)
+    if off is None or off_u8 is None:
+        return None
+    keep.append(packed)
+    return packed, _padded(off, n), _padded(off_u8, n)
+
+
+def _conv_struct(lib, matrix, offset, arrays, geometry: dict, zx: int, keep: list) -> native.ConvParams | None:
+    ops = _gemm_operands(lib, matrix, offset, zx, keep)
+    if ops is None:
+        return None
+    packed, off, off_u8 = ops
+    n, k = matrix.shape
+    kp = -(-k // 64) * 64
+    a = np.zeros((_MB, kp), np.int8)
+    c = np.zeros((_MB, 32), np.int32)
+    keep += [off_u8, a, c]
+    return native.ConvParams(**geometry, k=k, kp=kp, in_zp=zx, w=packed.ctypes.data, rq=_rq_struct(off, arrays, keep),
+                             offset_u8=off_u8.ctypes.data, a=a.ctypes.data, c=c.ctypes.data)
+
+
+def _conv_2d(lib, node: Node, graph: Graph, p) -> _Bound | None:
+    from intq.kernels._conv_common import conv_matrix
+
+    g = p.im2col
+    n, oh, ow, c_out = p.out_shape
+    arrays = _requant_arrays([(p.requant, c_out)], c_out)
+    if arrays is None:
+        return None
+    w = graph.tensors[node.inputs[1]].data
+    matrix, _ = conv_matrix(None, w, g.c)  # checked by prepare: no error path is taken
+    zx = graph.tensors[node.inputs[0]].qparams.tensor_zero_point
+    geometry = dict(batch=g.n, in_h=g.padded.h, in_w=g.padded.w, in_c=g.c, out_h=oh, out_w=ow, out_c=c_out,
+                    kh=g.kh, kw=g.kw, stride_h=g.stride_h, stride_w=g.stride_w, dil_h=g.dilation_h,
+                    dil_w=g.dilation_w, pad_top=g.padded.top, pad_left=g.padded.left)
+    keep: list = []
+    params = _conv_struct(lib, matrix, p.offset, arrays, geometry, zx, keep)
+    if params is None:
+        return None
+    return _Bound(lib.intq_conv, params, keep, g.n * g.padded.h * g.padded.w * g.c, tuple(p.out_shape))
+
+
+def _fully_connected(lib, node: Node, graph: Graph, p) -> _Bound | None:
+    w = graph.tensors[node.inputs[1]].data  # [N, K]
+    n_out, k = w.shape
+    out_size = int(np.prod(p.out_shape))
+    if out_size % n_out:
+        return None
+    rows = out_size // n_out
+    arrays = _requant_arrays([(p.requant, n_out)], n_out)
+    if arrays is None:
+        return None
+    zx = graph.tensors[node.inputs[0]].qparams.tensor_zero_point
+    geometry = dict(batch=1, in_h=rows, in_w=1, in_c=k, out_h=rows, out_w=1, out_c=n_out, kh=1, kw=1, stride_h=1,
+                    stride_w=1, dil_h=1, dil_w=1, pad_top=0, pad_left=0)
+    keep: list = []
+    params = _conv_struct(lib, w, p.offset, arrays, geometry, zx, keep)
+    if params is None:
+        return None
+    return _Bound(lib.intq_conv, params, keep, rows * k, tuple(p.out_shape))
+
+
+def _depthwise(lib, node: Node, graph: Graph, p) -> _Bound | None:
+    t = p.taps
+    taps, c, mult = t.weights.shape
+    if mult != 1 or t.weights.dtype != np.int32 or int(np.abs(t.weights).max(initial=0)) > 2**15 - 1:
+        return None  # native.c's depthwise multiplies int16 pairs
+    parts = [(p.requant, p.split)] + ([(p.tail, c - p.split)] if p.tail is not None else [])
+    arrays = _requant_arrays(parts, c)
+    if arrays is None:
+        return None
+    n, oh, ow, _ = p.out_shape
+    kh, kw = graph.tensors[node.inputs[1]].data.shape[1:3]
+    cp = -(-c // 16) * 16
+    w = np.zeros((taps, cp), np.int32)
+    w[:, :c] = t.weights[:, :, 0] & 0xFFFF  # the int16 bits, high half zero (native.c intq_depthwise)
+    offset = _padded(t.offset, c)
+    acc = np.zeros(cp, np.int32)
+    keep = [w, acc]
+    zx = graph.tensors[node.inputs[0]].qparams.tensor_zero_point
+    dil_h = int(t.tap_rows[kw]) if kh > 1 else 1  # tap rows are i * dilation_h (prepare_taps)
+    dil_w = int(t.tap_cols[1]) if kw > 1 else 1
+    params = native.DepthwiseParams(
+        batch=n, in_h=t.padded.h, in_w=t.padded.w, c=c, out_h=oh, out_w=ow, kh=kh, kw=kw, stride_h=t.stride_h,
+        stride_w=t.stride_w, dil_h=dil_h, dil_w=dil_w, pad_top=t.padded.top, pad_left=t.padded.left, in_zp=zx,
+        w=w.ctypes.data, rq=_rq_struct(offset, arrays, keep), acc=acc.ctypes.data)
+    return _Bound(lib.intq_depthwise, params, keep, n * t.padded.h * t.padded.w * c, tuple(p.out_shape))
+
+
+class _BoundBinary:
+    """A native two-operand call (MUL, ADD, SUB) bound to its parameter structure."""
+
+    def __init__(self, fn, params: ctypes.Structure, keep: list, sizes: tuple[int, int], out_shape: tuple[int, ...]):
+        self.fn = fn
+        self.params = params
+        self.address = ctypes.addressof(params)
+        self.keep = keep
+        self.sizes = sizes
+        self.out_shape = out_shape
+
+    fn_obj = None  # as _Bound.fn_obj
+
+    def __call__(self, a, b):
+        ops = []
+        for v, size in zip((a, b), self.sizes):
+            if type(v) is not np.ndarray or v.dtype != np.int8 or not v.flags.c_contiguous or v.size != size:
+                if np.asarray(v).size != size:
+                    raise ValueError(f"native kernel: operand of {np.asarray(v).size} elements, prepared for {size}")
+                v = np.ascontiguousarray(v, dtype=np.int8)
+            ops.append(v)
+        y = np.empty(self.out_shape, np.int8)
+        if self.fn_obj is not None:
+            self.fn_obj(self.address, ops[0], ops[1], y)
+        else:
+            self.fn(self.address, ops[0].ctypes.data, ops[1].ctypes.data, y.ctypes.data)
+        return (y,)
+
+
+def _scalar_requant(r):
+    """``(mult, left, right, away)`` of a per-tensor fixed-point double rounding to int8, or None."""
+    from intq.kernels.requantize import DoubleRounding, DoubleRoundingHalfUp
+
+    if type(r) not in (DoubleRounding, DoubleRoundingHalfUp) or r.out_dtype != np.int8 or r.multiplier.size != 1:
+        return None
+    mult, left, right = int(r.multiplier.reshape(-1)[0]), int(r.left.reshape(-1)[0]), int(r.right.reshape(-1)[0])
+    if not (0 <= mult < 2**31 and 0 <= left <= 31 and 0 <= right <= 31):
+        return None
+    return mult, left, right, int(r.away)
+
+
+def _rows_of(shape: tuple[int, ...], out: tuple[int, ...]) -> tuple[int, int] | None:
+    """An operand of ``shape`` as ``(rows, cols)`` of the output ``out`` ([rows, C], one row [1, C]
+    or one value [1, 1]: what intq.kernels.mul's fused loop takes), or None."""
+    size = int(np.prod(shape, dtype=np.int64))
+    if tuple(shape) == tuple(out):
+        return size // out[-1], out[-1]
+    if size == 1:
+        return 1, 1
+    if size == out[-1] and shape and shape[-1] == size:
+        return 1, size
+    return None
+
+
+def _mul(lib, node: Node, graph: Graph, p) -> _BoundBinary | None:
+    from intq.kernels.mul import MulParams
+
+    if type(p) is not MulParams:
+        return None
+    rq = _scalar_requant(p.output)
+    shapes = [graph.tensors[t].shape for t in node.inputs[:2]]
+    out = graph.tensors[node.outputs[0]].shape
+    if rq is None or not out or 0 in out or any(s is None for s in shapes) or tuple(
+            np.broadcast_shapes(*shapes)) != tuple(out):
+        return None
+    ra, rb = _rows_of(shapes[0], out), _rows_of(shapes[1], out)
+    if ra is None or rb is None:
+        return None
+    mult, left, right, away = rq
+    r = p.output
+    params = native.BinaryParams(
+        rows=int(np.prod(out[:-1], dtype=np.int64)), cols=out[-1], a_rows=ra[0], a_cols=ra[1], b_rows=rb[0],
+        b_cols=rb[1], za=p.zero_point_a, zb=p.zero_point_b, table_a=None, table_b=None, mult=mult, left=left,
+        right=right, away=away, out_zp=r.zero_point, act_min=r.act_min, act_max=r.act_max)
+    return _BoundBinary(lib.intq_mul, params, [], (ra[0] * ra[1], rb[0] * rb[1]), tuple(out))
+
+
+def _add(lib, node: Node, graph: Graph, p) -> _BoundBinary | None:
+    from intq.kernels.add import AddParams
+
+    if type(p) is not AddParams:
+        return None
+    rq = _scalar_requant(p.output)
+    shapes = [graph.tensors[t].shape for t in node.inputs[:2]]
+    out = graph.tensors[node.outputs[0]].shape
+    if rq is None or rq[1] != 0 or not out or 0 in out or any(s is None for s in shapes) or tuple(
+            np.broadcast_shapes(*shapes)) != tuple(out):
+        return None
+    ra, rb = _rows_of(shapes[0], out), _rows_of(shapes[1], out)
+    if ra is None or rb is None:
+        return None
+    mult, _, right, away = rq
+    r = p.output
+    ta, tb = (np.ascontiguousarray(t, dtype=np.int32) for t in (p.table_a, p.table_b))
+    params = native.BinaryParams(
+        rows=int(np.prod(out[:-1], dtype=np.int64)), cols=out[-1], a_rows=ra[0], a_cols=ra[1], b_rows=rb[0],
+        b_cols=rb[1], za=0, zb=0, table_a=ta.ctypes.data, table_b=tb.ctypes.data, mult=mult, left=0, right=right,
+        away=away, out_zp=r.zero_point, act_min=r.act_min, act_max=r.act_max)
+    return _BoundBinary(lib.intq_add, params, [ta, tb], (ra[0] * ra[1], rb[0] * rb[1]), tuple(out))
+
+
+class _BoundTable:
+    """A native 256-entry table lookup (``y = table[uint8(x)]``) bound to its table."""
+
+    def __init__(self, lib, table: np.ndarray, shape: tuple[int, ...]):
+        self.fn, self.fn_obj = lib.intq_lut, None
+        self.table = table
+        self.address = table.ctypes.data
+        self.size = int(np.prod(shape, dtype=np.int64))
+        self.shape = shape
+
+    def __call__(self, x, *_constants):
+        if type(x) is not np.ndarray or x.dtype != np.int8 or not x.flags.c_contiguous or x.size != self.size:
+            if np.asarray(x).size != self.size:
+                raise ValueError(f"native kernel: input of {np.asarray(x).size} elements, prepared for {self.size}")
+            x = np.ascontiguousarray(x, dtype=np.int8)
+        y = np.empty(self.shape, np.int8)
+        if self.fn_obj is not None:
+            self.fn_obj(self.address, self.size, x, y)
+        else:
+            self.fn(self.address, self.size, x.ctypes.data, y.ctypes.data)
+        return (y,)
+
+
+def _table_classes() -> tuple[type, ...]:
+    """The prepared variants whose ``run`` is exactly ``table[uint8(x)]`` (int8 [256] ``table``):
+    their modules' ``run`` is ``lookup(p.table, x)`` or ``p.table[x.view(np.uint8)]``."""
+    from intq.kernels import hard_swish, leaky_relu
+    from intq.kernels._elementwise_common import ReluParams
+    from intq.kernels._fixedpoint_lut import LutParams
+
+    return hard_swish.HardSwishParams, leaky_relu.LeakyReluParams, ReluParams, LutParams
+
+
+#: ops with one int8 data input (their other inputs are int32 constants: perm, paddings, PADV2's value)
+_ONE_INPUT = frozenset({"MAX_POOL_2D", "TRANSPOSE", "PAD", "PADV2"})
+
+#: ops whose int8 kernel may be a table (:func:`_table_classes`)
+_TABLE_OPS = frozenset({"HARD_SWISH", "LEAKY_RELU", "LOGISTIC", "TANH", "RELU", "RELU6", "RELU_N1_TO_1"})
+
+
+def _table(lib, node: Node, graph: Graph, p) -> _BoundTable | None:
+    if type(p) not in _table_classes():
+        return None
+    table = getattr(p, "table", None)
+    shape = graph.tensors[node.outputs[0]].shape
+    if (not isinstance(table, np.ndarray) or table.dtype != np.int8 or table.shape != (256,) or shape is None
+            or graph.tensors[node.inputs[0]].shape != shape):
+        return None
+    return _BoundTable(lib, np.ascontiguousarray(table), tuple(shape))
+
+
+class _PairTable:
+    """SOFTMAX over rows of two int8 values as one lookup: ``table[(uint8(a) << 8) | uint8(b)]`` is
+    the kernel's own output row for the input row ``(a, b)``, evaluated at plan time on all 65536
+    rows (the reference kernel computes each row from that row alone). numpy only: no C needed."""
+
+    def __init__(self, table: np.ndarray, shape: tuple[int, ...]):
+        self.table = table  # int8 [65536, 2]
+        self.shape = shape
+
+    def __call__(self, x, *_constants):
+        bits = np.ascontiguousarray(x, dtype=np.int8).reshape(-1, 2).view(np.uint8)
+        index = (bits[:, 0].astype(np.intp) << 8) | bits[:, 1]
+        return (self.table[index].reshape(self.shape),)
+
+
+def _softmax_pairs(node: Node, graph: Graph, p) -> _PairTable | None:
+    from intq.kernels import softmax
+
+    shape = graph.tensors[node.outputs[0]].shape
+    if type(p) is not softmax.SoftmaxParams or p.depth != 2 or not shape or graph.tensors[node.inputs[0]].shape != shape:
+        return None
+    bits = np.arange(65536, dtype=np.uint16)
+    rows = np.stack([(bits >> 8).astype(np.uint8), (bits & 0xFF).astype(np.uint8)], axis=1).view(np.int8)
+    try:
+        table = np.ascontiguousarray(softmax.run(p, rows)[0], dtype=np.int8)
+    except IntqError:  # a row the runtime refuses: the kernel's run reports it per input
+        return None
+    return _PairTable(table, tuple(shape))
+
+
+def _max_pool(lib, node: Node, graph: Graph, p) -> _Bound | None:
+    from intq.kernels._pool_common import PoolWindow
+
+    if type(p) is not PoolWindow:
+        return None
+    g = p.geometry
+    shape = graph.tensors[node.inputs[0]].shape
+    out = graph.tensors[node.outputs[0]].shape
+    if shape is None or out is None or len(shape) != 4 or tuple(out) != (shape[0], g.out_h, g.out_w, shape[3]):
+        return None
+    params = native.PoolParams(batch=shape[0], in_h=g.in_h, in_w=g.in_w, c=shape[3], out_h=g.out_h, out_w=g.out_w,
+                               filter_h=g.filter_h, filter_w=g.filter_w, stride_h=g.stride_h, stride_w=g.stride_w,
+                               pad_h=g.pad_h, pad_w=g.pad_w, act_min=p.act_min, act_max=p.act_max)
+    return _Bound(lib.intq_max_pool, params, [], int(np.prod(shape)), tuple(out))
+
+
+def _transpose(lib, node: Node, graph: Graph, p) -> _Bound | None:
+    from intq.kernels.transpose import TransposeParams
+
+    shape = graph.tensors[node.inputs[0]].shape
+    out = graph.tensors[node.outputs[0]].shape
+    if type(p) is not TransposeParams or shape is None or out is None or not 1 <= len(shape) <= 4 or 0 in shape:
+        return None
+    perm = tuple(p.perm)
+    if tuple(out) != tuple(shape[k] for k in perm):
+        return None
+    pad = 4 - len(shape)
+    strides = [int(np.prod(shape[k + 1:], dtype=np.int64)) for k in range(len(shape))]
+    params = native.TransposeParams((ctypes.c_int64 * 4)(*([1] * pad + list(out))),
+                                    (ctypes.c_int64 * 4)(*([0] * pad + [strides[k] for k in perm])))
+    return _Bound(lib.intq_transpose, params, [], int(np.prod(shape)), tuple(out))
+
+
+def _pad(lib, node: Node, graph: Graph, p) -> _Bound | None:
+    from intq.kernels.pad import PadParams
+
+    shape = graph.tensors[node.inputs[0]].shape
+    out = graph.tensors[node.outputs[0]].shape
+    if (type(p) is not PadParams or p.value is None or not -128 <= int(p.value) <= 127 or shape is None
+            or out is None or not 1 <= len(shape) <= 4 or 0 in shape):
+        return None
+    if tuple(out) != tuple(d + a + b for d, (a, b) in zip(shape, p.widths)):
+        return None
+    pad = 4 - len(shape)
+    c4 = ctypes.c_int64 * 4
+    params = native.PadParams(c4(*([1] * pad + list(shape))), c4(*([1] * pad + list(out))),
+                              c4(*([0] * pad + [a for a, _ in p.widths])), int(p.value))
+    return _Bound(lib.intq_pad, params, [], int(np.prod(shape)), tuple(out))
+
+
+def native_run(node: Node, graph: Graph, params, lib: native.Native | None = None) -> Callable | None:
+    """The native ``run`` of a prepared integer node (module docstring), or None; ``lib`` defaults
+    to the process's library (:func:`intq.runtime.native.library`)."""
+    from intq.kernels import conv_2d, depthwise_conv_2d, fully_connected
+
+    if node.op_type == "SOFTMAX" and graph.tensors[node.outputs[0]].dtype == np.int8:
+        return _softmax_pairs(node, graph, params)  # numpy: taken with or without the C library
+    lib = lib or native.library()
+    if lib is None:
+        return None
+    builders = {depthwise_conv_2d.DepthwiseConv2DParams: _depthwise}
+    if lib.gemm:
+        builders.update({conv_2d.Conv2DParams: _conv_2d, fully_connected.FullyConnectedParams: _fully_connected})
+    build = builders.get(type(params))
+    if build is None:
+        build = {"MUL": _mul, "ADD": _add, "SUB": _add, "MAX_POOL_2D": _max_pool,
+                 "TRANSPOSE": _transpose, "PAD": _pad, "PADV2": _pad}.get(node.op_type)
+        if (node.op_type in _TABLE_OPS or node.op_type in _ONE_INPUT) and len(node.outputs) == 1:
+            build = build or _table
+        elif build is None or len(node.inputs) != 2 or len(node.outputs) != 1:
+            return None
+        data = node.inputs[:1] if node.op_type in _ONE_INPUT else node.inputs  # TRANSPOSE's perm, PAD's paddings
+        if any(not t or graph.tensors[t].dtype != np.int8 or graph.tensors[t].qparams is None for t in data):
+            return None
+    x = graph.tensors[node.inputs[0]]
+    if x.dtype != np.int8 or x.qparams is None or graph.tensors[node.outputs[0]].dtype != np.int8:
+        return None
+    bound = build(lib.lib, node, graph, params)
+    if bound is not None and lib.objects:
+        bound.fn_obj = getattr(lib.lib, bound.fn.__name__ + "_obj")
+    return bound

@@ -1,0 +1,764 @@
+/* intq's native run paths: the interpreter's hottest integer kernels compiled for the host CPU.
+ *
+ * Compiled on first use by intq.runtime.native (the system C compiler, -O3 -march=native) and
+ * called through ctypes by the execution plan in place of the kernels' numpy/numba run paths.
+ * Integer arithmetic only: no float or double appears in this file (tests/kernels/
+ * test_integer_only.py checks it). Every function computes exactly what the kernel it stands for
+ * computes (tests/runtime/test_native.py requires equality):
+ *
+ *   intq_conv       CONV_2D and FULLY_CONNECTED (intq.kernels.conv_2d, fully_connected): im2col of a
+ *                   block of output pixels, an int8 x int8 -> int32 product, the requantization —
+ *                   one pass per block, no int32 tensor in memory;
+ *   intq_depthwise  DEPTHWISE_CONV_2D with depth multiplier 1 (intq.kernels.depthwise_conv_2d);
+ *   intq_requant    the fused requantization alone (intq.qmath.compiled.requantize_rows_double_right).
+ *
+ * Accumulators. acc = offset[o] + sum over taps of x * w with offset = b - Z_x * sum(w) (the
+ * zero-point expansion, Jacob et al. 2.3): a tap outside the image reads Z_x, whose Z_x * w the
+ * offset cancels, so the sum equals TFLite's b + sum over in-image taps of (x - Z_x) * w. The
+ * kernels' prepare checks |acc| <= 255 sum|w| + |b| < 2^31, and every partial sum here is bounded
+ * by the same quantity, so int32 additions are exact (the VNNI and AMX instructions add without
+ * saturation: an intermediate wrap would still leave the exact final sum).
+ *
+ * Requantization (gemmlowp's MultiplyByQuantizedMultiplier with no left shift, i.e. every real
+ * multiplier below 1; the caller falls back otherwise): h = SRDHM(x, m) = (x * m + 2^30) >> 31 in
+ * 64 bits (m in [0, 2^31): the saturating case INT32_MIN * INT32_MIN cannot occur), then gemmlowp's
+ * RoundingDivideByPOT in 32 bits, r = (h >> e) + ((h & mask) > (mask >> 1) + (away & (h < 0))),
+ * mask = 2^e - 1: ties away from zero with away = 1 (Requant.DOUBLE), up with away = 0
+ * (Requant.DOUBLE_HALF_UP); then + Z_y, clamped to [act_min, act_max]. Per output channel: m, e,
+ * away, offset (arrays padded to the channel block).
+ *
+ * Matrix product: weights packed per block of 16 output channels, [block][K/4][16][4] (four
+ * consecutive K values of one channel are one 32-bit lane), K padded to 64 and channels to 32 with
+ * zeros. Three paths, chosen once (intq_native_init): AMX (TDPBSSD, int8 x int8 tiles), AVX-512
+ * VNNI (VPDPBUSD: unsigned x signed, so the activations are read as x + 128 and the offset holds
+ * - 128 * sum(w) more), and portable C.
+ */
+#define _GNU_SOURCE
+#include <stdint.h>
+#include <string.h>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__)
+#define INTQ_AVX512 1
+#endif
+#if defined(INTQ_AVX512) && defined(__AVX512VNNI__)
+#define INTQ_VNNI 1
+#endif
+#if defined(INTQ_AVX512) && defined(__AMX_TILE__) && defined(__AMX_INT8__) && defined(__linux__)
+#define INTQ_AMX 1
+#endif
+
+enum { PATH_C = 0, PATH_VNNI = 1, PATH_AMX = 2 };
+static int intq_path = PATH_C;
+
+#define MB 32 /* output pixels per block: two AMX tiles of 16 rows */
+
+/* ------------------------------------------------------------------------------ requantization */
+
+static inline int32_t rq_scalar(int32_t x, int32_t m, int32_t e, int32_t away, int32_t zp, int32_t lo, int32_t hi) {
+    const int32_t h = (int32_t)(((int64_t)x * m + ((int64_t)1 << 30)) >> 31);
+    const int32_t mask = (int32_t)((((uint32_t)1) << e) - 1u);
+    const int32_t threshold = (mask >> 1) + (away & (h < 0));
+    int32_t y = (h >> e) + ((h & mask) > threshold) + zp;
+    return y < lo ? lo : (y > hi ? hi : y);
+}
+
+#ifdef INTQ_AVX512
+/* rq_scalar on 16 lanes. SRDHM: the even lanes' 64-bit products (vpmuldq), then the odd lanes';
+ * the logical shift keeps bits 31..62 of x * m + 2^30 in each low half, which is the arithmetic
+ * shift's low 32 bits. */
+static inline __m512i rq16(__m512i x, __m512i m, __m512i e, __m512i away, __m512i zp, __m512i lo, __m512i hi) {
+    const __m512i half = _mm512_set1_epi64((int64_t)1 << 30);
+    __m512i even = _mm512_srli_epi64(_mm512_add_epi64(_mm512_mul_epi32(x, m), half), 31);
+    __m512i odd = _mm512_add_epi64(_mm512_mul_epi32(_mm512_srli_epi64(x, 32), _mm512_srli_epi64(m, 32)), half);
+    odd = _mm512_slli_epi64(_mm512_srli_epi64(odd, 31), 32);
+    const __m512i h = _mm512_mask_blend_epi32((__mmask16)0xAAAA, even, odd);
+    const __m512i one = _mm512_set1_epi32(1);
+    const __m512i mask = _mm512_sub_epi32(_mm512_sllv_epi32(one, e), one);
+    const __m512i threshold = _mm512_add_epi32(_mm512_srli_epi32(mask, 1),
+                                               _mm512_and_si512(away, _mm512_srli_epi32(h, 31)));
+    const __mmask16 up = _mm512_cmpgt_epi32_mask(_mm512_and_si512(h, mask), threshold);
+    __m512i y = _mm512_mask_add_epi32(_mm512_srav_epi32(h, e), up, _mm512_srav_epi32(h, e), one);
+    y = _mm512_add_epi32(y, zp);
+    return _mm512_max_epi32(_mm512_min_epi32(y, hi), lo);
+}
+#endif
+
+typedef struct {
+    const int32_t *offset; /* per channel, padded to a multiple of 32 */
+    const int32_t *mult;
+    const int32_t *exponent; /* right shift e >= 0 */
+    const int32_t *away;     /* 1: ties away from zero (DOUBLE), 0: up (DOUBLE_HALF_UP) */
+    int32_t out_zp, act_min, act_max;
+} intq_rq;
+
+/* y[c] = requant(acc[c] + offset[c0 + c]) for c < n (acc: n values of one row, channels c0...). */
+static void rq_row(const intq_rq *q, const int32_t *acc, int32_t c0, int32_t n, int8_t *y) {
+    int32_t c = 0;
+#ifdef INTQ_AVX512
+    const __m512i zp = _mm512_set1_epi32(q->out_zp), lo = _mm512_set1_epi32(q->act_min),
+                  hi = _mm512_set1_epi32(q->act_max);
+    for (; c < n; c += 16) {
+        const __mmask16 valid = n - c >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - c)) - 1u);
+        const __m512i x = _mm512_add_epi32(_mm512_maskz_loadu_epi32(valid, acc + c),
+                                           _mm512_loadu_si512((const void *)(q->offset + c0 + c)));
+        const __m512i r = rq16(x, _mm512_loadu_si512((const void *)(q->mult + c0 + c)),
+                               _mm512_loadu_si512((const void *)(q->exponent + c0 + c)),
+                               _mm512_loadu_si512((const void *)(q->away + c0 + c)), zp, lo, hi);
+        _mm512_mask_cvtsepi32_storeu_epi8(y + c, valid, r);
+    }
+#endif
+    for (; c < n; ++c)
+        y[c] = (int8_t)rq_scalar(acc[c] + q->offset[c0 + c], q->mult[c0 + c], q->exponent[c0 + c], q->away[c0 + c],
+                                 q->out_zp, q->act_min, q->act_max);
+}
+
+/* Requantize a block: acc int32 [rows][32] (channels c0 .. c0 + n - 1, n <= 32) -> y rows of
+ * y_stride bytes. The per-channel vectors (offset, multiplier, exponent, mask, half mask, tie rule)
+ * are loaded once for the block's rows. */
+#ifdef INTQ_AVX512
+typedef struct {
+    __m512i off, m, m_odd, e, mask, half, away;
+    __mmask16 valid;
+} rq_vec;
+
+static inline void rq_vec_load(rq_vec *v, const intq_rq *q, int32_t c0, int32_t n) {
+    const __m512i one = _mm512_set1_epi32(1);
+    v->valid = n >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << n) - 1u);
+    v->off = _mm512_loadu_si512((const void *)(q->offset + c0));
+    v->m = _mm512_loadu_si512((const void *)(q->mult + c0));
+    v->m_odd = _mm512_srli_epi64(v->m, 32);
+    v->e = _mm512_loadu_si512((const void *)(q->exponent + c0));
+    v->mask = _mm512_sub_epi32(_mm512_sllv_epi32(one, v->e), one);
+    v->half = _mm512_srli_epi32(v->mask, 1);
+    v->away = _mm512_loadu_si512((const void *)(q->away + c0));
+}
+
+/* rq16 with the per-channel vectors prepared (and the offset added here). */
+static inline __m512i rq16v(__m512i acc, const rq_vec *v, __m512i zp, __m512i lo, __m512i hi) {
+    const __m512i x = _mm512_add_epi32(acc, v->off), half30 = _mm512_set1_epi64((int64_t)1 << 30);
+    const __m512i even = _mm512_srli_epi64(_mm512_add_epi64(_mm512_mul_epi32(x, v->m), half30), 31);
+    __m512i odd = _mm512_add_epi64(_mm512_mul_epi32(_mm512_srli_epi64(x, 32), v->m_odd), half30);
+    odd = _mm512_slli_epi64(_mm512_srli_epi64(odd, 31), 32);
+    const __m512i h = _mm512_mask_blend_epi32((__mmask16)0xAAAA, even, odd);
+    const __m512i threshold = _mm512_add_epi32(v->half, _mm512_and_si512(v->away, _mm512_srli_epi32(h, 31)));
+    const __mmask16 up = _mm512_cmpgt_epi32_mask(_mm512_and_si512(h, v->mask), threshold);
+    const __m512i s = _mm512_srav_epi32(h, v->e);
+    const __m512i y = _mm512_add_epi32(_mm512_mask_add_epi32(s, up, s, _mm512_set1_epi32(1)), zp);
+    return _mm512_max_epi32(_mm512_min_epi32(y, hi), lo);
+}
+#endif
+
+static inline void rq_block(const intq_rq *q, const int32_t *acc, int32_t rows, int32_t c0, int32_t n, int8_t *y,
+                     int64_t y_stride) {
+#ifdef INTQ_AVX512
+    const __m512i zp = _mm512_set1_epi32(q->out_zp), lo = _mm512_set1_epi32(q->act_min),
+                  hi = _mm512_set1_epi32(q->act_max);
+    rq_vec v0, v1;
+    rq_vec_load(&v0, q, c0, n < 16 ? n : 16);
+    if (n > 16) rq_vec_load(&v1, q, c0 + 16, n - 16);
+    for (int32_t r = 0; r < rows; ++r) {
+        const int32_t *a = acc + r * 32;
+        int8_t *out = y + r * y_stride;
+        _mm512_mask_cvtsepi32_storeu_epi8(out, v0.valid, rq16v(_mm512_maskz_loadu_epi32(v0.valid, a), &v0, zp, lo, hi));
+        if (n > 16)
+            _mm512_mask_cvtsepi32_storeu_epi8(out + 16, v1.valid,
+                                              rq16v(_mm512_maskz_loadu_epi32(v1.valid, a + 16), &v1, zp, lo, hi));
+    }
+#else
+    for (int32_t r = 0; r < rows; ++r) rq_row(q, acc + r * 32, c0, n, y + r * y_stride);
+#endif
+}
+
+/* acc int32 [rows][cols] (row stride cols) -> y int8 [rows][cols]: the fused requantization. */
+void intq_requant(const intq_rq *q, int64_t rows, int32_t cols, const int32_t *acc, int8_t *y) {
+    for (int64_t r = 0; r < rows; ++r)
+        rq_row(q, acc + r * cols, 0, cols, y + r * cols);
+}
+
+/* ------------------------------------------------------------------------------ set-up */
+
+#define ARCH_REQ_XCOMP_PERM 0x1023
+#define XFEATURE_XTILEDATA 18
+
+/* Choose the matrix-product path: ``force`` = -1 the best this CPU and OS allow, else that path
+ * (if compiled in). Returns the path. AMX needs the kernel's permission for the tile state
+ * (arch_prctl ARCH_REQ_XCOMP_PERM, Linux >= 5.16). */
+int intq_native_init(int force) {
+    int best = PATH_C;
+#ifdef INTQ_VNNI
+    best = PATH_VNNI;
+#endif
+#ifdef INTQ_AMX
+    if (syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) == 0) best = PATH_AMX;
+#endif
+    intq_path = (force >= 0 && force < best) ? force : best;
+    return intq_path;
+}
+
+/* Bytes of the packed weights of an [n][k] matrix (every path packs alike). */
+int64_t intq_packed_bytes(int32_t k, int32_t n) {
+    const int64_t kp = (k + 63) / 64 * 64, np = (n + 31) / 32 * 32;
+    return kp * np;
+}
+
+/* w int8 [n][k] -> packed [n/16][kp/4][16][4], zeros beyond k and n. */
+void intq_pack(int32_t k, int32_t n, const int8_t *w, int8_t *packed) {
+    const int32_t kp = (k + 63) / 64 * 64, np = (n + 31) / 32 * 32;
+    memset(packed, 0, (size_t)kp * np);
+    for (int32_t o = 0; o < n; ++o)
+        for (int32_t i = 0; i < k; ++i)
+            packed[((size_t)(o / 16) * (kp / 4) + i / 4) * 64 + (o % 16) * 4 + i % 4] = w[(size_t)o * k + i];
+}
+
+/* ------------------------------------------------------------------------------ convolution */
+
+typedef struct {
+    int32_t batch, in_h, in_w, in_c, out_h, out_w, out_c;
+    int32_t kh, kw, stride_h, stride_w, dil_h, dil_w, pad_top, pad_left;
+    int32_t k, kp;   /* kh * kw * in_c, and padded to 64 */
+    int32_t in_zp;   /* Z_x: what a tap outside the image reads */
+    const int8_t *w; /* packed (intq_pack) */
+    intq_rq rq;      /* offset b - Z_x sum(w) */
+    const int32_t *offset_u8; /* b - (Z_x + 128) sum(w): the VNNI path's activations are x + 128 */
+    int8_t *a;       /* scratch [MB][kp], zeroed once (the columns beyond k stay zero) */
+    int32_t *c;      /* scratch [MB][32] */
+} intq_conv_params;
+
+/* Rows r0 .. r0 + rows - 1 of the im2col matrix into p->a, as int8 (flip = 0) or as x + 128 (flip =
+ * 0x80: int8 bits xor 0x80 are the uint8 x + 128). */
+static void fill_block(const intq_conv_params *p, const int8_t *x, int64_t r0, int32_t rows, uint8_t flip) {
+    const int32_t c = p->in_c;
+    const uint8_t outside = (uint8_t)((uint8_t)(int8_t)p->in_zp ^ flip);
+    for (int32_t r = 0; r < rows; ++r) {
+        const int64_t pix = r0 + r;
+        const int32_t ox = (int32_t)(pix % p->out_w);
+        const int64_t t = pix / p->out_w;
+        const int32_t oy = (int32_t)(t % p->out_h), n = (int32_t)(t / p->out_h);
+        uint8_t *dst = (uint8_t *)p->a + (size_t)r * p->kp;
+        const int8_t *xb = x + (size_t)n * p->in_h * p->in_w * c;
+        const int32_t ix0 = ox * p->stride_w - p->pad_left, ix1 = ix0 + (p->kw - 1) * p->dil_w;
+        const int32_t span = p->kw * c; /* one tap row's columns */
+        for (int32_t i = 0; i < p->kh; ++i) {
+            const int32_t iy = oy * p->stride_h - p->pad_top + i * p->dil_h;
+            if (p->dil_w == 1 && iy >= 0 && iy < p->in_h && ix0 >= 0 && ix1 < p->in_w) {
+                /* the whole tap row inside the image: kw * c contiguous bytes of the input */
+                const uint8_t *src = (const uint8_t *)xb + ((size_t)iy * p->in_w + ix0) * c;
+                if (flip) {
+                    for (int32_t q = 0; q < span; ++q) dst[q] = src[q] ^ flip;
+                } else {
+                    memcpy(dst, src, (size_t)span);
+                }
+                dst += span;
+                continue;
+            }
+            for (int32_t j = 0; j < p->kw; ++j, dst += c) {
+                const int32_t ix = ox * p->stride_w - p->pad_left + j * p->dil_w;
+                if (iy < 0 || iy >= p->in_h || ix < 0 || ix >= p->in_w) {
+                    memset(dst, outside, (size_t)c);
+                } else {
+                    const uint8_t *src = (const uint8_t *)xb + ((size_t)iy * p->in_w + ix) * c;
+                    if (flip) {
+                        for (int32_t q = 0; q < c; ++q) dst[q] = src[q] ^ flip;
+                    } else {
+                        memcpy(dst, src, (size_t)c);
+                    }
+                }
+            }
+        }
+    }
+}
+
+#ifdef INTQ_AMX
+typedef struct {
+    uint8_t palette, start_row, reserved[14];
+    uint16_t colsb[16];
+    uint8_t rows[16];
+} amx_config;
+
+/* acc tiles for rows [0, MB) x channels [o, o + 32) of the block in p->a, into p->c [MB][32]. */
+static void amx_block(const intq_conv_params *p, int32_t o) {
+    const int32_t k4 = p->kp / 4;
+    const int8_t *b0 = p->w + (size_t)(o / 16) * k4 * 64, *b1 = b0 + (size_t)k4 * 64;
+    _tile_zero(0);
+    _tile_zero(1);
+    _tile_zero(2);
+    _tile_zero(3);
+    for (int32_t k = 0; k < p->kp; k += 64) {
+        _tile_loadd(4, p->a + k, p->kp);
+        _tile_loadd(5, p->a + (size_t)16 * p->kp + k, p->kp);
+        _tile_loadd(6, b0 + (size_t)k * 16, 64);
+        _tile_loadd(7, b1 + (size_t)k * 16, 64);
+        _tile_dpbssd(0, 4, 6);
+        _tile_dpbssd(1, 4, 7);
+        _tile_dpbssd(2, 5, 6);
+        _tile_dpbssd(3, 5, 7);
+    }
+    _tile_stored(0, p->c, 128);
+    _tile_stored(1, p->c + 16, 128);
+    _tile_stored(2, p->c + 16 * 32, 128);
+    _tile_stored(3, p->c + 16 * 32 + 16, 128);
+}
+
+static void conv_amx(const intq_conv_params *p, const int8_t *x, int8_t *y, int64_t m) {
+    amx_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.palette = 1;
+    for (int t = 0; t < 8; ++t) {
+        cfg.rows[t] = 16;
+        cfg.colsb[t] = 64;
+    }
+    _tile_loadconfig(&cfg);
+    for (int64_t r0 = 0; r0 < m; r0 += MB) {
+        const int32_t rows = m - r0 < MB ? (int32_t)(m - r0) : MB;
+        fill_block(p, x, r0, rows, 0);
+        for (int32_t o = 0; o < p->out_c; o += 32) {
+            const int32_t n = p->out_c - o < 32 ? p->out_c - o : 32;
+            amx_block(p, o);
+            rq_block(&p->rq, p->c, rows, o, n, y + (size_t)r0 * p->out_c + o, p->out_c);
+        }
+    }
+    _tile_release();
+}
+#endif
+
+#ifdef INTQ_VNNI
+/* Rows [r, r + 4) x channels [o, o + 32) of the block: 8 accumulators, VPDPBUSD on (x + 128, w). */
+static void vnni_tile(const intq_conv_params *p, int32_t r, int32_t rows, int32_t o, int8_t *y, int64_t row0) {
+    const int32_t k4 = p->kp / 4, kq = (p->k + 3) / 4;
+    const int8_t *b0 = p->w + (size_t)(o / 16) * k4 * 64, *b1 = b0 + (size_t)k4 * 64;
+    const int32_t *a0 = (const int32_t *)(p->a + (size_t)r * p->kp);
+    const int32_t stride = p->kp / 4;
+    __m512i c00 = _mm512_setzero_si512(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00,
+            c31 = c00;
+    for (int32_t q = 0; q < kq; ++q) {
+        const __m512i w0 = _mm512_loadu_si512((const void *)(b0 + (size_t)q * 64));
+        const __m512i w1 = _mm512_loadu_si512((const void *)(b1 + (size_t)q * 64));
+        __m512i v = _mm512_set1_epi32(a0[q]);
+        c00 = _mm512_dpbusd_epi32(c00, v, w0);
+        c01 = _mm512_dpbusd_epi32(c01, v, w1);
+        v = _mm512_set1_epi32(a0[stride + q]);
+        c10 = _mm512_dpbusd_epi32(c10, v, w0);
+        c11 = _mm512_dpbusd_epi32(c11, v, w1);
+        v = _mm512_set1_epi32(a0[2 * stride + q]);
+        c20 = _mm512_dpbusd_epi32(c20, v, w0);
+        c21 = _mm512_dpbusd_epi32(c21, v, w1);
+        v = _mm512_set1_epi32(a0[3 * stride + q]);
+        c30 = _mm512_dpbusd_epi32(c30, v, w0);
+        c31 = _mm512_dpbusd_epi32(c31, v, w1);
+    }
+    int32_t *c = p->c;
+    _mm512_storeu_si512((void *)(c), c00);
+    _mm512_storeu_si512((void *)(c + 16), c01);
+    _mm512_storeu_si512((void *)(c + 32), c10);
+    _mm512_storeu_si512((void *)(c + 48), c11);
+    _mm512_storeu_si512((void *)(c + 64), c20);
+    _mm512_storeu_si512((void *)(c + 80), c21);
+    _mm512_storeu_si512((void *)(c + 96), c30);
+    _mm512_storeu_si512((void *)(c + 112), c31);
+    const int32_t n = p->out_c - o < 32 ? p->out_c - o : 32;
+    intq_rq q8 = p->rq;
+    q8.offset = p->offset_u8;
+    rq_block(&q8, c, rows, o, n, y + (size_t)(row0 + r) * p->out_c + o, p->out_c);
+}
+
+static void conv_vnni(const intq_conv_params *p, const int8_t *x, int8_t *y, int64_t m) {
+    for (int64_t r0 = 0; r0 < m; r0 += MB) {
+        const int32_t rows = m - r0 < MB ? (int32_t)(m - r0) : MB;
+        fill_block(p, x, r0, rows, 0x80);
+        for (int32_t r = 0; r < rows; r += 4)
+            for (int32_t o = 0; o < p->out_c; o += 32) vnni_tile(p, r, rows - r < 4 ? rows - r : 4, o, y, r0);
+    }
+}
+#endif
+
+/* Portable: one row and 16 channels at a time from the packed weights. */
+static void conv_c(const intq_conv_params *p, const int8_t *x, int8_t *y, int64_t m) {
+    const int32_t k4 = p->kp / 4, kq = (p->k + 3) / 4;
+    for (int64_t r0 = 0; r0 < m; r0 += MB) {
+        const int32_t rows = m - r0 < MB ? (int32_t)(m - r0) : MB;
+        fill_block(p, x, r0, rows, 0);
+        for (int32_t r = 0; r < rows; ++r) {
+            const int8_t *a = p->a + (size_t)r * p->kp;
+            for (int32_t o = 0; o < p->out_c; o += 16) {
+                const int8_t *b = p->w + (size_t)(o / 16) * k4 * 64;
+                int32_t acc[16] = {0};
+                for (int32_t q = 0; q < kq; ++q, b += 64)
+                    for (int32_t j = 0; j < 16; ++j)
+                        acc[j] += a[4 * q] * b[4 * j] + a[4 * q + 1] * b[4 * j + 1] + a[4 * q + 2] * b[4 * j + 2] +
+                                  a[4 * q + 3] * b[4 * j + 3];
+                const int32_t n = p->out_c - o < 16 ? p->out_c - o : 16;
+                rq_row(&p->rq, acc, o, n, y + (size_t)(r0 + r) * p->out_c + o);
+            }
+        }
+    }
+}
+
+/* CONV_2D / FULLY_CONNECTED: x int8 NHWC [batch][in_h][in_w][in_c] -> y int8 [batch][out_h][out_w][out_c]. */
+void intq_conv(const intq_conv_params *p, const int8_t *x, int8_t *y) {
+    const int64_t m = (int64_t)p->batch * p->out_h * p->out_w;
+#ifdef INTQ_AMX
+    /* fewer rows than one tile (a FULLY_CONNECTED row, a tiny feature map): the tile set-up costs
+     * more than it saves (measured: FC 1x1280x1000 27.5 us AMX, 22.3 us VNNI) */
+#ifdef INTQ_VNNI
+    if (intq_path == PATH_AMX && m < 16) {
+        conv_vnni(p, x, y, m);
+        return;
+    }
+#endif
+    if (intq_path == PATH_AMX) {
+        conv_amx(p, x, y, m);
+        return;
+    }
+#endif
+#ifdef INTQ_VNNI
+    if (intq_path == PATH_VNNI) {
+        conv_vnni(p, x, y, m);
+        return;
+    }
+#endif
+    conv_c(p, x, y, m);
+}
+
+/* ------------------------------------------------------------------------------ depthwise */
+
+typedef struct {
+    int32_t batch, in_h, in_w, c, out_h, out_w;
+    int32_t kh, kw, stride_h, stride_w, dil_h, dil_w, pad_top, pad_left;
+    int32_t in_zp;
+    const int32_t *w; /* [kh * kw][cp]: w & 0xFFFF (cp = c padded to 16, zeros beyond c) */
+    intq_rq rq;       /* offset b - Z_x sum_taps(w), padded to cp */
+    int32_t *acc;     /* scratch [cp] */
+} intq_dw_params;
+
+/* DEPTHWISE_CONV_2D, depth multiplier 1: y[n,oy,ox,c] = requant(offset[c] + sum_taps x * w).
+ *
+ * Weights: int32 [taps][cp] holding w & 0xFFFF (the int16 bits of w, high half zero); (int16_t)
+ * recovers w. AVX-512: per pair of output pixels, one pointer per tap and pixel (a tap outside the
+ * image points to a row of Z_x, so the channel loop has no branch), then 16 channels at a time over
+ * the taps, each weight vector loaded once for both pixels. The product x * w is VPDPWSSD (or
+ * VPMADDWD) on int16 pairs: x sign-extended to 32 bits is the pair (x, sign), the weight the pair
+ * (w, 0), so the pair sum is x * w exactly. */
+
+static inline void dw_taps(const intq_dw_params *p, const int8_t *xb, const int8_t *outside, int32_t oy, int32_t ox,
+                           const int8_t **tap) {
+    for (int32_t i = 0, t = 0; i < p->kh; ++i) {
+        const int32_t iy = oy * p->stride_h - p->pad_top + i * p->dil_h;
+        for (int32_t j = 0; j < p->kw; ++j, ++t) {
+            const int32_t ix = ox * p->stride_w - p->pad_left + j * p->dil_w;
+            tap[t] = (iy < 0 || iy >= p->in_h || ix < 0 || ix >= p->in_w) ? outside : xb + ((size_t)iy * p->in_w + ix) * p->c;
+        }
+    }
+}
+
+#ifdef INTQ_AVX512
+static inline __m512i dw_product(__m512i acc, __m512i x, __m512i w) {
+#ifdef INTQ_VNNI
+    return _mm512_dpwssd_epi32(acc, x, w);
+#else
+    return _mm512_add_epi32(acc, _mm512_madd_epi16(x, w));
+#endif
+}
+#endif
+
+void intq_depthwise(const intq_dw_params *p, const int8_t *x, int8_t *y) {
+    const int32_t c = p->c, cp = (c + 15) / 16 * 16;
+#ifdef INTQ_AVX512
+    const int32_t taps = p->kh * p->kw;
+    int8_t outside[cp];
+    const int8_t *tap0[taps], *tap1[taps];
+    memset(outside, (int)(int8_t)p->in_zp, (size_t)cp);
+    const __m512i zp = _mm512_set1_epi32(p->rq.out_zp), lo = _mm512_set1_epi32(p->rq.act_min),
+                  hi = _mm512_set1_epi32(p->rq.act_max);
+    for (int32_t n = 0; n < p->batch; ++n) {
+        const int8_t *xb = x + (size_t)n * p->in_h * p->in_w * c;
+        for (int32_t oy = 0; oy < p->out_h; ++oy) {
+            for (int32_t ox = 0; ox < p->out_w; ox += 2) {
+                const int pair = ox + 1 < p->out_w;
+                int8_t *out0 = y + (((size_t)n * p->out_h + oy) * p->out_w + ox) * c, *out1 = out0 + c;
+                dw_taps(p, xb, outside, oy, ox, tap0);
+                dw_taps(p, xb, outside, oy, pair ? ox + 1 : ox, tap1); /* a lone last pixel: computed twice */
+                for (int32_t ch = 0; ch < c; ch += 16) {
+                    const __mmask16 valid = c - ch >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (c - ch)) - 1u);
+                    __m512i acc0 = _mm512_loadu_si512((const void *)(p->rq.offset + ch)), acc1 = acc0;
+                    const int32_t *w = p->w + ch;
+                    for (int32_t t = 0; t < taps; ++t, w += cp) {
+                        const __m512i wv = _mm512_loadu_si512((const void *)w);
+                        acc0 = dw_product(acc0, _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(valid, tap0[t] + ch)), wv);
+                        acc1 = dw_product(acc1, _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(valid, tap1[t] + ch)), wv);
+                    }
+                    const __m512i m = _mm512_loadu_si512((const void *)(p->rq.mult + ch)),
+                                  e = _mm512_loadu_si512((const void *)(p->rq.exponent + ch)),
+                                  away = _mm512_loadu_si512((const void *)(p->rq.away + ch));
+                    _mm512_mask_cvtsepi32_storeu_epi8(out0 + ch, valid, rq16(acc0, m, e, away, zp, lo, hi));
+                    if (pair) _mm512_mask_cvtsepi32_storeu_epi8(out1 + ch, valid, rq16(acc1, m, e, away, zp, lo, hi));
+                }
+            }
+        }
+    }
+#else
+    for (int32_t n = 0; n < p->batch; ++n) {
+        const int8_t *xb = x + (size_t)n * p->in_h * p->in_w * c;
+        for (int32_t oy = 0; oy < p->out_h; ++oy) {
+            for (int32_t ox = 0; ox < p->out_w; ++ox) {
+                int8_t *out = y + (((size_t)n * p->out_h + oy) * p->out_w + ox) * c;
+                int32_t *acc = p->acc;
+                memcpy(acc, p->rq.offset, sizeof(int32_t) * (size_t)c);
+                for (int32_t i = 0; i < p->kh; ++i) {
+                    const int32_t iy = oy * p->stride_h - p->pad_top + i * p->dil_h;
+                    for (int32_t j = 0; j < p->kw; ++j) {
+                        const int32_t ix = ox * p->stride_w - p->pad_left + j * p->dil_w;
+                        const int32_t *wt = p->w + (size_t)(i * p->kw + j) * cp;
+                        if (iy < 0 || iy >= p->in_h || ix < 0 || ix >= p->in_w) {
+                            for (int32_t q = 0; q < c; ++q) acc[q] += p->in_zp * (int16_t)wt[q];
+                        } else {
+                            const int8_t *src = xb + ((size_t)iy * p->in_w + ix) * c;
+                            for (int32_t q = 0; q < c; ++q) acc[q] += src[q] * (int16_t)wt[q];
+                        }
+                    }
+                }
+                for (int32_t q = 0; q < c; ++q)
+                    out[q] = (int8_t)rq_scalar(acc[q], p->rq.mult[q], p->rq.exponent[q], p->rq.away[q], p->rq.out_zp,
+                                               p->rq.act_min, p->rq.act_max);
+            }
+        }
+    }
+#endif
+}
+
+/* ------------------------------------------------------------------------------ ADD, SUB, MUL */
+
+typedef struct {
+    int64_t rows;
+    int32_t cols;
+    int32_t a_rows, a_cols, b_rows, b_cols; /* 1 where that operand broadcasts (MUL); ADD: rows, cols */
+    int32_t za, zb;                         /* MUL: the inputs' zero points */
+    const int32_t *table_a, *table_b;       /* ADD / SUB: [256] rescaled inputs, indexed by the uint8 bits */
+    int32_t mult, left, right, away, out_zp, act_min, act_max;
+} intq_binary_params;
+
+/* MUL (intq.kernels.mul, the reference kernel): y = clamp(SRDHM(((a - Z_a)(b - Z_b)) << left, m)
+ * RDBPOT right + Z_y); |(a - Z_a)(b - Z_b)| << left fits int32 (the kernel's prepare). a and b are
+ * [rows][cols] operands or one broadcast row ([1][cols] or [1][1]). */
+void intq_mul(const intq_binary_params *p, const int8_t *a, const int8_t *b, int8_t *y) {
+    for (int64_t r = 0; r < p->rows; ++r) {
+        const int8_t *ar = a + (p->a_rows > 1 ? r * p->a_cols : 0), *br = b + (p->b_rows > 1 ? r * p->b_cols : 0);
+        int8_t *yr = y + r * p->cols;
+        int32_t c = 0;
+#ifdef INTQ_AVX512
+        const __m512i za = _mm512_set1_epi32(p->za), zb = _mm512_set1_epi32(p->zb), left = _mm512_set1_epi32(p->left),
+                      m = _mm512_set1_epi32(p->mult), e = _mm512_set1_epi32(p->right),
+                      away = _mm512_set1_epi32(p->away), zp = _mm512_set1_epi32(p->out_zp),
+                      lo = _mm512_set1_epi32(p->act_min), hi = _mm512_set1_epi32(p->act_max);
+        const __m512i a1 = _mm512_set1_epi32(ar[0]), b1 = _mm512_set1_epi32(br[0]);
+        for (; c < p->cols; c += 16) {
+            const __mmask16 valid = p->cols - c >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (p->cols - c)) - 1u);
+            const __m512i av = p->a_cols > 1 ? _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(valid, ar + c)) : a1;
+            const __m512i bv = p->b_cols > 1 ? _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(valid, br + c)) : b1;
+            const __m512i prod = _mm512_mullo_epi32(_mm512_sub_epi32(av, za), _mm512_sub_epi32(bv, zb));
+            const __m512i res = rq16(_mm512_sllv_epi32(prod, left), m, e, away, zp, lo, hi);
+            _mm512_mask_cvtsepi32_storeu_epi8(yr + c, valid, res);
+        }
+#endif
+        for (; c < p->cols; ++c) {
+            const int32_t prod = (ar[p->a_cols > 1 ? c : 0] - p->za) * (br[p->b_cols > 1 ? c : 0] - p->zb);
+            yr[c] = (int8_t)rq_scalar((int32_t)((uint32_t)prod << p->left), p->mult, p->right, p->away, p->out_zp,
+                                      p->act_min, p->act_max);
+        }
+    }
+}
+
+/* ADD and SUB (intq.kernels.add's reference kernel): y = clamp(requant(table_a[a] + table_b[b]) +
+ * Z_y) with no left shift (|sum| < 2^28); a and b as MUL's ([rows][cols] or one broadcast row). */
+void intq_add(const intq_binary_params *p, const int8_t *a, const int8_t *b, int8_t *y) {
+    for (int64_t r = 0; r < p->rows; ++r) {
+        const int8_t *ar = a + (p->a_rows > 1 ? r * p->a_cols : 0), *br = b + (p->b_rows > 1 ? r * p->b_cols : 0);
+        int8_t *yr = y + r * p->cols;
+        int32_t c = 0;
+#ifdef INTQ_AVX512
+        const __m512i m = _mm512_set1_epi32(p->mult), e = _mm512_set1_epi32(p->right),
+                      away = _mm512_set1_epi32(p->away), zp = _mm512_set1_epi32(p->out_zp),
+                      lo = _mm512_set1_epi32(p->act_min), hi = _mm512_set1_epi32(p->act_max);
+        const __m512i a1 = _mm512_set1_epi32(p->table_a[(uint8_t)ar[0]]), b1 = _mm512_set1_epi32(p->table_b[(uint8_t)br[0]]);
+        for (; c < p->cols; c += 16) {
+            const __mmask16 valid = p->cols - c >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (p->cols - c)) - 1u);
+            const __m512i av = p->a_cols > 1 ? _mm512_mask_i32gather_epi32(
+                _mm512_setzero_si512(), valid, _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(valid, ar + c)),
+                (const void *)p->table_a, 4) : a1;
+            const __m512i bv = p->b_cols > 1 ? _mm512_mask_i32gather_epi32(
+                _mm512_setzero_si512(), valid, _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(valid, br + c)),
+                (const void *)p->table_b, 4) : b1;
+            _mm512_mask_cvtsepi32_storeu_epi8(yr + c, valid, rq16(_mm512_add_epi32(av, bv), m, e, away, zp, lo, hi));
+        }
+#endif
+        for (; c < p->cols; ++c)
+            yr[c] = (int8_t)rq_scalar(p->table_a[(uint8_t)ar[p->a_cols > 1 ? c : 0]] +
+                                          p->table_b[(uint8_t)br[p->b_cols > 1 ? c : 0]],
+                                      p->mult, p->right, p->away, p->out_zp, p->act_min, p->act_max);
+    }
+}
+
+/* ------------------------------------------------------------------------------ MAX_POOL_2D */
+
+typedef struct {
+    int32_t batch, in_h, in_w, c, out_h, out_w, filter_h, filter_w, stride_h, stride_w, pad_h, pad_w;
+    int32_t act_min, act_max;
+} intq_pool_params;
+
+/* MAX_POOL_2D (intq.kernels.max_pool_2d): the maximum over each window clipped to the image,
+ * starting from -128, clamped to [act_min, act_max]. */
+void intq_max_pool(const intq_pool_params *p, const int8_t *x, int8_t *y) {
+    const int32_t c = p->c;
+    for (int32_t n = 0; n < p->batch; ++n) {
+        const int8_t *xb = x + (size_t)n * p->in_h * p->in_w * c;
+        for (int32_t oy = 0; oy < p->out_h; ++oy) {
+            const int32_t y0 = oy * p->stride_h - p->pad_h, iy0 = y0 < 0 ? 0 : y0,
+                          iy1 = y0 + p->filter_h < p->in_h ? y0 + p->filter_h : p->in_h;
+            for (int32_t ox = 0; ox < p->out_w; ++ox) {
+                const int32_t x0 = ox * p->stride_w - p->pad_w, ix0 = x0 < 0 ? 0 : x0,
+                              ix1 = x0 + p->filter_w < p->in_w ? x0 + p->filter_w : p->in_w;
+                int8_t *out = y + (((size_t)n * p->out_h + oy) * p->out_w + ox) * c;
+                int32_t ch = 0;
+#ifdef INTQ_AVX512
+                for (; ch < c; ch += 64) {
+                    const __mmask64 valid = c - ch >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << (c - ch)) - 1);
+                    __m512i m = _mm512_set1_epi8(-128);
+                    for (int32_t iy = iy0; iy < iy1; ++iy)
+                        for (int32_t ix = ix0; ix < ix1; ++ix)
+                            m = _mm512_max_epi8(m, _mm512_maskz_loadu_epi8(valid, xb + ((size_t)iy * p->in_w + ix) * c + ch));
+                    m = _mm512_min_epi8(_mm512_max_epi8(m, _mm512_set1_epi8((char)p->act_min)),
+                                        _mm512_set1_epi8((char)p->act_max));
+                    _mm512_mask_storeu_epi8(out + ch, valid, m);
+                }
+#endif
+                for (; ch < c; ++ch) {
+                    int32_t m = -128;
+                    for (int32_t iy = iy0; iy < iy1; ++iy)
+                        for (int32_t ix = ix0; ix < ix1; ++ix) {
+                            const int32_t v = xb[((size_t)iy * p->in_w + ix) * c + ch];
+                            m = v > m ? v : m;
+                        }
+                    m = m < p->act_min ? p->act_min : (m > p->act_max ? p->act_max : m);
+                    out[ch] = (int8_t)m;
+                }
+            }
+        }
+    }
+}
+
+/* ------------------------------------------------------------------------------ TRANSPOSE */
+
+/* TRANSPOSE of an int8 tensor of rank <= 4 (ranks below 4 padded with leading 1s): y[i0][i1][i2][i3]
+ * = x at input strides in_stride[k] of the axis that output axis k reads (perm). */
+typedef struct {
+    int64_t out_dim[4];
+    int64_t in_stride[4]; /* elements, input stride of the input axis perm[k] */
+} intq_transpose_params;
+
+void intq_transpose(const intq_transpose_params *p, const int8_t *x, int8_t *y) {
+    const int64_t *d = p->out_dim, *s = p->in_stride;
+    for (int64_t i0 = 0; i0 < d[0]; ++i0)
+        for (int64_t i1 = 0; i1 < d[1]; ++i1)
+            for (int64_t i2 = 0; i2 < d[2]; ++i2) {
+                const int8_t *src = x + i0 * s[0] + i1 * s[1] + i2 * s[2];
+                if (s[3] == 1) {
+                    memcpy(y, src, (size_t)d[3]);
+                } else {
+                    for (int64_t i3 = 0; i3 < d[3]; ++i3) y[i3] = src[i3 * s[3]];
+                }
+                y += d[3];
+            }
+}
+
+/* ------------------------------------------------------------------------------ PAD */
+
+/* PAD / PADV2 of an int8 tensor of rank <= 4 (leading 1s), constant value: the output filled with
+ * the value, then each innermost run of the input copied to its place. */
+typedef struct {
+    int64_t in_dim[4], out_dim[4], before[4];
+    int32_t value;
+} intq_pad_params;
+
+void intq_pad(const intq_pad_params *p, const int8_t *x, int8_t *y) {
+    const int64_t *d = p->in_dim, *o = p->out_dim, *b = p->before;
+    memset(y, (int)(int8_t)p->value, (size_t)(o[0] * o[1] * o[2] * o[3]));
+    for (int64_t i0 = 0; i0 < d[0]; ++i0)
+        for (int64_t i1 = 0; i1 < d[1]; ++i1)
+            for (int64_t i2 = 0; i2 < d[2]; ++i2) {
+                int8_t *dst = y + (((i0 + b[0]) * o[1] + (i1 + b[1])) * o[2] + (i2 + b[2])) * o[3] + b[3];
+                memcpy(dst, x + ((i0 * d[1] + i1) * d[2] + i2) * d[3], (size_t)d[3]);
+            }
+}
+
+/* ------------------------------------------------------------------------------ array objects */
+
+/* The same entry points taking numpy array objects (ctypes py_object: no per-call pointer
+ * conversion in Python, which costs more than a small kernel). An ndarray's data pointer is the
+ * first field after the object header (numpy's PyArrayObject_fields, read by its PyArray_DATA
+ * macro); intq_data_offset is that header's size, set by intq.runtime.native after checking this
+ * reading against numpy's own data pointers (it stays -1, and these are not used, otherwise). */
+static int64_t intq_data_offset = -1;
+
+void intq_set_data_offset(int64_t offset) { intq_data_offset = offset; }
+
+void *intq_array_data(const void *obj) {
+    return intq_data_offset < 0 ? (void *)0 : *(void *const *)((const char *)obj + intq_data_offset);
+}
+
+void intq_conv_obj(const intq_conv_params *p, const void *x, void *y) {
+    intq_conv(p, (const int8_t *)intq_array_data(x), (int8_t *)intq_array_data(y));
+}
+
+void intq_depthwise_obj(const intq_dw_params *p, const void *x, void *y) {
+    intq_depthwise(p, (const int8_t *)intq_array_data(x), (int8_t *)intq_array_data(y));
+}
+
+void intq_mul_obj(const intq_binary_params *p, const void *a, const void *b, void *y) {
+    intq_mul(p, (const int8_t *)intq_array_data(a), (const int8_t *)intq_array_data(b), (int8_t *)intq_array_data(y));
+}
+
+void intq_add_obj(const intq_binary_params *p, const void *a, const void *b, void *y) {
+    intq_add(p, (const int8_t *)intq_array_data(a), (const int8_t *)intq_array_data(b), (int8_t *)intq_array_data(y));
+}
+
+/* ------------------------------------------------------------------------------ tables */
+
+/* y[i] = table[(uint8_t)x[i]]: the int8 functions of one int8 input that intq's kernels tabulate at
+ * prepare (HARD_SWISH, LEAKY_RELU, LOGISTIC, TANH, RELU, RELU6, RELU_N1_TO_1). AVX-512 VBMI: 64
+ * lookups per step, two 128-entry permutes chosen by the index's top bit. */
+void intq_lut(const int8_t *table, int64_t n, const int8_t *x, int8_t *y) {
+    int64_t i = 0;
+#if defined(INTQ_AVX512) && defined(__AVX512VBMI__)
+    const __m512i t0 = _mm512_loadu_si512((const void *)table), t1 = _mm512_loadu_si512((const void *)(table + 64)),
+                  t2 = _mm512_loadu_si512((const void *)(table + 128)),
+                  t3 = _mm512_loadu_si512((const void *)(table + 192));
+    for (; i < n; i += 64) {
+        const __mmask64 valid = n - i >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << (n - i)) - 1);
+        const __m512i v = _mm512_maskz_loadu_epi8(valid, x + i); /* uint8 bits: 0..127 then 128..255 */
+        const __m512i low = _mm512_permutex2var_epi8(t0, v, t1), high = _mm512_permutex2var_epi8(t2, v, t3);
+        _mm512_mask_storeu_epi8(y + i, valid, _mm512_mask_blend_epi8(_mm512_movepi8_mask(v), low, high));
+    }
+#endif
+    for (; i < n; ++i) y[i] = table[(uint8_t)x[i]];
+}
+
+void intq_lut_obj(const int8_t *table, int64_t n, const void *x, void *y) {
+    intq_lut(table, n, (const int8_t *)intq_array_data(x), (int8_t *)intq_array_data(y));
+}
+
+void intq_max_pool_obj(const intq_pool_params *p, const void *x, void *y) {
+    intq_max_pool(p, (const int8_t *)intq_array_data(x), (int8_t *)intq_array_data(y));
+}
+
+void intq_transpose_obj(const intq_transpose_params *p, const void *x, void *y) {
+    intq_transpose(p, (const int8_t *)intq_array_data(x), (int8_t *)intq_array_data(y));
+}
+
+void intq_pad_obj(const intq_pad_params *p, const void *x, void *y) {
+    intq_pad(p, (const int8_t *)intq_array_data(x), (int8_t *)intq_array_data(y));
+}

@@ -1,0 +1,122 @@
+"""intq's float ops in an integer graph (a float island) as TFLite float builtins, for the writer.
+
+A float island (:mod:`intq.convert.precision`) keeps some nodes of the float graph as intq float
+ops (ONNX names, float32 tensors, the float graph's layout) after a DEQUANTIZE. A ``.tflite`` file
+holds them as the float32 builtins below; :func:`float_ops_as_builtins` rewrites the graph before
+it is serialized (the importer, :mod:`intq.frontends.tflite_float`, reads them back as the same
+ONNX ops). One function per ONNX op returns the builtin node (and the int32 constants it needs).
+
+Each builtin computes in LiteRT's reference kernels and TensorFlow Lite Micro what intq's float op
+computes, bit for bit (the reason an op is on this list; ``tests/tflite/test_float_builtins.py``,
+``tests/convert/test_precision.py``):
+
+* Sigmoid -> LOGISTIC: ``reference_ops::Logistic`` (``1.f / (1.f + expf(-x))`` with cutoffs),
+  which :func:`intq.runtime.float_ops._libm.logistic` computes;
+* Add / Sub / Mul / Div -> ADD / SUB / MUL / DIV: one IEEE float32 operation per element (a fused
+  RELU/RELU6 as the clamp), broadcast as numpy broadcasts;
+* Concat -> CONCATENATION, Reshape / Flatten / Squeeze / Unsqueeze / Identity -> RESHAPE (the
+  output's static shape, batch -1), Transpose -> TRANSPOSE: data movement, exact.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from intq.errors import IntqError
+from intq.ir import Graph, Node, Tensor
+from intq.runtime.plan import FUSED_ACTIVATION
+
+#: ONNX op -> function(graph, node, new constants) -> the builtin node.
+_BUILTINS: dict[str, Callable[[Graph, Node, dict[str, Tensor]], Node]] = {}
+
+
+def _register(*ops: str):
+    def wrap(fn):
+        for op in ops:
+            _BUILTINS[op] = fn
+        return fn
+    return wrap
+
+
+def _const(graph: Graph, made: dict[str, Tensor], hint: str, value: np.ndarray) -> str:
+    name, k = hint, 1
+    while name in graph.tensors or name in made:
+        name, k = f"{hint}_{k}", k + 1
+    made[name] = Tensor(name, data=np.asarray(value, np.int32))
+    return name
+
+
+def _activation(node: Node) -> str:
+    act = node.attrs.get(FUSED_ACTIVATION) or "NONE"
+    if act not in ("NONE", "RELU", "RELU6", "RELU_N1_TO_1"):
+        raise IntqError(f"node {node.name!r} ({node.op_type}): fused activation {act!r} has no TFLite float form")
+    return act
+
+
+@_register("Sigmoid")
+def _sigmoid(graph: Graph, node: Node, made) -> Node:
+    return Node("LOGISTIC", node.name, node.inputs[:1], node.outputs)
+
+
+@_register("Add", "Sub", "Mul", "Div")
+def _binary(graph: Graph, node: Node, made) -> Node:
+    op = {"Add": "ADD", "Sub": "SUB", "Mul": "MUL", "Div": "DIV"}[node.op_type]
+    for name in node.inputs[:2]:
+        t = graph.tensors[name]
+        if t.is_constant and t.data.dtype != np.float32:
+            raise IntqError(f"node {node.name!r} ({node.op_type}): constant {name!r} is {t.data.dtype}, "
+                            f"a float island's operands are float32")
+    return Node(op, node.name, node.inputs[:2], node.outputs, {"fused_activation_function": _activation(node)})
+
+
+@_register("Concat")
+def _concat(graph: Graph, node: Node, made) -> Node:
+    rank = len(graph.tensors[node.outputs[0]].shape)
+    return Node("CONCATENATION", node.name, node.inputs, node.outputs,
+                {"axis": int(node.attrs["axis"]) % rank, "fused_activation_function": "NONE"})
+
+
+@_register("Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity")
+def _reshape(graph: Graph, node: Node, made) -> Node:
+    from intq.convert.context import reshape_request
+
+    x, y = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
+    request = reshape_request(x.shape, y.shape)
+    shape = _const(graph, made, f"{node.name}/shape", np.asarray(request, np.int32))
+    return Node("RESHAPE", node.name, (node.inputs[0], shape), node.outputs, {"new_shape": request})
+
+
+@_register("Transpose")
+def _transpose(graph: Graph, node: Node, made) -> Node:
+    rank = len(graph.tensors[node.inputs[0]].shape)
+    perm = [int(a) for a in node.attrs.get("perm", tuple(reversed(range(rank))))]
+    return Node("TRANSPOSE", node.name, (node.inputs[0], _const(graph, made, f"{node.name}/perm", perm)), node.outputs)
+
+
+#: The intq float ops a float island of an exported graph may hold.
+FLOAT_ISLAND_BUILTINS = frozenset(_BUILTINS)
+
+
+def float_ops_as_builtins(graph: Graph) -> Graph:
+    """``graph`` with every intq float op (a node whose op type is not a TFLite builtin: ONNX names)
+    replaced by its TFLite float builtin (module docstring); unchanged when it has none. Raises
+    :class:`IntqError` naming a float op that has no bit-exact TFLite form."""
+    def is_builtin(op: str) -> bool:  # TFLite builtins are upper case; intq's float ops have ONNX names
+        return op == op.upper()
+
+    if all(is_builtin(n.op_type) for n in graph.nodes):
+        return graph
+    made: dict[str, Tensor] = {}
+    nodes = []
+    for n in graph.nodes:
+        if is_builtin(n.op_type):
+            nodes.append(n)
+            continue
+        fn = _BUILTINS.get(n.op_type)
+        if fn is None:
+            raise IntqError(f"node {n.name!r} is the float op {n.op_type}, which a .tflite float island cannot hold "
+                            f"bit-exactly; float islands hold {', '.join(sorted(_BUILTINS))}")
+        nodes.append(fn(graph, n, made))
+    return graph.replace(nodes=nodes, tensors={**graph.tensors, **made})

@@ -1,0 +1,483 @@
+"""The native run paths (intq.runtime.native): equal, element for element, to the kernels' own run.
+
+* single-op ADD, SUB and MUL models (every int8 pair; broadcast rows as squeeze-excitation blocks
+  have them); the table ops (HARD_SWISH, LEAKY_RELU, LOGISTIC, TANH, the RELUs) on every int8 input;
+  two-class SOFTMAX's pair table on every pair; MAX_POOL_2D on the pooling suite's geometries;
+  TRANSPOSE of ranks 1-4 under every permutation; the data-movement suite's PAD and PADV2 models;
+* single-op CONV_2D (grouped too), DEPTHWISE_CONV_2D and FULLY_CONNECTED models — the random cases
+  of the kernels' oracle suites plus wider ones (more than one 32-pixel block, 32-channel tile and
+  64-deep K step, extreme zero points and weights) — under the three requantization contracts the
+  library implements (tflite, litert-ref: ties away; litert-opt: ties up), on every matrix-product
+  path this CPU has (AMX, AVX-512 VNNI, portable C) and on the portable build (no ``-march=native``:
+  the scalar loops a CPU without AVX-512 runs);
+* whole models: every tensor of the third-party corpus' ``.tflite`` files (the float ones
+  quantized by intq), intq's int8 ``.tflite`` fixtures and the quantized digits CNN, native plan against the kernels' plan;
+* the fallbacks: no compiler, a failing compiler, ``INTQ_NATIVE=0`` give no library and a status
+  saying why, and the plan then runs the kernels' own paths; the build goes to the per-user cache
+  (``INTQ_CACHE_DIR``), never the source tree, under a unique temporary name.
+
+The oracle suites (tests/kernels/test_conv.py, test_fully_connected.py, the whole-model tests) run
+through the interpreter's default native plan, so the native paths are also checked against LiteRT
+and TensorFlow Lite Micro there.
+"""
+
+import itertools
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+
+import intq
+from intq.kernels import get_target
+from intq.kernels._conv_common import compute_padding
+from intq.runtime import native
+from intq.runtime.native.accelerate import _Bound, native_run
+from intq.runtime.plan import ExecutionPlan, _batch_of, rebatch
+from intq.testing.digits import load_split
+
+from ..kernels.harness import single_op_graph, tensor
+from ..kernels.test_elementwise import ALL_INT8, _arith_case
+from ..kernels.test_data_movement import _pad_case
+from ..kernels.test_pool_reduce import _pool_case
+from ..kernels.test_conv import _bias, _conv_case, _depthwise_case, _scales, _weights, _zero_points
+from ..kernels.test_fully_connected import _case as _fc_case
+
+ROOT = Path(__file__).resolve().parents[2]
+TARGETS = ("tflite", "litert-ref", "litert-opt")
+
+needs_library = pytest.mark.skipif(native.library() is None, reason=f"no native library: {native.status()}")
+
+
+@pytest.fixture(scope="module")
+def variants():
+    """``label -> Native``: the process library under each path this CPU has (array-object entry
+    points where they work), on its own path with pointer arguments, and the portable build."""
+    lib = native.library()
+    best = lib.lib.intq_native_init(-1)
+    out = {}
+    for name, number in native.PATHS.items():
+        if number <= best:
+            out[name] = native.Native(lib.lib, name, lib.file, gemm=True, objects=lib.objects)
+    out[f"{lib.path}, pointers"] = native.Native(lib.lib, lib.path, lib.file, gemm=True, objects=False)
+    portable, status = native.load(portable=True)
+    assert portable is not None, status
+    portable.lib.intq_native_init(native.PATHS["c"])
+    out["portable"] = native.Native(portable.lib, "c", portable.file, gemm=True, objects=portable.objects)
+    yield out
+    lib.lib.intq_native_init(native.PATHS[lib.path])  # the process library's own path again
+
+
+def _call(variant: native.Native, bound, x):
+    variant.lib.intq_native_init(native.PATHS[variant.path])  # the path is library state: set it per call
+    try:
+        return bound(x)[0]
+    finally:
+        lib = native.library()
+        lib.lib.intq_native_init(native.PATHS[lib.path])
+
+
+def _wide_case(rng, i):
+    """CONV_2D or DEPTHWISE_CONV_2D larger than the oracle suites': several pixel blocks, channel
+    tiles and K steps; extreme inputs and weights (the largest accumulators)."""
+    depthwise = i % 2 == 1
+    n = int(rng.choice([1, 2]))
+    h, w = (int(v) for v in rng.integers(6, 15, size=2))
+    kh, kw = (int(v) for v in rng.choice([1, 3, 5], size=2))
+    sh, sw = (int(v) for v in rng.integers(1, 3, size=2))
+    dh, dw = (int(v) for v in rng.choice([1, 1, 2], size=2))
+    padding = "SAME" if rng.random() < 0.7 else "VALID"
+    if padding == "VALID":
+        h, w = max(h, (kh - 1) * dh + 1), max(w, (kw - 1) * dw + 1)
+    c_in = int(rng.choice([3, 17, 33, 70, 130]))
+    c_out = c_in if depthwise else int(rng.choice([1, 15, 32, 47, 96]))
+    per_channel = bool(rng.integers(0, 2))
+    s_in, s_w, s_out = _scales(rng, c_out, per_channel)
+    zp_in, zp_out = _zero_points(rng)
+    wshape = (1, kh, kw, c_out) if depthwise else (c_out, kh, kw, c_in)
+    axis = (3 if depthwise else 0) if per_channel else None
+    inputs = [tensor("x", (n, h, w, c_in), scale=s_in, zero_point=zp_in),
+              tensor("w", None, data=_weights(rng, wshape), scale=s_w, axis=axis, narrow=True),
+              _bias(rng, "b", c_out, s_in, s_w, 0 if per_channel else None)]
+    pad = compute_padding(padding, (h, w), (kh, kw), (sh, sw), (dh, dw))
+    out = tensor("y", (n, pad.out_h, pad.out_w, c_out), scale=s_out, zero_point=zp_out)
+    attrs = {"padding": padding, "stride_h": sh, "stride_w": sw, "dilation_h_factor": dh, "dilation_w_factor": dw,
+             "fused_activation_function": ("NONE", "RELU", "RELU6")[i % 3]}
+    if depthwise:
+        attrs["depth_multiplier"] = 1
+    x = rng.choice([-128, 127], size=(n, h, w, c_in)) if i % 4 == 0 else rng.integers(-128, 128, (n, h, w, c_in))
+    return single_op_graph("DEPTHWISE_CONV_2D" if depthwise else "CONV_2D", inputs, [out], attrs), x.astype(np.int8)
+
+
+def _cases(seed: int):
+    rng = np.random.default_rng(9000 + seed)
+    for i in range(12):
+        graph, feeds, _ = _conv_case(rng, i)
+        yield graph, feeds["x"]
+        graph, feeds, _ = _depthwise_case(rng, i)
+        yield graph, feeds["x"]
+        graph, feeds = _fc_case(rng, i)
+        yield graph, feeds["x"]
+        yield _wide_case(rng, i)
+
+
+@needs_library
+@pytest.mark.parametrize("seed", range(3))
+def test_single_ops_equal_the_kernels_on_every_path(variants, seed):
+    taken = {op: 0 for op in ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED")}
+    rng = np.random.default_rng(seed)
+    for k, (graph, x) in enumerate(_cases(seed)):
+        node = graph.nodes[0]
+        for target in TARGETS:
+            try:
+                plan = ExecutionPlan(graph, get_target(target), native=False)
+            except intq.IntqError:
+                continue  # the target refuses the node (e.g. LiteRT's CONV_2D without bias)
+            run, params = plan.kernels[node.name]
+            second = rng.integers(-128, 128, size=x.shape).astype(np.int8)
+            want = [np.array(run(params, v)[0]) for v in (x, second)]
+            for label, variant in variants.items():
+                bound = native_run(node, graph, params, variant)
+                if bound is None:
+                    continue
+                taken[node.op_type] += 1
+                for v, expected in zip((x, second), want):  # twice: the scratch buffers carry nothing over
+                    got = _call(variant, bound, v)
+                    assert got.dtype == expected.dtype and got.shape == expected.shape
+                    if not np.array_equal(got, expected):
+                        bad = np.argwhere(got != expected)[:3]
+                        raise AssertionError(
+                            f"case {seed}/{k} {node.op_type} [{target}, {label}]: {int((got != expected).sum())} of "
+                            f"{got.size} differ, first at {bad.tolist()}: native "
+                            f"{[int(got[tuple(b)]) for b in bad]} vs kernel {[int(expected[tuple(b)]) for b in bad]}")
+    # the native paths are taken for most of these nodes (only left shifts and depth multipliers
+    # above 1 decline): a library that declines everything must not pass
+    for op, count in taken.items():
+        assert count >= 12 * len(variants), (op, count)
+
+
+def _binary_cases(rng):
+    """ADD, SUB, MUL: the oracle suite's random cases (most broadcast as the native loop does not:
+    declined), every int8 pair at equal shapes (with MUL multipliers above 1: a left shift), and
+    the squeeze-excitation MUL ([1, H, W, C] x [1, 1, 1, C] and x a scalar)."""
+    for op in ("ADD", "SUB", "MUL"):
+        for i in range(20):
+            graph, feeds = _arith_case(rng, op, i)
+            yield graph, feeds
+        for k, (s_a, s_b, s_y, mul_k) in enumerate(
+                [(0.05, 0.05, 0.1, 40.0), (0.003, 0.8, 0.02, 0.3), (1.7, 0.0001, 0.5, 300.0)]):
+            zps = [(0, 0, 0), (-128, 127, 5), (127, -128, -128), (3, -7, 127)][k]
+            graph = single_op_graph(op, [tensor("a", (256, 256), scale=s_a, zero_point=zps[0]),
+                                         tensor("b", (256, 256), scale=s_b, zero_point=zps[1])],
+                                    [tensor("y", (256, 256), scale=s_a * s_b * mul_k if op == "MUL" else s_y,
+                                            zero_point=zps[2])],
+                                    {"fused_activation_function": ("NONE", "RELU", "RELU6", "RELU_N1_TO_1")[k]})
+            yield graph, {"a": np.repeat(ALL_INT8, 256).reshape(256, 256), "b": np.tile(ALL_INT8, 256).reshape(256, 256)}
+    for op in ("MUL", "ADD", "SUB"):
+        for c, b_shape in ((37, (1, 1, 1, 37)), (16, (1, 1, 1, 1)), (200, (200,))):
+            for k in range(3):
+                s_a, s_b = float(10 ** rng.uniform(-3, 0)), float(10 ** rng.uniform(-3, 0))
+                s_y = (s_a * s_b if op == "MUL" else max(s_a, s_b)) * float(10 ** rng.uniform(-1.5, 1))
+                a_shape = (1, 5, 7, c)
+                if k == 2:
+                    a_shape, b_shape = b_shape, a_shape  # the broadcast operand first
+                out_shape = np.broadcast_shapes(a_shape, b_shape)
+                graph = single_op_graph(op, [tensor("a", a_shape, scale=s_a, zero_point=int(rng.integers(-128, 128))),
+                                             tensor("b", b_shape, scale=s_b, zero_point=int(rng.integers(-128, 128)))],
+                                        [tensor("y", out_shape, scale=s_y, zero_point=int(rng.integers(-128, 128)))],
+                                        {"fused_activation_function": ("NONE", "RELU", "RELU6")[k]})
+                yield graph, {"a": rng.integers(-128, 128, a_shape).astype(np.int8),
+                              "b": rng.integers(-128, 128, b_shape).astype(np.int8)}
+
+
+@needs_library
+def test_add_sub_mul_equal_the_kernels_on_every_build(variants):
+    rng = np.random.default_rng(5)
+    taken = {"ADD": 0, "SUB": 0, "MUL": 0}
+    for k, (graph, feeds) in enumerate(_binary_cases(rng)):
+        node = graph.nodes[0]
+        operands = [feeds[t] if t in feeds else graph.tensors[t].data for t in node.inputs]
+        for target in TARGETS:
+            try:
+                plan = ExecutionPlan(graph, get_target(target), native=False)
+            except intq.IntqError:
+                continue  # a multiplier the target's runtime refuses
+            run, params = plan.kernels[node.name]
+            want = np.array(run(params, *operands)[0])
+            for label in (native.library().path, f"{native.library().path}, pointers", "portable"):
+                if label not in variants:
+                    continue
+                bound = native_run(node, graph, params, variants[label])
+                if bound is None:
+                    continue
+                taken[node.op_type] += 1
+                got = bound(*operands)[0]
+                assert got.dtype == want.dtype and got.shape == want.shape
+                if not np.array_equal(got, want):
+                    bad = np.argwhere(got != want)[:3]
+                    raise AssertionError(f"case {k} {node.op_type} [{target}, {label}]: {int((got != want).sum())} of "
+                                         f"{got.size} differ, first at {bad.tolist()}")
+    for op, count in taken.items():
+        assert count >= 12, (op, count)
+
+
+@needs_library
+def test_max_pool_equals_the_kernel(variants):
+    """The pooling suite's random geometries (global windows, windows larger than the image, strides
+    above the filter) plus wide channels (more than one 64-lane step)."""
+    rng = np.random.default_rng(13)
+    taken = 0
+    for i in range(40):
+        graph, feeds = _pool_case(rng, "MAX_POOL_2D", i)[:2]
+        if i % 4 == 3:  # 70 or 130 channels: several vector steps and a tail
+            x_t = graph.tensors["x"]
+            c = int(rng.choice([70, 130]))
+            shape, out_shape = (*x_t.shape[:3], c), (*graph.tensors["y"].shape[:3], c)
+            graph = single_op_graph("MAX_POOL_2D", [tensor("x", shape, scale=0.1, zero_point=3)],
+                                    [tensor("y", out_shape, scale=0.1, zero_point=3)], graph.nodes[0].attrs)
+            feeds = {"x": rng.integers(-128, 128, shape).astype(np.int8)}
+        for target in TARGETS:
+            plan = ExecutionPlan(graph, get_target(target), native=False)
+            run, params = plan.kernels[graph.nodes[0].name]
+            want = np.array(run(params, feeds["x"])[0])
+            for label in (native.library().path, f"{native.library().path}, pointers", "portable"):
+                bound = native_run(graph.nodes[0], graph, params, variants[label])
+                assert bound is not None
+                taken += 1
+                np.testing.assert_array_equal(bound(feeds["x"])[0], want, err_msg=f"case {i} [{target}, {label}]")
+    assert taken == 40 * len(TARGETS) * 3
+
+
+@needs_library
+def test_transpose_equals_the_kernel(variants):
+    rng = np.random.default_rng(17)
+    taken = 0
+    for shape in [(1, 3, 224, 224), (2, 5, 7, 3), (4, 6, 5), (7, 9), (33,), (1, 1, 8, 1)]:
+        for perm in itertools.permutations(range(len(shape))):
+            out = tuple(shape[k] for k in perm)
+            graph = single_op_graph("TRANSPOSE", [tensor("x", shape, scale=0.1, zero_point=3),
+                                                  tensor("perm", None, np.int32, data=np.array(perm, np.int32))],
+                                    [tensor("y", out, scale=0.1, zero_point=3)])
+            x = rng.integers(-128, 128, shape).astype(np.int8)
+            plan = ExecutionPlan(graph, get_target("tflite"), native=False)
+            run, params = plan.kernels[graph.nodes[0].name]
+            for label in (native.library().path, f"{native.library().path}, pointers", "portable"):
+                bound = native_run(graph.nodes[0], graph, params, variants[label])
+                assert bound is not None, (shape, perm)
+                taken += 1
+                np.testing.assert_array_equal(bound(x, perm)[0], run(params, x)[0], err_msg=f"{shape} {perm} [{label}]")
+    assert taken > 0
+
+
+@needs_library
+@pytest.mark.parametrize("op", ["PAD", "PADV2"])
+def test_pad_equals_the_kernel(variants, op):
+    """The data-movement suite's random PAD / PADV2 models (ranks 1-5, every dtype: the native path
+    takes the int8 ones of rank <= 4 with a constant pad value) plus a MobileNet-sized one."""
+    rng = np.random.default_rng(19)
+    taken = 0
+    cases = [_pad_case(op, rng, i)[:2] for i in range(60)]
+    big = single_op_graph(op, [tensor("x", (1, 112, 112, 16), scale=0.1, zero_point=-3),
+                               tensor("paddings", None, np.int32, data=np.array([[0, 0], [0, 1], [0, 1], [0, 0]]))]
+                          + ([tensor("value", None, data=np.array([-3], np.int8), scale=0.1, zero_point=-3)]
+                             if op == "PADV2" else []),
+                          [tensor("y", (1, 113, 113, 16), scale=0.1, zero_point=-3)])
+    cases.append((big, {"x": rng.integers(-128, 128, (1, 112, 112, 16)).astype(np.int8)}))
+    for k, (graph, feeds) in enumerate(cases):
+        node = graph.nodes[0]
+        operands = [feeds[t] if t in feeds else graph.tensors[t].data for t in node.inputs]
+        try:
+            plan = ExecutionPlan(graph, get_target("litert-ref"), native=False)
+        except intq.IntqError:
+            continue
+        run, params = plan.kernels[node.name]
+        want = np.array(run(params, *operands)[0])
+        for label in (native.library().path, f"{native.library().path}, pointers", "portable"):
+            bound = native_run(node, graph, params, variants[label])
+            if bound is None:
+                continue
+            taken += 1
+            np.testing.assert_array_equal(bound(*operands)[0], want, err_msg=f"{op} case {k} [{label}]")
+    assert taken >= 3 * 10
+
+
+_FIXED_OUTPUT = {"LOGISTIC": (1 / 256, -128), "TANH": (1 / 128, 0)}  # the int8 kernels' output quantization
+
+
+@needs_library
+@pytest.mark.parametrize("op", ["HARD_SWISH", "LEAKY_RELU", "LOGISTIC", "TANH", "RELU", "RELU6", "RELU_N1_TO_1"])
+def test_tables_equal_the_kernels(variants, op):
+    """The ops whose int8 kernels are a 256-entry table: every int8 input, at sizes that are and
+    are not a multiple of the 64-lane step."""
+    rng = np.random.default_rng(7)
+    taken = 0
+    for i in range(6):
+        shape = ((4, 64), (3, 7, 5), (1, 300))[i % 3]
+        s_in, z_in = float(10 ** rng.uniform(-3, 0.5)), int(rng.integers(-128, 128))
+        s_out, z_out = _FIXED_OUTPUT.get(op, (float(s_in * 10 ** rng.uniform(-1, 1)), int(rng.integers(-128, 128))))
+        attrs = {"alpha": float(rng.uniform(-1, 1))} if op == "LEAKY_RELU" else None
+        graph = single_op_graph(op, [tensor("x", shape, scale=s_in, zero_point=z_in)],
+                                [tensor("y", shape, scale=s_out, zero_point=z_out)], attrs)
+        x = np.resize(ALL_INT8, shape)
+        rng.shuffle(x.reshape(-1))
+        for target in TARGETS:
+            try:
+                plan = ExecutionPlan(graph, get_target(target), native=False)
+            except intq.IntqError:
+                continue
+            run, params = plan.kernels[graph.nodes[0].name]
+            want = np.array(run(params, x)[0])
+            for label in (native.library().path, f"{native.library().path}, pointers", "portable"):
+                bound = native_run(graph.nodes[0], graph, params, variants[label])
+                if bound is None:
+                    continue
+                taken += 1
+                np.testing.assert_array_equal(bound(x)[0], want, err_msg=f"{op} case {i} [{target}, {label}]")
+    assert taken >= 6
+
+
+@pytest.mark.parametrize("shape", [(1, 2), (3, 5, 2), (256, 256, 2)])
+def test_two_class_softmax_table_equals_the_kernel(shape):
+    """SOFTMAX over pairs (a two-class head) is tabulated at plan time from the kernel's own run
+    on all 65536 rows: the lookup must return each row's own result, in place."""
+    rng = np.random.default_rng(11)
+    for beta, s_in in ((1.0, 0.05), (0.5, 0.3), (2.0, 0.001)):
+        graph = single_op_graph("SOFTMAX", [tensor("x", shape, scale=s_in, zero_point=int(rng.integers(-128, 128)))],
+                                [tensor("y", shape, scale=1 / 256, zero_point=-128)], {"beta": beta})
+        x = (np.stack(np.meshgrid(ALL_INT8, ALL_INT8, indexing="ij"), axis=-1) if shape == (256, 256, 2)
+             else rng.integers(-128, 128, shape).astype(np.int8))
+        for target in ("tflite", "litert-ref"):
+            plan = ExecutionPlan(graph, get_target(target), native=False)
+            run, params = plan.kernels[graph.nodes[0].name]
+            bound = native_run(graph.nodes[0], graph, params)
+            assert bound is not None
+            np.testing.assert_array_equal(bound(x)[0], run(params, x)[0], err_msg=f"{shape} beta {beta} [{target}]")
+
+
+def _corpus_graphs():
+    files = sorted((ROOT / "tests/fixtures/corpus").glob("*.tflite")) + sorted(
+        (ROOT / "tests/fixtures/tflite").glob("*int8*.tflite"))
+    return files
+
+
+@needs_library
+@pytest.mark.parametrize("path", _corpus_graphs(), ids=lambda p: p.stem)
+def test_models_equal_the_kernels_every_tensor(path):
+    graph = intq.load(path)
+    if not all(graph.tensors[i].is_static for i in graph.inputs):
+        graph = rebatch(graph, _batch_of(graph))  # a dynamic batch: the stored shapes, as the interpreter does
+    if not any(t.qparams is not None for t in graph.tensors.values() if not t.is_constant):
+        rng = np.random.default_rng(1)  # a float model (MediaPipe's): intq quantizes it
+        calib = [{i: rng.standard_normal(graph.tensors[i].shape).astype(np.float32) for i in graph.inputs}
+                 for _ in range(2)]
+        graph = intq.quantize(graph, calib)
+    target = get_target("tflite")
+    fast = ExecutionPlan(graph, target)
+    assert any(isinstance(s.run, _Bound) for s in fast.steps), path.name
+    slow = ExecutionPlan(graph, target, native=False)
+    rng = np.random.default_rng(0)
+    values = []
+    for name in graph.inputs:
+        t = graph.tensors[name]
+        shape = tuple(d or 1 for d in t.shape)
+        if np.issubdtype(t.dtype, np.integer):
+            info = np.iinfo(t.dtype)
+            values.append(rng.integers(info.min, info.max + 1, size=shape).astype(t.dtype))
+        else:
+            values.append(rng.standard_normal(shape).astype(t.dtype))
+    a, b = fast.execute(values), slow.execute(values)
+    for i, name in enumerate(fast.names):
+        if name is not None and a[i] is not None:
+            np.testing.assert_array_equal(a[i], b[i], err_msg=f"{path.name}: tensor {name}")
+
+
+@needs_library
+def test_quantized_digits_equal_and_native_steps_are_bound():
+    (x_train, _), (x_test, _) = load_split()
+    calib = [x[None].astype(np.float32) for x in x_train[:16]]
+    qg = intq.quantize(onnx.load(ROOT / "intq/data/digits_cnn.onnx"), calib, input_shapes={"image": (4, 1, 8, 8)})
+    x = x_test[:4].reshape(4, 1, 8, 8).astype(np.float32)
+    for target in TARGETS:
+        fast = intq.Interpreter(qg, target=target)
+        slow = intq.Interpreter(qg, target=target, native=False)
+        fast.run({"image": x})
+        slow.run({"image": x})
+        got, want = fast.tensors(), slow.tensors()
+        assert got.keys() == want.keys()
+        for name in want:
+            np.testing.assert_array_equal(got[name], want[name], err_msg=f"[{target}] {name}")
+        assert any(isinstance(s.run, _Bound) for s in fast._base.steps)
+        assert not any(isinstance(s.run, _Bound) for s in slow._base.steps)
+
+
+# ------------------------------------------------------------------------------ fallbacks, build
+
+
+def test_no_compiler_no_library_and_the_plan_runs_the_kernels(monkeypatch, tmp_path):
+    monkeypatch.delenv("CC", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path))  # no cc, gcc or clang on it
+    lib, status = native.load()
+    assert lib is None and "no C compiler" in status
+    monkeypatch.setattr(native, "library", lambda: None)
+    (x_train, _), _ = load_split()
+    calib = [x[None].astype(np.float32) for x in x_train[:8]]
+    qg = intq.quantize(onnx.load(ROOT / "intq/data/digits_cnn.onnx"), calib, input_shapes={"image": (1, 1, 8, 8)})
+    plan = ExecutionPlan(qg, get_target("tflite"))
+    assert not any(isinstance(s.run, _Bound) for s in plan.steps)
+    x = calib[0]
+    np.testing.assert_array_equal(intq.Interpreter(qg).run({"image": x})[qg.outputs[0]],
+                                  plan.execute([x])[plan.output_slots[0][1]])
+
+
+def test_a_failing_compiler_gives_no_library(monkeypatch, tmp_path):
+    cc = tmp_path / "broken-cc"
+    cc.write_text("#!/bin/sh\necho 'broken-cc: cannot compile' >&2\nexit 1\n")
+    cc.chmod(0o755)
+    monkeypatch.setenv("CC", str(cc))
+    monkeypatch.setenv("INTQ_CACHE_DIR", str(tmp_path / "cache"))
+    lib, status = native.load()
+    assert lib is None and "compiler failed" in status and "cannot compile" in status
+    assert not list((tmp_path / "cache").rglob("*.so"))
+
+
+@needs_library
+def test_disabled_by_the_environment(monkeypatch):
+    monkeypatch.setenv("INTQ_NATIVE", "0")
+    assert native.library.__wrapped__() is None
+    assert "INTQ_NATIVE=0" in native._status
+    native.library.cache_clear()
+    monkeypatch.delenv("INTQ_NATIVE")
+    assert native.library() is not None  # the process library again, for the tests after this one
+
+
+@needs_library
+def test_the_build_goes_to_the_user_cache_not_the_source_tree(monkeypatch, tmp_path):
+    monkeypatch.setenv("INTQ_CACHE_DIR", str(tmp_path))
+    before = sorted(p.name for p in native.SOURCE.parent.iterdir())
+    lib, status = native.load(portable=True)
+    assert lib is not None, status
+    assert lib.file.parent == tmp_path / "native"
+    assert [p.name for p in (tmp_path / "native").iterdir()] == [lib.file.name]  # no temporary left behind
+    assert sorted(p.name for p in native.SOURCE.parent.iterdir()) == before
+    again, _ = native.load(portable=True)  # found in the cache: the same file
+    assert again.file == lib.file
+
+
+def test_the_library_builds_where_a_compiler_exists():
+    """A machine with a C compiler (``make test``'s) must get the library: a build that breaks
+    there fails here rather than silently running the slower paths."""
+    if native._compiler() is None:
+        pytest.skip("no C compiler on this machine: the fallback is tested above")
+    assert native.library() is not None, native.status()
+
+
+@needs_library
+def test_array_objects_are_read_where_numpy_lays_them_out():
+    """The ``*_obj`` entry points read an ndarray's data pointer from the object (checked at load):
+    on this CPython and numpy the check passes, and the pointer read is numpy's for new arrays
+    and views alike."""
+    lib = native.library()
+    assert lib.objects
+    base = np.arange(1000, dtype=np.int8)
+    for a in (np.zeros((3, 5), np.int8), base[7:], base[::1][100:200].reshape(10, 10), np.empty(0, np.int8)):
+        assert lib.lib.intq_array_data(a) == a.ctypes.data
