@@ -908,7 +908,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="the runtime the integer graph must equal: tflite (TensorFlow Lite Micro, default), "
                              "litert-ref (LiteRT reference kernels), litert-opt (LiteRT optimized kernels), "
                              "xnnpack (LiteRT with XNNPACK), ort / ort-u8 (onnxruntime on intq's int8 / uint8 "
-                             "ONNX export; the default for a quantized .onnx); docs/engine.md lists what each emulates")
+                             "ONNX export; the default for a quantized .onnx), ort-u8s8-avx2 (ort-u8 on x86 AVX2 "
+                             "without VNNI: int16-saturating u8s8 GEMM); docs/engine.md lists what each emulates")
     calib = argparse.ArgumentParser(add_help=False)
     calib.add_argument("--method", default=DEFAULT_METHOD, choices=["minmax", "ema", "percentile", "mse", "entropy", "auto"],
                        help=f"calibration method (default {DEFAULT_METHOD}: on every model of docs/accuracy.md as close "

@@ -17,8 +17,11 @@ VNNI; one thread; ``ORT_DISABLE_ALL`` and ``ORT_ENABLE_ALL``):
   :func:`intq.kernels.requantize.xnnpack_conv_scale` (the same float32 expression).
 * ``QLinearAdd`` (MLAS's AVX2 kernel, taken on this CPU): ``rint(fma(a, r_a, fma(b, r_b, F)))``
   with ``r_a = float32(s_a / s_y)``, ``r_b = float32(s_b / s_y)``,
-  ``F = float32(Z_y - (r_a Z_a + r_b Z_b))`` on the raw codes ``a``, ``b`` (so uint8 codes round
-  differently from int8 ones on a few inputs: ``ort-u8``).
+  ``F = float32(Z_y - fma(r_a, Z_a, float32(r_b Z_b)))`` on the raw codes ``a``, ``b`` (so uint8
+  codes round differently from int8 ones on a few inputs: ``ort-u8``). The wheel's compiler
+  contracts the source's ``r_a Z_a + r_b Z_b`` and the broadcast kernel's ``F + b r_b`` into fmas
+  (measured); a broadcast input is MLAS's ``B``, so a scalar ``a`` swaps the roles
+  (:func:`add_scalar_input`).
 * ``QLinearMul``: ``rint(float32(float32((a - Z_a)(b - Z_b)) * r) + float32(Z_y))`` with
   ``r = float32(float32(s_a s_b) / s_y)`` (the zero point is added before rounding).
 * ``QLinearSigmoid``, ``QLinearLeakyRelu`` and the float islands intq writes as
@@ -49,7 +52,7 @@ import numpy as np
 
 from intq.kernels.base import fused_activation_range
 from intq.kernels.requantize import Requant, Requantizer, make_requantizer, requantize
-from intq.kernels.targets import Runtime
+from intq.kernels.targets import KernelSet, Runtime
 from intq.qmath import QuantParams, Rounding, dequantize, quantize
 
 #: Every int8 code in the order of its bits as uint8: index ``x.view(np.uint8)`` reads code ``x``.
@@ -203,17 +206,48 @@ def _codes(qp: QuantParams, offset: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def qlinear_add_table(qa: QuantParams, qb: QuantParams, qy: QuantParams, clamp: tuple[int, int],
-                      offset: int = 0) -> OrtBinaryLut:
-    """MLAS's QLinearAdd (AVX2 kernel) on every pair of codes, runtime codes = int8 + ``offset``."""
+                      offset: int = 0, scalar: str | None = None) -> OrtBinaryLut:
+    """MLAS's QLinearAdd (AVX2 kernel, ``qladd_avx2.cpp``) on every pair of codes, runtime codes =
+    int8 + ``offset``. ``F = float32(Z_C - fma(r_A, Z_A, float32(r_B Z_B)))`` (the source's
+    ``r_A Z_A + r_B Z_B`` as the compiler contracts it: measured, the unfused sum misses), then
+    ``rint(fma(A, r_A, fma(B, r_B, F)))``: same-shape spans compute ``fma(B, r_B, F)`` per
+    element, broadcast spans once for the scalar ``B`` (``F + B r_B``, contracted too): the same
+    float32 value. onnxruntime passes a scalar span as MLAS's ``B``: ``scalar="a"`` (input 0
+    broadcast, :func:`add_scalar_input`) swaps the roles of ``a`` and ``b``. Measured equal on every code pair (tests/export/test_ort_qlinear_add.py)."""
+    if scalar == "a":
+        return OrtBinaryLut(qlinear_add_table(qb, qa, qy, clamp, offset).table.T.copy())
     sy = np.float32(qy.tensor_scale)
     ra, rb = np.float32(np.float32(qa.tensor_scale) / sy), np.float32(np.float32(qb.tensor_scale) / sy)
     a, za = _codes(qa, offset)
     b, zb = _codes(qb, offset)
     zy = np.float32(qy.tensor_zero_point + offset)
-    f = np.float32(zy - np.float32(np.float32(ra * za) + np.float32(rb * zb)))
+    f = np.float32(zy - fma32(ra, za, np.float32(rb * zb)))
     inner = fma32(b[None, :], rb, f)  # [1, 256]
     v = fma32(a[:, None], ra, inner)  # [256, 256]
     return OrtBinaryLut(_finish(v, offset, clamp))
+
+
+def add_scalar_input(shape_a, shape_b) -> str | None:
+    """Which input onnxruntime's broadcaster (``element_wise_ops.h``) hands to MLAS as a scalar
+    span. It starts at the innermost dimension of the shorter rank (right-aligned) where the two
+    are not both 1, or at the outermost of that rank if all are 1 (a rank-0 input: the other's
+    innermost); an input whose dimension there is 1 is a scalar, input 0 tested first: ``"a"``,
+    ``"b"`` or ``None`` (same-shape spans). So ``(3, 1) + (1,)`` and ``(1,) + (1,)`` run the
+    scalar-``a`` kernel (measured, tests/export/test_ort_qlinear_add.py)."""
+    sa, sb = tuple(shape_a), tuple(shape_b)
+    m = min(len(sa), len(sb))
+    if m == 0:  # a rank-0 input: its iterator starts at the other's innermost dimension with 1
+        da, db = (1, 1) if not sa else (sa[-1], 1)
+    else:
+        k = next((i for i in range(1, m + 1) if max(sa[-i], sb[-i]) != 1), m)
+        da, db = sa[-k], sb[-k]
+    return "a" if da == 1 else "b" if db == 1 else None
+
+
+def prepare_add(ctx) -> OrtBinaryLut:
+    """QLinearAdd: :func:`prepare_binary` with the table of the span kind onnxruntime runs."""
+    scalar = add_scalar_input(ctx.static_shape(ctx.input(0), "input 0"), ctx.static_shape(ctx.input(1), "input 1"))
+    return prepare_binary(ctx, lambda qa, qb, qy, clamp, offset: qlinear_add_table(qa, qb, qy, clamp, offset, scalar))
 
 
 def qlinear_mul_table(qa: QuantParams, qb: QuantParams, qy: QuantParams, clamp: tuple[int, int],
@@ -457,6 +491,9 @@ def prepare_asymmetric_gemm(ctx) -> OrtAsymmetricGemm:
     from intq.kernels._conv_common import (
         ConvOperands, conv_bias, conv_padding, conv_requantizer, make_im2col, window_options)
 
+    if ctx.target.kernels is KernelSet.U8S8_AVX2:
+        raise ctx.error("weights with a non-zero zero point are not emulated on target 'ort-u8s8-avx2' (MLAS's "
+                        "int16 pair saturation was measured on symmetric weights only); use target 'ort-u8'")
     x, y = ctx.input(0), ctx.outputs[0]
     in_qp, out_qp = ctx.per_tensor(x, "input"), ctx.per_tensor(y, "output")
     w = ctx.constant(1, "weights")

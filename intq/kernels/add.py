@@ -135,7 +135,7 @@ def scalar_broadcast_scaled_input(r: Rescale, zero_point: int, x: np.ndarray) ->
 @kernel(OP)
 def prepare(ctx: KernelContext) -> AddParams | OptimizedAddParams | XnnpackAdd:
     if _ort.is_ort(ctx):
-        return _ort.prepare_binary(ctx, _ort.qlinear_add_table)
+        return _ort.prepare_add(ctx)
     if ctx.target.runtime is _Runtime.TPU_MLIR:
         return tpu_mlir_eltwise.prepare_add(ctx)
     io = int8_binary(ctx)

@@ -61,11 +61,11 @@ from intq.kernels._conv_common import (
     fill_im2col,
     make_im2col,
 )
-from intq.kernels import _ort
+from intq.kernels import _ort, _ort_u8s8
 from intq.kernels.base import KernelContext, kernel
 from intq.kernels.gemm import PreparedGemm, exact_matmul, prepare_gemm
 from intq.kernels.requantize import Requantizer, requantize
-from intq.kernels.targets import Requant, Runtime
+from intq.kernels.targets import KernelSet, Requant, Runtime
 from intq.kernels.tpu_mlir import conv as tpu_mlir_conv
 
 OP = "CONV_2D"
@@ -85,8 +85,17 @@ class Conv2DParams:
     out_shape: tuple[int, int, int, int]
 
 
+@dataclass(frozen=True, eq=False)
+class OrtU8S8Avx2Conv2DParams:
+    """``ort-u8s8-avx2``: the exact convolution plus MLAS's int16 pair saturation
+    (:mod:`intq.kernels._ort_u8s8`) on the im2col rows."""
+
+    conv: Conv2DParams
+    pairs: _ort_u8s8.PairSaturation
+
+
 @kernel(OP)
-def prepare(ctx: KernelContext) -> Conv2DParams | _ort.OrtAsymmetricGemm:
+def prepare(ctx: KernelContext) -> Conv2DParams | OrtU8S8Avx2Conv2DParams | _ort.OrtAsymmetricGemm:
     if _ort.is_ort(ctx) and _ort.asymmetric_weights(ctx):  # imported QLinearConv with a weight zero point
         return _ort.prepare_asymmetric_gemm(ctx)
     if ctx.target.runtime is Runtime.TPU_MLIR:
@@ -109,15 +118,30 @@ def prepare(ctx: KernelContext) -> Conv2DParams | _ort.OrtAsymmetricGemm:
         mode = Requant.DOUBLE  # LiteRT runs grouped convolutions with its reference kernel (measured)
     requant = ops.requantizer(ctx, OP, mode=mode)
     im2col = make_im2col(ops.in_shape, kh, kw, ops.opts, pad, zx)
-    return Conv2DParams(gemm, offset, requant, im2col, (n, pad.out_h, pad.out_w, c_out))
+    params = Conv2DParams(gemm, offset, requant, im2col, (n, pad.out_h, pad.out_w, c_out))
+    if ctx.target.kernels is KernelSet.U8S8_AVX2 and not (c_g == 1 and c_out == groups):
+        # one input and one output channel per group is onnxruntime's depthwise kernel: exact (measured).
+        # Otherwise MLAS's K per group: taps, then the group's channels; their columns in intq's im2col rows
+        tap, c = np.divmod(np.arange(kh * kw * c_g), c_g)
+        group = np.arange(c_out) // (c_out // groups)
+        columns = tap[None, :] * c_in + group[:, None] * c_g + c[None, :]
+        return OrtU8S8Avx2Conv2DParams(params, _ort_u8s8.pair_saturation(w.reshape(c_out, -1), columns))
+    return params
 
 
-def run(p: Conv2DParams | _ort.OrtAsymmetricGemm, x, w=None, b=None):
+def run(p: Conv2DParams | OrtU8S8Avx2Conv2DParams | _ort.OrtAsymmetricGemm, x, w=None, b=None):
     if isinstance(p, _ort.OrtAsymmetricGemm):
         return (_ort.run_asymmetric_gemm(p, x),)
     if type(p) is tpu_mlir_conv.TpuMlirConv2DParams:
         return tpu_mlir_conv.run_conv(p, x)
+    pairs = None
+    if type(p) is OrtU8S8Avx2Conv2DParams:
+        p, pairs = p.conv, p.pairs
     cols = fill_im2col(p.im2col, x)  # int8 [N*OH*OW, KH*KW*C_in]
     acc = exact_matmul(cols, p.gemm)  # int32 [N*OH*OW, C_out]: sum(x * w), exact
+    if pairs is not None:  # MLAS's int16-saturated pair sums (|acc| stays < 2^31: saturation shrinks it)
+        corr = _ort_u8s8.saturation_correction(pairs, cols, 128)
+        if corr is not None:
+            acc = acc + corr
     # one fused pass: acc + b - Z_x * sum(w) (|.| < 2^31, prepare), requantize, clamp
     return (requantize(p.requant, acc, p.offset).reshape(p.out_shape),)

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from intq.kernels._conv_common import check_accumulator, conv_bias
-from intq.kernels import _ort
+from intq.kernels import _ort, _ort_u8s8
 from intq.kernels.base import KernelContext, kernel
 from intq.kernels.tpu_mlir import matmul as tpu_mlir_matmul
 from intq.kernels.targets import Runtime as _Runtime
@@ -49,7 +49,7 @@ from intq.kernels.requantize import (
     xnnpack_activation_range,
     xnnpack_conv_scale,
 )
-from intq.kernels.targets import Requant, Runtime
+from intq.kernels.targets import KernelSet, Requant, Runtime
 from intq.qmath import QuantParams, effective_scale
 
 OP = "FULLY_CONNECTED"
@@ -64,8 +64,17 @@ class FullyConnectedParams:
     out_shape: tuple[int, ...]
 
 
+@dataclass(frozen=True, eq=False)
+class OrtU8S8Avx2FullyConnectedParams:
+    """``ort-u8s8-avx2``: QGemm's exact product plus MLAS's int16 pair saturation along K
+    (:mod:`intq.kernels._ort_u8s8`)."""
+
+    fc: FullyConnectedParams
+    pairs: _ort_u8s8.PairSaturation
+
+
 @kernel(OP)
-def prepare(ctx: KernelContext) -> FullyConnectedParams | _ort.OrtAsymmetricGemm:
+def prepare(ctx: KernelContext) -> FullyConnectedParams | OrtU8S8Avx2FullyConnectedParams | _ort.OrtAsymmetricGemm:
     if _ort.is_ort(ctx) and _ort.asymmetric_weights(ctx):  # imported QGemm / QLinearMatMul with a weight zero point
         return _ort.prepare_asymmetric_gemm(ctx)
     if ctx.target.runtime is _Runtime.TPU_MLIR:
@@ -80,7 +89,10 @@ def prepare(ctx: KernelContext) -> FullyConnectedParams | _ort.OrtAsymmetricGemm
     gemm = prepare_gemm(w)
     offset = bias - in_qp.tensor_zero_point * gemm.weight_sums
     r = fc_requantizer(ctx, in_qp, w_qp, out_qp, ctx.attr("fused_activation_function", "NONE"), ctx.outputs[0].dtype)
-    return FullyConnectedParams(gemm, offset, r, k, out_shape)
+    params = FullyConnectedParams(gemm, offset, r, k, out_shape)
+    if ctx.target.kernels is KernelSet.U8S8_AVX2:
+        return OrtU8S8Avx2FullyConnectedParams(params, _ort_u8s8.pair_saturation(w))
+    return params
 
 
 def fc_weights(ctx: KernelContext) -> tuple[np.ndarray, QuantParams]:
@@ -141,10 +153,18 @@ def fc_multipliers(in_qp: QuantParams, w_qp: QuantParams, out_qp: QuantParams, m
     return effective_scale(in_qp.scale[0], w_qp.scale, out_qp.scale[0], product_dtype=product)
 
 
-def run(p: FullyConnectedParams | _ort.OrtAsymmetricGemm, x, w=None, b=None):
+def run(p: FullyConnectedParams | OrtU8S8Avx2FullyConnectedParams | _ort.OrtAsymmetricGemm, x, w=None, b=None):
     if isinstance(p, _ort.OrtAsymmetricGemm):
         return (_ort.run_asymmetric_gemm(p, x),)
     if type(p) is tpu_mlir_matmul.TpuMlirMatMulParams:
         return tpu_mlir_matmul.run(p, x)
-    acc = exact_matmul(x.reshape(-1, p.k), p.gemm)  # int32 sum(x * w), exact
+    pairs = None
+    if type(p) is OrtU8S8Avx2FullyConnectedParams:
+        p, pairs = p.fc, p.pairs
+    rows = x.reshape(-1, p.k)
+    acc = exact_matmul(rows, p.gemm)  # int32 sum(x * w), exact
+    if pairs is not None:  # MLAS's int16-saturated pair sums (saturation only shrinks |acc|)
+        corr = _ort_u8s8.saturation_correction(pairs, rows, 128)
+        if corr is not None:
+            acc = acc + corr
     return (requantize(p.requant, acc, p.offset).reshape(p.out_shape),)  # |acc + offset| < 2^31 (prepare)

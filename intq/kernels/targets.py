@@ -41,8 +41,10 @@ runtime whose kernels it reproduces:
   and the float islands (DequantizeLinear -> op -> QuantizeLinear) are per-code tables; the
   runtime's formulas are in :mod:`intq.kernels._ort`. ``ort-u8`` is the same on an export with
   uint8 activations (``activations="uint8"``; QLinearAdd then rounds differently on a few codes).
-  Measured on x86-64 with AVX-512 VNNI, where MLAS's u8s8 and s8s8 GEMMs are exact; the AVX2
-  path without VNNI (int16 pair saturation) is a different contract, not emulated.
+  Measured on x86-64 with AVX-512 VNNI, where MLAS's u8s8 and s8s8 GEMMs are exact.
+  ``ort-u8s8-avx2`` is ``ort-u8`` on an x86-64 CPU with AVX2 and without VNNI, where MLAS's U8S8
+  GEMM sums adjacent products in int16 with saturation (``vpmaddubsw``) in QLinearConv and QGemm:
+  :mod:`intq.kernels._ort_u8s8`, measured under QEMU ``-cpu Haswell``.
 
 Kernels branch on the target's properties (``runtime``, ``kernels``, ``delegate``, the requant
 contract), never on its name; each kernel's docstring says where. Ops whose measured behaviour a
@@ -76,6 +78,7 @@ class KernelSet(str, Enum):
     OPTIMIZED = "optimized"  # optimized_ops / optimized_integer_ops, ruy (LiteRT BUILTIN*)
     S8S8 = "s8s8"  # onnxruntime, int8 activations x int8 weights (intq's ONNX export, activations="int8")
     U8S8 = "u8s8"  # onnxruntime, uint8 activations x int8 weights (activations="uint8")
+    U8S8_AVX2 = "u8s8-avx2"  # the same on x86 AVX2 without VNNI: int16-saturating pair sums (vpmaddubsw)
 
 
 class Delegate(str, Enum):
@@ -134,8 +137,8 @@ class Target:
     @property
     def activation_offset(self) -> int:
         """What the runtime's activation codes add to intq's int8 codes: 128 where onnxruntime runs
-        uint8 activations (``ort-u8``), 0 everywhere else."""
-        return 128 if self.kernels is KernelSet.U8S8 else 0
+        uint8 activations (``ort-u8``, ``ort-u8s8-avx2``), 0 everywhere else."""
+        return 128 if self.kernels in (KernelSet.U8S8, KernelSet.U8S8_AVX2) else 0
 
     @property
     def integer_only(self) -> bool:
@@ -187,6 +190,10 @@ TARGETS: dict[str, Target] = {
                   Runtime.ORT, requant=Requant.FLOAT32_RNE, kernels=KernelSet.S8S8, unsupported=_ORT_NOT_EMULATED),
     "ort-u8": Target("ort-u8", "onnxruntime CPU (MLAS), intq's ONNX export with uint8 activations, x86-64 with VNNI",
                      Runtime.ORT, requant=Requant.FLOAT32_RNE, kernels=KernelSet.U8S8, unsupported=_ORT_NOT_EMULATED),
+    "ort-u8s8-avx2": Target("ort-u8s8-avx2", "onnxruntime CPU (MLAS), intq's ONNX export with uint8 activations, "
+                            "x86-64 with AVX2 and without VNNI (int16-saturating U8S8 GEMM)", Runtime.ORT,
+                            requant=Requant.FLOAT32_RNE, kernels=KernelSet.U8S8_AVX2,
+                            unsupported=_ORT_NOT_EMULATED),
     "tpu-mlir": Target("tpu-mlir", "TPU-MLIR 1.30.2, int8 tpu dialect interpreter for BM1684X (= its cmodel simulator)",
                        Runtime.TPU_MLIR, requant=Requant.MULTIPLIER_RSHIFT),
 }

@@ -70,10 +70,11 @@ from intq.kernels._conv_common import (
     conv_operands,
     static_shape,
 )
+from intq.kernels import _ort_u8s8
 from intq.kernels.base import KernelContext, kernel
 from intq.kernels.gemm import PreparedGemm, exact_matmul, prepare_gemm
 from intq.kernels.requantize import Requantizer, requantize
-from intq.kernels.targets import Requant, Runtime
+from intq.kernels.targets import KernelSet, Requant, Runtime
 from intq.kernels.tpu_mlir import deconv as tpu_mlir_deconv
 
 OP = "TRANSPOSE_CONV"
@@ -123,6 +124,30 @@ class OptimizedTransposeConvParams:
     tail_bias: np.ndarray  # int64 [C_out - split]
 
 
+@dataclass(frozen=True, eq=False)
+class OrtU8S8Avx2TransposeConvParams:
+    """``ort-u8s8-avx2``: intq's ONNX export writes TRANSPOSE_CONV as a QLinearConv (stride 1, kernel
+    flipped) of the zero-stuffed input, so MLAS's int16 pair saturation applies along that
+    convolution's im2col rows (:mod:`intq.kernels._ort_u8s8`): the exact sums plus the correction
+    computed on the stuffed input. ``rows_h`` / ``rows_w``: for each row / column of the stuffed,
+    padded input the convolution reads (``OH + KH - 1`` by ``OW + KW - 1``), the input row / column
+    it holds, or -1 for the zero point (``u[r] = x[(r - lead) / s]`` where that divides)."""
+
+    sums: TransposeConvParams
+    pairs: _ort_u8s8.PairSaturation
+    rows_h: np.ndarray  # int64 [OH + KH - 1]
+    rows_w: np.ndarray  # int64 [OW + KW - 1]
+    zero_point: int  # Z_x (intq's int8 code)
+
+
+def _stuffed_rows(out: int, k: int, top: int, stride: int, size: int) -> np.ndarray:
+    """Which input row each of the ``out + k - 1`` rows of the stuffed input the export's
+    convolution reads holds (-1: the zero point); ``lead = k - 1 - top`` as the exporter pads."""
+    t = np.arange(out + k - 1) - (k - 1 - top)
+    src = np.where(t % stride == 0, t // stride, -1)
+    return np.where((t >= 0) & (src >= 0) & (src < size), src, -1).astype(np.int64)
+
+
 def xnnpack_takes(padding: str, kernel_hw: tuple[int, int], stride_hw: tuple[int, int]) -> bool:
     """Whether LiteRT's XNNPACK delegate takes an int8 TRANSPOSE_CONV intq accepts for LiteRT
     (``CalculateTransposeConvPaddings``): SAME padding needs each kernel dimension >= its stride
@@ -149,6 +174,15 @@ def prepare(ctx: KernelContext) -> TransposeConvParams | OptimizedTransposeConvP
     def params(requant: Requantizer, channels: slice = slice(None)) -> TransposeConvParams:
         return TransposeConvParams(gemm, tap_offset, bias[channels], requant, geometry)
 
+    if ctx.target.kernels is KernelSet.U8S8_AVX2:
+        _, h, w_in, c_in = ops.in_shape
+        if c_in == 1 and c_out == 1:  # onnxruntime's depthwise kernel: exact (as CONV_2D's)
+            return params(ops.requantizer(ctx, OP))
+        flipped = ops.w[:, ::-1, ::-1, :].reshape(c_out, -1)  # the export's kernel, taps then channels
+        return OrtU8S8Avx2TransposeConvParams(
+            params(ops.requantizer(ctx, OP)), _ort_u8s8.pair_saturation(flipped),
+            _stuffed_rows(geometry.out_shape[1], kh, geometry.top, geometry.stride_h, h),
+            _stuffed_rows(geometry.out_shape[2], kw, geometry.left, geometry.stride_w, w_in), zx)
     xnnpack = ctx.target.xnnpack and xnnpack_takes(opts.padding, (kh, kw), (opts.stride_h, opts.stride_w))
     if not ctx.target.optimized or xnnpack:
         return params(ops.requantizer(ctx, OP))  # reference, or XNNPACK's float32 requantization
@@ -165,6 +199,12 @@ def run(p: TransposeConvParams | OptimizedTransposeConvParams | tpu_mlir_deconv.
         b=None):
     if type(p) is tpu_mlir_deconv.TpuMlirDeconvParams:
         return tpu_mlir_deconv.run(p, x)
+    if type(p) is OrtU8S8Avx2TransposeConvParams:
+        acc = _sums(p.sums, x)
+        corr = _ort_u8s8.saturation_correction(p.pairs, _stuffed_im2col(p, x), 128)
+        if corr is not None:
+            acc = acc + corr
+        return (requantize(p.sums.requant, acc, p.sums.bias).reshape(p.sums.out_shape),)
     if isinstance(p, OptimizedTransposeConvParams):
         acc = _sums(p.sums, x)
         out = np.empty(acc.shape, p.tail.out_dtype)
@@ -172,6 +212,17 @@ def run(p: TransposeConvParams | OptimizedTransposeConvParams | tpu_mlir_deconv.
         out[:, p.split:] = requantize(p.tail, acc[:, p.split:], p.tail_bias)
         return (out.reshape(p.sums.out_shape),)
     return (requantize(p.requant, _sums(p, x), p.bias).reshape(p.out_shape),)  # |acc + b| < 2^31 (prepare)
+
+
+def _stuffed_im2col(p: OrtU8S8Avx2TransposeConvParams, x) -> np.ndarray:
+    """The im2col rows ``[N*OH*OW, KH*KW*C_in]`` (taps, then channels) of the stuffed input."""
+    g = p.sums.geometry
+    n, c = x.shape[0], x.shape[3]
+    u = np.full((n, p.rows_h.size, p.rows_w.size, c), p.zero_point, x.dtype)
+    vh, vw = np.nonzero(p.rows_h >= 0)[0], np.nonzero(p.rows_w >= 0)[0]
+    u[:, vh[:, None], vw[None, :]] = x[:, p.rows_h[vh][:, None], p.rows_w[vw][None, :]]
+    win = np.lib.stride_tricks.sliding_window_view(u, (g.kh, g.kw), axis=(1, 2))  # [N, OH, OW, C, KH, KW]
+    return np.ascontiguousarray(win.transpose(0, 1, 2, 4, 5, 3)).reshape(-1, g.kh * g.kw * c)
 
 
 def _sums(p: TransposeConvParams, x) -> np.ndarray:

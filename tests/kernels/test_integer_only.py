@@ -115,6 +115,9 @@ def test_the_run_path_reaches_helper_modules():
     assert "intq.qmath.compiled.requantize_rows_double" in path  # the walk descends into intq.qmath
     assert "intq.qmath.compiled.mbqm_scalar" in path
     assert not any(k.endswith("exact_matmul") for k in path)  # decision 6, exempt by its qualified name
+    assert "intq.kernels._ort_u8s8.saturation_correction" in path  # ort-u8s8-avx2's int16 pair saturation
+    for op in ("CONV_2D", "DEPTHWISE_CONV_2D", "TRANSPOSE_CONV"):
+        assert "intq.kernels._ort_u8s8.saturation_correction" in _run_path(KERNELS[(op, INT8)])
 
 
 def test_the_walk_reaches_the_compiled_fast_paths():
