@@ -666,6 +666,17 @@ void intq_transpose(const intq_transpose_params *p, const int8_t *x, int8_t *y) 
         for (int64_t i1 = 0; i1 < d[1]; ++i1)
             for (int64_t i2 = 0; i2 < d[2]; ++i2) {
                 const int8_t *src = x + i0 * s[0] + i1 * s[1] + i2 * s[2];
+                if (s[3] != 1 && s[2] == 1) {
+                    /* the input contiguous along output axis 2 (NCHW -> NHWC): the whole [d2][d3]
+                     * block, reading each input run in order (i3 outer), the writes d3 apart */
+                    for (int64_t i3 = 0; i3 < d[3]; ++i3) {
+                        const int8_t *run = src + i3 * s[3];
+                        int8_t *dst = y + i3;
+                        for (int64_t j = 0; j < d[2]; ++j) dst[j * d[3]] = run[j];
+                    }
+                    y += d[2] * d[3];
+                    break;
+                }
                 if (s[3] == 1) {
                     memcpy(y, src, (size_t)d[3]);
                 } else {
@@ -687,6 +698,13 @@ typedef struct {
 void intq_pad(const intq_pad_params *p, const int8_t *x, int8_t *y) {
     const int64_t *d = p->in_dim, *o = p->out_dim, *b = p->before;
     memset(y, (int)(int8_t)p->value, (size_t)(o[0] * o[1] * o[2] * o[3]));
+    if (o[3] == d[3]) { /* the innermost axis not padded: each [d2][d3] run is contiguous in both */
+        for (int64_t i0 = 0; i0 < d[0]; ++i0)
+            for (int64_t i1 = 0; i1 < d[1]; ++i1)
+                memcpy(y + (((i0 + b[0]) * o[1] + (i1 + b[1])) * o[2] + b[2]) * o[3],
+                       x + (i0 * d[1] + i1) * d[2] * d[3], (size_t)(d[2] * d[3]));
+        return;
+    }
     for (int64_t i0 = 0; i0 < d[0]; ++i0)
         for (int64_t i1 = 0; i1 < d[1]; ++i1)
             for (int64_t i2 = 0; i2 < d[2]; ++i2) {
