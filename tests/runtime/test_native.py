@@ -156,6 +156,48 @@ def test_single_ops_equal_the_kernels_on_every_path(variants, seed):
         assert count >= 12 * len(variants), (op, count)
 
 
+@needs_library
+def test_depthwise_windows_clipped_by_small_maps_equal_the_kernel(variants):
+    """DEPTHWISE_CONV_2D on maps as small as its kernel or smaller (PP-OCR's 2 x 96 under 5 x 5
+    taps, MobileNetV3's 7 x 7): the native loop runs pixel pairs on their in-image taps only, from
+    an offset per clipped window (a cache of 8: more windows than that recompute); every stride,
+    dilation, padding and odd width against the kernel's run."""
+    rng = np.random.default_rng(23)
+    taken = 0
+    for i in range(40):
+        n = int(rng.choice([1, 2]))
+        h, w = int(rng.integers(1, 5)), int(rng.integers(1, 12))
+        kh, kw = (int(v) for v in rng.choice([3, 5, 7], size=2))
+        sh, sw = (int(v) for v in rng.integers(1, 3, size=2))
+        dh, dw = (int(v) for v in rng.choice([1, 1, 2], size=2))
+        c = int(rng.choice([3, 16, 40, 200]))
+        per_channel = bool(rng.integers(0, 2))
+        s_in, s_w, s_out = _scales(rng, c, per_channel)
+        zp_in, zp_out = _zero_points(rng)
+        pad = compute_padding("SAME", (h, w), (kh, kw), (sh, sw), (dh, dw))
+        graph = single_op_graph(
+            "DEPTHWISE_CONV_2D",
+            [tensor("x", (n, h, w, c), scale=s_in, zero_point=zp_in),
+             tensor("w", None, data=_weights(rng, (1, kh, kw, c)), scale=s_w, axis=3 if per_channel else None,
+                    narrow=True),
+             _bias(rng, "b", c, s_in, s_w, 0 if per_channel else None)],
+            [tensor("y", (n, pad.out_h, pad.out_w, c), scale=s_out, zero_point=zp_out)],
+            {"padding": "SAME", "stride_h": sh, "stride_w": sw, "dilation_h_factor": dh, "dilation_w_factor": dw,
+             "depth_multiplier": 1, "fused_activation_function": ("NONE", "RELU", "RELU6")[i % 3]})
+        x = rng.integers(-128, 128, (n, h, w, c)).astype(np.int8)
+        node = graph.nodes[0]
+        plan = ExecutionPlan(graph, get_target("tflite"), native=False)
+        run, params = plan.kernels[node.name]
+        want = np.array(run(params, x)[0])
+        for label, variant in variants.items():
+            bound = native_run(node, graph, params, variant)
+            if bound is None:
+                continue
+            taken += 1
+            np.testing.assert_array_equal(_call(variant, bound, x), want, err_msg=f"case {i} [{label}]")
+    assert taken >= 40 * len(variants)
+
+
 def _binary_cases(rng):
     """ADD, SUB, MUL: the oracle suite's random cases (most broadcast as the native loop does not:
     declined), every int8 pair at equal shapes (with MUL multipliers above 1: a left shift), and

@@ -466,38 +466,111 @@ static inline __m512i dw_product(__m512i acc, __m512i x, __m512i w) {
 }
 #endif
 
+/* The tap indices [*lo, *hi) of one axis whose input coordinate o * stride - pad + i * dil lies in
+ * [0, size) (a contiguous range; empty: lo = hi). */
+static inline void dw_inside(int32_t o, int32_t stride, int32_t pad, int32_t dil, int32_t k, int32_t size, int32_t *lo,
+                             int32_t *hi) {
+    int32_t a = 0, b = k;
+    const int32_t base = o * stride - pad;
+    while (a < k && base + a * dil < 0) ++a;
+    while (b > a && base + (b - 1) * dil >= size) --b;
+    *lo = a;
+    *hi = b;
+}
+
+#ifdef INTQ_AVX512
+/* 16-channel blocks of one pixel pair over `taps` taps: acc = offset + sum_t x(tap_t) w(t). */
+static inline void dw_pair(const intq_dw_params *p, const int32_t *offset, int32_t taps, const int8_t *const *tap0,
+                           const int8_t *const *tap1, const int32_t *widx, int pair, int8_t *out0, int8_t *out1,
+                           __m512i zp, __m512i lo, __m512i hi) {
+    const int32_t c = p->c, cp = (c + 15) / 16 * 16;
+    for (int32_t ch = 0; ch < c; ch += 16) {
+        const __mmask16 valid = c - ch >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (c - ch)) - 1u);
+        __m512i acc0 = _mm512_loadu_si512((const void *)(offset + ch)), acc1 = acc0;
+        const int32_t *w = p->w + ch;
+        for (int32_t t = 0; t < taps; ++t) {
+            const __m512i wv = _mm512_loadu_si512((const void *)(w + (size_t)widx[t] * cp));
+            acc0 = dw_product(acc0, _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(valid, tap0[t] + ch)), wv);
+            acc1 = dw_product(acc1, _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(valid, tap1[t] + ch)), wv);
+        }
+        const __m512i m = _mm512_loadu_si512((const void *)(p->rq.mult + ch)),
+                      e = _mm512_loadu_si512((const void *)(p->rq.exponent + ch)),
+                      away = _mm512_loadu_si512((const void *)(p->rq.away + ch));
+        _mm512_mask_cvtsepi32_storeu_epi8(out0 + ch, valid, rq16(acc0, m, e, away, zp, lo, hi));
+        if (pair) _mm512_mask_cvtsepi32_storeu_epi8(out1 + ch, valid, rq16(acc1, m, e, away, zp, lo, hi));
+    }
+}
+#endif
+
+#define DW_CACHE 8 /* offsets of the clipped tap windows kept per call */
+
 void intq_depthwise(const intq_dw_params *p, const int8_t *x, int8_t *y) {
     const int32_t c = p->c, cp = (c + 15) / 16 * 16;
 #ifdef INTQ_AVX512
+    /* A tap outside the image reads Z_x, and the offset holds b - Z_x sum_taps(w): its product
+     * Z_x w cancels. A pixel pair whose taps inside the image form the same window [i0, i1) x
+     * [j0, j1) runs on those taps only, from the offset b - Z_x sum_window(w) = offset + Z_x
+     * sum_outside(w) (integers: the same sum); other pairs read the row of Z_x for outside taps. */
     const int32_t taps = p->kh * p->kw;
     int8_t outside[cp];
     const int8_t *tap0[taps], *tap1[taps];
+    int32_t widx[taps], all[taps];
+    int32_t cache[DW_CACHE][cp];
+    int32_t key[DW_CACHE][4];
+    int32_t cached = 0, next = 0;
+    for (int32_t t = 0; t < taps; ++t) all[t] = t;
     memset(outside, (int)(int8_t)p->in_zp, (size_t)cp);
     const __m512i zp = _mm512_set1_epi32(p->rq.out_zp), lo = _mm512_set1_epi32(p->rq.act_min),
                   hi = _mm512_set1_epi32(p->rq.act_max);
     for (int32_t n = 0; n < p->batch; ++n) {
         const int8_t *xb = x + (size_t)n * p->in_h * p->in_w * c;
         for (int32_t oy = 0; oy < p->out_h; ++oy) {
+            int32_t i0, i1;
+            dw_inside(oy, p->stride_h, p->pad_top, p->dil_h, p->kh, p->in_h, &i0, &i1);
             for (int32_t ox = 0; ox < p->out_w; ox += 2) {
                 const int pair = ox + 1 < p->out_w;
                 int8_t *out0 = y + (((size_t)n * p->out_h + oy) * p->out_w + ox) * c, *out1 = out0 + c;
-                dw_taps(p, xb, outside, oy, ox, tap0);
-                dw_taps(p, xb, outside, oy, pair ? ox + 1 : ox, tap1); /* a lone last pixel: computed twice */
-                for (int32_t ch = 0; ch < c; ch += 16) {
-                    const __mmask16 valid = c - ch >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (c - ch)) - 1u);
-                    __m512i acc0 = _mm512_loadu_si512((const void *)(p->rq.offset + ch)), acc1 = acc0;
-                    const int32_t *w = p->w + ch;
-                    for (int32_t t = 0; t < taps; ++t, w += cp) {
-                        const __m512i wv = _mm512_loadu_si512((const void *)w);
-                        acc0 = dw_product(acc0, _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(valid, tap0[t] + ch)), wv);
-                        acc1 = dw_product(acc1, _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(valid, tap1[t] + ch)), wv);
-                    }
-                    const __m512i m = _mm512_loadu_si512((const void *)(p->rq.mult + ch)),
-                                  e = _mm512_loadu_si512((const void *)(p->rq.exponent + ch)),
-                                  away = _mm512_loadu_si512((const void *)(p->rq.away + ch));
-                    _mm512_mask_cvtsepi32_storeu_epi8(out0 + ch, valid, rq16(acc0, m, e, away, zp, lo, hi));
-                    if (pair) _mm512_mask_cvtsepi32_storeu_epi8(out1 + ch, valid, rq16(acc1, m, e, away, zp, lo, hi));
+                int32_t j0, j1, k0, k1;
+                dw_inside(ox, p->stride_w, p->pad_left, p->dil_w, p->kw, p->in_w, &j0, &j1);
+                dw_inside(pair ? ox + 1 : ox, p->stride_w, p->pad_left, p->dil_w, p->kw, p->in_w, &k0, &k1);
+                if (j0 != k0 || j1 != k1 || i0 >= i1 || j0 >= j1) {
+                    dw_taps(p, xb, outside, oy, ox, tap0);
+                    dw_taps(p, xb, outside, oy, pair ? ox + 1 : ox, tap1); /* a lone last pixel: computed twice */
+                    dw_pair(p, p->rq.offset, taps, tap0, tap1, all, pair, out0, out1, zp, lo, hi);
+                    continue;
                 }
+                const int32_t *offset = p->rq.offset;
+                if (i1 - i0 != p->kh || j1 - j0 != p->kw) {
+                    int32_t slot = -1;
+                    for (int32_t s = 0; s < cached; ++s)
+                        if (key[s][0] == i0 && key[s][1] == i1 && key[s][2] == j0 && key[s][3] == j1) slot = s;
+                    if (slot < 0) {
+                        slot = next;
+                        next = (next + 1) % DW_CACHE;
+                        if (cached < DW_CACHE) ++cached;
+                        key[slot][0] = i0, key[slot][1] = i1, key[slot][2] = j0, key[slot][3] = j1;
+                        int32_t *off = cache[slot];
+                        for (int32_t q = 0; q < cp; ++q) off[q] = p->rq.offset[q];
+                        for (int32_t i = 0; i < p->kh; ++i)
+                            for (int32_t j = 0; j < p->kw; ++j) {
+                                if (i >= i0 && i < i1 && j >= j0 && j < j1) continue;
+                                const int32_t *wt = p->w + (size_t)(i * p->kw + j) * cp;
+                                for (int32_t q = 0; q < cp; ++q) off[q] += p->in_zp * (int32_t)(int16_t)wt[q];
+                            }
+                    }
+                    offset = cache[slot];
+                }
+                int32_t m = 0;
+                for (int32_t i = i0; i < i1; ++i) {
+                    const int32_t iy = oy * p->stride_h - p->pad_top + i * p->dil_h;
+                    for (int32_t j = j0; j < j1; ++j, ++m) {
+                        const int32_t ix = ox * p->stride_w - p->pad_left + j * p->dil_w;
+                        widx[m] = i * p->kw + j;
+                        tap0[m] = xb + ((size_t)iy * p->in_w + ix) * c;
+                        tap1[m] = pair ? tap0[m] + (size_t)p->stride_w * c : tap0[m];
+                    }
+                }
+                dw_pair(p, offset, m, tap0, tap1, widx, pair, out0, out1, zp, lo, hi);
             }
         }
     }
