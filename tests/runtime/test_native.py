@@ -198,6 +198,46 @@ def test_depthwise_windows_clipped_by_small_maps_equal_the_kernel(variants):
     assert taken >= 40 * len(variants)
 
 
+@needs_library
+def test_spatial_mean_equals_the_kernel(variants):
+    """MEAN over axes {1, 2} (written 1, 2 / 2, 1 / -3, -2; keep_dims or not) on random int8 maps
+    from 1 x 1 to 56 x 56 pixels, scales with the output finer and coarser than the input (the
+    multiplier's right shift from 0 to about 20), every zero point extreme: equal to the kernel's
+    run; the other MEANs (other axes, a multiplier with a left shift) keep the kernel's."""
+    rng = np.random.default_rng(29)
+    taken = declined = 0
+    forms = set()
+    for i in range(40):
+        n, h, w = int(rng.choice([1, 2])), int(rng.integers(1, 57)), int(rng.integers(1, 57))
+        c = int(rng.choice([1, 3, 16, 40, 200]))
+        axes = [(1, 2), (2, 1), (-3, -2), (1, 3), (3,)][i % 5]
+        keep = bool(i % 2)
+        s_in = float(10 ** rng.uniform(-3, 0))
+        s_out = s_in * float(10 ** rng.uniform(-2.5, 0.5))
+        zp_in, zp_out = (int(v) for v in rng.choice([-128, -3, 0, 5, 127], size=2))
+        reduced = {a % 4 for a in axes}
+        out_shape = tuple(1 if k in reduced else d for k, d in enumerate((n, h, w, c)) if keep or k not in reduced)
+        graph = single_op_graph("MEAN", [tensor("x", (n, h, w, c), scale=s_in, zero_point=zp_in),
+                                         tensor("axes", None, np.int32, data=np.array(axes, np.int32))],
+                                [tensor("y", out_shape, scale=s_out, zero_point=zp_out)], {"keep_dims": keep})
+        x = (rng.choice([-128, 127], size=(n, h, w, c)) if i % 7 == 0
+             else rng.integers(-128, 128, (n, h, w, c))).astype(np.int8)
+        node = graph.nodes[0]
+        plan = ExecutionPlan(graph, get_target("tflite"), native=False)
+        run, params = plan.kernels[node.name]
+        want = np.array(run(params, x, axes)[0])
+        for label, variant in variants.items():
+            bound = native_run(node, graph, params, variant)
+            if bound is None:
+                declined += 1
+                continue
+            taken += 1
+            forms.add((axes, keep))
+            np.testing.assert_array_equal(_call(variant, bound, x), want, err_msg=f"case {i} {axes} [{label}]")
+    assert taken >= 12 * len(variants) and declined >= 8 * len(variants), (taken, declined)
+    assert {a for a, _ in forms} == {(1, 2), (2, 1), (-3, -2)} and {k for _, k in forms} == {True, False}, forms
+
+
 def _binary_cases(rng):
     """ADD, SUB, MUL: the oracle suite's random cases (most broadcast as the native loop does not:
     declined), every int8 pair at equal shapes (with MUL multipliers above 1: a left shift), and

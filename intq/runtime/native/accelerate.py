@@ -350,8 +350,9 @@ def _table_classes() -> tuple[type, ...]:
     return hard_swish.HardSwishParams, leaky_relu.LeakyReluParams, ReluParams, LutParams
 
 
-#: ops with one int8 data input (their other inputs are int32 constants: perm, paddings, PADV2's value)
-_ONE_INPUT = frozenset({"MAX_POOL_2D", "TRANSPOSE", "PAD", "PADV2"})
+#: ops with one int8 data input (their other inputs are int32 constants: perm, paddings, PADV2's value,
+#: MEAN's axes)
+_ONE_INPUT = frozenset({"MAX_POOL_2D", "TRANSPOSE", "PAD", "PADV2", "MEAN"})
 
 #: ops whose int8 kernel may be a table (:func:`_table_classes`)
 _TABLE_OPS = frozenset({"HARD_SWISH", "LEAKY_RELU", "LOGISTIC", "TANH", "RELU", "RELU6", "RELU_N1_TO_1"})
@@ -448,6 +449,23 @@ def _pad(lib, node: Node, graph: Graph, p) -> _Bound | None:
     return _Bound(lib.intq_pad, params, [], int(np.prod(shape)), tuple(out))
 
 
+def _mean(lib, node: Node, graph: Graph, p) -> _Bound | None:
+    """MEAN over axes {1, 2} of a rank-4 tensor on the reference kernel (its ``run``'s compiled
+    spatial mean), the multiplier without left shift."""
+    from intq.kernels._pool_common import QuantizedSumParams
+
+    shape = graph.tensors[node.inputs[0]].shape
+    if (type(p) is not QuantizedSumParams or p.bytes_as_uint8 or sorted(p.axes) != [1, 2] or shape is None or len(shape) != 4
+            or 0 in shape or p.shift > 0 or -p.shift > 31 or not 0 <= p.multiplier < 2**31
+            or 256 * p.count >= 2**31 or int(np.prod(p.out_shape)) != shape[0] * shape[3]):
+        return None  # 256 count < 2^31: every partial sum from -Z_in count fits int32 in native.c
+    acc = np.zeros(shape[3], np.int32)
+    params = native.MeanParams(batch=shape[0], pixels=shape[1] * shape[2], c=shape[3], offset=int(p.input_offset),
+                               mult=int(p.multiplier), right=-int(p.shift), out_zp=int(p.zero_point),
+                               acc=acc.ctypes.data)
+    return _Bound(lib.intq_mean, params, [acc], int(np.prod(shape)), tuple(p.out_shape))
+
+
 def native_run(node: Node, graph: Graph, params, lib: native.Native | None = None) -> Callable | None:
     """The native ``run`` of a prepared integer node (module docstring), or None; ``lib`` defaults
     to the process's library (:func:`intq.runtime.native.library`)."""
@@ -464,7 +482,7 @@ def native_run(node: Node, graph: Graph, params, lib: native.Native | None = Non
     build = builders.get(type(params))
     if build is None:
         build = {"MUL": _mul, "ADD": _add, "SUB": _add, "MAX_POOL_2D": _max_pool,
-                 "TRANSPOSE": _transpose, "PAD": _pad, "PADV2": _pad}.get(node.op_type)
+                 "TRANSPOSE": _transpose, "PAD": _pad, "PADV2": _pad, "MEAN": _mean}.get(node.op_type)
         if (node.op_type in _TABLE_OPS or node.op_type in _ONE_INPUT) and len(node.outputs) == 1:
             build = build or _table
         elif build is None or len(node.inputs) != 2 or len(node.outputs) != 1:

@@ -786,6 +786,30 @@ void intq_pad(const intq_pad_params *p, const int8_t *x, int8_t *y) {
             }
 }
 
+/* ------------------------------------------------------------------------------ MEAN */
+
+/* MEAN over axes {1, 2} of an int8 NHWC tensor (intq.kernels.mean, the reference kernel's spatial
+ * mean): y[n, c] = clamp(SRDHM(sum_{h,w} x[n,h,w,c] - offset, m) RDBPOT right + Z_y, -128, 127), ties
+ * away from zero; |sum - offset| <= 255 * pixels < 2^31 (the kernel's prepare). */
+typedef struct {
+    int32_t batch, pixels, c;
+    int32_t offset, mult, right, out_zp;
+    int32_t *acc; /* scratch [c] */
+} intq_mean_params;
+
+void intq_mean(const intq_mean_params *p, const int8_t *x, int8_t *y) {
+    const int32_t c = p->c;
+    int32_t *acc = p->acc;
+    for (int32_t n = 0; n < p->batch; ++n) {
+        for (int32_t q = 0; q < c; ++q) acc[q] = -p->offset;
+        const int8_t *xb = x + (size_t)n * p->pixels * c;
+        for (int32_t i = 0; i < p->pixels; ++i, xb += c)
+            for (int32_t q = 0; q < c; ++q) acc[q] += xb[q];
+        for (int32_t q = 0; q < c; ++q)
+            y[(size_t)n * c + q] = (int8_t)rq_scalar(acc[q], p->mult, p->right, 1, p->out_zp, -128, 127);
+    }
+}
+
 /* ------------------------------------------------------------------------------ array objects */
 
 /* The same entry points taking numpy array objects (ctypes py_object: no per-call pointer
@@ -852,4 +876,8 @@ void intq_transpose_obj(const intq_transpose_params *p, const void *x, void *y) 
 
 void intq_pad_obj(const intq_pad_params *p, const void *x, void *y) {
     intq_pad(p, (const int8_t *)intq_array_data(x), (int8_t *)intq_array_data(y));
+}
+
+void intq_mean_obj(const intq_mean_params *p, const void *x, void *y) {
+    intq_mean(p, (const int8_t *)intq_array_data(x), (int8_t *)intq_array_data(y));
 }
