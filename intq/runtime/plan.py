@@ -24,7 +24,7 @@ RESHAPE nodes follow. :class:`intq.runtime.Interpreter` keeps one plan per input
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 
 import numpy as np
@@ -139,6 +139,11 @@ class ExecutionPlan:
             steps.append(_Step(run, tuple(self.slot[t] if t else 0 for t in node.inputs),
                                tuple(self.slot[o] if o else -1 for o in node.outputs),
                                tuple(frees.get(i, ())), integer))
+        if native:  # a native convolution and the table op reading its output: one C call (accelerate.fuse_tables)
+            from intq.runtime.native.accelerate import fuse_tables
+
+            runs = fuse_tables([s.run for s in steps], [s.args for s in steps], [s.outs for s in steps])
+            steps = [s if r is s.run else replace(s, run=r) for s, r in zip(steps, runs)]
         self.steps = tuple(steps)
         self._flat = tuple((s.run, s.args, s.outs) for s in steps)
         self.input_slots = tuple(self.slot[k] for k in graph.inputs)

@@ -496,6 +496,65 @@ def test_quantized_digits_equal_and_native_steps_are_bound():
         assert not any(isinstance(s.run, _Bound) for s in slow._base.steps)
 
 
+def _conv_table_model(rng) -> onnx.ModelProto:
+    """Conv -> HardSwish, depthwise Conv -> HardSwish (its output also read by an Add), Conv ->
+    Relu (a fused activation: no table step), Gemm -> HardSwish: the three kinds of fused pair,
+    and a fused output with two readers."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    def init(name, shape):
+        return numpy_helper.from_array((rng.standard_normal(shape) * 0.3).astype(np.float32), name)
+
+    nodes = [
+        helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], kernel_shape=[3, 3], pads=[1, 1, 1, 1], strides=[2, 2]),
+        helper.make_node("HardSwish", ["c1"], ["h1"]),
+        helper.make_node("Conv", ["h1", "w2", "b2"], ["c2"], kernel_shape=[5, 5], pads=[2, 2, 2, 2], group=24),
+        helper.make_node("HardSwish", ["c2"], ["h2"]),
+        helper.make_node("Add", ["h2", "c2"], ["s2"]),
+        helper.make_node("Conv", ["s2", "w3", "b3"], ["c3"], kernel_shape=[1, 1]),
+        helper.make_node("Relu", ["c3"], ["r3"]),
+        helper.make_node("GlobalAveragePool", ["r3"], ["g"]),
+        helper.make_node("Flatten", ["g"], ["f"]),
+        helper.make_node("Gemm", ["f", "w4", "b4"], ["c4"], transB=1),
+        helper.make_node("HardSwish", ["c4"], ["y"]),
+    ]
+    inits = [init("w1", (24, 3, 3, 3)), init("b1", (24,)), init("w2", (24, 1, 5, 5)), init("b2", (24,)),
+             init("w3", (40, 24, 1, 1)), init("b3", (40,)), init("w4", (10, 40)), init("b4", (10,))]
+    graph = helper.make_graph(nodes, "conv_tables", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 20, 30])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 10])], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+@needs_library
+def test_convolutions_fused_with_their_table_ops_equal_the_kernels():
+    """A native convolution whose output a table op reads computes the table too, in one C call
+    (accelerate.fuse_tables): every tensor of the plan equal to the kernels' run, the
+    convolution's own output included; the table step given any other array looks it up itself."""
+    from intq.runtime.native.accelerate import _TableAfter
+
+    rng = np.random.default_rng(31)
+    proto = _conv_table_model(rng)
+    calib = [rng.standard_normal((1, 3, 20, 30)).astype(np.float32) for _ in range(4)]
+    qg = intq.quantize(proto, calib)
+    fast, slow = intq.Interpreter(qg), intq.Interpreter(qg, native=False)
+    for k in range(3):
+        x = rng.standard_normal((1, 3, 20, 30)).astype(np.float32) * (1 + k)
+        fast.run({"x": x})
+        slow.run({"x": x})
+        got, want = fast.tensors(), slow.tensors()
+        assert got.keys() == want.keys()
+        for name in want:
+            np.testing.assert_array_equal(got[name], want[name], err_msg=f"run {k}: {name}")
+    steps = fast._base.steps
+    fused = [(i, s) for i, s in enumerate(steps) if isinstance(s.run, _TableAfter)]
+    assert len(fused) == 3, [fast._base.graph.nodes[i].op_type for i, _ in fused]
+    for i, s in fused:  # another input than the fused output: the step's own lookup
+        node = fast._base.graph.nodes[i]
+        x = rng.integers(-128, 128, qg.tensors[node.inputs[0]].shape).astype(np.int8)
+        run, params = fast._base.kernels[node.name]
+        np.testing.assert_array_equal(s.run(x)[0], run(params, x)[0], err_msg=node.name)
+
+
 # ------------------------------------------------------------------------------ fallbacks, build
 
 

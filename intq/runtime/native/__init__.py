@@ -188,6 +188,9 @@ def _declare(lib: ctypes.CDLL) -> None:
                  "intq_mean_obj"):
         fn = getattr(lib, name)
         fn.argtypes, fn.restype = [vp, obj, obj], None
+    for name in ("intq_conv_lut_obj", "intq_depthwise_lut_obj"):
+        fn = getattr(lib, name)
+        fn.argtypes, fn.restype = [vp, vp, obj, obj, obj], None
     lib.intq_lut.argtypes, lib.intq_lut.restype = [vp, i64, vp, vp], None
     lib.intq_lut_obj.argtypes, lib.intq_lut_obj.restype = [vp, i64, obj, obj], None
     for name in ("intq_mul_obj", "intq_add_obj"):
@@ -228,7 +231,7 @@ class ConvParams(ctypes.Structure):
         "batch", "in_h", "in_w", "in_c", "out_h", "out_w", "out_c", "kh", "kw", "stride_h", "stride_w", "dil_h",
         "dil_w", "pad_top", "pad_left", "k", "kp", "in_zp")] + [
         ("w", ctypes.c_void_p), ("rq", Requant), ("offset_u8", ctypes.c_void_p), ("a", ctypes.c_void_p),
-        ("c", ctypes.c_void_p)]
+        ("c", ctypes.c_void_p), ("lut", ctypes.c_void_p), ("z", ctypes.c_void_p)]  # lut, z: NULL (set per fused call)
 
 
 class DepthwiseParams(ctypes.Structure):
@@ -236,7 +239,8 @@ class DepthwiseParams(ctypes.Structure):
 
     _fields_ = [(name, ctypes.c_int32) for name in (
         "batch", "in_h", "in_w", "c", "out_h", "out_w", "kh", "kw", "stride_h", "stride_w", "dil_h", "dil_w",
-        "pad_top", "pad_left", "in_zp")] + [("w", ctypes.c_void_p), ("rq", Requant), ("acc", ctypes.c_void_p)]
+        "pad_top", "pad_left", "in_zp")] + [("w", ctypes.c_void_p), ("rq", Requant), ("acc", ctypes.c_void_p),
+                                            ("lut", ctypes.c_void_p), ("z", ctypes.c_void_p)]
 
 
 class BinaryParams(ctypes.Structure):

@@ -469,6 +469,67 @@ def _mean(lib, node: Node, graph: Graph, p) -> _Bound | None:
     return _Bound(lib.intq_mean, params, [acc], int(np.prod(shape)), tuple(p.out_shape))
 
 
+class _BoundWithTable:
+    """A native convolution (CONV_2D, FULLY_CONNECTED, DEPTHWISE_CONV_2D) whose output a table op
+    reads next: one C call computes the convolution's output ``y`` and ``z = table[uint8(y)]``
+    from each finished block while it is in cache. Returns ``(y,)`` and keeps ``(y, z)`` for the
+    table step (:class:`_TableAfter`), which returns ``z`` when given that same ``y`` object."""
+
+    def __init__(self, conv: _Bound, fused_fn, table: _BoundTable):
+        self.conv, self.fused_fn, self.table = conv, fused_fn, table
+        self.last: tuple[np.ndarray, np.ndarray] | None = None
+
+    def __call__(self, x, *_constants):
+        conv = self.conv
+        if type(x) is not np.ndarray or x.dtype != np.int8 or not x.flags.c_contiguous or x.size != conv.in_size:
+            self.last = None
+            return conv(x)
+        y = np.empty(conv.out_shape, np.int8)
+        z = np.empty(conv.out_shape, np.int8)
+        self.fused_fn(conv.address, self.table.address, x, y, z)
+        self.last = (y, z)
+        return (y,)
+
+
+class _TableAfter:
+    """The table step of a fused pair: the values its convolution computed with ``y`` (the same
+    array object, as the plan passes it), else its own lookup."""
+
+    def __init__(self, producer: _BoundWithTable):
+        self.producer = producer
+
+    def __call__(self, x, *constants):
+        last = self.producer.last
+        if last is not None and x is last[0]:
+            self.producer.last = None
+            return (last[1],)
+        return self.producer.table(x, *constants)
+
+
+def fuse_tables(runs: list, args: list[tuple[int, ...]], outs: list[tuple[int, ...]]) -> list:
+    """The plan's runs with each native convolution whose output slot a native table step reads
+    bound as a fused pair (:class:`_BoundWithTable` + :class:`_TableAfter`); other runs as given.
+    The convolution's output is still produced (other readers, ``tensors()``)."""
+    producer = {o[0]: i for i, o in enumerate(outs) if len(o) == 1 and isinstance(runs[i], _Bound)}
+    runs = list(runs)
+    for j, table in enumerate(runs):
+        if type(table) is not _BoundTable or table.fn_obj is None or not args[j]:
+            continue
+        i = producer.get(args[j][0])
+        conv = runs[i] if i is not None else None
+        if type(conv) is not _Bound or conv.fn_obj is None or int(np.prod(conv.out_shape)) != table.size:
+            continue
+        fused_fn = {"intq_conv": "intq_conv_lut_obj", "intq_depthwise": "intq_depthwise_lut_obj"}.get(conv.fn.__name__)
+        if fused_fn is None:
+            continue
+        lib = native.library()
+        if lib is None or getattr(lib.lib, conv.fn.__name__, None) is not conv.fn:
+            continue  # a test's other build: its own entry points only
+        fused = _BoundWithTable(conv, getattr(lib.lib, fused_fn), table)
+        runs[i], runs[j] = fused, _TableAfter(fused)
+    return runs
+
+
 def native_run(node: Node, graph: Graph, params, lib: native.Native | None = None) -> Callable | None:
     """The native ``run`` of a prepared integer node (module docstring), or None; ``lib`` defaults
     to the process's library (:func:`intq.runtime.native.library`)."""

@@ -228,7 +228,16 @@ typedef struct {
     const int32_t *offset_u8; /* b - (Z_x + 128) sum(w): the VNNI path's activations are x + 128 */
     int8_t *a;       /* scratch [MB][kp], zeroed once (the columns beyond k stay zero) */
     int32_t *c;      /* scratch [MB][32] */
+    const int8_t *lut; /* NULL, or a 256-entry table applied to each finished block of y into z */
+    int8_t *z;         /* [batch][out_h][out_w][out_c]: lut[uint8(y)] (intq_conv_lut_obj) */
 } intq_conv_params;
+
+void intq_lut(const int8_t *table, int64_t n, const int8_t *x, int8_t *y);
+
+/* z = lut[y] on the finished rows [r0, r0 + rows) of a convolution's output (in cache). */
+static inline void lut_rows(const intq_conv_params *p, const int8_t *y, int64_t r0, int32_t rows) {
+    if (p->lut) intq_lut(p->lut, (int64_t)rows * p->out_c, y + r0 * p->out_c, p->z + r0 * p->out_c);
+}
 
 /* Rows r0 .. r0 + rows - 1 of the im2col matrix into p->a, as int8 (flip = 0) or as x + 128 (flip =
  * 0x80: int8 bits xor 0x80 are the uint8 x + 128). */
@@ -322,6 +331,7 @@ static void conv_amx(const intq_conv_params *p, const int8_t *x, int8_t *y, int6
             amx_block(p, o);
             rq_block(&p->rq, p->c, rows, o, n, y + (size_t)r0 * p->out_c + o, p->out_c);
         }
+        lut_rows(p, y, r0, rows);
     }
     _tile_release();
 }
@@ -373,6 +383,7 @@ static void conv_vnni(const intq_conv_params *p, const int8_t *x, int8_t *y, int
         fill_block(p, x, r0, rows, 0x80);
         for (int32_t r = 0; r < rows; r += 4)
             for (int32_t o = 0; o < p->out_c; o += 32) vnni_tile(p, r, rows - r < 4 ? rows - r : 4, o, y, r0);
+        lut_rows(p, y, r0, rows);
     }
 }
 #endif
@@ -396,6 +407,7 @@ static void conv_c(const intq_conv_params *p, const int8_t *x, int8_t *y, int64_
                 rq_row(&p->rq, acc, o, n, y + (size_t)(r0 + r) * p->out_c + o);
             }
         }
+        lut_rows(p, y, r0, rows);
     }
 }
 
@@ -434,6 +446,8 @@ typedef struct {
     const int32_t *w; /* [kh * kw][cp]: w & 0xFFFF (cp = c padded to 16, zeros beyond c) */
     intq_rq rq;       /* offset b - Z_x sum_taps(w), padded to cp */
     int32_t *acc;     /* scratch [cp] */
+    const int8_t *lut; /* NULL, or a 256-entry table applied to each finished output row of y into z */
+    int8_t *z;
 } intq_dw_params;
 
 /* DEPTHWISE_CONV_2D, depth multiplier 1: y[n,oy,ox,c] = requant(offset[c] + sum_taps x * w).
@@ -572,6 +586,10 @@ void intq_depthwise(const intq_dw_params *p, const int8_t *x, int8_t *y) {
                 }
                 dw_pair(p, offset, m, tap0, tap1, widx, pair, out0, out1, zp, lo, hi);
             }
+            if (p->lut) {
+                const size_t row = ((size_t)n * p->out_h + oy) * p->out_w * c;
+                intq_lut(p->lut, (int64_t)p->out_w * c, y + row, p->z + row);
+            }
         }
     }
 #else
@@ -598,6 +616,10 @@ void intq_depthwise(const intq_dw_params *p, const int8_t *x, int8_t *y) {
                 for (int32_t q = 0; q < c; ++q)
                     out[q] = (int8_t)rq_scalar(acc[q], p->rq.mult[q], p->rq.exponent[q], p->rq.away[q], p->rq.out_zp,
                                                p->rq.act_min, p->rq.act_max);
+            }
+            if (p->lut) {
+                const size_t row = ((size_t)n * p->out_h + oy) * p->out_w * c;
+                intq_lut(p->lut, (int64_t)p->out_w * c, y + row, p->z + row);
             }
         }
     }
@@ -880,4 +902,20 @@ void intq_pad_obj(const intq_pad_params *p, const void *x, void *y) {
 
 void intq_mean_obj(const intq_mean_params *p, const void *x, void *y) {
     intq_mean(p, (const int8_t *)intq_array_data(x), (int8_t *)intq_array_data(y));
+}
+
+/* A convolution followed by a table op on its output: y as intq_conv / intq_depthwise, and z =
+ * table[uint8(y)] computed from each finished block while it is in cache (the plan's fused pair). */
+void intq_conv_lut_obj(const intq_conv_params *p, const int8_t *table, const void *x, void *y, void *z) {
+    intq_conv_params q = *p;
+    q.lut = table;
+    q.z = (int8_t *)intq_array_data(z);
+    intq_conv(&q, (const int8_t *)intq_array_data(x), (int8_t *)intq_array_data(y));
+}
+
+void intq_depthwise_lut_obj(const intq_dw_params *p, const int8_t *table, const void *x, void *y, void *z) {
+    intq_dw_params q = *p;
+    q.lut = table;
+    q.z = (int8_t *)intq_array_data(z);
+    intq_depthwise(&q, (const int8_t *)intq_array_data(x), (int8_t *)intq_array_data(y));
 }
