@@ -334,7 +334,7 @@ def test_max_pool_equals_the_kernel(variants):
 def test_transpose_equals_the_kernel(variants):
     rng = np.random.default_rng(17)
     taken = 0
-    for shape in [(1, 3, 224, 224), (2, 5, 7, 3), (4, 6, 5), (7, 9), (33,), (1, 1, 8, 1)]:
+    for shape in [(1, 3, 224, 224), (1, 2, 5, 130), (2, 4, 3, 200), (2, 5, 7, 3), (4, 6, 5), (7, 9), (33,), (1, 1, 8, 1)]:
         for perm in itertools.permutations(range(len(shape))):
             out = tuple(shape[k] for k in perm)
             graph = single_op_graph("TRANSPOSE", [tensor("x", shape, scale=0.1, zero_point=3),

@@ -764,10 +764,43 @@ void intq_transpose(const intq_transpose_params *p, const int8_t *x, int8_t *y) 
                 if (s[3] != 1 && s[2] == 1) {
                     /* the input contiguous along output axis 2 (NCHW -> NHWC): the whole [d2][d3]
                      * block, reading each input run in order (i3 outer), the writes d3 apart */
+                    int64_t j0 = 0;
+#if defined(INTQ_AVX512) && defined(__AVX512VBMI__)
+                    if (d[3] >= 2 && d[3] <= 4) {
+                        /* 64 columns at a time: the d3 input runs in registers, each of the d3
+                         * output vectors two two-register byte permutes (runs 0/1 and 2/3) blended;
+                         * output byte q of the block is column q / d3 of run q % d3 */
+                        const int32_t g = (int32_t)d[3];
+                        __m512i idx[4];
+                        __mmask64 high[4];
+                        for (int32_t k = 0; k < g; ++k) {
+                            uint8_t v[64];
+                            high[k] = 0;
+                            for (int32_t t = 0; t < 64; ++t) {
+                                const int32_t q = 64 * k + t, plane = q % g;
+                                v[t] = (uint8_t)(q / g + 64 * (plane & 1));
+                                if (plane >= 2) high[k] |= (__mmask64)1 << t;
+                            }
+                            idx[k] = _mm512_loadu_si512((const void *)v);
+                        }
+                        for (; j0 + 64 <= d[2]; j0 += 64) {
+                            const __m512i r0 = _mm512_loadu_si512((const void *)(src + j0)),
+                                          r1 = _mm512_loadu_si512((const void *)(src + s[3] + j0)),
+                                          r2 = g > 2 ? _mm512_loadu_si512((const void *)(src + 2 * s[3] + j0)) : r0,
+                                          r3 = g > 3 ? _mm512_loadu_si512((const void *)(src + 3 * s[3] + j0)) : r2;
+                            for (int32_t k = 0; k < g; ++k) {
+                                const __m512i lo01 = _mm512_permutex2var_epi8(r0, idx[k], r1),
+                                              hi23 = _mm512_permutex2var_epi8(r2, idx[k], r3);
+                                _mm512_storeu_si512((void *)(y + j0 * g + 64 * k),
+                                                    _mm512_mask_blend_epi8(high[k], lo01, hi23));
+                            }
+                        }
+                    }
+#endif
                     for (int64_t i3 = 0; i3 < d[3]; ++i3) {
                         const int8_t *run = src + i3 * s[3];
                         int8_t *dst = y + i3;
-                        for (int64_t j = 0; j < d[2]; ++j) dst[j * d[3]] = run[j];
+                        for (int64_t j = j0; j < d[2]; ++j) dst[j * d[3]] = run[j];
                     }
                     y += d[2] * d[3];
                     break;
