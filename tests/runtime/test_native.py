@@ -159,9 +159,10 @@ def test_single_ops_equal_the_kernels_on_every_path(variants, seed):
 @needs_library
 def test_depthwise_windows_clipped_by_small_maps_equal_the_kernel(variants):
     """DEPTHWISE_CONV_2D on maps as small as its kernel or smaller (PP-OCR's 2 x 96 under 5 x 5
-    taps, MobileNetV3's 7 x 7): the native loop runs pixel pairs on their in-image taps only, from
-    an offset per clipped window (a cache of 8: more windows than that recompute); every stride,
-    dilation, padding and odd width against the kernel's run."""
+    taps, MobileNetV3's 7 x 7): the native loop runs each pixel (a pair where two neighbours share
+    the window) on its in-image taps only, from an offset per clipped window (a cache of 8: more
+    windows than that recompute); every stride, dilation, padding and odd width against the
+    kernel's run."""
     rng = np.random.default_rng(23)
     taken = 0
     for i in range(40):

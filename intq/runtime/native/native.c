@@ -453,22 +453,11 @@ typedef struct {
 /* DEPTHWISE_CONV_2D, depth multiplier 1: y[n,oy,ox,c] = requant(offset[c] + sum_taps x * w).
  *
  * Weights: int32 [taps][cp] holding w & 0xFFFF (the int16 bits of w, high half zero); (int16_t)
- * recovers w. AVX-512: per pair of output pixels, one pointer per tap and pixel (a tap outside the
- * image points to a row of Z_x, so the channel loop has no branch), then 16 channels at a time over
+ * recovers w. AVX-512: per pair of output pixels, one pointer per in-image tap and pixel (the taps
+ * outside the image folded into the offset, see intq_depthwise), then 16 channels at a time over
  * the taps, each weight vector loaded once for both pixels. The product x * w is VPDPWSSD (or
  * VPMADDWD) on int16 pairs: x sign-extended to 32 bits is the pair (x, sign), the weight the pair
  * (w, 0), so the pair sum is x * w exactly. */
-
-static inline void dw_taps(const intq_dw_params *p, const int8_t *xb, const int8_t *outside, int32_t oy, int32_t ox,
-                           const int8_t **tap) {
-    for (int32_t i = 0, t = 0; i < p->kh; ++i) {
-        const int32_t iy = oy * p->stride_h - p->pad_top + i * p->dil_h;
-        for (int32_t j = 0; j < p->kw; ++j, ++t) {
-            const int32_t ix = ox * p->stride_w - p->pad_left + j * p->dil_w;
-            tap[t] = (iy < 0 || iy >= p->in_h || ix < 0 || ix >= p->in_w) ? outside : xb + ((size_t)iy * p->in_w + ix) * p->c;
-        }
-    }
-}
 
 #ifdef INTQ_AVX512
 static inline __m512i dw_product(__m512i acc, __m512i x, __m512i w) {
@@ -505,7 +494,7 @@ static inline void dw_pair(const intq_dw_params *p, const int32_t *offset, int32
         for (int32_t t = 0; t < taps; ++t) {
             const __m512i wv = _mm512_loadu_si512((const void *)(w + (size_t)widx[t] * cp));
             acc0 = dw_product(acc0, _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(valid, tap0[t] + ch)), wv);
-            acc1 = dw_product(acc1, _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(valid, tap1[t] + ch)), wv);
+            if (pair) acc1 = dw_product(acc1, _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(valid, tap1[t] + ch)), wv);
         }
         const __m512i m = _mm512_loadu_si512((const void *)(p->rq.mult + ch)),
                       e = _mm512_loadu_si512((const void *)(p->rq.exponent + ch)),
@@ -522,37 +511,29 @@ void intq_depthwise(const intq_dw_params *p, const int8_t *x, int8_t *y) {
     const int32_t c = p->c, cp = (c + 15) / 16 * 16;
 #ifdef INTQ_AVX512
     /* A tap outside the image reads Z_x, and the offset holds b - Z_x sum_taps(w): its product
-     * Z_x w cancels. A pixel pair whose taps inside the image form the same window [i0, i1) x
-     * [j0, j1) runs on those taps only, from the offset b - Z_x sum_window(w) = offset + Z_x
-     * sum_outside(w) (integers: the same sum); other pairs read the row of Z_x for outside taps. */
+     * Z_x w cancels. Each pixel runs on its taps inside the image only, the window [i0, i1) x
+     * [j0, j1), from the offset b - Z_x sum_window(w) = offset + Z_x sum_outside(w) (integers:
+     * the same sum; cached per window); two neighbours with the same window run as a pair (one
+     * weight load for both), a pixel whose right neighbour's window differs runs alone. */
     const int32_t taps = p->kh * p->kw;
-    int8_t outside[cp];
     const int8_t *tap0[taps], *tap1[taps];
-    int32_t widx[taps], all[taps];
+    int32_t widx[taps];
     int32_t cache[DW_CACHE][cp];
     int32_t key[DW_CACHE][4];
     int32_t cached = 0, next = 0;
-    for (int32_t t = 0; t < taps; ++t) all[t] = t;
-    memset(outside, (int)(int8_t)p->in_zp, (size_t)cp);
     const __m512i zp = _mm512_set1_epi32(p->rq.out_zp), lo = _mm512_set1_epi32(p->rq.act_min),
                   hi = _mm512_set1_epi32(p->rq.act_max);
     for (int32_t n = 0; n < p->batch; ++n) {
         const int8_t *xb = x + (size_t)n * p->in_h * p->in_w * c;
         for (int32_t oy = 0; oy < p->out_h; ++oy) {
-            int32_t i0, i1;
+            int32_t i0, i1, pair = 0;
             dw_inside(oy, p->stride_h, p->pad_top, p->dil_h, p->kh, p->in_h, &i0, &i1);
-            for (int32_t ox = 0; ox < p->out_w; ox += 2) {
-                const int pair = ox + 1 < p->out_w;
+            for (int32_t ox = 0; ox < p->out_w; ox += 1 + pair) {
                 int8_t *out0 = y + (((size_t)n * p->out_h + oy) * p->out_w + ox) * c, *out1 = out0 + c;
-                int32_t j0, j1, k0, k1;
+                int32_t j0, j1, k0 = -1, k1 = -1;
                 dw_inside(ox, p->stride_w, p->pad_left, p->dil_w, p->kw, p->in_w, &j0, &j1);
-                dw_inside(pair ? ox + 1 : ox, p->stride_w, p->pad_left, p->dil_w, p->kw, p->in_w, &k0, &k1);
-                if (j0 != k0 || j1 != k1 || i0 >= i1 || j0 >= j1) {
-                    dw_taps(p, xb, outside, oy, ox, tap0);
-                    dw_taps(p, xb, outside, oy, pair ? ox + 1 : ox, tap1); /* a lone last pixel: computed twice */
-                    dw_pair(p, p->rq.offset, taps, tap0, tap1, all, pair, out0, out1, zp, lo, hi);
-                    continue;
-                }
+                if (ox + 1 < p->out_w) dw_inside(ox + 1, p->stride_w, p->pad_left, p->dil_w, p->kw, p->in_w, &k0, &k1);
+                pair = j0 == k0 && j1 == k1; /* else this pixel alone, on its own window */
                 const int32_t *offset = p->rq.offset;
                 if (i1 - i0 != p->kh || j1 - j0 != p->kw) {
                     int32_t slot = -1;
