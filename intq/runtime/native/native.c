@@ -738,6 +738,23 @@ typedef struct {
 
 void intq_transpose(const intq_transpose_params *p, const int8_t *x, int8_t *y) {
     const int64_t *d = p->out_dim, *s = p->in_stride;
+#if defined(INTQ_AVX512) && defined(__AVX512VBMI__)
+    __m512i idx[4];
+    __mmask64 high[4];
+    if (s[3] != 1 && s[2] == 1 && d[3] >= 2 && d[3] <= 4) { /* the permutes of the interleaving loop below */
+        const int32_t g = (int32_t)d[3];
+        for (int32_t k = 0; k < g; ++k) {
+            uint8_t v[64];
+            high[k] = 0;
+            for (int32_t t = 0; t < 64; ++t) {
+                const int32_t q = 64 * k + t, plane = q % g;
+                v[t] = (uint8_t)(q / g + 64 * (plane & 1));
+                if (plane >= 2) high[k] |= (__mmask64)1 << t;
+            }
+            idx[k] = _mm512_loadu_si512((const void *)v);
+        }
+    }
+#endif
     for (int64_t i0 = 0; i0 < d[0]; ++i0)
         for (int64_t i1 = 0; i1 < d[1]; ++i1)
             for (int64_t i2 = 0; i2 < d[2]; ++i2) {
@@ -752,18 +769,6 @@ void intq_transpose(const intq_transpose_params *p, const int8_t *x, int8_t *y) 
                          * output vectors two two-register byte permutes (runs 0/1 and 2/3) blended;
                          * output byte q of the block is column q / d3 of run q % d3 */
                         const int32_t g = (int32_t)d[3];
-                        __m512i idx[4];
-                        __mmask64 high[4];
-                        for (int32_t k = 0; k < g; ++k) {
-                            uint8_t v[64];
-                            high[k] = 0;
-                            for (int32_t t = 0; t < 64; ++t) {
-                                const int32_t q = 64 * k + t, plane = q % g;
-                                v[t] = (uint8_t)(q / g + 64 * (plane & 1));
-                                if (plane >= 2) high[k] |= (__mmask64)1 << t;
-                            }
-                            idx[k] = _mm512_loadu_si512((const void *)v);
-                        }
                         for (; j0 + 64 <= d[2]; j0 += 64) {
                             const __m512i r0 = _mm512_loadu_si512((const void *)(src + j0)),
                                           r1 = _mm512_loadu_si512((const void *)(src + s[3] + j0)),
