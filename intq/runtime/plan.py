@@ -12,8 +12,10 @@ slots, so running it does no per-node dictionary, attribute or validation work:
   node's operator is bound to its attributes and fused activation the same way;
 * liveness: for each step, the slots whose last reader it is (``keep=False`` releases them there,
   so numpy reuses their memory for the next tensors);
-* the hot loop is ``outs = run(*[slots[i] for i in args])``; an exception is caught once around
-  the whole loop and re-raised naming the node (zero-cost while nothing fails).
+* the hot path is one generated function of straight-line statements ``s[o], = f7(s[a], s[b])``
+  (no per-step list, zip or loop work); an exception there re-runs the inputs through the step
+  loop (``outs = run(*[slots[i] for i in args])``, the same runs), which re-raises it naming the
+  node (zero-cost while nothing fails).
 
 :func:`rebatch` binds a graph to another batch size (the plan of each batch is compiled once, as
 LiteRT's ``resize_tensor_input`` re-prepares its kernels): the batch dimension of every tensor
@@ -146,6 +148,7 @@ class ExecutionPlan:
             steps = [s if r is s.run else replace(s, run=r) for s, r in zip(steps, runs)]
         self.steps = tuple(steps)
         self._flat = tuple((s.run, s.args, s.outs) for s in steps)
+        self._straight = _straight_line(self._flat)
         self.input_slots = tuple(self.slot[k] for k in graph.inputs)
         self.output_slots = tuple((k, self.slot[k]) for k in graph.outputs)
 
@@ -163,9 +166,18 @@ class ExecutionPlan:
         slots = self.new_slots()
         for s, v in zip(self.input_slots, values):
             slots[s] = v
+        if capture is None and keep and self._straight is not None:  # the hot path
+            try:
+                self._straight(slots)
+                slots[-1] = None
+                return slots
+            except Exception:  # noqa: BLE001 - the step loop below re-raises it naming the node
+                slots = self.new_slots()
+                for s, v in zip(self.input_slots, values):
+                    slots[s] = v
         i = 0
         try:
-            if capture is None and keep:  # the hot path
+            if capture is None and keep:
                 for i, (run, args, outs) in enumerate(self._flat):
                     res = run(*[slots[a] for a in args])
                     for o, v in zip(outs, res):
@@ -201,6 +213,27 @@ class ExecutionPlan:
             raise InterpreterError(
                 f"node {node.name!r} ({node.op_type}) failed on inputs of shapes {shapes}: {type(e).__name__}: {e}"
             ) from e
+
+
+_STRAIGHT_MAX_STEPS = 20000  # beyond this the generated function is not worth its compile time
+
+
+def _straight_line(flat) -> Callable | None:
+    """The plan's steps as one generated function ``run(s)`` of statements ``s[o1], s[o2] =
+    f_i(s[a1], s[a2])`` (each step's run a local variable): the hot path without per-step Python
+    loop work. Every step is the same call as the step loop's; None for very long plans."""
+    if not flat or len(flat) > _STRAIGHT_MAX_STEPS:
+        return None
+    lines = ["def make(flat):"]
+    lines += [f"    f{i} = flat[{i}][0]" for i in range(len(flat))]  # bound once: closure cells
+    lines.append("    def run(s):")
+    for i, (_, args, outs) in enumerate(flat):
+        call = f"f{i}({', '.join(f's[{a}]' for a in args)})"
+        lines.append(f"        {''.join(f's[{o}], ' for o in outs)}= {call}" if outs else f"        {call}")
+    lines.append("    return run")
+    namespace: dict = {}
+    exec(compile("\n".join(lines), "<intq plan>", "exec"), namespace)  # noqa: S102 - integer slot indices only
+    return namespace["make"](flat)
 
 
 # ------------------------------------------------------------------------------ batch binding
