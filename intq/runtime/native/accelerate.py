@@ -45,6 +45,9 @@ from intq.runtime import native
 
 _PAD = 32  # per-channel arrays are padded to a multiple of 32 (the widest vector read in native.c)
 _MB = 32  # output pixels per block (native.c MB)
+#: the int8 dtype object: the bound calls test ``x.dtype is _INT8`` (an equal dtype that is another
+#: object takes the checked path, which converts nothing)
+_INT8 = np.dtype(np.int8)
 
 
 def _padded(values, n: int, dtype=np.int32) -> np.ndarray:
@@ -101,11 +104,11 @@ class _Bound:
     fn_obj = None  # the entry point taking the array objects (native.Native.objects), when usable
 
     def __call__(self, x, *_constants):
-        if type(x) is not np.ndarray or x.dtype != np.int8 or not x.flags.c_contiguous or x.size != self.in_size:
+        if type(x) is not np.ndarray or x.dtype is not _INT8 or not x.flags.c_contiguous or x.size != self.in_size:
             if np.asarray(x).size != self.in_size:
                 raise ValueError(f"native kernel: input of {np.asarray(x).size} elements, prepared for {self.in_size}")
             x = np.ascontiguousarray(x, dtype=np.int8)
-        y = np.empty(self.out_shape, np.int8)
+        y = np.empty(self.out_shape, _INT8)
         if self.fn_obj is not None:
             self.fn_obj(self.address, x, y)
         else:
@@ -232,12 +235,12 @@ class _BoundBinary:
     def __call__(self, a, b):
         ops = []
         for v, size in zip((a, b), self.sizes):
-            if type(v) is not np.ndarray or v.dtype != np.int8 or not v.flags.c_contiguous or v.size != size:
+            if type(v) is not np.ndarray or v.dtype is not _INT8 or not v.flags.c_contiguous or v.size != size:
                 if np.asarray(v).size != size:
                     raise ValueError(f"native kernel: operand of {np.asarray(v).size} elements, prepared for {size}")
                 v = np.ascontiguousarray(v, dtype=np.int8)
             ops.append(v)
-        y = np.empty(self.out_shape, np.int8)
+        y = np.empty(self.out_shape, _INT8)
         if self.fn_obj is not None:
             self.fn_obj(self.address, ops[0], ops[1], y)
         else:
@@ -328,11 +331,11 @@ class _BoundTable:
         self.shape = shape
 
     def __call__(self, x, *_constants):
-        if type(x) is not np.ndarray or x.dtype != np.int8 or not x.flags.c_contiguous or x.size != self.size:
+        if type(x) is not np.ndarray or x.dtype is not _INT8 or not x.flags.c_contiguous or x.size != self.size:
             if np.asarray(x).size != self.size:
                 raise ValueError(f"native kernel: input of {np.asarray(x).size} elements, prepared for {self.size}")
             x = np.ascontiguousarray(x, dtype=np.int8)
-        y = np.empty(self.shape, np.int8)
+        y = np.empty(self.shape, _INT8)
         if self.fn_obj is not None:
             self.fn_obj(self.address, self.size, x, y)
         else:
@@ -481,11 +484,11 @@ class _BoundWithTable:
 
     def __call__(self, x, *_constants):
         conv = self.conv
-        if type(x) is not np.ndarray or x.dtype != np.int8 or not x.flags.c_contiguous or x.size != conv.in_size:
+        if type(x) is not np.ndarray or x.dtype is not _INT8 or not x.flags.c_contiguous or x.size != conv.in_size:
             self.last = None
             return conv(x)
-        y = np.empty(conv.out_shape, np.int8)
-        z = np.empty(conv.out_shape, np.int8)
+        y = np.empty(conv.out_shape, _INT8)
+        z = np.empty(conv.out_shape, _INT8)
         self.fused_fn(conv.address, self.table.address, x, y, z)
         self.last = (y, z)
         return (y,)
