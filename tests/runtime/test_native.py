@@ -239,6 +239,45 @@ def test_spatial_mean_equals_the_kernel(variants):
     assert {a for a, _ in forms} == {(1, 2), (2, 1), (-3, -2)} and {k for _, k in forms} == {True, False}, forms
 
 
+@needs_library
+@pytest.mark.parametrize("op", ["MUL", "ADD", "SUB"])
+def test_a_one_value_constant_operand_is_a_table_equal_to_the_kernel(variants, op):
+    """MUL / ADD / SUB of a tensor and a one-value constant (a hard sigmoid's scale and offset) is
+    tabulated from the kernel's own run at plan time: every int8 input, shapes smaller and larger
+    than the table, against the kernel's run; a constant first operand keeps the binary path."""
+    from intq.runtime.native.accelerate import _BoundTable
+
+    rng = np.random.default_rng(37)
+    taken = 0
+    for k, shape in enumerate([(1, 1, 1, 1), (1, 1, 1, 40), (1, 5, 7, 16), (3, 300)]):
+        s_a, s_b = float(10 ** rng.uniform(-3, 0)), float(10 ** rng.uniform(-3, 0))
+        s_y = (s_a * s_b if op == "MUL" else max(s_a, s_b)) * float(10 ** rng.uniform(-1, 1))
+        const = tensor("b", None, data=np.array([int(rng.integers(-128, 128))], np.int8).reshape((1,) * len(shape)),
+                       scale=s_b, zero_point=int(rng.integers(-128, 128)))
+        variable = tensor("a", shape, scale=s_a, zero_point=int(rng.integers(-128, 128)))
+        out = tensor("y", shape, scale=s_y, zero_point=int(rng.integers(-128, 128)))
+        for first in (variable, const):
+            graph = single_op_graph(op, [first, const if first is variable else variable], [out],
+                                    {"fused_activation_function": ("NONE", "RELU", "RELU6", "NONE")[k]})
+            node = graph.nodes[0]
+            plan = ExecutionPlan(graph, get_target("tflite"), native=False)
+            run, params = plan.kernels[node.name]
+            x = np.resize(ALL_INT8, int(np.prod(shape))).reshape(shape)
+            for label, variant in variants.items():
+                bound = native_run(node, graph, params, variant)
+                if bound is None:
+                    continue
+                if first is const:
+                    assert type(bound) is not _BoundTable
+                    continue
+                assert type(bound) is _BoundTable, (op, shape, label)
+                taken += 1
+                for v in (x, np.roll(x, 7)):
+                    np.testing.assert_array_equal(_call(variant, bound, v), run(params, v, const.data)[0],
+                                                  err_msg=f"{op} {shape} [{label}]")
+    assert taken >= 4 * len(variants)
+
+
 def _binary_cases(rng):
     """ADD, SUB, MUL: the oracle suite's random cases (most broadcast as the native loop does not:
     declined), every int8 pair at equal shapes (with MUL multipliers above 1: a left shift), and

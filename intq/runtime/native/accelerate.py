@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import ctypes
 from collections.abc import Callable
+from functools import partial
 
 import numpy as np
 
@@ -533,6 +534,32 @@ def fuse_tables(runs: list, args: list[tuple[int, ...]], outs: list[tuple[int, .
     return runs
 
 
+def _constant_operand_table(lib, node: Node, graph: Graph, params, kernel_run) -> _BoundTable | None:
+    """MUL / ADD / SUB of the data input 0 and a one-value constant (a hard sigmoid's scale and
+    offset): an int8 -> int8 function of each element alone, tabulated at plan time from the
+    kernel's own run on all 256 values (taken only where native.c implements the variant: the
+    reference kernels, whose result does not depend on an element's position)."""
+    x, c = (graph.tensors[t] for t in node.inputs[:2])
+    shape = graph.tensors[node.outputs[0]].shape
+    if (x.is_constant or not c.is_constant or c.data is None or np.asarray(c.data).size != 1 or not shape
+            or x.shape is None or tuple(x.shape) != tuple(shape)):
+        return None
+    size = int(np.prod(shape, dtype=np.int64))
+    values = np.arange(-128, 128, dtype=np.int64)
+    table = np.empty(256, np.int8)
+    try:
+        for start in range(0, 256, size):
+            chunk = np.resize(values[start:start + size], size)  # the last piece repeats values: harmless
+            got = np.asarray(kernel_run(chunk.astype(np.int8).reshape(shape), c.data)[0]).reshape(-1)
+            if got.dtype != np.int8:
+                return None
+            n = min(size, 256 - start)
+            table[start:start + n] = got[:n]
+    except (IntqError, ValueError):
+        return None
+    return _BoundTable(lib, np.ascontiguousarray(np.roll(table, -128)), tuple(shape))
+
+
 def native_run(node: Node, graph: Graph, params, lib: native.Native | None = None) -> Callable | None:
     """The native ``run`` of a prepared integer node (module docstring), or None; ``lib`` defaults
     to the process's library (:func:`intq.runtime.native.library`)."""
@@ -561,6 +588,11 @@ def native_run(node: Node, graph: Graph, params, lib: native.Native | None = Non
     if x.dtype != np.int8 or x.qparams is None or graph.tensors[node.outputs[0]].dtype != np.int8:
         return None
     bound = build(lib.lib, node, graph, params)
+    if bound is not None and node.op_type in ("MUL", "ADD", "SUB"):
+        from intq.kernels.base import lookup
+
+        table = _constant_operand_table(lib.lib, node, graph, params, partial(lookup(node.op_type).run, params))
+        bound = table or bound
     if bound is not None and lib.objects:
         bound.fn_obj = getattr(lib.lib, bound.fn.__name__ + "_obj")
     return bound
