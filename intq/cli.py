@@ -323,9 +323,7 @@ def _count(data, graph, pre) -> int | None:
     """How many samples a data source holds (for progress ETAs), without decoding it: a folder
     of images holds one per image; a single .npy/.npz, its first axis over the input's batch.
     None when that cannot be told cheaply (folders of array files, unknown batch)."""
-    import numpy as np
-
-    from intq.calibration.data import ARRAY_SUFFIXES, IMAGE_SUFFIXES
+    from intq.calibration.data import ARRAY_SUFFIXES, IMAGE_SUFFIXES, array_headers
 
     p = Path(data)
     if p.is_dir():
@@ -335,18 +333,16 @@ def _count(data, graph, pre) -> int | None:
         return sum(f in IMAGE_SUFFIXES for f in files) or None
     shape = graph.tensors[graph.inputs[0]].shape
     batch = shape[0] if shape and isinstance(shape[0], int) and shape[0] > 0 else None
-    if batch is None or p.suffix.lower() not in ARRAY_SUFFIXES:
+    if batch is None or p.suffix.lower() not in ARRAY_SUFFIXES or not p.is_file():
         return None
     try:
-        if p.suffix.lower() == ".npy":
-            rows = np.load(p, mmap_mode="r", allow_pickle=False).shape[0]
-        else:
-            with np.load(p, allow_pickle=False) as z:
-                key = graph.inputs[0] if graph.inputs[0] in z.files else z.files[0]
-                rows = z[key].shape[0]
-    except (OSError, ValueError, IndexError):  # the real pass reports the error with its context
+        headers = array_headers(p)  # the headers only: nothing is loaded here
+    except IntqError:  # the real pass reports the error with its context
         return None
-    return max(rows // batch, 1)
+    first = headers.get(graph.inputs[0], headers.get("")) or (next(iter(headers.values())) if headers else None)
+    if first is None or not first[0]:
+        return None
+    return max(first[0][0] // batch, 1)
 
 
 def _end_progress(args) -> None:
@@ -727,26 +723,19 @@ def _diff_schemes(args, g, samples, target: str) -> dict:
 # ------------------------------------------------------------------------------------- run
 
 def _read_inputs(path: str, graph) -> dict:
-    import numpy as np
-
-    from intq.calibration import CalibrationDataError
+    from intq.calibration.data import read_arrays
 
     p = Path(_existing(path, "--input"))
-    try:
-        if p.suffix.lower() == ".npy":
-            arrays = {graph.inputs[0]: np.load(p, allow_pickle=False)} if len(graph.inputs) == 1 else None
-            if arrays is None:
-                raise UsageError(f"--input {path}: the model has inputs {list(graph.inputs)}; give an .npz with an "
-                                 "array per input name")
-        elif p.suffix.lower() == ".npz":
-            with np.load(p, allow_pickle=False) as z:
-                arrays = {k: z[k] for k in z.files}
-            if len(arrays) == 1 and len(graph.inputs) == 1:
-                arrays = {graph.inputs[0]: next(iter(arrays.values()))}
-        else:
-            raise UsageError(f"--input {path}: expected a .npy or .npz file")
-    except (OSError, ValueError) as e:
-        raise CalibrationDataError(f"{path}: cannot read the array file ({e})") from None
+    if p.suffix.lower() not in (".npy", ".npz") or not p.is_file():
+        raise UsageError(f"--input {path}: expected a .npy or .npz file")
+    if p.suffix.lower() == ".npy" and len(graph.inputs) != 1:
+        raise UsageError(f"--input {path}: the model has inputs {list(graph.inputs)}; give an .npz with an "
+                         "array per input name")
+    arrays = read_arrays(p)  # headers checked first: a damaged or huge file is a clear error
+    if p.suffix.lower() == ".npy":
+        return {graph.inputs[0]: arrays}
+    if len(arrays) == 1 and len(graph.inputs) == 1:
+        arrays = {graph.inputs[0]: next(iter(arrays.values()))}
     return arrays
 
 
@@ -1073,89 +1062,121 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     """Parse the arguments and run the command; return the exit code (the module docstring)."""
-    parser = build_parser()
-    try:
-        args = parser.parse_args(argv)
-    except SystemExit as e:  # argparse: --help (0) or a usage error (2)
-        return int(e.code or 0)
-    except KeyboardInterrupt:
-        print("intq: interrupted, nothing written", file=sys.stderr)
-        return 128 + signal.SIGINT
-    if not getattr(args, "command", None):
-        parser.print_help()
-        return EXIT_USAGE
-    return _execute(args)
+    with _signals_as_interrupts():  # first: a Ctrl-C or SIGTERM from here on is cleaned up
+        args = None
+        try:
+            parser = build_parser()
+            try:
+                args = parser.parse_args(argv)
+            except SystemExit as e:  # argparse: --help (0) or a usage error (2)
+                return int(e.code or 0)
+            if not getattr(args, "command", None):
+                parser.print_help()
+                return EXIT_USAGE
+            return _execute(args)
+        except (KeyboardInterrupt, Interrupted) as e:  # outside the command's own handler (parsing, reporting)
+            return _interrupted("intq", e, getattr(args, "outputs", None))
+
+
+def _interrupted(name: str, e: BaseException, outputs) -> int:
+    """Ctrl-C / SIGTERM: discard what is staged, say what (if anything) was already written. ``e`` may
+    be what the interruption became inside a library (below)."""
+    committed = []
+    if outputs is not None:
+        outputs.discard()
+        committed = outputs.committed
+    if committed:
+        print(f"{name}: interrupted after writing {', '.join(map(str, committed))}", file=sys.stderr)
+    else:
+        print(f"{name}: interrupted, nothing written", file=sys.stderr)
+    received = _RECEIVED[-1] if _RECEIVED else None
+    return 128 + (signal.SIGTERM if isinstance(e, Interrupted) or received == signal.SIGTERM else signal.SIGINT)
 
 
 def _execute(args) -> int:
     """The one top-level handler: run the command, commit its staged outputs when it succeeded,
     and turn every way it can end into one readable paragraph and an exit code. Ctrl-C (and
     SIGTERM) discard the staged outputs: "interrupted, nothing written"."""
-    from intq.files import OutputPathError, StagedOutputs
+    from intq.files import StagedOutputs
     from intq.limits import max_tensor_bytes_set
 
     name = f"intq {args.command}"
     args.outputs = StagedOutputs(overwrite=getattr(args, "force", False))
     try:
-        with _sigterm_as_interrupt(), max_tensor_bytes_set(getattr(args, "max_tensor_size", None)):
-            result = args.func(args)
-            args.outputs.commit()
-    except (KeyboardInterrupt, Interrupted) as e:
-        args.outputs.discard()
-        code = 128 + (signal.SIGTERM if isinstance(e, Interrupted) else signal.SIGINT)
-        committed = args.outputs.committed
-        if committed:
-            print(f"{name}: interrupted after writing {', '.join(map(str, committed))}", file=sys.stderr)
-        else:
-            print(f"{name}: interrupted, nothing written", file=sys.stderr)
-        return code
-    except (UsageError, OutputPathError) as e:
+        try:
+            with max_tensor_bytes_set(getattr(args, "max_tensor_size", None)):
+                result = args.func(args)
+                args.outputs.commit()
+        except (KeyboardInterrupt, Interrupted) as e:
+            return _interrupted(name, e, args.outputs)
+        except BaseException as e:
+            if _RECEIVED:  # a Ctrl-C that landed inside a library became its error ("ImportError: initialization
+                return _interrupted(name, e, args.outputs)  # failed" for an import): the user's, not intq's bug
+            code = _failure(name, args, e)
+            if code is None:
+                raise
+            return code
+        finally:
+            args.outputs.discard()
+        try:
+            if getattr(args, "json", False):
+                print(json.dumps(result, indent=1, default=str))
+            sys.stdout.flush()
+        except BrokenPipeError:  # `intq ... | head`: the reader left; not an error of ours
+            sys.stdout = open(os.devnull, "w")
+        return EXIT_OK
+    except (KeyboardInterrupt, Interrupted) as e:  # while reporting (after the commit)
+        return _interrupted(name, e, args.outputs)
+
+
+def _failure(name: str, args, e: BaseException) -> int | None:
+    """Print how the command failed, in one paragraph; its exit code (None: not ours to handle)."""
+    from intq.files import OutputPathError
+
+    if isinstance(e, (UsageError, OutputPathError)):
         print(f"{name}: {e}", file=sys.stderr)
         return EXIT_USAGE
-    except IntqError as e:  # a problem with the model, the data or the request: one paragraph
-        if args.debug:
-            traceback.print_exc()
+    if not isinstance(e, Exception):
+        return None
+    if args.debug:
+        traceback.print_exc()
+    if isinstance(e, IntqError):  # a problem with the model, the data or the request
         text = e.cli_message() if hasattr(e, "cli_message") else str(e)  # the fix as an option
         print(f"{name}: {type(e).__name__}: {text}", file=sys.stderr)
         return EXIT_FAILURE
-    except OSError as e:  # the file system said no: a full disk, a permission, a vanished file
-        if args.debug:
-            traceback.print_exc()
+    if isinstance(e, OSError):  # the file system said no: a full disk, a permission, a vanished file
         where = f"{e.filename}: " if e.filename else ""
         print(f"{name}: {where}{e.strerror or e}; nothing was written", file=sys.stderr)
         return EXIT_FAILURE
-    except Exception as e:  # anything else is a bug in intq: say so, never as a raw traceback
-        if args.debug:
-            traceback.print_exc()
-        print(f"{name}: internal error: {type(e).__name__}: {e}\nThis is a bug in intq; nothing was written. Run "
-              "again with --debug for the traceback and please report it.", file=sys.stderr)
-        return EXIT_INTERNAL
-    finally:
-        args.outputs.discard()
-    try:
-        if getattr(args, "json", False):
-            print(json.dumps(result, indent=1, default=str))
-        sys.stdout.flush()
-    except BrokenPipeError:  # `intq ... | head`: the reader left; not an error of ours
-        sys.stdout = open(os.devnull, "w")
-    return EXIT_OK
+    print(f"{name}: internal error: {type(e).__name__}: {e}\nThis is a bug in intq; nothing was written. Run again "
+          "with --debug for the traceback and please report it.", file=sys.stderr)  # never a raw traceback
+    return EXIT_INTERNAL
+
+
+#: The interrupting signals received since main started (the handlers below record them).
+_RECEIVED: list[int] = []
 
 
 @contextlib.contextmanager
-def _sigterm_as_interrupt():
-    """SIGTERM raises :class:`Interrupted` (cleaned up like Ctrl-C) inside the block."""
+def _signals_as_interrupts():
+    """Inside the block, Ctrl-C raises KeyboardInterrupt and SIGTERM :class:`Interrupted` (both cleaned
+    up by the handler), each recorded in :data:`_RECEIVED` so that an interruption a library turned
+    into another exception is still recognised."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
 
     def interrupt(signum, frame):
-        raise Interrupted()
+        _RECEIVED.append(signum)
+        raise Interrupted() if signum == signal.SIGTERM else KeyboardInterrupt()
 
-    old = signal.signal(signal.SIGTERM, interrupt)
+    _RECEIVED.clear()
+    old = {sig: signal.signal(sig, interrupt) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, old)
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
 
 
 if __name__ == "__main__":

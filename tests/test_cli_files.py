@@ -129,10 +129,38 @@ def test_sigterm_becomes_an_interruption(files, capsys, tmp_path, monkeypatch):
         os.kill(os.getpid(), signal.SIGTERM)
         raise AssertionError("SIGTERM did not interrupt the command")
 
-    args = cli.build_parser().parse_args(["run", str(files / "q.tflite"), "--input", str(files / "x.npy"), "-o",
-                                          str(out)])
-    monkeypatch.setattr(args, "func", command)
-    assert cli._execute(args) == 128 + signal.SIGTERM
+    monkeypatch.setattr(cli, "cmd_run", command)
+    before = signal.getsignal(signal.SIGTERM)
+    assert cli.main(["run", str(files / "q.tflite"), "--input", str(files / "x.npy"), "-o", str(out)]) == 143
     assert "interrupted, nothing written" in capsys.readouterr().err
     assert not out.exists() and stray_temporaries([tmp_path]) == []
-    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL or callable(signal.getsignal(signal.SIGTERM))
+    assert signal.getsignal(signal.SIGTERM) is before  # the handler is main's only
+
+
+def test_an_interrupt_while_parsing_is_handled(capsys, monkeypatch):
+    def parse(self, argv=None, namespace=None):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli.argparse.ArgumentParser, "parse_args", parse)
+    assert cli.main(["run", "m.tflite", "--input", "x.npy"]) == 130
+    assert "interrupted, nothing written" in capsys.readouterr().err
+
+
+def test_a_ctrl_c_a_library_turned_into_its_own_error_is_still_an_interruption(files, capsys, tmp_path, monkeypatch):
+    """Ctrl-C during a lazy import surfaces as ``ImportError: initialization failed`` (or a
+    RuntimeError from ``__set_name__``): the command says "interrupted", not "a bug in intq"."""
+    out = tmp_path / "y.npz"
+
+    def command(args):
+        args.outputs.stage(args.output, b"partial")
+        try:
+            os.kill(os.getpid(), signal.SIGINT)
+            raise AssertionError("SIGINT was not delivered")
+        except KeyboardInterrupt:
+            raise ImportError("initialization failed") from None
+
+    monkeypatch.setattr(cli, "cmd_run", command)
+    assert cli.main(["run", str(files / "q.tflite"), "--input", str(files / "x.npy"), "-o", str(out)]) == 130
+    err = capsys.readouterr().err
+    assert "interrupted, nothing written" in err and "internal error" not in err
+    assert not out.exists() and stray_temporaries([tmp_path]) == []

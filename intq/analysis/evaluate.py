@@ -179,13 +179,17 @@ def load_labels(path) -> np.ndarray:
     path = Path(path)
     if not path.is_file():
         raise EvaluationError(f"{path}: no such labels file")
+    from intq.calibration.data import CalibrationDataError, read_arrays
+
     try:
         if path.suffix.lower() == ".npy":
-            labels = np.load(path, allow_pickle=False)
+            labels = read_arrays(path)
         else:
             text = path.read_text().replace(",", " ").split()
             labels = np.array([int(v) for v in text], dtype=np.int64)
-    except (OSError, ValueError) as e:
+    except CalibrationDataError as e:
+        raise EvaluationError(str(e)) from None
+    except (OSError, ValueError, OverflowError) as e:
         raise EvaluationError(f"{path}: cannot read labels ({e}); expected a .npy of integers or a text file "
                               "with one integer per line") from None
     if not np.issubdtype(labels.dtype, np.integer):

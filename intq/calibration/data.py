@@ -16,6 +16,9 @@ sample index (and the file).
 
 from __future__ import annotations
 
+import math
+import zipfile
+import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +27,7 @@ import numpy as np
 
 from intq.errors import IntqError
 from intq.ir import Graph
+from intq.limits import TensorTooLargeError, check_tensor_size
 
 #: Samples per run in calibration, evaluation and comparison (``--batch-size``).
 DEFAULT_BATCH_SIZE = 32
@@ -51,6 +55,30 @@ class ImagePreprocess:
     layout: str = "NCHW"
     grayscale: bool = False
 
+    def __post_init__(self):
+        """Refuse, before any image is read, sizes that are not positive integers or too large
+        (:mod:`intq.limits`), and a mean/std that is not finite, one value or one per channel."""
+        channels = 1 if self.grayscale else 3
+        for name in ("height", "width"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+                raise CalibrationDataError(f"image {name} must be a positive integer, got {v!r}")
+        try:
+            check_tensor_size((1, channels, self.height, self.width), np.float32,
+                              f"images resized to {self.height}x{self.width}")
+        except TensorTooLargeError as e:
+            raise CalibrationDataError(str(e)) from None
+        for name in ("mean", "std"):
+            v = tuple(getattr(self, name))
+            if len(v) not in (1, channels) and not (len(v) == 3 and channels == 1):
+                raise CalibrationDataError(f"image {name} needs 1 or {channels} values, got {len(v)}: {list(v)}")
+            if not all(isinstance(x, (int, float, np.number)) and math.isfinite(x) for x in v):
+                raise CalibrationDataError(f"image {name} must be finite numbers, got {list(v)}")
+        if not all(s > 0 for s in self.std):
+            raise CalibrationDataError(f"image std must be positive, got {list(self.std)}")
+        if str(self.layout).upper() not in ("NCHW", "NHWC"):
+            raise CalibrationDataError(f"layout must be NCHW or NHWC, got {self.layout!r}")
+
     def __call__(self, path: Path) -> np.ndarray:
         try:
             from PIL import Image
@@ -60,11 +88,13 @@ class ImagePreprocess:
             with Image.open(path) as im:
                 im = im.convert("L" if self.grayscale else "RGB").resize((self.width, self.height), Image.BILINEAR)
                 x = np.asarray(im, dtype=np.float32) / 255.0
-        except OSError as e:
-            raise CalibrationDataError(f"{path}: cannot read the image ({e})") from None
+        except (OSError, ValueError, SyntaxError, Image.DecompressionBombError) as e:  # Pillow's ways to say "corrupt"
+            raise CalibrationDataError(f"{path}: cannot read the image ({type(e).__name__}: {e})") from None
         if x.ndim == 2:
             x = x[:, :, None]
-        x = (x - np.asarray(self.mean[: x.shape[2]], np.float32)) / np.asarray(self.std[: x.shape[2]], np.float32)
+        mean, std = (np.asarray(v[: x.shape[2]] if len(v) >= x.shape[2] else v[:1], np.float32)
+                     for v in (self.mean, self.std))
+        x = (x - mean) / std
         if self.layout.upper() == "NCHW":
             x = x.transpose(2, 0, 1)
         elif self.layout.upper() != "NHWC":
@@ -91,14 +121,79 @@ def _files(folder: Path) -> list[Path]:
     return files
 
 
-def _load_array_file(path: Path, graph: Graph):
+#: What a damaged or foreign .npy/.npz raises inside numpy and zipfile while it is read.
+_UNREADABLE = (OSError, ValueError, EOFError, SyntaxError, zipfile.BadZipFile, zlib.error, KeyError, UnicodeError)
+
+
+def _npy_header(f, where: str) -> tuple[tuple[int, ...], np.dtype]:
+    """Shape and dtype from an .npy header (nothing else is read), checked against the size limit."""
+    version = np.lib.format.read_magic(f)
+    if version == (1, 0):
+        shape, _, dtype = np.lib.format.read_array_header_1_0(f)
+    elif version in ((2, 0), (3, 0)):  # 3.0 differs from 2.0 only in the header's text encoding (UTF-8)
+        shape, _, dtype = np.lib.format.read_array_header_2_0(f)
+    else:
+        raise CalibrationDataError(f"{where}: .npy format version {version} is not one numpy writes")
+    if dtype.hasobject:
+        raise CalibrationDataError(f"{where}: holds Python objects (a pickled array); save numbers, e.g. "
+                                   "np.save(path, x.astype(np.float32))")
+    try:
+        check_tensor_size(shape, dtype, where)
+    except TensorTooLargeError as e:
+        raise CalibrationDataError(str(e)) from None
+    return shape, dtype
+
+
+def array_headers(path: str | Path) -> dict[str, tuple[tuple[int, ...], np.dtype]]:
+    """``{name: (shape, dtype)}`` of an .npy (name ``""``) or .npz file, from the headers only."""
+    path = Path(path)
     try:
         if path.suffix.lower() == ".npy":
-            return np.load(path, allow_pickle=False)
-        with np.load(path, allow_pickle=False) as z:
-            arrays = {k: z[k] for k in z.files}
-    except (OSError, ValueError) as e:
-        raise CalibrationDataError(f"{path}: cannot read the array file ({e})") from None
+            with open(path, "rb") as f:
+                return {"": _npy_header(f, str(path))}
+        with zipfile.ZipFile(path) as z:
+            out = {}
+            for member in z.namelist():
+                with z.open(member) as f:
+                    out[member[:-4] if member.endswith(".npy") else member] = _npy_header(f, f"{path}: {member}")
+            return out
+    except CalibrationDataError:
+        raise
+    except _UNREADABLE as e:
+        raise CalibrationDataError(f"{path}: cannot read the array file ({type(e).__name__}: {e})") from None
+
+
+def read_arrays(path: str | Path) -> np.ndarray | dict[str, np.ndarray]:
+    """The array of an .npy file, or ``{name: array}`` of an .npz, read safely: every header is
+    checked (no pickled objects, within the size limit, :mod:`intq.limits`) before its data is read,
+    and a damaged file raises :class:`CalibrationDataError` naming it."""
+    path = Path(path)
+    try:
+        if path.suffix.lower() == ".npy":
+            with open(path, "rb") as f:
+                _npy_header(f, str(path))
+                f.seek(0)
+                return np.lib.format.read_array(f, allow_pickle=False)
+        arrays = {}
+        with zipfile.ZipFile(path) as z:
+            for member in z.namelist():
+                where = f"{path}: {member}"
+                with z.open(member) as f:
+                    _npy_header(f, where)
+                with z.open(member) as f:
+                    arrays[member[:-4] if member.endswith(".npy") else member] = np.lib.format.read_array(
+                        f, allow_pickle=False)
+        return arrays
+    except CalibrationDataError:
+        raise
+    except _UNREADABLE as e:
+        raise CalibrationDataError(f"{path}: cannot read the array file ({type(e).__name__}: {e})") from None
+
+
+def _load_array_file(path: Path, graph: Graph):
+    arrays = read_arrays(path)
+    if isinstance(arrays, np.ndarray):
+        return arrays
     if len(arrays) == 1 and len(graph.inputs) == 1 and graph.inputs[0] not in arrays:
         return next(iter(arrays.values()))
     return arrays
@@ -262,7 +357,7 @@ def _validate(sample: Mapping[str, np.ndarray], graph: Graph, index: int, where:
                 f"sample {index} ({where}): input {name!r} has shape {tuple(arr.shape)}, the model expects {t.shape}"
             )
         if np.issubdtype(t.dtype, np.floating):
-            if not np.issubdtype(arr.dtype, np.number):
-                raise CalibrationDataError(f"sample {index} ({where}): input {name!r} is {arr.dtype}, not numeric")
+            if arr.dtype.kind not in "iuf":  # complex would lose its imaginary part, bool/str/objects mean nothing
+                raise CalibrationDataError(f"sample {index} ({where}): input {name!r} is {arr.dtype}, not real numbers")
             if not np.all(np.isfinite(arr)):
                 raise CalibrationDataError(f"sample {index} ({where}): input {name!r} contains NaN or Inf")

@@ -156,7 +156,14 @@ class ConversionContext:
             raise ConversionError(f"tensor {float_name!r} has no integer value yet (is it a float constant?)") from None
 
     def qparams_of(self, float_name: str) -> QuantParams:
-        return self.tensors[self.value(float_name).name].qparams
+        """The quantization of ``float_name``'s integer tensor; a rule asking it of a tensor that holds
+        plain integers (an integer graph input, indices) is refused by name."""
+        t = self.tensors[self.value(float_name).name]
+        if t.qparams is None:
+            raise ConversionError(f"tensor {float_name!r} holds {np.dtype(t.dtype).name} values the model does not "
+                                  "quantize (an integer graph input or indices), but its consumer needs real values; "
+                                  "give the model a float input")
+        return t.qparams
 
     def value_as(self, float_name: str, perm: tuple[int, ...]) -> str:
         """The integer tensor of ``float_name`` in layout ``perm`` (a TRANSPOSE when needed)."""

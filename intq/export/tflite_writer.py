@@ -55,6 +55,8 @@ def to_tflite_bytes(graph: Graph, description: str = "intq") -> bytes:
     """Serialise ``graph`` (an integer graph: TFLite builtin nodes, static shapes, or an unbound
     dynamic .tflite import), the batch dynamic in ``shape_signature``. The float ops of a float
     island become TFLite float builtins (:func:`intq.tflite.float_builtins.float_ops_as_builtins`)."""
+    if not isinstance(graph, Graph):
+        raise IntqError(f"export_tflite takes an intq Graph (from intq.quantize or intq.load), got {type(graph).__name__}")
     graph = float_ops_as_builtins(graph)
     b = TfliteModelBuilder(description=description, subgraph_name=graph.name)
     shapes, signatures = _signatures(graph)

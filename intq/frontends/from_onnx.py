@@ -26,10 +26,11 @@ from typing import Any
 
 import numpy as np
 import onnx
-from onnx import helper, numpy_helper
+from onnx import helper
 
 from intq.errors import GraphError, IntqError, UnsupportedOperatorError
-from intq.frontends.from_onnx_quantized import is_quantized, load_quantized_onnx
+from intq.frontends import onnx_checks as checks
+from intq.frontends.from_onnx_quantized import check_contrib_nodes, is_quantized, load_quantized_onnx
 from intq.frontends.onnx_if import bind_constant_inputs, fold_constant_ifs
 from intq.frontends.shapes import InputShapeError, is_dynamic
 from intq.ir import Graph, Node, Tensor, topological_order
@@ -231,17 +232,20 @@ def _drop_legacy_broadcast(node: Node, ctx: _Context) -> list[Node]:
 
 # ---------------------------------------------------------------------------------------- loading
 
-def _read(model) -> tuple[onnx.ModelProto, str]:
+def _read(model) -> tuple[onnx.ModelProto, str, Path | None]:
+    """The proto, the model's name and its folder (None for a proto: external data cannot be found).
+    External data is not read here: :func:`intq.frontends.onnx_checks.tensor_array` reads it,
+    confined to the model's folder, once its size is checked."""
     if isinstance(model, onnx.ModelProto):
-        return model, model.graph.name or "model"
+        return model, model.graph.name or "model", None
     path = Path(os.fspath(model))
     if not path.is_file():
         raise OnnxImportError(f"{path}: no such file; give the path of an .onnx model")
     try:
-        proto = onnx.load(str(path))
-    except Exception as e:  # protobuf DecodeError, external data errors...
+        proto = onnx.load(str(path), load_external_data=False)
+    except Exception as e:  # protobuf DecodeError...
         raise OnnxImportError(f"{path}: not a readable ONNX model ({type(e).__name__}: {e})") from None
-    return proto, path.stem
+    return proto, path.stem, path.parent
 
 
 def _default_opset(proto: onnx.ModelProto, where: str) -> int:
@@ -310,6 +314,11 @@ def _symbols(type_proto: onnx.TypeProto) -> tuple[str, ...]:
                  for d in type_proto.tensor_type.shape.dim)
 
 
+def _known_type(type_proto: onnx.TypeProto) -> bool:
+    """A tensor type whose element type numpy can represent (inference may report others)."""
+    return type_proto.HasField("tensor_type") and type_proto.tensor_type.elem_type in checks.READABLE_TYPES
+
+
 def _dtype(type_proto: onnx.TypeProto) -> np.dtype:
     elem = type_proto.tensor_type.elem_type
     if not elem:
@@ -358,12 +367,30 @@ def _bind_inputs(proto: onnx.ModelProto, input_shapes: Mapping[str, Sequence[int
 _SHAPE_ONLY_ELEMENTS = 4096  # initializers larger than this are weights: inference needs their shape only
 
 
-def _with_bound_inputs(proto: onnx.ModelProto, bound: Mapping[str, tuple[int, ...]]) -> onnx.ModelProto:
+def _value_info(model: onnx.ModelProto) -> dict[str, onnx.ValueInfoProto]:
+    """Every value_info and graph output of an inferred model, by name (the entry that knows the shape)."""
+    value_info: dict[str, onnx.ValueInfoProto] = {}
+    for v in list(model.graph.output) + list(model.graph.value_info):
+        if v.name not in value_info or _dims(value_info[v.name].type) is None:
+            value_info[v.name] = v
+    return value_info
+
+
+def _with_bound_inputs(proto: onnx.ModelProto, bound: Mapping[str, tuple[int, ...]],
+                       check: Callable[[dict[str, onnx.ValueInfoProto]], None] | None = None) -> onnx.ModelProto:
     """ONNX shape inference (with data propagation) on a copy whose inputs are bound and whose
-    large initializers are turned into typed graph inputs, so weights are not serialised."""
+    large initializers are turned into typed graph inputs, so weights are not serialised.
+
+    Two passes: without data propagation first, whose shapes ``check`` sees (the size limit),
+    then with it — ONNX's data propagation materialises the values it propagates (a Cast of a
+    constant Range of 2^48 elements allocates them), so it runs only on a model whose statically
+    known tensors are within the limit."""
     model = onnx.ModelProto()
     model.CopyFrom(proto)
-    big = [t for t in model.graph.initializer if int(np.prod(t.dims, dtype=np.int64)) > _SHAPE_ONLY_ELEMENTS]
+    for out in model.graph.output:  # inference computes output shapes (onnx_checks compares the declared ones)
+        out.type.tensor_type.ClearField("shape")
+    big = [t for t in model.graph.initializer
+           if t.data_location == onnx.TensorProto.EXTERNAL or int(np.prod(t.dims, dtype=object)) > _SHAPE_ONLY_ELEMENTS]
     declared = {i.name for i in model.graph.input}
     for t in big:
         model.graph.initializer.remove(t)
@@ -376,9 +403,19 @@ def _with_bound_inputs(proto: onnx.ModelProto, bound: Mapping[str, tuple[int, ..
             for d in bound[inp.name]:
                 dims.add().dim_value = d
     try:
-        return onnx.shape_inference.infer_shapes(model, strict_mode=False, data_prop=True)
+        first = onnx.shape_inference.infer_shapes(model, strict_mode=False, data_prop=False)
     except Exception:  # inference is an aid: shapes are re-derived by execution later
         return model
+    if check is not None:
+        check(_value_info(first))
+    try:
+        return onnx.shape_inference.infer_shapes(model, strict_mode=False, data_prop=True)
+    except Exception:
+        return first
+
+
+#: Operators whose input 1 (weights) and input 2 (bias) must be finite when they are initializers.
+_WEIGHTED_OPS = frozenset({"Conv", "ConvTranspose", "Gemm", "MatMul"})
 
 
 def load_onnx(model, input_shapes: Mapping[str, Sequence[int]] | None = None,
@@ -392,33 +429,53 @@ def load_onnx(model, input_shapes: Mapping[str, Sequence[int]] | None = None,
     :class:`UnsupportedOperatorError` (every unsupported op and its nodes, at once),
     :class:`OnnxImportError` (unreadable file, bad opset or shapes) or :class:`GraphError`.
     """
-    proto, model_name = _read(model)
+    proto, model_name, folder = _read(model)
     where = f"ONNX model {model_name!r}"
+    checks.check_structure(proto, where)
     if is_quantized(proto):  # QDQ / QOperator: intq's integer operators (intq.frontends.from_onnx_quantized)
-        return load_quantized_onnx(proto, *_bind_inputs(proto, input_shapes, where), where, model_name)
+        checks.check_nodes(proto, where)  # the ai.onnx nodes against their schemas
+        check_contrib_nodes(proto, where)  # onnxruntime's com.microsoft nodes against theirs
+        return load_quantized_onnx(proto, *_bind_inputs(proto, input_shapes, where), where, model_name, folder=folder)
     opset = _default_opset(proto, where)
     _check_operators(proto, opset, where, if_pending=True)
     proto = bind_constant_inputs(proto, constant_inputs or {}, where)
     real_inputs, bound = _bind_inputs(proto, input_shapes, where)
     proto = fold_constant_ifs(proto, bound, opset)
     _check_operators(proto, opset, where)
-    inferred = _with_bound_inputs(proto, bound)
+    checks.check_nodes(proto, where)
 
-    value_info: dict[str, onnx.ValueInfoProto] = {}
-    for v in list(inferred.graph.output) + list(inferred.graph.value_info):
-        if v.name not in value_info or _dims(value_info[v.name].type) is None:
-            value_info[v.name] = v  # keep the entry that knows the shape
+    def check_sizes(value_info: dict[str, onnx.ValueInfoProto]) -> None:
+        checks.check_sizes(where, bound, {i.name: _dtype(i.type) for i in real_inputs},
+                           {k: (_dims(v.type), _dtype(v.type)) for k, v in value_info.items() if _known_type(v.type)})
+
+    check_sizes({})  # the bound inputs, before inference looks at them
+    value_info = _value_info(_with_bound_inputs(proto, bound, check_sizes))
+    check_sizes(value_info)
+    checks.check_declared_outputs(where, {o.name: _dims(o.type) for o in proto.graph.output},
+                                  {k: _dims(v.type) for k, v in value_info.items()})
+    for o in proto.graph.output:  # an output inference could not shape keeps its declared shape
+        if o.name not in value_info or _dims(value_info[o.name].type) is None:
+            value_info[o.name] = o
     ranks = {k: len(d) for k, v in value_info.items() if (d := _dims(v.type)) is not None}
     ranks.update({k: len(v) for k, v in bound.items()})
     ctx = _Context(opset=opset, ranks=ranks)
 
     tensors: dict[str, Tensor] = {}
     for init in proto.graph.initializer:
-        tensors[init.name] = Tensor(init.name, data=numpy_helper.to_array(init))
+        tensors[init.name] = Tensor(init.name, data=checks.tensor_array(init, f"{where}: initializer {init.name!r}",
+                                                                        folder))
         ctx.taken.add(init.name)
     for inp in real_inputs:
         tensors[inp.name] = Tensor(inp.name, dtype=_dtype(inp.type), shape=bound[inp.name])
         ctx.taken.add(inp.name)
+    for n in proto.graph.node:  # weights of linear ops: a NaN or an infinity makes NaN / ±inf outputs
+        if n.op_type in _WEIGHTED_OPS:
+            for name in list(n.input)[1:3]:
+                t = tensors.get(name)
+                if t is not None and t.data is not None and t.data.dtype.kind == "f" and not np.isfinite(t.data).all():
+                    raise OnnxImportError(f"{where}: node {n.name or n.op_type!r} ({n.op_type}): its weight {name!r} "
+                                          f"holds {int((~np.isfinite(t.data)).sum())} NaN or infinite values; every "
+                                          "output they touch would be NaN or infinite (runtimes then differ on NaN)")
     node_names: set[str] = set()
     for n in proto.graph.node:
         ctx.taken.update(o for o in n.output if o)
@@ -429,7 +486,8 @@ def load_onnx(model, input_shapes: Mapping[str, Sequence[int]] | None = None,
     nodes: list[Node] = []
     seen_names: set[str] = set()
     for i, n in enumerate(proto.graph.node):
-        attrs = {a.name: _attr_value(a) for a in n.attribute}
+        attrs = {a.name: _attr_value(a, f"{where}: node {n.name or i!r} ({n.op_type}) attribute {a.name!r}", folder)
+                 for a in n.attribute}
         name = n.name or f"{n.op_type}_{i}"
         if name in seen_names:
             name = ctx.unique(name)
@@ -460,14 +518,17 @@ def load_onnx(model, input_shapes: Mapping[str, Sequence[int]] | None = None,
     return explicit_pads(graph.prune())
 
 
-def _attr_value(attr: onnx.AttributeProto) -> Any:
+def _attr_value(attr: onnx.AttributeProto, what: str = "an attribute", folder: Path | None = None) -> Any:
     value = helper.get_attribute_value(attr)
-    if isinstance(value, bytes):
-        return value.decode("utf-8")
+    try:
+        if isinstance(value, bytes):
+            return value.decode("utf-8")
+        if isinstance(value, list) and value and isinstance(value[0], bytes):
+            return [v.decode("utf-8") for v in value]
+    except UnicodeDecodeError:
+        raise OnnxImportError(f"{what}: the string is not UTF-8") from None
     if isinstance(value, onnx.TensorProto):
-        return numpy_helper.to_array(value)
-    if isinstance(value, list) and value and isinstance(value[0], bytes):
-        return [v.decode("utf-8") for v in value]
+        return checks.tensor_array(value, what, folder)
     return value
 
 

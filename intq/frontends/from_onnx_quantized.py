@@ -39,6 +39,7 @@ import onnx
 from onnx import helper, numpy_helper
 
 from intq.errors import GraphError, UnsupportedOperatorError
+from intq.frontends import onnx_checks
 from intq.ir import Graph, Node, Tensor, topological_order
 from intq.kernels._conv_common import compute_padding
 from intq.onnx_format.schema import MS_DOMAIN
@@ -51,6 +52,20 @@ QOPERATORS = frozenset({"QLinearConv", "QLinearMatMul", "QGemm", "QLinearAdd", "
 MOVEMENT = frozenset({"Reshape", "Flatten", "Transpose", "Squeeze", "Unsqueeze", "Identity", "MaxPool", "Pad",
                       "Concat", "Split"})
 _EIGHT_BIT = (np.dtype(np.int8), np.dtype(np.uint8))
+_INT, _FLOAT = onnx.AttributeProto.INT, onnx.AttributeProto.FLOAT
+#: onnxruntime's contrib (com.microsoft) operators read here: (min, max) inputs and each attribute's
+#: type, from onnxruntime's contrib schemas (onnx's checker does not know them; the ai.onnx nodes
+#: are checked against their schemas by :func:`intq.frontends.onnx_checks.check_nodes`).
+MS_SCHEMAS: dict[str, tuple[int, int, dict[str, int]]] = {
+    "QGemm": (6, 9, {"transA": _INT, "transB": _INT, "alpha": _FLOAT, "beta": _FLOAT}),
+    "QLinearAdd": (7, 8, {}),
+    "QLinearMul": (7, 8, {}),
+    "QLinearSigmoid": (4, 5, {}),
+    "QLinearLeakyRelu": (4, 5, {"alpha": _FLOAT}),
+    "QLinearSoftmax": (4, 5, {"axis": _INT, "opset": _INT}),
+    "QLinearConcat": (5, 2 + 3 * 2**16, {"axis": _INT}),
+    "QLinearGlobalAveragePool": (5, 5, {"channels_last": _INT}),
+}
 #: Quantized models are read from opset 10 (QuantizeLinear, QLinearConv) on: the 8-bit per-tensor
 #: and per-axis forms read here kept their semantics since; later additions (block_size,
 #: output_dtype, precision, float8 / 4-bit / 16-bit types) are refused by name.
@@ -142,7 +157,11 @@ class _Import:
         return name
 
     def t(self, onnx_name: str) -> Tensor:
-        return self.tensors[self.alias.get(onnx_name, onnx_name)]
+        name = self.alias.get(onnx_name, onnx_name)
+        if name not in self.tensors:
+            raise GraphError(f"{self.where}: tensor {onnx_name!r} is read before anything writes it (not a graph "
+                             "input, an initializer or an earlier node's output)")
+        return self.tensors[name]
 
     def name(self, onnx_name: str) -> str:
         return self.alias.get(onnx_name, onnx_name)
@@ -186,6 +205,41 @@ def _attrs(node: onnx.NodeProto) -> dict:
     return {a.name: helper.get_attribute_value(a) for a in node.attribute}
 
 
+def check_contrib_nodes(proto: onnx.ModelProto, where: str) -> None:
+    """The com.microsoft nodes against :data:`MS_SCHEMAS`: input count, attribute names and types."""
+    for k, node in enumerate(proto.graph.node):
+        if node.domain != MS_DOMAIN or node.op_type not in MS_SCHEMAS:
+            continue
+        lo, hi, types = MS_SCHEMAS[node.op_type]
+        name = f"{where}: node {node.name or k!r} ({node.op_type})"
+        if not lo <= len(node.input) <= hi or len(node.output) != 1:
+            raise QuantizedOnnxError(f"{name}: {len(node.input)} inputs and {len(node.output)} outputs; onnxruntime's "
+                                     f"{node.op_type} takes {lo} to {hi} inputs and writes one output")
+        for a in node.attribute:
+            if a.name not in types:
+                raise QuantizedOnnxError(f"{name}: attribute {a.name!r} is not one of {node.op_type}'s "
+                                         f"({sorted(types) or 'none'})")
+            if a.type != types[a.name]:
+                raise QuantizedOnnxError(f"{name}: attribute {a.name!r} must be "
+                                         f"{onnx.AttributeProto.AttributeType.Name(types[a.name])}, got "
+                                         f"{onnx.AttributeProto.AttributeType.Name(a.type)}")
+
+
+def _ints(im: "_Import", node, value, name: str, count: int, low: int) -> tuple[int, ...]:
+    """``count`` integers, each >= ``low`` and small enough to size a tensor: a window attribute."""
+    values = tuple(value) if isinstance(value, (list, tuple)) else None
+    if values is None or len(values) != count or not all(isinstance(v, int) for v in values):
+        raise im.error(node, f"{name} must be {count} integers, got {value!r}")
+    if any(v < low or v > _MAX_WINDOW for v in values):
+        raise im.error(node, f"{name} {list(values)}: each must be in [{low}, {_MAX_WINDOW}]")
+    return values
+
+
+#: The largest kernel, stride, dilation or pad read (a window beyond it sizes no real model; larger
+#: values would overflow the int32 geometry of the integer kernels).
+_MAX_WINDOW = 1 << 16
+
+
 def _float_name(quantized: str, float_names: set[str]) -> str | None:
     """The float tensor a quantized tensor stands for: its name without the suffix onnxruntime's
     quantizer appends (``_quantized``, ``_QuantizeLinear_Output``), or itself (analysis skips a
@@ -199,13 +253,22 @@ def _float_name(quantized: str, float_names: set[str]) -> str | None:
 # ------------------------------------------------------------------------ window geometry
 
 def _window(im: _Import, node: onnx.NodeProto, in_hw, kernel, strides, dilations, pads):
-    """TFLite padding for ONNX ``pads``: SAME or VALID when they are TFLite's, else None (explicit)."""
-    same = compute_padding("SAME", in_hw, kernel, strides, dilations)
+    """TFLite padding for ONNX ``pads``: SAME or VALID when they are TFLite's, else None (explicit).
+    The attributes are checked first (2 positive kernel sizes, strides and dilations, 4 pads >= 0,
+    a non-empty output)."""
+    kernel = _ints(im, node, kernel, "kernel_shape", 2, 1)
+    strides = _ints(im, node, strides, "strides", 2, 1)
+    dilations = _ints(im, node, dilations, "dilations", 2, 1)
+    pads = _ints(im, node, pads, "pads", 4, 0)
     ends = []
     for i in range(2):
         eff = (kernel[i] - 1) * dilations[i] + 1
         out = (in_hw[i] + pads[i] + pads[i + 2] - eff) // strides[i] + 1
+        if out < 1:
+            raise im.error(node, f"the window ({kernel[i]} taps, dilation {dilations[i]}) does not fit the padded "
+                                 f"input ({in_hw[i]} + {pads[i]} + {pads[i + 2]})")
         ends.append(out)
+    same = compute_padding("SAME", in_hw, kernel, strides, dilations)
     if list(pads) == [0, 0, 0, 0]:
         return "VALID", tuple(ends)
     total = [max((o - 1) * s + (k - 1) * d + 1 - n, 0) for o, s, k, d, n in
@@ -239,10 +302,16 @@ def _conv(im: _Import, node, x: str, w: np.ndarray, w_qp: QuantParams, bias: np.
         raise im.error(node, "only 2-D convolutions (4-D NCHW tensors) are read")
     n, c, h, wd = xt.shape
     co, cg, kh, kw = w.shape
-    group = int(attrs.get("group", 1))
-    strides = tuple(attrs.get("strides", (1, 1)))
-    dil = tuple(attrs.get("dilations", (1, 1)))
-    pads = list(attrs.get("pads", (0, 0, 0, 0)))
+    group = attrs.get("group", 1)
+    if not isinstance(group, int) or group < 1 or c % group or co % group or c // group != cg:
+        raise im.error(node, f"group {group!r} does not fit {c} input channels and weights of shape {list(w.shape)}")
+    if "kernel_shape" in attrs and tuple(attrs["kernel_shape"]) != (kh, kw):
+        raise im.error(node, f"kernel_shape {attrs['kernel_shape']!r} is not the weights' {[kh, kw]}")
+    strides = _ints(im, node, attrs.get("strides", (1, 1)), "strides", 2, 1)
+    dil = _ints(im, node, attrs.get("dilations", (1, 1)), "dilations", 2, 1)
+    pads = list(_ints(im, node, attrs.get("pads", (0, 0, 0, 0)), "pads", 4, 0))
+    if bias is not None and np.asarray(bias).size != co:
+        raise im.error(node, f"{np.asarray(bias).size} biases for {co} output channels")
     if attrs.get("auto_pad", b"NOTSET") not in (b"NOTSET", "NOTSET"):
         raise im.error(node, "auto_pad is not read; write explicit pads")
     padding, (oh, ow) = _window(im, node, (h, wd), (kh, kw), strides, dil, pads)
@@ -285,7 +354,12 @@ def _fully_connected(im: _Import, node, a: str, w_nk: np.ndarray, w_qp: QuantPar
     at = im.tensors[a]
     if len(at.shape) != 2:
         raise im.error(node, f"input of shape {list(at.shape)}: only 2-D inputs are read")
+    if w_nk.ndim != 2 or w_nk.shape[1] != at.shape[1]:
+        raise im.error(node, f"weights of shape {list(w_nk.shape)} (units x depth) do not fit the input "
+                             f"{list(at.shape)}")
     units = w_nk.shape[0]
+    if bias is not None and np.asarray(bias).size != units:
+        raise im.error(node, f"{np.asarray(bias).size} biases for {units} units")
     symmetric = not np.any(np.asarray(w_qp.zero_point) != 0)
     wq = QuantParams(w_qp.scale, w_qp.zero_point, np.int8, 0 if w_qp.per_axis else None, symmetric)
     inputs = [a, im.constant(f"{node.name}/weights", np.ascontiguousarray(w_nk), wq)]
@@ -372,40 +446,62 @@ def _movement(im: _Import, node) -> None:
         return
     if op in ("Reshape", "Flatten", "Squeeze", "Unsqueeze"):
         if op == "Reshape":
-            target = [int(v) for v in im.const(node.input[1], node)]
+            target = [int(v) for v in np.asarray(im.const(node.input[1], node)).reshape(-1)]
+            if target.count(-1) > 1 or any(v == 0 and i >= len(shape) for i, v in enumerate(target)):
+                raise im.error(node, f"shape {target} cannot be read against the input's {list(shape)}")
             target = [shape[i] if v == 0 else v for i, v in enumerate(target)]
             if -1 in target:
-                known = int(np.prod([v for v in target if v != -1]))
-                target[target.index(-1)] = int(np.prod(shape)) // known
+                known = int(np.prod([v for v in target if v != -1], dtype=object))
+                if known == 0 or int(np.prod(shape, dtype=object)) % known:
+                    raise im.error(node, f"cannot give {list(shape)} the shape {target}")
+                target[target.index(-1)] = int(np.prod(shape, dtype=object)) // known
         elif op == "Flatten":
-            ax = int(a.get("axis", 1)) % (len(shape) + 1)
+            ax = int(a.get("axis", 1))
+            if not -len(shape) <= ax <= len(shape):
+                raise im.error(node, f"axis {ax} is outside the input's {len(shape)} dimensions")
+            ax %= len(shape) + 1
             target = [int(np.prod(shape[:ax])), int(np.prod(shape[ax:]))]
         else:
             axes = a.get("axes")
             if axes is None and len(node.input) > 1:
                 axes = [int(v) for v in im.const(node.input[1], node)]
+            rank = len(shape) + (len(axes) if op == "Unsqueeze" and axes is not None else 0)
+            if op == "Unsqueeze" and axes is None:
+                raise im.error(node, "Unsqueeze needs its axes")
+            if axes is not None and (any(not -rank <= int(v) < rank for v in axes)
+                                     or len({int(v) % rank for v in axes}) != len(axes)):
+                raise im.error(node, f"axes {list(axes)} are not distinct axes of a rank-{rank} tensor")
             if op == "Squeeze":
                 axes = [v % len(shape) for v in (axes if axes is not None else [i for i, d in enumerate(shape) if d == 1])]
+                if any(shape[v] != 1 for v in axes):
+                    raise im.error(node, f"squeezes axes {axes} of {list(shape)}, which are not all 1")
                 target = [d for i, d in enumerate(shape) if i not in axes]
             else:
                 target = list(shape)
                 for v in sorted(v % (len(shape) + len(axes)) for v in axes):
                     target.insert(v, 1)
+        target = [int(v) for v in target]
+        if any(v < 0 for v in target) or int(np.prod(target, dtype=object)) != int(np.prod(shape, dtype=object)):
+            raise im.error(node, f"cannot give {list(shape)} the shape {target}")
         im.output(y, target, qp, _float_name(y, im.float_names))
         im.add("RESHAPE", node.name, [src, im.constant(f"{node.name}/shape", np.array(target, np.int32))], [y],
                new_shape=tuple(target))
         return
     if op == "Transpose":
         perm = list(a.get("perm", range(len(shape) - 1, -1, -1)))
+        if sorted(perm) != list(range(len(shape))):
+            raise im.error(node, f"perm {perm} is not a permutation of the {len(shape)} axes of {list(shape)}")
         im.output(y, [shape[p] for p in perm], qp, _float_name(y, im.float_names))
         im.add("TRANSPOSE", node.name, [src, im.constant(f"{node.name}/perm", np.array(perm, np.int32))], [y])
         return
     if op == "MaxPool":
         if len(shape) != 4 or int(a.get("ceil_mode", 0)) or any(int(d) != 1 for d in a.get("dilations", (1, 1))):
             raise im.error(node, "only 2-D max pooling without ceil_mode or dilations is read")
-        k = tuple(a["kernel_shape"])
-        s = tuple(a.get("strides", (1, 1)))
-        pads = list(a.get("pads", (0, 0, 0, 0)))
+        if "kernel_shape" not in a:
+            raise im.error(node, "MaxPool needs its kernel_shape")
+        k = _ints(im, node, a["kernel_shape"], "kernel_shape", 2, 1)
+        s = _ints(im, node, a.get("strides", (1, 1)), "strides", 2, 1)
+        pads = list(_ints(im, node, a.get("pads", (0, 0, 0, 0)), "pads", 4, 0))
         padding, (oh, ow) = _window(im, node, shape[2:], k, s, (1, 1), pads)
         xin = im.nhwc(src, node.name)
         if padding is None:
@@ -460,13 +556,20 @@ def _movement(im: _Import, node) -> None:
 # ------------------------------------------------------------------------ entry point
 
 def load_quantized_onnx(proto: onnx.ModelProto, real_inputs, bound: Mapping[str, tuple[int, ...]], where: str,
-                        model_name: str, float_names: set[str] | None = None) -> Graph:
+                        model_name: str, float_names: set[str] | None = None, folder=None) -> Graph:
     """The integer graph of a quantized ONNX model (module docstring); ``real_inputs`` / ``bound``:
-    the graph inputs and their bound shapes (:func:`intq.frontends.from_onnx.load_onnx`)."""
-    consts = {t.name: numpy_helper.to_array(t) for t in proto.graph.initializer}
+    the graph inputs and their bound shapes (:func:`intq.frontends.from_onnx.load_onnx`); ``folder``:
+    the model's folder, the only place its external data may be read from. Constants are read through
+    :func:`intq.frontends.onnx_checks.tensor_array` (byte lengths, sizes and external data checked)."""
+    consts = {t.name: onnx_checks.tensor_array(t, f"{where}: initializer {t.name!r}", folder)
+              for t in proto.graph.initializer}
     for n in proto.graph.node:
         if n.op_type == "Constant":
-            consts[n.output[0]] = numpy_helper.to_array(n.attribute[0].t)
+            what = f"{where}: Constant node {n.name or n.output[0]!r}"
+            values = [a for a in n.attribute if a.name == "value" and a.type == onnx.AttributeProto.TENSOR]
+            if len(n.output) != 1 or not n.output[0] or not values:
+                raise GraphError(f"{what}: a Constant needs one output and a tensor 'value' attribute")
+            consts[n.output[0]] = onnx_checks.tensor_array(values[0].t, what, folder)
     producer = {o: n for n in proto.graph.node for o in n.output if o}
     consumers: dict[str, list] = defaultdict(list)
     for n in proto.graph.node:

@@ -43,6 +43,7 @@ from intq.errors import IntqError, UnsupportedOperatorError
 from intq.frontends.tflite_float import float_islands_as_onnx
 from intq.frontends.tflite_state import StatePlan, state_plan
 from intq.ir import Graph, Node, Tensor
+from intq.limits import check_tensor_size
 from intq.qmath import QuantParams
 from intq.runtime.plan import STORED_SHAPES
 from intq.tflite import metadata
@@ -82,6 +83,9 @@ def load_tflite(model: str | os.PathLike | bytes, input_shapes: Mapping[str, Seq
     # a file intq wrote from a bound graph comes back bound (its -1 only let LiteRT resize it)
     bind_stored = node_names is not None and STORED_SHAPES not in restored
     tensors = _tensors(f, names, nodes, input_shapes, plan.resource_tensors, bind_stored)
+    for t in tensors.values():  # a bound dynamic batch multiplies the stored sizes: check them again
+        if t.is_static and not t.is_constant:
+            check_tensor_size(t.shape, t.dtype, f"{where}: tensor {t.name!r} (input_shapes bound)")
     if node_names is not None and len(node_names) == len(nodes) and len(set(node_names)) == len(nodes):
         nodes = [n.with_(name=str(name)) for n, name in zip(nodes, node_names)]
     meta = {"source": "tflite", **restored, "tflite_file": where, "tflite_description": text(m.description),
@@ -177,6 +181,9 @@ def _node(op: schema.OperatorT, op_type: str, index: int, names: list[str], wher
     reads the tensor it maps to (a variable read after its assignment)."""
     inputs = ["" if i == -1 else names[rename.get(i, i)] for i in ints(op.inputs)]
     outputs = [names[i] for i in ints(op.outputs)]
+    if not any(inputs) or not outputs or -1 in ints(op.outputs):
+        raise TfliteImportError(f"{where}: operator {index} ({op_type}) has inputs {ints(op.inputs)} and outputs "
+                                f"{ints(op.outputs)}; every operator intq runs reads a tensor and writes one")
     if op_type in CUSTOM_OPS:
         options = bytes(op.customOptions) if op.customOptions is not None else b""
         return Node(op_type, f"{op_type.lower()}_{index}", inputs, outputs,
@@ -186,7 +193,23 @@ def _node(op: schema.OperatorT, op_type: str, index: int, names: list[str], wher
     if options is not None and type(options).__name__ != f"{expected}T":
         raise TfliteImportError(f"{where}: operator {index} ({op_type}) carries {type(options).__name__[:-1]}, "
                                 f"not {expected}")
+    if options is None and expected is not None:
+        options = _absent_options(expected)
     return Node(op_type, f"{op_type.lower()}_{index}", inputs, outputs, options_to_attrs(op_type, options))
+
+
+def _absent_options(table: str):
+    """The options an operator has when its file omits the table: what LiteRT's and TFLite Micro's
+    shared parser (flatbuffer_conversions.cc) gives, a zero-initialised parameter struct — every
+    number 0, every flag false (not the schema's defaults: a LEAKY_RELU without options has alpha 0,
+    not 0.2; a CONV_2D has stride 0, which its kernel refuses)."""
+    options = getattr(schema, f"{table}T")()
+    for field, value in vars(options).items():
+        if isinstance(value, bool):
+            setattr(options, field, False)
+        elif isinstance(value, (int, float)):
+            setattr(options, field, type(value)(0))
+    return options
 
 
 # ----------------------------------------------------------------------------------- tensors

@@ -64,15 +64,22 @@ class _Builder:
         self.constants[name] = Tensor(name, data=np.asarray(value))
         return name
 
+    def input(self, i: int) -> str:
+        """The name of input ``i``; an operator with fewer inputs than its float rewrite reads is refused."""
+        if i >= len(self.node.inputs) or not self.node.inputs[i]:
+            raise UnsupportedOperatorError(f"node {self.node.name!r} ({self.node.op_type}): has "
+                                           f"{len(self.node.inputs)} inputs; its float form reads input {i}")
+        return self.node.inputs[i]
+
     def data(self, i: int) -> np.ndarray:
-        t = self.graph.tensors[self.node.inputs[i]]
+        t = self.graph.tensors[self.input(i)]
         if t.data is None:
             raise UnsupportedOperatorError(f"node {self.node.name!r} ({self.node.op_type}): input {i} must be a "
                                            f"constant in a float .tflite intq imports")
         return np.asarray(t.data)
 
     def shape(self, i: int) -> tuple[int, ...]:
-        return tuple(self.graph.tensors[self.node.inputs[i]].shape)
+        return tuple(self.graph.tensors[self.input(i)].shape)
 
     def emit(self, op: str, inputs, outputs, **attrs) -> None:
         self.nodes.append(Node(op, self.name(f"{op.lower()}_{len(self.nodes)}"), tuple(inputs), tuple(outputs), attrs))
@@ -145,7 +152,7 @@ def DEPTHWISE_CONV_2D(b: _Builder):
 def TRANSPOSE_CONV(b: _Builder):
     out_shape = [int(d) for d in b.data(0)]  # NHWC
     w = b.data(1)  # OHWI
-    x = b.node.inputs[2]
+    x = b.input(2)
     in_hw = b.graph.tensors[x].shape[1:3]
     a = b.node.attrs
     strides = (int(a.get("stride_h", 1)), int(a.get("stride_w", 1)))
@@ -183,7 +190,7 @@ def _convolution_2d_transpose_bias(b: _Builder):
             pads[i], pads[i + 2] = total // 2, total - total // 2
     y = b.name("deconv")
     b.emit("ConvTranspose", [b.to_nchw(x), b.const("weights", w.transpose(3, 0, 1, 2).astype(np.float32)),
-                             b.node.inputs[2]], [y], strides=strides, pads=pads, kernel_shape=w.shape[1:3])
+                             b.input(2)], [y], strides=strides, pads=pads, kernel_shape=w.shape[1:3])
     b.finish(y)
 
 
@@ -251,7 +258,7 @@ def LEAKY_RELU(b: _Builder):
 
 
 def PRELU(b: _Builder):
-    b.emit("PRelu", list(b.node.inputs[:2]), [b.node.outputs[0]])
+    b.emit("PRelu", [b.input(0), b.input(1)], [b.node.outputs[0]])
 
 
 def SOFTMAX(b: _Builder):
@@ -435,6 +442,8 @@ def float_islands_as_onnx(graph: Graph) -> Graph:
             nodes.append(node)
             continue
         b = _Builder(graph, node)
+        if not node.inputs or not node.inputs[0]:
+            b.input(0)  # refused by name
         BUILTINS[node.op_type](b)
         nodes.extend(b.nodes)
         tensors.update(b.constants)

@@ -43,6 +43,7 @@ from intq.kernels.requantize import (
     xnnpack_conv_scale,
 )
 from intq.kernels.targets import Requant, Runtime
+from intq.limits import check_tensor_size
 from intq.qmath import QuantParams, effective_scale
 
 _PADDINGS = ("SAME", "VALID")
@@ -325,7 +326,10 @@ def make_padded(in_shape: tuple[int, int, int, int], kh: int, kw: int, opts: Win
     need_w = (pad.out_w - 1) * opts.stride_w + (kw - 1) * opts.dilation_w + 1
     buffer = None
     if always or pad.top > 0 or pad.left > 0 or need_h > h or need_w > w:
-        buffer = np.full((n, max(pad.top + h, need_h), max(pad.left + w, need_w), c), fill, dtype=dtype)
+        shape = (n, max(pad.top + h, need_h), max(pad.left + w, need_w), c)
+        check_tensor_size(shape, dtype, f"the padded input a {kh}x{kw} window (dilation {opts.dilation_h}x"
+                                        f"{opts.dilation_w}) reads")  # a huge dilation asks for terabytes
+        buffer = np.full(shape, fill, dtype=dtype)
     return PaddedInput(pad.top, pad.left, h, w, buffer)
 
 
@@ -366,7 +370,9 @@ def make_im2col(in_shape: tuple[int, int, int, int], kh: int, kw: int, opts: Win
     """Allocate the buffers (prepare time) for an NHWC input of ``in_shape`` and ``dtype``."""
     n, _, _, c = in_shape
     padded = make_padded(in_shape, kh, kw, opts, pad, zero_point, dtype)
-    buffer = None if kh == kw == 1 else np.empty((n * pad.out_h * pad.out_w, kh * kw * c), dtype=dtype)
+    rows = (n * pad.out_h * pad.out_w, kh * kw * c)
+    check_tensor_size(rows, dtype, f"the im2col matrix of a {kh}x{kw} convolution")
+    buffer = None if kh == kw == 1 else np.empty(rows, dtype=dtype)
     return Im2col(n, c, kh, kw, opts.stride_h, opts.stride_w, opts.dilation_h, opts.dilation_w,
                   pad.out_h, pad.out_w, padded, buffer)
 

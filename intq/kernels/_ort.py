@@ -415,14 +415,15 @@ def prepare_softmax(ctx) -> OrtSoftmax:
 
 def run_softmax(p: OrtSoftmax, x: np.ndarray) -> np.ndarray:
     rows = x.reshape(-1, p.depth).astype(np.int16)
-    e = p.table[rows - rows.max(axis=1, keepdims=True) + 255]  # float32 [rows, D]
-    return _float32_softmax(p, e).reshape(x.shape)
+    return _float32_softmax(p, rows - rows.max(axis=1, keepdims=True) + 255).reshape(x.shape)
 
 
-def _float32_softmax(p: OrtSoftmax, e: np.ndarray) -> np.ndarray:
+def _float32_softmax(p: OrtSoftmax, index: np.ndarray) -> np.ndarray:
     """The float steps of onnxruntime's QLinearSoftmax (``ort`` targets only, a float emulation):
-    the left-to-right float32 sum (``np.add.accumulate`` is sequential), ``double(e) Y /
-    double(sum)`` (no overflow: ``e Y < 2^128 * 2^10``), rounded half to even, ``+ Z_y``, clamped."""
+    ``e = table[index]`` (``index = x - max(row) + 255``, integers), the left-to-right float32 sum
+    (``np.add.accumulate`` is sequential), ``double(e) Y / double(sum)`` (no overflow: ``e Y < 2^128 *
+    2^10``), rounded half to even, ``+ Z_y``, clamped."""
+    e = p.table[index]  # float32 [rows, D]
     total = np.add.accumulate(e, axis=1, dtype=np.float32)[:, -1:]
     v = np.rint(e.astype(np.float64) * np.float64(p.y_scale) / total.astype(np.float64)).astype(np.int64) + p.zero_point
     return np.clip(v, -128, 127).astype(np.int8)
@@ -544,13 +545,15 @@ def prepare_average_pool(ctx) -> OrtAveragePool | OrtGlobalAveragePool:
 
 
 def run_average_pool(p: OrtAveragePool, x: np.ndarray) -> np.ndarray:
-    return _float32_average_pool(p, p.dequantized[np.asarray(x).view(np.uint8)])
+    return _float32_average_pool(p, np.asarray(x).view(np.uint8))
 
 
-def _float32_average_pool(p: OrtAveragePool, v: np.ndarray) -> np.ndarray:
+def _float32_average_pool(p: OrtAveragePool, codes: np.ndarray) -> np.ndarray:
     """The float32 steps of onnxruntime's QLinearAveragePool (``ort`` targets only, a float
-    emulation): the window's values added in onnxruntime's order (kernel rows, then columns; the
-    out-of-image taps of the zero-padded input add an exact 0), ``/ count``, ``/ s_y``, ``+ Z_y``, rint."""
+    emulation): each code dequantized (``codes``: the int8 input's bits as uint8), the window's values
+    added in onnxruntime's order (kernel rows, then columns; the out-of-image taps of the zero-padded
+    input add an exact 0), ``/ count``, ``/ s_y``, ``+ Z_y``, rint."""
+    v = p.dequantized[codes]  # float32
     g = p.geometry
     vp = np.pad(v, ((0, 0), (g.pad_h, g.pad_bottom), (g.pad_w, g.pad_right), (0, 0)))
     span_h, span_w = (g.out_h - 1) * g.stride_h + 1, (g.out_w - 1) * g.stride_w + 1

@@ -143,6 +143,30 @@ def kernel(op: str, *activations: str):
     return register
 
 
+def prepare_node(module: ModuleType, ctx: KernelContext):
+    """``module.prepare(ctx)`` once the node's input count fits ``module.run``'s signature (a file
+    whose operator lists more or fewer inputs than the operator takes is refused here, naming the
+    node, instead of failing inside ``run``)."""
+    import inspect
+
+    params = list(inspect.signature(module.run).parameters.values())[1:]  # after the prepared params
+    if any(p.kind is p.VAR_POSITIONAL for p in params):
+        most = None
+    else:
+        most = len(params)
+    least = sum(1 for p in params if p.default is p.empty and p.kind is not p.VAR_POSITIONAL)
+    given = len(ctx.node.inputs)
+    if given < least or (most is not None and given > most):
+        takes = f"{least}" if most == least else f"{least} to {most}" if most is not None else f"at least {least}"
+        raise ctx.error(f"expects {takes} inputs, got {given}")
+    from intq.limits import TensorTooLargeError
+
+    try:
+        return module.prepare(ctx)
+    except TensorTooLargeError as e:  # a buffer the kernel would allocate (intq.limits): say which node
+        raise TensorTooLargeError(f"node {ctx.node.name!r} ({ctx.node.op_type}): {e}") from None
+
+
 def activation_of(dtype) -> str:
     """The activation family of a node whose data input has ``dtype``: int16 inputs select the
     16x8 kernels, everything else (int8, uint8, float at the QUANTIZE boundary) the int8 ones."""

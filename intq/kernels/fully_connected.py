@@ -75,7 +75,7 @@ def prepare(ctx: KernelContext) -> FullyConnectedParams | _ort.OrtAsymmetricGemm
     w, w_qp = fc_weights(ctx)
     n, k = w.shape
     bias = conv_bias(ctx, 2, n)
-    out_shape = fc_out_shape(ctx, k)
+    out_shape = fc_out_shape(ctx, k, n)
     check_accumulator(ctx, np.abs(w.astype(np.int64)).sum(axis=1), bias)
     gemm = prepare_gemm(w)
     offset = bias - in_qp.tensor_zero_point * gemm.weight_sums
@@ -95,13 +95,21 @@ def fc_weights(ctx: KernelContext) -> tuple[np.ndarray, QuantParams]:
     return w, w_qp
 
 
-def fc_out_shape(ctx: KernelContext, k: int) -> tuple[int, ...]:
-    """The output's static shape, after checking that the input reads as rows of ``k`` (int8 and 16x8)."""
+def fc_out_shape(ctx: KernelContext, k: int, n: int | None = None) -> tuple[int, ...]:
+    """The output's static shape, after checking that the input reads as rows of ``k`` and (given
+    ``n`` units) that the output holds ``rows x n`` values (int8 and 16x8)."""
     x, y = ctx.input(0), ctx.outputs[0]
     if x.shape is not None and x.is_static and int(np.prod(x.shape)) % k:
         raise ctx.error(f"input of shape {x.shape} cannot be read as rows of {k}")
     if y.shape is None or not y.is_static:
         raise ctx.error("the output shape must be static")
+    if n is not None and x.shape is not None and x.is_static:
+        # the output LiteRT's Prepare gives (TFLM reads the declared one as [rows, depth] with depth its
+        # last dimension): [rows, n], or with keep_num_dims the input's shape with its last dimension n
+        rows = int(np.prod(x.shape)) // k
+        want = (*x.shape[:-1], n) if ctx.attr("keep_num_dims", False) else (rows, n)
+        if tuple(y.shape) != tuple(want):
+            raise ctx.error(f"output shape {list(y.shape)} is not the {list(want)} the layer computes")
     return tuple(int(d) for d in y.shape)
 
 

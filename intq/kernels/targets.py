@@ -196,6 +196,9 @@ def get_target(target: "str | Target") -> Target:
     """Look a target up by name (an error lists the known ones)."""
     if isinstance(target, Target):
         return target
+    if not isinstance(target, str):
+        raise IntqError(f"a target is a name ({', '.join(sorted(TARGETS))}) or an intq.kernels.Target, "
+                        f"got a {type(target).__name__}")
     try:
         return TARGETS[target]
     except KeyError:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from intq.errors import GraphError, IntqError
 from intq.ir import Graph, Node, Tensor
 
 
@@ -28,8 +29,16 @@ def fold_constants(graph: Graph) -> Graph:
             shape = np.asarray(graph.tensors[n.inputs[0]].shape, dtype=np.int64)
             value = FLOAT_OPS["Shape"](np.empty(shape, np.uint8), **dict(n.attrs))
         elif n.op_type in FLOAT_OPS and all((not i) or i in known for i in n.inputs) and "fused_activation" not in n.attrs:
-            with np.errstate(all="ignore"):
-                value = FLOAT_OPS[n.op_type](*[known[i] if i else None for i in n.inputs], **dict(n.attrs))
+            args = [known[i] if i else None for i in n.inputs]
+            try:
+                with np.errstate(all="ignore"):
+                    value = FLOAT_OPS[n.op_type](*args, **dict(n.attrs))
+            except IntqError as e:  # the op's own contract check: name the node, as the interpreter does
+                raise type(e)(f"node {n.name!r} ({n.op_type}): {e}") from None
+            except Exception as e:  # a numpy error on these constants: name the node, keep the cause
+                shapes = [None if a is None else list(np.shape(a)) for a in args]
+                raise GraphError(f"node {n.name!r} ({n.op_type}) failed on its constant inputs of shapes {shapes}: "
+                                 f"{type(e).__name__}: {e}") from e
         else:
             kept.append(n)
             continue

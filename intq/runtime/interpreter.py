@@ -33,6 +33,7 @@ import numpy as np
 
 from intq.errors import GraphError, IntqError
 from intq.ir import Graph
+from intq.runtime import checks
 from intq.runtime.plan import (  # noqa: F401 (FUSED_ACTIVATION, apply_fused_activation: public here too)
     FUSED_ACTIVATION,
     STORED_SHAPES,
@@ -60,14 +61,6 @@ class _Split:
         self.plan, self.b0 = plan, b0
 
 
-def _fits_index(arr: np.ndarray, t) -> bool:
-    """An integer array for an unquantized integer input whose dtype holds every value."""
-    if t.qparams is not None or not (np.issubdtype(t.dtype, np.integer) and np.issubdtype(arr.dtype, np.integer)):
-        return False
-    info = np.iinfo(t.dtype)
-    return arr.size == 0 or (info.min <= int(arr.min()) and int(arr.max()) <= info.max)
-
-
 class Interpreter:
     """Executes a :class:`Graph` with numpy.
 
@@ -77,13 +70,24 @@ class Interpreter:
     the integer graph must equal bit for bit (default ``"tflite"``: TensorFlow Lite Micro).
     ``native``: the hottest integer kernels run through intq's compiled C library where it builds
     (:mod:`intq.runtime.native`: the same integers, faster); False keeps every kernel's own run.
+
+    ``trace=True``: every integer kernel call is checked to be integer-only where it runs
+    (:mod:`intq.runtime.tracing`; ``self.trace`` counts the calls; kernels run their own Python
+    ``run``, not native code). For tests: it costs time.
     """
 
-    def __init__(self, graph: Graph, target="tflite", native: bool = True):
+    def __init__(self, graph: Graph, target="tflite", native: bool = True, *, trace: bool = False):
         from intq.kernels import get_target
 
+        checks.check_graph(graph)
         self.graph = graph
         self.target = get_target(target)
+        if trace:
+            from intq.runtime.tracing import IntegerOnlyTrace
+
+            self.trace = IntegerOnlyTrace(graph)
+        else:
+            self.trace = None
         self.native = native
         self._integer = any(np.issubdtype(t.dtype, np.integer) and t.qparams is not None
                             for t in graph.tensors.values() if not t.is_constant)
@@ -94,7 +98,7 @@ class Interpreter:
             b = _batch_of(graph)
             if b is not None:
                 base = rebatch(graph, b)  # a dynamic .tflite: its stored shapes (LiteRT's default batch)
-        self._base = ExecutionPlan(base, self.target, native)
+        self._base = ExecutionPlan(base, self.target, self.native, self.trace)
         self._check_base: ExecutionPlan | None = None  # the base plan under the checking target
         self._plans: dict[tuple, ExecutionPlan | _Split] = {}
         self._pending: set[tuple] = set()  # plans not yet checked against the sample-by-sample run
@@ -106,35 +110,7 @@ class Interpreter:
     # -- inputs ---------------------------------------------------------------------------------
 
     def _check_inputs(self, inputs: Mapping[str, Any]) -> list[np.ndarray]:
-        g = self.graph
-        if len(inputs) != len(self._inputs) or any(n not in inputs for n, _ in self._inputs):
-            missing = [n for n in g.inputs if n not in inputs]
-            extra = [n for n in inputs if n not in g.inputs]
-            raise InterpreterError(
-                f"graph {g.name!r} takes inputs {list(g.inputs)}; missing {missing}, unexpected {extra}"
-            )
-        values = []
-        for name, t in self._inputs:
-            arr = np.asarray(inputs[name])
-            if arr.dtype != t.dtype:
-                if np.issubdtype(t.dtype, np.floating) and np.issubdtype(arr.dtype, np.number):
-                    arr = arr.astype(t.dtype)
-                elif _fits_index(arr, t):  # int64 ids into an int32 index input (ONNX's ids, TFLite's GATHER)
-                    arr = arr.astype(t.dtype)
-                else:
-                    raise InterpreterError(f"input {name!r} must be {t.dtype.name}, got {arr.dtype.name}")
-            shape = t.shape
-            free = 1 if arr.ndim >= 2 else 0  # the batch (leading) dimension of a rank >= 2 input is free
-            if shape is not None and (arr.ndim != len(shape) or any(
-                    d is not None and d != s for d, s in zip(shape[free:], arr.shape[free:]))):
-                raise InterpreterError(f"input {name!r} must have shape {self._declared(name)}, got {arr.shape}")
-            if arr.dtype.kind == "f" and not np.isfinite(arr).all():
-                raise InterpreterError(f"input {name!r} contains NaN or Inf")
-            values.append(arr)
-        return values
-
-    def _declared(self, name: str):
-        return self.graph.tensors[name].shape
+        return checks.run_inputs(self.graph, self._inputs, inputs)
 
     # -- plans ----------------------------------------------------------------------------------
 
@@ -160,7 +136,7 @@ class Interpreter:
                 raise InterpreterError(f"graph {self.graph.name!r}: an empty batch (inputs "
                                        f"{[v.shape for v in values]})")
             try:
-                plan = ExecutionPlan(rebatch(self.graph, batch), self.target, self.native)
+                plan = ExecutionPlan(rebatch(self.graph, batch), self.target, self.native, self.trace)
                 self._pending.add(key)
             except (IntqError, ValueError):
                 plan = _Split(base, b0)
@@ -215,7 +191,7 @@ class Interpreter:
         if self._check_base is None:
             for name in ("litert-ref", "tflite"):
                 try:
-                    self._check_base = ExecutionPlan(self._base.graph, get_target(name), self.native)
+                    self._check_base = ExecutionPlan(self._base.graph, get_target(name), self.native, self.trace)
                     break
                 except (IntqError, ValueError):
                     continue
@@ -230,7 +206,7 @@ class Interpreter:
             return True  # no position-free target prepares this graph: the kernels' prepare checked the shapes
         try:
             if target is not self.target:
-                plan = ExecutionPlan(plan.graph, target, self.native)
+                plan = ExecutionPlan(plan.graph, target, self.native, self.trace)
             got = plan.execute(values, keep=False)
         except (IntqError, ValueError):
             return False

@@ -15,7 +15,11 @@ slots, so running it does no per-node dictionary, attribute or validation work:
 * the hot path is one generated function of straight-line statements ``s[o], = f7(s[a], s[b])``
   (no per-step list, zip or loop work); an exception there re-runs the inputs through the step
   loop (``outs = run(*[slots[i] for i in args])``, the same runs), which re-raises it naming the
-  node (zero-cost while nothing fails).
+  node (zero-cost while nothing fails);
+* a plan's first run takes the checked path: every integer kernel's outputs are compared with the
+  shapes and dtypes the graph declares (:func:`intq.runtime.checks.check_produced`), once, since a
+  plan's shapes never change; with a ``trace`` (:mod:`intq.runtime.tracing`) every kernel call goes
+  through it.
 
 :func:`rebatch` binds a graph to another batch size (the plan of each batch is compiled once, as
 LiteRT's ``resize_tensor_input`` re-prepares its kernels): the batch dimension of every tensor
@@ -33,6 +37,7 @@ import numpy as np
 
 from intq.errors import IntqError
 from intq.ir import Graph, Node, Tensor
+from intq.runtime.checks import check_produced
 
 #: Attributes intq adds to float nodes; the plan applies them, the op functions never see them.
 FUSED_ACTIVATION = "fused_activation"
@@ -95,8 +100,9 @@ class ExecutionPlan:
     docstring). Raises what a kernel's ``prepare`` raises (a :class:`~intq.kernels.KernelError`
     naming the node) when the graph does not fit its kernels."""
 
-    def __init__(self, graph: Graph, target, native: bool = True):
+    def __init__(self, graph: Graph, target, native: bool = True, trace=None):
         from intq.kernels import KERNELS, KernelContext, lookup, node_activation
+        from intq.kernels.base import prepare_node
         from intq.runtime.float_ops import FLOAT_OPS
         from intq.runtime.native.accelerate import native_run
 
@@ -133,15 +139,18 @@ class ExecutionPlan:
                 ctx = KernelContext(node, tuple(graph.tensors[t] if t else None for t in node.inputs),
                                     tuple(graph.tensors[o] for o in node.outputs), target)
                 ctx.check_emulated()  # an op the target lists as not emulated is refused, whatever its kernel
-                params = kernel.prepare(ctx)
+                params = prepare_node(kernel, ctx)  # the input count against run's signature, then prepare
                 self.kernels[node.name] = (kernel.run, params)
-                run = (native_run(node, graph, params) if native else None) or partial(kernel.run, params)
+                if trace is not None:  # the integer-only trace watches the kernel's own run, never native code
+                    run = trace.bind(node, kernel.run, params)
+                else:
+                    run = (native_run(node, graph, params) if native else None) or partial(kernel.run, params)
             else:
                 run = _float_step(FLOAT_OPS[node.op_type], node)
             steps.append(_Step(run, tuple(self.slot[t] if t else 0 for t in node.inputs),
                                tuple(self.slot[o] if o else -1 for o in node.outputs),
                                tuple(frees.get(i, ())), integer))
-        if native:  # a native convolution and the table op reading its output: one C call (accelerate.fuse_tables)
+        if native and trace is None:  # a native convolution and the table op reading its output: one C call
             from intq.runtime.native.accelerate import fuse_tables
 
             runs = fuse_tables([s.run for s in steps], [s.args for s in steps], [s.outs for s in steps])
@@ -151,6 +160,9 @@ class ExecutionPlan:
         self._straight = _straight_line(self._flat)
         self.input_slots = tuple(self.slot[k] for k in graph.inputs)
         self.output_slots = tuple((k, self.slot[k]) for k in graph.outputs)
+        self._verified = False  # the first run checks every integer output against the graph
+        # a .tflite's float islands too (shapes): the file declares every tensor's shape
+        self._declared_float_shapes = graph.metadata.get("source") == "tflite"
 
     def new_slots(self) -> list:
         """A fresh slot list with the constants in place."""
@@ -166,7 +178,7 @@ class ExecutionPlan:
         slots = self.new_slots()
         for s, v in zip(self.input_slots, values):
             slots[s] = v
-        if capture is None and keep and self._straight is not None:  # the hot path
+        if capture is None and keep and self._verified and self._straight is not None:  # the hot path
             try:
                 self._straight(slots)
                 slots[-1] = None
@@ -177,7 +189,7 @@ class ExecutionPlan:
                     slots[s] = v
         i = 0
         try:
-            if capture is None and keep:
+            if capture is None and keep and self._verified:
                 for i, (run, args, outs) in enumerate(self._flat):
                     res = run(*[slots[a] for a in args])
                     for o, v in zip(outs, res):
@@ -188,8 +200,11 @@ class ExecutionPlan:
             if capture:
                 for s in self.input_slots:
                     capture(names[s], slots[s])
+            verify = not self._verified
             for i, step in enumerate(self.steps):
                 res = step.run(*[slots[a] for a in step.args])
+                if verify and (step.integer or self._declared_float_shapes):
+                    check_produced(self.graph, self.graph.nodes[i], res, dtypes=step.integer)
                 for o, v in zip(step.outs, res):
                     if o > 0:
                         slots[o] = v
@@ -199,6 +214,7 @@ class ExecutionPlan:
                     for s in step.free:
                         slots[s] = None
             slots[-1] = None
+            self._verified = True
             return slots
         except IntqError as e:
             node = self.graph.nodes[i]

@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 from ai_edge_litert import schema_py_generated as schema
 
+from intq.limits import check_tensor_size
 from intq.tflite.errors import TfliteImportError
 from intq.tflite.schema import FILE_IDENTIFIER, TENSOR_TYPE_DTYPES, TENSOR_TYPE_NAMES, is_tflite_bytes
 
@@ -93,6 +94,10 @@ def read_tensor(f: TfliteFile, i: int, what: str, subgraph: int = 0) -> StoredTe
     signature = ints(t.shapeSignature) or list(shape)
     if len(signature) != len(shape):
         raise TfliteImportError(f"{what}: shape {list(shape)} and shape_signature {signature} differ in rank")
+    if any(d < 0 for d in shape) or any(s < -1 for s in signature):
+        raise TfliteImportError(f"{what}: shape {list(shape)} / shape_signature {signature} has a negative dimension "
+                                "(only a signature may say -1: dynamic)")
+    check_tensor_size(shape, dtype, what)  # before any buffer of that size is made
     dynamic = tuple(s == -1 for s in signature)
     data = _constant(f, t, dtype, shape, what)
     scale, zero_point, axis = _affine(t, dtype, shape, what)
@@ -132,6 +137,8 @@ def _parse(data: bytes, where: str) -> schema.ModelT:
     if not m.subgraphs:
         raise TfliteImportError(f"{where}: the model has no subgraph")
     sub = m.subgraphs[0]
+    if not ints(sub.outputs):
+        raise TfliteImportError(f"{where}: subgraph 0 declares no outputs, so it computes nothing")
     count = len(sub.tensors or [])
     refs = [*ints(sub.inputs), *ints(sub.outputs)]
     refs += [i for op in sub.operators or [] for i in (*ints(op.inputs), *ints(op.outputs)) if i != -1]
@@ -147,6 +154,9 @@ def _buffer_bytes(f: TfliteFile, index: int) -> bytes | None:
     if buf.data is not None and len(buf.data):
         return np.asarray(buf.data, np.uint8).tobytes()
     if buf.offset > 1:  # large models keep buffers after the flatbuffer, at an offset in the file
+        if buf.offset + buf.size > len(f.data):
+            raise TfliteImportError(f"{f.where}: buffer {index} lies at bytes {buf.offset}..{buf.offset + buf.size}, "
+                                    f"beyond the end of the file ({len(f.data)} bytes)")
         return f.data[buf.offset:buf.offset + buf.size]
     return None
 
@@ -175,8 +185,20 @@ def _affine(t: schema.TensorT, dtype: np.dtype, shape: tuple[int, ...], what: st
     if dtype.kind not in "iu":
         return None, None, None  # float tensors ignore stored parameters, as the runtimes do
     scale = np.asarray(q.scale, np.float32).astype(np.float64)
-    zero_point = np.zeros(len(scale), np.int64) if q.zeroPoint is None or len(q.zeroPoint) == 0 \
-        else np.asarray(q.zeroPoint, np.int64)
+    # LiteRT refuses a scale without as many zero points (measured: "non-null scale but null zero_point",
+    # "has 0 zero_point values and 1 scale values"); TFLite Micro reads such a tensor as not quantized.
+    if q.zeroPoint is None or len(q.zeroPoint) != len(scale):
+        got = "no zero points" if q.zeroPoint is None else f"{len(q.zeroPoint)} zero points"
+        raise TfliteImportError(f"{what}: {len(scale)} scales and {got}; a quantized tensor needs one zero point "
+                                f"per scale (LiteRT refuses the file, TFLite Micro would read it as not quantized)")
+    zero_point = np.asarray(q.zeroPoint, np.int64)
+    if len(scale) == 1 and q.quantizedDimension:
+        # One scale: per tensor, where the converter writes quantized_dimension 0. LiteRT's kernels ignore
+        # the field, XNNPACK declines every node touching such an activation (CheckTensorQInt8Type; measured:
+        # fuzz campaign seed 2026 case 7768 ran on LiteRT's optimized kernel instead): refused, not guessed.
+        raise TfliteImportError(f"{what}: one scale (per-tensor quantization) with quantized_dimension "
+                                f"{q.quantizedDimension}; a per-tensor tensor has quantized_dimension 0 (the runtimes "
+                                "disagree on the file: XNNPACK declines it, LiteRT's kernels ignore the field)")
     axis = None
     if len(scale) > 1:
         axis = int(q.quantizedDimension)

@@ -37,10 +37,12 @@ def _branches(folder: Path) -> int:
     return int(_meta(folder)["single_ops"])
 
 
-@pytest.mark.parametrize("folder,kind", CASES, ids=[f"{f.name}-{k}" for f, k in CASES])
-def test_every_tensor_of_every_branch_equals_tpu_mlir(folder, kind, tmp_path):
+def differing_tensors(folder: Path, kind: str, workdir: Path) -> list[tuple[str, int]]:
+    """Run one fixture folder's ``kind`` variant ("sym" / "asym") on the ``tpu-mlir`` target: the
+    (tensor, input index) pairs whose digest differs from TPU-MLIR's. Raises TpuMlirImportError when
+    intq refuses the model (tests/kernels/test_mutants.py reuses this)."""
     variant = f"{folder.name}_{_meta(folder)['processor']}_int8_{kind}"
-    mlir = tmp_path / f"{variant}_tpu.mlir"
+    mlir = workdir / f"{variant}_tpu.mlir"
     with gzip.open(folder / f"{variant}_tpu.mlir.gz", "rt") as f:
         mlir.write_text(f.read())
     graph = load_tpu_mlir(mlir, fixture_weights(folder, variant))
@@ -63,6 +65,19 @@ def test_every_tensor_of_every_branch_equals_tpu_mlir(folder, kind, tmp_path):
             if tensor_digest(got) != sums[k]:
                 bad.append((key, k))
     assert len(graph.outputs) == _branches(folder) and len(digests) >= 3 * _branches(folder)
+    return bad
+
+
+@pytest.mark.parametrize("folder,kind", CASES, ids=[f"{f.name}-{k}" for f, k in CASES])
+def test_every_tensor_of_every_branch_equals_tpu_mlir(folder, kind, tmp_path):
+    try:
+        bad = differing_tensors(folder, kind, tmp_path)
+    except TpuMlirImportError as e:
+        if "must be a quantized tensor" in str(e) and kind == "asym":
+            # TPU-MLIR's asymmetric lowering keeps some ops in float32 (mixed precision): intq refuses
+            # those, naming op and line; not emulated (docs/tpu_mlir.md)
+            pytest.xfail(f"float32 op in TPU-MLIR's int8 model: {e}")
+        raise
     assert not bad, f"{len(bad)} tensors differ: {bad[:10]}"
 
 

@@ -13,42 +13,65 @@ e.g. a node XNNPACK declines): intq's refusal is then recorded in :data:`TALLY` 
 not run (LiteRT's optimized DEPTHWISE_CONV_2D without bias crashes the process). ``xnnpack`` runs
 without ``experimental_preserve_all_tensors`` (a delegated partition keeps no intermediate
 tensors): only the graph outputs are compared, which for a single-op model is every tensor the op
-computes. :data:`TALLY` counts compared and refused models per
-(operator, target); ``test_zz_target_coverage.py`` checks the counts.
+computes.
+
+XNNPACK delegation: LiteRT says whether XNNPACK took the node (the op list after delegation). For
+the operators whose arithmetic intq emulates differently when XNNPACK takes them
+(:data:`XNNPACK_ARITHMETIC`), intq's own prediction is whether its kernel prepared different
+parameters for ``xnnpack`` than for ``litert-opt``; the two must agree on every model. A model
+XNNPACK declines is LiteRT's optimized kernel again: it is tallied as ``declined``, not as an
+XNNPACK comparison.
+
+:data:`TALLY` counts, per (operator, target): ``compared`` models (for ``xnnpack``: delegated
+ones), ``declined``, ``refused`` (by intq) and ``runtime refused``; :data:`OUTPUT_STATS` records how
+informative the int8 outputs were (saturated, at the zero point, distinct values).
+``test_zz_target_coverage.py`` checks both.
 """
 
 from __future__ import annotations
 
-from collections import Counter
+import dataclasses
+from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 
 import numpy as np
 
 import intq
-from intq.runtime.oracles.litert import LiteRtOracleError, run_litert
 from intq.export.tflite_writer import to_tflite_bytes
-from intq.runtime.oracles.tflm import run_tflm
 from intq.ir import Graph, Node, Tensor
 from intq.kernels import KernelError
 from intq.qmath import QuantParams
+from intq.runtime.oracles.litert import LiteRtOracleError, run_litert
+from intq.runtime.oracles.tflm import run_tflm
 
 
-def _outputs_only(data, feeds, resolver):
-    run = run_litert(data, feeds, resolver=resolver, preserve_all_tensors=False)
-    return dict(zip(run["output_names"], run["outputs"]))
+def _litert(resolver: str, preserve: bool = True):
+    def run(data, feeds):
+        r = run_litert(data, feeds, resolver=resolver, preserve_all_tensors=preserve)
+        tensors = r["tensors"] if preserve else dict(zip(r["output_names"], r["outputs"]))
+        return tensors, r["delegated"]
+
+    return run
 
 
 ORACLES = {
-    "litert-ref": lambda data, feeds: run_litert(data, feeds, resolver="ref")["tensors"],
-    "tflite": lambda data, feeds: run_tflm(data, feeds)["tensors"],
-    "litert-opt": lambda data, feeds: run_litert(data, feeds, resolver="opt")["tensors"],
-    "xnnpack": lambda data, feeds: _outputs_only(data, feeds, "xnnpack"),
+    "litert-ref": _litert("ref"),
+    "tflite": lambda data, feeds: (run_tflm(data, feeds)["tensors"], False),
+    "litert-opt": _litert("opt"),
+    "xnnpack": _litert("xnnpack", preserve=False),
 }
 OUTPUTS_ONLY = {"xnnpack"}  # oracles that return the graph outputs only
 OPTIMIZED = ("litert-opt", "xnnpack")  # checked wherever litert-ref is
+#: ops whose arithmetic intq emulates differently when XNNPACK takes them (docs/engine.md, "Targets")
+XNNPACK_ARITHMETIC = frozenset({"CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "TRANSPOSE_CONV", "ADD", "SUB", "MUL",
+                                "MEAN", "SUM", "QUANTIZE", "LOGISTIC", "TANH", "LEAKY_RELU", "RESIZE_BILINEAR"})
 
-#: (op, target, "compared" | "refused") -> number of single-op models, over the session
+#: (kernel, target, "compared" | "declined" | "refused" | "runtime refused") -> single-op models, over the
+#: session; ``kernel`` is the registry key (op, activation dtype) the interpreter runs the node with
 TALLY: Counter = Counter()
+#: (test function, kernel) -> {"elements", "flat", "values": set} over the int8 outputs of the models that
+#: test ran: "flat" counts elements at the output's extremes (-128, 127) or at its zero point
+OUTPUT_STATS: dict[tuple[str, tuple[str, str]], dict] = defaultdict(lambda: {"elements": 0, "flat": 0, "values": set()})
 
 
 def tensor(name: str, shape, dtype=np.int8, scale=None, zero_point=0, axis=None, data=None, narrow=False) -> Tensor:
@@ -72,25 +95,91 @@ def single_op_graph(op: str, inputs: Sequence[Tensor | None], outputs: Sequence[
     return Graph([node], tensors, graph_inputs, [t.name for t in outputs], name=op.lower())
 
 
+def kernel_key(graph: Graph, node: Node) -> tuple[str, str]:
+    """The (op, activation dtype) kernel the interpreter runs ``node`` with (:func:`intq.kernels.lookup`)."""
+    from intq.kernels import INT8, KERNELS, node_activation
+
+    key = (node.op_type, node_activation(node, graph.tensors))
+    return key if key in KERNELS else (node.op_type, INT8)
+
+
+def same_params(a, b) -> bool:
+    """Structural equality of two prepared parameter objects (dataclasses, arrays, containers)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, np.ndarray):
+        return a.shape == b.shape and a.dtype == b.dtype and bool(np.array_equal(a, b, equal_nan=a.dtype.kind == "f"))
+    if dataclasses.is_dataclass(a) and not isinstance(a, type):
+        return all(same_params(getattr(a, f.name), getattr(b, f.name)) for f in dataclasses.fields(a))
+    if isinstance(a, Mapping):
+        return a.keys() == b.keys() and all(same_params(a[k], b[k]) for k in a)
+    if isinstance(a, (tuple, list)):
+        return len(a) == len(b) and all(same_params(x, y) for x, y in zip(a, b))
+    if isinstance(a, (float, np.floating)) and np.isnan(a):
+        return bool(np.isnan(b))
+    if hasattr(a, "shape") and hasattr(a, "dtype"):  # a torch tensor (the GEMM's prepared weights)
+        return same_params(np.asarray(a), np.asarray(b))
+    return bool(a == b)
+
+
+def xnnpack_prediction(graph: Graph, it_xnnpack) -> bool | None:
+    """intq's prediction that XNNPACK takes the single node of ``graph``: for the operators of
+    :data:`XNNPACK_ARITHMETIC`, whether its kernel prepared different parameters for ``xnnpack``
+    than for ``litert-opt`` (None for the other operators, or when ``litert-opt`` refuses)."""
+    node = graph.nodes[0]
+    if len(graph.nodes) != 1 or node.op_type not in XNNPACK_ARITHMETIC or kernel_key(graph, node)[1] != "int8":
+        return None
+    try:
+        it_opt = intq.Interpreter(graph, target="litert-opt")
+    except KernelError:
+        return None
+    return not same_params(it_xnnpack.prepared(node.name), it_opt.prepared(node.name))
+
+
+def _current_test() -> str:
+    """``test_conv.py::test_random_conv_2d_models`` (parameters dropped) for the running test."""
+    import os
+
+    current = os.environ.get("PYTEST_CURRENT_TEST", "?").split(" ")[0]
+    return current.split("/")[-1].split("[")[0]
+
+
+def _record_outputs(graph: Graph, mine: Mapping[str, np.ndarray]) -> None:
+    """Add the int8 outputs of one model to :data:`OUTPUT_STATS` (once per model)."""
+    for name in graph.outputs:
+        t, value = graph.tensors[name], mine.get(name)
+        if value is None or value.dtype != np.int8 or t.qparams is None or t.qparams.per_axis:
+            continue
+        for node in graph.nodes:
+            if name in node.outputs:
+                s = OUTPUT_STATS[(_current_test(), kernel_key(graph, node))]
+                s["elements"] += value.size
+                s["flat"] += int(np.count_nonzero((value == -128) | (value == 127)
+                                                  | (value == t.qparams.tensor_zero_point)))
+                if len(s["values"]) < 256:
+                    s["values"].update(np.unique(value).tolist())
+
+
 def assert_matches_oracles(graph: Graph, feeds: Mapping[str, np.ndarray], targets=("litert-ref", "tflite"),
                            context: str = "", optimized: bool = True) -> dict[str, dict[str, np.ndarray]]:
     """Every tensor intq computes equals the oracle's, for each target (and for :data:`OPTIMIZED`
     where ``litert-ref`` is asked and ``optimized``). Returns intq's tensors for ``targets``."""
     data = to_tflite_bytes(graph)
     ordered = [feeds[name] for name in graph.inputs]
-    ops = sorted({n.op_type for n in graph.nodes})
+    ops = sorted({kernel_key(graph, n) for n in graph.nodes})
     extra = tuple(t for t in OPTIMIZED if optimized and "litert-ref" in targets and t not in targets)
     results = {}
+    recorded = False
     for target in (*targets, *extra):
         try:
-            it = intq.Interpreter(graph, target=target)
+            it = intq.Interpreter(graph, target=target, trace=True)  # integer-only, checked where it runs
         except KernelError:
             if target not in extra:
                 raise
             TALLY.update((op, target, "refused") for op in ops)
             continue
         try:
-            oracle = ORACLES[target](data, ordered)
+            oracle, delegated = ORACLES[target](data, ordered)
         except LiteRtOracleError as e:
             # XNNPACK fails to prepare some nodes LiteRT's kernels run ("failed to delegate ... failed to
             # prepare"): the runtime itself refuses the model; recorded, not compared
@@ -100,8 +189,11 @@ def assert_matches_oracles(graph: Graph, feeds: Mapping[str, np.ndarray], target
             continue
         it.run(dict(feeds))
         mine = it.tensors()
-        if target in OPTIMIZED:
-            TALLY.update((op, target, "compared") for op in ops)
+        if target == "xnnpack":
+            predicted = xnnpack_prediction(graph, it)
+            assert predicted is None or predicted == delegated, (
+                f"{context} [xnnpack] intq predicts XNNPACK {'takes' if predicted else 'declines'} {ops[0][0]}, but XNNPACK "
+                f"{'took' if delegated else 'declined'} it")
         for name, value in mine.items():
             if target in OUTPUTS_ONLY and name not in graph.outputs:
                 continue
@@ -116,6 +208,11 @@ def assert_matches_oracles(graph: Graph, feeds: Mapping[str, np.ndarray], target
                 raise AssertionError(
                     f"{context} [{target}] {name}: {len(bad)} of {value.size} elements differ; "
                     f"first at {first}: intq {got} vs oracle {exp}")
+        outcome = "declined" if target == "xnnpack" and not delegated else "compared"
+        TALLY.update((op, target, outcome) for op in ops)
+        if not recorded:
+            _record_outputs(graph, mine)
+            recorded = True
         if target in targets:
             results[target] = mine
     return results

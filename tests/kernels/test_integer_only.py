@@ -6,45 +6,34 @@ in intq's kernel helper modules and in :mod:`intq.qmath`'s run-time primitives) 
 float literals, true division ``/``, ``float``/``np.float*``/``np.floating`` names, float ufuncs
 (exp, log, sqrt, rint, round, floor, ceil, ...), ``astype`` to a float type, or ``math.*``. The
 requantizers are reached through :func:`intq.kernels.requantize.requantize`: every method of each
-integer contract's class is on the path. Exempt, by design and documented in their modules:
-QUANTIZE and DEQUANTIZE of the int8 family (the float boundary; QUANTIZE's integer-input path is
-checked at run time below), :func:`intq.kernels.gemm.exact_matmul` (exact integers on float32
-BLAS, DESIGN.md decision 6, bound asserted at prepare) and the float-emulating contracts
-(``DoubleProduct``: LiteRT's reference FC, ``litert-ref`` only; ``Float32Rne``: XNNPACK, ``xnnpack``
-only), which are not on the integer contracts' path (checked below).
+integer contract's class is on the path.
+
+Beside this syntactic check, the same contract is checked where it runs: ``Interpreter(g,
+trace=True)`` (:mod:`intq.runtime.tracing`) on the converter and corpus models and intq's own
+exports, every target (below), and on every single-op model of the kernel suites (the harness
+traces each run).
+
+The exemptions are :mod:`intq.kernels.integer_only`'s — one table, by qualified name, read by both
+checks and quoted in docs/engine.md (checked below): QUANTIZE and DEQUANTIZE of the int8 family
+(the float boundary), :func:`intq.kernels.gemm.exact_matmul` (DESIGN.md decision 6) and the
+float-emulating functions of the ``litert-ref``, ``litert-opt`` and ``xnnpack`` targets.
 """
 
 import ast
-import re
 import inspect
+import re
 import sys
 import textwrap
 
 import pytest
 
-from intq.kernels import INT8, INT16, KERNELS, TARGETS, requantize
+from intq.kernels import INT8, INT16, KERNELS, TARGETS, integer_only, requantize
 
 FLOAT_NAMES = {"float", "float16", "float32", "float64", "floating", "longdouble", "half", "single", "double"}
 FLOAT_FUNCS = {"exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "cbrt", "rint", "round", "around",
                "floor", "ceil", "trunc", "true_divide", "divide", "sin", "cos", "tanh", "power", "float_power",
                "ldexp", "frexp", "reciprocal", "round_float", "nan_to_num", "interp"}
-BOUNDARY = {("QUANTIZE", INT8), ("DEQUANTIZE", INT8)}
-# decision 6; litert-ref's double-product FC emulation; the xnnpack target's float32 requantization
-# (XNNPACK's fp32 requantization, selected only where ctx.target.xnnpack: checked below); XNNPACK's
-# float32 MEAN and SUM (XnnpackMeanParams are prepared only where ctx.target.xnnpack); LiteRT's
-# optimized SUM, computed in float32 by LiteRT (intq.kernels.sum: OptimizedSumParams, litert-opt only);
-# LiteRT's optimized SOFTMAX and LOG_SOFTMAX, computed in float32 by LiteRT (OptimizedSoftmaxParams,
-# OptimizedLogSoftmaxParams: prepared only where ctx.target.optimized); onnxruntime's QLinearSoftmax and
-# QLinearAveragePool, computed in float32 by onnxruntime (intq.kernels._ort: OrtSoftmax, OrtAveragePool, prepared
-# only under _ort.is_ort(ctx): checked by test_float32_requantization_is_selected_only_for_the_float_targets);
-# TPU-MLIR's float steps in its asymmetric average pooling and int8 softmax, which TPU-MLIR itself computes in
-# float (intq.kernels.tpu_mlir: TpuMlirFloatAvgPoolParams, TpuMlirSoftmaxParams, prepared only for tpu-mlir), and
-# the float32 and float16 ops TPU-MLIR leaves in its int8 models (TpuMlirFloat32AvgPoolParams, TpuMlirFloatReluParams,
-# TpuMlirHalfPReluParams, TpuMlirFloatLeakyReluParams, TpuMlirFloatSoftmaxParams, TpuMlirFloatAddConstParams:
-# prepared only for tpu-mlir, on float inputs)
-ALLOWED_CALLS = {"exact_matmul", "_float32_mean", "_float32_sum", "_float32_softmax", "_float32_log_softmax",
-                 "_float32_average_pool", "run_avg_float", "run_float", "run_avg_float32", "run_float_relu",
-                 "run_prelu_half", "run_float_leaky_relu", "run_float_softmax", "run_float_add_const"}
+BOUNDARY = set(integer_only.FLOAT_BOUNDARY_KERNELS)
 RUNTIME_PACKAGES = ("intq.kernels", "intq.qmath")
 
 
@@ -83,13 +72,13 @@ def _run_path(module, entry: str = "run") -> dict[str, ast.FunctionDef]:
     stack = [(module, entry)]
     while stack:
         mod, name = stack.pop()
-        if name in ALLOWED_CALLS:
-            continue
         fn = getattr(mod, name, None)
         fn = getattr(fn, "py_func", fn)  # a numba-compiled function: check its Python source
         if not inspect.isfunction(fn) or not fn.__module__.startswith(RUNTIME_PACKAGES):
             continue
         key = f"{fn.__module__}.{fn.__qualname__}"
+        if key in integer_only.FLOAT_FUNCTIONS:  # exempt by qualified name, not by bare name
+            continue
         if key in reached:
             continue
         home = sys.modules[fn.__module__]
@@ -125,7 +114,7 @@ def test_the_run_path_reaches_helper_modules():
     assert "intq.kernels.requantize.requantize" in path
     assert "intq.qmath.compiled.requantize_rows_double" in path  # the walk descends into intq.qmath
     assert "intq.qmath.compiled.mbqm_scalar" in path
-    assert not any(k.endswith("exact_matmul") for k in path)  # decision 6, allowed by name
+    assert not any(k.endswith("exact_matmul") for k in path)  # decision 6, exempt by its qualified name
 
 
 def test_the_walk_reaches_the_compiled_fast_paths():
@@ -200,6 +189,123 @@ def test_the_checker_catches_float_arithmetic():
     assert len(_violations(ast.parse(src))) >= 3
     assert _violations(ast.parse("def run(p, x):\n    return (x * p.m + p.r) >> p.s\n")) == []
 
+
+# ------------------------------------------------------------------------ the exemption table
+
+
+def _resolve(qualified: str):
+    import importlib
+
+    parts = qualified.split(".")
+    for cut in range(len(parts) - 1, 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:cut]))
+        except ModuleNotFoundError:
+            continue
+        for attr in parts[cut:]:
+            obj = getattr(obj, attr)
+        return obj
+    raise AssertionError(qualified)
+
+
+def test_every_exemption_exists_and_is_documented():
+    """Each exempt function and class resolves (a renamed helper must not leave a stale, too-broad
+    exemption), and docs/engine.md names each one (the docs list what the test exempts)."""
+    import pathlib
+
+    docs = (pathlib.Path(__file__).parents[2] / "docs" / "engine.md").read_text()
+    for name, reason in {**integer_only.FLOAT_FUNCTIONS, **integer_only.FLOAT_PARAMS, **integer_only.FLOAT_OPS}.items():
+        obj = _resolve(name)
+        assert integer_only.qualified_name(obj) == name or integer_only.class_name(obj) == name, name
+        assert reason and f"`{name}" in docs, f"docs/engine.md does not name the exemption {name}"
+    for (op, act), reason in integer_only.FLOAT_BOUNDARY_KERNELS.items():
+        assert (op, act) in KERNELS and reason and op in docs
+
+
+def test_a_helper_with_an_exempt_bare_name_is_still_checked():
+    """Exemptions are by qualified name: a new ``exact_matmul`` in another module is walked and caught."""
+    import linecache
+    import types
+
+    name, filename = "intq.kernels._exemption_probe", "<intq.kernels._exemption_probe>"
+    src = "def exact_matmul(x):\n    return x / 2.0\n\n\ndef run(p, x):\n    return exact_matmul(x)\n"
+    linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)
+    mod = types.ModuleType(name)
+    exec(compile(src, filename, "exec"), mod.__dict__)
+    sys.modules[name] = mod
+    try:
+        path = _run_path(mod)
+        assert f"{name}.exact_matmul" in path and _violations(path[f"{name}.exact_matmul"])
+    finally:
+        del sys.modules[name]
+        linecache.cache.pop(filename, None)
+
+
+# ------------------------------------------------------------------- checked where it runs
+
+
+def _traceable_models():
+    """Converter fixtures, corpus .tflite files intq runs, and intq's own exports (digits CNN)."""
+    import glob
+    import pathlib
+
+    import intq
+
+    root = pathlib.Path(__file__).parents[2]
+    paths = sorted(glob.glob(str(root / "tests/fixtures/tflite/*.tflite"))) + \
+        sorted(glob.glob(str(root / "tests/fixtures/corpus/*.tflite")))
+    models = []
+    for p in paths:
+        if pathlib.Path(p).name.startswith("mp_"):  # MediaPipe's float models: float ops, no integer kernel
+            continue
+        try:
+            g = intq.load(p)
+            dynamic = {n: tuple(1 if d is None else d for d in g.tensors[n].shape) for n in g.inputs
+                       if None in (g.tensors[n].shape or ())}
+            models.append((pathlib.Path(p).name, intq.load(p, input_shapes=dynamic) if dynamic else g))
+        except intq.IntqError:  # operators intq does not run (resource variables, custom ops)
+            continue
+    from intq.testing.digits import load_split
+
+    (x, _), _ = load_split()
+    qg = intq.quantize(str(root / "intq/data/digits_cnn.onnx"), [s[None] for s in x[:16]],
+                       input_shapes={"image": (1, 1, 8, 8)})
+    models.append(("digits_cnn (intq)", qg))
+    return models + _tpu_mlir_models(root)
+
+
+def _tpu_mlir_models(root):
+    """TPU-MLIR's own int8 models (tests/fixtures/tpu_mlir, every variant, loaded as
+    tests/frontends/test_tpu_mlir.py loads them): what the tpu-mlir target runs."""
+    from tests.frontends.test_tpu_mlir import CASES, _load
+
+    return [(f"{model} {kind} (TPU-MLIR)", _load(model, kind)[0]) for model, kind in CASES]
+
+
+def test_every_kernel_run_is_integer_only_on_real_models():
+    """``Interpreter(trace=True)`` on every model intq runs from the fixtures and the corpus, on
+    every target that prepares it: every kernel call reads, holds and returns integers only (the
+    float boundary and the documented emulations aside)."""
+    import numpy as np
+
+    import intq
+
+    traced = {}
+    for name, g in _traceable_models():
+        rng = np.random.default_rng(0)
+        feeds = {n: (rng.standard_normal(g.tensors[n].shape) if g.tensors[n].dtype.kind == "f"
+                     else rng.integers(-128, 128, g.tensors[n].shape)).astype(g.tensors[n].dtype) for n in g.inputs}
+        for target in TARGETS:
+            try:
+                it = intq.Interpreter(g, target=target, trace=True)
+            except intq.IntqError:  # a target that does not emulate one of its operators
+                continue
+            it.run(feeds)  # raises IntegerOnlyViolation on the first float
+            traced[(name, target)] = it.trace.calls
+    assert len({n for n, _ in traced}) >= 12, traced
+    assert {t for _, t in traced} == set(TARGETS)
+    # the int8 / 16x8 models are integer throughout (MediaPipe's float models run float ops instead)
+    assert all(traced.values()), traced
 
 # ------------------------------------------------------------------------------ native C run paths
 

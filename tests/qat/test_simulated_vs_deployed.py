@@ -72,6 +72,48 @@ def test_exported_tflite_runs_as_simulated_in_tflite_micro(trained_qat, digits, 
             np.testing.assert_array_equal(np.asarray(out).reshape(1, -1), simulated[i:i + 1], err_msg=f"{name}: sample {i}")
 
 
+@pytest.mark.parametrize("name", list(MODELS))
+def test_every_tensor_in_tflite_micro_and_litert(name, trained_qat, digits):
+    """The exported .tflite of each QAT model — the gated one's concat, sigmoid gate, MUL, average
+    pooling and softmax included — run by TensorFlow Lite Micro and by LiteRT's reference kernels,
+    every tensor: TFLM's equal the values the QAT module simulated (and intq's ``tflite`` target),
+    LiteRT's equal intq's ``litert-ref`` target (LiteRT rounds FULLY_CONNECTED, LOGISTIC and MUL's
+    multipliers its own way; that target reproduces it)."""
+    from intq.runtime.oracles.litert import run_litert
+    from intq.runtime.oracles.tflm import run_tflm
+
+    qat, qg = trained_qat[name]
+    _, _, xte, _ = digits
+    data = intq.export_tflite(qg)
+    micro_it, lite_it = intq.Interpreter(qg, target="tflite"), intq.Interpreter(qg, target="litert-ref")
+    int_of = {}
+    for int_name, (float_name, perm) in qg.metadata["float_tensor_of"].items():
+        int_of.setdefault(float_name, (int_name, perm))
+    qp = qat.quant_params()
+    ops = {n.op_type for n in qg.nodes}
+    if name == "gated":
+        assert {"CONCATENATION", "LOGISTIC", "MUL", "SOFTMAX", "AVERAGE_POOL_2D"} <= ops, ops
+    checked = 0
+    for x in xte[:12]:
+        feed = x[None].numpy()
+        micro = run_tflm(data, [feed])["tensors"]
+        lite = run_litert(data, [feed], resolver="ref")["tensors"]
+        micro_it.run({qg.inputs[0]: feed})
+        lite_it.run({qg.inputs[0]: feed})
+        for runtime, theirs, mine in (("TFLite Micro", micro, micro_it.tensors()), ("LiteRT", lite, lite_it.tensors())):
+            for k, v in mine.items():
+                assert k in theirs, f"{name}: {runtime} has no tensor {k!r}"
+                np.testing.assert_array_equal(v, theirs[k], err_msg=f"{name}: {runtime} tensor {k}")
+                checked += 1
+        simulated = qat.tensors(x[None])
+        for f, (k, perm) in int_of.items():
+            if f in qp:
+                d = dequantize(micro[k], qg.tensors[k].qparams)
+                np.testing.assert_array_equal(d, simulated[f].numpy().transpose(perm),
+                                              err_msg=f"{name}: TFLite Micro's {k} vs the simulated {f}")
+    assert checked >= 12 * 2 * len(qg.nodes)  # every node's output, both runtimes, every sample
+
+
 def test_training_mode_with_frozen_statistics_is_the_deployed_forward(trained_qat, digits):
     """Frozen batch norm and ranges: the training forward (what the optimizer sees) gives the
     deployed values too — exactly with ``exact_ops="frozen"``, within one output step without."""

@@ -137,13 +137,14 @@ def test_errors_still_name_the_node():
 
 
 def test_the_straight_line_hot_path_computes_what_the_step_loop_does(digits):
-    """The hot path (one generated function of the steps' calls) fills every slot as the step
-    loop does (capture mode runs the loop), native and kernel runs alike."""
+    """The hot path (one generated function of the steps' calls, from the second run on) fills
+    every slot as the step loop does (capture mode runs the loop), native and kernel runs alike."""
     calib, x = digits
     qg = intq.quantize(onnx.load(DIGITS), calib, input_shapes={"image": (9, 1, 8, 8)})
     for native in (True, False):
         plan = ExecutionPlan(qg, intq.kernels.get_target("tflite"), native=native)
         assert plan._straight is not None
+        plan.execute([x])  # the first run: the checked step loop
         fast = plan.execute([x])
         seen = {}
         plan.execute([x], capture=seen.__setitem__)

@@ -93,7 +93,7 @@ def prepare(ctx: KernelContext) -> FullyConnected16x8Params | OptimizedFullyConn
     w, w_qp = fc_weights(ctx)
     n, k = w.shape
     bias = int64_bias(ctx, 2, n)
-    out_shape = fc_out_shape(ctx, k)
+    out_shape = fc_out_shape(ctx, k, n)
     check_int64_accumulator(ctx, np.abs(w.astype(np.int64)).sum(axis=1), bias)
     lo, hi = fused_activation_range(ctx, out_qp)
     if ctx.target.optimized and not ctx.has_input(2) and ctx.attr("quantized_bias_type") != "INT64":  # ruy

@@ -79,7 +79,7 @@ def _windows(p: PoolWindow, x: np.ndarray, dtype) -> np.ndarray:
 class TpuMlirMaxPoolParams:
     window: PoolWindow
     relu: bool
-    relu_limit: float
+    relu_limit: int | None  # the ReLU's upper limit in output codes (int(tpu_relu_limit)), None: no limit
     out_dtype: np.dtype
 
 
@@ -88,16 +88,17 @@ def prepare_max(ctx: KernelContext) -> TpuMlirMaxPoolParams:
     if ctx.input(0).dtype != ctx.outputs[0].dtype:
         raise ctx.error("max pooling keeps the input's type")
     lo = np.iinfo(ctx.input(0).dtype).min
+    limit = float(ctx.attr("tpu_relu_limit", -1.0))  # prepare reads the float attribute; run sees an integer
     return TpuMlirMaxPoolParams(_window(ctx, lo), bool(ctx.attr("tpu_do_relu", False)),
-                                float(ctx.attr("tpu_relu_limit", -1.0)), ctx.outputs[0].dtype)
+                                int(limit) if limit > 0 else None, ctx.outputs[0].dtype)
 
 
 def run_max(p: TpuMlirMaxPoolParams, x):
     y = _windows(p.window, x, x.dtype).max(axis=(4, 5))
     if p.relu:
         y = np.maximum(y, 0)
-        if p.relu_limit > 0:
-            y = np.minimum(y, int(p.relu_limit))
+        if p.relu_limit is not None:
+            y = np.minimum(y, p.relu_limit)
     return (y.astype(p.out_dtype, copy=False),)
 
 

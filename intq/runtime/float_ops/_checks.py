@@ -49,6 +49,15 @@ def tensor(value) -> np.ndarray:
     return np.asarray(value)
 
 
+def output_size(op: str, shape: Sequence[int], dtype=np.float32, what: str = "output") -> None:
+    """Refuse, before it is allocated, a result over intq's per-tensor limit (:mod:`intq.limits`):
+    the shape of an op whose output size comes from its data (Expand, Tile, Pad, Resize, a
+    broadcast...). :class:`intq.limits.TensorTooLargeError`, naming ``op``."""
+    from intq.limits import check_tensor_size
+
+    check_tensor_size(shape, dtype, f"{op}: {what}")
+
+
 def is_omitted(x) -> bool:
     """True for an omitted optional input: ``None`` or an empty tensor (older exporters)."""
     return x is None or (isinstance(x, np.ndarray) and x.size == 0)

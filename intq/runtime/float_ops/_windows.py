@@ -23,7 +23,7 @@ from intq.errors import GraphError
 from intq.passes.padding import pads_of
 
 from . import _scratch
-from ._checks import ints
+from ._checks import ints, output_size
 
 
 @dataclass(frozen=True)
@@ -113,6 +113,7 @@ def pad(x: np.ndarray, begin: Sequence[int], end: Sequence[int], value: float = 
         return x
     spatial = x.shape[2:]
     shape = x.shape[:2] + tuple(n + b + e for n, b, e in zip(spatial, begin, end))
+    output_size("window op", shape, x.dtype, "padded input")
     out = _scratch.buffer(scratch, shape, x.dtype) if scratch else np.empty(shape, x.dtype)
     out.fill(value)
     out[(slice(None), slice(None)) + tuple(slice(b, b + n) for b, n in zip(begin, spatial))] = x

@@ -23,7 +23,7 @@ from intq.errors import GraphError
 from intq.passes.padding import pads_of
 
 from . import _scratch
-from ._checks import ints
+from ._checks import ints, output_size
 from ._windows import Geometry, channel_chunks, geometry, pad, per_axis, taps, windows
 from .registry import FLOAT_OPS
 
@@ -224,6 +224,8 @@ def ConvTranspose(X, W, B=None, *, auto_pad="NOTSET", dilations=None, group=1, k
     if any(o < 1 for o in out):
         raise GraphError(f"ConvTranspose: pads {begin + end} leave no output (full size {full})")
     dtype = np.result_type(X.dtype, W.dtype)
+    output_size("ConvTranspose", (m,) + tuple(full), dtype, "full output before cropping")
+    output_size("ConvTranspose", (n, m) + tuple(out), dtype)
     K = int(np.prod(kernel, dtype=np.int64))
     positions = int(np.prod(in_sp, dtype=np.int64))
     w = W.astype(dtype, copy=False).reshape(group, c // group, mg * K).transpose(0, 2, 1)

@@ -17,18 +17,21 @@ import onnx
 
 from intq.errors import GraphError, UnsupportedOperatorError
 
-from . import _libm
+from . import _checks, _libm
 from ._erf import erf
 from .registry import FLOAT_OPS
 
 
 def _broadcast(op: str, fn, *arrays):
-    """``fn(*arrays)`` as an ndarray; a broadcasting failure becomes a GraphError naming ``op``."""
+    """``fn(*arrays)`` as an ndarray; a broadcasting failure becomes a GraphError naming ``op``, a
+    broadcast result over the size limit a TensorTooLargeError (before it is computed)."""
     try:
-        return np.asarray(fn(*arrays))
+        shape = np.broadcast_shapes(*(np.shape(a) for a in arrays))
     except ValueError as err:
         shapes = ", ".join(str(list(np.shape(a))) for a in arrays)
         raise GraphError(f"{op}: input shapes {shapes} do not broadcast ({err})") from None
+    _checks.output_size(op, shape, np.result_type(*arrays))
+    return np.asarray(fn(*arrays))
 
 
 def _is_int(x: np.ndarray) -> bool:

@@ -6,6 +6,7 @@ import numpy as np
 
 from intq.errors import GraphError
 
+from ._checks import output_size
 from .registry import FLOAT_OPS
 
 
@@ -13,6 +14,12 @@ from .registry import FLOAT_OPS
 def MatMul(A, B):
     """Y = A @ B with numpy broadcasting of the batch axes; 1-D operands are promoted and the
     added axis removed again (numpy.matmul == ONNX MatMul)."""
+    if A.ndim >= 2 and B.ndim >= 2:
+        try:
+            batch = np.broadcast_shapes(A.shape[:-2], B.shape[:-2])
+        except ValueError:
+            batch = ()  # np.matmul reports the mismatch below
+        output_size("MatMul", batch + (A.shape[-2], B.shape[-1]), np.result_type(A, B))
     try:
         return (np.asarray(np.matmul(A, B)),)
     except ValueError:
@@ -30,6 +37,7 @@ def Gemm(A, B, C=None, *, alpha=1.0, beta=1.0, transA=0, transB=0):
     if a.shape[1] != b.shape[0]:
         raise GraphError(f"Gemm: A' {list(a.shape)} and B' {list(b.shape)} do not multiply "
                          f"(transA={transA}, transB={transB})")
+    output_size("Gemm", (a.shape[0], b.shape[1]), np.result_type(A, B))
     y = a @ b
     if alpha != 1.0:
         y *= y.dtype.type(alpha)

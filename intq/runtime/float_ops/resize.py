@@ -159,8 +159,8 @@ def Resize(X, roi=None, scales=None, sizes=None, *, antialias=0, axes=None,
         raise GraphError("Resize: exactly one of the scales and sizes inputs must be given")
     if have_scales:
         scale = [_F(s) for s in np.asarray(scales, _F).reshape(-1)]
-        if len(scale) != len(ax) or any(not s > 0 for s in scale):
-            raise GraphError(f"Resize: scales {[float(s) for s in scale]} need {len(ax)} positive values")
+        if len(scale) != len(ax) or any(not 0 < s < np.inf for s in scale):
+            raise GraphError(f"Resize: scales {[float(s) for s in scale]} need {len(ax)} positive finite values")
         out_len = [int(np.floor(s * _F(n))) for s, n in zip(scale, in_len)]
     else:
         out_len = _checks.ints(sizes)
@@ -183,6 +183,10 @@ def Resize(X, roi=None, scales=None, sizes=None, *, antialias=0, axes=None,
         roi_start, roi_end = r[: len(ax)], r[len(ax):]
     else:
         roi_start = roi_end = np.zeros(len(ax), _F)
+    shape = list(X.shape)
+    for a, n in zip(ax, out_len):
+        shape[a] = n
+    _checks.output_size("Resize", shape, X.dtype)
     y = X
     outside = None
     for i, a in enumerate(ax):

@@ -160,6 +160,7 @@ def Gather(data, indices, *, axis=0):
     """output = take(data, indices, axis): indexes axis ``axis`` with an index tensor of any
     rank (negative indices count from the end); output rank = r + q - 1."""
     a = _checks.axis("Gather", axis, data.ndim)
+    _checks.output_size("Gather", data.shape[:a] + np.shape(indices) + data.shape[a + 1:], data.dtype)
     return (np.take(data, _indices("Gather", indices, data.shape[a]), axis=a),)
 
 
@@ -193,6 +194,7 @@ def ConstantOfShape(input, *, value=None):
     fill = np.zeros(1, np.float32) if value is None else _checks.tensor(value).reshape(-1)
     if fill.size != 1:
         raise GraphError(f"ConstantOfShape: value must have one element, got {fill.size}")
+    _checks.output_size("ConstantOfShape", dims, fill.dtype)
     return (np.full(dims, fill[0], dtype=fill.dtype),)
 
 
@@ -207,7 +209,11 @@ def Range(start, limit, delta):
     if np.issubdtype(dtype, np.integer):
         count = max(0, -(-(int(l) - int(s)) // int(d)))
     else:
-        count = max(0, int(np.ceil(np.float64(l - s) / np.float64(d))))
+        span = np.float64(l - s) / np.float64(d)
+        if not np.isfinite(span):
+            raise GraphError(f"Range: start {s}, limit {l} and delta {d} give no finite length")
+        count = max(0, int(np.ceil(span)))
+    _checks.output_size("Range", (count,), dtype)
     return ((np.arange(count, dtype=dtype) * d + s).astype(dtype, copy=False),)
 
 
@@ -220,6 +226,7 @@ def Expand(input, shape):
     except ValueError:
         raise GraphError(f"Expand: shape {ints(shape)} does not broadcast with input "
                          f"{list(input.shape)}") from None
+    _checks.output_size("Expand", out, input.dtype)  # a view, but every consumer materialises it
     return (np.broadcast_to(input, out),)
 
 
@@ -229,6 +236,7 @@ def Tile(input, repeats):
     reps = ints(repeats)
     if len(reps) != input.ndim or any(r < 0 for r in reps):
         raise GraphError(f"Tile: repeats {reps} needs {input.ndim} non-negative entries")
+    _checks.output_size("Tile", [d * r for d, r in zip(input.shape, reps)], input.dtype)
     return (np.tile(input, reps),)
 
 
@@ -258,6 +266,7 @@ def Pad(data, pads, constant_value=None, axes=None, *, mode="constant"):
     end = [max(0, e) for e in end]
     if not any(begin) and not any(end):
         return (x,)
+    _checks.output_size("Pad", [d + b + e for d, b, e in zip(x.shape, begin, end)], data.dtype)
     if mode == "constant":
         value = 0 if _checks.is_omitted(constant_value) else np.asarray(constant_value).reshape(-1)[0]
         out = np.empty(tuple(d + b + e for d, b, e in zip(x.shape, begin, end)), data.dtype)

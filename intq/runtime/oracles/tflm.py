@@ -8,6 +8,10 @@ result layout as :func:`intq.runtime.oracles.litert.run_litert`.
 
 from __future__ import annotations
 
+import contextlib
+import os
+import sys
+import tempfile
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -43,9 +47,10 @@ def run_tflm_sequence(model_bytes: bytes, feeds: Sequence[Mapping[str | int, np.
     model_bytes = bytes(model_bytes)
     config = runtime.InterpreterConfig.kPreserveAllTensors if preserve_all_tensors else runtime.InterpreterConfig.kAllocationRecording
     try:
-        interp = runtime.Interpreter.from_bytes(model_bytes, arena_size=_ARENA_BYTES, intrepreter_config=config)
-    except Exception as exc:  # the binding raises RuntimeError with TFLM's log
-        raise TflmOracleError(f"TFLite Micro rejected the model: {exc}") from exc
+        with _native_log() as log:
+            interp = runtime.Interpreter.from_bytes(model_bytes, arena_size=_ARENA_BYTES, intrepreter_config=config)
+    except Exception as exc:  # the binding raises a bare RuntimeError; the reason is in TFLM's log
+        raise TflmOracleError(f"TFLite Micro rejected the model: {exc}{_reason(log)}") from exc
     sub = schema.Model.GetRootAs(model_bytes, 0).Subgraphs(0)
     details = [{"name": sub.Tensors(sub.Inputs(i)).Name().decode(), "shape": sub.Tensors(sub.Inputs(i)).ShapeAsNumpy(),
                 "dtype": TENSOR_TYPE_DTYPES[sub.Tensors(sub.Inputs(i)).Type()]} for i in range(sub.InputsLength())]
@@ -54,9 +59,10 @@ def run_tflm_sequence(model_bytes: bytes, feeds: Sequence[Mapping[str | int, np.
         for i, arr in enumerate(order_inputs(details, inputs, TflmOracleError)):
             interp.set_input(arr, i)
         try:
-            interp.invoke()
+            with _native_log() as log:
+                interp.invoke()
         except Exception as exc:
-            raise TflmOracleError(f"TFLite Micro failed to run the model: {exc}") from exc
+            raise TflmOracleError(f"TFLite Micro failed to run the model: {exc}{_reason(log)}") from exc
         outputs = [np.array(interp.get_output(i)) for i in range(sub.OutputsLength())]
         names = [sub.Tensors(sub.Outputs(i)).Name().decode() for i in range(sub.OutputsLength())]
         tensors: dict[str, np.ndarray] = {}
@@ -69,3 +75,28 @@ def run_tflm_sequence(model_bytes: bytes, feeds: Sequence[Mapping[str | int, np.
                     tensors[sub.Tensors(t).Name().decode()] = np.array(value["tensor_data"])
         results.append({"outputs": outputs, "output_names": names, "tensors": tensors})
     return results
+
+
+@contextlib.contextmanager
+def _native_log():
+    """Capture what TFLM's C++ code prints on file descriptor 2 (``MicroPrintf``: the reason of a
+    refusal) while inside; ``log[0]`` holds it afterwards, and it is printed on again, unchanged."""
+    log = [""]
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as tmp:
+        os.dup2(tmp.fileno(), 2)
+        try:
+            yield log
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            tmp.seek(0)
+            log[0] = tmp.read().decode("utf-8", "replace")
+            if log[0]:
+                sys.stderr.write(log[0])
+
+
+def _reason(log: list[str]) -> str:
+    text = " ".join(line.strip() for line in log[0].splitlines() if line.strip())
+    return f" ({text})" if text else ""
