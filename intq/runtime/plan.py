@@ -12,8 +12,10 @@ slots, so running it does no per-node dictionary, attribute or validation work:
   node's operator is bound to its attributes and fused activation the same way;
 * liveness: for each step, the slots whose last reader it is (``keep=False`` releases them there,
   so numpy reuses their memory for the next tensors);
-* the hot loop is ``outs = run(*[slots[i] for i in args])``; an exception is caught once around
-  the whole loop and re-raised naming the node (zero-cost while nothing fails);
+* the hot path is one generated function of straight-line statements ``s[o], = f7(s[a], s[b])``
+  (no per-step list, zip or loop work); an exception there re-runs the inputs through the step
+  loop (``outs = run(*[slots[i] for i in args])``, the same runs), which re-raises it naming the
+  node (zero-cost while nothing fails);
 * a plan's first run takes the checked path: every integer kernel's outputs are compared with the
   shapes and dtypes the graph declares (:func:`intq.runtime.checks.check_produced`), once, since a
   plan's shapes never change; with a ``trace`` (:mod:`intq.runtime.tracing`) every kernel call goes
@@ -28,7 +30,7 @@ RESHAPE nodes follow. :class:`intq.runtime.Interpreter` keeps one plan per input
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 
 import numpy as np
@@ -148,8 +150,14 @@ class ExecutionPlan:
             steps.append(_Step(run, tuple(self.slot[t] if t else 0 for t in node.inputs),
                                tuple(self.slot[o] if o else -1 for o in node.outputs),
                                tuple(frees.get(i, ())), integer))
+        if native and trace is None:  # a native convolution and the table op reading its output: one C call
+            from intq.runtime.native.accelerate import fuse_tables
+
+            runs = fuse_tables([s.run for s in steps], [s.args for s in steps], [s.outs for s in steps])
+            steps = [s if r is s.run else replace(s, run=r) for s, r in zip(steps, runs)]
         self.steps = tuple(steps)
         self._flat = tuple((s.run, s.args, s.outs) for s in steps)
+        self._straight = _straight_line(self._flat)
         self.input_slots = tuple(self.slot[k] for k in graph.inputs)
         self.output_slots = tuple((k, self.slot[k]) for k in graph.outputs)
         self._verified = False  # the first run checks every integer output against the graph
@@ -170,9 +178,18 @@ class ExecutionPlan:
         slots = self.new_slots()
         for s, v in zip(self.input_slots, values):
             slots[s] = v
+        if capture is None and keep and self._verified and self._straight is not None:  # the hot path
+            try:
+                self._straight(slots)
+                slots[-1] = None
+                return slots
+            except Exception:  # noqa: BLE001 - the step loop below re-raises it naming the node
+                slots = self.new_slots()
+                for s, v in zip(self.input_slots, values):
+                    slots[s] = v
         i = 0
         try:
-            if capture is None and keep and self._verified:  # the hot path
+            if capture is None and keep and self._verified:
                 for i, (run, args, outs) in enumerate(self._flat):
                     res = run(*[slots[a] for a in args])
                     for o, v in zip(outs, res):
@@ -214,6 +231,27 @@ class ExecutionPlan:
             check_output_ranks(self.graph, [(k, slots[s]) for k, s in self.output_slots])
         self._verified = True
         return slots
+
+
+_STRAIGHT_MAX_STEPS = 20000  # beyond this the generated function is not worth its compile time
+
+
+def _straight_line(flat) -> Callable | None:
+    """The plan's steps as one generated function ``run(s)`` of statements ``s[o1], s[o2] =
+    f_i(s[a1], s[a2])`` (each step's run a local variable): the hot path without per-step Python
+    loop work. Every step is the same call as the step loop's; None for very long plans."""
+    if not flat or len(flat) > _STRAIGHT_MAX_STEPS:
+        return None
+    lines = ["def make(flat):"]
+    lines += [f"    f{i} = flat[{i}][0]" for i in range(len(flat))]  # bound once: closure cells
+    lines.append("    def run(s):")
+    for i, (_, args, outs) in enumerate(flat):
+        call = f"f{i}({', '.join(f's[{a}]' for a in args)})"
+        lines.append(f"        {''.join(f's[{o}], ' for o in outs)}= {call}" if outs else f"        {call}")
+    lines.append("    return run")
+    namespace: dict = {}
+    exec(compile("\n".join(lines), "<intq plan>", "exec"), namespace)  # noqa: S102 - integer slot indices only
+    return namespace["make"](flat)
 
 
 # ------------------------------------------------------------------------------ batch binding

@@ -156,6 +156,128 @@ def test_single_ops_equal_the_kernels_on_every_path(variants, seed):
         assert count >= 12 * len(variants), (op, count)
 
 
+@needs_library
+def test_depthwise_windows_clipped_by_small_maps_equal_the_kernel(variants):
+    """DEPTHWISE_CONV_2D on maps as small as its kernel or smaller (PP-OCR's 2 x 96 under 5 x 5
+    taps, MobileNetV3's 7 x 7): the native loop runs each pixel (a pair where two neighbours share
+    the window) on its in-image taps only, from an offset per clipped window (a cache of 8: more
+    windows than that recompute); every stride, dilation, padding and odd width against the
+    kernel's run."""
+    rng = np.random.default_rng(23)
+    taken = 0
+    for i in range(40):
+        n = int(rng.choice([1, 2]))
+        h, w = int(rng.integers(1, 5)), int(rng.integers(1, 12))
+        kh, kw = (int(v) for v in rng.choice([3, 5, 7], size=2))
+        sh, sw = (int(v) for v in rng.integers(1, 3, size=2))
+        dh, dw = (int(v) for v in rng.choice([1, 1, 2], size=2))
+        c = int(rng.choice([3, 16, 40, 200]))
+        per_channel = bool(rng.integers(0, 2))
+        s_in, s_w, s_out = _scales(rng, c, per_channel)
+        zp_in, zp_out = _zero_points(rng)
+        pad = compute_padding("SAME", (h, w), (kh, kw), (sh, sw), (dh, dw))
+        graph = single_op_graph(
+            "DEPTHWISE_CONV_2D",
+            [tensor("x", (n, h, w, c), scale=s_in, zero_point=zp_in),
+             tensor("w", None, data=_weights(rng, (1, kh, kw, c)), scale=s_w, axis=3 if per_channel else None,
+                    narrow=True),
+             _bias(rng, "b", c, s_in, s_w, 0 if per_channel else None)],
+            [tensor("y", (n, pad.out_h, pad.out_w, c), scale=s_out, zero_point=zp_out)],
+            {"padding": "SAME", "stride_h": sh, "stride_w": sw, "dilation_h_factor": dh, "dilation_w_factor": dw,
+             "depth_multiplier": 1, "fused_activation_function": ("NONE", "RELU", "RELU6")[i % 3]})
+        x = rng.integers(-128, 128, (n, h, w, c)).astype(np.int8)
+        node = graph.nodes[0]
+        plan = ExecutionPlan(graph, get_target("tflite"), native=False)
+        run, params = plan.kernels[node.name]
+        want = np.array(run(params, x)[0])
+        for label, variant in variants.items():
+            bound = native_run(node, graph, params, variant)
+            if bound is None:
+                continue
+            taken += 1
+            np.testing.assert_array_equal(_call(variant, bound, x), want, err_msg=f"case {i} [{label}]")
+    assert taken >= 40 * len(variants)
+
+
+@needs_library
+def test_spatial_mean_equals_the_kernel(variants):
+    """MEAN over axes {1, 2} (written 1, 2 / 2, 1 / -3, -2; keep_dims or not) on random int8 maps
+    from 1 x 1 to 56 x 56 pixels, scales with the output finer and coarser than the input (the
+    multiplier's right shift from 0 to about 20), every zero point extreme: equal to the kernel's
+    run; the other MEANs (other axes, a multiplier with a left shift) keep the kernel's."""
+    rng = np.random.default_rng(29)
+    taken = declined = 0
+    forms = set()
+    for i in range(40):
+        n, h, w = int(rng.choice([1, 2])), int(rng.integers(1, 57)), int(rng.integers(1, 57))
+        c = int(rng.choice([1, 3, 16, 40, 200]))
+        axes = [(1, 2), (2, 1), (-3, -2), (1, 3), (3,)][i % 5]
+        keep = bool(i % 2)
+        s_in = float(10 ** rng.uniform(-3, 0))
+        s_out = s_in * float(10 ** rng.uniform(-2.5, 0.5))
+        zp_in, zp_out = (int(v) for v in rng.choice([-128, -3, 0, 5, 127], size=2))
+        reduced = {a % 4 for a in axes}
+        out_shape = tuple(1 if k in reduced else d for k, d in enumerate((n, h, w, c)) if keep or k not in reduced)
+        graph = single_op_graph("MEAN", [tensor("x", (n, h, w, c), scale=s_in, zero_point=zp_in),
+                                         tensor("axes", None, np.int32, data=np.array(axes, np.int32))],
+                                [tensor("y", out_shape, scale=s_out, zero_point=zp_out)], {"keep_dims": keep})
+        x = (rng.choice([-128, 127], size=(n, h, w, c)) if i % 7 == 0
+             else rng.integers(-128, 128, (n, h, w, c))).astype(np.int8)
+        node = graph.nodes[0]
+        plan = ExecutionPlan(graph, get_target("tflite"), native=False)
+        run, params = plan.kernels[node.name]
+        want = np.array(run(params, x, axes)[0])
+        for label, variant in variants.items():
+            bound = native_run(node, graph, params, variant)
+            if bound is None:
+                declined += 1
+                continue
+            taken += 1
+            forms.add((axes, keep))
+            np.testing.assert_array_equal(_call(variant, bound, x), want, err_msg=f"case {i} {axes} [{label}]")
+    assert taken >= 12 * len(variants) and declined >= 8 * len(variants), (taken, declined)
+    assert {a for a, _ in forms} == {(1, 2), (2, 1), (-3, -2)} and {k for _, k in forms} == {True, False}, forms
+
+
+@needs_library
+@pytest.mark.parametrize("op", ["MUL", "ADD", "SUB"])
+def test_a_one_value_constant_operand_is_a_table_equal_to_the_kernel(variants, op):
+    """MUL / ADD / SUB of a tensor and a one-value constant (a hard sigmoid's scale and offset) is
+    tabulated from the kernel's own run at plan time: every int8 input, shapes smaller and larger
+    than the table, against the kernel's run; a constant first operand keeps the binary path."""
+    from intq.runtime.native.accelerate import _BoundTable
+
+    rng = np.random.default_rng(37)
+    taken = 0
+    for k, shape in enumerate([(1, 1, 1, 1), (1, 1, 1, 40), (1, 5, 7, 16), (3, 300)]):
+        s_a, s_b = float(10 ** rng.uniform(-3, 0)), float(10 ** rng.uniform(-3, 0))
+        s_y = (s_a * s_b if op == "MUL" else max(s_a, s_b)) * float(10 ** rng.uniform(-1, 1))
+        const = tensor("b", None, data=np.array([int(rng.integers(-128, 128))], np.int8).reshape((1,) * len(shape)),
+                       scale=s_b, zero_point=int(rng.integers(-128, 128)))
+        variable = tensor("a", shape, scale=s_a, zero_point=int(rng.integers(-128, 128)))
+        out = tensor("y", shape, scale=s_y, zero_point=int(rng.integers(-128, 128)))
+        for first in (variable, const):
+            graph = single_op_graph(op, [first, const if first is variable else variable], [out],
+                                    {"fused_activation_function": ("NONE", "RELU", "RELU6", "NONE")[k]})
+            node = graph.nodes[0]
+            plan = ExecutionPlan(graph, get_target("tflite"), native=False)
+            run, params = plan.kernels[node.name]
+            x = np.resize(ALL_INT8, int(np.prod(shape))).reshape(shape)
+            for label, variant in variants.items():
+                bound = native_run(node, graph, params, variant)
+                if bound is None:
+                    continue
+                if first is const:
+                    assert type(bound) is not _BoundTable
+                    continue
+                assert type(bound) is _BoundTable, (op, shape, label)
+                taken += 1
+                for v in (x, np.roll(x, 7)):
+                    np.testing.assert_array_equal(_call(variant, bound, v), run(params, v, const.data)[0],
+                                                  err_msg=f"{op} {shape} [{label}]")
+    assert taken >= 4 * len(variants)
+
+
 def _binary_cases(rng):
     """ADD, SUB, MUL: the oracle suite's random cases (most broadcast as the native loop does not:
     declined), every int8 pair at equal shapes (with MUL multipliers above 1: a left shift), and
@@ -174,7 +296,8 @@ def _binary_cases(rng):
                                     {"fused_activation_function": ("NONE", "RELU", "RELU6", "RELU_N1_TO_1")[k]})
             yield graph, {"a": np.repeat(ALL_INT8, 256).reshape(256, 256), "b": np.tile(ALL_INT8, 256).reshape(256, 256)}
     for op in ("MUL", "ADD", "SUB"):
-        for c, b_shape in ((37, (1, 1, 1, 37)), (16, (1, 1, 1, 1)), (200, (200,))):
+        for c, b_shape in ((37, (1, 1, 1, 37)), (16, (1, 1, 1, 1)), (200, (200,)), (16, (1, 1, 1, 16)),
+                           (48, (1, 1, 1, 48))):
             for k in range(3):
                 s_a, s_b = float(10 ** rng.uniform(-3, 0)), float(10 ** rng.uniform(-3, 0))
                 s_y = (s_a * s_b if op == "MUL" else max(s_a, s_b)) * float(10 ** rng.uniform(-1.5, 1))
@@ -252,7 +375,7 @@ def test_max_pool_equals_the_kernel(variants):
 def test_transpose_equals_the_kernel(variants):
     rng = np.random.default_rng(17)
     taken = 0
-    for shape in [(1, 3, 224, 224), (2, 5, 7, 3), (4, 6, 5), (7, 9), (33,), (1, 1, 8, 1)]:
+    for shape in [(1, 3, 224, 224), (1, 2, 5, 130), (2, 4, 3, 200), (2, 5, 7, 3), (4, 6, 5), (7, 9), (33,), (1, 1, 8, 1)]:
         for perm in itertools.permutations(range(len(shape))):
             out = tuple(shape[k] for k in perm)
             graph = single_op_graph("TRANSPOSE", [tensor("x", shape, scale=0.1, zero_point=3),
@@ -352,6 +475,10 @@ def test_two_class_softmax_table_equals_the_kernel(shape):
             bound = native_run(graph.nodes[0], graph, params)
             assert bound is not None
             np.testing.assert_array_equal(bound(x)[0], run(params, x)[0], err_msg=f"{shape} beta {beta} [{target}]")
+            if x.size == 2:  # one row: the scalar lookup, on every row
+                rows = np.stack(np.meshgrid(ALL_INT8, ALL_INT8, indexing="ij"), axis=-1).reshape(-1, *shape)
+                for row in rows[::97]:
+                    np.testing.assert_array_equal(bound(row)[0], run(params, row)[0], err_msg=f"{row} [{target}]")
 
 
 def _corpus_graphs():
@@ -408,6 +535,65 @@ def test_quantized_digits_equal_and_native_steps_are_bound():
             np.testing.assert_array_equal(got[name], want[name], err_msg=f"[{target}] {name}")
         assert any(isinstance(s.run, _Bound) for s in fast._base.steps)
         assert not any(isinstance(s.run, _Bound) for s in slow._base.steps)
+
+
+def _conv_table_model(rng) -> onnx.ModelProto:
+    """Conv -> HardSwish, depthwise Conv -> HardSwish (its output also read by an Add), Conv ->
+    Relu (a fused activation: no table step), Gemm -> HardSwish: the three kinds of fused pair,
+    and a fused output with two readers."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    def init(name, shape):
+        return numpy_helper.from_array((rng.standard_normal(shape) * 0.3).astype(np.float32), name)
+
+    nodes = [
+        helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], kernel_shape=[3, 3], pads=[1, 1, 1, 1], strides=[2, 2]),
+        helper.make_node("HardSwish", ["c1"], ["h1"]),
+        helper.make_node("Conv", ["h1", "w2", "b2"], ["c2"], kernel_shape=[5, 5], pads=[2, 2, 2, 2], group=24),
+        helper.make_node("HardSwish", ["c2"], ["h2"]),
+        helper.make_node("Add", ["h2", "c2"], ["s2"]),
+        helper.make_node("Conv", ["s2", "w3", "b3"], ["c3"], kernel_shape=[1, 1]),
+        helper.make_node("Relu", ["c3"], ["r3"]),
+        helper.make_node("GlobalAveragePool", ["r3"], ["g"]),
+        helper.make_node("Flatten", ["g"], ["f"]),
+        helper.make_node("Gemm", ["f", "w4", "b4"], ["c4"], transB=1),
+        helper.make_node("HardSwish", ["c4"], ["y"]),
+    ]
+    inits = [init("w1", (24, 3, 3, 3)), init("b1", (24,)), init("w2", (24, 1, 5, 5)), init("b2", (24,)),
+             init("w3", (40, 24, 1, 1)), init("b3", (40,)), init("w4", (10, 40)), init("b4", (10,))]
+    graph = helper.make_graph(nodes, "conv_tables", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 20, 30])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 10])], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+@needs_library
+def test_convolutions_fused_with_their_table_ops_equal_the_kernels():
+    """A native convolution whose output a table op reads computes the table too, in one C call
+    (accelerate.fuse_tables): every tensor of the plan equal to the kernels' run, the
+    convolution's own output included; the table step given any other array looks it up itself."""
+    from intq.runtime.native.accelerate import _TableAfter
+
+    rng = np.random.default_rng(31)
+    proto = _conv_table_model(rng)
+    calib = [rng.standard_normal((1, 3, 20, 30)).astype(np.float32) for _ in range(4)]
+    qg = intq.quantize(proto, calib)
+    fast, slow = intq.Interpreter(qg), intq.Interpreter(qg, native=False)
+    for k in range(3):
+        x = rng.standard_normal((1, 3, 20, 30)).astype(np.float32) * (1 + k)
+        fast.run({"x": x})
+        slow.run({"x": x})
+        got, want = fast.tensors(), slow.tensors()
+        assert got.keys() == want.keys()
+        for name in want:
+            np.testing.assert_array_equal(got[name], want[name], err_msg=f"run {k}: {name}")
+    steps = fast._base.steps
+    fused = [(i, s) for i, s in enumerate(steps) if isinstance(s.run, _TableAfter)]
+    assert len(fused) == 3, [fast._base.graph.nodes[i].op_type for i, _ in fused]
+    for i, s in fused:  # another input than the fused output: the step's own lookup
+        node = fast._base.graph.nodes[i]
+        x = rng.integers(-128, 128, qg.tensors[node.inputs[0]].shape).astype(np.int8)
+        run, params = fast._base.kernels[node.name]
+        np.testing.assert_array_equal(s.run(x)[0], run(params, x)[0], err_msg=node.name)
 
 
 # ------------------------------------------------------------------------------ fallbacks, build

@@ -136,6 +136,24 @@ def test_errors_still_name_the_node():
         intq.Interpreter(graph).run({"x": np.ones((1, 3), np.float32)})
 
 
+def test_the_straight_line_hot_path_computes_what_the_step_loop_does(digits):
+    """The hot path (one generated function of the steps' calls, from the second run on) fills
+    every slot as the step loop does (capture mode runs the loop), native and kernel runs alike."""
+    calib, x = digits
+    qg = intq.quantize(onnx.load(DIGITS), calib, input_shapes={"image": (9, 1, 8, 8)})
+    for native in (True, False):
+        plan = ExecutionPlan(qg, intq.kernels.get_target("tflite"), native=native)
+        assert plan._straight is not None
+        plan.execute([x])  # the first run: the checked step loop
+        fast = plan.execute([x])
+        seen = {}
+        plan.execute([x], capture=seen.__setitem__)
+        for i, name in enumerate(plan.names):
+            if name in seen:
+                np.testing.assert_array_equal(fast[i], seen[name], err_msg=f"native={native}: {name}")
+        assert set(seen) <= {n for n in plan.names if n is not None} and len(seen) >= 5
+
+
 def test_plans_are_kept_for_a_few_shapes_only():
     """One plan per input shape, the oldest dropped past eight (each holds its kernels' buffers)."""
     from intq.runtime.interpreter import _MAX_PLANS

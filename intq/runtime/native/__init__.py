@@ -174,7 +174,7 @@ def _declare(lib: ctypes.CDLL) -> None:
     lib.intq_native_init.argtypes, lib.intq_native_init.restype = [ctypes.c_int], ctypes.c_int
     lib.intq_packed_bytes.argtypes, lib.intq_packed_bytes.restype = [i32, i32], i64
     lib.intq_pack.argtypes, lib.intq_pack.restype = [i32, i32, vp, vp], None
-    for name in ("intq_conv", "intq_depthwise", "intq_max_pool", "intq_transpose", "intq_pad"):
+    for name in ("intq_conv", "intq_depthwise", "intq_max_pool", "intq_transpose", "intq_pad", "intq_mean"):
         fn = getattr(lib, name)
         fn.argtypes, fn.restype = [vp, vp, vp], None
     lib.intq_requant.argtypes, lib.intq_requant.restype = [vp, i64, i32, vp, vp], None
@@ -184,9 +184,13 @@ def _declare(lib: ctypes.CDLL) -> None:
     obj = ctypes.py_object
     lib.intq_set_data_offset.argtypes, lib.intq_set_data_offset.restype = [i64], None
     lib.intq_array_data.argtypes, lib.intq_array_data.restype = [obj], vp
-    for name in ("intq_conv_obj", "intq_depthwise_obj", "intq_max_pool_obj", "intq_transpose_obj", "intq_pad_obj"):
+    for name in ("intq_conv_obj", "intq_depthwise_obj", "intq_max_pool_obj", "intq_transpose_obj", "intq_pad_obj",
+                 "intq_mean_obj"):
         fn = getattr(lib, name)
         fn.argtypes, fn.restype = [vp, obj, obj], None
+    for name in ("intq_conv_lut_obj", "intq_depthwise_lut_obj"):
+        fn = getattr(lib, name)
+        fn.argtypes, fn.restype = [vp, vp, obj, obj, obj], None
     lib.intq_lut.argtypes, lib.intq_lut.restype = [vp, i64, vp, vp], None
     lib.intq_lut_obj.argtypes, lib.intq_lut_obj.restype = [vp, i64, obj, obj], None
     for name in ("intq_mul_obj", "intq_add_obj"):
@@ -227,7 +231,7 @@ class ConvParams(ctypes.Structure):
         "batch", "in_h", "in_w", "in_c", "out_h", "out_w", "out_c", "kh", "kw", "stride_h", "stride_w", "dil_h",
         "dil_w", "pad_top", "pad_left", "k", "kp", "in_zp")] + [
         ("w", ctypes.c_void_p), ("rq", Requant), ("offset_u8", ctypes.c_void_p), ("a", ctypes.c_void_p),
-        ("c", ctypes.c_void_p)]
+        ("c", ctypes.c_void_p), ("lut", ctypes.c_void_p), ("z", ctypes.c_void_p)]  # lut, z: NULL (set per fused call)
 
 
 class DepthwiseParams(ctypes.Structure):
@@ -235,7 +239,8 @@ class DepthwiseParams(ctypes.Structure):
 
     _fields_ = [(name, ctypes.c_int32) for name in (
         "batch", "in_h", "in_w", "c", "out_h", "out_w", "kh", "kw", "stride_h", "stride_w", "dil_h", "dil_w",
-        "pad_top", "pad_left", "in_zp")] + [("w", ctypes.c_void_p), ("rq", Requant), ("acc", ctypes.c_void_p)]
+        "pad_top", "pad_left", "in_zp")] + [("w", ctypes.c_void_p), ("rq", Requant), ("acc", ctypes.c_void_p),
+                                            ("lut", ctypes.c_void_p), ("z", ctypes.c_void_p)]
 
 
 class BinaryParams(ctypes.Structure):
@@ -266,3 +271,10 @@ class PadParams(ctypes.Structure):
 
     _fields_ = [("in_dim", ctypes.c_int64 * 4), ("out_dim", ctypes.c_int64 * 4), ("before", ctypes.c_int64 * 4),
                 ("value", ctypes.c_int32)]
+
+
+class MeanParams(ctypes.Structure):
+    """``intq_mean_params`` (MEAN over axes {1, 2})."""
+
+    _fields_ = [*((name, ctypes.c_int32) for name in ("batch", "pixels", "c", "offset", "mult", "right", "out_zp")),
+                ("acc", ctypes.c_void_p)]

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import ctypes
 from collections.abc import Callable
+from functools import partial
 
 import numpy as np
 
@@ -45,6 +46,9 @@ from intq.runtime import native
 
 _PAD = 32  # per-channel arrays are padded to a multiple of 32 (the widest vector read in native.c)
 _MB = 32  # output pixels per block (native.c MB)
+#: the int8 dtype object: the bound calls test ``x.dtype is _INT8`` (an equal dtype that is another
+#: object takes the checked path, which converts nothing)
+_INT8 = np.dtype(np.int8)
 
 
 def _padded(values, n: int, dtype=np.int32) -> np.ndarray:
@@ -101,11 +105,11 @@ class _Bound:
     fn_obj = None  # the entry point taking the array objects (native.Native.objects), when usable
 
     def __call__(self, x, *_constants):
-        if type(x) is not np.ndarray or x.dtype != np.int8 or not x.flags.c_contiguous or x.size != self.in_size:
+        if type(x) is not np.ndarray or x.dtype is not _INT8 or not x.flags.c_contiguous or x.size != self.in_size:
             if np.asarray(x).size != self.in_size:
                 raise ValueError(f"native kernel: input of {np.asarray(x).size} elements, prepared for {self.in_size}")
             x = np.ascontiguousarray(x, dtype=np.int8)
-        y = np.empty(self.out_shape, np.int8)
+        y = np.empty(self.out_shape, _INT8)
         if self.fn_obj is not None:
             self.fn_obj(self.address, x, y)
         else:
@@ -232,12 +236,12 @@ class _BoundBinary:
     def __call__(self, a, b):
         ops = []
         for v, size in zip((a, b), self.sizes):
-            if type(v) is not np.ndarray or v.dtype != np.int8 or not v.flags.c_contiguous or v.size != size:
+            if type(v) is not np.ndarray or v.dtype is not _INT8 or not v.flags.c_contiguous or v.size != size:
                 if np.asarray(v).size != size:
                     raise ValueError(f"native kernel: operand of {np.asarray(v).size} elements, prepared for {size}")
                 v = np.ascontiguousarray(v, dtype=np.int8)
             ops.append(v)
-        y = np.empty(self.out_shape, np.int8)
+        y = np.empty(self.out_shape, _INT8)
         if self.fn_obj is not None:
             self.fn_obj(self.address, ops[0], ops[1], y)
         else:
@@ -328,11 +332,11 @@ class _BoundTable:
         self.shape = shape
 
     def __call__(self, x, *_constants):
-        if type(x) is not np.ndarray or x.dtype != np.int8 or not x.flags.c_contiguous or x.size != self.size:
+        if type(x) is not np.ndarray or x.dtype is not _INT8 or not x.flags.c_contiguous or x.size != self.size:
             if np.asarray(x).size != self.size:
                 raise ValueError(f"native kernel: input of {np.asarray(x).size} elements, prepared for {self.size}")
             x = np.ascontiguousarray(x, dtype=np.int8)
-        y = np.empty(self.shape, np.int8)
+        y = np.empty(self.shape, _INT8)
         if self.fn_obj is not None:
             self.fn_obj(self.address, self.size, x, y)
         else:
@@ -350,8 +354,9 @@ def _table_classes() -> tuple[type, ...]:
     return hard_swish.HardSwishParams, leaky_relu.LeakyReluParams, ReluParams, LutParams
 
 
-#: ops with one int8 data input (their other inputs are int32 constants: perm, paddings, PADV2's value)
-_ONE_INPUT = frozenset({"MAX_POOL_2D", "TRANSPOSE", "PAD", "PADV2"})
+#: ops with one int8 data input (their other inputs are int32 constants: perm, paddings, PADV2's value,
+#: MEAN's axes)
+_ONE_INPUT = frozenset({"MAX_POOL_2D", "TRANSPOSE", "PAD", "PADV2", "MEAN"})
 
 #: ops whose int8 kernel may be a table (:func:`_table_classes`)
 _TABLE_OPS = frozenset({"HARD_SWISH", "LEAKY_RELU", "LOGISTIC", "TANH", "RELU", "RELU6", "RELU_N1_TO_1"})
@@ -378,6 +383,9 @@ class _PairTable:
         self.shape = shape
 
     def __call__(self, x, *_constants):
+        if type(x) is np.ndarray and x.size == 2 and x.dtype == np.int8:  # one row (a batch-1 head): no array math
+            a, b = x.reshape(2).view(np.uint8).tolist()
+            return (self.table[(a << 8) | b].reshape(self.shape),)
         bits = np.ascontiguousarray(x, dtype=np.int8).reshape(-1, 2).view(np.uint8)
         index = (bits[:, 0].astype(np.intp) << 8) | bits[:, 1]
         return (self.table[index].reshape(self.shape),)
@@ -448,6 +456,110 @@ def _pad(lib, node: Node, graph: Graph, p) -> _Bound | None:
     return _Bound(lib.intq_pad, params, [], int(np.prod(shape)), tuple(out))
 
 
+def _mean(lib, node: Node, graph: Graph, p) -> _Bound | None:
+    """MEAN over axes {1, 2} of a rank-4 tensor on the reference kernel (its ``run``'s compiled
+    spatial mean), the multiplier without left shift."""
+    from intq.kernels._pool_common import QuantizedSumParams
+
+    shape = graph.tensors[node.inputs[0]].shape
+    if (type(p) is not QuantizedSumParams or p.bytes_as_uint8 or sorted(p.axes) != [1, 2] or shape is None or len(shape) != 4
+            or 0 in shape or p.shift > 0 or -p.shift > 31 or not 0 <= p.multiplier < 2**31
+            or 256 * p.count >= 2**31 or int(np.prod(p.out_shape)) != shape[0] * shape[3]):
+        return None  # 256 count < 2^31: every partial sum from -Z_in count fits int32 in native.c
+    acc = np.zeros(shape[3], np.int32)
+    params = native.MeanParams(batch=shape[0], pixels=shape[1] * shape[2], c=shape[3], offset=int(p.input_offset),
+                               mult=int(p.multiplier), right=-int(p.shift), out_zp=int(p.zero_point),
+                               acc=acc.ctypes.data)
+    return _Bound(lib.intq_mean, params, [acc], int(np.prod(shape)), tuple(p.out_shape))
+
+
+class _BoundWithTable:
+    """A native convolution (CONV_2D, FULLY_CONNECTED, DEPTHWISE_CONV_2D) whose output a table op
+    reads next: one C call computes the convolution's output ``y`` and ``z = table[uint8(y)]``
+    from each finished block while it is in cache. Returns ``(y,)`` and keeps ``(y, z)`` for the
+    table step (:class:`_TableAfter`), which returns ``z`` when given that same ``y`` object."""
+
+    def __init__(self, conv: _Bound, fused_fn, table: _BoundTable):
+        self.conv, self.fused_fn, self.table = conv, fused_fn, table
+        self.last: tuple[np.ndarray, np.ndarray] | None = None
+
+    def __call__(self, x, *_constants):
+        conv = self.conv
+        if type(x) is not np.ndarray or x.dtype is not _INT8 or not x.flags.c_contiguous or x.size != conv.in_size:
+            self.last = None
+            return conv(x)
+        y = np.empty(conv.out_shape, _INT8)
+        z = np.empty(conv.out_shape, _INT8)
+        self.fused_fn(conv.address, self.table.address, x, y, z)
+        self.last = (y, z)
+        return (y,)
+
+
+class _TableAfter:
+    """The table step of a fused pair: the values its convolution computed with ``y`` (the same
+    array object, as the plan passes it), else its own lookup."""
+
+    def __init__(self, producer: _BoundWithTable):
+        self.producer = producer
+
+    def __call__(self, x, *constants):
+        last = self.producer.last
+        if last is not None and x is last[0]:
+            self.producer.last = None
+            return (last[1],)
+        return self.producer.table(x, *constants)
+
+
+def fuse_tables(runs: list, args: list[tuple[int, ...]], outs: list[tuple[int, ...]]) -> list:
+    """The plan's runs with each native convolution whose output slot a native table step reads
+    bound as a fused pair (:class:`_BoundWithTable` + :class:`_TableAfter`); other runs as given.
+    The convolution's output is still produced (other readers, ``tensors()``)."""
+    producer = {o[0]: i for i, o in enumerate(outs) if len(o) == 1 and isinstance(runs[i], _Bound)}
+    runs = list(runs)
+    for j, table in enumerate(runs):
+        if type(table) is not _BoundTable or table.fn_obj is None or not args[j]:
+            continue
+        i = producer.get(args[j][0])
+        conv = runs[i] if i is not None else None
+        if type(conv) is not _Bound or conv.fn_obj is None or int(np.prod(conv.out_shape)) != table.size:
+            continue
+        fused_fn = {"intq_conv": "intq_conv_lut_obj", "intq_depthwise": "intq_depthwise_lut_obj"}.get(conv.fn.__name__)
+        if fused_fn is None:
+            continue
+        lib = native.library()
+        if lib is None or getattr(lib.lib, conv.fn.__name__, None) is not conv.fn:
+            continue  # a test's other build: its own entry points only
+        fused = _BoundWithTable(conv, getattr(lib.lib, fused_fn), table)
+        runs[i], runs[j] = fused, _TableAfter(fused)
+    return runs
+
+
+def _constant_operand_table(lib, node: Node, graph: Graph, params, kernel_run) -> _BoundTable | None:
+    """MUL / ADD / SUB of the data input 0 and a one-value constant (a hard sigmoid's scale and
+    offset): an int8 -> int8 function of each element alone, tabulated at plan time from the
+    kernel's own run on all 256 values (taken only where native.c implements the variant: the
+    reference kernels, whose result does not depend on an element's position)."""
+    x, c = (graph.tensors[t] for t in node.inputs[:2])
+    shape = graph.tensors[node.outputs[0]].shape
+    if (x.is_constant or not c.is_constant or c.data is None or np.asarray(c.data).size != 1 or not shape
+            or x.shape is None or tuple(x.shape) != tuple(shape)):
+        return None
+    size = int(np.prod(shape, dtype=np.int64))
+    values = np.arange(-128, 128, dtype=np.int64)
+    table = np.empty(256, np.int8)
+    try:
+        for start in range(0, 256, size):
+            chunk = np.resize(values[start:start + size], size)  # the last piece repeats values: harmless
+            got = np.asarray(kernel_run(chunk.astype(np.int8).reshape(shape), c.data)[0]).reshape(-1)
+            if got.dtype != np.int8:
+                return None
+            n = min(size, 256 - start)
+            table[start:start + n] = got[:n]
+    except (IntqError, ValueError):
+        return None
+    return _BoundTable(lib, np.ascontiguousarray(np.roll(table, -128)), tuple(shape))
+
+
 def native_run(node: Node, graph: Graph, params, lib: native.Native | None = None) -> Callable | None:
     """The native ``run`` of a prepared integer node (module docstring), or None; ``lib`` defaults
     to the process's library (:func:`intq.runtime.native.library`)."""
@@ -464,7 +576,7 @@ def native_run(node: Node, graph: Graph, params, lib: native.Native | None = Non
     build = builders.get(type(params))
     if build is None:
         build = {"MUL": _mul, "ADD": _add, "SUB": _add, "MAX_POOL_2D": _max_pool,
-                 "TRANSPOSE": _transpose, "PAD": _pad, "PADV2": _pad}.get(node.op_type)
+                 "TRANSPOSE": _transpose, "PAD": _pad, "PADV2": _pad, "MEAN": _mean}.get(node.op_type)
         if (node.op_type in _TABLE_OPS or node.op_type in _ONE_INPUT) and len(node.outputs) == 1:
             build = build or _table
         elif build is None or len(node.inputs) != 2 or len(node.outputs) != 1:
@@ -476,6 +588,11 @@ def native_run(node: Node, graph: Graph, params, lib: native.Native | None = Non
     if x.dtype != np.int8 or x.qparams is None or graph.tensors[node.outputs[0]].dtype != np.int8:
         return None
     bound = build(lib.lib, node, graph, params)
+    if bound is not None and node.op_type in ("MUL", "ADD", "SUB"):
+        from intq.kernels.base import lookup
+
+        table = _constant_operand_table(lib.lib, node, graph, params, partial(lookup(node.op_type).run, params))
+        bound = table or bound
     if bound is not None and lib.objects:
         bound.fn_obj = getattr(lib.lib, bound.fn.__name__ + "_obj")
     return bound

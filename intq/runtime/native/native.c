@@ -228,7 +228,16 @@ typedef struct {
     const int32_t *offset_u8; /* b - (Z_x + 128) sum(w): the VNNI path's activations are x + 128 */
     int8_t *a;       /* scratch [MB][kp], zeroed once (the columns beyond k stay zero) */
     int32_t *c;      /* scratch [MB][32] */
+    const int8_t *lut; /* NULL, or a 256-entry table applied to each finished block of y into z */
+    int8_t *z;         /* [batch][out_h][out_w][out_c]: lut[uint8(y)] (intq_conv_lut_obj) */
 } intq_conv_params;
+
+void intq_lut(const int8_t *table, int64_t n, const int8_t *x, int8_t *y);
+
+/* z = lut[y] on the finished rows [r0, r0 + rows) of a convolution's output (in cache). */
+static inline void lut_rows(const intq_conv_params *p, const int8_t *y, int64_t r0, int32_t rows) {
+    if (p->lut) intq_lut(p->lut, (int64_t)rows * p->out_c, y + r0 * p->out_c, p->z + r0 * p->out_c);
+}
 
 /* Rows r0 .. r0 + rows - 1 of the im2col matrix into p->a, as int8 (flip = 0) or as x + 128 (flip =
  * 0x80: int8 bits xor 0x80 are the uint8 x + 128). */
@@ -322,6 +331,7 @@ static void conv_amx(const intq_conv_params *p, const int8_t *x, int8_t *y, int6
             amx_block(p, o);
             rq_block(&p->rq, p->c, rows, o, n, y + (size_t)r0 * p->out_c + o, p->out_c);
         }
+        lut_rows(p, y, r0, rows);
     }
     _tile_release();
 }
@@ -373,6 +383,7 @@ static void conv_vnni(const intq_conv_params *p, const int8_t *x, int8_t *y, int
         fill_block(p, x, r0, rows, 0x80);
         for (int32_t r = 0; r < rows; r += 4)
             for (int32_t o = 0; o < p->out_c; o += 32) vnni_tile(p, r, rows - r < 4 ? rows - r : 4, o, y, r0);
+        lut_rows(p, y, r0, rows);
     }
 }
 #endif
@@ -396,6 +407,7 @@ static void conv_c(const intq_conv_params *p, const int8_t *x, int8_t *y, int64_
                 rq_row(&p->rq, acc, o, n, y + (size_t)(r0 + r) * p->out_c + o);
             }
         }
+        lut_rows(p, y, r0, rows);
     }
 }
 
@@ -434,27 +446,18 @@ typedef struct {
     const int32_t *w; /* [kh * kw][cp]: w & 0xFFFF (cp = c padded to 16, zeros beyond c) */
     intq_rq rq;       /* offset b - Z_x sum_taps(w), padded to cp */
     int32_t *acc;     /* scratch [cp] */
+    const int8_t *lut; /* NULL, or a 256-entry table applied to each finished output row of y into z */
+    int8_t *z;
 } intq_dw_params;
 
 /* DEPTHWISE_CONV_2D, depth multiplier 1: y[n,oy,ox,c] = requant(offset[c] + sum_taps x * w).
  *
  * Weights: int32 [taps][cp] holding w & 0xFFFF (the int16 bits of w, high half zero); (int16_t)
- * recovers w. AVX-512: per pair of output pixels, one pointer per tap and pixel (a tap outside the
- * image points to a row of Z_x, so the channel loop has no branch), then 16 channels at a time over
+ * recovers w. AVX-512: per pair of output pixels, one pointer per in-image tap and pixel (the taps
+ * outside the image folded into the offset, see intq_depthwise), then 16 channels at a time over
  * the taps, each weight vector loaded once for both pixels. The product x * w is VPDPWSSD (or
  * VPMADDWD) on int16 pairs: x sign-extended to 32 bits is the pair (x, sign), the weight the pair
  * (w, 0), so the pair sum is x * w exactly. */
-
-static inline void dw_taps(const intq_dw_params *p, const int8_t *xb, const int8_t *outside, int32_t oy, int32_t ox,
-                           const int8_t **tap) {
-    for (int32_t i = 0, t = 0; i < p->kh; ++i) {
-        const int32_t iy = oy * p->stride_h - p->pad_top + i * p->dil_h;
-        for (int32_t j = 0; j < p->kw; ++j, ++t) {
-            const int32_t ix = ox * p->stride_w - p->pad_left + j * p->dil_w;
-            tap[t] = (iy < 0 || iy >= p->in_h || ix < 0 || ix >= p->in_w) ? outside : xb + ((size_t)iy * p->in_w + ix) * p->c;
-        }
-    }
-}
 
 #ifdef INTQ_AVX512
 static inline __m512i dw_product(__m512i acc, __m512i x, __m512i w) {
@@ -466,38 +469,107 @@ static inline __m512i dw_product(__m512i acc, __m512i x, __m512i w) {
 }
 #endif
 
+/* The tap indices [*lo, *hi) of one axis whose input coordinate o * stride - pad + i * dil lies in
+ * [0, size) (a contiguous range; empty: lo = hi). */
+static inline void dw_inside(int32_t o, int32_t stride, int32_t pad, int32_t dil, int32_t k, int32_t size, int32_t *lo,
+                             int32_t *hi) {
+    int32_t a = 0, b = k;
+    const int32_t base = o * stride - pad;
+    while (a < k && base + a * dil < 0) ++a;
+    while (b > a && base + (b - 1) * dil >= size) --b;
+    *lo = a;
+    *hi = b;
+}
+
+#ifdef INTQ_AVX512
+/* 16-channel blocks of one pixel pair over `taps` taps: acc = offset + sum_t x(tap_t) w(t). */
+static inline void dw_pair(const intq_dw_params *p, const int32_t *offset, int32_t taps, const int8_t *const *tap0,
+                           const int8_t *const *tap1, const int32_t *widx, int pair, int8_t *out0, int8_t *out1,
+                           __m512i zp, __m512i lo, __m512i hi) {
+    const int32_t c = p->c, cp = (c + 15) / 16 * 16;
+    for (int32_t ch = 0; ch < c; ch += 16) {
+        const __mmask16 valid = c - ch >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (c - ch)) - 1u);
+        __m512i acc0 = _mm512_loadu_si512((const void *)(offset + ch)), acc1 = acc0;
+        const int32_t *w = p->w + ch;
+        for (int32_t t = 0; t < taps; ++t) {
+            const __m512i wv = _mm512_loadu_si512((const void *)(w + (size_t)widx[t] * cp));
+            acc0 = dw_product(acc0, _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(valid, tap0[t] + ch)), wv);
+            if (pair) acc1 = dw_product(acc1, _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(valid, tap1[t] + ch)), wv);
+        }
+        const __m512i m = _mm512_loadu_si512((const void *)(p->rq.mult + ch)),
+                      e = _mm512_loadu_si512((const void *)(p->rq.exponent + ch)),
+                      away = _mm512_loadu_si512((const void *)(p->rq.away + ch));
+        _mm512_mask_cvtsepi32_storeu_epi8(out0 + ch, valid, rq16(acc0, m, e, away, zp, lo, hi));
+        if (pair) _mm512_mask_cvtsepi32_storeu_epi8(out1 + ch, valid, rq16(acc1, m, e, away, zp, lo, hi));
+    }
+}
+#endif
+
+#define DW_CACHE 8 /* offsets of the clipped tap windows kept per call */
+
 void intq_depthwise(const intq_dw_params *p, const int8_t *x, int8_t *y) {
     const int32_t c = p->c, cp = (c + 15) / 16 * 16;
 #ifdef INTQ_AVX512
+    /* A tap outside the image reads Z_x, and the offset holds b - Z_x sum_taps(w): its product
+     * Z_x w cancels. Each pixel runs on its taps inside the image only, the window [i0, i1) x
+     * [j0, j1), from the offset b - Z_x sum_window(w) = offset + Z_x sum_outside(w) (integers:
+     * the same sum; cached per window); two neighbours with the same window run as a pair (one
+     * weight load for both), a pixel whose right neighbour's window differs runs alone. */
     const int32_t taps = p->kh * p->kw;
-    int8_t outside[cp];
     const int8_t *tap0[taps], *tap1[taps];
-    memset(outside, (int)(int8_t)p->in_zp, (size_t)cp);
+    int32_t widx[taps];
+    int32_t cache[DW_CACHE][cp];
+    int32_t key[DW_CACHE][4];
+    int32_t cached = 0, next = 0;
     const __m512i zp = _mm512_set1_epi32(p->rq.out_zp), lo = _mm512_set1_epi32(p->rq.act_min),
                   hi = _mm512_set1_epi32(p->rq.act_max);
     for (int32_t n = 0; n < p->batch; ++n) {
         const int8_t *xb = x + (size_t)n * p->in_h * p->in_w * c;
         for (int32_t oy = 0; oy < p->out_h; ++oy) {
-            for (int32_t ox = 0; ox < p->out_w; ox += 2) {
-                const int pair = ox + 1 < p->out_w;
+            int32_t i0, i1, pair = 0;
+            dw_inside(oy, p->stride_h, p->pad_top, p->dil_h, p->kh, p->in_h, &i0, &i1);
+            for (int32_t ox = 0; ox < p->out_w; ox += 1 + pair) {
                 int8_t *out0 = y + (((size_t)n * p->out_h + oy) * p->out_w + ox) * c, *out1 = out0 + c;
-                dw_taps(p, xb, outside, oy, ox, tap0);
-                dw_taps(p, xb, outside, oy, pair ? ox + 1 : ox, tap1); /* a lone last pixel: computed twice */
-                for (int32_t ch = 0; ch < c; ch += 16) {
-                    const __mmask16 valid = c - ch >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (c - ch)) - 1u);
-                    __m512i acc0 = _mm512_loadu_si512((const void *)(p->rq.offset + ch)), acc1 = acc0;
-                    const int32_t *w = p->w + ch;
-                    for (int32_t t = 0; t < taps; ++t, w += cp) {
-                        const __m512i wv = _mm512_loadu_si512((const void *)w);
-                        acc0 = dw_product(acc0, _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(valid, tap0[t] + ch)), wv);
-                        acc1 = dw_product(acc1, _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(valid, tap1[t] + ch)), wv);
+                int32_t j0, j1, k0 = -1, k1 = -1;
+                dw_inside(ox, p->stride_w, p->pad_left, p->dil_w, p->kw, p->in_w, &j0, &j1);
+                if (ox + 1 < p->out_w) dw_inside(ox + 1, p->stride_w, p->pad_left, p->dil_w, p->kw, p->in_w, &k0, &k1);
+                pair = j0 == k0 && j1 == k1; /* else this pixel alone, on its own window */
+                const int32_t *offset = p->rq.offset;
+                if (i1 - i0 != p->kh || j1 - j0 != p->kw) {
+                    int32_t slot = -1;
+                    for (int32_t s = 0; s < cached; ++s)
+                        if (key[s][0] == i0 && key[s][1] == i1 && key[s][2] == j0 && key[s][3] == j1) slot = s;
+                    if (slot < 0) {
+                        slot = next;
+                        next = (next + 1) % DW_CACHE;
+                        if (cached < DW_CACHE) ++cached;
+                        key[slot][0] = i0, key[slot][1] = i1, key[slot][2] = j0, key[slot][3] = j1;
+                        int32_t *off = cache[slot];
+                        for (int32_t q = 0; q < cp; ++q) off[q] = p->rq.offset[q];
+                        for (int32_t i = 0; i < p->kh; ++i)
+                            for (int32_t j = 0; j < p->kw; ++j) {
+                                if (i >= i0 && i < i1 && j >= j0 && j < j1) continue;
+                                const int32_t *wt = p->w + (size_t)(i * p->kw + j) * cp;
+                                for (int32_t q = 0; q < cp; ++q) off[q] += p->in_zp * (int32_t)(int16_t)wt[q];
+                            }
                     }
-                    const __m512i m = _mm512_loadu_si512((const void *)(p->rq.mult + ch)),
-                                  e = _mm512_loadu_si512((const void *)(p->rq.exponent + ch)),
-                                  away = _mm512_loadu_si512((const void *)(p->rq.away + ch));
-                    _mm512_mask_cvtsepi32_storeu_epi8(out0 + ch, valid, rq16(acc0, m, e, away, zp, lo, hi));
-                    if (pair) _mm512_mask_cvtsepi32_storeu_epi8(out1 + ch, valid, rq16(acc1, m, e, away, zp, lo, hi));
+                    offset = cache[slot];
                 }
+                int32_t m = 0;
+                for (int32_t i = i0; i < i1; ++i) {
+                    const int32_t iy = oy * p->stride_h - p->pad_top + i * p->dil_h;
+                    for (int32_t j = j0; j < j1; ++j, ++m) {
+                        const int32_t ix = ox * p->stride_w - p->pad_left + j * p->dil_w;
+                        widx[m] = i * p->kw + j;
+                        tap0[m] = xb + ((size_t)iy * p->in_w + ix) * c;
+                        tap1[m] = pair ? tap0[m] + (size_t)p->stride_w * c : tap0[m];
+                    }
+                }
+                dw_pair(p, offset, m, tap0, tap1, widx, pair, out0, out1, zp, lo, hi);
+            }
+            if (p->lut) {
+                const size_t row = ((size_t)n * p->out_h + oy) * p->out_w * c;
+                intq_lut(p->lut, (int64_t)p->out_w * c, y + row, p->z + row);
             }
         }
     }
@@ -526,6 +598,10 @@ void intq_depthwise(const intq_dw_params *p, const int8_t *x, int8_t *y) {
                     out[q] = (int8_t)rq_scalar(acc[q], p->rq.mult[q], p->rq.exponent[q], p->rq.away[q], p->rq.out_zp,
                                                p->rq.act_min, p->rq.act_max);
             }
+            if (p->lut) {
+                const size_t row = ((size_t)n * p->out_h + oy) * p->out_w * c;
+                intq_lut(p->lut, (int64_t)p->out_w * c, y + row, p->z + row);
+            }
         }
     }
 #endif
@@ -546,6 +622,34 @@ typedef struct {
  * RDBPOT right + Z_y); |(a - Z_a)(b - Z_b)| << left fits int32 (the kernel's prepare). a and b are
  * [rows][cols] operands or one broadcast row ([1][cols] or [1][1]). */
 void intq_mul(const intq_binary_params *p, const int8_t *a, const int8_t *b, int8_t *y) {
+#ifdef INTQ_AVX512
+    const int a_full = p->a_rows == p->rows && p->a_cols == p->cols, b_full = p->b_rows == p->rows && p->b_cols == p->cols;
+    if (p->rows > 1 && p->cols % 16 == 0 && p->cols <= 2048 &&
+        ((a_full && p->b_rows == 1 && p->b_cols == p->cols) || (b_full && p->a_rows == 1 && p->a_cols == p->cols))) {
+        /* one operand a row [1, C] broadcast over the other's rows (the squeeze-excitation product),
+         * C a multiple of 16: the row's (b - Z_b) vectors made once, the other operand in one flat
+         * pass of 16 lanes (the product commutes) */
+        const int8_t *full = a_full ? a : b, *row = a_full ? b : a;
+        const __m512i zf = _mm512_set1_epi32(a_full ? p->za : p->zb), zr = _mm512_set1_epi32(a_full ? p->zb : p->za);
+        const __m512i left = _mm512_set1_epi32(p->left), m = _mm512_set1_epi32(p->mult),
+                      e = _mm512_set1_epi32(p->right), away = _mm512_set1_epi32(p->away),
+                      zp = _mm512_set1_epi32(p->out_zp), lo = _mm512_set1_epi32(p->act_min),
+                      hi = _mm512_set1_epi32(p->act_max);
+        const int32_t nb = p->cols / 16;
+        __m512i rv[nb];
+        for (int32_t k = 0; k < nb; ++k)
+            rv[k] = _mm512_sub_epi32(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(row + 16 * k))), zr);
+        const int64_t total = p->rows * (int64_t)p->cols;
+        for (int64_t i = 0, k = 0; i < total; i += 16) {
+            const __m512i fv = _mm512_sub_epi32(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(full + i))), zf);
+            const __m512i prod = _mm512_mullo_epi32(fv, rv[k]);
+            _mm512_mask_cvtsepi32_storeu_epi8(y + i, (__mmask16)0xFFFF,
+                                              rq16(_mm512_sllv_epi32(prod, left), m, e, away, zp, lo, hi));
+            if (++k == nb) k = 0;
+        }
+        return;
+    }
+#endif
     for (int64_t r = 0; r < p->rows; ++r) {
         const int8_t *ar = a + (p->a_rows > 1 ? r * p->a_cols : 0), *br = b + (p->b_rows > 1 ? r * p->b_cols : 0);
         int8_t *yr = y + r * p->cols;
@@ -662,10 +766,59 @@ typedef struct {
 
 void intq_transpose(const intq_transpose_params *p, const int8_t *x, int8_t *y) {
     const int64_t *d = p->out_dim, *s = p->in_stride;
+#if defined(INTQ_AVX512) && defined(__AVX512VBMI__)
+    __m512i idx[4];
+    __mmask64 high[4];
+    if (s[3] != 1 && s[2] == 1 && d[3] >= 2 && d[3] <= 4) { /* the permutes of the interleaving loop below */
+        const int32_t g = (int32_t)d[3];
+        for (int32_t k = 0; k < g; ++k) {
+            uint8_t v[64];
+            high[k] = 0;
+            for (int32_t t = 0; t < 64; ++t) {
+                const int32_t q = 64 * k + t, plane = q % g;
+                v[t] = (uint8_t)(q / g + 64 * (plane & 1));
+                if (plane >= 2) high[k] |= (__mmask64)1 << t;
+            }
+            idx[k] = _mm512_loadu_si512((const void *)v);
+        }
+    }
+#endif
     for (int64_t i0 = 0; i0 < d[0]; ++i0)
         for (int64_t i1 = 0; i1 < d[1]; ++i1)
             for (int64_t i2 = 0; i2 < d[2]; ++i2) {
                 const int8_t *src = x + i0 * s[0] + i1 * s[1] + i2 * s[2];
+                if (s[3] != 1 && s[2] == 1) {
+                    /* the input contiguous along output axis 2 (NCHW -> NHWC): the whole [d2][d3]
+                     * block, reading each input run in order (i3 outer), the writes d3 apart */
+                    int64_t j0 = 0;
+#if defined(INTQ_AVX512) && defined(__AVX512VBMI__)
+                    if (d[3] >= 2 && d[3] <= 4) {
+                        /* 64 columns at a time: the d3 input runs in registers, each of the d3
+                         * output vectors two two-register byte permutes (runs 0/1 and 2/3) blended;
+                         * output byte q of the block is column q / d3 of run q % d3 */
+                        const int32_t g = (int32_t)d[3];
+                        for (; j0 + 64 <= d[2]; j0 += 64) {
+                            const __m512i r0 = _mm512_loadu_si512((const void *)(src + j0)),
+                                          r1 = _mm512_loadu_si512((const void *)(src + s[3] + j0)),
+                                          r2 = g > 2 ? _mm512_loadu_si512((const void *)(src + 2 * s[3] + j0)) : r0,
+                                          r3 = g > 3 ? _mm512_loadu_si512((const void *)(src + 3 * s[3] + j0)) : r2;
+                            for (int32_t k = 0; k < g; ++k) {
+                                const __m512i lo01 = _mm512_permutex2var_epi8(r0, idx[k], r1),
+                                              hi23 = _mm512_permutex2var_epi8(r2, idx[k], r3);
+                                _mm512_storeu_si512((void *)(y + j0 * g + 64 * k),
+                                                    _mm512_mask_blend_epi8(high[k], lo01, hi23));
+                            }
+                        }
+                    }
+#endif
+                    for (int64_t i3 = 0; i3 < d[3]; ++i3) {
+                        const int8_t *run = src + i3 * s[3];
+                        int8_t *dst = y + i3;
+                        for (int64_t j = j0; j < d[2]; ++j) dst[j * d[3]] = run[j];
+                    }
+                    y += d[2] * d[3];
+                    break;
+                }
                 if (s[3] == 1) {
                     memcpy(y, src, (size_t)d[3]);
                 } else {
@@ -687,12 +840,43 @@ typedef struct {
 void intq_pad(const intq_pad_params *p, const int8_t *x, int8_t *y) {
     const int64_t *d = p->in_dim, *o = p->out_dim, *b = p->before;
     memset(y, (int)(int8_t)p->value, (size_t)(o[0] * o[1] * o[2] * o[3]));
+    if (o[3] == d[3]) { /* the innermost axis not padded: each [d2][d3] run is contiguous in both */
+        for (int64_t i0 = 0; i0 < d[0]; ++i0)
+            for (int64_t i1 = 0; i1 < d[1]; ++i1)
+                memcpy(y + (((i0 + b[0]) * o[1] + (i1 + b[1])) * o[2] + b[2]) * o[3],
+                       x + (i0 * d[1] + i1) * d[2] * d[3], (size_t)(d[2] * d[3]));
+        return;
+    }
     for (int64_t i0 = 0; i0 < d[0]; ++i0)
         for (int64_t i1 = 0; i1 < d[1]; ++i1)
             for (int64_t i2 = 0; i2 < d[2]; ++i2) {
                 int8_t *dst = y + (((i0 + b[0]) * o[1] + (i1 + b[1])) * o[2] + (i2 + b[2])) * o[3] + b[3];
                 memcpy(dst, x + ((i0 * d[1] + i1) * d[2] + i2) * d[3], (size_t)d[3]);
             }
+}
+
+/* ------------------------------------------------------------------------------ MEAN */
+
+/* MEAN over axes {1, 2} of an int8 NHWC tensor (intq.kernels.mean, the reference kernel's spatial
+ * mean): y[n, c] = clamp(SRDHM(sum_{h,w} x[n,h,w,c] - offset, m) RDBPOT right + Z_y, -128, 127), ties
+ * away from zero; |sum - offset| <= 255 * pixels < 2^31 (the kernel's prepare). */
+typedef struct {
+    int32_t batch, pixels, c;
+    int32_t offset, mult, right, out_zp;
+    int32_t *acc; /* scratch [c] */
+} intq_mean_params;
+
+void intq_mean(const intq_mean_params *p, const int8_t *x, int8_t *y) {
+    const int32_t c = p->c;
+    int32_t *acc = p->acc;
+    for (int32_t n = 0; n < p->batch; ++n) {
+        for (int32_t q = 0; q < c; ++q) acc[q] = -p->offset;
+        const int8_t *xb = x + (size_t)n * p->pixels * c;
+        for (int32_t i = 0; i < p->pixels; ++i, xb += c)
+            for (int32_t q = 0; q < c; ++q) acc[q] += xb[q];
+        for (int32_t q = 0; q < c; ++q)
+            y[(size_t)n * c + q] = (int8_t)rq_scalar(acc[q], p->mult, p->right, 1, p->out_zp, -128, 127);
+    }
 }
 
 /* ------------------------------------------------------------------------------ array objects */
@@ -761,4 +945,24 @@ void intq_transpose_obj(const intq_transpose_params *p, const void *x, void *y) 
 
 void intq_pad_obj(const intq_pad_params *p, const void *x, void *y) {
     intq_pad(p, (const int8_t *)intq_array_data(x), (int8_t *)intq_array_data(y));
+}
+
+void intq_mean_obj(const intq_mean_params *p, const void *x, void *y) {
+    intq_mean(p, (const int8_t *)intq_array_data(x), (int8_t *)intq_array_data(y));
+}
+
+/* A convolution followed by a table op on its output: y as intq_conv / intq_depthwise, and z =
+ * table[uint8(y)] computed from each finished block while it is in cache (the plan's fused pair). */
+void intq_conv_lut_obj(const intq_conv_params *p, const int8_t *table, const void *x, void *y, void *z) {
+    intq_conv_params q = *p;
+    q.lut = table;
+    q.z = (int8_t *)intq_array_data(z);
+    intq_conv(&q, (const int8_t *)intq_array_data(x), (int8_t *)intq_array_data(y));
+}
+
+void intq_depthwise_lut_obj(const intq_dw_params *p, const int8_t *table, const void *x, void *y, void *z) {
+    intq_dw_params q = *p;
+    q.lut = table;
+    q.z = (int8_t *)intq_array_data(z);
+    intq_depthwise(&q, (const int8_t *)intq_array_data(x), (int8_t *)intq_array_data(y));
 }
