@@ -1063,20 +1063,24 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     """Parse the arguments and run the command; return the exit code (the module docstring)."""
-    with _signals_as_interrupts():  # first: a Ctrl-C or SIGTERM from here on is cleaned up
-        args = None
-        try:
-            parser = build_parser()
+    args = None
+    try:
+        with _signals_as_interrupts():  # first: a Ctrl-C or SIGTERM from here on is cleaned up
             try:
-                args = parser.parse_args(argv)
-            except SystemExit as e:  # argparse: --help (0) or a usage error (2)
-                return int(e.code or 0)
-            if not getattr(args, "command", None):
-                parser.print_help()
-                return EXIT_USAGE
-            return _execute(args)
-        except (KeyboardInterrupt, Interrupted) as e:  # outside the command's own handler (parsing, reporting)
-            return _interrupted("intq", e, getattr(args, "outputs", None))
+                parser = build_parser()
+                try:
+                    args = parser.parse_args(argv)
+                except SystemExit as e:  # argparse: --help (0) or a usage error (2)
+                    return int(e.code or 0)
+                if not getattr(args, "command", None):
+                    parser.print_help()
+                    return EXIT_USAGE
+                return _execute(args)
+            except (KeyboardInterrupt, Interrupted) as e:  # outside the command's own handler (parsing, reporting)
+                return _interrupted("intq", e, getattr(args, "outputs", None))
+    except KeyboardInterrupt as e:  # a Ctrl-C another thread received, run by Python once the handlers were
+        # restored (fuzz campaign seed 2026 case 7280: it escaped main as a raw traceback)
+        return _interrupted("intq", e, getattr(args, "outputs", None))
 
 
 def _interrupted(name: str, e: BaseException, outputs) -> int:
