@@ -98,6 +98,20 @@ def _tpu_mlir_mutant(delta: int = 0, rounding: Rounding | None = None):
         MultiplierRShift.from_model = classmethod(original)
 
 
+@contextlib.contextmanager
+def _no_pair_saturation():
+    """ort-u8s8-avx2 computed like ort-u8: MLAS's int16 saturation of adjacent u8*s8 product pairs
+    (the target's contract) left out."""
+    from intq.kernels import _ort_u8s8
+
+    original = _ort_u8s8.saturation_correction
+    _ort_u8s8.saturation_correction = lambda pairs, rows, offset: None
+    try:
+        yield
+    finally:
+        _ort_u8s8.saturation_correction = original
+
+
 def _mutants():
     """name -> (target the mutant breaks, context manager factory)."""
     out = {
@@ -109,6 +123,7 @@ def _mutants():
         "xnnpack: float32 requantization ties to even -> away from zero": ("xnnpack", _xnnpack_ties_away),
         "ort: float32 requantization ties to even -> away from zero": ("ort", _xnnpack_ties_away),
         "ort-u8: float32 requantization ties to even -> away from zero": ("ort-u8", _xnnpack_ties_away),
+        "ort-u8s8-avx2: int16 pair saturation dropped (exact int32 sums)": ("ort-u8s8-avx2", _no_pair_saturation),
         # TPU-MLIR's stored models are random data, where exact ties of the rshift are rare (1 in 2^rshift): a
         # HALF_UP -> half-to-even flip survives them (measured), so the contract flip checked is the
         # rounding dropped altogether (a plain arithmetic right shift), which every model sees.
@@ -136,6 +151,12 @@ def _suite(target: str):
         yield from _onnxruntime_suite(target)
     elif target == "tpu-mlir":
         yield from _tpu_mlir_suite()
+    elif target == "ort-u8s8-avx2":
+        # its saturation against onnxruntime's recorded AVX2 outputs; its requantization is ort-u8's own
+        # Float32Rne (the same prepared class), whose one-ulp mutants the tie-heavy layers catch against
+        # onnxruntime on this CPU (the recorded random models have too few exact ties to see them)
+        yield from _ort_u8s8_avx2_suite()
+        yield from _onnxruntime_suite("ort-u8")
     else:
         raise AssertionError(f"no suite kills mutants of target {target!r}: add one")
 
@@ -172,6 +193,27 @@ def _onnxruntime_suite(target: str):
             graph = onnx_harness.merge([g for g, _ in cases], f"mutant_{op.lower()}_{i}")
             feeds = {f"c{k}/{name}": v for k, (_, f) in enumerate(cases) for name, v in f.items()}
             yield (lambda g=graph, f=feeds: onnx_harness.compare(g, f, combos=combos)), f"{op} x10 #{i}"
+
+
+def _ort_u8s8_avx2_suite():
+    """onnxruntime's outputs recorded under QEMU (an AVX2 CPU without VNNI) for the random conv,
+    depthwise, FC and transpose-conv models of tests/export/test_ort_u8s8_avx2.py."""
+    from tests.export import test_ort_u8s8_avx2 as avx2
+
+    def check(op, gi):
+        def run():
+            rec = np.load(avx2.FIXTURES / f"{op.lower()}.npz")
+            g, feeds, _ = avx2.cases(op, gi)
+            mine = avx2._outputs(g, feeds, avx2.TARGET)
+            fmt, level = avx2.COMBOS[0]
+            got = avx2._split(rec[f"out:{fmt}:{level}:{gi}"], mine)
+            bad = [o for o, a, b in zip(g.outputs, got, mine) if not np.array_equal(a, b)]
+            assert not bad, f"{op} graph {gi}: {len(bad)} outputs differ from onnxruntime's recorded ones"
+        return run
+
+    for gi in range(avx2.GRAPHS):
+        for op in ("CONV_2D", "FULLY_CONNECTED", "DEPTHWISE_CONV_2D", "TRANSPOSE_CONV"):
+            yield check(op, gi), f"{op} recorded graph {gi}"
 
 
 def _tpu_mlir_suite():
