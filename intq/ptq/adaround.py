@@ -31,7 +31,7 @@ import numpy as np
 from intq.convert.weights import quantize_weights, weight_scales
 from intq.ir import Graph, Node, Tensor
 from intq.passes.linear_layers import fresh_name
-from intq.ptq.bias_correction import _layers
+from intq.ptq.bias_correction import _layers, run_float_capturing
 
 ZETA, GAMMA = 1.1, -0.1  # the rectified sigmoid's stretch (the paper's values)
 LAMBDA = 0.01  # weight of the rounding regulariser
@@ -138,8 +138,6 @@ def adaround(graph: Graph, data, *, per_channel: bool = True, iters: int = 1000,
     ``limit`` samples at most), so that :func:`intq.convert` quantizes them to exactly ``q``. A
     layer keeps its weights when AdaRound's rounding does not lower its output error on the data
     below round-to-nearest's, or when the converter would not reproduce ``q``."""
-    from intq.calibration.data import iter_samples
-    from intq.runtime import Interpreter
 
     layers = [n for n in _layers(graph) if _conv_ok(n, graph.constant(n.inputs[1]))]
     if not layers:
@@ -158,11 +156,7 @@ def adaround(graph: Graph, data, *, per_channel: bool = True, iters: int = 1000,
             cov[n.name] = cov.get(n.name, 0) + np.matmul(pg.transpose(0, 2, 1), pg)
             rows[n.name] = rows.get(n.name, 0) + p.shape[0]
 
-    it = Interpreter(graph)
-    for k, sample in enumerate(iter_samples(data, graph, preprocess)):
-        if limit is not None and k >= limit:
-            break
-        it.run(sample, keep=False, capture=observe)
+    run_float_capturing(graph, data, preprocess, limit, observe)
     tensors = dict(graph.tensors)
     replaced: dict[str, Node] = {}
     taken: set[str] = set()

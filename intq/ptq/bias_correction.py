@@ -32,6 +32,21 @@ from intq.passes.linear_layers import bias_vector, fresh_name
 from intq.qmath import dequantize
 
 
+def run_float_capturing(graph: Graph, data, preprocess: Callable | None, limit: int | None,
+                        observe: Callable[[str, np.ndarray], None]) -> None:
+    """Run the float ``graph`` on the first ``limit`` samples of ``data`` (all when None; anything
+    :func:`intq.calibration.iter_samples` reads), one by one, calling ``observe(name, value)`` for
+    every tensor as it is computed (nothing is kept): what bias correction and AdaRound measure."""
+    from intq.calibration.data import iter_samples
+    from intq.runtime import Interpreter
+
+    it = Interpreter(graph)
+    for k, sample in enumerate(iter_samples(data, graph, preprocess)):
+        if limit is not None and k >= limit:
+            break
+        it.run(sample, keep=False, capture=observe)
+
+
 def _layers(graph: Graph) -> list[Node]:
     out = []
     for n in graph.nodes:
@@ -73,8 +88,6 @@ def correct_biases(graph: Graph, data, *, per_channel: bool = True, preprocess: 
     """The graph with every eligible layer's bias corrected for its int8 weights' expected error
     (see the module docstring), input means measured by running ``graph`` (float, simplified) over
     ``data`` (anything :func:`intq.calibration.iter_samples` reads; ``limit`` samples at most)."""
-    from intq.calibration.data import iter_samples
-    from intq.runtime import Interpreter
 
     layers = _layers(graph)
     if not layers:
@@ -92,11 +105,7 @@ def correct_biases(graph: Graph, data, *, per_channel: bool = True, preprocess: 
         sums[name] = sums.get(name, 0) + v.sum(axis=0)
         counts[name] = counts.get(name, 0) + v.shape[0]
 
-    it = Interpreter(graph)
-    for k, sample in enumerate(iter_samples(data, graph, preprocess)):
-        if limit is not None and k >= limit:
-            break
-        it.run(sample, keep=False, capture=observe)
+    run_float_capturing(graph, data, preprocess, limit, observe)
     tensors = dict(graph.tensors)
     replaced: dict[str, Node] = {}
     taken: set[str] = set()
