@@ -117,19 +117,27 @@ _LOGISTIC_Q = tuple(np.float32(c) for c in (6.10247389755681e-13, 5.761021369934
 _LOGISTIC_RANGE = np.float32(18.0)  # MLAS clamps the input to [-18, 18]
 
 
+def _mlas_odd_rational(x: np.ndarray, bound: np.float32, p_coeffs: tuple, q_coeffs: tuple) -> np.ndarray:
+    """MLAS's rational approximations (logistic, tanh) in float32: x clamped to [-bound, bound],
+    ``p(x) = x * P(x^2)`` and ``q(x) = Q(x^2)`` by Horner steps as fma, highest coefficient first,
+    ``x * x``, ``P * x`` and the quotient rounded separately."""
+    v = np.clip(np.asarray(x, np.float32), -bound, bound)
+    v2 = (v * v).astype(np.float32)
+    p = fma32(v2, p_coeffs[0], p_coeffs[1])
+    for c in p_coeffs[2:]:
+        p = fma32(p, v2, c)
+    p = (p * v).astype(np.float32)
+    q = fma32(v2, q_coeffs[0], q_coeffs[1])
+    for c in q_coeffs[2:]:
+        q = fma32(q, v2, c)
+    return (p / q).astype(np.float32)
+
+
 def mlas_logistic(x: np.ndarray) -> np.ndarray:
     """MLAS's float32 logistic (``MlasComputeLogistic``, FMA3 kernel): Horner steps as fma, the
     products ``x * x`` and ``p * x`` and the quotient rounded separately, result clamped to [0, 1]."""
-    v = np.clip(np.asarray(x, np.float32), -_LOGISTIC_RANGE, _LOGISTIC_RANGE)
-    v2 = (v * v).astype(np.float32)
-    p = fma32(v2, _LOGISTIC_P[0], _LOGISTIC_P[1])
-    for c in _LOGISTIC_P[2:]:
-        p = fma32(p, v2, c)
-    p = (p * v).astype(np.float32)
-    q = fma32(v2, _LOGISTIC_Q[0], _LOGISTIC_Q[1])
-    for c in _LOGISTIC_Q[2:]:
-        q = fma32(q, v2, c)
-    return np.clip((p / q).astype(np.float32) + np.float32(0.5), np.float32(0), np.float32(1)).astype(np.float32)
+    r = _mlas_odd_rational(x, _LOGISTIC_RANGE, _LOGISTIC_P, _LOGISTIC_Q)
+    return np.clip(r + np.float32(0.5), np.float32(0), np.float32(1)).astype(np.float32)
 
 
 #: MLAS's tanh (tanh.cpp, Eigen's coefficients): ``p(x) / q(x)`` on x clamped to [-9, 9], p odd of
@@ -145,16 +153,7 @@ _TANH_RANGE = np.float32(9.0)  # MLAS clamps the input to [-9, 9]
 def mlas_tanh(x: np.ndarray) -> np.ndarray:
     """MLAS's float32 tanh (``MlasComputeTanh``): Horner steps as fma, ``x * x``, ``p * x`` and the
     quotient rounded separately (no final clamp)."""
-    v = np.clip(np.asarray(x, np.float32), -_TANH_RANGE, _TANH_RANGE)
-    v2 = (v * v).astype(np.float32)
-    p = fma32(v2, _TANH_P[0], _TANH_P[1])
-    for c in _TANH_P[2:]:
-        p = fma32(p, v2, c)
-    p = (p * v).astype(np.float32)
-    q = fma32(v2, _TANH_Q[0], _TANH_Q[1])
-    for c in _TANH_Q[2:]:
-        q = fma32(q, v2, c)
-    return (p / q).astype(np.float32)
+    return _mlas_odd_rational(x, _TANH_RANGE, _TANH_P, _TANH_Q)
 
 
 def leaky_relu(alpha: float) -> Callable[[np.ndarray], np.ndarray]:
