@@ -89,8 +89,14 @@ def test_an_int16_concat_keeps_its_inputs_ranges(yolo):
 
 def test_precision_errors_name_the_layer_and_the_rule(yolo, tmp_path):
     fg = yolo[0]
-    with pytest.raises(ConversionError, match="'Conv_0' is a Conv; int16 regions start at a join"):
-        int16_tensors(fg, {"Conv_0": "int16"})
+    with pytest.raises(ConversionError, match="'Mul_4' is a Mul, which intq cannot convert to int16"):
+        int16_tensors(fg, {"Mul_4": "int16"})
+    with pytest.raises(ConversionError, match="'Mul_4' is a Mul"):  # a pattern is checked node by node
+        int16_tensors(fg, {"*_4": "int16"})
+    with pytest.raises(ConversionError, match="the pattern 'cv3.*' matches no node"):
+        int16_tensors(fg, {"cv3.*": "int16"})
+    assert int16_tensors(fg, {"Conv_0": "int16"}) == {"f"}  # a layer alone
+    assert int16_tensors(fg, {"Conv_[05]": "int16"}) == {"f", "c0"}
     with pytest.raises(ConversionError, match="neither a node nor a tensor"):
         int16_tensors(fg, {"nope": "int16"})
     with pytest.raises(ConversionError, match="must be one of int8, int16"):
@@ -100,8 +106,7 @@ def test_precision_errors_name_the_layer_and_the_rule(yolo, tmp_path):
 
     nodes = [helper.make_node("Concat", ["x", "x"], ["c"], axis=1), helper.make_node("Conv", ["c", "w"], ["out"])]
     inner = simplify(intq.load(_onnx(nodes, {"w": np.ones((2, 2, 1, 1), f32)}, (1, 1, 4, 4), ["out"])))
-    with pytest.raises(ConversionError, match="must end at the outputs"):
-        int16_tensors(inner, {"c": "int16"})
+    assert int16_tensors(inner, {"c": "int16"}) == {"c"}  # a join inside the graph: alone, int8 after it
     assert int16_tensors(fg, {"cat": "int8"}) == frozenset()
     (tmp_path / "p.json").write_text(json.dumps({"cat": "int16"}))
     (tmp_path / "p.txt").write_text("# the detector's output\nConcat_7 = int16\n")
@@ -141,8 +146,30 @@ def test_target_sqnr_adds_a_float_island_when_int16_is_not_enough(yolo):
     q16 = intq.quantize(fg, calib, target_sqnr=30)
     assert q16.metadata["float_nodes"] == ()  # int16 reaches it: no island
     q = intq.quantize(fg, calib, target_sqnr=40)  # int16 gives 37.5 on the calibration samples: not enough
-    assert "Sigmoid_6" in q.metadata["float_nodes"] and q.metadata["int16_tensors"] == ()  # the island swallows the join
+    assert "Sigmoid_6" in q.metadata["float_nodes"] and "cat" not in q.metadata["int16_tensors"]  # the island swallows the join
     assert _rows_db(q, evals, ref)[1] >= 38
+
+
+def test_the_class_branch_convolution_in_int16_before_a_float_island(yolo):
+    """The island's int8 input carries the class conv's int8 noise (39.8 dB); that conv in int16
+    (16x8 CONV_2D: int16 in and out, int8 weights, int64 bias, QUANTIZE int8 -> int16 before it and
+    the island's DEQUANTIZE of int16 after it) removes most of it, by choice or under a budget; the
+    file runs in LiteRT and TFLite Micro equal to intq on every tensor."""
+    fg, calib, evals, ref = yolo
+    island = intq.quantize(fg, calib, precision={"Sigmoid_6": "float"})
+    q = intq.quantize(fg, calib, precision={"Sigmoid_6": "float", "Conv_5": "int16"})
+    assert q.metadata["int16_tensors"] == ("c0",)
+    (_, classes_island), (boxes, classes) = _rows_db(island, evals, ref), _rows_db(q, evals, ref)
+    assert classes_island < 40 and classes > 41.5 and boxes > 37  # measured 39.8 -> 42.1 dB
+    conv = next(n for n in q.nodes if n.name == "Conv_5")
+    assert [q.tensors[t].dtype.name for t in conv.inputs] == ["int16", "int8", "int64"]
+    assert q.tensors[conv.outputs[0]].dtype == np.int16 and q.tensors[conv.outputs[0]].qparams.tensor_zero_point == 0
+    requant = next(n for n in q.nodes if n.outputs[0] == conv.inputs[0])
+    assert requant.op_type == "QUANTIZE" and q.tensors[requant.inputs[0]].dtype == np.int8
+    assert [q.tensors[n.inputs[0]].dtype.name for n in q.nodes if n.op_type == "DEQUANTIZE"] == ["int16", "int8"]
+    _equal_in_runtimes(q, evals[0])
+    auto = intq.quantize(fg, calib, target_sqnr=40)  # islands alone reach 39.x on the calibration samples
+    assert {"b0", "c0"} <= set(auto.metadata["int16_tensors"]) and _rows_db(auto, evals, ref)[1] > 41.5
 
 
 def test_float_island_errors_name_the_node_and_the_rule(yolo):
