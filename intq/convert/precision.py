@@ -1,4 +1,4 @@
-"""Mixed precision: int16 where int8 cannot represent a tensor.
+"""Mixed precision: int16 (16x8) or float where int8 cannot represent a tensor.
 
 A join (CONCATENATION, ADD) of tensors whose ranges differ a lot gets one int8 scale set by the
 widest: a YOLO head's box coordinates (0..320) beside class scores (0..1) leave the scores one
@@ -29,12 +29,21 @@ runtimes run:
   equals the targets ``tflite`` and ``litert-ref`` only. Not island ops, because intq's float op
   and the runtimes' float kernels differ: Softmax (summation order), Tanh, Exp-based activations
   other than the sigmoid, and every op with a reduction (Conv, MatMul, pooling, means);
+* **int16 layers**: any :data:`INT16_NODES` node (``precision={"/model.22/cv3.*": "int16"}``,
+  glob patterns allowed) is converted with its 16x8 kernels (int16 activations, symmetric; int8
+  weights; int64 bias); where an int8 tensor feeds it, or it feeds an int8 node, the converter
+  inserts one QUANTIZE (int8 <-> int16, TFLite's Requantize) per tensor and type
+  (:meth:`~intq.convert.context.ConversionContext.coerced`). LiteRT and TFLite Micro run all of
+  them (CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED, LOGISTIC, MUL, CONCATENATION, SPLIT(_V),
+  RESHAPE, TRANSPOSE, PAD, QUANTIZE, DEQUANTIZE on int16; ``tests/convert/test_precision.py``);
 * **automatically**: :func:`auto_precision` adds the range-mismatched joins (inputs' ranges
   differ by more than ``ratio``, default 32) one at a time, most mismatched first, until the
   output SQNR on the calibration samples (:func:`intq.analysis.sensitivity.output_sqnr`: per
   output channel, capped, averaged) reaches ``target_sqnr``: the fewest int16 joins that reach it;
   if they do not, the float islands that start at a LOGISTIC-like fixed-range op (Sigmoid) and
-  reach the outputs in a few island ops, smallest first.
+  reach the outputs in a few island ops, smallest first; if still short, an int16 region grown
+  backwards from the outputs and islands, level by level (:func:`int16_levels`), by the fewest
+  levels that reach the target (or the best depth tried).
 """
 
 from __future__ import annotations

@@ -11,6 +11,10 @@ channel's weight scale to ``|b_c| / (S_in * L)`` — the smallest scale whose bi
 leaves room for every ``(x - Z_x) * w`` term, so the kernels' accumulator bound holds. The channel's
 weights are requantized with it (they lose resolution, the bias stays exact). Every adjusted
 channel is reported in :class:`BiasFit`.
+
+16x8 layers (int16 activations, ``activations="int16"``): the same int8 weights, an int64 bias and
+the int64 accumulator's bound ``2^47`` (TFLite's MultiplyByQuantizedMultiplier(int64)) in place of
+int32's, with ``|x * w| <= 2^15 * 127``.
 """
 
 from __future__ import annotations
