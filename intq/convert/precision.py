@@ -64,9 +64,9 @@ MOVEMENT = frozenset({"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose",
 #: Float ops a single node in int16 may be (16x8: int16 activations, int8 weights, int64 biases):
 #: their rules emit only builtins that have a 16x8 kernel in intq (:mod:`intq.kernels.int16x8`) and
 #: that LiteRT and TFLite Micro run on int16 — CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED,
-#: LOGISTIC + MUL (SiLU), LOGISTIC, CONCATENATION, SPLIT / SPLIT_V and the data movement. Int8
-#: neighbours are requantized by QUANTIZE (int8 <-> int16) where the types change.
-INT16_NODES = frozenset({"Conv", "Gemm", "SiLU", "Sigmoid", "Concat", "Split"}) | MOVEMENT
+#: LOGISTIC + MUL (SiLU), LOGISTIC, ADD, MUL, MAX_POOL_2D, CONCATENATION, SPLIT / SPLIT_V and the
+#: data movement. Int8 neighbours are requantized by QUANTIZE (int8 <-> int16) where the types change.
+INT16_NODES = frozenset({"Conv", "Gemm", "SiLU", "Sigmoid", "Add", "Mul", "MaxPool", "Concat", "Split"}) | MOVEMENT
 #: Characters that make a precision table's name a glob pattern over node names (fnmatch).
 GLOB_CHARS = frozenset("*?[")
 DEFAULT_RATIO = 32.0  # a join whose inputs' ranges differ by more than this is "range-mismatched"

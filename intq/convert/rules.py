@@ -81,7 +81,7 @@ def _pad_input(cx: ConversionContext, node: Node, x_int: str, explicit, value_q:
     if value_q is None:
         cx.emit("PAD", f"{node.name}/pad", [x_int, paddings], [out])
     else:
-        v = cx.int_constant(f"{out}/value", np.array([value_q], np.int8).reshape(()), src.qparams)
+        v = cx.int_constant(f"{out}/value", np.array([value_q], src.dtype).reshape(()), src.qparams, src.dtype)
         cx.emit("PADV2", f"{node.name}/pad", [x_int, paddings, v], [out])
     return out
 
@@ -260,14 +260,17 @@ def _common_perm(cx: ConversionContext, names: list[str]) -> tuple[int, ...]:
 
 
 def _constant_operand(cx: ConversionContext, node: Node, value: np.ndarray, rank: int, perm, hint: str,
-                      qp: QuantParams | None = None) -> str:
-    """A float constant broadcast to ``rank``, laid out like the other operand, quantized int8."""
+                      qp: QuantParams | None = None, dtype=np.int8) -> str:
+    """A float constant broadcast to ``rank``, laid out like the other operand, quantized int8 (or
+    symmetric int16 for an int16 node, as 16x8 operands are)."""
     v = np.asarray(value, dtype=np.float64)
     v = v.reshape((1,) * (rank - v.ndim) + v.shape)
     v = v.transpose(perm)
     if qp is None:
-        qp = choose_qparams(float(v.min()), float(v.max()), "int8", name=f"{node.name}/{hint}")
-    return cx.int_constant(f"{node.name}/{hint}", quantize(v.astype(np.float32), qp), qp)
+        wide = np.dtype(dtype) == np.int16
+        qp = choose_qparams(float(v.min()), float(v.max()), "int16" if wide else "int8", symmetric=wide,
+                            name=f"{node.name}/{hint}")
+    return cx.int_constant(f"{node.name}/{hint}", quantize(v.astype(np.float32), qp), qp, qp.dtype)
 
 
 def _operand_on_grid(cx: ConversionContext, node: Node, name: str, perm, qp: QuantParams, hint: str) -> str:
@@ -298,9 +301,11 @@ def _two_operands(cx: ConversionContext, node: Node):
 def _binary(cx: ConversionContext, node: Node, op: str, attrs=None) -> None:
     pairs, _, perm = _two_operands(cx, node)
     rank = len(perm)
+    dtype = cx.activation_dtype(node.outputs[0])
     ins = []
     for n, c in pairs:
-        ins.append(cx.value_as(n, perm) if c is None else _constant_operand(cx, node, c, rank, perm, f"const_{len(ins)}"))
+        ins.append(cx.value_as(n, perm) if c is None else
+                   _constant_operand(cx, node, c, rank, perm, f"const_{len(ins)}", dtype=dtype))
     out = node.outputs[0]
     y = cx.output_tensor(out, perm, cx.activation_qparams(out))
     full = {"fused_activation_function": _act(node)} if op in ("ADD", "SUB", "MUL") else {}

@@ -89,10 +89,6 @@ def test_an_int16_concat_keeps_its_inputs_ranges(yolo):
 
 def test_precision_errors_name_the_layer_and_the_rule(yolo, tmp_path):
     fg = yolo[0]
-    with pytest.raises(ConversionError, match="'Mul_4' is a Mul, which intq cannot convert to int16"):
-        int16_tensors(fg, {"Mul_4": "int16"})
-    with pytest.raises(ConversionError, match="'Mul_4' is a Mul"):  # a pattern is checked node by node
-        int16_tensors(fg, {"*_4": "int16"})
     with pytest.raises(ConversionError, match="the pattern 'cv3.*' matches no node"):
         int16_tensors(fg, {"cv3.*": "int16"})
     assert int16_tensors(fg, {"Conv_0": "int16"}) == {"f"}  # a layer alone
@@ -107,6 +103,13 @@ def test_precision_errors_name_the_layer_and_the_rule(yolo, tmp_path):
     nodes = [helper.make_node("Concat", ["x", "x"], ["c"], axis=1), helper.make_node("Conv", ["c", "w"], ["out"])]
     inner = simplify(intq.load(_onnx(nodes, {"w": np.ones((2, 2, 1, 1), f32)}, (1, 1, 4, 4), ["out"])))
     assert int16_tensors(inner, {"c": "int16"}) == {"c"}  # a join inside the graph: alone, int8 after it
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"]), helper.make_node("Softmax", ["c"], ["out"], axis=1)]
+    soft = simplify(intq.load(_onnx(nodes, {"w": np.ones((2, 1, 1, 1), f32)}, (1, 1, 4, 4), ["out"])))
+    name = soft.nodes[1].name
+    with pytest.raises(ConversionError, match=f"'{name}' is a Softmax, which intq cannot convert to int16"):
+        int16_tensors(soft, {name: "int16"})
+    with pytest.raises(ConversionError, match="is a Softmax"):  # a pattern is checked node by node
+        int16_tensors(soft, {"*": "int16"})
     assert int16_tensors(fg, {"cat": "int8"}) == frozenset()
     (tmp_path / "p.json").write_text(json.dumps({"cat": "int16"}))
     (tmp_path / "p.txt").write_text("# the detector's output\nConcat_7 = int16\n")
@@ -168,6 +171,12 @@ def test_the_class_branch_convolution_in_int16_before_a_float_island(yolo):
     assert requant.op_type == "QUANTIZE" and q.tensors[requant.inputs[0]].dtype == np.int8
     assert [q.tensors[n.inputs[0]].dtype.name for n in q.nodes if n.op_type == "DEQUANTIZE"] == ["int16", "int8"]
     _equal_in_runtimes(q, evals[0])
+    whole = intq.quantize(fg, calib, precision={"*": "int16"})  # every node: 16x8 MUL with an int16 constant too
+    kinds = {(n.op_type, whole.tensors[n.outputs[0]].dtype.name) for n in whole.nodes}
+    assert {k for k in kinds if k[0] in ("CONV_2D", "LOGISTIC", "MUL", "CONCATENATION")} == \
+        {("CONV_2D", "int16"), ("LOGISTIC", "int16"), ("MUL", "int16"), ("CONCATENATION", "int16")}
+    assert min(_rows_db(whole, evals, ref)) > 41
+    _equal_in_runtimes(whole, evals[0])
     auto = intq.quantize(fg, calib, target_sqnr=40)  # islands alone reach 39.x on the calibration samples
     assert {"b0", "c0"} <= set(auto.metadata["int16_tensors"]) and _rows_db(auto, evals, ref)[1] > 41.5
 
