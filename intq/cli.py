@@ -440,7 +440,9 @@ def cmd_quantize(args) -> dict:
     _out(args, f"  calibration: {args.method} on {table.num_samples} samples ({t_cal:.1f} s); "
                f"weights {'per channel' if not args.per_tensor else 'per tensor'}; converted in {t_conv:.1f} s")
     if qg.metadata.get("int16_tensors"):
-        _out(args, "  int16 region: " + ", ".join(qg.metadata["int16_tensors"]))
+        int16 = qg.metadata["int16_tensors"]
+        _out(args, f"  int16 region ({len(int16)} tensors; all in --json): " + ", ".join(int16[:8])
+             + (" ..." if len(int16) > 8 else ""))
     if qg.metadata.get("float_nodes"):
         _out(args, "  float island: " + ", ".join(qg.metadata["float_nodes"]))
     if len(set(methods.values())) > 1:
