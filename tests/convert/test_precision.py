@@ -202,7 +202,8 @@ def test_nudenet_yolov8_head_in_a_float_island_runs_equal_in_litert_and_tflm():
     """nudenet's YOLOv8n (third-party corpus; AGPL, so only in the local cache of
     tools/build_corpus.py): its class scores on photo crops are nearly all below 1/256 and all
     below 0.5, so int8 reads them as 0; a float island from the class sigmoid gives them back (their logits within the int8
-    logits' noise), and the exported file's float output equals LiteRT's and TFLM's bit for bit."""
+    logits' noise), and the exported file, with the class branch in 16x8, has a float output equal to LiteRT's and
+    TFLM's bit for bit."""
     import sys
     from pathlib import Path
 
@@ -222,8 +223,11 @@ def test_nudenet_yolov8_head_in_a_float_island_runs_equal_in_litert_and_tflm():
     assert np.quantile(ref, 0.99) < 1 / 256 and ref.max() < 0.5  # no detection on these crops
     q8 = intq.quantize(g, calib, method="mse")  # the output concat's int8 step (boxes up to 320) is ~1.25
     assert np.all(intq.Interpreter(q8).run(x)["output0"][:, 4:] == 0)
-    q = intq.quantize(g, calib, method="mse", precision={"/model.22/Sigmoid": "float"})
+    # the island, and the class branch's convolutions and SiLUs in 16x8 (a glob over node names)
+    q = intq.quantize(g, calib, method="mse", precision={"/model.22/Sigmoid": "float", "/model.22/cv3.*": "int16"})
     assert q.metadata["float_nodes"] == ("/model.22/Sigmoid", "/model.22/Concat_25")
+    assert len(q.metadata["int16_tensors"]) == 15  # 3 scales x (3 convs + 2 SiLUs)
+    assert sum(n.op_type == "CONV_2D" and q.tensors[n.outputs[0]].dtype == np.int16 for n in q.nodes) == 9
     blob = intq.export_tflite(q)
     for target, oracle in (("litert-ref", run_litert), ("tflite", run_tflm)):
         ours = intq.Interpreter(q, target=target).run(x)["output0"]
