@@ -236,3 +236,25 @@ def test_nudenet_yolov8_head_in_a_float_island_runs_equal_in_litert_and_tflm():
     got = ours[:, 4:].astype(np.float64)
     f, n = _logit(ref.astype(np.float64)), _logit(got)
     assert got.min() > 0 and 10 * np.log10(np.sum(f * f) / np.sum((f - n) ** 2)) > 25  # logits: 30+ dB
+
+
+def test_int16_fully_connected_layers_run_equal():
+    """Gemm nodes in int16: 16x8 FULLY_CONNECTED (int16 in and out, int8 weights, int64 bias, the
+    fused ReLU), the int8 input requantized once; outputs equal LiteRT's and TFLite Micro's."""
+    from onnx import helper
+
+    f32, rng = np.float32, np.random.default_rng(0)
+    nodes = [helper.make_node("Flatten", ["x"], ["fl"]), helper.make_node("Gemm", ["fl", "w", "b"], ["g"], transB=1),
+             helper.make_node("Relu", ["g"], ["r"]), helper.make_node("Gemm", ["r", "w2"], ["out"], transB=1)]
+    weights = {"w": rng.normal(0, 1, (8, 16)).astype(f32), "b": rng.normal(0, 1, 8).astype(f32),
+               "w2": rng.normal(0, 1, (3, 8)).astype(f32)}
+    fg = simplify(intq.load(_onnx(nodes, weights, (1, 1, 4, 4), ["out"])))
+    calib = [{"x": rng.normal(0, 1, (1, 1, 4, 4)).astype(f32)} for _ in range(8)]
+    q = intq.quantize(fg, calib, precision={"Gemm_*": "int16"})
+    fcs = [n for n in q.nodes if n.op_type == "FULLY_CONNECTED"]
+    assert len(fcs) == 2 and all([q.tensors[t].dtype.name for t in n.inputs] == ["int16", "int8", "int64"] for n in fcs)
+    assert [n.op_type for n in q.nodes].count("QUANTIZE") == 2  # float -> int8 at the input, int8 -> int16 once
+    blob = intq.export_tflite(q)
+    for target, oracle in (("litert-ref", run_litert), ("tflite", run_tflm)):
+        theirs = oracle(blob, [calib[0]["x"]])["outputs"][0]
+        assert np.array_equal(theirs, intq.Interpreter(q, target=target).run(calib[0])["out"]), target
