@@ -247,3 +247,31 @@ def test_asymmetric_weights_equal_onnxruntime(op, dtype):
             if got.dtype == np.uint8:
                 want = (want.astype(np.int16) + 128).astype(np.uint8)
             assert np.array_equal(got, want), (level, name)
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8])
+def test_float16_scales_equal_onnxruntime(dtype):
+    """QLinearMatMul with float16 scales (ONNX opset 21 allows them): 50 random nodes per dtype, read
+    as their exact float32 values, equal to onnxruntime at both levels; QLinearConv's float16 scales
+    (which onnxruntime refuses) are refused by name."""
+    rng = np.random.default_rng(11)
+    m, feeds = _random_qlinear_models(rng, "QLinearMatMul", 50, dtype)
+    for init in m.graph.initializer:
+        if init.data_type == onnx.TensorProto.FLOAT:
+            init.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(init).astype(np.float16), init.name))
+    g = intq.load(m)
+    mine = intq.Interpreter(g, target=g.metadata["onnx_target"]).run(
+        {k: (v.astype(np.int16) - 128).astype(np.int8) if v.dtype == np.uint8 else v for k, v in feeds.items()})
+    for level in ("disable_all", "enable_all"):
+        sess = session(m.SerializeToString(), level)
+        for name, got in zip([o.name for o in sess.get_outputs()], sess.run(None, feeds)):
+            want = mine[name]
+            if got.dtype == np.uint8:
+                want = (want.astype(np.int16) + 128).astype(np.uint8)
+            assert np.array_equal(got, want), (level, name)
+    conv, _ = _random_qlinear_models(rng, "QLinearConv", 1, dtype)
+    for init in conv.graph.initializer:
+        if init.data_type == onnx.TensorProto.FLOAT:
+            init.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(init).astype(np.float16), init.name))
+    with pytest.raises(IntqError, match=r"QLinearConv.*float16.*QLinearMatMul only"):
+        intq.load(conv)
