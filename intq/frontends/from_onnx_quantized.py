@@ -55,6 +55,8 @@ QOPERATORS = frozenset({"QLinearConv", "QLinearMatMul", "QGemm", "QLinearAdd", "
 #: scales only (onnxruntime refuses float16 ones); a QuantizeLinear / DequantizeLinear with a float16
 #: scale quantizes a float16 tensor, which intq's float32 boundary does not read.
 FLOAT16_SCALES = frozenset({"QLinearMatMul"})
+#: ONNX's integer operators (int32 outputs, zero points and no scales): CONV_INTEGER and MATMUL_INTEGER.
+INTEGER_OPS = frozenset({"ConvInteger", "MatMulInteger"})
 #: 8-bit data movement: codes move unchanged.
 MOVEMENT = frozenset({"Reshape", "Flatten", "Transpose", "Squeeze", "Unsqueeze", "Identity", "MaxPool", "Pad",
                       "Concat", "Split"})
@@ -83,7 +85,8 @@ _NHWC, _NCHW = (0, 2, 3, 1), (0, 3, 1, 2)
 def is_quantized(proto: onnx.ModelProto) -> bool:
     """Whether the model holds quantized operators (QOperator, or Q/DQ on 8-bit tensors)."""
     for n in proto.graph.node:
-        if n.op_type in QOPERATORS or n.op_type in ("QuantizeLinear", "DequantizeLinear"):
+        if n.op_type in QOPERATORS or n.op_type in INTEGER_OPS or n.op_type in ("QuantizeLinear", "DequantizeLinear",
+                                                                               "DynamicQuantizeLinear"):
             return True
     return False
 
@@ -108,6 +111,7 @@ class _Import:
     opset: int = 21
     unit_qs: set[int] = field(default_factory=set)  # id() of QuantizeLinear nodes a unit consumed
     uint8: bool = False
+    uint8_inputs: set[str] = field(default_factory=set)  # graph inputs of ONNX type uint8
 
     # ----------------------------------------------------------------- helpers
 
@@ -177,9 +181,9 @@ class _Import:
     def name(self, onnx_name: str) -> str:
         return self.alias.get(onnx_name, onnx_name)
 
-    def output(self, onnx_name: str, shape, qp: QuantParams, float_name: str | None = None) -> str:
-        """Declare the int8 tensor an operator writes for ONNX tensor ``onnx_name``."""
-        self.tensor(onnx_name, shape, qp)
+    def output(self, onnx_name: str, shape, qp: QuantParams, float_name: str | None = None, dtype=np.int8) -> str:
+        """Declare the int8 (or ``dtype``) tensor an operator writes for ONNX tensor ``onnx_name``."""
+        self.tensor(onnx_name, shape, qp, dtype)
         float_name = self.float_twin(onnx_name, float_name)
         if float_name is not None:
             self.float_of[onnx_name] = (float_name, tuple(range(len(shape))))
@@ -305,7 +309,9 @@ def _pad_nhwc(im: _Import, x: str, pads, value: int, node_name: str) -> str:
 # --------------------------------------------------------------------------- units
 
 def _conv(im: _Import, node, x: str, w: np.ndarray, w_qp: QuantParams, bias: np.ndarray | None, y: str,
-          y_qp: QuantParams, attrs: dict, float_name: str | None) -> None:
+          y_qp: QuantParams, attrs: dict, float_name: str | None, integer: bool = False) -> None:
+    """A QLinearConv / QDQ Conv as CONV_2D or DEPTHWISE_CONV_2D between TRANSPOSEs to and from NHWC;
+    ``integer``: a ConvInteger as CONV_INTEGER (int32 output ``y_qp``, ungrouped, no bias)."""
     if w.dtype != np.int8:
         raise im.error(node, f"weights are {w.dtype.name}; intq reads 8-bit weights")
     xt = im.tensors[x]
@@ -325,6 +331,8 @@ def _conv(im: _Import, node, x: str, w: np.ndarray, w_qp: QuantParams, bias: np.
         raise im.error(node, f"{np.asarray(bias).size} biases for {co} output channels")
     if attrs.get("auto_pad", b"NOTSET") not in (b"NOTSET", "NOTSET"):
         raise im.error(node, "auto_pad is not read; write explicit pads")
+    if integer and group != 1:
+        raise im.error(node, f"group {group}: intq reads ungrouped ConvInteger only")
     padding, (oh, ow) = _window(im, node, (h, wd), (kh, kw), strides, dil, pads)
     xin = im.nhwc(x, node.name)
     if padding is None:
@@ -347,13 +355,15 @@ def _conv(im: _Import, node, x: str, w: np.ndarray, w_qp: QuantParams, bias: np.
                          np.zeros(np.asarray(w_qp.scale).size, np.int64), np.int32, 0 if w_qp.per_axis else None)
         inputs.append(im.constant(f"{node.name}/bias", bias.astype(np.int32), bq if w_qp.per_axis else
                                   QuantParams(np.float32(bq.scale.reshape(-1)[0]), 0, np.int32)))
-    out = im.tensor(im.unique(f"{y}/nhwc"), (n, oh, ow, co), y_qp)
+    dtype = np.int32 if integer else np.int8
+    out = im.tensor(im.unique(f"{y}/nhwc"), (n, oh, ow, co), y_qp, dtype)
     opts = dict(padding=padding, stride_h=strides[0], stride_w=strides[1], dilation_h_factor=dil[0],
                 dilation_w_factor=dil[1], fused_activation_function="NONE")
     if depthwise:
         opts["depth_multiplier"] = co // c
-    im.add("DEPTHWISE_CONV_2D" if depthwise else "CONV_2D", node.name, inputs, [out], **opts)
-    im.output(y, (n, co, oh, ow), y_qp)
+    op = "CONV_INTEGER" if integer else "DEPTHWISE_CONV_2D" if depthwise else "CONV_2D"
+    im.add(op, node.name or f"{op}_{y}", inputs, [out], **opts)
+    im.output(y, (n, co, oh, ow), y_qp, dtype=dtype)
     im.map_nhwc(out, float_name)
     im.back_to_nchw(out, y, node.name)
 
@@ -599,6 +609,7 @@ def load_quantized_onnx(proto: onnx.ModelProto, real_inputs, bound: Mapping[str,
     im.graph_outputs = {o.name for o in proto.graph.output}
     graph_outputs = [o.name for o in proto.graph.output]
     uint8_inputs = []
+    im.uint8_inputs = {inp.name for inp in real_inputs if inp.type.tensor_type.elem_type == onnx.TensorProto.UINT8}
     for inp in real_inputs:
         dtype = np.dtype(helper.tensor_dtype_to_np_dtype(inp.type.tensor_type.elem_type))
         if dtype in _EIGHT_BIT:  # an integer input: its parameters are those its first reader reads it with
@@ -650,6 +661,8 @@ def _input_qparams(im: _Import, name: str) -> QuantParams:
 def _reader_qparams(im: _Import, name: str, depth: int) -> QuantParams | None:
     for reader in im.consumers.get(name, []):
         ins = list(reader.input)
+        if reader.op_type in INTEGER_OPS and ins[0] == name:
+            return _integer_qparams(im, reader, ins[2] if len(ins) > 2 else "", name)
         if reader.op_type in ("DequantizeLinear", *QOPERATORS) and reader.op_type != "QLinearConcat":
             j = ins.index(name)
             if j + 1 < len(ins) and ins[j + 1] in im.consts:
@@ -708,6 +721,12 @@ def _single_q(im: _Import, name: str):
     return None
 
 
+#: Why DynamicQuantizeLinear (and its expanded form) is refused.
+_DYNAMIC = ("dynamic quantization is not read: its scale and zero point are computed in float from each input at "
+            "run time, while intq's integer graphs have fixed quantization parameters (turned into integer "
+            "multipliers once, at prepare); quantize statically (intq.quantize, or onnxruntime's quantize_static)")
+
+
 def _read_node(im: _Import, node) -> None:
     op = node.op_type
     a = _attrs(node)
@@ -719,6 +738,8 @@ def _read_node(im: _Import, node) -> None:
                                  "intq reads per-tensor and per-axis 8-bit quantization")
     if op == "QuantizeLinear":
         x = i[0]
+        if i[1] not in im.consts or (i[2] and i[2] not in im.consts):
+            raise im.error(node, f"its scale or zero point is computed at run time: {_DYNAMIC}")
         qp = im.qparams(i[1], i[2], node)
         if im.t(x).dtype == np.float32:
             im.output(node.output[0], im.t(x).shape, qp, x)
@@ -736,6 +757,10 @@ def _read_node(im: _Import, node) -> None:
         return
     if op in QOPERATORS:
         return _read_qoperator(im, node, a, i)
+    if op in INTEGER_OPS:
+        return _read_integer_op(im, node, a, i)
+    if op == "DynamicQuantizeLinear":
+        raise im.error(node, _DYNAMIC)
     if op in MOVEMENT and node.input and im.tensors.get(im.name(node.input[0])) is not None \
             and im.t(node.input[0]).dtype == np.int8:
         return _movement(im, node)
@@ -863,6 +888,75 @@ def _read_qoperator(im: _Import, node, a, i) -> None:
         _check_input(im, node, i[0], im.qparams(i[1], i[2], node))
         return _global_average_pool(im, node, i[0], y, im.qparams(i[3], i[4], node), fname,
                                     bool(a.get("channels_last", 0)))
+
+
+def _integer_qparams(im: _Import, node, zero_point: str, operand: str, axis: int | None = None) -> QuantParams:
+    """int8 QuantParams of a ConvInteger / MatMulInteger operand: scale 1 (the operators have no scales;
+    their int32 output is the sum of products of the centred integers) and the zero point (minus 128
+    for uint8; omitted: 0 of the operand's type), one per tensor, or per ``axis`` when given."""
+    if zero_point:
+        z = np.asarray(im.const(zero_point, node))
+        if z.dtype not in _EIGHT_BIT:
+            raise im.error(node, f"zero point {zero_point!r} is {z.dtype.name}; intq reads 8-bit tensors")
+        uint8 = z.dtype == np.uint8
+    else:
+        uint8 = _is_uint8(im, node, operand)
+        z = np.zeros(1, np.uint8 if uint8 else np.int8)
+    zi = z.astype(np.int64).reshape(-1) - (128 if uint8 else 0)
+    im.uint8 |= bool(uint8)
+    if zi.size == 1:
+        return QuantParams(np.float32(1.0), int(zi[0]), np.int8)
+    if axis is None:
+        raise im.error(node, f"zero point {zero_point!r} holds {zi.size} values: an activation quantized per axis; "
+                             "intq's activations are quantized per tensor")
+    return QuantParams(np.ones(zi.size, np.float32), zi, np.int8, axis, False)
+
+
+def _is_uint8(im: _Import, node, name: str) -> bool:
+    """Whether ONNX tensor ``name`` is uint8: a constant's dtype, or the graph input it moves."""
+    if name in im.consts:
+        return im.consts[name].dtype == np.uint8
+    for _ in range(16):
+        if name in im.uint8_inputs:
+            return True
+        p = im.producer.get(name)
+        if p is None or p.op_type not in MOVEMENT:
+            break
+        name = p.input[0]
+    if name in im.tensors or name in {i for i in im.uint8_inputs}:
+        return False
+    raise im.error(node, f"the type of {name!r} is not known here; give the operator its zero point input")
+
+
+def _read_integer_op(im: _Import, node, a, i) -> None:
+    """ConvInteger as CONV_INTEGER, MatMulInteger (constant right operand) as MATMUL_INTEGER: int32
+    outputs, with the input's scale (1 for a graph input) and zero point 0."""
+    x, y = i[0], node.output[0]
+    x_qp = _integer_qparams(im, node, i[2], x)
+    t = im.tensors.get(im.name(x))
+    if t is None or t.dtype != np.int8:
+        raise im.error(node, f"input {x!r} is not an imported 8-bit tensor")
+    if t.qparams.tensor_zero_point != x_qp.tensor_zero_point:
+        raise im.error(node, f"reads {x!r} with zero point {x_qp.tensor_zero_point} (int8), but it was written with "
+                             f"{t.qparams.tensor_zero_point}")
+    y_qp = QuantParams(np.float32(t.qparams.tensor_scale), 0, np.int32)
+    if i[1] not in im.consts:
+        raise im.error(node, f"its second input {i[1]!r} is computed at run time; intq reads {node.op_type} with "
+                             "constant weights")
+    w = im.consts[i[1]]
+    if w.dtype not in _EIGHT_BIT:
+        raise im.error(node, f"weights {i[1]!r} are {w.dtype.name}; intq reads 8-bit weights")
+    if node.op_type == "ConvInteger":
+        w_qp = _integer_qparams(im, node, i[3], i[1], axis=0)
+        return _conv(im, node, im.name(x), im.int8_data(w), w_qp, None, y, y_qp, a, None, integer=True)
+    w_qp = _integer_qparams(im, node, i[3], i[1], axis=1)
+    sa = t.shape
+    if len(sa) < 2 or w.ndim != 2 or w.shape[0] != sa[-1]:
+        raise im.error(node, f"operands of shapes {list(sa)} and {list(w.shape)}: intq reads MatMulInteger of an "
+                             "operand of rank >= 2 by a constant [K, N] matrix")
+    b = im.constant(f"{node.name or y}/b", im.int8_data(w), w_qp)
+    im.output(y, (*sa[:-1], w.shape[1]), y_qp, dtype=np.int32)
+    im.add("MATMUL_INTEGER", node.name or f"MatMulInteger_{y}", [im.name(x), b], [y])
 
 
 def _check_input(im: _Import, node, x: str, qp: QuantParams) -> None:
