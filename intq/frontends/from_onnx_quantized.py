@@ -111,7 +111,8 @@ class _Import:
     opset: int = 21
     unit_qs: set[int] = field(default_factory=set)  # id() of QuantizeLinear nodes a unit consumed
     uint8: bool = False
-    uint8_inputs: set[str] = field(default_factory=set)  # graph inputs of ONNX type uint8
+    input_is_uint8: dict[str, bool] = field(default_factory=dict)  # graph input -> whether its ONNX type is uint8
+    elem_types: dict[str, int] = field(default_factory=dict)  # ONNX tensor -> its element type, where inferred
 
     # ----------------------------------------------------------------- helpers
 
@@ -142,7 +143,11 @@ class _Import:
                                    f"on {', '.join(sorted(FLOAT16_SCALES))} only: there onnxruntime computes with "
                                    "their float32 values)")
         s = raw_scale
-        z = np.asarray(self.const(zero_point, node)) if zero_point else np.zeros(s.shape, np.uint8)
+        if zero_point:
+            z = np.asarray(self.const(zero_point, node))
+        else:  # ONNX's default: 0 of DequantizeLinear's input type; QuantizeLinear's default output type is uint8
+            uint8 = node.op_type != "DequantizeLinear" or _is_uint8(self, node, node.input[0])
+            z = np.zeros(s.shape, np.uint8 if uint8 else np.int8)
         if z.dtype not in _EIGHT_BIT:
             raise self.error(node, f"zero point {zero_point!r} is {z.dtype.name}; intq reads 8-bit tensors")
         zi = z.astype(np.int64) - (128 if z.dtype == np.uint8 else 0)
@@ -609,7 +614,8 @@ def load_quantized_onnx(proto: onnx.ModelProto, real_inputs, bound: Mapping[str,
     im.graph_outputs = {o.name for o in proto.graph.output}
     graph_outputs = [o.name for o in proto.graph.output]
     uint8_inputs = []
-    im.uint8_inputs = {inp.name for inp in real_inputs if inp.type.tensor_type.elem_type == onnx.TensorProto.UINT8}
+    im.input_is_uint8 = {inp.name: inp.type.tensor_type.elem_type == onnx.TensorProto.UINT8 for inp in real_inputs}
+    im.elem_types = _element_types(proto)
     for inp in real_inputs:
         dtype = np.dtype(helper.tensor_dtype_to_np_dtype(inp.type.tensor_type.elem_type))
         if dtype in _EIGHT_BIT:  # an integer input: its parameters are those its first reader reads it with
@@ -912,19 +918,31 @@ def _integer_qparams(im: _Import, node, zero_point: str, operand: str, axis: int
     return QuantParams(np.ones(zi.size, np.float32), zi, np.int8, axis, False)
 
 
+def _element_types(proto: onnx.ModelProto) -> dict[str, int]:
+    """ONNX's element type of every tensor type inference finds (operators it does not know, like
+    onnxruntime's com.microsoft ones, leave their outputs out)."""
+    try:
+        inferred = onnx.shape_inference.infer_shapes(proto)
+    except Exception:  # onnx raises several types; the callers fall back to the graph inputs
+        inferred = proto
+    g = inferred.graph
+    return {v.name: v.type.tensor_type.elem_type for v in [*g.input, *g.value_info, *g.output]
+            if v.type.HasField("tensor_type") and v.type.tensor_type.elem_type}
+
+
 def _is_uint8(im: _Import, node, name: str) -> bool:
     """Whether ONNX tensor ``name`` is uint8: a constant's dtype, or the graph input it moves."""
     if name in im.consts:
         return im.consts[name].dtype == np.uint8
-    for _ in range(16):
-        if name in im.uint8_inputs:
-            return True
+    if name in im.elem_types:
+        return im.elem_types[name] == onnx.TensorProto.UINT8
+    for _ in range(16):  # through data movement to the graph input it moves
+        if name in im.input_is_uint8:
+            return im.input_is_uint8[name]
         p = im.producer.get(name)
         if p is None or p.op_type not in MOVEMENT:
             break
         name = p.input[0]
-    if name in im.tensors or name in {i for i in im.uint8_inputs}:
-        return False
     raise im.error(node, f"the type of {name!r} is not known here; give the operator its zero point input")
 
 

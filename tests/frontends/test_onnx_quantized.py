@@ -275,3 +275,83 @@ def test_float16_scales_equal_onnxruntime(dtype):
             init.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(init).astype(np.float16), init.name))
     with pytest.raises(IntqError, match=r"QLinearConv.*float16.*QLinearMatMul only"):
         intq.load(conv)
+
+
+def _random_integer_models(rng, op: str, count: int, x_dtype, w_dtype) -> tuple[onnx.ModelProto, dict]:
+    """``count`` independent ConvInteger / MatMulInteger nodes in one model: explicit pads, strides and
+    dilations; zero points anywhere in the range (MatMulInteger: per tensor or per column), or omitted."""
+    from onnx import TensorProto, helper
+
+    types = {np.uint8: TensorProto.UINT8, np.int8: TensorProto.INT8}
+    xi, wi = np.iinfo(x_dtype), np.iinfo(w_dtype)
+    nodes, inputs, outputs, inits, feeds = [], [], [], [], {}
+
+    def c(name, value):
+        inits.append(numpy_helper.from_array(np.asarray(value), name))
+        return name
+
+    for i in range(count):
+        p = f"m{i}_"
+        attrs = {}
+        if op == "ConvInteger":
+            k, dil = int(rng.integers(1, 4)), int(rng.integers(1, 3))
+            xs = (int(rng.integers(1, 3)), int(rng.integers(1, 5)), *(int(v) for v in rng.integers(dil * (k - 1) + 1, 9, 2)))
+            w = rng.integers(wi.min, wi.max + 1, size=(int(rng.integers(1, 5)), xs[1], k, k)).astype(w_dtype)
+            wz = w_dtype(rng.integers(wi.min, wi.max + 1))
+            attrs = dict(pads=[int(v) for v in rng.integers(0, 2, 4)], strides=[int(rng.integers(1, 3))] * 2,
+                         dilations=[dil] * 2)
+        else:
+            kk, units = int(rng.integers(1, 60)), int(rng.integers(1, 9))
+            xs = (*[int(v) for v in rng.integers(1, 3, size=int(rng.integers(0, 2)))], int(rng.integers(1, 4)), kk)
+            w = rng.integers(wi.min, wi.max + 1, size=(kk, units)).astype(w_dtype)
+            wz = rng.integers(wi.min, wi.max + 1, size=units if rng.random() < 0.5 else ()).astype(w_dtype)
+        x = p + "x"
+        inputs.append(helper.make_tensor_value_info(x, types[x_dtype], list(xs)))
+        feeds[x] = rng.integers(xi.min, xi.max + 1, size=xs).astype(x_dtype)
+        args = [x, c(p + "w", w)]
+        if rng.random() < 0.8:  # else both zero points omitted: 0
+            args += [c(p + "xz", x_dtype(rng.integers(xi.min, xi.max + 1))), c(p + "wz", wz)]
+        nodes.append(helper.make_node(op, args, [p + "y"], name=p + op, **attrs))
+        outputs.append(helper.make_empty_tensor_value_info(p + "y"))
+    g = helper.make_graph(nodes, op, inputs, outputs, inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 21)], ir_version=10)
+    return onnx.shape_inference.infer_shapes(m), feeds
+
+
+@pytest.mark.parametrize("op", ["ConvInteger", "MatMulInteger"])
+@pytest.mark.parametrize("x_dtype,w_dtype", [(np.uint8, np.uint8), (np.uint8, np.int8), (np.int8, np.int8),
+                                             (np.int8, np.uint8)])
+def test_integer_operators_equal_onnxruntime(op, x_dtype, w_dtype):
+    """ConvInteger / MatMulInteger made by another tool (every input / weight type pair, zero points
+    given or omitted): 50 random nodes per case (200 per operator), read by intq.load as CONV_INTEGER /
+    MATMUL_INTEGER, their int32 outputs equal to onnxruntime's at both levels."""
+    rng = np.random.default_rng(3)
+    m, feeds = _random_integer_models(rng, op, 50, x_dtype, w_dtype)
+    g = intq.load(m)
+    assert g.op_types()["CONV_INTEGER" if op == "ConvInteger" else "MATMUL_INTEGER"] == 50
+    mine = intq.Interpreter(g, target=g.metadata["onnx_target"]).run(
+        {k: (v.astype(np.int16) - 128).astype(np.int8) if v.dtype == np.uint8 else v for k, v in feeds.items()})
+    for level in ("disable_all", "enable_all"):
+        sess = session(m.SerializeToString(), level)
+        for name, got in zip([o.name for o in sess.get_outputs()], sess.run(None, feeds)):
+            assert got.dtype == np.int32 and np.array_equal(got, mine[name]), (level, name)
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8])
+def test_dequantize_without_zero_point_reads_the_input_type(dtype):
+    """ONNX's omitted zero point is 0 of DequantizeLinear's input type: an int8 input's codes are not
+    read as uint8 ones (before: zero point 0 taken as uint8, every value off by 128 steps)."""
+    from onnx import TensorProto, helper
+
+    et = TensorProto.INT8 if dtype == np.int8 else TensorProto.UINT8
+    g = helper.make_graph([helper.make_node("DequantizeLinear", ["x", "s"], ["y"])], "dq",
+                          [helper.make_tensor_value_info("x", et, [256])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [256])],
+                          [numpy_helper.from_array(np.float32(0.37), "s")])
+    m = onnx.helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+    x = np.arange(256).astype(np.uint8).view(dtype) if dtype == np.int8 else np.arange(256).astype(np.uint8)
+    h = intq.load(m)
+    assert h.metadata["onnx_target"] == ("ort" if dtype == np.int8 else "ort-u8")
+    got = intq.Interpreter(h, target=h.metadata["onnx_target"]).run(
+        {"x": (x.astype(np.int16) - 128).astype(np.int8) if dtype == np.uint8 else x})["y"]
+    assert np.array_equal(got, session(m.SerializeToString(), "disable_all").run(None, {"x": x})[0])
