@@ -61,6 +61,10 @@ INTEGER_OPS = frozenset({"ConvInteger", "MatMulInteger"})
 MOVEMENT = frozenset({"Reshape", "Flatten", "Transpose", "Squeeze", "Unsqueeze", "Identity", "MaxPool", "Pad",
                       "Concat", "Split"})
 _EIGHT_BIT = (np.dtype(np.int8), np.dtype(np.uint8))
+#: 16-bit tensors are read at the float boundary only (QuantizeLinear of a float tensor, DequantizeLinear):
+#: int16 tensors; uint16 codes become int16 ones minus 32768, as uint8 codes become int8 ones minus 128.
+_SIXTEEN_BIT = (np.dtype(np.int16), np.dtype(np.uint16))
+_UNSIGNED_OFFSET = {np.dtype(np.uint8): 128, np.dtype(np.uint16): 32768}
 _INT, _FLOAT = onnx.AttributeProto.INT, onnx.AttributeProto.FLOAT
 #: onnxruntime's contrib (com.microsoft) operators read here: (min, max) inputs and each attribute's
 #: type, from onnxruntime's contrib schemas (onnx's checker does not know them; the ai.onnx nodes
@@ -111,7 +115,7 @@ class _Import:
     opset: int = 21
     unit_qs: set[int] = field(default_factory=set)  # id() of QuantizeLinear nodes a unit consumed
     uint8: bool = False
-    input_is_uint8: dict[str, bool] = field(default_factory=dict)  # graph input -> whether its ONNX type is uint8
+    input_types: dict[str, np.dtype] = field(default_factory=dict)  # graph input -> its ONNX type
     elem_types: dict[str, int] = field(default_factory=dict)  # ONNX tensor -> its element type, where inferred
 
     # ----------------------------------------------------------------- helpers
@@ -143,22 +147,23 @@ class _Import:
                                    f"on {', '.join(sorted(FLOAT16_SCALES))} only: there onnxruntime computes with "
                                    "their float32 values)")
         s = raw_scale
-        if zero_point:
-            z = np.asarray(self.const(zero_point, node))
-        else:  # ONNX's default: 0 of DequantizeLinear's input type; QuantizeLinear's default output type is uint8
-            uint8 = node.op_type != "DequantizeLinear" or _is_uint8(self, node, node.input[0])
-            z = np.zeros(s.shape, np.uint8 if uint8 else np.int8)
-        if z.dtype not in _EIGHT_BIT:
-            raise self.error(node, f"zero point {zero_point!r} is {z.dtype.name}; intq reads 8-bit tensors")
-        zi = z.astype(np.int64) - (128 if z.dtype == np.uint8 else 0)
+        z = np.asarray(self.const(zero_point, node)) if zero_point else np.zeros(s.shape, _zero_point_type(self, node))
+        if z.dtype in _SIXTEEN_BIT and node.op_type not in ("QuantizeLinear", "DequantizeLinear"):
+            raise self.error(node, f"zero point {zero_point!r} is {z.dtype.name}; intq reads 16-bit tensors at "
+                                   "QuantizeLinear / DequantizeLinear only")
+        if z.dtype not in _EIGHT_BIT + _SIXTEEN_BIT:
+            raise self.error(node, f"zero point {zero_point!r} is {z.dtype.name}; intq reads 8-bit tensors (and "
+                                   "16-bit ones at QuantizeLinear / DequantizeLinear)")
+        zi = z.astype(np.int64) - _UNSIGNED_OFFSET.get(z.dtype, 0)
+        dtype = np.int16 if z.dtype in _SIXTEEN_BIT else np.int8
         if z.dtype == np.uint8:
             self.uint8 = True
         if s.size == 1:
-            return QuantParams(np.float32(s.reshape(-1)[0]), int(zi.reshape(-1)[0]), np.int8)
+            return QuantParams(np.float32(s.reshape(-1)[0]), int(zi.reshape(-1)[0]), dtype)
         if axis is None:
             raise self.error(node, f"scale {scale!r} holds {s.size} values: an activation quantized per axis; intq's "
                                    "activations are quantized per tensor")
-        return QuantParams(s.reshape(-1), np.broadcast_to(zi.reshape(-1), s.reshape(-1).shape), np.int8, axis)
+        return QuantParams(s.reshape(-1), np.broadcast_to(zi.reshape(-1), s.reshape(-1).shape), dtype, axis)
 
     def int8_data(self, data: np.ndarray) -> np.ndarray:
         return (data.astype(np.int16) - 128).astype(np.int8) if data.dtype == np.uint8 else data
@@ -613,19 +618,24 @@ def load_quantized_onnx(proto: onnx.ModelProto, real_inputs, bound: Mapping[str,
                                      | {i.name for i in real_inputs} | {o.name for o in proto.graph.output})
     im.graph_outputs = {o.name for o in proto.graph.output}
     graph_outputs = [o.name for o in proto.graph.output]
-    uint8_inputs = []
-    im.input_is_uint8 = {inp.name: inp.type.tensor_type.elem_type == onnx.TensorProto.UINT8 for inp in real_inputs}
+    uint8_inputs, uint16_inputs = [], []
+    im.input_types = {inp.name: np.dtype(helper.tensor_dtype_to_np_dtype(inp.type.tensor_type.elem_type))
+                      for inp in real_inputs}
     im.elem_types = _element_types(proto)
     for inp in real_inputs:
         dtype = np.dtype(helper.tensor_dtype_to_np_dtype(inp.type.tensor_type.elem_type))
-        if dtype in _EIGHT_BIT:  # an integer input: its parameters are those its first reader reads it with
-            im.tensor(inp.name, bound[inp.name], _input_qparams(im, inp.name), np.int8)
+        if dtype in _EIGHT_BIT + _SIXTEEN_BIT:  # its parameters are those its first reader reads it with
+            qp = _input_qparams(im, inp.name)
+            im.tensor(inp.name, bound[inp.name], qp, qp.dtype)
             if dtype == np.uint8:
                 uint8_inputs.append(inp.name)
+            if dtype == np.uint16:
+                uint16_inputs.append(inp.name)
         elif dtype == np.float32:
             im.tensor(inp.name, bound[inp.name], None, np.float32)
         else:
-            raise QuantizedOnnxError(f"{where}: input {inp.name!r} is {dtype.name}; intq reads float32 and 8-bit inputs")
+            raise QuantizedOnnxError(f"{where}: input {inp.name!r} is {dtype.name}; intq reads float32, 8-bit and "
+                                     "16-bit inputs")
 
     for node in proto.graph.node:
         if node.op_type != "Constant" and id(node) not in im.unit_qs:
@@ -646,7 +656,7 @@ def load_quantized_onnx(proto: onnx.ModelProto, real_inputs, bound: Mapping[str,
                   metadata={"source": "onnx-quantized", "producer": proto.producer_name,
                             "onnx_activations": "uint8" if im.uint8 else "int8",
                             "onnx_target": "ort-u8" if im.uint8 else "ort", "float_tensor_of": im.float_of,
-                            "onnx_uint8_inputs": tuple(uint8_inputs)})
+                            "onnx_uint8_inputs": tuple(uint8_inputs), "onnx_uint16_inputs": tuple(uint16_inputs)})
     try:
         graph.validate()
     except GraphError as e:
@@ -748,7 +758,7 @@ def _read_node(im: _Import, node) -> None:
             raise im.error(node, f"its scale or zero point is computed at run time: {_DYNAMIC}")
         qp = im.qparams(i[1], i[2], node)
         if im.t(x).dtype == np.float32:
-            im.output(node.output[0], im.t(x).shape, qp, x)
+            im.output(node.output[0], im.t(x).shape, qp, x, dtype=qp.dtype)
             im.add("QUANTIZE", node.name or f"{node.output[0]}/quantize", [im.name(x)], [node.output[0]])
             return
         raise im.error(node, "QuantizeLinear of a non-float tensor is not read")
@@ -931,14 +941,27 @@ def _element_types(proto: onnx.ModelProto) -> dict[str, int]:
 
 
 def _is_uint8(im: _Import, node, name: str) -> bool:
-    """Whether ONNX tensor ``name`` is uint8: a constant's dtype, or the graph input it moves."""
+    return _onnx_type(im, node, name) == np.uint8
+
+
+def _zero_point_type(im: _Import, node) -> np.dtype:
+    """The type of an omitted zero point (ONNX's default): DequantizeLinear's input type; uint8 for
+    QuantizeLinear (its default output type) and the QLinear operators."""
+    if node.op_type == "DequantizeLinear":
+        return _onnx_type(im, node, node.input[0])
+    return np.dtype(np.uint8)
+
+
+def _onnx_type(im: _Import, node, name: str) -> np.dtype:
+    """The ONNX element type of tensor ``name``: a constant's dtype, ONNX type inference's, or that of
+    the graph input it moves."""
     if name in im.consts:
-        return im.consts[name].dtype == np.uint8
+        return im.consts[name].dtype
     if name in im.elem_types:
-        return im.elem_types[name] == onnx.TensorProto.UINT8
+        return np.dtype(helper.tensor_dtype_to_np_dtype(im.elem_types[name]))
     for _ in range(16):  # through data movement to the graph input it moves
-        if name in im.input_is_uint8:
-            return im.input_is_uint8[name]
+        if name in im.input_types:
+            return im.input_types[name]
         p = im.producer.get(name)
         if p is None or p.op_type not in MOVEMENT:
             break
@@ -994,6 +1017,9 @@ def _qdq_unit(im: _Import, node, i):
     q = _single_q(im, node.output[0]) if node.output else None
     if q is None or dqs[0] is None or dqs[0].input[0] in im.consts:
         return None
+    if any(_zero_point_type(im, n) in _SIXTEEN_BIT if len(n.input) < 3 or not n.input[2] else
+           im.consts.get(n.input[2], np.zeros(0, np.int8)).dtype in _SIXTEEN_BIT for n in [q, *filter(None, dqs)]):
+        return None  # 16-bit activations: the float operator stays float between DequantizeLinear and QuantizeLinear
     if op in MOVEMENT:
         return _qdq_movement(im, node, dqs, q)
     y = q.output[0]

@@ -4,6 +4,7 @@ reproduced exactly by the target the import names (``ort`` for int8 activations,
 uint8), and ``intq compare`` ranks every quantized tensor against the float model."""
 
 import os
+import re
 import warnings
 
 import numpy as np
@@ -130,35 +131,59 @@ def _onnx_node_cases():
         return list(node_cases._NodeTestCases)
 
 
+#: ONNX's quantization node tests by category: (cases equal to the expected outputs and onnxruntime, cases
+#: refused by name). The refusals: per-axis or blocked activations (intq's activations are per tensor),
+#: float8 / 4-bit / 2-bit types, dynamic quantization (a run-time float scale), and ConvInteger with a
+#: zero point per output channel (onnxruntime refuses it).
+NODE_TEST_COUNTS = {"qlinearconv": (1, 0), "qlinearmatmul": (8, 0), "quantizelinear": (3, 10),
+                    "dequantizelinear": (3, 11), "convinteger": (1, 1), "matmulinteger": (1, 0),
+                    "dynamicquantizelinear": (0, 6)}
+_UNSIGNED = {np.dtype(np.uint8): (np.int8, 128), np.dtype(np.uint16): (np.int16, 32768)}
+
+
+def _to_intq(v: np.ndarray) -> np.ndarray:
+    """A model's uint8 / uint16 codes as intq's int8 / int16 ones (minus 128 / 32768)."""
+    if v.dtype in _UNSIGNED:
+        dtype, offset = _UNSIGNED[v.dtype]
+        return (v.astype(np.int32) - offset).astype(dtype)
+    return v
+
+
+def _category(name: str) -> str:
+    return next(k for k in sorted(NODE_TEST_COUNTS, key=len, reverse=True) if name.startswith(f"test_{k}"))
+
+
 def test_onnx_quantization_node_tests():
-    """Every 8-bit per-tensor case passes through intq.load + its ort target equal to ONNX's expected
-    output (asymmetric uint8 / int8 weights included); every other case (float8 / 4-bit / 16-bit
-    types, blocked or per-axis activations, float16 scales, ConvInteger...) is
-    refused with an intq error naming why."""
-    cases = [c for c in _onnx_node_cases()
-             if any(k in c.name for k in ("qlinear", "quantizelinear", "dequantizelinear", "convinteger",
-                                          "matmulinteger"))]
-    assert len(cases) >= 40
-    passed, refused = [], []
+    """ONNX's 45 quantization node test cases through intq.load + the target the import names: every
+    case intq reads equals ONNX's expected outputs and onnxruntime's (Q/DQ cases, written at opset 28,
+    run in onnxruntime at opset 21, whose operators have the same semantics on these types); every
+    other case is refused with an intq error naming the node and why (:data:`NODE_TEST_COUNTS`)."""
+    cases = [c for c in _onnx_node_cases() if any(c.name.startswith(f"test_{k}") for k in NODE_TEST_COUNTS)]
+    assert len(cases) == 45
+    passed, refused = [], {}
     for case in cases:
         m, feeds, want = _node_case_model(case)
         try:
             g = intq.load(m)
             it = intq.Interpreter(g, target=g.metadata["onnx_target"])
         except IntqError as e:
-            refused.append((case.name, str(e)))
+            refused[case.name] = str(e)
             continue
-        fed = {k: (v.astype(np.int16) - 128).astype(np.int8) if v.dtype == np.uint8 else v for k, v in feeds.items()}
-        got = it.run(fed)[g.outputs[0]]
-        if want.dtype == np.uint8:
-            got = (got.astype(np.int16) + 128).astype(np.uint8)
-        assert np.array_equal(got, want), case.name
+        got = it.run({k: _to_intq(v) for k, v in feeds.items()})[g.outputs[0]]
+        assert np.array_equal(got, _to_intq(want)) and got.dtype == _to_intq(want).dtype, case.name
+        runnable = onnx.ModelProto()
+        runnable.CopyFrom(m)
+        for o in runnable.opset_import:
+            o.version = min(o.version, 21)
+        assert np.array_equal(session(runnable.SerializeToString(), "disable_all").run(None, feeds)[0], want), case.name
         passed.append(case.name)
-    assert {"test_quantizelinear", "test_dequantizelinear", "test_qlinearconv", "test_qlinearmatmul_2D_uint8_float32",
-            "test_qlinearmatmul_2D_int8_float32", "test_qlinearmatmul_3D_uint8_float32",
-            "test_qlinearmatmul_3D_int8_float32"} <= set(passed)
-    assert all(case.name in passed or case.name in dict(refused) for case in cases)
-    print(f"\n  ONNX quantization node tests: {len(passed)} equal, {len(refused)} refused by name")
+    for name, message in refused.items():  # each refusal names the node (or the tensor) and the reason
+        assert re.search(r"node ['\"]|graph (input|output) '", message), message
+        assert re.search(r"intq|onnxruntime", message), message
+    counts = {k: (sum(_category(n) == k for n in passed), sum(_category(n) == k for n in refused))
+              for k in NODE_TEST_COUNTS}
+    assert counts == NODE_TEST_COUNTS, counts
+    print(f"\n  ONNX quantization node tests: {len(passed)} equal, {len(refused)} refused by name: {counts}")
 
 
 def test_cli_compares_a_quantize_static_model_layer_by_layer(tmp_path, digits):
@@ -355,3 +380,52 @@ def test_dequantize_without_zero_point_reads_the_input_type(dtype):
     got = intq.Interpreter(h, target=h.metadata["onnx_target"]).run(
         {"x": (x.astype(np.int16) - 128).astype(np.int8) if dtype == np.uint8 else x})["y"]
     assert np.array_equal(got, session(m.SerializeToString(), "disable_all").run(None, {"x": x})[0])
+
+
+def _random_16_bit_models(rng, op: str, count: int, dtype) -> tuple[onnx.ModelProto, dict]:
+    """``count`` QuantizeLinear (float32 -> 16-bit) or DequantizeLinear (16-bit -> float32) nodes: scales
+    over 6 decades, zero points anywhere in the range (extremes included); QuantizeLinear inputs hit
+    exact ties and both saturations."""
+    from onnx import TensorProto, helper
+
+    et = TensorProto.INT16 if dtype == np.int16 else TensorProto.UINT16
+    info = np.iinfo(dtype)
+    nodes, inputs, outputs, inits, feeds = [], [], [], [], {}
+    for i in range(count):
+        p = f"m{i}_"
+        s = np.float32(10 ** rng.uniform(-4, 2))
+        z = dtype(rng.choice([info.min, info.max]) if rng.random() < 0.1 else rng.integers(info.min, info.max + 1))
+        inits += [numpy_helper.from_array(s, p + "s"), numpy_helper.from_array(np.array(z), p + "z")]
+        n = int(rng.integers(1, 300))
+        if op == "QuantizeLinear":
+            k = rng.integers(-70000, 70000, size=n)
+            x = np.where(rng.random(n) < 0.3, (k + 0.5) * s, rng.standard_normal(n) * s * 10 ** rng.uniform(0, 5))
+            x = x.astype(np.float32)
+            x[rng.random(n) < 0.02] = np.float32(3e38) * rng.choice([-1, 1])  # (intq's interpreter refuses NaN / Inf)
+            inputs.append(helper.make_tensor_value_info(p + "x", TensorProto.FLOAT, [n]))
+        else:
+            x = rng.integers(info.min, info.max + 1, size=n).astype(dtype)
+            inputs.append(helper.make_tensor_value_info(p + "x", et, [n]))
+        feeds[p + "x"] = x
+        nodes.append(helper.make_node(op, [p + "x", p + "s", p + "z"], [p + "y"], name=p + op))
+        outputs.append(helper.make_empty_tensor_value_info(p + "y"))
+    g = helper.make_graph(nodes, op, inputs, outputs, inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 21)], ir_version=10)
+    return onnx.shape_inference.infer_shapes(m), feeds
+
+
+@pytest.mark.parametrize("op", ["QuantizeLinear", "DequantizeLinear"])
+@pytest.mark.parametrize("dtype", [np.int16, np.uint16])
+def test_16_bit_quantize_and_dequantize_equal_onnxruntime(op, dtype):
+    """16-bit QuantizeLinear / DequantizeLinear at the float boundary (int16, and uint16 read as int16
+    codes minus 32768): 100 random nodes per case equal to onnxruntime at both levels."""
+    rng = np.random.default_rng(16)
+    m, feeds = _random_16_bit_models(rng, op, 100, dtype)
+    g = intq.load(m)
+    assert g.metadata["onnx_target"] == "ort"
+    assert g.metadata["onnx_uint16_inputs"] == (tuple(feeds) if dtype == np.uint16 and op == "DequantizeLinear" else ())
+    mine = intq.Interpreter(g, target="ort").run({k: _to_intq(v) for k, v in feeds.items()})
+    for level in ("disable_all", "enable_all"):
+        sess = session(m.SerializeToString(), level)
+        for name, got in zip([o.name for o in sess.get_outputs()], sess.run(None, feeds)):
+            assert np.array_equal(_to_intq(got), mine[name]), (level, name)
