@@ -24,7 +24,13 @@ without the ``_quantized`` suffix onnxruntime's QOperator writer adds), so ``int
 float.onnx quantized.onnx`` ranks its layers. A float operator between DequantizeLinear and
 QuantizeLinear that has no integer unit here stays a float node between DEQUANTIZE and QUANTIZE.
 
-Refused, naming the node: weights with a non-zero zero point, per-axis activations,
+Also read: ONNX's integer operators ConvInteger / MatMulInteger (constant weights) as CONV_INTEGER /
+MATMUL_INTEGER, whose int32 outputs need no scales (the operands get scale 1); float16 scales on
+QLinearMatMul (their exact float32 values: what onnxruntime computes with); 16-bit QuantizeLinear /
+DequantizeLinear at the float boundary (uint16 codes become int16 ones minus 32768).
+
+Refused, naming the node: per-axis or blocked activations, float8 / 4-bit / 2-bit types,
+DynamicQuantizeLinear (a run-time float scale: intq's integer graphs have fixed parameters),
 QLinearAveragePool, and operators neither the integer units nor intq's float executor know.
 """
 
@@ -798,7 +804,10 @@ def _float_island(im: _Import, node) -> None:
         raise im.error(node, "has no integer form here and is not an operator intq's float executor runs")
     for x in node.input:
         if x and x not in im.consts and im.tensors.get(im.name(x)) is None:
-            raise im.error(node, f"reads {x!r}, which intq did not import")
+            dq = _dq_source(im, x)
+            if dq is None or dq.input[0] not in im.consts:
+                raise im.error(node, f"reads {x!r}, which intq did not import")
+            im.consts[x] = _dequantized_constant(im, dq)  # weights of a unit read in float (16-bit activations)
         if x in im.consts and x not in im.tensors:
             im.tensors[x] = Tensor(x, data=im.consts[x])
     shapes = _infer_outputs(im, node)
@@ -814,6 +823,23 @@ def _float_island(im: _Import, node) -> None:
         im.taken.add(cname)
     for o, (dtype, shape) in zip(node.output, shapes):
         im.tensor(o, shape, None, dtype)
+
+
+def _dequantized_constant(im: _Import, dq) -> np.ndarray:
+    """A DequantizeLinear of a constant as onnxruntime computes it: ``float32(q - Z) * s`` in float32
+    (per tensor, or per ``axis``)."""
+    q = np.asarray(im.consts[dq.input[0]])
+    s = np.asarray(im.const(dq.input[1], dq))
+    z = np.asarray(im.const(dq.input[2], dq)) if len(dq.input) > 2 and dq.input[2] else np.zeros(s.shape, q.dtype)
+    if s.dtype != np.float32 or q.dtype.kind not in "iu" or q.dtype.itemsize > 4 or z.size not in (1, s.size):
+        raise im.error(dq, "only float32 scales and 8 / 16 / 32-bit integer constants are dequantized here")
+    z = np.broadcast_to(z.reshape(-1), s.reshape(-1).shape).reshape(s.shape)
+    if s.size > 1:
+        axis = int(_attrs(dq).get("axis", 1)) % q.ndim
+        shape = [1] * q.ndim
+        shape[axis] = s.size
+        s, z = s.reshape(shape), z.reshape(shape)
+    return ((q.astype(np.int64) - z.astype(np.int64)).astype(np.float32) * s).astype(np.float32)
 
 
 def _infer_outputs(im: _Import, node) -> list[tuple[np.dtype, tuple[int, ...]]]:
