@@ -944,7 +944,7 @@ def _integer_qparams(im: _Import, node, zero_point: str, operand: str, axis: int
     else:
         uint8 = _is_uint8(im, node, operand)
         z = np.zeros(1, np.uint8 if uint8 else np.int8)
-    zi = z.astype(np.int64).reshape(-1) - (128 if uint8 else 0)
+    zi = z.astype(np.int64).reshape(-1) - _UNSIGNED_OFFSET.get(z.dtype, 0)
     im.uint8 |= bool(uint8)
     if zi.size == 1:
         return QuantParams(np.float32(1.0), int(zi[0]), np.int8)
@@ -976,6 +976,12 @@ def _zero_point_type(im: _Import, node) -> np.dtype:
     if node.op_type == "DequantizeLinear":
         return _onnx_type(im, node, node.input[0])
     return np.dtype(np.uint8)
+
+
+def _is_16_bit(im: _Import, qdq) -> bool:
+    """Whether a QuantizeLinear / DequantizeLinear quantizes to or from 16 bits (its zero point's type)."""
+    zp = qdq.input[2] if len(qdq.input) > 2 else ""
+    return (im.consts[zp].dtype if zp in im.consts else _zero_point_type(im, qdq)) in _SIXTEEN_BIT
 
 
 def _onnx_type(im: _Import, node, name: str) -> np.dtype:
@@ -1043,8 +1049,7 @@ def _qdq_unit(im: _Import, node, i):
     q = _single_q(im, node.output[0]) if node.output else None
     if q is None or dqs[0] is None or dqs[0].input[0] in im.consts:
         return None
-    if any(_zero_point_type(im, n) in _SIXTEEN_BIT if len(n.input) < 3 or not n.input[2] else
-           im.consts.get(n.input[2], np.zeros(0, np.int8)).dtype in _SIXTEEN_BIT for n in [q, *filter(None, dqs)]):
+    if any(_is_16_bit(im, n) for n in [q, *filter(None, dqs)]):
         return None  # 16-bit activations: the float operator stays float between DequantizeLinear and QuantizeLinear
     if op in MOVEMENT:
         return _qdq_movement(im, node, dqs, q)
