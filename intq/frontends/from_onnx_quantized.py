@@ -149,9 +149,9 @@ class _Import:
         if raw_scale.dtype == np.float16 and node.op_type in FLOAT16_SCALES:
             raw_scale = raw_scale.astype(np.float32)  # exact: every float16 is a float32
         elif raw_scale.dtype != np.float32:
-            raise self.error(node, f"scale {scale!r} is {raw_scale.dtype.name}; intq reads float32 scales (float16 ones "
-                                   f"on {', '.join(sorted(FLOAT16_SCALES))} only: there onnxruntime computes with "
-                                   "their float32 values)")
+            raise self.error(node, f"scale {scale!r} is {raw_scale.dtype.name}; intq reads float32 scales (float16 "
+                                   f"ones on {', '.join(sorted(FLOAT16_SCALES))} only: there onnxruntime computes "
+                                   "with their float32 values)")
         s = raw_scale
         z = np.asarray(self.const(zero_point, node)) if zero_point else np.zeros(s.shape, _zero_point_type(self, node))
         if z.dtype in _SIXTEEN_BIT and node.op_type not in ("QuantizeLinear", "DequantizeLinear"):

@@ -98,7 +98,8 @@ def _conv_integer(rng):
     cout = int(rng.integers(1, 9))
     wt = const("w", rng.integers(-128, 128, size=(cout, kh, kw, c)).astype(np.int8), 1.0, _z(rng))
     x = q("x", (n, h, w, c), 1.0, _z(rng))
-    y = Tensor("y", np.dtype(np.int32), (n, pad.out_h, pad.out_w, cout), qparams=QuantParams(np.float32(1.0), 0, np.int32))
+    y = Tensor("y", np.dtype(np.int32), (n, pad.out_h, pad.out_w, cout),
+               qparams=QuantParams(np.float32(1.0), 0, np.int32))
     g = single("CONV_INTEGER", [x, wt], [y], dict(padding=padding, stride_h=sh, stride_w=sw, dilation_h_factor=dh,
                                                    dilation_w_factor=dw, fused_activation_function="NONE"))
     return g, {"x": _x(rng, x.shape)}

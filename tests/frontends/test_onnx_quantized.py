@@ -320,7 +320,8 @@ def _random_integer_models(rng, op: str, count: int, x_dtype, w_dtype) -> tuple[
         attrs = {}
         if op == "ConvInteger":
             k, dil = int(rng.integers(1, 4)), int(rng.integers(1, 3))
-            xs = (int(rng.integers(1, 3)), int(rng.integers(1, 5)), *(int(v) for v in rng.integers(dil * (k - 1) + 1, 9, 2)))
+            hw = (int(v) for v in rng.integers(dil * (k - 1) + 1, 9, 2))
+            xs = (int(rng.integers(1, 3)), int(rng.integers(1, 5)), *hw)
             w = rng.integers(wi.min, wi.max + 1, size=(int(rng.integers(1, 5)), xs[1], k, k)).astype(w_dtype)
             wz = w_dtype(rng.integers(wi.min, wi.max + 1))
             attrs = dict(pads=[int(v) for v in rng.integers(0, 2, 4)], strides=[int(rng.integers(1, 3))] * 2,
