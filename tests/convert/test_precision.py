@@ -149,7 +149,8 @@ def test_target_sqnr_adds_a_float_island_when_int16_is_not_enough(yolo):
     q16 = intq.quantize(fg, calib, target_sqnr=30)
     assert q16.metadata["float_nodes"] == ()  # int16 reaches it: no island
     q = intq.quantize(fg, calib, target_sqnr=40)  # int16 gives 37.5 on the calibration samples: not enough
-    assert "Sigmoid_6" in q.metadata["float_nodes"] and "cat" not in q.metadata["int16_tensors"]  # the island swallows the join
+    # the island swallows the join
+    assert "Sigmoid_6" in q.metadata["float_nodes"] and "cat" not in q.metadata["int16_tensors"]
     assert _rows_db(q, evals, ref)[1] >= 38
 
 
