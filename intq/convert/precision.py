@@ -43,7 +43,8 @@ runtimes run:
   if they do not, the float islands that start at a LOGISTIC-like fixed-range op (Sigmoid) and
   reach the outputs in a few island ops, smallest first; if still short, an int16 region grown
   backwards from the outputs and islands, level by level (:func:`int16_levels`), by the fewest
-  levels that reach the target (or the best depth tried).
+  levels that reach the target, less the deepest level's layers it does not need (or the best
+  depth tried).
 """
 
 from __future__ import annotations
@@ -77,6 +78,9 @@ FLOAT_ISLAND_OPS = frozenset({"Sigmoid", "Concat", "Add", "Sub", "Mul", "Div"}) 
 #: Float islands :func:`auto_precision` tries: at most this many nodes, starting at these ops.
 AUTO_ISLAND_NODES = 6
 AUTO_ISLAND_STARTS = frozenset({"Sigmoid"})
+#: The int16 growth of :func:`auto_precision` tries to leave int8 each layer of its deepest level
+#: when that level has at most this many (one conversion and run each).
+MAX_PRUNED = 8
 
 
 def load_precision(path: str | Path) -> dict[str, str]:
@@ -382,8 +386,10 @@ def _grow_int16(graph: Graph, chosen: dict[str, str], reached: float, target_sqn
     """Grow an int16 region backwards from the outputs (:func:`int16_levels`) by the fewest levels
     that reach ``target_sqnr``: levels 1, 2, 4, 8... until one reaches it, then bisection between
     the last two (the SQNR is taken to grow with the region, as int16 replaces int8 noise by 256
-    times less); if no depth reaches it, the depth of highest SQNR among those tried (the least of
-    equals). ``(chosen, reached)`` unchanged when no depth raises the SQNR."""
+    times less), then each layer of the deepest level that the target does not need is left int8
+    (at most :data:`MAX_PRUNED` tries); if no depth reaches it, the depth of highest SQNR among
+    those tried (the least of equals). ``(chosen, reached)`` unchanged when no depth raises the
+    SQNR."""
     levels = int16_levels(graph, chosen)
     tried: dict[int, float] = {}
 
@@ -406,7 +412,15 @@ def _grow_int16(graph: Graph, chosen: dict[str, str], reached: float, target_sqn
         while hi - lo > 1:  # the smallest depth in (lo, hi] reaching the target
             mid = (lo + hi) // 2
             lo, hi = (lo, mid) if at(mid) >= target_sqnr else (mid, hi)
-        return table(hi), tried[hi]
+        best, got = table(hi), tried[hi]
+        last = levels[hi - 1]
+        if len(last) <= MAX_PRUNED:  # then drop the deepest level's layers the target does not need
+            for node in reversed(last):
+                trial = {k: v for k, v in best.items() if k != node.name}
+                reached_without = score(trial)
+                if reached_without >= target_sqnr:
+                    best, got = trial, reached_without
+        return best, got
     if not tried:
         return chosen, reached
     best = max(tried, key=lambda d: (tried[d], -d))

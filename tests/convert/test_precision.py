@@ -178,8 +178,11 @@ def test_the_class_branch_convolution_in_int16_before_a_float_island(yolo):
         {("CONV_2D", "int16"), ("LOGISTIC", "int16"), ("MUL", "int16"), ("CONCATENATION", "int16")}
     assert min(_rows_db(whole, evals, ref)) > 41
     _equal_in_runtimes(whole, evals[0])
-    auto = intq.quantize(fg, calib, target_sqnr=40)  # islands alone reach 39.x on the calibration samples
-    assert {"b0", "c0"} <= set(auto.metadata["int16_tensors"]) and _rows_db(auto, evals, ref)[1] > 41.5
+    # under a budget: islands alone reach 39.x on the calibration samples; the growth adds the layers
+    # writing the islands' inputs (both heads' last convs), then leaves int8 those the target does not need
+    auto = intq.quantize(fg, calib, target_sqnr=41)
+    assert auto.metadata["int16_tensors"] == ("b0", "c0") and _rows_db(auto, evals, ref)[1] > 41.5
+    assert intq.quantize(fg, calib, target_sqnr=40).metadata["int16_tensors"] == ("b0",)  # the box conv suffices
 
 
 def test_float_island_errors_name_the_node_and_the_rule(yolo):
