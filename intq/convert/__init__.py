@@ -23,7 +23,7 @@ from intq.convert.precision import auto_precision, emit_float_node, float_nodes,
 from intq.convert.rules import RULES
 from intq.errors import UnsupportedOperatorError
 from intq.ir import Graph
-from intq.qmath import QuantParams
+from intq.qmath import QuantParams, choose_qparams
 
 
 def check_convertible(graph: Graph) -> None:
@@ -74,10 +74,15 @@ def _convert_nodes(graph: Graph, table: CalibrationTable, *, per_channel: bool, 
             cx.define(name, name, identity(rank))
             inputs.append(name)
             continue
-        qp = cx.activation_qparams(name)
+        readers = graph.consumers(name)
+        if input_type == "float32" and readers and all(any(o in int16 for o in r.outputs if o) for r in readers):
+            # every reader is an int16 (16x8) node: quantize straight to int16, not through int8
+            qp = choose_qparams(*table[name], "int16", symmetric=True, name=name)
+        else:
+            qp = cx.activation_qparams(name)
         if input_type == "float32":
             cx.tensors[name] = type(t)(name, np.float32, t.shape)
-            q = cx.add_tensor(f"{name}/quantized", t.shape, np.int8, qp)
+            q = cx.add_tensor(f"{name}/quantized", t.shape, qp.dtype, qp)
             cx.emit("QUANTIZE", f"{name}/quantize", [name], [q])
             cx.define(name, q, identity(rank))
         elif input_type == "int8":

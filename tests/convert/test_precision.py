@@ -176,7 +176,10 @@ def test_the_class_branch_convolution_in_int16_before_a_float_island(yolo):
     kinds = {(n.op_type, whole.tensors[n.outputs[0]].dtype.name) for n in whole.nodes}
     assert {k for k in kinds if k[0] in ("CONV_2D", "LOGISTIC", "MUL", "CONCATENATION")} == \
         {("CONV_2D", "int16"), ("LOGISTIC", "int16"), ("MUL", "int16"), ("CONCATENATION", "int16")}
-    assert min(_rows_db(whole, evals, ref)) > 41
+    assert min(_rows_db(whole, evals, ref)) > 43.5  # 44.0 dB class rows; 41.3 with the input through int8
+    first = whole.nodes[0]  # its only reader is int16: the float input is quantized straight to int16
+    assert first.op_type == "QUANTIZE" and whole.tensors[first.outputs[0]].dtype == np.int16
+    assert [n.op_type for n in whole.nodes].count("QUANTIZE") == 2  # and once more: the scores onto the concat's grid
     _equal_in_runtimes(whole, evals[0])
     # under a budget: islands alone reach 39.x on the calibration samples; the growth adds the layers
     # writing the islands' inputs (both heads' last convs), then leaves int8 those the target does not need
