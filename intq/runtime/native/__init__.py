@@ -196,6 +196,7 @@ def _declare(lib: ctypes.CDLL) -> None:
     for name in ("intq_mul_obj", "intq_add_obj"):
         fn = getattr(lib, name)
         fn.argtypes, fn.restype = [vp, obj, obj, obj], None
+    lib.intq_run_program.argtypes, lib.intq_run_program.restype = [vp, obj, obj, obj, obj, obj], None
 
 
 def _objects_work(lib: ctypes.CDLL) -> bool:
@@ -278,3 +279,19 @@ class MeanParams(ctypes.Structure):
 
     _fields_ = [*((name, ctypes.c_int32) for name in ("batch", "pixels", "c", "offset", "mult", "right", "out_zp")),
                 ("acc", ctypes.c_void_p)]
+
+
+class Step(ctypes.Structure):
+    """``intq_step``: one native call of a step program (operand codes: >= 0 an arena byte offset,
+    < 0 the entry -1 - code of the program's ``ext`` pointers)."""
+
+    _fields_ = [("kind", ctypes.c_int32), ("unused", ctypes.c_int32), ("params", ctypes.c_void_p),
+                ("table", ctypes.c_void_p), ("n", ctypes.c_int64)] + [
+        (name, ctypes.c_int64) for name in ("in0", "in1", "out0", "out1")]
+
+
+class Program(ctypes.Structure):
+    """``intq_program``: ``count`` steps; ``ext`` holds ``n_dyn`` pointers set per call, then constants."""
+
+    _fields_ = [("count", ctypes.c_int32), ("n_dyn", ctypes.c_int32), ("steps", ctypes.c_void_p),
+                ("ext", ctypes.c_void_p)]

@@ -966,3 +966,71 @@ void intq_depthwise_lut_obj(const intq_dw_params *p, const int8_t *table, const 
     q.z = (int8_t *)intq_array_data(z);
     intq_depthwise(&q, (const int8_t *)intq_array_data(x), (int8_t *)intq_array_data(y));
 }
+
+/* ------------------------------------------------------------------------------ step programs */
+
+/* A run of consecutive native steps of the execution plan in one call (intq.runtime.native.
+ * accelerate.Program): each step is one of the entry points above, its operands addressed by a
+ * code: >= 0 a byte offset in the run's arena (the outputs of the program's steps, one fresh
+ * buffer per run), < 0 the entry -1 - code of ``ext`` (the program's inputs from outside it: the
+ * first n_dyn read from the array objects given to the call, then constants fixed at plan time).
+ * The same calls, in the same order, on the same bytes as the steps one by one. */
+enum {
+    OP_CONV = 0, OP_DEPTHWISE = 1, OP_CONV_LUT = 2, OP_DEPTHWISE_LUT = 3, OP_MUL = 4, OP_ADD = 5, OP_LUT = 6,
+    OP_MAX_POOL = 7, OP_TRANSPOSE = 8, OP_PAD = 9, OP_MEAN = 10
+};
+
+typedef struct {
+    int32_t kind, unused;
+    const void *params; /* the step's parameter structure (OP_LUT: the table) */
+    const int8_t *table; /* OP_CONV_LUT, OP_DEPTHWISE_LUT: the fused table */
+    int64_t n;           /* OP_LUT: elements */
+    int64_t in0, in1, out0, out1; /* operand codes (in1 / out1: -> unused where the op has none) */
+} intq_step;
+
+typedef struct {
+    int32_t count, n_dyn;
+    const intq_step *steps;
+    const void **ext; /* [n_dyn + constants]: the first n_dyn set per call */
+} intq_program;
+
+static inline int8_t *step_ptr(int8_t *arena, const void **ext, int64_t code) {
+    return code >= 0 ? arena + code : (int8_t *)ext[-1 - code];
+}
+
+void intq_run_program(const intq_program *prog, void *arena_obj, void *x0, void *x1, void *x2, void *x3) {
+    void *const objs[4] = {x0, x1, x2, x3};
+    for (int32_t k = 0; k < prog->n_dyn && k < 4; ++k) prog->ext[k] = intq_array_data(objs[k]);
+    int8_t *arena = (int8_t *)intq_array_data(arena_obj);
+    for (int32_t i = 0; i < prog->count; ++i) {
+        const intq_step *s = prog->steps + i;
+        const int8_t *a = step_ptr(arena, prog->ext, s->in0);
+        int8_t *y = step_ptr(arena, prog->ext, s->out0);
+        switch (s->kind) {
+        case OP_CONV: intq_conv((const intq_conv_params *)s->params, a, y); break;
+        case OP_DEPTHWISE: intq_depthwise((const intq_dw_params *)s->params, a, y); break;
+        case OP_CONV_LUT: {
+            intq_conv_params q = *(const intq_conv_params *)s->params;
+            q.lut = s->table;
+            q.z = step_ptr(arena, prog->ext, s->out1);
+            intq_conv(&q, a, y);
+            break;
+        }
+        case OP_DEPTHWISE_LUT: {
+            intq_dw_params q = *(const intq_dw_params *)s->params;
+            q.lut = s->table;
+            q.z = step_ptr(arena, prog->ext, s->out1);
+            intq_depthwise(&q, a, y);
+            break;
+        }
+        case OP_MUL: intq_mul((const intq_binary_params *)s->params, a, step_ptr(arena, prog->ext, s->in1), y); break;
+        case OP_ADD: intq_add((const intq_binary_params *)s->params, a, step_ptr(arena, prog->ext, s->in1), y); break;
+        case OP_LUT: intq_lut((const int8_t *)s->params, s->n, a, y); break;
+        case OP_MAX_POOL: intq_max_pool((const intq_pool_params *)s->params, a, y); break;
+        case OP_TRANSPOSE: intq_transpose((const intq_transpose_params *)s->params, a, y); break;
+        case OP_PAD: intq_pad((const intq_pad_params *)s->params, a, y); break;
+        case OP_MEAN: intq_mean((const intq_mean_params *)s->params, a, y); break;
+        default: break;
+        }
+    }
+}
