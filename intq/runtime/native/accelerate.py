@@ -209,14 +209,18 @@ def _depthwise(lib, node: Node, graph: Graph, p) -> _Bound | None:
     w[:, :c] = t.weights[:, :, 0] & 0xFFFF  # the int16 bits, high half zero (native.c intq_depthwise)
     offset = _padded(t.offset, c)
     acc = np.zeros(cp, np.int32)
-    keep = [w, acc]
+    # prefix[i, j] = sum of w over the taps [0, i) x [0, j) (native.c: a clipped window's offset)
+    prefix = np.zeros((kh + 1, kw + 1, cp), np.int64)
+    prefix[1:, 1:, :c] = t.weights[:, :, 0].astype(np.int64).reshape(kh, kw, c).cumsum(0).cumsum(1)
+    prefix = np.ascontiguousarray(prefix.astype(np.int32))  # |sum| <= taps * 2^15: fits
+    keep = [w, acc, prefix]
     zx = graph.tensors[node.inputs[0]].qparams.tensor_zero_point
     dil_h = int(t.tap_rows[kw]) if kh > 1 else 1  # tap rows are i * dilation_h (prepare_taps)
     dil_w = int(t.tap_cols[1]) if kw > 1 else 1
     params = native.DepthwiseParams(
         batch=n, in_h=t.padded.h, in_w=t.padded.w, c=c, out_h=oh, out_w=ow, kh=kh, kw=kw, stride_h=t.stride_h,
         stride_w=t.stride_w, dil_h=dil_h, dil_w=dil_w, pad_top=t.padded.top, pad_left=t.padded.left, in_zp=zx,
-        w=w.ctypes.data, rq=_rq_struct(offset, arrays, keep), acc=acc.ctypes.data)
+        w=w.ctypes.data, rq=_rq_struct(offset, arrays, keep), acc=acc.ctypes.data, prefix=prefix.ctypes.data)
     return _Bound(lib.intq_depthwise, params, keep, n * t.padded.h * t.padded.w * c, tuple(p.out_shape))
 
 

@@ -239,30 +239,46 @@ static inline void lut_rows(const intq_conv_params *p, const int8_t *y, int64_t 
     if (p->lut) intq_lut(p->lut, (int64_t)rows * p->out_c, y + r0 * p->out_c, p->z + r0 * p->out_c);
 }
 
+/* dst[q] = src[q] ^ flip for q < n. AVX-512: 64 bytes a step, the tail under a byte mask (masked
+ * loads read nothing beyond n: no over-read of the input's last bytes). */
+static inline void copy_flip(uint8_t *dst, const uint8_t *src, int32_t n, uint8_t flip) {
+#ifdef INTQ_AVX512
+    const __m512i f = _mm512_set1_epi8((char)flip);
+    int32_t q = 0;
+    for (; q + 64 <= n; q += 64)
+        _mm512_storeu_si512((void *)(dst + q), _mm512_xor_si512(_mm512_loadu_si512((const void *)(src + q)), f));
+    if (q < n) {
+        const __mmask64 m = ((__mmask64)1 << (n - q)) - 1;
+        _mm512_mask_storeu_epi8(dst + q, m, _mm512_xor_si512(_mm512_maskz_loadu_epi8(m, src + q), f));
+    }
+#else
+    if (flip) {
+        for (int32_t q = 0; q < n; ++q) dst[q] = src[q] ^ flip;
+    } else {
+        memcpy(dst, src, (size_t)n);
+    }
+#endif
+}
+
 /* Rows r0 .. r0 + rows - 1 of the im2col matrix into p->a, as int8 (flip = 0) or as x + 128 (flip =
- * 0x80: int8 bits xor 0x80 are the uint8 x + 128). */
+ * 0x80: int8 bits xor 0x80 are the uint8 x + 128). The output pixel (n, oy, ox) of row r0 is found
+ * once and stepped along (no division per row). */
 static void fill_block(const intq_conv_params *p, const int8_t *x, int64_t r0, int32_t rows, uint8_t flip) {
     const int32_t c = p->in_c;
     const uint8_t outside = (uint8_t)((uint8_t)(int8_t)p->in_zp ^ flip);
+    int32_t ox = (int32_t)(r0 % p->out_w);
+    const int64_t t0 = r0 / p->out_w;
+    int32_t oy = (int32_t)(t0 % p->out_h), n = (int32_t)(t0 / p->out_h);
+    const int32_t span = p->kw * c; /* one tap row's columns */
     for (int32_t r = 0; r < rows; ++r) {
-        const int64_t pix = r0 + r;
-        const int32_t ox = (int32_t)(pix % p->out_w);
-        const int64_t t = pix / p->out_w;
-        const int32_t oy = (int32_t)(t % p->out_h), n = (int32_t)(t / p->out_h);
         uint8_t *dst = (uint8_t *)p->a + (size_t)r * p->kp;
         const int8_t *xb = x + (size_t)n * p->in_h * p->in_w * c;
         const int32_t ix0 = ox * p->stride_w - p->pad_left, ix1 = ix0 + (p->kw - 1) * p->dil_w;
-        const int32_t span = p->kw * c; /* one tap row's columns */
         for (int32_t i = 0; i < p->kh; ++i) {
             const int32_t iy = oy * p->stride_h - p->pad_top + i * p->dil_h;
             if (p->dil_w == 1 && iy >= 0 && iy < p->in_h && ix0 >= 0 && ix1 < p->in_w) {
                 /* the whole tap row inside the image: kw * c contiguous bytes of the input */
-                const uint8_t *src = (const uint8_t *)xb + ((size_t)iy * p->in_w + ix0) * c;
-                if (flip) {
-                    for (int32_t q = 0; q < span; ++q) dst[q] = src[q] ^ flip;
-                } else {
-                    memcpy(dst, src, (size_t)span);
-                }
+                copy_flip(dst, (const uint8_t *)xb + ((size_t)iy * p->in_w + ix0) * c, span, flip);
                 dst += span;
                 continue;
             }
@@ -271,13 +287,15 @@ static void fill_block(const intq_conv_params *p, const int8_t *x, int64_t r0, i
                 if (iy < 0 || iy >= p->in_h || ix < 0 || ix >= p->in_w) {
                     memset(dst, outside, (size_t)c);
                 } else {
-                    const uint8_t *src = (const uint8_t *)xb + ((size_t)iy * p->in_w + ix) * c;
-                    if (flip) {
-                        for (int32_t q = 0; q < c; ++q) dst[q] = src[q] ^ flip;
-                    } else {
-                        memcpy(dst, src, (size_t)c);
-                    }
+                    copy_flip(dst, (const uint8_t *)xb + ((size_t)iy * p->in_w + ix) * c, c, flip);
                 }
+            }
+        }
+        if (++ox == p->out_w) {
+            ox = 0;
+            if (++oy == p->out_h) {
+                oy = 0;
+                ++n;
             }
         }
     }
@@ -448,6 +466,7 @@ typedef struct {
     int32_t *acc;     /* scratch [cp] */
     const int8_t *lut; /* NULL, or a 256-entry table applied to each finished output row of y into z */
     int8_t *z;
+    const int32_t *prefix; /* [kh + 1][kw + 1][cp]: sum of w over taps [0, i) x [0, j) (window offsets) */
 } intq_dw_params;
 
 /* DEPTHWISE_CONV_2D, depth multiplier 1: y[n,oy,ox,c] = requant(offset[c] + sum_taps x * w).
@@ -544,14 +563,28 @@ void intq_depthwise(const intq_dw_params *p, const int8_t *x, int8_t *y) {
                         next = (next + 1) % DW_CACHE;
                         if (cached < DW_CACHE) ++cached;
                         key[slot][0] = i0, key[slot][1] = i1, key[slot][2] = j0, key[slot][3] = j1;
+                        /* offset + Z_x (sum of all taps - sum of the window), the window's sum from
+                         * four prefix sums (vectors: 32-bit wrapping, the same integers mod 2^32 as
+                         * the tap-by-tap sum, and the final accumulator fits int32) */
                         int32_t *off = cache[slot];
-                        for (int32_t q = 0; q < cp; ++q) off[q] = p->rq.offset[q];
-                        for (int32_t i = 0; i < p->kh; ++i)
-                            for (int32_t j = 0; j < p->kw; ++j) {
-                                if (i >= i0 && i < i1 && j >= j0 && j < j1) continue;
-                                const int32_t *wt = p->w + (size_t)(i * p->kw + j) * cp;
-                                for (int32_t q = 0; q < cp; ++q) off[q] += p->in_zp * (int32_t)(int16_t)wt[q];
-                            }
+                        const int32_t row = (p->kw + 1) * cp;
+                        const int32_t *all = p->prefix + (size_t)p->kh * row + (size_t)p->kw * cp;
+                        const int32_t *a11 = p->prefix + (size_t)i1 * row + (size_t)j1 * cp,
+                                      *a01 = p->prefix + (size_t)i0 * row + (size_t)j1 * cp,
+                                      *a10 = p->prefix + (size_t)i1 * row + (size_t)j0 * cp,
+                                      *a00 = p->prefix + (size_t)i0 * row + (size_t)j0 * cp;
+                        const __m512i zx = _mm512_set1_epi32(p->in_zp);
+                        for (int32_t q = 0; q < cp; q += 16) {
+                            const __m512i inside = _mm512_add_epi32(
+                                _mm512_sub_epi32(_mm512_loadu_si512((const void *)(a11 + q)),
+                                                 _mm512_loadu_si512((const void *)(a01 + q))),
+                                _mm512_sub_epi32(_mm512_loadu_si512((const void *)(a00 + q)),
+                                                 _mm512_loadu_si512((const void *)(a10 + q))));
+                            const __m512i outside = _mm512_sub_epi32(_mm512_loadu_si512((const void *)(all + q)), inside);
+                            _mm512_storeu_si512((void *)(off + q),
+                                                _mm512_add_epi32(_mm512_loadu_si512((const void *)(p->rq.offset + q)),
+                                                                 _mm512_mullo_epi32(zx, outside)));
+                        }
                     }
                     offset = cache[slot];
                 }
