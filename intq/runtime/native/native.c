@@ -526,6 +526,37 @@ static inline void dw_pair(const intq_dw_params *p, const int32_t *offset, int32
 
 #define DW_CACHE 8 /* offsets of the clipped tap windows kept per call */
 
+#ifdef INTQ_AVX512
+/* Four neighbouring output pixels whose windows lie wholly inside the image (x0: the first one's
+ * tap (0, 0)): per 16-channel block, each weight vector loaded once for the four, the tap
+ * addresses by arithmetic; the same sums as dw_pair (offset + sum over all taps x * w). */
+static inline void dw_quad(const intq_dw_params *p, const int8_t *x0, int8_t *out, __m512i zp, __m512i lo, __m512i hi) {
+    const int32_t c = p->c, cp = (c + 15) / 16 * 16;
+    const size_t step = (size_t)p->stride_w * c, drow = (size_t)p->dil_h * p->in_w * c, dcol = (size_t)p->dil_w * c;
+    for (int32_t ch = 0; ch < c; ch += 16) {
+        const __mmask16 valid = c - ch >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (c - ch)) - 1u);
+        rq_vec v; /* the block's requantization vectors, for the four pixels (rq16v adds the offset) */
+        rq_vec_load(&v, &p->rq, ch, c - ch < 16 ? c - ch : 16);
+        __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0;
+        const int32_t *w = p->w + ch;
+        for (int32_t i = 0; i < p->kh; ++i) {
+            const int8_t *r = x0 + i * drow + ch;
+            for (int32_t j = 0; j < p->kw; ++j, w += cp, r += dcol) {
+                const __m512i wv = _mm512_loadu_si512((const void *)w);
+                a0 = dw_product(a0, _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(valid, r)), wv);
+                a1 = dw_product(a1, _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(valid, r + step)), wv);
+                a2 = dw_product(a2, _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(valid, r + 2 * step)), wv);
+                a3 = dw_product(a3, _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(valid, r + 3 * step)), wv);
+            }
+        }
+        _mm512_mask_cvtsepi32_storeu_epi8(out + ch, valid, rq16v(a0, &v, zp, lo, hi));
+        _mm512_mask_cvtsepi32_storeu_epi8(out + c + ch, valid, rq16v(a1, &v, zp, lo, hi));
+        _mm512_mask_cvtsepi32_storeu_epi8(out + 2 * c + ch, valid, rq16v(a2, &v, zp, lo, hi));
+        _mm512_mask_cvtsepi32_storeu_epi8(out + 3 * c + ch, valid, rq16v(a3, &v, zp, lo, hi));
+    }
+}
+#endif
+
 void intq_depthwise(const intq_dw_params *p, const int8_t *x, int8_t *y) {
     const int32_t c = p->c, cp = (c + 15) / 16 * 16;
 #ifdef INTQ_AVX512
@@ -549,6 +580,17 @@ void intq_depthwise(const intq_dw_params *p, const int8_t *x, int8_t *y) {
             dw_inside(oy, p->stride_h, p->pad_top, p->dil_h, p->kh, p->in_h, &i0, &i1);
             for (int32_t ox = 0; ox < p->out_w; ox += 1 + pair) {
                 int8_t *out0 = y + (((size_t)n * p->out_h + oy) * p->out_w + ox) * c, *out1 = out0 + c;
+                if (i1 - i0 == p->kh && ox + 4 <= p->out_w) {
+                    /* four pixels with whole windows (the first's leftmost tap and the last's
+                     * rightmost inside the image): dw_quad */
+                    const int32_t first = ox * p->stride_w - p->pad_left;
+                    if (first >= 0 && first + 3 * p->stride_w + (p->kw - 1) * p->dil_w < p->in_w) {
+                        const int32_t iy = oy * p->stride_h - p->pad_top;
+                        dw_quad(p, xb + ((size_t)iy * p->in_w + first) * c, out0, zp, lo, hi);
+                        pair = 3;
+                        continue;
+                    }
+                }
                 int32_t j0, j1, k0 = -1, k1 = -1;
                 dw_inside(ox, p->stride_w, p->pad_left, p->dil_w, p->kw, p->in_w, &j0, &j1);
                 if (ox + 1 < p->out_w) dw_inside(ox + 1, p->stride_w, p->pad_left, p->dil_w, p->kw, p->in_w, &k0, &k1);
