@@ -121,9 +121,20 @@ def _cases(seed: int):
         yield _wide_case(rng, i)
 
 
+@pytest.fixture(params=[0.0, 2.0], ids=["bordered-copy", "clipped-windows"])
+def depthwise_mode(request, monkeypatch):
+    """Both ways native.c's depthwise treats windows clipped by the image's edge: from a copy of the
+    image inside a border of Z_x (every map with a clipped window) and on the clipped windows (never
+    the copy)."""
+    from intq.runtime.native import accelerate
+
+    monkeypatch.setattr(accelerate, "PADDED_MIN_EDGE_SHARE", request.param)
+    return request.param
+
+
 @needs_library
 @pytest.mark.parametrize("seed", range(3))
-def test_single_ops_equal_the_kernels_on_every_path(variants, seed):
+def test_single_ops_equal_the_kernels_on_every_path(variants, seed, depthwise_mode):
     taken = {op: 0 for op in ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED")}
     rng = np.random.default_rng(seed)
     for k, (graph, x) in enumerate(_cases(seed)):
@@ -157,7 +168,7 @@ def test_single_ops_equal_the_kernels_on_every_path(variants, seed):
 
 
 @needs_library
-def test_depthwise_windows_clipped_by_small_maps_equal_the_kernel(variants):
+def test_depthwise_windows_clipped_by_small_maps_equal_the_kernel(variants, depthwise_mode):
     """DEPTHWISE_CONV_2D on maps as small as its kernel or smaller (PP-OCR's 2 x 96 under 5 x 5
     taps, MobileNetV3's 7 x 7): the native loop runs each pixel (a pair where two neighbours share
     the window) on its in-image taps only, from an offset per clipped window (a cache of 8: more

@@ -242,7 +242,8 @@ class DepthwiseParams(ctypes.Structure):
         "batch", "in_h", "in_w", "c", "out_h", "out_w", "kh", "kw", "stride_h", "stride_w", "dil_h", "dil_w",
         "pad_top", "pad_left", "in_zp")] + [("w", ctypes.c_void_p), ("rq", Requant), ("acc", ctypes.c_void_p),
                                             ("lut", ctypes.c_void_p), ("z", ctypes.c_void_p),
-                                            ("prefix", ctypes.c_void_p)]
+                                            ("prefix", ctypes.c_void_p), ("padded", ctypes.c_void_p),
+                                            ("pad_h", ctypes.c_int32), ("pad_w", ctypes.c_int32)]
 
 
 class BinaryParams(ctypes.Structure):

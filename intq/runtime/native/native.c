@@ -467,6 +467,8 @@ typedef struct {
     const int8_t *lut; /* NULL, or a 256-entry table applied to each finished output row of y into z */
     int8_t *z;
     const int32_t *prefix; /* [kh + 1][kw + 1][cp]: sum of w over taps [0, i) x [0, j) (window offsets) */
+    int8_t *padded;        /* NULL, or scratch [pad_h][pad_w][c]: one image with its border of Z_x */
+    int32_t pad_h, pad_w;  /* pad_top + the rows (columns) the taps reach */
 } intq_dw_params;
 
 /* DEPTHWISE_CONV_2D, depth multiplier 1: y[n,oy,ox,c] = requant(offset[c] + sum_taps x * w).
@@ -527,12 +529,69 @@ static inline void dw_pair(const intq_dw_params *p, const int32_t *offset, int32
 #define DW_CACHE 8 /* offsets of the clipped tap windows kept per call */
 
 #ifdef INTQ_AVX512
+static inline void dw_quad(const intq_dw_params *p, const int8_t *x0, int32_t in_w, int8_t *out, __m512i zp, __m512i lo,
+                           __m512i hi);
+
+/* One output pixel on its whole window (x0: its tap (0, 0); rows in_w pixels apart): dw_quad's sums
+ * for a single pixel. */
+static void dw_one(const intq_dw_params *p, const int8_t *x0, int32_t in_w, int8_t *out, __m512i zp, __m512i lo,
+                   __m512i hi) {
+    const int32_t c = p->c, cp = (c + 15) / 16 * 16;
+    const size_t drow = (size_t)p->dil_h * in_w * c, dcol = (size_t)p->dil_w * c;
+    for (int32_t ch = 0; ch < c; ch += 16) {
+        const __mmask16 valid = c - ch >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (c - ch)) - 1u);
+        rq_vec v;
+        rq_vec_load(&v, &p->rq, ch, c - ch < 16 ? c - ch : 16);
+        __m512i a0 = _mm512_setzero_si512();
+        const int32_t *w = p->w + ch;
+        for (int32_t i = 0; i < p->kh; ++i) {
+            const int8_t *r = x0 + i * drow + ch;
+            for (int32_t j = 0; j < p->kw; ++j, w += cp, r += dcol)
+                a0 = dw_product(a0, _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(valid, r)),
+                                _mm512_loadu_si512((const void *)w));
+        }
+        _mm512_mask_cvtsepi32_storeu_epi8(out + ch, valid, rq16v(a0, &v, zp, lo, hi));
+    }
+}
+
+/* The whole map from a copy of each image inside a border of Z_x (p->padded): every pixel on its
+ * whole window with the offset b - Z_x sum(w) (a border tap reads Z_x, whose product the offset
+ * cancels: the sum over in-image taps of (x - Z_x) w, as the clipped windows compute), four at a
+ * time. For small maps, where most pixels' windows are clipped. */
+static void dw_from_padded(const intq_dw_params *p, const int8_t *x, int8_t *y) {
+    const int32_t c = p->c, pw = p->pad_w;
+    const __m512i zp = _mm512_set1_epi32(p->rq.out_zp), lo = _mm512_set1_epi32(p->rq.act_min),
+                  hi = _mm512_set1_epi32(p->rq.act_max);
+    for (int32_t n = 0; n < p->batch; ++n) {
+        memset(p->padded, (int)(int8_t)p->in_zp, (size_t)p->pad_h * pw * c);
+        const int8_t *xb = x + (size_t)n * p->in_h * p->in_w * c;
+        for (int32_t iy = 0; iy < p->in_h; ++iy)
+            memcpy(p->padded + ((size_t)(iy + p->pad_top) * pw + p->pad_left) * c, xb + (size_t)iy * p->in_w * c,
+                   (size_t)p->in_w * c);
+        for (int32_t oy = 0; oy < p->out_h; ++oy) {
+            const int8_t *row = p->padded + (size_t)oy * p->stride_h * pw * c;
+            int8_t *out = y + ((size_t)n * p->out_h + oy) * p->out_w * c;
+            int32_t ox = 0;
+            for (; ox + 4 <= p->out_w; ox += 4)
+                dw_quad(p, row + (size_t)ox * p->stride_w * c, pw, out + (size_t)ox * c, zp, lo, hi);
+            for (; ox < p->out_w; ++ox) dw_one(p, row + (size_t)ox * p->stride_w * c, pw, out + (size_t)ox * c, zp, lo, hi);
+            if (p->lut) {
+                const size_t at = ((size_t)n * p->out_h + oy) * p->out_w * c;
+                intq_lut(p->lut, (int64_t)p->out_w * c, y + at, p->z + at);
+            }
+        }
+    }
+}
+#endif
+
+#ifdef INTQ_AVX512
 /* Four neighbouring output pixels whose windows lie wholly inside the image (x0: the first one's
  * tap (0, 0)): per 16-channel block, each weight vector loaded once for the four, the tap
  * addresses by arithmetic; the same sums as dw_pair (offset + sum over all taps x * w). */
-static inline void dw_quad(const intq_dw_params *p, const int8_t *x0, int8_t *out, __m512i zp, __m512i lo, __m512i hi) {
+static inline void dw_quad(const intq_dw_params *p, const int8_t *x0, int32_t in_w, int8_t *out, __m512i zp, __m512i lo,
+                           __m512i hi) {
     const int32_t c = p->c, cp = (c + 15) / 16 * 16;
-    const size_t step = (size_t)p->stride_w * c, drow = (size_t)p->dil_h * p->in_w * c, dcol = (size_t)p->dil_w * c;
+    const size_t step = (size_t)p->stride_w * c, drow = (size_t)p->dil_h * in_w * c, dcol = (size_t)p->dil_w * c;
     for (int32_t ch = 0; ch < c; ch += 16) {
         const __mmask16 valid = c - ch >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (c - ch)) - 1u);
         rq_vec v; /* the block's requantization vectors, for the four pixels (rq16v adds the offset) */
@@ -560,6 +619,10 @@ static inline void dw_quad(const intq_dw_params *p, const int8_t *x0, int8_t *ou
 void intq_depthwise(const intq_dw_params *p, const int8_t *x, int8_t *y) {
     const int32_t c = p->c, cp = (c + 15) / 16 * 16;
 #ifdef INTQ_AVX512
+    if (p->padded) {
+        dw_from_padded(p, x, y);
+        return;
+    }
     /* A tap outside the image reads Z_x, and the offset holds b - Z_x sum_taps(w): its product
      * Z_x w cancels. Each pixel runs on its taps inside the image only, the window [i0, i1) x
      * [j0, j1), from the offset b - Z_x sum_window(w) = offset + Z_x sum_outside(w) (integers:
@@ -586,7 +649,7 @@ void intq_depthwise(const intq_dw_params *p, const int8_t *x, int8_t *y) {
                     const int32_t first = ox * p->stride_w - p->pad_left;
                     if (first >= 0 && first + 3 * p->stride_w + (p->kw - 1) * p->dil_w < p->in_w) {
                         const int32_t iy = oy * p->stride_h - p->pad_top;
-                        dw_quad(p, xb + ((size_t)iy * p->in_w + first) * c, out0, zp, lo, hi);
+                        dw_quad(p, xb + ((size_t)iy * p->in_w + first) * c, p->in_w, out0, zp, lo, hi);
                         pair = 3;
                         continue;
                     }
