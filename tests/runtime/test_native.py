@@ -167,6 +167,51 @@ def test_single_ops_equal_the_kernels_on_every_path(variants, seed, depthwise_mo
         assert count >= 12 * len(variants), (op, count)
 
 
+def _valid_conv(rng, n, h, w, c_in, c_out, k, stride, padding="VALID"):
+    """A CONV_2D whose windows all lie inside the image (VALID) on a map at least 16 pixels wide:
+    the AMX direct path's convolutions (native.c conv_amx_direct)."""
+    per_channel = bool(rng.integers(0, 2))
+    s_in, s_w, s_out = _scales(rng, c_out, per_channel)
+    zp_in, zp_out = _zero_points(rng)
+    inputs = [tensor("x", (n, h, w, c_in), scale=s_in, zero_point=zp_in),
+              tensor("w", None, data=_weights(rng, (c_out, k, k, c_in)), scale=s_w, axis=0 if per_channel else None,
+                     narrow=True),
+              _bias(rng, "b", c_out, s_in, s_w, 0 if per_channel else None)]
+    pad = compute_padding(padding, (h, w), (k, k), (stride, stride), (1, 1))
+    out = tensor("y", (n, pad.out_h, pad.out_w, c_out), scale=s_out, zero_point=zp_out)
+    attrs = {"padding": padding, "stride_h": stride, "stride_w": stride, "dilation_h_factor": 1,
+             "dilation_w_factor": 1, "fused_activation_function": "NONE"}
+    x = rng.integers(-128, 128, (n, h, w, c_in)).astype(np.int8)
+    x[..., ::5, :] = rng.choice([-128, 127], size=x[..., ::5, :].shape)  # extreme inputs: the largest sums
+    return single_op_graph("CONV_2D", inputs, [out], attrs), x
+
+
+# (n, h, w, c_in, c_out, k, stride): out_w a multiple of 16 and not (tail pixels on the VNNI path), a
+# tap row of 9 bytes (3 read past it), of 64, channels beyond one 16-block, the last window at the
+# image's last byte (its group's read would pass the end: the VNNI path), batch 2
+DIRECT_CASES = [(1, 33, 33, 3, 16, 3, 2), (2, 9, 37, 3, 8, 3, 1), (1, 5, 34, 3, 40, 3, 1), (1, 4, 16, 16, 16, 1, 1),
+                (2, 3, 35, 64, 24, 1, 1), (1, 7, 40, 21, 33, 3, 1), (1, 6, 50, 5, 17, 3, 3), (1, 3, 18, 7, 5, 3, 1)]
+
+
+@needs_library
+@pytest.mark.parametrize("case", DIRECT_CASES, ids=str)
+def test_direct_amx_convolutions_equal_the_kernel(variants, case):
+    rng = np.random.default_rng(sum(case))
+    graph, x = _valid_conv(rng, *case)
+    node = graph.nodes[0]
+    for target in TARGETS:
+        plan = ExecutionPlan(graph, get_target(target), native=False)
+        run, params = plan.kernels[node.name]
+        want = run(params, x)[0]
+        for label, variant in variants.items():
+            bound = native_run(node, graph, params, variant)
+            assert bound is not None
+            if label == "amx":
+                variant.lib.intq_native_init(native.PATHS["amx"])
+                assert variant.lib.intq_conv_direct(bound.address) == 1, case
+            np.testing.assert_array_equal(_call(variant, bound, x), want, err_msg=f"{case} [{target}, {label}]")
+
+
 @needs_library
 def test_depthwise_windows_clipped_by_small_maps_equal_the_kernel(variants, depthwise_mode):
     """DEPTHWISE_CONV_2D on maps as small as its kernel or smaller (PP-OCR's 2 x 96 under 5 x 5

@@ -174,6 +174,9 @@ def _declare(lib: ctypes.CDLL) -> None:
     lib.intq_native_init.argtypes, lib.intq_native_init.restype = [ctypes.c_int], ctypes.c_int
     lib.intq_packed_bytes.argtypes, lib.intq_packed_bytes.restype = [i32, i32], i64
     lib.intq_pack.argtypes, lib.intq_pack.restype = [i32, i32, vp, vp], None
+    lib.intq_packed_rows_bytes.argtypes, lib.intq_packed_rows_bytes.restype = [i32, i32, i32], i64
+    lib.intq_conv_direct.argtypes, lib.intq_conv_direct.restype = [vp], ctypes.c_int
+    lib.intq_pack_rows.argtypes, lib.intq_pack_rows.restype = [i32, i32, i32, vp, vp], None
     for name in ("intq_conv", "intq_depthwise", "intq_max_pool", "intq_transpose", "intq_pad", "intq_mean"):
         fn = getattr(lib, name)
         fn.argtypes, fn.restype = [vp, vp, vp], None
@@ -232,7 +235,8 @@ class ConvParams(ctypes.Structure):
         "batch", "in_h", "in_w", "in_c", "out_h", "out_w", "out_c", "kh", "kw", "stride_h", "stride_w", "dil_h",
         "dil_w", "pad_top", "pad_left", "k", "kp", "in_zp")] + [
         ("w", ctypes.c_void_p), ("rq", Requant), ("offset_u8", ctypes.c_void_p), ("a", ctypes.c_void_p),
-        ("c", ctypes.c_void_p), ("lut", ctypes.c_void_p), ("z", ctypes.c_void_p)]  # lut, z: NULL (set per fused call)
+        ("c", ctypes.c_void_p), ("lut", ctypes.c_void_p), ("z", ctypes.c_void_p),  # lut, z: NULL (set per fused call)
+        ("w_rows", ctypes.c_void_p), ("span4", ctypes.c_int32)]  # w_rows: NULL, or intq_pack_rows' weights
 
 
 class DepthwiseParams(ctypes.Structure):

@@ -170,6 +170,12 @@ def _conv_2d(lib, node: Node, graph: Graph, p) -> _Bound | None:
     params = _conv_struct(lib, matrix, p.offset, arrays, geometry, zx, keep)
     if params is None:
         return None
+    span = g.kw * g.c
+    if span <= 64 and matrix.shape[1] == g.kh * span:  # a tap row fits one AMX tile row: the direct path's weights
+        rows = np.empty(int(lib.intq_packed_rows_bytes(g.kh, span, c_out)), np.int8)
+        lib.intq_pack_rows(g.kh, span, c_out, np.ascontiguousarray(matrix, dtype=np.int8).ctypes.data, rows.ctypes.data)
+        keep.append(rows)
+        params.w_rows, params.span4 = rows.ctypes.data, -(-span // 4) * 4
     return _Bound(lib.intq_conv, params, keep, g.n * g.padded.h * g.padded.w * g.c, tuple(p.out_shape))
 
 

@@ -230,6 +230,8 @@ typedef struct {
     int32_t *c;      /* scratch [MB][32] */
     const int8_t *lut; /* NULL, or a 256-entry table applied to each finished block of y into z */
     int8_t *z;         /* [batch][out_h][out_w][out_c]: lut[uint8(y)] (intq_conv_lut_obj) */
+    const int8_t *w_rows; /* NULL, or the weights per tap row (intq_pack_rows): the AMX direct path */
+    int32_t span4;        /* kw * in_c rounded up to 4 (w_rows' K per tap row, <= 64) */
 } intq_conv_params;
 
 void intq_lut(const int8_t *table, int64_t n, const int8_t *x, int8_t *y);
@@ -395,8 +397,8 @@ static void vnni_tile(const intq_conv_params *p, int32_t r, int32_t rows, int32_
     rq_block(&q8, c, rows, o, n, y + (size_t)(row0 + r) * p->out_c + o, p->out_c);
 }
 
-static void conv_vnni(const intq_conv_params *p, const int8_t *x, int8_t *y, int64_t m) {
-    for (int64_t r0 = 0; r0 < m; r0 += MB) {
+static void conv_vnni_range(const intq_conv_params *p, const int8_t *x, int8_t *y, int64_t begin, int64_t m) {
+    for (int64_t r0 = begin; r0 < m; r0 += MB) {
         const int32_t rows = m - r0 < MB ? (int32_t)(m - r0) : MB;
         fill_block(p, x, r0, rows, 0x80);
         for (int32_t r = 0; r < rows; r += 4)
@@ -404,7 +406,89 @@ static void conv_vnni(const intq_conv_params *p, const int8_t *x, int8_t *y, int
         lut_rows(p, y, r0, rows);
     }
 }
+
+static void conv_vnni(const intq_conv_params *p, const int8_t *x, int8_t *y, int64_t m) {
+    conv_vnni_range(p, x, y, 0, m);
+}
 #endif
+
+#if defined(INTQ_AMX) && defined(INTQ_VNNI)
+/* The AMX path without im2col, for convolutions whose every window lies inside the image (no
+ * padding: e.g. the first 3x3 convolution on 3 channels after an explicit PAD, or a 1x1) and whose
+ * tap row kw * in_c fits one tile row (<= 64 bytes): 16 neighbouring output pixels of one output
+ * row are a tile read straight from the input, one row per pixel, stride_w * in_c bytes apart (the
+ * rows overlap); per tap row one product with that row's weights (w_rows: K = span4, zeros beyond
+ * kw * in_c, so the up to 3 bytes read past a pixel's tap row add nothing). The same integer sums
+ * as the im2col path. Groups of fewer than 16 pixels, and a group whose read would pass the end of
+ * the image, take the VNNI path. */
+static int direct_fits(const intq_conv_params *p) {
+    return p->w_rows != 0 && p->pad_top == 0 && p->pad_left == 0 && p->dil_w == 1 && p->out_w >= 16 &&
+           (p->out_h - 1) * p->stride_h + (p->kh - 1) * p->dil_h < p->in_h &&
+           (p->out_w - 1) * p->stride_w + p->kw - 1 < p->in_w && p->span4 <= 64;
+}
+
+/* 1 where intq_conv takes the AMX direct path for p (tests: the cases that exercise it). */
+int intq_conv_direct(const intq_conv_params *p) { return intq_path == PATH_AMX && direct_fits(p); }
+
+static void conv_amx_direct(const intq_conv_params *p, const int8_t *x, int8_t *y) {
+    const int32_t c = p->in_c, kq = p->span4 / 4;
+    amx_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.palette = 1;
+    cfg.rows[0] = 16, cfg.colsb[0] = 64;      /* C: 16 pixels x 16 channels, int32 */
+    cfg.rows[1] = 16, cfg.colsb[1] = p->span4; /* A: 16 pixels x one tap row */
+    cfg.rows[2] = kq, cfg.colsb[2] = 64;      /* B: the tap row's weights, [K/4][16][4] */
+    _tile_loadconfig(&cfg);
+    const size_t image = (size_t)p->in_h * p->in_w * c, stride = (size_t)p->stride_w * c;
+    for (int32_t n = 0; n < p->batch; ++n) {
+        const int8_t *xb = x + (size_t)n * image;
+        for (int32_t oy = 0; oy < p->out_h; ++oy) {
+            const int64_t row0 = ((int64_t)n * p->out_h + oy) * p->out_w;
+            const size_t last_row = (size_t)(oy * p->stride_h + (p->kh - 1) * p->dil_h) * p->in_w;
+            int32_t ox = 0;
+            for (; ox + 16 <= p->out_w; ox += 16) {
+                if ((last_row + (size_t)(ox + 15) * p->stride_w) * c + p->span4 > image) break;
+                for (int32_t o = 0; o < p->out_c; o += 16) {
+                    _tile_zero(0);
+                    for (int32_t i = 0; i < p->kh; ++i) {
+                        const size_t iy = (size_t)oy * p->stride_h + (size_t)i * p->dil_h;
+                        _tile_loadd(1, xb + (iy * p->in_w + (size_t)ox * p->stride_w) * c, (long)stride);
+                        _tile_loadd(2, p->w_rows + ((size_t)(o / 16) * p->kh + i) * kq * 64, 64);
+                        _tile_dpbssd(0, 1, 2);
+                    }
+                    _tile_stored(0, p->c, 128);
+                    rq_block(&p->rq, p->c, 16, o, p->out_c - o < 16 ? p->out_c - o : 16,
+                             y + (size_t)(row0 + ox) * p->out_c + o, p->out_c);
+                }
+                lut_rows(p, y, row0 + ox, 16);
+            }
+            if (ox < p->out_w) conv_vnni_range(p, x, y, row0 + ox, row0 + p->out_w);
+        }
+    }
+    _tile_release();
+}
+#endif
+
+#if !(defined(INTQ_AMX) && defined(INTQ_VNNI))
+int intq_conv_direct(const intq_conv_params *p) { (void)p; return 0; }
+#endif
+
+/* Bytes of intq_pack_rows' output for n channels, kh tap rows of span bytes. */
+int64_t intq_packed_rows_bytes(int32_t kh, int32_t span, int32_t n) {
+    return (int64_t)(n + 15) / 16 * 16 * kh * ((span + 3) / 4 * 4);
+}
+
+/* w int8 [n][kh * span] (K ordered tap row, then kw * in_c) -> [n/16][kh][span4/4][16][4], zeros
+ * beyond span and n: each tap row's weights as an AMX B tile (conv_amx_direct). */
+void intq_pack_rows(int32_t kh, int32_t span, int32_t n, const int8_t *w, int8_t *out) {
+    const int32_t kq = (span + 3) / 4;
+    memset(out, 0, (size_t)intq_packed_rows_bytes(kh, span, n));
+    for (int32_t o = 0; o < n; ++o)
+        for (int32_t i = 0; i < kh; ++i)
+            for (int32_t k = 0; k < span; ++k)
+                out[(((size_t)(o / 16) * kh + i) * kq + k / 4) * 64 + (o % 16) * 4 + k % 4] =
+                    w[(size_t)o * kh * span + (size_t)i * span + k];
+}
 
 /* Portable: one row and 16 channels at a time from the packed weights. */
 static void conv_c(const intq_conv_params *p, const int8_t *x, int8_t *y, int64_t m) {
@@ -436,6 +520,10 @@ void intq_conv(const intq_conv_params *p, const int8_t *x, int8_t *y) {
     /* fewer rows than one tile (a FULLY_CONNECTED row, a tiny feature map): the tile set-up costs
      * more than it saves (measured: FC 1x1280x1000 27.5 us AMX, 22.3 us VNNI) */
 #ifdef INTQ_VNNI
+    if (intq_path == PATH_AMX && direct_fits(p)) {
+        conv_amx_direct(p, x, y);
+        return;
+    }
     if (intq_path == PATH_AMX && m < 16) {
         conv_vnni(p, x, y, m);
         return;
