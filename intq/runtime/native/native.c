@@ -617,8 +617,8 @@ static inline void dw_pair(const intq_dw_params *p, const int32_t *offset, int32
 #define DW_CACHE 8 /* offsets of the clipped tap windows kept per call */
 
 #ifdef INTQ_AVX512
-static inline void dw_quad(const intq_dw_params *p, const int8_t *x0, int32_t in_w, int8_t *out, __m512i zp, __m512i lo,
-                           __m512i hi);
+static inline void dw_quad(const intq_dw_params *p, const int8_t *x0, int32_t in_w, int32_t i0, int32_t i1,
+                           const int32_t *offset, int8_t *out, __m512i zp, __m512i lo, __m512i hi);
 
 /* One output pixel on its whole window (x0: its tap (0, 0); rows in_w pixels apart): dw_quad's sums
  * for a single pixel. */
@@ -661,7 +661,7 @@ static void dw_from_padded(const intq_dw_params *p, const int8_t *x, int8_t *y) 
             int8_t *out = y + ((size_t)n * p->out_h + oy) * p->out_w * c;
             int32_t ox = 0;
             for (; ox + 4 <= p->out_w; ox += 4)
-                dw_quad(p, row + (size_t)ox * p->stride_w * c, pw, out + (size_t)ox * c, zp, lo, hi);
+                dw_quad(p, row + (size_t)ox * p->stride_w * c, pw, 0, p->kh, p->rq.offset, out + (size_t)ox * c, zp, lo, hi);
             for (; ox < p->out_w; ++ox) dw_one(p, row + (size_t)ox * p->stride_w * c, pw, out + (size_t)ox * c, zp, lo, hi);
             if (p->lut) {
                 const size_t at = ((size_t)n * p->out_h + oy) * p->out_w * c;
@@ -673,20 +673,22 @@ static void dw_from_padded(const intq_dw_params *p, const int8_t *x, int8_t *y) 
 #endif
 
 #ifdef INTQ_AVX512
-/* Four neighbouring output pixels whose windows lie wholly inside the image (x0: the first one's
- * tap (0, 0)): per 16-channel block, each weight vector loaded once for the four, the tap
- * addresses by arithmetic; the same sums as dw_pair (offset + sum over all taps x * w). */
-static inline void dw_quad(const intq_dw_params *p, const int8_t *x0, int32_t in_w, int8_t *out, __m512i zp, __m512i lo,
-                           __m512i hi) {
+/* Four neighbouring output pixels whose windows span every tap column inside the image and the tap
+ * rows [i0, i1) (x0: the first one's tap (i0, 0); offset: that window's, see intq_depthwise): per
+ * 16-channel block, each weight vector loaded once for the four, the tap addresses by arithmetic;
+ * the same sums as dw_pair (offset + sum over the window's taps x * w). */
+static inline void dw_quad(const intq_dw_params *p, const int8_t *x0, int32_t in_w, int32_t i0, int32_t i1,
+                           const int32_t *offset, int8_t *out, __m512i zp, __m512i lo, __m512i hi) {
     const int32_t c = p->c, cp = (c + 15) / 16 * 16;
     const size_t step = (size_t)p->stride_w * c, drow = (size_t)p->dil_h * in_w * c, dcol = (size_t)p->dil_w * c;
     for (int32_t ch = 0; ch < c; ch += 16) {
         const __mmask16 valid = c - ch >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (c - ch)) - 1u);
         rq_vec v; /* the block's requantization vectors, for the four pixels (rq16v adds the offset) */
         rq_vec_load(&v, &p->rq, ch, c - ch < 16 ? c - ch : 16);
+        v.off = _mm512_loadu_si512((const void *)(offset + ch));
         __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0;
-        const int32_t *w = p->w + ch;
-        for (int32_t i = 0; i < p->kh; ++i) {
+        const int32_t *w = p->w + (size_t)i0 * p->kw * cp + ch;
+        for (int32_t i = 0; i < i1 - i0; ++i) {
             const int8_t *r = x0 + i * drow + ch;
             for (int32_t j = 0; j < p->kw; ++j, w += cp, r += dcol) {
                 const __m512i wv = _mm512_loadu_si512((const void *)w);
@@ -731,17 +733,6 @@ void intq_depthwise(const intq_dw_params *p, const int8_t *x, int8_t *y) {
             dw_inside(oy, p->stride_h, p->pad_top, p->dil_h, p->kh, p->in_h, &i0, &i1);
             for (int32_t ox = 0; ox < p->out_w; ox += 1 + pair) {
                 int8_t *out0 = y + (((size_t)n * p->out_h + oy) * p->out_w + ox) * c, *out1 = out0 + c;
-                if (i1 - i0 == p->kh && ox + 4 <= p->out_w) {
-                    /* four pixels with whole windows (the first's leftmost tap and the last's
-                     * rightmost inside the image): dw_quad */
-                    const int32_t first = ox * p->stride_w - p->pad_left;
-                    if (first >= 0 && first + 3 * p->stride_w + (p->kw - 1) * p->dil_w < p->in_w) {
-                        const int32_t iy = oy * p->stride_h - p->pad_top;
-                        dw_quad(p, xb + ((size_t)iy * p->in_w + first) * c, p->in_w, out0, zp, lo, hi);
-                        pair = 3;
-                        continue;
-                    }
-                }
                 int32_t j0, j1, k0 = -1, k1 = -1;
                 dw_inside(ox, p->stride_w, p->pad_left, p->dil_w, p->kw, p->in_w, &j0, &j1);
                 if (ox + 1 < p->out_w) dw_inside(ox + 1, p->stride_w, p->pad_left, p->dil_w, p->kw, p->in_w, &k0, &k1);
@@ -780,6 +771,17 @@ void intq_depthwise(const intq_dw_params *p, const int8_t *x, int8_t *y) {
                         }
                     }
                     offset = cache[slot];
+                }
+                if (i1 > i0 && ox + 4 <= p->out_w) {
+                    /* four pixels whose windows have every tap column inside the image (the first's
+                     * leftmost and the last's rightmost): dw_quad, on this row window's offset */
+                    const int32_t first = ox * p->stride_w - p->pad_left;
+                    if (first >= 0 && first + 3 * p->stride_w + (p->kw - 1) * p->dil_w < p->in_w) {
+                        const int32_t iy = oy * p->stride_h - p->pad_top + i0 * p->dil_h;
+                        dw_quad(p, xb + ((size_t)iy * p->in_w + first) * c, p->in_w, i0, i1, offset, out0, zp, lo, hi);
+                        pair = 3;
+                        continue;
+                    }
                 }
                 int32_t m = 0;
                 for (int32_t i = i0; i < i1; ++i) {
