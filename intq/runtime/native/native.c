@@ -852,7 +852,7 @@ typedef struct {
 void intq_mul(const intq_binary_params *p, const int8_t *a, const int8_t *b, int8_t *y) {
 #ifdef INTQ_AVX512
     const int a_full = p->a_rows == p->rows && p->a_cols == p->cols, b_full = p->b_rows == p->rows && p->b_cols == p->cols;
-    if (p->rows > 1 && p->cols % 16 == 0 && p->cols <= 2048 &&
+    if (p->rows > 1 && p->cols <= 2048 &&
         ((a_full && p->b_rows == 1 && p->b_cols == p->cols) || (b_full && p->a_rows == 1 && p->a_cols == p->cols))) {
         /* one operand a row [1, C] broadcast over the other's rows (the squeeze-excitation product),
          * C a multiple of 16: the row's (b - Z_b) vectors made once, the other operand in one flat
@@ -863,17 +863,35 @@ void intq_mul(const intq_binary_params *p, const int8_t *a, const int8_t *b, int
                       e = _mm512_set1_epi32(p->right), away = _mm512_set1_epi32(p->away),
                       zp = _mm512_set1_epi32(p->out_zp), lo = _mm512_set1_epi32(p->act_min),
                       hi = _mm512_set1_epi32(p->act_max);
-        const int32_t nb = p->cols / 16;
+        const int32_t nb = (p->cols + 15) / 16;
         __m512i rv[nb];
-        for (int32_t k = 0; k < nb; ++k)
-            rv[k] = _mm512_sub_epi32(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(row + 16 * k))), zr);
-        const int64_t total = p->rows * (int64_t)p->cols;
-        for (int64_t i = 0, k = 0; i < total; i += 16) {
-            const __m512i fv = _mm512_sub_epi32(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(full + i))), zf);
-            const __m512i prod = _mm512_mullo_epi32(fv, rv[k]);
-            _mm512_mask_cvtsepi32_storeu_epi8(y + i, (__mmask16)0xFFFF,
-                                              rq16(_mm512_sllv_epi32(prod, left), m, e, away, zp, lo, hi));
-            if (++k == nb) k = 0;
+        for (int32_t k = 0; k < nb; ++k) {
+            const int32_t left_k = p->cols - 16 * k;
+            const __mmask16 valid = left_k >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left_k) - 1u);
+            rv[k] = _mm512_sub_epi32(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(valid, row + 16 * k)), zr);
+        }
+        if (p->cols % 16 == 0) { /* one flat pass of 16 lanes */
+            const int64_t total = p->rows * (int64_t)p->cols;
+            for (int64_t i = 0, k = 0; i < total; i += 16) {
+                const __m512i fv = _mm512_sub_epi32(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(full + i))), zf);
+                const __m512i prod = _mm512_mullo_epi32(fv, rv[k]);
+                _mm512_mask_cvtsepi32_storeu_epi8(y + i, (__mmask16)0xFFFF,
+                                                  rq16(_mm512_sllv_epi32(prod, left), m, e, away, zp, lo, hi));
+                if (++k == nb) k = 0;
+            }
+            return;
+        }
+        for (int64_t r = 0; r < p->rows; ++r) { /* row by row, the last block of each under a mask */
+            const int8_t *fr = full + r * p->cols;
+            int8_t *yr = y + r * p->cols;
+            for (int32_t k = 0; k < nb; ++k) {
+                const int32_t left_k = p->cols - 16 * k;
+                const __mmask16 valid = left_k >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left_k) - 1u);
+                const __m512i fv = _mm512_sub_epi32(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(valid, fr + 16 * k)), zf);
+                const __m512i prod = _mm512_mullo_epi32(fv, rv[k]);
+                _mm512_mask_cvtsepi32_storeu_epi8(yr + 16 * k, valid,
+                                                  rq16(_mm512_sllv_epi32(prod, left), m, e, away, zp, lo, hi));
+            }
         }
         return;
     }
