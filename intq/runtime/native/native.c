@@ -70,13 +70,14 @@ static inline int32_t rq_scalar(int32_t x, int32_t m, int32_t e, int32_t away, i
 
 #ifdef INTQ_AVX512
 /* rq_scalar on 16 lanes. SRDHM: the even lanes' 64-bit products (vpmuldq), then the odd lanes';
- * the logical shift keeps bits 31..62 of x * m + 2^30 in each low half, which is the arithmetic
- * shift's low 32 bits. */
+ * the logical shift keeps bits 31..62 of x * m + 2^30 in each even lane's low half, which is the
+ * arithmetic shift's low 32 bits; a left shift by one puts the same bits in each odd lane's high
+ * half. */
 static inline __m512i rq16(__m512i x, __m512i m, __m512i e, __m512i away, __m512i zp, __m512i lo, __m512i hi) {
     const __m512i half = _mm512_set1_epi64((int64_t)1 << 30);
     __m512i even = _mm512_srli_epi64(_mm512_add_epi64(_mm512_mul_epi32(x, m), half), 31);
     __m512i odd = _mm512_add_epi64(_mm512_mul_epi32(_mm512_srli_epi64(x, 32), _mm512_srli_epi64(m, 32)), half);
-    odd = _mm512_slli_epi64(_mm512_srli_epi64(odd, 31), 32);
+    odd = _mm512_slli_epi64(odd, 1); /* bits 31..62 of x * m + 2^30 into the high half */
     const __m512i h = _mm512_mask_blend_epi32((__mmask16)0xAAAA, even, odd);
     const __m512i one = _mm512_set1_epi32(1);
     const __m512i mask = _mm512_sub_epi32(_mm512_sllv_epi32(one, e), one);
@@ -144,7 +145,7 @@ static inline __m512i rq16v(__m512i acc, const rq_vec *v, __m512i zp, __m512i lo
     const __m512i x = _mm512_add_epi32(acc, v->off), half30 = _mm512_set1_epi64((int64_t)1 << 30);
     const __m512i even = _mm512_srli_epi64(_mm512_add_epi64(_mm512_mul_epi32(x, v->m), half30), 31);
     __m512i odd = _mm512_add_epi64(_mm512_mul_epi32(_mm512_srli_epi64(x, 32), v->m_odd), half30);
-    odd = _mm512_slli_epi64(_mm512_srli_epi64(odd, 31), 32);
+    odd = _mm512_slli_epi64(odd, 1); /* bits 31..62 of x * m + 2^30 into the high half */
     const __m512i h = _mm512_mask_blend_epi32((__mmask16)0xAAAA, even, odd);
     const __m512i threshold = _mm512_add_epi32(v->half, _mm512_and_si512(v->away, _mm512_srli_epi32(h, 31)));
     const __mmask16 up = _mm512_cmpgt_epi32_mask(_mm512_and_si512(h, v->mask), threshold);
