@@ -689,14 +689,27 @@ static inline void dw_quad(const intq_dw_params *p, const int8_t *x0, int32_t in
         v.off = _mm512_loadu_si512((const void *)(offset + ch));
         __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0;
         const int32_t *w = p->w + (size_t)i0 * p->kw * cp + ch;
-        for (int32_t i = 0; i < i1 - i0; ++i) {
-            const int8_t *r = x0 + i * drow + ch;
-            for (int32_t j = 0; j < p->kw; ++j, w += cp, r += dcol) {
-                const __m512i wv = _mm512_loadu_si512((const void *)w);
-                a0 = dw_product(a0, _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(valid, r)), wv);
-                a1 = dw_product(a1, _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(valid, r + step)), wv);
-                a2 = dw_product(a2, _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(valid, r + 2 * step)), wv);
-                a3 = dw_product(a3, _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(valid, r + 3 * step)), wv);
+        if (valid == (__mmask16)0xFFFF) { /* a whole block: plain loads (folded into the sign extension) */
+            for (int32_t i = 0; i < i1 - i0; ++i) {
+                const int8_t *r = x0 + i * drow + ch;
+                for (int32_t j = 0; j < p->kw; ++j, w += cp, r += dcol) {
+                    const __m512i wv = _mm512_loadu_si512((const void *)w);
+                    a0 = dw_product(a0, _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)r)), wv);
+                    a1 = dw_product(a1, _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(r + step))), wv);
+                    a2 = dw_product(a2, _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(r + 2 * step))), wv);
+                    a3 = dw_product(a3, _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(r + 3 * step))), wv);
+                }
+            }
+        } else { /* the last channels: loads under the mask (nothing read beyond them) */
+            for (int32_t i = 0; i < i1 - i0; ++i) {
+                const int8_t *r = x0 + i * drow + ch;
+                for (int32_t j = 0; j < p->kw; ++j, w += cp, r += dcol) {
+                    const __m512i wv = _mm512_loadu_si512((const void *)w);
+                    a0 = dw_product(a0, _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(valid, r)), wv);
+                    a1 = dw_product(a1, _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(valid, r + step)), wv);
+                    a2 = dw_product(a2, _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(valid, r + 2 * step)), wv);
+                    a3 = dw_product(a3, _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(valid, r + 3 * step)), wv);
+                }
             }
         }
         _mm512_mask_cvtsepi32_storeu_epi8(out + ch, valid, rq16v(a0, &v, zp, lo, hi));
