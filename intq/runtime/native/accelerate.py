@@ -27,6 +27,9 @@ zero; ``Requant.DOUBLE_HALF_UP``: ties up) to int8:
 The rest (XNNPACK's and onnxruntime's float32 requantization, TPU-MLIR's multiplier/rshift, the
 optimized targets' ADD and MUL, 16x8, other operators) keep the kernels' own run paths.
 
+:func:`programs` groups the plan's consecutive native steps for its hot path: one C call per run
+of steps (:class:`Program`), their outputs views of one fresh buffer per run.
+
 Prepared here, once: the packed weights, the per-channel requantization arrays (padded to 32
 channels), the C parameter structure and its scratch buffers. Not re-entrant (one run at a time
 per plan), as the kernels' own im2col buffers.
