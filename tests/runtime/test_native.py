@@ -187,15 +187,21 @@ def _valid_conv(rng, n, h, w, c_in, c_out, k, stride, padding="VALID"):
 
 
 # (n, h, w, c_in, c_out, k, stride): out_w a multiple of 16 and not (tail pixels on the VNNI path), a
-# tap row of 9 bytes (3 read past it), of 64, channels beyond one 16-block, the last window at the
-# image's last byte (its group's read would pass the end: the VNNI path), batch 2
+# tap row of 9 bytes (3 read past it), of 64, of 120 and 144 (pieces of 64 and a tail), channels
+# beyond one 16-block, the last window at the image's last byte (its group's read would pass the
+# end: the VNNI path), batch 2; 1x1 convolutions on maps narrower than 16 (all pixels one row: 7x7,
+# 2x3x5), on 96 and 130 channels
 DIRECT_CASES = [(1, 33, 33, 3, 16, 3, 2), (2, 9, 37, 3, 8, 3, 1), (1, 5, 34, 3, 40, 3, 1), (1, 4, 16, 16, 16, 1, 1),
-                (2, 3, 35, 64, 24, 1, 1), (1, 7, 40, 21, 33, 3, 1), (1, 6, 50, 5, 17, 3, 3), (1, 3, 18, 7, 5, 3, 1)]
+                (2, 3, 35, 64, 24, 1, 1), (1, 7, 40, 21, 33, 3, 1), (1, 6, 50, 5, 17, 3, 3), (1, 3, 18, 7, 5, 3, 1),
+                (1, 4, 19, 40, 24, 3, 1), (1, 3, 20, 48, 16, 3, 1), (1, 7, 7, 96, 40, 1, 1), (2, 3, 5, 130, 17, 1, 1)]
 
 
 @needs_library
 @pytest.mark.parametrize("case", DIRECT_CASES, ids=str)
-def test_direct_amx_convolutions_equal_the_kernel(variants, case):
+def test_direct_amx_convolutions_equal_the_kernel(variants, case, monkeypatch):
+    from intq.runtime.native import accelerate
+
+    monkeypatch.setattr(accelerate, "DIRECT_LIMITS", (10**9, 0, 10**9))  # wherever the geometry fits
     rng = np.random.default_rng(sum(case))
     graph, x = _valid_conv(rng, *case)
     node = graph.nodes[0]

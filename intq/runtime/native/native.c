@@ -415,17 +415,17 @@ static void conv_vnni(const intq_conv_params *p, const int8_t *x, int8_t *y, int
 
 #if defined(INTQ_AMX) && defined(INTQ_VNNI)
 /* The AMX path without im2col, for convolutions whose every window lies inside the image (no
- * padding: e.g. the first 3x3 convolution on 3 channels after an explicit PAD, or a 1x1) and whose
- * tap row kw * in_c fits one tile row (<= 64 bytes): 16 neighbouring output pixels of one output
- * row are a tile read straight from the input, one row per pixel, stride_w * in_c bytes apart (the
- * rows overlap); per tap row one product with that row's weights (w_rows: K = span4, zeros beyond
- * kw * in_c, so the up to 3 bytes read past a pixel's tap row add nothing). The same integer sums
+ * padding: e.g. the first 3x3 convolution on 3 channels after an explicit PAD, or a 1x1, which the
+ * caller presents as one row of all the pixels): 16 neighbouring output pixels of one output row
+ * are a tile read straight from the input, one row per pixel, stride_w * in_c bytes apart (the rows
+ * overlap); per tap row, in pieces of 64 bytes, one product with that piece's weights (w_rows: K =
+ * span4, zeros beyond kw * in_c, so the up to 3 bytes read past a pixel's tap row add nothing). The same integer sums
  * as the im2col path. Groups of fewer than 16 pixels, and a group whose read would pass the end of
  * the image, take the VNNI path. */
 static int direct_fits(const intq_conv_params *p) {
     return p->w_rows != 0 && p->pad_top == 0 && p->pad_left == 0 && p->dil_w == 1 && p->out_w >= 16 &&
            (p->out_h - 1) * p->stride_h + (p->kh - 1) * p->dil_h < p->in_h &&
-           (p->out_w - 1) * p->stride_w + p->kw - 1 < p->in_w && p->span4 <= 64;
+           (p->out_w - 1) * p->stride_w + p->kw - 1 < p->in_w;
 }
 
 /* 1 where intq_conv takes the AMX direct path for p (tests: the cases that exercise it). */
@@ -433,12 +433,15 @@ int intq_conv_direct(const intq_conv_params *p) { return intq_path == PATH_AMX &
 
 static void conv_amx_direct(const intq_conv_params *p, const int8_t *x, int8_t *y) {
     const int32_t c = p->in_c, kq = p->span4 / 4;
+    const int32_t full = p->span4 / 64 * 64, tail = p->span4 - full; /* a tap row in 64-byte pieces */
     amx_config cfg;
     memset(&cfg, 0, sizeof cfg);
     cfg.palette = 1;
-    cfg.rows[0] = 16, cfg.colsb[0] = 64;      /* C: 16 pixels x 16 channels, int32 */
-    cfg.rows[1] = 16, cfg.colsb[1] = p->span4; /* A: 16 pixels x one tap row */
-    cfg.rows[2] = kq, cfg.colsb[2] = 64;      /* B: the tap row's weights, [K/4][16][4] */
+    cfg.rows[0] = 16, cfg.colsb[0] = 64;                   /* C: 16 pixels x 16 channels, int32 */
+    cfg.rows[1] = 16, cfg.colsb[1] = 64;                   /* A: 16 pixels x a 64-byte piece of a tap row */
+    cfg.rows[2] = 16, cfg.colsb[2] = 64;                   /* B: its weights, [16][16][4] */
+    cfg.rows[3] = 16, cfg.colsb[3] = tail ? tail : 4;      /* A: the last piece (tail bytes) */
+    cfg.rows[4] = tail ? tail / 4 : 1, cfg.colsb[4] = 64;  /* B: its weights */
     _tile_loadconfig(&cfg);
     const size_t image = (size_t)p->in_h * p->in_w * c, stride = (size_t)p->stride_w * c;
     for (int32_t n = 0; n < p->batch; ++n) {
@@ -453,9 +456,18 @@ static void conv_amx_direct(const intq_conv_params *p, const int8_t *x, int8_t *
                     _tile_zero(0);
                     for (int32_t i = 0; i < p->kh; ++i) {
                         const size_t iy = (size_t)oy * p->stride_h + (size_t)i * p->dil_h;
-                        _tile_loadd(1, xb + (iy * p->in_w + (size_t)ox * p->stride_w) * c, (long)stride);
-                        _tile_loadd(2, p->w_rows + ((size_t)(o / 16) * p->kh + i) * kq * 64, 64);
-                        _tile_dpbssd(0, 1, 2);
+                        const int8_t *src = xb + (iy * p->in_w + (size_t)ox * p->stride_w) * c;
+                        const int8_t *w = p->w_rows + ((size_t)(o / 16) * p->kh + i) * kq * 64;
+                        for (int32_t q = 0; q < full; q += 64) {
+                            _tile_loadd(1, src + q, (long)stride);
+                            _tile_loadd(2, w + (size_t)q * 16, 64);
+                            _tile_dpbssd(0, 1, 2);
+                        }
+                        if (tail) {
+                            _tile_loadd(3, src + full, (long)stride);
+                            _tile_loadd(4, w + (size_t)full * 16, 64);
+                            _tile_dpbssd(0, 3, 4);
+                        }
                     }
                     _tile_stored(0, p->c, 128);
                     rq_block(&p->rq, p->c, 16, o, p->out_c - o < 16 ? p->out_c - o : 16,
