@@ -915,6 +915,56 @@ def _batch_matmul(w: _Writer, n: Node) -> None:
     w.b.node("QLinearMatMul", [ops[0], sa, za, ops[1], sb, zb, sy, zy], [w.out(y)], n.name)
 
 
+def _integer_operands(w: _Writer, n: Node, weights: np.ndarray) -> tuple[str, str, str]:
+    """ConvInteger / MatMulInteger: the input's zero point (in the activations' dtype), the weights
+    (ONNX layout) and their zero point, int8 — the same integers in both formats (these operators
+    have no scales and no QDQ form)."""
+    x, wt = n.inputs[0], n.inputs[1]
+    xt = w.t(x)
+    zx = w.b.constant(f"{x}/zero_point", np.array(xt.qparams.tensor_zero_point + w.offset, w.dtype(xt)))
+    wq = w.t(wt).qparams
+    if wq.per_axis and n.op_type == "CONV_INTEGER":
+        raise OnnxOpError(f"node {n.name!r} ({n.op_type}): weights with a zero point per output channel "
+                          "(onnxruntime's ConvInteger refuses them)")
+    zw = np.asarray(wq.zero_point, np.int8).reshape(-1) if wq.per_axis else np.int8(wq.tensor_zero_point)
+    return zx, w.b.constant(f"{wt}/onnx", weights), w.b.constant(f"{wt}/zero_point", zw)
+
+
+@EMITTERS.register("CONV_INTEGER")
+def _conv_integer(w: _Writer, n: Node) -> None:
+    """ConvInteger (NCHW, between Transposes), the int32 sums; explicit pads from TFLite's padding."""
+    x, wt, y = n.inputs[0], n.inputs[1], n.outputs[0]
+    xt, wtt = w.t(x), w.t(wt)
+    if wtt.data is None:
+        raise OnnxOpError(f"node {n.name!r} ({n.op_type}): weights {wt!r} are not constant")
+    weights = np.ascontiguousarray(wtt.data.transpose(0, 3, 1, 2))  # [C_out, KH, KW, C] -> [C_out, C, KH, KW]
+    kh, kw = weights.shape[2:]
+    a = n.attrs
+    sh, sw = int(a.get("stride_h", 1)), int(a.get("stride_w", 1))
+    dh, dw = int(a.get("dilation_h_factor", 1)), int(a.get("dilation_w_factor", 1))
+    pad = compute_padding(a.get("padding", "SAME"), xt.shape[1:3], (kh, kw), (sh, sw), (dh, dw))
+    bottom = max((pad.out_h - 1) * sh + (kh - 1) * dh + 1 - xt.shape[1] - pad.top, 0)
+    right = max((pad.out_w - 1) * sw + (kw - 1) * dw + 1 - xt.shape[2] - pad.left, 0)
+    zx, wn, zw = _integer_operands(w, n, weights)
+    out = w.nchw_out(y, n)
+    w.use("ConvInteger", n)
+    w.b.node("ConvInteger", [w.to_nchw(x, n), wn, zx, zw], [out], n.name, kernel_shape=[kh, kw], strides=[sh, sw],
+             dilations=[dh, dw], pads=[pad.top, pad.left, bottom, right])
+    w.finish_nchw(y, n)
+
+
+@EMITTERS.register("MATMUL_INTEGER")
+def _matmul_integer(w: _Writer, n: Node) -> None:
+    """MatMulInteger of an activation by the constant ``[K, N]`` operand: the int32 sums."""
+    a, b, y = n.inputs[0], n.inputs[1], n.outputs[0]
+    bt = w.t(b)
+    if bt.data is None:
+        raise OnnxOpError(f"node {n.name!r} ({n.op_type}): the right operand {b!r} is not constant")
+    za, bn, zb = _integer_operands(w, n, bt.data)
+    w.use("MatMulInteger", n)
+    w.b.node("MatMulInteger", [w.name(a), bn, za, zb], [w.out(y)], n.name)
+
+
 @EMITTERS.register("RSQRT")
 def _rsqrt(w: _Writer, n: Node) -> None:
     """DequantizeLinear -> Sqrt -> Reciprocal -> QuantizeLinear in both formats (ONNX has no Rsqrt)."""

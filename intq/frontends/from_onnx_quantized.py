@@ -24,7 +24,13 @@ without the ``_quantized`` suffix onnxruntime's QOperator writer adds), so ``int
 float.onnx quantized.onnx`` ranks its layers. A float operator between DequantizeLinear and
 QuantizeLinear that has no integer unit here stays a float node between DEQUANTIZE and QUANTIZE.
 
-Refused, naming the node: weights with a non-zero zero point, per-axis activations,
+Also read: ONNX's integer operators ConvInteger / MatMulInteger (constant weights) as CONV_INTEGER /
+MATMUL_INTEGER, whose int32 outputs need no scales (the operands get scale 1); float16 scales on
+QLinearMatMul (their exact float32 values: what onnxruntime computes with); 16-bit QuantizeLinear /
+DequantizeLinear at the float boundary (uint16 codes become int16 ones minus 32768).
+
+Refused, naming the node: per-axis or blocked activations, float8 / 4-bit / 2-bit types,
+DynamicQuantizeLinear (a run-time float scale: intq's integer graphs have fixed parameters),
 QLinearAveragePool, and operators neither the integer units nor intq's float executor know.
 """
 
@@ -48,10 +54,23 @@ from intq.qmath import QuantParams
 #: onnxruntime's QOperator operators this importer reads.
 QOPERATORS = frozenset({"QLinearConv", "QLinearMatMul", "QGemm", "QLinearAdd", "QLinearMul", "QLinearSigmoid",
                         "QLinearLeakyRelu", "QLinearSoftmax", "QLinearConcat", "QLinearGlobalAveragePool"})
+#: Operators whose float16 scales are read (as their exact float32 values): ONNX allows them on
+#: QLinearMatMul (opset 21), and onnxruntime's QLinearMatMul with float16 scales gives the outputs of
+#: the same model with the scales converted to float32 (measured: 240 random models, uint8 and int8,
+#: both optimization levels; tests/frontends/test_onnx_quantized.py). QLinearConv takes float32
+#: scales only (onnxruntime refuses float16 ones); a QuantizeLinear / DequantizeLinear with a float16
+#: scale quantizes a float16 tensor, which intq's float32 boundary does not read.
+FLOAT16_SCALES = frozenset({"QLinearMatMul"})
+#: ONNX's integer operators (int32 outputs, zero points and no scales): CONV_INTEGER and MATMUL_INTEGER.
+INTEGER_OPS = frozenset({"ConvInteger", "MatMulInteger"})
 #: 8-bit data movement: codes move unchanged.
 MOVEMENT = frozenset({"Reshape", "Flatten", "Transpose", "Squeeze", "Unsqueeze", "Identity", "MaxPool", "Pad",
                       "Concat", "Split"})
 _EIGHT_BIT = (np.dtype(np.int8), np.dtype(np.uint8))
+#: 16-bit tensors are read at the float boundary only (QuantizeLinear of a float tensor, DequantizeLinear):
+#: int16 tensors; uint16 codes become int16 ones minus 32768, as uint8 codes become int8 ones minus 128.
+_SIXTEEN_BIT = (np.dtype(np.int16), np.dtype(np.uint16))
+_UNSIGNED_OFFSET = {np.dtype(np.uint8): 128, np.dtype(np.uint16): 32768}
 _INT, _FLOAT = onnx.AttributeProto.INT, onnx.AttributeProto.FLOAT
 #: onnxruntime's contrib (com.microsoft) operators read here: (min, max) inputs and each attribute's
 #: type, from onnxruntime's contrib schemas (onnx's checker does not know them; the ai.onnx nodes
@@ -76,7 +95,8 @@ _NHWC, _NCHW = (0, 2, 3, 1), (0, 3, 1, 2)
 def is_quantized(proto: onnx.ModelProto) -> bool:
     """Whether the model holds quantized operators (QOperator, or Q/DQ on 8-bit tensors)."""
     for n in proto.graph.node:
-        if n.op_type in QOPERATORS or n.op_type in ("QuantizeLinear", "DequantizeLinear"):
+        if n.op_type in QOPERATORS or n.op_type in INTEGER_OPS or n.op_type in ("QuantizeLinear", "DequantizeLinear",
+                                                                               "DynamicQuantizeLinear"):
             return True
     return False
 
@@ -101,6 +121,8 @@ class _Import:
     opset: int = 21
     unit_qs: set[int] = field(default_factory=set)  # id() of QuantizeLinear nodes a unit consumed
     uint8: bool = False
+    input_types: dict[str, np.dtype] = field(default_factory=dict)  # graph input -> its ONNX type
+    elem_types: dict[str, int] = field(default_factory=dict)  # ONNX tensor -> its element type, where inferred
 
     # ----------------------------------------------------------------- helpers
 
@@ -124,21 +146,30 @@ class _Import:
                 ) -> QuantParams:
         """int8 QuantParams of an 8-bit tensor (a uint8 zero point minus 128)."""
         raw_scale = np.asarray(self.const(scale, node))
-        if raw_scale.dtype != np.float32:
-            raise self.error(node, f"scale {scale!r} is {raw_scale.dtype.name}; intq reads float32 scales")
+        if raw_scale.dtype == np.float16 and node.op_type in FLOAT16_SCALES:
+            raw_scale = raw_scale.astype(np.float32)  # exact: every float16 is a float32
+        elif raw_scale.dtype != np.float32:
+            raise self.error(node, f"scale {scale!r} is {raw_scale.dtype.name}; intq reads float32 scales (float16 "
+                                   f"ones on {', '.join(sorted(FLOAT16_SCALES))} only: there onnxruntime computes "
+                                   "with their float32 values)")
         s = raw_scale
-        z = np.asarray(self.const(zero_point, node)) if zero_point else np.zeros(s.shape, np.uint8)
-        if z.dtype not in _EIGHT_BIT:
-            raise self.error(node, f"zero point {zero_point!r} is {z.dtype.name}; intq reads 8-bit tensors")
-        zi = z.astype(np.int64) - (128 if z.dtype == np.uint8 else 0)
+        z = np.asarray(self.const(zero_point, node)) if zero_point else np.zeros(s.shape, _zero_point_type(self, node))
+        if z.dtype in _SIXTEEN_BIT and node.op_type not in ("QuantizeLinear", "DequantizeLinear"):
+            raise self.error(node, f"zero point {zero_point!r} is {z.dtype.name}; intq reads 16-bit tensors at "
+                                   "QuantizeLinear / DequantizeLinear only")
+        if z.dtype not in _EIGHT_BIT + _SIXTEEN_BIT:
+            raise self.error(node, f"zero point {zero_point!r} is {z.dtype.name}; intq reads 8-bit tensors (and "
+                                   "16-bit ones at QuantizeLinear / DequantizeLinear)")
+        zi = z.astype(np.int64) - _UNSIGNED_OFFSET.get(z.dtype, 0)
+        dtype = np.int16 if z.dtype in _SIXTEEN_BIT else np.int8
         if z.dtype == np.uint8:
             self.uint8 = True
         if s.size == 1:
-            return QuantParams(np.float32(s.reshape(-1)[0]), int(zi.reshape(-1)[0]), np.int8)
+            return QuantParams(np.float32(s.reshape(-1)[0]), int(zi.reshape(-1)[0]), dtype)
         if axis is None:
             raise self.error(node, f"scale {scale!r} holds {s.size} values: an activation quantized per axis; intq's "
                                    "activations are quantized per tensor")
-        return QuantParams(s.reshape(-1), np.broadcast_to(zi.reshape(-1), s.reshape(-1).shape), np.int8, axis)
+        return QuantParams(s.reshape(-1), np.broadcast_to(zi.reshape(-1), s.reshape(-1).shape), dtype, axis)
 
     def int8_data(self, data: np.ndarray) -> np.ndarray:
         return (data.astype(np.int16) - 128).astype(np.int8) if data.dtype == np.uint8 else data
@@ -166,9 +197,9 @@ class _Import:
     def name(self, onnx_name: str) -> str:
         return self.alias.get(onnx_name, onnx_name)
 
-    def output(self, onnx_name: str, shape, qp: QuantParams, float_name: str | None = None) -> str:
-        """Declare the int8 tensor an operator writes for ONNX tensor ``onnx_name``."""
-        self.tensor(onnx_name, shape, qp)
+    def output(self, onnx_name: str, shape, qp: QuantParams, float_name: str | None = None, dtype=np.int8) -> str:
+        """Declare the int8 (or ``dtype``) tensor an operator writes for ONNX tensor ``onnx_name``."""
+        self.tensor(onnx_name, shape, qp, dtype)
         float_name = self.float_twin(onnx_name, float_name)
         if float_name is not None:
             self.float_of[onnx_name] = (float_name, tuple(range(len(shape))))
@@ -294,7 +325,9 @@ def _pad_nhwc(im: _Import, x: str, pads, value: int, node_name: str) -> str:
 # --------------------------------------------------------------------------- units
 
 def _conv(im: _Import, node, x: str, w: np.ndarray, w_qp: QuantParams, bias: np.ndarray | None, y: str,
-          y_qp: QuantParams, attrs: dict, float_name: str | None) -> None:
+          y_qp: QuantParams, attrs: dict, float_name: str | None, integer: bool = False) -> None:
+    """A QLinearConv / QDQ Conv as CONV_2D or DEPTHWISE_CONV_2D between TRANSPOSEs to and from NHWC;
+    ``integer``: a ConvInteger as CONV_INTEGER (int32 output ``y_qp``, ungrouped, no bias)."""
     if w.dtype != np.int8:
         raise im.error(node, f"weights are {w.dtype.name}; intq reads 8-bit weights")
     xt = im.tensors[x]
@@ -314,6 +347,8 @@ def _conv(im: _Import, node, x: str, w: np.ndarray, w_qp: QuantParams, bias: np.
         raise im.error(node, f"{np.asarray(bias).size} biases for {co} output channels")
     if attrs.get("auto_pad", b"NOTSET") not in (b"NOTSET", "NOTSET"):
         raise im.error(node, "auto_pad is not read; write explicit pads")
+    if integer and group != 1:
+        raise im.error(node, f"group {group}: intq reads ungrouped ConvInteger only")
     padding, (oh, ow) = _window(im, node, (h, wd), (kh, kw), strides, dil, pads)
     xin = im.nhwc(x, node.name)
     if padding is None:
@@ -336,13 +371,15 @@ def _conv(im: _Import, node, x: str, w: np.ndarray, w_qp: QuantParams, bias: np.
                          np.zeros(np.asarray(w_qp.scale).size, np.int64), np.int32, 0 if w_qp.per_axis else None)
         inputs.append(im.constant(f"{node.name}/bias", bias.astype(np.int32), bq if w_qp.per_axis else
                                   QuantParams(np.float32(bq.scale.reshape(-1)[0]), 0, np.int32)))
-    out = im.tensor(im.unique(f"{y}/nhwc"), (n, oh, ow, co), y_qp)
+    dtype = np.int32 if integer else np.int8
+    out = im.tensor(im.unique(f"{y}/nhwc"), (n, oh, ow, co), y_qp, dtype)
     opts = dict(padding=padding, stride_h=strides[0], stride_w=strides[1], dilation_h_factor=dil[0],
                 dilation_w_factor=dil[1], fused_activation_function="NONE")
     if depthwise:
         opts["depth_multiplier"] = co // c
-    im.add("DEPTHWISE_CONV_2D" if depthwise else "CONV_2D", node.name, inputs, [out], **opts)
-    im.output(y, (n, co, oh, ow), y_qp)
+    op = "CONV_INTEGER" if integer else "DEPTHWISE_CONV_2D" if depthwise else "CONV_2D"
+    im.add(op, node.name or f"{op}_{y}", inputs, [out], **opts)
+    im.output(y, (n, co, oh, ow), y_qp, dtype=dtype)
     im.map_nhwc(out, float_name)
     im.back_to_nchw(out, y, node.name)
 
@@ -587,17 +624,24 @@ def load_quantized_onnx(proto: onnx.ModelProto, real_inputs, bound: Mapping[str,
                                      | {i.name for i in real_inputs} | {o.name for o in proto.graph.output})
     im.graph_outputs = {o.name for o in proto.graph.output}
     graph_outputs = [o.name for o in proto.graph.output]
-    uint8_inputs = []
+    uint8_inputs, uint16_inputs = [], []
+    im.input_types = {inp.name: np.dtype(helper.tensor_dtype_to_np_dtype(inp.type.tensor_type.elem_type))
+                      for inp in real_inputs}
+    im.elem_types = _element_types(proto)
     for inp in real_inputs:
         dtype = np.dtype(helper.tensor_dtype_to_np_dtype(inp.type.tensor_type.elem_type))
-        if dtype in _EIGHT_BIT:  # an integer input: its parameters are those its first reader reads it with
-            im.tensor(inp.name, bound[inp.name], _input_qparams(im, inp.name), np.int8)
+        if dtype in _EIGHT_BIT + _SIXTEEN_BIT:  # its parameters are those its first reader reads it with
+            qp = _input_qparams(im, inp.name)
+            im.tensor(inp.name, bound[inp.name], qp, qp.dtype)
             if dtype == np.uint8:
                 uint8_inputs.append(inp.name)
+            if dtype == np.uint16:
+                uint16_inputs.append(inp.name)
         elif dtype == np.float32:
             im.tensor(inp.name, bound[inp.name], None, np.float32)
         else:
-            raise QuantizedOnnxError(f"{where}: input {inp.name!r} is {dtype.name}; intq reads float32 and 8-bit inputs")
+            raise QuantizedOnnxError(f"{where}: input {inp.name!r} is {dtype.name}; intq reads float32, 8-bit and "
+                                     "16-bit inputs")
 
     for node in proto.graph.node:
         if node.op_type != "Constant" and id(node) not in im.unit_qs:
@@ -618,7 +662,7 @@ def load_quantized_onnx(proto: onnx.ModelProto, real_inputs, bound: Mapping[str,
                   metadata={"source": "onnx-quantized", "producer": proto.producer_name,
                             "onnx_activations": "uint8" if im.uint8 else "int8",
                             "onnx_target": "ort-u8" if im.uint8 else "ort", "float_tensor_of": im.float_of,
-                            "onnx_uint8_inputs": tuple(uint8_inputs)})
+                            "onnx_uint8_inputs": tuple(uint8_inputs), "onnx_uint16_inputs": tuple(uint16_inputs)})
     try:
         graph.validate()
     except GraphError as e:
@@ -639,6 +683,8 @@ def _input_qparams(im: _Import, name: str) -> QuantParams:
 def _reader_qparams(im: _Import, name: str, depth: int) -> QuantParams | None:
     for reader in im.consumers.get(name, []):
         ins = list(reader.input)
+        if reader.op_type in INTEGER_OPS and ins[0] == name:
+            return _integer_qparams(im, reader, ins[2] if len(ins) > 2 else "", name)
         if reader.op_type in ("DequantizeLinear", *QOPERATORS) and reader.op_type != "QLinearConcat":
             j = ins.index(name)
             if j + 1 < len(ins) and ins[j + 1] in im.consts:
@@ -697,6 +743,12 @@ def _single_q(im: _Import, name: str):
     return None
 
 
+#: Why DynamicQuantizeLinear (and its expanded form) is refused.
+_DYNAMIC = ("dynamic quantization is not read: its scale and zero point are computed in float from each input at "
+            "run time, while intq's integer graphs have fixed quantization parameters (turned into integer "
+            "multipliers once, at prepare); quantize statically (intq.quantize, or onnxruntime's quantize_static)")
+
+
 def _read_node(im: _Import, node) -> None:
     op = node.op_type
     a = _attrs(node)
@@ -708,9 +760,11 @@ def _read_node(im: _Import, node) -> None:
                                  "intq reads per-tensor and per-axis 8-bit quantization")
     if op == "QuantizeLinear":
         x = i[0]
+        if i[1] not in im.consts or (i[2] and i[2] not in im.consts):
+            raise im.error(node, f"its scale or zero point is computed at run time: {_DYNAMIC}")
         qp = im.qparams(i[1], i[2], node)
         if im.t(x).dtype == np.float32:
-            im.output(node.output[0], im.t(x).shape, qp, x)
+            im.output(node.output[0], im.t(x).shape, qp, x, dtype=qp.dtype)
             im.add("QUANTIZE", node.name or f"{node.output[0]}/quantize", [im.name(x)], [node.output[0]])
             return
         raise im.error(node, "QuantizeLinear of a non-float tensor is not read")
@@ -725,6 +779,10 @@ def _read_node(im: _Import, node) -> None:
         return
     if op in QOPERATORS:
         return _read_qoperator(im, node, a, i)
+    if op in INTEGER_OPS:
+        return _read_integer_op(im, node, a, i)
+    if op == "DynamicQuantizeLinear":
+        raise im.error(node, _DYNAMIC)
     if op in MOVEMENT and node.input and im.tensors.get(im.name(node.input[0])) is not None \
             and im.t(node.input[0]).dtype == np.int8:
         return _movement(im, node)
@@ -746,7 +804,10 @@ def _float_island(im: _Import, node) -> None:
         raise im.error(node, "has no integer form here and is not an operator intq's float executor runs")
     for x in node.input:
         if x and x not in im.consts and im.tensors.get(im.name(x)) is None:
-            raise im.error(node, f"reads {x!r}, which intq did not import")
+            dq = _dq_source(im, x)
+            if dq is None or dq.input[0] not in im.consts:
+                raise im.error(node, f"reads {x!r}, which intq did not import")
+            im.consts[x] = _dequantized_constant(im, dq)  # weights of a unit read in float (16-bit activations)
         if x in im.consts and x not in im.tensors:
             im.tensors[x] = Tensor(x, data=im.consts[x])
     shapes = _infer_outputs(im, node)
@@ -762,6 +823,23 @@ def _float_island(im: _Import, node) -> None:
         im.taken.add(cname)
     for o, (dtype, shape) in zip(node.output, shapes):
         im.tensor(o, shape, None, dtype)
+
+
+def _dequantized_constant(im: _Import, dq) -> np.ndarray:
+    """A DequantizeLinear of a constant as onnxruntime computes it: ``float32(q - Z) * s`` in float32
+    (per tensor, or per ``axis``)."""
+    q = np.asarray(im.consts[dq.input[0]])
+    s = np.asarray(im.const(dq.input[1], dq))
+    z = np.asarray(im.const(dq.input[2], dq)) if len(dq.input) > 2 and dq.input[2] else np.zeros(s.shape, q.dtype)
+    if s.dtype != np.float32 or q.dtype.kind not in "iu" or q.dtype.itemsize > 4 or z.size not in (1, s.size):
+        raise im.error(dq, "only float32 scales and 8 / 16 / 32-bit integer constants are dequantized here")
+    z = np.broadcast_to(z.reshape(-1), s.reshape(-1).shape).reshape(s.shape)
+    if s.size > 1:
+        axis = int(_attrs(dq).get("axis", 1)) % q.ndim
+        shape = [1] * q.ndim
+        shape[axis] = s.size
+        s, z = s.reshape(shape), z.reshape(shape)
+    return ((q.astype(np.int64) - z.astype(np.int64)).astype(np.float32) * s).astype(np.float32)
 
 
 def _infer_outputs(im: _Import, node) -> list[tuple[np.dtype, tuple[int, ...]]]:
@@ -854,6 +932,106 @@ def _read_qoperator(im: _Import, node, a, i) -> None:
                                     bool(a.get("channels_last", 0)))
 
 
+def _integer_qparams(im: _Import, node, zero_point: str, operand: str, axis: int | None = None) -> QuantParams:
+    """int8 QuantParams of a ConvInteger / MatMulInteger operand: scale 1 (the operators have no scales;
+    their int32 output is the sum of products of the centred integers) and the zero point (minus 128
+    for uint8; omitted: 0 of the operand's type), one per tensor, or per ``axis`` when given."""
+    if zero_point:
+        z = np.asarray(im.const(zero_point, node))
+        if z.dtype not in _EIGHT_BIT:
+            raise im.error(node, f"zero point {zero_point!r} is {z.dtype.name}; intq reads 8-bit tensors")
+        uint8 = z.dtype == np.uint8
+    else:
+        uint8 = _is_uint8(im, node, operand)
+        z = np.zeros(1, np.uint8 if uint8 else np.int8)
+    zi = z.astype(np.int64).reshape(-1) - _UNSIGNED_OFFSET.get(z.dtype, 0)
+    im.uint8 |= bool(uint8)
+    if zi.size == 1:
+        return QuantParams(np.float32(1.0), int(zi[0]), np.int8)
+    if axis is None:
+        raise im.error(node, f"zero point {zero_point!r} holds {zi.size} values: an activation quantized per axis; "
+                             "intq's activations are quantized per tensor")
+    return QuantParams(np.ones(zi.size, np.float32), zi, np.int8, axis, False)
+
+
+def _element_types(proto: onnx.ModelProto) -> dict[str, int]:
+    """ONNX's element type of every tensor type inference finds (operators it does not know, like
+    onnxruntime's com.microsoft ones, leave their outputs out)."""
+    try:
+        inferred = onnx.shape_inference.infer_shapes(proto)
+    except Exception:  # onnx raises several types; the callers fall back to the graph inputs
+        inferred = proto
+    g = inferred.graph
+    return {v.name: v.type.tensor_type.elem_type for v in [*g.input, *g.value_info, *g.output]
+            if v.type.HasField("tensor_type") and v.type.tensor_type.elem_type}
+
+
+def _is_uint8(im: _Import, node, name: str) -> bool:
+    return _onnx_type(im, node, name) == np.uint8
+
+
+def _zero_point_type(im: _Import, node) -> np.dtype:
+    """The type of an omitted zero point (ONNX's default): DequantizeLinear's input type; uint8 for
+    QuantizeLinear (its default output type) and the QLinear operators."""
+    if node.op_type == "DequantizeLinear":
+        return _onnx_type(im, node, node.input[0])
+    return np.dtype(np.uint8)
+
+
+def _is_16_bit(im: _Import, qdq) -> bool:
+    """Whether a QuantizeLinear / DequantizeLinear quantizes to or from 16 bits (its zero point's type)."""
+    zp = qdq.input[2] if len(qdq.input) > 2 else ""
+    return (im.consts[zp].dtype if zp in im.consts else _zero_point_type(im, qdq)) in _SIXTEEN_BIT
+
+
+def _onnx_type(im: _Import, node, name: str) -> np.dtype:
+    """The ONNX element type of tensor ``name``: a constant's dtype, ONNX type inference's, or that of
+    the graph input it moves."""
+    if name in im.consts:
+        return im.consts[name].dtype
+    if name in im.elem_types:
+        return np.dtype(helper.tensor_dtype_to_np_dtype(im.elem_types[name]))
+    for _ in range(16):  # through data movement to the graph input it moves
+        if name in im.input_types:
+            return im.input_types[name]
+        p = im.producer.get(name)
+        if p is None or p.op_type not in MOVEMENT:
+            break
+        name = p.input[0]
+    raise im.error(node, f"the type of {name!r} is not known here; give the operator its zero point input")
+
+
+def _read_integer_op(im: _Import, node, a, i) -> None:
+    """ConvInteger as CONV_INTEGER, MatMulInteger (constant right operand) as MATMUL_INTEGER: int32
+    outputs, with the input's scale (1 for a graph input) and zero point 0."""
+    x, y = i[0], node.output[0]
+    x_qp = _integer_qparams(im, node, i[2], x)
+    t = im.tensors.get(im.name(x))
+    if t is None or t.dtype != np.int8:
+        raise im.error(node, f"input {x!r} is not an imported 8-bit tensor")
+    if t.qparams.tensor_zero_point != x_qp.tensor_zero_point:
+        raise im.error(node, f"reads {x!r} with zero point {x_qp.tensor_zero_point} (int8), but it was written with "
+                             f"{t.qparams.tensor_zero_point}")
+    y_qp = QuantParams(np.float32(t.qparams.tensor_scale), 0, np.int32)
+    if i[1] not in im.consts:
+        raise im.error(node, f"its second input {i[1]!r} is computed at run time; intq reads {node.op_type} with "
+                             "constant weights")
+    w = im.consts[i[1]]
+    if w.dtype not in _EIGHT_BIT:
+        raise im.error(node, f"weights {i[1]!r} are {w.dtype.name}; intq reads 8-bit weights")
+    if node.op_type == "ConvInteger":
+        w_qp = _integer_qparams(im, node, i[3], i[1], axis=0)
+        return _conv(im, node, im.name(x), im.int8_data(w), w_qp, None, y, y_qp, a, None, integer=True)
+    w_qp = _integer_qparams(im, node, i[3], i[1], axis=1)
+    sa = t.shape
+    if len(sa) < 2 or w.ndim != 2 or w.shape[0] != sa[-1]:
+        raise im.error(node, f"operands of shapes {list(sa)} and {list(w.shape)}: intq reads MatMulInteger of an "
+                             "operand of rank >= 2 by a constant [K, N] matrix")
+    b = im.constant(f"{node.name or y}/b", im.int8_data(w), w_qp)
+    im.output(y, (*sa[:-1], w.shape[1]), y_qp, dtype=np.int32)
+    im.add("MATMUL_INTEGER", node.name or f"MatMulInteger_{y}", [im.name(x), b], [y])
+
+
 def _check_input(im: _Import, node, x: str, qp: QuantParams) -> None:
     """The parameters a QLinear node reads ``x`` with are the ones ``x`` was written with."""
     t = im.tensors.get(im.name(x))
@@ -871,6 +1049,8 @@ def _qdq_unit(im: _Import, node, i):
     q = _single_q(im, node.output[0]) if node.output else None
     if q is None or dqs[0] is None or dqs[0].input[0] in im.consts:
         return None
+    if any(_is_16_bit(im, n) for n in [q, *filter(None, dqs)]):
+        return None  # 16-bit activations: the float operator stays float between DequantizeLinear and QuantizeLinear
     if op in MOVEMENT:
         return _qdq_movement(im, node, dqs, q)
     y = q.output[0]

@@ -138,14 +138,16 @@ def prepare(ctx: KernelContext) -> QuantizeParams:
 
 
 def _prepare_ort(ctx: KernelContext, x, y, out_qp) -> _ort.OrtFloatQuantize | _ort.OrtLut:
-    """onnxruntime: QuantizeLinear on a float input; DequantizeLinear -> QuantizeLinear (as intq
-    writes a requantizing QUANTIZE) on an int8 one (:mod:`intq.kernels._ort`); to int8, or to uint8
-    (a uint8 output tensor stays uint8 in the ONNX model whatever its ``activations``)."""
-    if y.dtype not in (np.int8, np.uint8):
-        raise ctx.error(f"target {ctx.target.name!r}: QUANTIZE to {y.dtype.name} is not emulated (int8 or uint8 "
-                        "output only)")
-    if np.issubdtype(x.dtype, np.floating):
+    """onnxruntime: QuantizeLinear on a float input (to int8, uint8 or int16: the same float32
+    division, half to even, measured equal for int16 and uint16 — a uint16 model's codes are intq's
+    int16 ones plus 32768); DequantizeLinear -> QuantizeLinear (as intq writes a requantizing
+    QUANTIZE) on an int8 one (:mod:`intq.kernels._ort`), to int8 or uint8 (a uint8 output tensor
+    stays uint8 in the ONNX model whatever its ``activations``)."""
+    if np.issubdtype(x.dtype, np.floating):  # QuantizeLinear to int8, uint8 or int16 (imported 16-bit QDQ)
         return _ort.OrtFloatQuantize(out_qp)
+    if y.dtype not in (np.int8, np.uint8):
+        raise ctx.error(f"target {ctx.target.name!r}: QUANTIZE of an integer tensor to {y.dtype.name} is not emulated "
+                        "(int8 or uint8 output only)")
     return _ort.unary_table(ctx.per_tensor(x, "input", (np.int8, np.uint8)), out_qp, lambda v: v)
 
 

@@ -166,6 +166,7 @@ ORT_EMULATED = frozenset({
     "PACK", "GATHER", "BATCH_MATMUL", "RSQRT", "SLICE", "BROADCAST_TO", "MAXIMUM", "MINIMUM", "REDUCE_MAX",
     "REDUCE_MIN", "ARG_MAX", "ARG_MIN", "DEPTH_TO_SPACE", "SPACE_TO_DEPTH", "EQUAL", "NOT_EQUAL", "GREATER",
     "GREATER_EQUAL", "LESS", "LESS_EQUAL", "SELECT_V2", "SPACE_TO_BATCH_ND", "BATCH_TO_SPACE_ND", "SUM", "LUT",
+    "CONV_INTEGER", "MATMUL_INTEGER",
 })
 #: Every other operator intq has a kernel for (tests/kernels/test_ort_target.py keeps this list whole).
 _ORT_NOT_EMULATED = {op: "intq writes no ONNX form for it yet (ONNX has only the float operator, whose onnxruntime "

@@ -70,6 +70,8 @@ OP_SINCE: dict[str, int] = {
     "Cast": 13,
     "Unsqueeze": 13,  # axes as an input
     "QLinearMatMul": 10,
+    "ConvInteger": 10,
+    "MatMulInteger": 10,
     "Sqrt": 13,
     "Reciprocal": 13,
     "Expand": 13,

@@ -13,7 +13,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from intq.ir import Tensor
 from intq.kernels._conv_common import compute_padding
+from intq.qmath import QuantParams
 
 from .onnx_harness import EXACT, TALLY, compare, const, merge, q, single
 
@@ -80,6 +82,41 @@ def _fully_connected(rng):
     y = q("y", (rows, units), _s(rng, -2, 1.5), _z(rng))
     g = single("FULLY_CONNECTED", [x, wt, bias], [y], dict(fused_activation_function=str(rng.choice(ACTS)),
                                                           keep_num_dims=False))
+    return g, {"x": _x(rng, x.shape)}
+
+
+def _conv_integer(rng):
+    """CONV_INTEGER: full-range int8 weights with a per-tensor zero point (extremes included), SAME or
+    VALID padding, strides and dilations; the int32 sums."""
+    n, h, w, c = int(rng.integers(1, 3)), int(rng.integers(1, 9)), int(rng.integers(1, 9)), int(rng.integers(1, 9))
+    kh, kw, sh, sw = (int(v) for v in rng.integers(1, 4, 4))
+    dh, dw = (int(rng.integers(1, 3)), int(rng.integers(1, 3))) if rng.random() < 0.3 else (1, 1)
+    padding = "SAME" if rng.random() < 0.6 else "VALID"
+    pad = compute_padding(padding, (h, w), (kh, kw), (sh, sw), (dh, dw))
+    if pad.out_h <= 0 or pad.out_w <= 0:
+        padding, pad = "SAME", compute_padding("SAME", (h, w), (kh, kw), (sh, sw), (dh, dw))
+    cout = int(rng.integers(1, 9))
+    wt = const("w", rng.integers(-128, 128, size=(cout, kh, kw, c)).astype(np.int8), 1.0, _z(rng))
+    x = q("x", (n, h, w, c), 1.0, _z(rng))
+    y = Tensor("y", np.dtype(np.int32), (n, pad.out_h, pad.out_w, cout),
+               qparams=QuantParams(np.float32(1.0), 0, np.int32))
+    g = single("CONV_INTEGER", [x, wt], [y], dict(padding=padding, stride_h=sh, stride_w=sw, dilation_h_factor=dh,
+                                                   dilation_w_factor=dw, fused_activation_function="NONE"))
+    return g, {"x": _x(rng, x.shape)}
+
+
+def _matmul_integer(rng):
+    """MATMUL_INTEGER: an operand of rank 2 to 4 by a constant full-range [K, N] matrix with a zero point per
+    tensor or per column (extremes included); the int32 sums."""
+    batch = tuple(int(v) for v in rng.integers(1, 4, size=int(rng.integers(0, 3))))
+    rows, k, units = int(rng.integers(1, 5)), int(rng.integers(1, 200)), int(rng.integers(1, 17))
+    per_column = rng.random() < 0.5
+    data = rng.integers(-128, 128, size=(k, units)).astype(np.int8)
+    zb = np.array([_z(rng) for _ in range(units)]) if per_column else _z(rng)
+    qp = QuantParams(np.ones(units if per_column else 1, np.float32), zb, np.int8, 1 if per_column else None)
+    x = q("x", (*batch, rows, k), 1.0, _z(rng))
+    y = Tensor("y", np.dtype(np.int32), (*batch, rows, units), qparams=QuantParams(np.float32(1.0), 0, np.int32))
+    g = single("MATMUL_INTEGER", [x, Tensor("b", data=data, qparams=qp)], [y])
     return g, {"x": _x(rng, x.shape)}
 
 
@@ -549,6 +586,8 @@ MAKERS = {
     "CONV_2D": lambda rng: _conv(rng, False),
     "DEPTHWISE_CONV_2D": lambda rng: _conv(rng, True),
     "FULLY_CONNECTED": _fully_connected,
+    "CONV_INTEGER": _conv_integer,
+    "MATMUL_INTEGER": _matmul_integer,
     "ADD": _binary("ADD"),
     "MUL": _binary("MUL"),
     "SUB": _binary("SUB"),

@@ -59,6 +59,11 @@ EXEMPT: dict[tuple[str, str, str], tuple[int, str]] = {
                              "TFLite Micro cannot run it; it is data movement through the model's own table, "
                              "compared with TPU-MLIR on its stored models (tests/frontends/test_tpu_mlir.py)")
        for t in ("tflite", "litert-ref", "litert-opt", "xnnpack")},
+    **{(op, INT8, t): (0, "ONNX's ConvInteger / MatMulInteger (int32 sums, no requantization): TFLite has no such "
+                          "builtin, so LiteRT and TFLite Micro cannot run it; compared with onnxruntime by "
+                          "tests/export/test_onnx_conformance.py (200 random models, 6 combinations) and "
+                          "tests/frontends/test_onnx_quantized.py (imported uint8 / int8 models)")
+       for op in ("CONV_INTEGER", "MATMUL_INTEGER") for t in ("tflite", "litert-ref", "litert-opt", "xnnpack")},
     # Targets whose runtime is not one of this harness's oracles: their equality is counted by their own suites.
     **{("*", act, t): (0, "onnxruntime equality is measured by tests/export/test_onnx_conformance.py (>= 200 "
                           "random single-op models per emulated operator, through intq's ONNX export), not by "
