@@ -157,7 +157,12 @@ class ExecutionPlan:
             steps = [s if r is s.run else replace(s, run=r) for s, r in zip(steps, runs)]
         self.steps = tuple(steps)
         self._flat = tuple((s.run, s.args, s.outs) for s in steps)
-        self._straight = _straight_line(self._flat)
+        hot = self._flat
+        if native and trace is None:  # runs of consecutive native steps: one C call each (the hot path)
+            from intq.runtime.native.accelerate import programs
+
+            hot = programs(self._flat, dict(self.constants))
+        self._straight = _straight_line(hot)
         self.input_slots = tuple(self.slot[k] for k in graph.inputs)
         self.output_slots = tuple((k, self.slot[k]) for k in graph.outputs)
         self._verified = False  # the first run checks every integer output against the graph

@@ -121,9 +121,20 @@ def _cases(seed: int):
         yield _wide_case(rng, i)
 
 
+@pytest.fixture(params=[1e9, 0.0], ids=["bordered-copy", "clipped-windows"])
+def depthwise_mode(request, monkeypatch):
+    """Both ways native.c's depthwise treats windows clipped by the image's edge: from a copy of the
+    image inside a border of Z_x (every map with a clipped window) and on the clipped windows (never
+    the copy)."""
+    from intq.runtime.native import accelerate
+
+    monkeypatch.setattr(accelerate, "PADDED_MAX_WORK_RATIO", request.param)
+    return request.param
+
+
 @needs_library
 @pytest.mark.parametrize("seed", range(3))
-def test_single_ops_equal_the_kernels_on_every_path(variants, seed):
+def test_single_ops_equal_the_kernels_on_every_path(variants, seed, depthwise_mode):
     taken = {op: 0 for op in ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED")}
     rng = np.random.default_rng(seed)
     for k, (graph, x) in enumerate(_cases(seed)):
@@ -156,8 +167,59 @@ def test_single_ops_equal_the_kernels_on_every_path(variants, seed):
         assert count >= 12 * len(variants), (op, count)
 
 
+def _valid_conv(rng, n, h, w, c_in, c_out, k, stride, padding="VALID"):
+    """A CONV_2D whose windows all lie inside the image (VALID) on a map at least 16 pixels wide:
+    the AMX direct path's convolutions (native.c conv_amx_direct)."""
+    per_channel = bool(rng.integers(0, 2))
+    s_in, s_w, s_out = _scales(rng, c_out, per_channel)
+    zp_in, zp_out = _zero_points(rng)
+    inputs = [tensor("x", (n, h, w, c_in), scale=s_in, zero_point=zp_in),
+              tensor("w", None, data=_weights(rng, (c_out, k, k, c_in)), scale=s_w, axis=0 if per_channel else None,
+                     narrow=True),
+              _bias(rng, "b", c_out, s_in, s_w, 0 if per_channel else None)]
+    pad = compute_padding(padding, (h, w), (k, k), (stride, stride), (1, 1))
+    out = tensor("y", (n, pad.out_h, pad.out_w, c_out), scale=s_out, zero_point=zp_out)
+    attrs = {"padding": padding, "stride_h": stride, "stride_w": stride, "dilation_h_factor": 1,
+             "dilation_w_factor": 1, "fused_activation_function": "NONE"}
+    x = rng.integers(-128, 128, (n, h, w, c_in)).astype(np.int8)
+    x[..., ::5, :] = rng.choice([-128, 127], size=x[..., ::5, :].shape)  # extreme inputs: the largest sums
+    return single_op_graph("CONV_2D", inputs, [out], attrs), x
+
+
+# (n, h, w, c_in, c_out, k, stride): out_w a multiple of 16 and not (tail pixels on the VNNI path), a
+# tap row of 9 bytes (3 read past it), of 64, of 120 and 144 (pieces of 64 and a tail), channels
+# beyond one 16-block, the last window at the image's last byte (its group's read would pass the
+# end: the VNNI path), batch 2; 1x1 convolutions on maps narrower than 16 (all pixels one row: 7x7,
+# 2x3x5), on 96 and 130 channels
+DIRECT_CASES = [(1, 33, 33, 3, 16, 3, 2), (2, 9, 37, 3, 8, 3, 1), (1, 5, 34, 3, 40, 3, 1), (1, 4, 16, 16, 16, 1, 1),
+                (2, 3, 35, 64, 24, 1, 1), (1, 7, 40, 21, 33, 3, 1), (1, 6, 50, 5, 17, 3, 3), (1, 3, 18, 7, 5, 3, 1),
+                (1, 4, 19, 40, 24, 3, 1), (1, 3, 20, 48, 16, 3, 1), (1, 7, 7, 96, 40, 1, 1), (2, 3, 5, 130, 17, 1, 1)]
+
+
 @needs_library
-def test_depthwise_windows_clipped_by_small_maps_equal_the_kernel(variants):
+@pytest.mark.parametrize("case", DIRECT_CASES, ids=str)
+def test_direct_amx_convolutions_equal_the_kernel(variants, case, monkeypatch):
+    from intq.runtime.native import accelerate
+
+    monkeypatch.setattr(accelerate, "DIRECT_LIMITS", (10**9, 0, 10**9))  # wherever the geometry fits
+    rng = np.random.default_rng(sum(case))
+    graph, x = _valid_conv(rng, *case)
+    node = graph.nodes[0]
+    for target in TARGETS:
+        plan = ExecutionPlan(graph, get_target(target), native=False)
+        run, params = plan.kernels[node.name]
+        want = run(params, x)[0]
+        for label, variant in variants.items():
+            bound = native_run(node, graph, params, variant)
+            assert bound is not None
+            if label == "amx":
+                variant.lib.intq_native_init(native.PATHS["amx"])
+                assert variant.lib.intq_conv_direct(bound.address) == 1, case
+            np.testing.assert_array_equal(_call(variant, bound, x), want, err_msg=f"{case} [{target}, {label}]")
+
+
+@needs_library
+def test_depthwise_windows_clipped_by_small_maps_equal_the_kernel(variants, depthwise_mode):
     """DEPTHWISE_CONV_2D on maps as small as its kernel or smaller (PP-OCR's 2 x 96 under 5 x 5
     taps, MobileNetV3's 7 x 7): the native loop runs each pixel (a pair where two neighbours share
     the window) on its in-image taps only, from an offset per clipped window (a cache of 8: more
@@ -516,6 +578,13 @@ def test_models_equal_the_kernels_every_tensor(path):
     for i, name in enumerate(fast.names):
         if name is not None and a[i] is not None:
             np.testing.assert_array_equal(a[i], b[i], err_msg=f"{path.name}: tensor {name}")
+    # the second run takes the hot path: runs of native steps as step programs (one C call each)
+    values = [v[::-1].copy() if v.ndim and v.shape[0] > 1 else (v ^ 0x55 if v.dtype == np.int8 else -v)
+              for v in values]
+    a, b = fast.execute(values), slow.execute(values)
+    for i, name in enumerate(fast.names):
+        if name is not None and a[i] is not None:
+            np.testing.assert_array_equal(a[i], b[i], err_msg=f"{path.name}: tensor {name} (hot path)")
 
 
 @needs_library
@@ -594,6 +663,129 @@ def test_convolutions_fused_with_their_table_ops_equal_the_kernels():
         x = rng.integers(-128, 128, qg.tensors[node.inputs[0]].shape).astype(np.int8)
         run, params = fast._base.kernels[node.name]
         np.testing.assert_array_equal(s.run(x)[0], run(params, x)[0], err_msg=node.name)
+
+
+# ------------------------------------------------------------------------------ step programs
+
+
+def _program_steps(plan):
+    from intq.runtime.native.accelerate import Program, programs
+
+    return [p for p, _, _ in programs(plan._flat, dict(plan.constants)) if isinstance(p, Program)]
+
+
+def _squeeze_model(rng) -> onnx.ModelProto:
+    """Conv -> HardSwish -> depthwise Conv -> Relu -> Mul by a constant per-channel row (a constant
+    int8 operand of a native MUL) -> Add of two branches -> MaxPool -> Transpose: every kind of
+    program step, a constant operand and a program input read by two steps."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    def init(name, shape, scale=0.3):
+        return numpy_helper.from_array((rng.standard_normal(shape) * scale).astype(np.float32), name)
+
+    nodes = [
+        helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], kernel_shape=[3, 3], pads=[1, 1, 1, 1], strides=[2, 2]),
+        helper.make_node("HardSwish", ["c1"], ["h1"]),
+        helper.make_node("Conv", ["h1", "w2", "b2"], ["c2"], kernel_shape=[3, 3], pads=[1, 1, 1, 1], group=16),
+        helper.make_node("Relu", ["c2"], ["r2"]),
+        helper.make_node("Mul", ["r2", "m"], ["s2"]),
+        helper.make_node("Add", ["s2", "h1"], ["a2"]),
+        helper.make_node("MaxPool", ["a2"], ["p2"], kernel_shape=[2, 2], strides=[2, 2]),
+        helper.make_node("Transpose", ["p2"], ["y"], perm=[0, 2, 3, 1]),
+    ]
+    inits = [init("w1", (16, 3, 3, 3)), init("b1", (16,)), init("w2", (16, 1, 3, 3)), init("b2", (16,)),
+             numpy_helper.from_array((rng.random((1, 16, 1, 1)) + 0.5).astype(np.float32), "m")]
+    graph = helper.make_graph(nodes, "squeeze", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 19, 23])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def _split_model(rng) -> onnx.ModelProto:
+    """Conv -> Split into two halves (not a native step) -> Add(a, b) -> Mul(sum, b): a program with
+    two inputs from outside it, the second read twice."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    nodes = [
+        helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        helper.make_node("Split", ["c1", "parts"], ["a", "b"], axis=1),
+        helper.make_node("Add", ["a", "b"], ["s"]),
+        helper.make_node("Mul", ["s", "b"], ["y"]),
+    ]
+    inits = [numpy_helper.from_array((rng.standard_normal((16, 3, 3, 3)) * 0.3).astype(np.float32), "w1"),
+             numpy_helper.from_array(rng.standard_normal(16).astype(np.float32), "b1"),
+             numpy_helper.from_array(np.array([8, 8], np.int64), "parts")]
+    graph = helper.make_graph(nodes, "split", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 9, 11])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+@needs_library
+@pytest.mark.parametrize("cap", [None, 1])
+def test_step_programs_equal_the_kernels_and_keep_each_runs_tensors(monkeypatch, cap):
+    """The plan's hot path runs consecutive native steps as one C call (accelerate.programs): every
+    tensor of every run equal to the kernels' plan (fused convolution + table, constant operands,
+    inputs read twice), each run's tensors still intact after the next run (a fresh buffer per
+    run); ``cap`` 1 byte: every program one step (the arena limit splits them)."""
+    from intq.runtime.native import accelerate
+
+    if cap is not None:
+        monkeypatch.setattr(accelerate, "_ARENA_CAP", cap)
+    calls = []
+    monkeypatch.setattr(accelerate.Program, "__call__",  # counted: the programs are what the hot path runs
+                        lambda self, *xs, _call=accelerate.Program.__call__: calls.append(self) or _call(self, *xs))
+    rng = np.random.default_rng(41)
+    for proto, shape in ((_conv_table_model(rng), (1, 3, 20, 30)), (_squeeze_model(rng), (1, 3, 19, 23)),
+                         (_split_model(rng), (1, 3, 9, 11))):
+        calib = [rng.standard_normal(shape).astype(np.float32) for _ in range(4)]
+        qg = intq.quantize(proto, calib)
+        fast, slow = intq.Interpreter(qg), intq.Interpreter(qg, native=False)
+        progs = _program_steps(fast._base)
+        if cap is None:
+            assert progs and max(len(p.outs) for p in progs) >= 2, [len(p.outs) for p in progs]
+        else:
+            assert not progs  # one-step programs are left as the steps themselves
+        calls.clear()
+        previous = None
+        for k in range(3):
+            x = rng.standard_normal(shape).astype(np.float32) * (1 + k)
+            fast.run({"x": x})
+            slow.run({"x": x})
+            got, want = fast.tensors(), slow.tensors()
+            assert got.keys() == want.keys()
+            for name in want:
+                np.testing.assert_array_equal(got[name], want[name], err_msg=f"cap {cap} run {k}: {name}")
+            if previous is not None:
+                for name, (array, copy) in previous.items():
+                    np.testing.assert_array_equal(array, copy, err_msg=f"run {k - 1}'s {name} overwritten")
+            previous = {name: (v, v.copy()) for name, v in got.items()}
+        assert len(calls) == (2 * len(progs) if cap is None else 0)  # runs 1 and 2 take the hot path
+
+
+@needs_library
+def test_a_program_refuses_unverified_inputs_and_the_plan_falls_back():
+    from intq.runtime.native.accelerate import _NotProgram
+
+    rng = np.random.default_rng(43)
+    qg = intq.quantize(_squeeze_model(rng), [rng.standard_normal((1, 3, 19, 23)).astype(np.float32)])
+    fast = intq.Interpreter(qg)
+    fast.run({"x": rng.standard_normal((1, 3, 19, 23)).astype(np.float32)})
+    prog = _program_steps(fast._base)[0]
+    good = np.zeros(prog.sizes[0], np.int8)
+    assert len(prog(good)) == len(prog.outs)
+    for bad in (good.astype(np.int16), np.zeros(2 * prog.sizes[0], np.int8)[::2], good[1:], list(good)):
+        with pytest.raises(_NotProgram):
+            prog(bad)
+    # a failing hot path (here: a program raising) reruns the steps one by one: the same outputs
+    x = rng.standard_normal((1, 3, 19, 23)).astype(np.float32)
+    want = intq.Interpreter(qg, native=False).run({"x": x})
+
+    def broken(s):
+        raise _NotProgram
+
+    fast._base._straight = broken
+    got = fast.run({"x": x})
+    for k in want:
+        np.testing.assert_array_equal(got[k], want[k])
 
 
 # ------------------------------------------------------------------------------ fallbacks, build

@@ -174,6 +174,9 @@ def _declare(lib: ctypes.CDLL) -> None:
     lib.intq_native_init.argtypes, lib.intq_native_init.restype = [ctypes.c_int], ctypes.c_int
     lib.intq_packed_bytes.argtypes, lib.intq_packed_bytes.restype = [i32, i32], i64
     lib.intq_pack.argtypes, lib.intq_pack.restype = [i32, i32, vp, vp], None
+    lib.intq_packed_rows_bytes.argtypes, lib.intq_packed_rows_bytes.restype = [i32, i32, i32], i64
+    lib.intq_conv_direct.argtypes, lib.intq_conv_direct.restype = [vp], ctypes.c_int
+    lib.intq_pack_rows.argtypes, lib.intq_pack_rows.restype = [i32, i32, i32, vp, vp], None
     for name in ("intq_conv", "intq_depthwise", "intq_max_pool", "intq_transpose", "intq_pad", "intq_mean"):
         fn = getattr(lib, name)
         fn.argtypes, fn.restype = [vp, vp, vp], None
@@ -196,6 +199,7 @@ def _declare(lib: ctypes.CDLL) -> None:
     for name in ("intq_mul_obj", "intq_add_obj"):
         fn = getattr(lib, name)
         fn.argtypes, fn.restype = [vp, obj, obj, obj], None
+    lib.intq_run_program.argtypes, lib.intq_run_program.restype = [vp, obj, obj, obj, obj, obj], None
 
 
 def _objects_work(lib: ctypes.CDLL) -> bool:
@@ -231,7 +235,8 @@ class ConvParams(ctypes.Structure):
         "batch", "in_h", "in_w", "in_c", "out_h", "out_w", "out_c", "kh", "kw", "stride_h", "stride_w", "dil_h",
         "dil_w", "pad_top", "pad_left", "k", "kp", "in_zp")] + [
         ("w", ctypes.c_void_p), ("rq", Requant), ("offset_u8", ctypes.c_void_p), ("a", ctypes.c_void_p),
-        ("c", ctypes.c_void_p), ("lut", ctypes.c_void_p), ("z", ctypes.c_void_p)]  # lut, z: NULL (set per fused call)
+        ("c", ctypes.c_void_p), ("lut", ctypes.c_void_p), ("z", ctypes.c_void_p),  # lut, z: NULL (set per fused call)
+        ("w_rows", ctypes.c_void_p), ("span4", ctypes.c_int32)]  # w_rows: NULL, or intq_pack_rows' weights
 
 
 class DepthwiseParams(ctypes.Structure):
@@ -240,7 +245,9 @@ class DepthwiseParams(ctypes.Structure):
     _fields_ = [(name, ctypes.c_int32) for name in (
         "batch", "in_h", "in_w", "c", "out_h", "out_w", "kh", "kw", "stride_h", "stride_w", "dil_h", "dil_w",
         "pad_top", "pad_left", "in_zp")] + [("w", ctypes.c_void_p), ("rq", Requant), ("acc", ctypes.c_void_p),
-                                            ("lut", ctypes.c_void_p), ("z", ctypes.c_void_p)]
+                                            ("lut", ctypes.c_void_p), ("z", ctypes.c_void_p),
+                                            ("prefix", ctypes.c_void_p), ("padded", ctypes.c_void_p),
+                                            ("pad_h", ctypes.c_int32), ("pad_w", ctypes.c_int32)]
 
 
 class BinaryParams(ctypes.Structure):
@@ -278,3 +285,19 @@ class MeanParams(ctypes.Structure):
 
     _fields_ = [*((name, ctypes.c_int32) for name in ("batch", "pixels", "c", "offset", "mult", "right", "out_zp")),
                 ("acc", ctypes.c_void_p)]
+
+
+class Step(ctypes.Structure):
+    """``intq_step``: one native call of a step program (operand codes: >= 0 an arena byte offset,
+    < 0 the entry -1 - code of the program's ``ext`` pointers)."""
+
+    _fields_ = [("kind", ctypes.c_int32), ("unused", ctypes.c_int32), ("params", ctypes.c_void_p),
+                ("table", ctypes.c_void_p), ("n", ctypes.c_int64)] + [
+        (name, ctypes.c_int64) for name in ("in0", "in1", "out0", "out1")]
+
+
+class Program(ctypes.Structure):
+    """``intq_program``: ``count`` steps; ``ext`` holds ``n_dyn`` pointers set per call, then constants."""
+
+    _fields_ = [("count", ctypes.c_int32), ("n_dyn", ctypes.c_int32), ("steps", ctypes.c_void_p),
+                ("ext", ctypes.c_void_p)]

@@ -27,6 +27,9 @@ zero; ``Requant.DOUBLE_HALF_UP``: ties up) to int8:
 The rest (XNNPACK's and onnxruntime's float32 requantization, TPU-MLIR's multiplier/rshift, the
 optimized targets' ADD and MUL, 16x8, other operators) keep the kernels' own run paths.
 
+:func:`programs` groups the plan's consecutive native steps for its hot path: one C call per run
+of steps (:class:`Program`), their outputs views of one fresh buffer per run.
+
 Prepared here, once: the packed weights, the per-channel requantization arrays (padded to 32
 channels), the C parameter structure and its scratch buffers. Not re-entrant (one run at a time
 per plan), as the kernels' own im2col buffers.
@@ -166,11 +169,38 @@ def _conv_2d(lib, node: Node, graph: Graph, p) -> _Bound | None:
     geometry = dict(batch=g.n, in_h=g.padded.h, in_w=g.padded.w, in_c=g.c, out_h=oh, out_w=ow, out_c=c_out,
                     kh=g.kh, kw=g.kw, stride_h=g.stride_h, stride_w=g.stride_w, dil_h=g.dilation_h,
                     dil_w=g.dilation_w, pad_top=g.padded.top, pad_left=g.padded.left)
+    if (g.kh, g.kw, g.stride_h, g.stride_w, g.padded.top, g.padded.left, g.padded.h, g.padded.w) == (
+            1, 1, 1, 1, 0, 0, oh, ow):
+        # a 1x1 convolution reading every pixel once: output pixel i reads input pixel i, so the
+        # whole batch is one row of pixels (the same products; native.c's direct path takes any
+        # 16 consecutive pixels as one tile)
+        geometry.update(batch=1, in_h=1, in_w=g.n * oh * ow, out_h=1, out_w=g.n * oh * ow)
     keep: list = []
     params = _conv_struct(lib, matrix, p.offset, arrays, geometry, zx, keep)
     if params is None:
         return None
+    span = g.kw * g.c
+    k4, pixels = g.kh * -(-span // 4) * 4, g.n * oh * ow
+    if matrix.shape[1] == g.kh * span and _direct_pays(k4, c_out, pixels):
+        # the weights per tap row: native.c's AMX direct path (taken where its geometry fits)
+        rows = np.empty(int(lib.intq_packed_rows_bytes(g.kh, span, c_out)), np.int8)
+        lib.intq_pack_rows(g.kh, span, c_out, np.ascontiguousarray(matrix, dtype=np.int8).ctypes.data, rows.ctypes.data)
+        keep.append(rows)
+        params.w_rows, params.span4 = rows.ctypes.data, -(-span // 4) * 4
     return _Bound(lib.intq_conv, params, keep, g.n * g.padded.h * g.padded.w * g.c, tuple(p.out_shape))
+
+
+#: where native.c's AMX direct convolution beats im2col (measured per layer on MobileNetV2 and
+#: MobileNetV3-small, minimum of 100 runs): K (per tap row rounded to 4, times kh) at most 160,
+#: at least 128 output pixels and at most 256 output channels (it loads one input tile per 16
+#: output channels: deep K, many channels or few pixels favour im2col's 32x32 blocks, e.g. 7x7x960
+#: -> 160 26 us direct against 17 us). Tests set ``(10**9, 0, 10**9)`` (always where it fits).
+DIRECT_LIMITS = (160, 128, 256)
+
+
+def _direct_pays(k4: int, channels: int, pixels: int) -> bool:
+    max_k, min_pixels, max_channels = DIRECT_LIMITS
+    return k4 <= max_k and pixels >= min_pixels and channels <= max_channels
 
 
 def _fully_connected(lib, node: Node, graph: Graph, p) -> _Bound | None:
@@ -209,15 +239,49 @@ def _depthwise(lib, node: Node, graph: Graph, p) -> _Bound | None:
     w[:, :c] = t.weights[:, :, 0] & 0xFFFF  # the int16 bits, high half zero (native.c intq_depthwise)
     offset = _padded(t.offset, c)
     acc = np.zeros(cp, np.int32)
-    keep = [w, acc]
+    # prefix[i, j] = sum of w over the taps [0, i) x [0, j) (native.c: a clipped window's offset)
+    prefix = np.zeros((kh + 1, kw + 1, cp), np.int64)
+    prefix[1:, 1:, :c] = t.weights[:, :, 0].astype(np.int64).reshape(kh, kw, c).cumsum(0).cumsum(1)
+    prefix = np.ascontiguousarray(prefix.astype(np.int32))  # |sum| <= taps * 2^15: fits
+    keep = [w, acc, prefix]
     zx = graph.tensors[node.inputs[0]].qparams.tensor_zero_point
     dil_h = int(t.tap_rows[kw]) if kh > 1 else 1  # tap rows are i * dilation_h (prepare_taps)
     dil_w = int(t.tap_cols[1]) if kw > 1 else 1
+    padded, pad_h, pad_w = _border_copy(t.padded.h, t.padded.w, oh, ow, kh, kw, t.stride_h, t.stride_w, dil_h, dil_w,
+                                        t.padded.top, t.padded.left, c)
+    if padded is not None:
+        keep.append(padded)
     params = native.DepthwiseParams(
         batch=n, in_h=t.padded.h, in_w=t.padded.w, c=c, out_h=oh, out_w=ow, kh=kh, kw=kw, stride_h=t.stride_h,
         stride_w=t.stride_w, dil_h=dil_h, dil_w=dil_w, pad_top=t.padded.top, pad_left=t.padded.left, in_zp=zx,
-        w=w.ctypes.data, rq=_rq_struct(offset, arrays, keep), acc=acc.ctypes.data)
+        w=w.ctypes.data, rq=_rq_struct(offset, arrays, keep), acc=acc.ctypes.data, prefix=prefix.ctypes.data,
+        padded=None if padded is None else padded.ctypes.data, pad_h=pad_h, pad_w=pad_w)
     return _Bound(lib.intq_depthwise, params, keep, n * t.padded.h * t.padded.w * c, tuple(p.out_shape))
+
+
+#: a depthwise map with clipped windows runs from a copy of each image inside a border of Z_x
+#: (native.c dw_from_padded: every pixel on all its taps, four at a time) when that is at most this
+#: many times the multiply-adds of the in-image taps alone (the clipped windows' path, about twice
+#: the cost per tap). Measured: 7x7 and 14x14 maps with 5x5 taps (ratio 1.46, 1.20) faster bordered,
+#: 2x96 and 3x96 maps with 5x5 taps (2.5, 1.67) faster clipped. Tests set 0 (never) and 1e9 (always).
+PADDED_MAX_WORK_RATIO = 1.5
+_PADDED_MAX_BYTES = 4 << 20
+
+
+def _border_copy(in_h, in_w, out_h, out_w, kh, kw, sh, sw, dh, dw, top, left, c):
+    """``(scratch or None, pad_h, pad_w)``: the bordered image buffer native.c's depthwise uses
+    when it saves work (:data:`PADDED_MAX_WORK_RATIO`)."""
+    def taps_inside(out, stride, pad, dil, k, size):  # per output position: its taps inside the image
+        return [sum(1 for i in range(k) if 0 <= o * stride - pad + i * dil < size) for o in range(out)]
+
+    rows, cols = taps_inside(out_h, sh, top, dh, kh, in_h), taps_inside(out_w, sw, left, dw, kw, in_w)
+    clipped = any(r < kh for r in rows) or any(q < kw for q in cols)
+    pad_h = max(top + in_h, (out_h - 1) * sh + (kh - 1) * dh + 1)
+    pad_w = max(left + in_w, (out_w - 1) * sw + (kw - 1) * dw + 1)
+    if (not clipped or out_h * out_w * kh * kw > PADDED_MAX_WORK_RATIO * sum(rows) * sum(cols)
+            or pad_h * pad_w * c > _PADDED_MAX_BYTES):
+        return None, 0, 0
+    return np.zeros(pad_h * pad_w * c, np.int8), pad_h, pad_w
 
 
 class _BoundBinary:
@@ -596,3 +660,210 @@ def native_run(node: Node, graph: Graph, params, lib: native.Native | None = Non
     if bound is not None and lib.objects:
         bound.fn_obj = getattr(lib.lib, bound.fn.__name__ + "_obj")
     return bound
+
+
+# ------------------------------------------------------------------------------ step programs
+
+#: native.c's step kinds (intq_run_program), by entry point
+_KIND = {"intq_conv": 0, "intq_depthwise": 1, "intq_mul": 4, "intq_add": 5, "intq_lut": 6, "intq_max_pool": 7,
+         "intq_transpose": 8, "intq_pad": 9, "intq_mean": 10}
+_FUSED_KIND = {0: 2, 1: 3}  # a convolution computing its table op's output too
+_MAX_DYNAMIC = 4  # array objects intq_run_program takes
+_ARENA_CAP = 8 << 20  # bytes of step outputs per program run (one buffer per run); a bigger step runs alone
+_ALIGN = 64
+
+
+class _NotProgram(Exception):
+    """A program's input is not what the plan verified (dtype, layout, size): the plan's hot path
+    falls back to its step loop, which handles (or reports) it step by step."""
+
+
+class Program:
+    """Consecutive native steps of a plan as one C call (``intq_run_program``): their outputs are
+    views of one fresh int8 buffer per run (so a run's tensors stay valid after the next run), the
+    calls the steps' own, in their order, on the same bytes. ``__call__(*inputs)`` takes the
+    program's inputs from outside it (checked: int8, C-contiguous, their sizes) and returns every
+    output of its steps, in :attr:`outs` order."""
+
+    def __init__(self, fn, steps: list, dynamic: list[int], constants: list[np.ndarray],
+                 views: list[tuple[int, int, tuple[int, ...]]], total: int, outs: tuple[int, ...], keep: list):
+        self.fn = fn
+        self.sizes = tuple(dynamic)
+        self.step_array = (native.Step * len(steps))(*steps)
+        self.ext = (ctypes.c_void_p * (len(dynamic) + len(constants)))(
+            *([None] * len(dynamic)), *(c.ctypes.data for c in constants))
+        self.struct = native.Program(len(steps), len(dynamic), ctypes.addressof(self.step_array),
+                                     ctypes.addressof(self.ext))
+        self.address = ctypes.addressof(self.struct)
+        self.views = tuple((a, a + n, shape) for a, n, shape in views)
+        self.total = max(total, 1)
+        self.outs = outs
+        self.padding = (None,) * (_MAX_DYNAMIC - len(dynamic))
+        self.keep = keep + constants  # the parameter structures, tables and constants the steps point to
+
+    def __call__(self, *xs):
+        for x, size in zip(xs, self.sizes):
+            if type(x) is not np.ndarray or x.dtype is not _INT8 or not x.flags.c_contiguous or x.size != size:
+                raise _NotProgram
+        arena = np.empty(self.total, _INT8)
+        self.fn(self.address, arena, *xs, *self.padding)
+        return [arena[a:b].reshape(shape) for a, b, shape in self.views]
+
+
+class _Builder:
+    """One program under construction (:func:`programs`)."""
+
+    def __init__(self):
+        self.steps: list = []  # native.Step
+        self.members: list[int] = []  # plan step indices taken
+        self.dynamic: list[int] = []  # slots read from outside, in call order
+        self.dynamic_sizes: list[int] = []
+        self.constants: list[np.ndarray] = []
+        self.constant_codes: dict[int, int] = {}
+        self.offsets: dict[int, tuple[int, int]] = {}  # out slot -> (arena offset, size)
+        self.views: list = []
+        self.outs: list[int] = []
+        self.total = 0
+        self.keep: list = []
+        self.fusable: dict[int, tuple[int, object]] = {}  # conv output slot -> (its Step index, _BoundWithTable)
+
+
+def _operand(b: _Builder, slot: int, size: int, constants: dict[int, object], trial: dict) -> int | None:
+    """The operand code of ``slot`` (``size`` int8 values) in ``b``, or None when it cannot be one;
+    new dynamic inputs and constants are recorded in ``trial`` (committed when the step is taken)."""
+    if slot in b.offsets:
+        return b.offsets[slot][0] if b.offsets[slot][1] == size else None
+    if slot in constants:
+        data = np.asarray(constants[slot])
+        if data.dtype != np.int8 or data.size != size:
+            return None
+        if slot not in b.constant_codes and slot not in trial["const"]:
+            trial["const"][slot] = np.ascontiguousarray(data)
+        return ("const", slot)  # resolved at finish: constants follow the dynamic inputs
+    if slot <= 0:
+        return None
+    if slot in b.dynamic:
+        k = b.dynamic.index(slot)
+        return -1 - k if b.dynamic_sizes[k] == size else None
+    if slot in trial["dyn"]:
+        k = trial["dyn"].index(slot)
+        return -1 - (len(b.dynamic) + k) if trial["dyn_sizes"][k] == size else None
+    trial["dyn"].append(slot)
+    trial["dyn_sizes"].append(size)
+    return -1 - (len(b.dynamic) + len(trial["dyn"]) - 1)
+
+
+def _describe(run, lib) -> tuple | None:
+    """``(kind, params address, n, data input sizes, output shape, bound)`` of a native step run a
+    program can take (the process library's own entry points), or None."""
+    conv = run.conv if type(run) is _BoundWithTable else run
+    if type(conv) in (_Bound, _BoundBinary, _BoundTable):
+        kind = _KIND.get(conv.fn.__name__)
+        if kind is None or getattr(lib, conv.fn.__name__, None) is not conv.fn:
+            return None
+        if type(conv) is _Bound:
+            return kind, conv.address, 0, (conv.in_size,), conv.out_shape, conv
+        if type(conv) is _BoundBinary:
+            return kind, conv.address, 0, conv.sizes, conv.out_shape, conv
+        return kind, conv.address, conv.size, (conv.size,), conv.shape, conv
+    return None
+
+
+def programs(flat: tuple, constants: dict[int, object]) -> tuple:
+    """The plan's hot-path steps ``(run, args, outs)`` with each run of consecutive native steps
+    as one :class:`Program` step (its args: the slots it reads from outside; its outs: every slot
+    its steps write); other steps as given. ``constants``: slot -> data of the plan's constants.
+    Unchanged without the process library or its array-object reading."""
+    lib = native.library()
+    if lib is None or not lib.objects or not hasattr(lib.lib, "intq_run_program"):
+        return flat
+    out: list = []
+    b = _Builder()
+
+    def close():
+        nonlocal b
+        if len(b.members) >= 2:
+            codes = {slot: -1 - (len(b.dynamic) + k) for k, slot in enumerate(b.constant_codes)}
+            for s in b.steps:  # the constants' codes, now that the dynamic inputs are known
+                for field in ("in0", "in1"):
+                    v = getattr(s, field)
+                    if v <= -(1 << 40):
+                        setattr(s, field, codes[-(v + (1 << 40))])
+            consts = [b.constant_codes[slot] for slot in b.constant_codes]
+            prog = Program(lib.lib.intq_run_program, b.steps, b.dynamic_sizes, consts, b.views, b.total,
+                           tuple(b.outs), b.keep)
+            out.append((prog, tuple(b.dynamic), tuple(b.outs)))
+        else:
+            out.extend(flat[i] for i in b.members)
+        b = _Builder()
+
+    for i, (run, args, outs) in enumerate(flat):
+        step = _take(b, i, run, args, outs, constants, lib.lib)
+        if step is None and b.members:
+            close()
+            step = _take(b, i, run, args, outs, constants, lib.lib)
+        if step is None:
+            out.append(flat[i])
+    close()
+    return tuple(out)
+
+
+def _take(b: _Builder, i: int, run, args, outs, constants, lib) -> bool | None:
+    """Add plan step ``i`` to ``b`` if it fits (True), else None (``b`` unchanged)."""
+    if type(run) is _TableAfter:
+        producer = run.producer
+        fused = b.fusable.get(args[0]) if args else None
+        if fused is not None and fused[1] is producer and len(outs) == 1:
+            size = b.offsets[args[0]][1]
+            if b.total + size > _ARENA_CAP:
+                return None
+            k = fused[0]
+            s = b.steps[k]
+            s.kind, s.table = _FUSED_KIND[s.kind], producer.table.address
+            s.out1 = _arena(b, outs[0], size, producer.conv.out_shape)
+            del b.fusable[args[0]]
+            b.members.append(i)
+            return True
+        run = producer.table  # its own lookup on whatever array it reads
+    desc = _describe(run, lib)
+    if desc is None or len(outs) != 1:
+        return None
+    kind, address, n, sizes, shape, bound = desc
+    data = args[:len(sizes)]
+    if len(data) != len(sizes):
+        return None
+    size = int(np.prod(shape, dtype=np.int64))
+    if b.members and b.total + size > _ARENA_CAP:
+        return None
+    trial = {"dyn": [], "dyn_sizes": [], "const": {}}
+    codes = []
+    for slot, want in zip(data, sizes):
+        code = _operand(b, slot, want, constants, trial)
+        if code is None:
+            return None
+        codes.append(code)
+    if len(b.dynamic) + len(trial["dyn"]) > _MAX_DYNAMIC:
+        return None
+    b.dynamic += trial["dyn"]
+    b.dynamic_sizes += trial["dyn_sizes"]
+    b.constant_codes.update(trial["const"])
+    codes = [-(1 << 40) - c[1] if isinstance(c, tuple) else c for c in codes]  # constants: resolved in close()
+    step = native.Step(kind=kind, params=address, table=None, n=n, in0=codes[0], in1=codes[1] if len(codes) > 1 else 0,
+                       out0=0, out1=0)
+    step.out0 = _arena(b, outs[0], size, shape)
+    b.steps.append(step)
+    b.keep.append(bound)
+    b.members.append(i)
+    if type(desc[5]) is _Bound and kind in _FUSED_KIND and type(run) is _BoundWithTable:
+        b.fusable[outs[0]] = (len(b.steps) - 1, run)
+    return True
+
+
+def _arena(b: _Builder, slot: int, size: int, shape) -> int:
+    """A fresh arena region of ``size`` bytes for output ``slot``: its offset."""
+    offset = b.total
+    b.total = offset + -(-max(size, 1) // _ALIGN) * _ALIGN
+    b.offsets[slot] = (offset, size)
+    b.views.append((offset, size, tuple(shape)))
+    b.outs.append(slot)
+    return offset

@@ -70,13 +70,14 @@ static inline int32_t rq_scalar(int32_t x, int32_t m, int32_t e, int32_t away, i
 
 #ifdef INTQ_AVX512
 /* rq_scalar on 16 lanes. SRDHM: the even lanes' 64-bit products (vpmuldq), then the odd lanes';
- * the logical shift keeps bits 31..62 of x * m + 2^30 in each low half, which is the arithmetic
- * shift's low 32 bits. */
+ * the logical shift keeps bits 31..62 of x * m + 2^30 in each even lane's low half, which is the
+ * arithmetic shift's low 32 bits; a left shift by one puts the same bits in each odd lane's high
+ * half. */
 static inline __m512i rq16(__m512i x, __m512i m, __m512i e, __m512i away, __m512i zp, __m512i lo, __m512i hi) {
     const __m512i half = _mm512_set1_epi64((int64_t)1 << 30);
     __m512i even = _mm512_srli_epi64(_mm512_add_epi64(_mm512_mul_epi32(x, m), half), 31);
     __m512i odd = _mm512_add_epi64(_mm512_mul_epi32(_mm512_srli_epi64(x, 32), _mm512_srli_epi64(m, 32)), half);
-    odd = _mm512_slli_epi64(_mm512_srli_epi64(odd, 31), 32);
+    odd = _mm512_slli_epi64(odd, 1); /* bits 31..62 of x * m + 2^30 into the high half */
     const __m512i h = _mm512_mask_blend_epi32((__mmask16)0xAAAA, even, odd);
     const __m512i one = _mm512_set1_epi32(1);
     const __m512i mask = _mm512_sub_epi32(_mm512_sllv_epi32(one, e), one);
@@ -144,7 +145,7 @@ static inline __m512i rq16v(__m512i acc, const rq_vec *v, __m512i zp, __m512i lo
     const __m512i x = _mm512_add_epi32(acc, v->off), half30 = _mm512_set1_epi64((int64_t)1 << 30);
     const __m512i even = _mm512_srli_epi64(_mm512_add_epi64(_mm512_mul_epi32(x, v->m), half30), 31);
     __m512i odd = _mm512_add_epi64(_mm512_mul_epi32(_mm512_srli_epi64(x, 32), v->m_odd), half30);
-    odd = _mm512_slli_epi64(_mm512_srli_epi64(odd, 31), 32);
+    odd = _mm512_slli_epi64(odd, 1); /* bits 31..62 of x * m + 2^30 into the high half */
     const __m512i h = _mm512_mask_blend_epi32((__mmask16)0xAAAA, even, odd);
     const __m512i threshold = _mm512_add_epi32(v->half, _mm512_and_si512(v->away, _mm512_srli_epi32(h, 31)));
     const __mmask16 up = _mm512_cmpgt_epi32_mask(_mm512_and_si512(h, v->mask), threshold);
@@ -230,6 +231,8 @@ typedef struct {
     int32_t *c;      /* scratch [MB][32] */
     const int8_t *lut; /* NULL, or a 256-entry table applied to each finished block of y into z */
     int8_t *z;         /* [batch][out_h][out_w][out_c]: lut[uint8(y)] (intq_conv_lut_obj) */
+    const int8_t *w_rows; /* NULL, or the weights per tap row (intq_pack_rows): the AMX direct path */
+    int32_t span4;        /* kw * in_c rounded up to 4 (w_rows' K per tap row, <= 64) */
 } intq_conv_params;
 
 void intq_lut(const int8_t *table, int64_t n, const int8_t *x, int8_t *y);
@@ -239,30 +242,46 @@ static inline void lut_rows(const intq_conv_params *p, const int8_t *y, int64_t 
     if (p->lut) intq_lut(p->lut, (int64_t)rows * p->out_c, y + r0 * p->out_c, p->z + r0 * p->out_c);
 }
 
+/* dst[q] = src[q] ^ flip for q < n. AVX-512: 64 bytes a step, the tail under a byte mask (masked
+ * loads read nothing beyond n: no over-read of the input's last bytes). */
+static inline void copy_flip(uint8_t *dst, const uint8_t *src, int32_t n, uint8_t flip) {
+#ifdef INTQ_AVX512
+    const __m512i f = _mm512_set1_epi8((char)flip);
+    int32_t q = 0;
+    for (; q + 64 <= n; q += 64)
+        _mm512_storeu_si512((void *)(dst + q), _mm512_xor_si512(_mm512_loadu_si512((const void *)(src + q)), f));
+    if (q < n) {
+        const __mmask64 m = ((__mmask64)1 << (n - q)) - 1;
+        _mm512_mask_storeu_epi8(dst + q, m, _mm512_xor_si512(_mm512_maskz_loadu_epi8(m, src + q), f));
+    }
+#else
+    if (flip) {
+        for (int32_t q = 0; q < n; ++q) dst[q] = src[q] ^ flip;
+    } else {
+        memcpy(dst, src, (size_t)n);
+    }
+#endif
+}
+
 /* Rows r0 .. r0 + rows - 1 of the im2col matrix into p->a, as int8 (flip = 0) or as x + 128 (flip =
- * 0x80: int8 bits xor 0x80 are the uint8 x + 128). */
+ * 0x80: int8 bits xor 0x80 are the uint8 x + 128). The output pixel (n, oy, ox) of row r0 is found
+ * once and stepped along (no division per row). */
 static void fill_block(const intq_conv_params *p, const int8_t *x, int64_t r0, int32_t rows, uint8_t flip) {
     const int32_t c = p->in_c;
     const uint8_t outside = (uint8_t)((uint8_t)(int8_t)p->in_zp ^ flip);
+    int32_t ox = (int32_t)(r0 % p->out_w);
+    const int64_t t0 = r0 / p->out_w;
+    int32_t oy = (int32_t)(t0 % p->out_h), n = (int32_t)(t0 / p->out_h);
+    const int32_t span = p->kw * c; /* one tap row's columns */
     for (int32_t r = 0; r < rows; ++r) {
-        const int64_t pix = r0 + r;
-        const int32_t ox = (int32_t)(pix % p->out_w);
-        const int64_t t = pix / p->out_w;
-        const int32_t oy = (int32_t)(t % p->out_h), n = (int32_t)(t / p->out_h);
         uint8_t *dst = (uint8_t *)p->a + (size_t)r * p->kp;
         const int8_t *xb = x + (size_t)n * p->in_h * p->in_w * c;
         const int32_t ix0 = ox * p->stride_w - p->pad_left, ix1 = ix0 + (p->kw - 1) * p->dil_w;
-        const int32_t span = p->kw * c; /* one tap row's columns */
         for (int32_t i = 0; i < p->kh; ++i) {
             const int32_t iy = oy * p->stride_h - p->pad_top + i * p->dil_h;
             if (p->dil_w == 1 && iy >= 0 && iy < p->in_h && ix0 >= 0 && ix1 < p->in_w) {
                 /* the whole tap row inside the image: kw * c contiguous bytes of the input */
-                const uint8_t *src = (const uint8_t *)xb + ((size_t)iy * p->in_w + ix0) * c;
-                if (flip) {
-                    for (int32_t q = 0; q < span; ++q) dst[q] = src[q] ^ flip;
-                } else {
-                    memcpy(dst, src, (size_t)span);
-                }
+                copy_flip(dst, (const uint8_t *)xb + ((size_t)iy * p->in_w + ix0) * c, span, flip);
                 dst += span;
                 continue;
             }
@@ -271,13 +290,15 @@ static void fill_block(const intq_conv_params *p, const int8_t *x, int64_t r0, i
                 if (iy < 0 || iy >= p->in_h || ix < 0 || ix >= p->in_w) {
                     memset(dst, outside, (size_t)c);
                 } else {
-                    const uint8_t *src = (const uint8_t *)xb + ((size_t)iy * p->in_w + ix) * c;
-                    if (flip) {
-                        for (int32_t q = 0; q < c; ++q) dst[q] = src[q] ^ flip;
-                    } else {
-                        memcpy(dst, src, (size_t)c);
-                    }
+                    copy_flip(dst, (const uint8_t *)xb + ((size_t)iy * p->in_w + ix) * c, c, flip);
                 }
+            }
+        }
+        if (++ox == p->out_w) {
+            ox = 0;
+            if (++oy == p->out_h) {
+                oy = 0;
+                ++n;
             }
         }
     }
@@ -377,8 +398,8 @@ static void vnni_tile(const intq_conv_params *p, int32_t r, int32_t rows, int32_
     rq_block(&q8, c, rows, o, n, y + (size_t)(row0 + r) * p->out_c + o, p->out_c);
 }
 
-static void conv_vnni(const intq_conv_params *p, const int8_t *x, int8_t *y, int64_t m) {
-    for (int64_t r0 = 0; r0 < m; r0 += MB) {
+static void conv_vnni_range(const intq_conv_params *p, const int8_t *x, int8_t *y, int64_t begin, int64_t m) {
+    for (int64_t r0 = begin; r0 < m; r0 += MB) {
         const int32_t rows = m - r0 < MB ? (int32_t)(m - r0) : MB;
         fill_block(p, x, r0, rows, 0x80);
         for (int32_t r = 0; r < rows; r += 4)
@@ -386,7 +407,101 @@ static void conv_vnni(const intq_conv_params *p, const int8_t *x, int8_t *y, int
         lut_rows(p, y, r0, rows);
     }
 }
+
+static void conv_vnni(const intq_conv_params *p, const int8_t *x, int8_t *y, int64_t m) {
+    conv_vnni_range(p, x, y, 0, m);
+}
 #endif
+
+#if defined(INTQ_AMX) && defined(INTQ_VNNI)
+/* The AMX path without im2col, for convolutions whose every window lies inside the image (no
+ * padding: e.g. the first 3x3 convolution on 3 channels after an explicit PAD, or a 1x1, which the
+ * caller presents as one row of all the pixels): 16 neighbouring output pixels of one output row
+ * are a tile read straight from the input, one row per pixel, stride_w * in_c bytes apart (the rows
+ * overlap); per tap row, in pieces of 64 bytes, one product with that piece's weights (w_rows: K =
+ * span4, zeros beyond kw * in_c, so the up to 3 bytes read past a pixel's tap row add nothing). The same integer sums
+ * as the im2col path. Groups of fewer than 16 pixels, and a group whose read would pass the end of
+ * the image, take the VNNI path. */
+static int direct_fits(const intq_conv_params *p) {
+    return p->w_rows != 0 && p->pad_top == 0 && p->pad_left == 0 && p->dil_w == 1 && p->out_w >= 16 &&
+           (p->out_h - 1) * p->stride_h + (p->kh - 1) * p->dil_h < p->in_h &&
+           (p->out_w - 1) * p->stride_w + p->kw - 1 < p->in_w;
+}
+
+/* 1 where intq_conv takes the AMX direct path for p (tests: the cases that exercise it). */
+int intq_conv_direct(const intq_conv_params *p) { return intq_path == PATH_AMX && direct_fits(p); }
+
+static void conv_amx_direct(const intq_conv_params *p, const int8_t *x, int8_t *y) {
+    const int32_t c = p->in_c, kq = p->span4 / 4;
+    const int32_t full = p->span4 / 64 * 64, tail = p->span4 - full; /* a tap row in 64-byte pieces */
+    amx_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.palette = 1;
+    cfg.rows[0] = 16, cfg.colsb[0] = 64;                   /* C: 16 pixels x 16 channels, int32 */
+    cfg.rows[1] = 16, cfg.colsb[1] = 64;                   /* A: 16 pixels x a 64-byte piece of a tap row */
+    cfg.rows[2] = 16, cfg.colsb[2] = 64;                   /* B: its weights, [16][16][4] */
+    cfg.rows[3] = 16, cfg.colsb[3] = tail ? tail : 4;      /* A: the last piece (tail bytes) */
+    cfg.rows[4] = tail ? tail / 4 : 1, cfg.colsb[4] = 64;  /* B: its weights */
+    _tile_loadconfig(&cfg);
+    const size_t image = (size_t)p->in_h * p->in_w * c, stride = (size_t)p->stride_w * c;
+    for (int32_t n = 0; n < p->batch; ++n) {
+        const int8_t *xb = x + (size_t)n * image;
+        for (int32_t oy = 0; oy < p->out_h; ++oy) {
+            const int64_t row0 = ((int64_t)n * p->out_h + oy) * p->out_w;
+            const size_t last_row = (size_t)(oy * p->stride_h + (p->kh - 1) * p->dil_h) * p->in_w;
+            int32_t ox = 0;
+            for (; ox + 16 <= p->out_w; ox += 16) {
+                if ((last_row + (size_t)(ox + 15) * p->stride_w) * c + p->span4 > image) break;
+                for (int32_t o = 0; o < p->out_c; o += 16) {
+                    _tile_zero(0);
+                    for (int32_t i = 0; i < p->kh; ++i) {
+                        const size_t iy = (size_t)oy * p->stride_h + (size_t)i * p->dil_h;
+                        const int8_t *src = xb + (iy * p->in_w + (size_t)ox * p->stride_w) * c;
+                        const int8_t *w = p->w_rows + ((size_t)(o / 16) * p->kh + i) * kq * 64;
+                        for (int32_t q = 0; q < full; q += 64) {
+                            _tile_loadd(1, src + q, (long)stride);
+                            _tile_loadd(2, w + (size_t)q * 16, 64);
+                            _tile_dpbssd(0, 1, 2);
+                        }
+                        if (tail) {
+                            _tile_loadd(3, src + full, (long)stride);
+                            _tile_loadd(4, w + (size_t)full * 16, 64);
+                            _tile_dpbssd(0, 3, 4);
+                        }
+                    }
+                    _tile_stored(0, p->c, 128);
+                    rq_block(&p->rq, p->c, 16, o, p->out_c - o < 16 ? p->out_c - o : 16,
+                             y + (size_t)(row0 + ox) * p->out_c + o, p->out_c);
+                }
+                lut_rows(p, y, row0 + ox, 16);
+            }
+            if (ox < p->out_w) conv_vnni_range(p, x, y, row0 + ox, row0 + p->out_w);
+        }
+    }
+    _tile_release();
+}
+#endif
+
+#if !(defined(INTQ_AMX) && defined(INTQ_VNNI))
+int intq_conv_direct(const intq_conv_params *p) { (void)p; return 0; }
+#endif
+
+/* Bytes of intq_pack_rows' output for n channels, kh tap rows of span bytes. */
+int64_t intq_packed_rows_bytes(int32_t kh, int32_t span, int32_t n) {
+    return (int64_t)(n + 15) / 16 * 16 * kh * ((span + 3) / 4 * 4);
+}
+
+/* w int8 [n][kh * span] (K ordered tap row, then kw * in_c) -> [n/16][kh][span4/4][16][4], zeros
+ * beyond span and n: each tap row's weights as an AMX B tile (conv_amx_direct). */
+void intq_pack_rows(int32_t kh, int32_t span, int32_t n, const int8_t *w, int8_t *out) {
+    const int32_t kq = (span + 3) / 4;
+    memset(out, 0, (size_t)intq_packed_rows_bytes(kh, span, n));
+    for (int32_t o = 0; o < n; ++o)
+        for (int32_t i = 0; i < kh; ++i)
+            for (int32_t k = 0; k < span; ++k)
+                out[(((size_t)(o / 16) * kh + i) * kq + k / 4) * 64 + (o % 16) * 4 + k % 4] =
+                    w[(size_t)o * kh * span + (size_t)i * span + k];
+}
 
 /* Portable: one row and 16 channels at a time from the packed weights. */
 static void conv_c(const intq_conv_params *p, const int8_t *x, int8_t *y, int64_t m) {
@@ -418,6 +533,10 @@ void intq_conv(const intq_conv_params *p, const int8_t *x, int8_t *y) {
     /* fewer rows than one tile (a FULLY_CONNECTED row, a tiny feature map): the tile set-up costs
      * more than it saves (measured: FC 1x1280x1000 27.5 us AMX, 22.3 us VNNI) */
 #ifdef INTQ_VNNI
+    if (intq_path == PATH_AMX && direct_fits(p)) {
+        conv_amx_direct(p, x, y);
+        return;
+    }
     if (intq_path == PATH_AMX && m < 16) {
         conv_vnni(p, x, y, m);
         return;
@@ -448,6 +567,9 @@ typedef struct {
     int32_t *acc;     /* scratch [cp] */
     const int8_t *lut; /* NULL, or a 256-entry table applied to each finished output row of y into z */
     int8_t *z;
+    const int32_t *prefix; /* [kh + 1][kw + 1][cp]: sum of w over taps [0, i) x [0, j) (window offsets) */
+    int8_t *padded;        /* NULL, or scratch [pad_h][pad_w][c]: one image with its border of Z_x */
+    int32_t pad_h, pad_w;  /* pad_top + the rows (columns) the taps reach */
 } intq_dw_params;
 
 /* DEPTHWISE_CONV_2D, depth multiplier 1: y[n,oy,ox,c] = requant(offset[c] + sum_taps x * w).
@@ -507,9 +629,116 @@ static inline void dw_pair(const intq_dw_params *p, const int32_t *offset, int32
 
 #define DW_CACHE 8 /* offsets of the clipped tap windows kept per call */
 
+#ifdef INTQ_AVX512
+static inline void dw_quad(const intq_dw_params *p, const int8_t *x0, int32_t in_w, int32_t i0, int32_t i1,
+                           const int32_t *offset, int8_t *out, __m512i zp, __m512i lo, __m512i hi);
+
+/* One output pixel on its whole window (x0: its tap (0, 0); rows in_w pixels apart): dw_quad's sums
+ * for a single pixel. */
+static void dw_one(const intq_dw_params *p, const int8_t *x0, int32_t in_w, int8_t *out, __m512i zp, __m512i lo,
+                   __m512i hi) {
+    const int32_t c = p->c, cp = (c + 15) / 16 * 16;
+    const size_t drow = (size_t)p->dil_h * in_w * c, dcol = (size_t)p->dil_w * c;
+    for (int32_t ch = 0; ch < c; ch += 16) {
+        const __mmask16 valid = c - ch >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (c - ch)) - 1u);
+        rq_vec v;
+        rq_vec_load(&v, &p->rq, ch, c - ch < 16 ? c - ch : 16);
+        __m512i a0 = _mm512_setzero_si512();
+        const int32_t *w = p->w + ch;
+        for (int32_t i = 0; i < p->kh; ++i) {
+            const int8_t *r = x0 + i * drow + ch;
+            for (int32_t j = 0; j < p->kw; ++j, w += cp, r += dcol)
+                a0 = dw_product(a0, _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(valid, r)),
+                                _mm512_loadu_si512((const void *)w));
+        }
+        _mm512_mask_cvtsepi32_storeu_epi8(out + ch, valid, rq16v(a0, &v, zp, lo, hi));
+    }
+}
+
+/* The whole map from a copy of each image inside a border of Z_x (p->padded): every pixel on its
+ * whole window with the offset b - Z_x sum(w) (a border tap reads Z_x, whose product the offset
+ * cancels: the sum over in-image taps of (x - Z_x) w, as the clipped windows compute), four at a
+ * time. For small maps, where most pixels' windows are clipped. */
+static void dw_from_padded(const intq_dw_params *p, const int8_t *x, int8_t *y) {
+    const int32_t c = p->c, pw = p->pad_w;
+    const __m512i zp = _mm512_set1_epi32(p->rq.out_zp), lo = _mm512_set1_epi32(p->rq.act_min),
+                  hi = _mm512_set1_epi32(p->rq.act_max);
+    for (int32_t n = 0; n < p->batch; ++n) {
+        memset(p->padded, (int)(int8_t)p->in_zp, (size_t)p->pad_h * pw * c);
+        const int8_t *xb = x + (size_t)n * p->in_h * p->in_w * c;
+        for (int32_t iy = 0; iy < p->in_h; ++iy)
+            memcpy(p->padded + ((size_t)(iy + p->pad_top) * pw + p->pad_left) * c, xb + (size_t)iy * p->in_w * c,
+                   (size_t)p->in_w * c);
+        for (int32_t oy = 0; oy < p->out_h; ++oy) {
+            const int8_t *row = p->padded + (size_t)oy * p->stride_h * pw * c;
+            int8_t *out = y + ((size_t)n * p->out_h + oy) * p->out_w * c;
+            int32_t ox = 0;
+            for (; ox + 4 <= p->out_w; ox += 4)
+                dw_quad(p, row + (size_t)ox * p->stride_w * c, pw, 0, p->kh, p->rq.offset, out + (size_t)ox * c, zp, lo, hi);
+            for (; ox < p->out_w; ++ox) dw_one(p, row + (size_t)ox * p->stride_w * c, pw, out + (size_t)ox * c, zp, lo, hi);
+            if (p->lut) {
+                const size_t at = ((size_t)n * p->out_h + oy) * p->out_w * c;
+                intq_lut(p->lut, (int64_t)p->out_w * c, y + at, p->z + at);
+            }
+        }
+    }
+}
+#endif
+
+#ifdef INTQ_AVX512
+/* Four neighbouring output pixels whose windows span every tap column inside the image and the tap
+ * rows [i0, i1) (x0: the first one's tap (i0, 0); offset: that window's, see intq_depthwise): per
+ * 16-channel block, each weight vector loaded once for the four, the tap addresses by arithmetic;
+ * the same sums as dw_pair (offset + sum over the window's taps x * w). */
+static inline void dw_quad(const intq_dw_params *p, const int8_t *x0, int32_t in_w, int32_t i0, int32_t i1,
+                           const int32_t *offset, int8_t *out, __m512i zp, __m512i lo, __m512i hi) {
+    const int32_t c = p->c, cp = (c + 15) / 16 * 16;
+    const size_t step = (size_t)p->stride_w * c, drow = (size_t)p->dil_h * in_w * c, dcol = (size_t)p->dil_w * c;
+    for (int32_t ch = 0; ch < c; ch += 16) {
+        const __mmask16 valid = c - ch >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (c - ch)) - 1u);
+        rq_vec v; /* the block's requantization vectors, for the four pixels (rq16v adds the offset) */
+        rq_vec_load(&v, &p->rq, ch, c - ch < 16 ? c - ch : 16);
+        v.off = _mm512_loadu_si512((const void *)(offset + ch));
+        __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0;
+        const int32_t *w = p->w + (size_t)i0 * p->kw * cp + ch;
+        if (valid == (__mmask16)0xFFFF) { /* a whole block: plain loads (folded into the sign extension) */
+            for (int32_t i = 0; i < i1 - i0; ++i) {
+                const int8_t *r = x0 + i * drow + ch;
+                for (int32_t j = 0; j < p->kw; ++j, w += cp, r += dcol) {
+                    const __m512i wv = _mm512_loadu_si512((const void *)w);
+                    a0 = dw_product(a0, _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)r)), wv);
+                    a1 = dw_product(a1, _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(r + step))), wv);
+                    a2 = dw_product(a2, _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(r + 2 * step))), wv);
+                    a3 = dw_product(a3, _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(r + 3 * step))), wv);
+                }
+            }
+        } else { /* the last channels: loads under the mask (nothing read beyond them) */
+            for (int32_t i = 0; i < i1 - i0; ++i) {
+                const int8_t *r = x0 + i * drow + ch;
+                for (int32_t j = 0; j < p->kw; ++j, w += cp, r += dcol) {
+                    const __m512i wv = _mm512_loadu_si512((const void *)w);
+                    a0 = dw_product(a0, _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(valid, r)), wv);
+                    a1 = dw_product(a1, _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(valid, r + step)), wv);
+                    a2 = dw_product(a2, _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(valid, r + 2 * step)), wv);
+                    a3 = dw_product(a3, _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(valid, r + 3 * step)), wv);
+                }
+            }
+        }
+        _mm512_mask_cvtsepi32_storeu_epi8(out + ch, valid, rq16v(a0, &v, zp, lo, hi));
+        _mm512_mask_cvtsepi32_storeu_epi8(out + c + ch, valid, rq16v(a1, &v, zp, lo, hi));
+        _mm512_mask_cvtsepi32_storeu_epi8(out + 2 * c + ch, valid, rq16v(a2, &v, zp, lo, hi));
+        _mm512_mask_cvtsepi32_storeu_epi8(out + 3 * c + ch, valid, rq16v(a3, &v, zp, lo, hi));
+    }
+}
+#endif
+
 void intq_depthwise(const intq_dw_params *p, const int8_t *x, int8_t *y) {
     const int32_t c = p->c, cp = (c + 15) / 16 * 16;
 #ifdef INTQ_AVX512
+    if (p->padded) {
+        dw_from_padded(p, x, y);
+        return;
+    }
     /* A tap outside the image reads Z_x, and the offset holds b - Z_x sum_taps(w): its product
      * Z_x w cancels. Each pixel runs on its taps inside the image only, the window [i0, i1) x
      * [j0, j1), from the offset b - Z_x sum_window(w) = offset + Z_x sum_outside(w) (integers:
@@ -544,16 +773,41 @@ void intq_depthwise(const intq_dw_params *p, const int8_t *x, int8_t *y) {
                         next = (next + 1) % DW_CACHE;
                         if (cached < DW_CACHE) ++cached;
                         key[slot][0] = i0, key[slot][1] = i1, key[slot][2] = j0, key[slot][3] = j1;
+                        /* offset + Z_x (sum of all taps - sum of the window), the window's sum from
+                         * four prefix sums (vectors: 32-bit wrapping, the same integers mod 2^32 as
+                         * the tap-by-tap sum, and the final accumulator fits int32) */
                         int32_t *off = cache[slot];
-                        for (int32_t q = 0; q < cp; ++q) off[q] = p->rq.offset[q];
-                        for (int32_t i = 0; i < p->kh; ++i)
-                            for (int32_t j = 0; j < p->kw; ++j) {
-                                if (i >= i0 && i < i1 && j >= j0 && j < j1) continue;
-                                const int32_t *wt = p->w + (size_t)(i * p->kw + j) * cp;
-                                for (int32_t q = 0; q < cp; ++q) off[q] += p->in_zp * (int32_t)(int16_t)wt[q];
-                            }
+                        const int32_t row = (p->kw + 1) * cp;
+                        const int32_t *all = p->prefix + (size_t)p->kh * row + (size_t)p->kw * cp;
+                        const int32_t *a11 = p->prefix + (size_t)i1 * row + (size_t)j1 * cp,
+                                      *a01 = p->prefix + (size_t)i0 * row + (size_t)j1 * cp,
+                                      *a10 = p->prefix + (size_t)i1 * row + (size_t)j0 * cp,
+                                      *a00 = p->prefix + (size_t)i0 * row + (size_t)j0 * cp;
+                        const __m512i zx = _mm512_set1_epi32(p->in_zp);
+                        for (int32_t q = 0; q < cp; q += 16) {
+                            const __m512i inside = _mm512_add_epi32(
+                                _mm512_sub_epi32(_mm512_loadu_si512((const void *)(a11 + q)),
+                                                 _mm512_loadu_si512((const void *)(a01 + q))),
+                                _mm512_sub_epi32(_mm512_loadu_si512((const void *)(a00 + q)),
+                                                 _mm512_loadu_si512((const void *)(a10 + q))));
+                            const __m512i outside = _mm512_sub_epi32(_mm512_loadu_si512((const void *)(all + q)), inside);
+                            _mm512_storeu_si512((void *)(off + q),
+                                                _mm512_add_epi32(_mm512_loadu_si512((const void *)(p->rq.offset + q)),
+                                                                 _mm512_mullo_epi32(zx, outside)));
+                        }
                     }
                     offset = cache[slot];
+                }
+                if (i1 > i0 && ox + 4 <= p->out_w) {
+                    /* four pixels whose windows have every tap column inside the image (the first's
+                     * leftmost and the last's rightmost): dw_quad, on this row window's offset */
+                    const int32_t first = ox * p->stride_w - p->pad_left;
+                    if (first >= 0 && first + 3 * p->stride_w + (p->kw - 1) * p->dil_w < p->in_w) {
+                        const int32_t iy = oy * p->stride_h - p->pad_top + i0 * p->dil_h;
+                        dw_quad(p, xb + ((size_t)iy * p->in_w + first) * c, p->in_w, i0, i1, offset, out0, zp, lo, hi);
+                        pair = 3;
+                        continue;
+                    }
                 }
                 int32_t m = 0;
                 for (int32_t i = i0; i < i1; ++i) {
@@ -624,7 +878,7 @@ typedef struct {
 void intq_mul(const intq_binary_params *p, const int8_t *a, const int8_t *b, int8_t *y) {
 #ifdef INTQ_AVX512
     const int a_full = p->a_rows == p->rows && p->a_cols == p->cols, b_full = p->b_rows == p->rows && p->b_cols == p->cols;
-    if (p->rows > 1 && p->cols % 16 == 0 && p->cols <= 2048 &&
+    if (p->rows > 1 && p->cols <= 2048 &&
         ((a_full && p->b_rows == 1 && p->b_cols == p->cols) || (b_full && p->a_rows == 1 && p->a_cols == p->cols))) {
         /* one operand a row [1, C] broadcast over the other's rows (the squeeze-excitation product),
          * C a multiple of 16: the row's (b - Z_b) vectors made once, the other operand in one flat
@@ -635,17 +889,35 @@ void intq_mul(const intq_binary_params *p, const int8_t *a, const int8_t *b, int
                       e = _mm512_set1_epi32(p->right), away = _mm512_set1_epi32(p->away),
                       zp = _mm512_set1_epi32(p->out_zp), lo = _mm512_set1_epi32(p->act_min),
                       hi = _mm512_set1_epi32(p->act_max);
-        const int32_t nb = p->cols / 16;
+        const int32_t nb = (p->cols + 15) / 16;
         __m512i rv[nb];
-        for (int32_t k = 0; k < nb; ++k)
-            rv[k] = _mm512_sub_epi32(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(row + 16 * k))), zr);
-        const int64_t total = p->rows * (int64_t)p->cols;
-        for (int64_t i = 0, k = 0; i < total; i += 16) {
-            const __m512i fv = _mm512_sub_epi32(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(full + i))), zf);
-            const __m512i prod = _mm512_mullo_epi32(fv, rv[k]);
-            _mm512_mask_cvtsepi32_storeu_epi8(y + i, (__mmask16)0xFFFF,
-                                              rq16(_mm512_sllv_epi32(prod, left), m, e, away, zp, lo, hi));
-            if (++k == nb) k = 0;
+        for (int32_t k = 0; k < nb; ++k) {
+            const int32_t left_k = p->cols - 16 * k;
+            const __mmask16 valid = left_k >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left_k) - 1u);
+            rv[k] = _mm512_sub_epi32(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(valid, row + 16 * k)), zr);
+        }
+        if (p->cols % 16 == 0) { /* one flat pass of 16 lanes */
+            const int64_t total = p->rows * (int64_t)p->cols;
+            for (int64_t i = 0, k = 0; i < total; i += 16) {
+                const __m512i fv = _mm512_sub_epi32(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(full + i))), zf);
+                const __m512i prod = _mm512_mullo_epi32(fv, rv[k]);
+                _mm512_mask_cvtsepi32_storeu_epi8(y + i, (__mmask16)0xFFFF,
+                                                  rq16(_mm512_sllv_epi32(prod, left), m, e, away, zp, lo, hi));
+                if (++k == nb) k = 0;
+            }
+            return;
+        }
+        for (int64_t r = 0; r < p->rows; ++r) { /* row by row, the last block of each under a mask */
+            const int8_t *fr = full + r * p->cols;
+            int8_t *yr = y + r * p->cols;
+            for (int32_t k = 0; k < nb; ++k) {
+                const int32_t left_k = p->cols - 16 * k;
+                const __mmask16 valid = left_k >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left_k) - 1u);
+                const __m512i fv = _mm512_sub_epi32(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(valid, fr + 16 * k)), zf);
+                const __m512i prod = _mm512_mullo_epi32(fv, rv[k]);
+                _mm512_mask_cvtsepi32_storeu_epi8(yr + 16 * k, valid,
+                                                  rq16(_mm512_sllv_epi32(prod, left), m, e, away, zp, lo, hi));
+            }
         }
         return;
     }
@@ -965,4 +1237,72 @@ void intq_depthwise_lut_obj(const intq_dw_params *p, const int8_t *table, const 
     q.lut = table;
     q.z = (int8_t *)intq_array_data(z);
     intq_depthwise(&q, (const int8_t *)intq_array_data(x), (int8_t *)intq_array_data(y));
+}
+
+/* ------------------------------------------------------------------------------ step programs */
+
+/* A run of consecutive native steps of the execution plan in one call (intq.runtime.native.
+ * accelerate.Program): each step is one of the entry points above, its operands addressed by a
+ * code: >= 0 a byte offset in the run's arena (the outputs of the program's steps, one fresh
+ * buffer per run), < 0 the entry -1 - code of ``ext`` (the program's inputs from outside it: the
+ * first n_dyn read from the array objects given to the call, then constants fixed at plan time).
+ * The same calls, in the same order, on the same bytes as the steps one by one. */
+enum {
+    OP_CONV = 0, OP_DEPTHWISE = 1, OP_CONV_LUT = 2, OP_DEPTHWISE_LUT = 3, OP_MUL = 4, OP_ADD = 5, OP_LUT = 6,
+    OP_MAX_POOL = 7, OP_TRANSPOSE = 8, OP_PAD = 9, OP_MEAN = 10
+};
+
+typedef struct {
+    int32_t kind, unused;
+    const void *params; /* the step's parameter structure (OP_LUT: the table) */
+    const int8_t *table; /* OP_CONV_LUT, OP_DEPTHWISE_LUT: the fused table */
+    int64_t n;           /* OP_LUT: elements */
+    int64_t in0, in1, out0, out1; /* operand codes (in1 / out1: -> unused where the op has none) */
+} intq_step;
+
+typedef struct {
+    int32_t count, n_dyn;
+    const intq_step *steps;
+    const void **ext; /* [n_dyn + constants]: the first n_dyn set per call */
+} intq_program;
+
+static inline int8_t *step_ptr(int8_t *arena, const void **ext, int64_t code) {
+    return code >= 0 ? arena + code : (int8_t *)ext[-1 - code];
+}
+
+void intq_run_program(const intq_program *prog, void *arena_obj, void *x0, void *x1, void *x2, void *x3) {
+    void *const objs[4] = {x0, x1, x2, x3};
+    for (int32_t k = 0; k < prog->n_dyn && k < 4; ++k) prog->ext[k] = intq_array_data(objs[k]);
+    int8_t *arena = (int8_t *)intq_array_data(arena_obj);
+    for (int32_t i = 0; i < prog->count; ++i) {
+        const intq_step *s = prog->steps + i;
+        const int8_t *a = step_ptr(arena, prog->ext, s->in0);
+        int8_t *y = step_ptr(arena, prog->ext, s->out0);
+        switch (s->kind) {
+        case OP_CONV: intq_conv((const intq_conv_params *)s->params, a, y); break;
+        case OP_DEPTHWISE: intq_depthwise((const intq_dw_params *)s->params, a, y); break;
+        case OP_CONV_LUT: {
+            intq_conv_params q = *(const intq_conv_params *)s->params;
+            q.lut = s->table;
+            q.z = step_ptr(arena, prog->ext, s->out1);
+            intq_conv(&q, a, y);
+            break;
+        }
+        case OP_DEPTHWISE_LUT: {
+            intq_dw_params q = *(const intq_dw_params *)s->params;
+            q.lut = s->table;
+            q.z = step_ptr(arena, prog->ext, s->out1);
+            intq_depthwise(&q, a, y);
+            break;
+        }
+        case OP_MUL: intq_mul((const intq_binary_params *)s->params, a, step_ptr(arena, prog->ext, s->in1), y); break;
+        case OP_ADD: intq_add((const intq_binary_params *)s->params, a, step_ptr(arena, prog->ext, s->in1), y); break;
+        case OP_LUT: intq_lut((const int8_t *)s->params, s->n, a, y); break;
+        case OP_MAX_POOL: intq_max_pool((const intq_pool_params *)s->params, a, y); break;
+        case OP_TRANSPOSE: intq_transpose((const intq_transpose_params *)s->params, a, y); break;
+        case OP_PAD: intq_pad((const intq_pad_params *)s->params, a, y); break;
+        case OP_MEAN: intq_mean((const intq_mean_params *)s->params, a, y); break;
+        default: break;
+        }
+    }
 }
