@@ -132,9 +132,10 @@ def _onnx_node_cases():
 
 
 #: ONNX's quantization node tests by category: (cases equal to the expected outputs and onnxruntime, cases
-#: refused by name). The refusals: per-axis or blocked activations (intq's activations are per tensor),
-#: float8 / 4-bit / 2-bit types, dynamic quantization (a run-time float scale), and ConvInteger with a
-#: zero point per output channel (onnxruntime refuses it).
+#: refused by name). The refusals: per-axis or blocked activations (intq's activations are per tensor; the
+#: int4 / uint4 / int2 / uint2 QuantizeLinear cases are per axis), float8 / float4 types, dynamic
+#: quantization (a run-time float scale), and ConvInteger with a zero point per output channel (onnxruntime
+#: refuses it).
 NODE_TEST_COUNTS = {"qlinearconv": (1, 0), "qlinearmatmul": (8, 0), "quantizelinear": (3, 10),
                     "dequantizelinear": (7, 7), "convinteger": (1, 1), "matmulinteger": (1, 0),
                     "dynamicquantizelinear": (0, 6)}
@@ -580,6 +581,11 @@ def test_4_bit_tensors_elsewhere_than_the_float_boundary_are_refused_by_name():
                   TensorProto.INT4, TensorProto.FLOAT)
     with pytest.raises(IntqError, match=r"dq4.*int4 tensors are read at the float boundary only.*not a graph input"):
         intq.load(moved)
+    weights = model([helper.make_node("DequantizeLinear", ["w", "s", "z"], ["wf"], name="dqw4"),
+                     helper.make_node("Add", ["x", "wf"], ["y"], name="add")], TensorProto.FLOAT, TensorProto.FLOAT)
+    weights.graph.initializer.append(numpy_helper.from_array(np.array([1, -2, 3, 7], ml_dtypes.int4), "w"))
+    with pytest.raises(IntqError, match=r"dqw4"):
+        intq.load(weights)
     g = intq.load(model([helper.make_node("QuantizeLinear", ["x", "s", "z"], ["y"], name="q4")],
                         TensorProto.FLOAT, TensorProto.INT4))
     x = np.array([0.25, 0.75, 100, -100], np.float32)
