@@ -307,7 +307,7 @@ COLUMNS: list[tuple[str, Callable[[Case], np.ndarray]]] = [
     ("intq + bias correction", intq_column("minmax", bias_correction=True)),
     ("intq + CLE", intq_column("minmax", equalization=True)),
     ("intq mse + AdaRound", intq_column("mse", adaround=True)),
-    ("intq mse --target-sqnr 30 (detectors)", intq_column("mse", target_sqnr=30, detectors_only=True)),
+    ("intq mse --target-sqnr 25 (detectors)", intq_column("mse", target_sqnr=25, detectors_only=True)),
     ("TFLite converter", tflite_converter),
     ("ORT MinMax", ort_column("MinMax")),
     ("ORT Percentile", ort_column("Percentile")),

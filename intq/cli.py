@@ -440,7 +440,9 @@ def cmd_quantize(args) -> dict:
     _out(args, f"  calibration: {args.method} on {table.num_samples} samples ({t_cal:.1f} s); "
                f"weights {'per channel' if not args.per_tensor else 'per tensor'}; converted in {t_conv:.1f} s")
     if qg.metadata.get("int16_tensors"):
-        _out(args, "  int16 region: " + ", ".join(qg.metadata["int16_tensors"]))
+        int16 = qg.metadata["int16_tensors"]
+        _out(args, f"  int16 region ({len(int16)} tensors; all in --json): " + ", ".join(int16[:8])
+             + (" ..." if len(int16) > 8 else ""))
     if qg.metadata.get("float_nodes"):
         _out(args, "  float island: " + ", ".join(qg.metadata["float_nodes"]))
     if len(set(methods.values())) > 1:
@@ -916,8 +918,11 @@ def build_parser() -> argparse.ArgumentParser:
                        "to float as TensorFlow's converter and onnxruntime's quantize_static, or closer)")
     calib.add_argument("--per-tensor", action="store_true", help="per-tensor weights (default per-channel)")
     calib.add_argument("--precision", action="append", metavar="LAYER=int16|float|FILE",
-                       help="LAYER=int16: keep a join (a Concat node or tensor) and the data movement after it in "
-                       "int16, e.g. a detector's output concat; LAYER=float: a float island from that node to the "
+                       help="LAYER=int16: that node in int16 (16x8: Conv, Gemm, SiLU, Sigmoid, Concat, Split, data "
+                       "movement; int8<->int16 QUANTIZE where types change); a Concat whose output reaches the "
+                       "outputs through data movement brings that movement along (a detector's output concat); "
+                       "LAYER may be a glob pattern of node names ('/model.22/cv3.*' = a class branch); "
+                       "LAYER=float: a float island from that node to the "
                        "outputs (Sigmoid, Concat, Add/Sub/Mul/Div and data movement only: float builtins LiteRT's "
                        "reference kernels and TFLite Micro compute exactly as intq), e.g. a detector's class-score "
                        "sigmoid; or a table file (JSON, or NAME=int16 lines); repeatable")
@@ -932,7 +937,9 @@ def build_parser() -> argparse.ArgumentParser:
                        "(Nagel et al. 2019)")
     calib.add_argument("--target-sqnr", type=float, metavar="DB",
                        help="put range-mismatched joins in int16, then if needed small float islands at the "
-                       "outputs, until the output SQNR on 8 calibration samples reaches DB (the fewest that do)")
+                       "outputs, then an int16 region grown backwards from the outputs layer by layer, until the "
+                       "output SQNR on 8 calibration samples reaches DB (the fewest that do; the best reached if "
+                       "none does)")
 
     batching = argparse.ArgumentParser(add_help=False)
     batching.add_argument("--batch-size", type=_positive_int, default=_DEFAULT_BATCH_SIZE, metavar="N",

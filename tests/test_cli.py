@@ -261,11 +261,14 @@ def test_quantize_keeps_a_detector_concat_in_int16(tmp_path):
     assert json.loads(r.stdout)["int16_tensors"] == ["cat", "out"]
     auto = run("quantize", str(tmp_path / "yolo.onnx"), "--calib", str(tmp_path / "calib.npz"), "--target-sqnr", "30",
                "-o", str(tmp_path / "y2.tflite"))
-    assert auto.returncode == 0 and "int16 region: cat, out" in auto.stdout, auto.stderr
+    assert auto.returncode == 0 and "int16 region (2 tensors; all in --json): cat, out" in auto.stdout, auto.stderr
     island = run("quantize", str(tmp_path / "yolo.onnx"), "--calib", str(tmp_path / "calib.npz"), "--precision",
                  "Sigmoid_6=float", "-o", str(tmp_path / "y3.tflite"))
     assert island.returncode == 0 and "float island: Sigmoid_6, Concat_7, Reshape_8" in island.stdout, island.stderr
     assert (tmp_path / "y3.tflite").exists()
+    convs = run("quantize", str(tmp_path / "yolo.onnx"), "--calib", str(tmp_path / "calib.npz"), "--precision",
+                "Conv_*=int16", "-o", str(tmp_path / "y4.tflite"), "--json")  # a glob: every conv, 16x8
+    assert convs.returncode == 0 and json.loads(convs.stdout)["int16_tensors"] == ["b0", "c0", "f"], convs.stderr
 
 
 def test_batch_size_default_is_the_library_default():

@@ -23,7 +23,7 @@ from intq.convert.precision import auto_precision, emit_float_node, float_nodes,
 from intq.convert.rules import RULES
 from intq.errors import UnsupportedOperatorError
 from intq.ir import Graph
-from intq.qmath import QuantParams
+from intq.qmath import QuantParams, choose_qparams
 
 
 def check_convertible(graph: Graph) -> None:
@@ -74,10 +74,15 @@ def _convert_nodes(graph: Graph, table: CalibrationTable, *, per_channel: bool, 
             cx.define(name, name, identity(rank))
             inputs.append(name)
             continue
-        qp = cx.activation_qparams(name)
+        readers = graph.consumers(name)
+        if input_type == "float32" and readers and all(any(o in int16 for o in r.outputs if o) for r in readers):
+            # every reader is an int16 (16x8) node: quantize straight to int16, not through int8
+            qp = choose_qparams(*table[name], "int16", symmetric=True, name=name)
+        else:
+            qp = cx.activation_qparams(name)
         if input_type == "float32":
             cx.tensors[name] = type(t)(name, np.float32, t.shape)
-            q = cx.add_tensor(f"{name}/quantized", t.shape, np.int8, qp)
+            q = cx.add_tensor(f"{name}/quantized", t.shape, qp.dtype, qp)
             cx.emit("QUANTIZE", f"{name}/quantize", [name], [q])
             cx.define(name, q, identity(rank))
         elif input_type == "int8":
@@ -90,7 +95,7 @@ def _convert_nodes(graph: Graph, table: CalibrationTable, *, per_channel: bool, 
         if node.name in floats:  # a float island (intq.convert.precision): the node as itself, in float32
             emit_float_node(cx, node)
         else:
-            RULES[node.op_type](cx, node)
+            _convert_node(cx, node)
     outputs = []
     for name in graph.outputs:
         rank = len(graph.tensors[name].shape)
@@ -124,6 +129,32 @@ def _convert_nodes(graph: Graph, table: CalibrationTable, *, per_channel: bool, 
     return cx.build(inputs, outputs, graph.name, meta)
 
 
+#: Ops whose rule requantizes every input onto its output's parameters itself (any integer type in).
+_OWN_GRID = frozenset({"Concat"})
+
+
+def _convert_node(cx: ConversionContext, node) -> None:
+    """Apply ``node``'s rule with its activation inputs in the node's integer type: int16 when its
+    outputs are in an int16 region (:mod:`intq.convert.precision`), else int8. An input of the
+    other type is requantized by one QUANTIZE (int8 <-> int16, :meth:`ConversionContext.coerced`)
+    for the rule's duration only: other readers keep the original value."""
+    dtype = np.int16 if any(o in cx.int16 for o in node.outputs if o) else np.int8
+    swapped = {}
+    if node.op_type not in _OWN_GRID:
+        for x in node.inputs:
+            if not x or x in swapped or cx.constant(x) is not None or x not in cx.values:
+                continue
+            v = cx.coerced(x, dtype)
+            if v is not None and v is not cx.values[x]:
+                swapped[x] = cx.values[x]
+                cx.values[x] = v
+    try:
+        RULES[node.op_type](cx, node)
+    finally:
+        for x, v in swapped.items():
+            cx.values[x] = v
+
+
 #: op -> (input index of the activation, of the weights, of the bias; weights axis of the output channels)
 _BIAS_SLOTS = {
     "CONV_2D": (0, 1, 2, 0),               # weights [Cout, KH, KW, Cin]
@@ -135,7 +166,8 @@ _BIAS_SLOTS = {
 
 def _give_every_linear_op_a_bias(cx: ConversionContext) -> None:
     """Give each CONV_2D, DEPTHWISE_CONV_2D, TRANSPOSE_CONV and FULLY_CONNECTED without a bias a zero
-    int32 bias, as the TensorFlow converter writes: LiteRT's kernels refuse a missing one.
+    int32 bias (int64 for int16 activations), as the TensorFlow converter writes: LiteRT's kernels
+    refuse a missing one.
 
     Its parameters are the ones a real bias would get: scale ``S_in * S_w[c]`` (the float32
     product, per output channel or per tensor as the weights are), zero point 0; every value is 0,
@@ -153,8 +185,9 @@ def _give_every_linear_op_a_bias(cx: ConversionContext) -> None:
         w_scales = np.asarray(w.qparams.scale, np.float32).reshape(-1)
         scales = (np.float32(np.asarray(x_qp.scale).reshape(-1)[0]) * w_scales).astype(np.float64)
         per_channel = w.qparams.axis is not None
-        b_qp = QuantParams(scales, np.zeros(scales.size, np.int64), np.int32, 0 if per_channel else None)
-        bias = cx.int_constant(f"{node.name}/bias", np.zeros(channels, np.int32), b_qp, np.int32)
+        b_dtype = np.int64 if x_qp.dtype == np.int16 else np.int32  # a 16x8 layer's bias is int64 (spec 003)
+        b_qp = QuantParams(scales, np.zeros(scales.size, np.int64), b_dtype, 0 if per_channel else None)
+        bias = cx.int_constant(f"{node.name}/bias", np.zeros(channels, b_dtype), b_qp, b_dtype)
         inputs = list(node.inputs) + [""] * (b_at + 1 - len(node.inputs))
         inputs[b_at] = bias
         cx.nodes[i] = node.with_(inputs=tuple(inputs))

@@ -30,6 +30,11 @@ FIXED_OUTPUT = {
     "L2_NORMALIZATION": (1.0 / 128.0, 0),
     "LOG_SOFTMAX": (16.0 / 256.0, 127),
 }
+#: The same for int16 outputs (spec 003, 16x8: LOGISTIC and TANH write 2^-15, zero point 0).
+FIXED_OUTPUT_INT16 = {
+    "LOGISTIC": (1.0 / 32768.0, 0),
+    "TANH": (1.0 / 32768.0, 0),
+}
 
 
 class ConversionError(IntqError, ValueError):
@@ -75,11 +80,13 @@ class ConversionContext:
     tensors: dict[str, Tensor] = field(default_factory=dict)
     nodes: list[Node] = field(default_factory=list)
     values: dict[str, IntValue] = field(default_factory=dict)
-    transposed: dict[tuple[str, tuple[int, ...]], str] = field(default_factory=dict)
+    transposed: dict[tuple[str, str, tuple[int, ...]], str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     reserved: set[str] = field(default_factory=set)  # graph input/output names, kept for the float ends
     int16: frozenset[str] = frozenset()  # float tensors held in int16 (intq.convert.precision)
     dequantized: dict[str, str] = field(default_factory=dict)  # float tensor -> its DEQUANTIZEd float32 tensor (float islands)
+    # (float tensor, dtype name) -> its value requantized to that type (int8 <-> int16, ``coerced``)
+    coercions: dict[tuple[str, str], IntValue] = field(default_factory=dict)
 
     # -- names and tensors --------------------------------------------------------------------
 
@@ -130,10 +137,42 @@ class ConversionContext:
             return choose_qparams(lo, hi, "int16", symmetric=True, name=float_name)
         return choose_qparams(lo, hi, "int8", name=float_name)
 
-    @staticmethod
-    def fixed_qparams(op: str) -> QuantParams:
+    def fixed_qparams(self, op: str, dtype=np.int8) -> QuantParams:
+        """The output parameters spec 003 fixes for ``op`` with ``dtype`` (int8 or int16) outputs."""
+        if np.dtype(dtype) == np.int16:
+            if op not in FIXED_OUTPUT_INT16:
+                raise ConversionError(f"{op} has no int16 (16x8) form in intq; keep its node in int8")
+            scale, zp = FIXED_OUTPUT_INT16[op]
+            return QuantParams(np.float32(scale), zp, np.int16)
         scale, zp = FIXED_OUTPUT[op]
         return QuantParams(np.float32(scale), zp, np.int8)
+
+    def activation_dtype(self, float_name: str):
+        """``np.int16`` for a tensor of an int16 region (:mod:`intq.convert.precision`), else ``np.int8``."""
+        return np.dtype(np.int16) if float_name in self.int16 else np.dtype(np.int8)
+
+    def coerced(self, float_name: str, dtype) -> IntValue | None:
+        """The value of ``float_name`` as a ``dtype`` (int8 / int16) integer tensor, in its current
+        layout: itself when it already is one, else a QUANTIZE (TFLite's Requantize, integers
+        only) onto the parameters ``float_name`` gets in that type (asymmetric int8, or symmetric
+        int16 from its calibrated range), emitted once per tensor and type. None for values that
+        are not quantized activations (float island tensors, indices)."""
+        v = self.value(float_name)
+        t = self.tensors[v.name]
+        dtype = np.dtype(dtype)
+        if t.qparams is None or np.dtype(t.dtype) not in (np.dtype(np.int8), np.dtype(np.int16)):
+            return None
+        if np.dtype(t.dtype) == dtype:
+            return v
+        key = (float_name, dtype.name)
+        if key not in self.coercions:
+            lo, hi = self.table[float_name]
+            qp = (choose_qparams(lo, hi, "int16", symmetric=True, name=float_name) if dtype == np.int16
+                  else choose_qparams(lo, hi, "int8", name=float_name))
+            out = self.add_tensor(f"{v.name}/{dtype.name}", t.shape, dtype, qp)
+            self.emit("QUANTIZE", f"{v.name}/to_{dtype.name}", [v.name], [out])
+            self.coercions[key] = IntValue(out, v.perm)
+        return self.coercions[key]
 
     # -- values and layout --------------------------------------------------------------------------
 
@@ -171,7 +210,7 @@ class ConversionContext:
         if v.perm == perm:
             return v.name
         shape = self.shape(float_name)
-        key = (float_name, perm)
+        key = (float_name, v.name, perm)  # v.name: a value coerced to another type has its own copies
         if key in self.transposed:
             return self.transposed[key]
         src = self.tensors[v.name]

@@ -1,4 +1,4 @@
-"""Mixed precision: int16 where int8 cannot represent a tensor.
+"""Mixed precision: int16 (16x8) or float where int8 cannot represent a tensor.
 
 A join (CONCATENATION, ADD) of tensors whose ranges differ a lot gets one int8 scale set by the
 widest: a YOLO head's box coordinates (0..320) beside class scores (0..1) leave the scores one
@@ -29,12 +29,22 @@ runtimes run:
   equals the targets ``tflite`` and ``litert-ref`` only. Not island ops, because intq's float op
   and the runtimes' float kernels differ: Softmax (summation order), Tanh, Exp-based activations
   other than the sigmoid, and every op with a reduction (Conv, MatMul, pooling, means);
+* **int16 layers**: any :data:`INT16_NODES` node (``precision={"/model.22/cv3.*": "int16"}``,
+  glob patterns allowed) is converted with its 16x8 kernels (int16 activations, symmetric; int8
+  weights; int64 bias); where an int8 tensor feeds it, or it feeds an int8 node, the converter
+  inserts one QUANTIZE (int8 <-> int16, TFLite's Requantize) per tensor and type
+  (:meth:`~intq.convert.context.ConversionContext.coerced`). LiteRT and TFLite Micro run all of
+  them (CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED, LOGISTIC, MUL, CONCATENATION, SPLIT(_V),
+  RESHAPE, TRANSPOSE, PAD, QUANTIZE, DEQUANTIZE on int16; ``tests/convert/test_precision.py``);
 * **automatically**: :func:`auto_precision` adds the range-mismatched joins (inputs' ranges
   differ by more than ``ratio``, default 32) one at a time, most mismatched first, until the
   output SQNR on the calibration samples (:func:`intq.analysis.sensitivity.output_sqnr`: per
   output channel, capped, averaged) reaches ``target_sqnr``: the fewest int16 joins that reach it;
   if they do not, the float islands that start at a LOGISTIC-like fixed-range op (Sigmoid) and
-  reach the outputs in a few island ops, smallest first.
+  reach the outputs in a few island ops, smallest first; if still short, an int16 region grown
+  backwards from the outputs and islands, level by level (:func:`int16_levels`), by the fewest
+  levels that reach the target, less the deepest level's layers it does not need (or the best
+  depth tried).
 """
 
 from __future__ import annotations
@@ -52,6 +62,14 @@ from intq.ir import Graph, Node, Tensor
 #: Float ops an int16 region may hold: the join, and the data movement after it.
 INT16_JOINS = frozenset({"Concat"})
 MOVEMENT = frozenset({"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Identity"})
+#: Float ops a single node in int16 may be (16x8: int16 activations, int8 weights, int64 biases):
+#: their rules emit only builtins that have a 16x8 kernel in intq (:mod:`intq.kernels.int16x8`) and
+#: that LiteRT and TFLite Micro run on int16 — CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED,
+#: LOGISTIC + MUL (SiLU), LOGISTIC, ADD, MUL, MAX_POOL_2D, CONCATENATION, SPLIT / SPLIT_V and the
+#: data movement. Int8 neighbours are requantized by QUANTIZE (int8 <-> int16) where the types change.
+INT16_NODES = frozenset({"Conv", "Gemm", "SiLU", "Sigmoid", "Add", "Mul", "MaxPool", "Concat", "Split"}) | MOVEMENT
+#: Characters that make a precision table's name a glob pattern over node names (fnmatch).
+GLOB_CHARS = frozenset("*?[")
 DEFAULT_RATIO = 32.0  # a join whose inputs' ranges differ by more than this is "range-mismatched"
 PRECISIONS = ("int8", "int16", "float")
 #: Float ops a float island may hold (see the module docstring: each exports as a TFLite float
@@ -60,6 +78,9 @@ FLOAT_ISLAND_OPS = frozenset({"Sigmoid", "Concat", "Add", "Sub", "Mul", "Div"}) 
 #: Float islands :func:`auto_precision` tries: at most this many nodes, starting at these ops.
 AUTO_ISLAND_NODES = 6
 AUTO_ISLAND_STARTS = frozenset({"Sigmoid"})
+#: The int16 growth of :func:`auto_precision` tries to leave int8 each layer of its deepest level
+#: when that level has at most this many (one conversion and run each).
+MAX_PRUNED = 8
 
 
 def load_precision(path: str | Path) -> dict[str, str]:
@@ -116,6 +137,19 @@ def _node_named(graph: Graph, name: str) -> Node:
     return node
 
 
+def _nodes_named(graph: Graph, name: str) -> list[Node]:
+    """:func:`_node_named`, or every node whose name matches ``name`` when it is a glob pattern
+    (``*``, ``?``, ``[...]``: ``/model.22/cv3.*`` is a detector head's class branch)."""
+    if not GLOB_CHARS & set(name):
+        return [_node_named(graph, name)]
+    from fnmatch import fnmatchcase
+
+    nodes = [n for n in graph.nodes if fnmatchcase(n.name, name)]
+    if not nodes:
+        raise ConversionError(f"precision table: the pattern {name!r} matches no node of graph {graph.name!r}")
+    return nodes
+
+
 def _check_precisions(precision: Mapping[str, str]) -> None:
     for name, prec in precision.items():
         if prec not in PRECISIONS:
@@ -151,14 +185,19 @@ def float_nodes(graph: Graph, precision: Mapping[str, str] | None) -> frozenset[
     out: set[str] = set()
     for name, prec in precision.items():
         if prec == "float":
-            out.update(n.name for n in float_island(graph, _node_named(graph, name)))
+            for node in _nodes_named(graph, name):
+                out.update(n.name for n in float_island(graph, node))
     return frozenset(out)
 
 
 def int16_tensors(graph: Graph, precision: Mapping[str, str] | None) -> frozenset[str]:
-    """The float tensors to hold in int16 for a precision table (names of nodes or tensors ->
-    ``"int8"`` / ``"int16"`` / ``"float"``); raises :class:`ConversionError` naming what cannot be
-    int16. Tensors a float island computes (:func:`float_nodes`) are float, not int16."""
+    """The float tensors to hold in int16 for a precision table (names of nodes, tensors or glob
+    patterns of node names -> ``"int8"`` / ``"int16"`` / ``"float"``); raises
+    :class:`ConversionError` naming what cannot be int16. A join (Concat) whose output reaches the
+    graph outputs through data movement only brings that movement along (the detector's output
+    concat); any other :data:`INT16_NODES` node is int16 alone (its outputs), e.g. the convolutions
+    of a class branch: the converter requantizes between int8 and int16 where types change.
+    Tensors a float island computes (:func:`float_nodes`) are float, not int16."""
     if not precision:
         return frozenset()
     _check_precisions(precision)
@@ -166,17 +205,13 @@ def int16_tensors(graph: Graph, precision: Mapping[str, str] | None) -> frozense
     for name, prec in precision.items():
         if prec != "int16":
             continue
-        node = _node_named(graph, name)
-        if node.op_type not in INT16_JOINS:
-            raise ConversionError(
-                f"precision table: {name!r} is a {node.op_type}; int16 regions start at a join "
-                f"({', '.join(sorted(INT16_JOINS))}) whose output reaches the graph outputs through data movement only")
-        region = _region(graph, node)
-        if region is None:
-            raise ConversionError(
-                f"precision table: {node.op_type} {node.name!r} feeds an op other than "
-                f"{', '.join(sorted(MOVEMENT))} before the graph outputs; an int16 region must end at the outputs")
-        out.update(region)
+        for node in _nodes_named(graph, name):
+            if node.op_type not in INT16_NODES:
+                raise ConversionError(
+                    f"precision table: {node.name!r} is a {node.op_type}, which intq cannot convert to int16 (16x8); "
+                    f"int16 nodes are {', '.join(sorted(INT16_NODES))}")
+            region = _region(graph, node) if node.op_type in INT16_JOINS else None
+            out.update(region if region is not None else [o for o in node.outputs if o])
     islands = float_nodes(graph, precision)
     return frozenset(out) - {o for n in graph.nodes if n.name in islands for o in n.outputs}
 
@@ -261,6 +296,38 @@ def island_candidates(graph: Graph, max_nodes: int = AUTO_ISLAND_NODES) -> list[
     return [n for _, n in sorted(found, key=lambda t: t[0])]
 
 
+def int16_levels(graph: Graph, precision: Mapping[str, str] | None, max_levels: int = 64) -> list[list[Node]]:
+    """The layers an int16 region can grow by, backwards from the outputs, level by level: level 1
+    is the :data:`INT16_NODES` nodes writing the graph outputs or the inputs of the nodes
+    ``precision`` already puts in int16 or in float islands, level ``k + 1`` the ones writing the
+    inputs of level ``k``. A node of another op type ends the growth along its path (it stays int8;
+    QUANTIZE ops join the types). At most ``max_levels`` levels."""
+    region = float_nodes(graph, precision)
+    in16 = int16_tensors(graph, precision)
+    region |= {n.name for n in graph.nodes if any(o in in16 for o in n.outputs if o)}
+    writer = {o: n for n in graph.nodes for o in n.outputs if o}
+
+    def writers(names) -> list[Node]:
+        found = {}
+        for t in names:
+            n = writer.get(t)
+            if n is not None and n.name not in seen and n.name not in found:
+                found[n.name] = n
+        return list(found.values())
+
+    seen = set(region)
+    current = writers([*graph.outputs, *(i for n in graph.nodes if n.name in region for i in n.inputs if i)])
+    levels: list[list[Node]] = []
+    while current and len(levels) < max_levels:
+        level = [n for n in current if n.op_type in INT16_NODES]
+        if not level:
+            break
+        seen.update(n.name for n in level)
+        levels.append(level)
+        current = writers(i for n in level for i in n.inputs if i and graph.constant(i) is None)
+    return levels
+
+
 def auto_precision(graph: Graph, table: CalibrationTable, samples, target_sqnr: float, *,
                    ratio: float = DEFAULT_RATIO, convert_options: Mapping | None = None,
                    base: Mapping[str, str] | None = None) -> tuple[dict[str, str], float]:
@@ -310,4 +377,51 @@ def auto_precision(graph: Graph, table: CalibrationTable, samples, target_sqnr: 
         got = score(trial)
         if got > reached:
             chosen, reached = trial, got
+    if reached < target_sqnr:
+        chosen, reached = _grow_int16(graph, chosen, reached, target_sqnr, score)
     return chosen, reached
+
+
+def _grow_int16(graph: Graph, chosen: dict[str, str], reached: float, target_sqnr: float, score):
+    """Grow an int16 region backwards from the outputs (:func:`int16_levels`) by the fewest levels
+    that reach ``target_sqnr``: levels 1, 2, 4, 8... until one reaches it, then bisection between
+    the last two (the SQNR is taken to grow with the region, as int16 replaces int8 noise by 256
+    times less), then each layer of the deepest level that the target does not need is left int8
+    (at most :data:`MAX_PRUNED` tries); if no depth reaches it, the depth of highest SQNR among
+    those tried (the least of equals). ``(chosen, reached)`` unchanged when no depth raises the
+    SQNR."""
+    levels = int16_levels(graph, chosen)
+    tried: dict[int, float] = {}
+
+    def table(depth: int) -> dict[str, str]:
+        return {**chosen, **{n.name: "int16" for level in levels[:depth] for n in level}}
+
+    def at(depth: int) -> float:
+        if depth not in tried:
+            tried[depth] = score(table(depth))
+        return tried[depth]
+
+    lo, hi, depth = 0, None, 1
+    while depth <= len(levels):
+        if at(depth) >= target_sqnr:
+            hi = depth
+            break
+        lo = depth
+        depth = len(levels) if depth < len(levels) < 2 * depth else 2 * depth
+    if hi is not None:
+        while hi - lo > 1:  # the smallest depth in (lo, hi] reaching the target
+            mid = (lo + hi) // 2
+            lo, hi = (lo, mid) if at(mid) >= target_sqnr else (mid, hi)
+        best, got = table(hi), tried[hi]
+        last = levels[hi - 1]
+        if len(last) <= MAX_PRUNED:  # then drop the deepest level's layers the target does not need
+            for node in reversed(last):
+                trial = {k: v for k, v in best.items() if k != node.name}
+                reached_without = score(trial)
+                if reached_without >= target_sqnr:
+                    best, got = trial, reached_without
+        return best, got
+    if not tried:
+        return chosen, reached
+    best = max(tried, key=lambda d: (tried[d], -d))
+    return (table(best), tried[best]) if tried[best] > reached else (chosen, reached)

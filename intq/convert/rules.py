@@ -81,9 +81,18 @@ def _pad_input(cx: ConversionContext, node: Node, x_int: str, explicit, value_q:
     if value_q is None:
         cx.emit("PAD", f"{node.name}/pad", [x_int, paddings], [out])
     else:
-        v = cx.int_constant(f"{out}/value", np.array([value_q], np.int8).reshape(()), src.qparams)
+        v = cx.int_constant(f"{out}/value", np.array([value_q], src.dtype).reshape(()), src.qparams, src.dtype)
         cx.emit("PADV2", f"{node.name}/pad", [x_int, paddings, v], [out])
     return out
+
+
+def _layer_activations(node: Node, in_qp: QuantParams, out_qp: QuantParams) -> str:
+    """"int8", or "int16" for a 16x8 layer (int16 input and output, int8 weights, int64 bias);
+    the converter gives a layer both in one type (:func:`intq.convert._convert_node`)."""
+    if np.dtype(in_qp.dtype) != np.dtype(out_qp.dtype):
+        raise _fail(node, f"input {np.dtype(in_qp.dtype).name} and output {np.dtype(out_qp.dtype).name}: a layer's "
+                          f"activations are both int8 or both int16")
+    return np.dtype(out_qp.dtype).name
 
 
 def _spatial_attrs(node: Node):
@@ -122,7 +131,7 @@ def Conv(cx: ConversionContext, node: Node) -> None:
         explicit = [(0, 0), (begin[0], end[0])]
         n_, _, length = in_shape
         x_nlc = cx.value_as(x, (0, 2, 1))
-        x_int = cx.add_tensor(f"{x_nlc}/as_2d", (n_, 1, length, cin), np.int8, in_qp)
+        x_int = cx.add_tensor(f"{x_nlc}/as_2d", (n_, 1, length, cin), in_qp.dtype, in_qp)
         cx.emit("RESHAPE", f"{node.name}/as_2d", [x_nlc, cx.int_constant(f"{x_int}/shape", np.array([n_, 1, length, cin],
                 np.int32), None, np.int32)], [x_int], {"new_shape": (n_, 1, length, cin)})
         sizes = (1, length)
@@ -141,13 +150,15 @@ def Conv(cx: ConversionContext, node: Node) -> None:
     else:
         w_tfl, axis, op = w.transpose(0, 2, 3, 1), 0, "CONV_2D"  # [Cout, KH, KW, Cin/g]
         attrs = {}
-    w_q, w_qp, b_q, b_qp, fit = quantize_linear_layer(w_tfl, b, in_qp.tensor_scale, axis if cx.per_channel else None)
-    if fit.channels:
-        cx.notes.append(f"{node.name}: weight scale raised on channels {list(fit.channels)} so the int32 bias fits")
-    w_t = cx.int_constant(f"{node.name}/weights", w_q, w_qp)
-    b_t = cx.int_constant(f"{node.name}/bias", b_q, b_qp, np.int32) if b_q is not None else ""
     out = node.outputs[0]
     out_qp = cx.activation_qparams(out)
+    acts = _layer_activations(node, in_qp, out_qp)
+    w_q, w_qp, b_q, b_qp, fit = quantize_linear_layer(w_tfl, b, in_qp.tensor_scale, axis if cx.per_channel else None,
+                                                      acts)
+    if fit.channels:
+        cx.notes.append(f"{node.name}: weight scale raised on channels {list(fit.channels)} so the bias fits")
+    w_t = cx.int_constant(f"{node.name}/weights", w_q, w_qp)
+    b_t = cx.int_constant(f"{node.name}/bias", b_q, b_qp, b_qp.dtype) if b_q is not None else ""
     attrs.update(padding=padding, stride_h=strides[0], stride_w=strides[1], dilation_h_factor=dilations[0],
                  dilation_w_factor=dilations[1], fused_activation_function=_act(node))
     if not one_d:
@@ -155,7 +166,7 @@ def Conv(cx: ConversionContext, node: Node) -> None:
         return
     y = cx.output_tensor(out, (0, 2, 1), out_qp)  # [N, L', Cout]
     n_, out_len, _ = cx.tensors[y].shape
-    y4 = cx.add_tensor(f"{y}/2d", (n_, 1, out_len, cout), np.int8, out_qp)
+    y4 = cx.add_tensor(f"{y}/2d", (n_, 1, out_len, cout), out_qp.dtype, out_qp)
     cx.emit(op, node.name, [x_int, w_t, b_t], [y4], attrs)
     cx.emit("RESHAPE", f"{node.name}/as_1d", [y4, cx.int_constant(f"{y}/shape", np.array([n_, out_len, cout], np.int32),
             None, np.int32)], [y], {"new_shape": (n_, out_len, cout)})
@@ -165,13 +176,15 @@ def _fully_connected(cx: ConversionContext, node: Node, x: str, w_nk: np.ndarray
     in_qp = cx.qparams_of(x)
     rank = len(cx.shape(x))
     x_int = cx.value_as(x, identity(rank))
-    w_q, w_qp, b_q, b_qp, fit = quantize_linear_layer(w_nk, b, in_qp.tensor_scale, 0 if cx.per_channel else None)
-    if fit.channels:
-        cx.notes.append(f"{node.name}: weight scale raised on channels {list(fit.channels)} so the int32 bias fits")
-    w_t = cx.int_constant(f"{node.name}/weights", w_q, w_qp)
-    b_t = cx.int_constant(f"{node.name}/bias", b_q, b_qp, np.int32) if b_q is not None else ""
     out = node.outputs[0]
-    y = cx.output_tensor(out, identity(len(cx.shape(out))), cx.activation_qparams(out))
+    out_qp = cx.activation_qparams(out)
+    w_q, w_qp, b_q, b_qp, fit = quantize_linear_layer(w_nk, b, in_qp.tensor_scale, 0 if cx.per_channel else None,
+                                                      _layer_activations(node, in_qp, out_qp))
+    if fit.channels:
+        cx.notes.append(f"{node.name}: weight scale raised on channels {list(fit.channels)} so the bias fits")
+    w_t = cx.int_constant(f"{node.name}/weights", w_q, w_qp)
+    b_t = cx.int_constant(f"{node.name}/bias", b_q, b_qp, b_qp.dtype) if b_q is not None else ""
+    y = cx.output_tensor(out, identity(len(cx.shape(out))), out_qp)
     cx.emit("FULLY_CONNECTED", node.name, [x_int, w_t, b_t], [y],
             {"fused_activation_function": _act(node), "keep_num_dims": rank > 2})
 
@@ -247,14 +260,17 @@ def _common_perm(cx: ConversionContext, names: list[str]) -> tuple[int, ...]:
 
 
 def _constant_operand(cx: ConversionContext, node: Node, value: np.ndarray, rank: int, perm, hint: str,
-                      qp: QuantParams | None = None) -> str:
-    """A float constant broadcast to ``rank``, laid out like the other operand, quantized int8."""
+                      qp: QuantParams | None = None, dtype=np.int8) -> str:
+    """A float constant broadcast to ``rank``, laid out like the other operand, quantized int8 (or
+    symmetric int16 for an int16 node, as 16x8 operands are)."""
     v = np.asarray(value, dtype=np.float64)
     v = v.reshape((1,) * (rank - v.ndim) + v.shape)
     v = v.transpose(perm)
     if qp is None:
-        qp = choose_qparams(float(v.min()), float(v.max()), "int8", name=f"{node.name}/{hint}")
-    return cx.int_constant(f"{node.name}/{hint}", quantize(v.astype(np.float32), qp), qp)
+        wide = np.dtype(dtype) == np.int16
+        qp = choose_qparams(float(v.min()), float(v.max()), "int16" if wide else "int8", symmetric=wide,
+                            name=f"{node.name}/{hint}")
+    return cx.int_constant(f"{node.name}/{hint}", quantize(v.astype(np.float32), qp), qp, qp.dtype)
 
 
 def _operand_on_grid(cx: ConversionContext, node: Node, name: str, perm, qp: QuantParams, hint: str) -> str:
@@ -285,9 +301,11 @@ def _two_operands(cx: ConversionContext, node: Node):
 def _binary(cx: ConversionContext, node: Node, op: str, attrs=None) -> None:
     pairs, _, perm = _two_operands(cx, node)
     rank = len(perm)
+    dtype = cx.activation_dtype(node.outputs[0])
     ins = []
     for n, c in pairs:
-        ins.append(cx.value_as(n, perm) if c is None else _constant_operand(cx, node, c, rank, perm, f"const_{len(ins)}"))
+        ins.append(cx.value_as(n, perm) if c is None else
+                   _constant_operand(cx, node, c, rank, perm, f"const_{len(ins)}", dtype=dtype))
     out = node.outputs[0]
     y = cx.output_tensor(out, perm, cx.activation_qparams(out))
     full = {"fused_activation_function": _act(node)} if op in ("ADD", "SUB", "MUL") else {}
@@ -349,12 +367,13 @@ def PRelu(cx, node):
 
 @RULES.register("SiLU")
 def SiLU(cx, node):
-    """x * sigmoid(x): LOGISTIC (fixed output 1/256, -128) then MUL."""
+    """x * sigmoid(x): LOGISTIC (fixed output 1/256, -128; 2^-15, 0 in int16) then MUL."""
     x = node.inputs[0]
     perm = cx.value(x).perm
     x_int = cx.value_as(x, perm)
     shape = cx.tensors[x_int].shape
-    sig = cx.add_tensor(f"{node.name}/sigmoid", shape, np.int8, cx.fixed_qparams("LOGISTIC"))
+    sig_qp = cx.fixed_qparams("LOGISTIC", cx.tensors[x_int].dtype)  # 2^-8 (int8) or 2^-15 (int16)
+    sig = cx.add_tensor(f"{node.name}/sigmoid", shape, sig_qp.dtype, sig_qp)
     cx.emit("LOGISTIC", f"{node.name}/logistic", [x_int], [sig])
     out = node.outputs[0]
     y = cx.output_tensor(out, perm, cx.activation_qparams(out))
@@ -1089,7 +1108,7 @@ def _rule(convert, *args):
 
 def _fixed_output(cx: ConversionContext, node: Node, op: str) -> None:
     """A unary op whose output parameters spec 003 fixes (LOGISTIC 1/256, TANH 1/128)."""
-    _unary(cx, node, op, cx.fixed_qparams(op))
+    _unary(cx, node, op, cx.fixed_qparams(op, cx.activation_dtype(node.outputs[0])))
 
 
 #: ONNX op -> (helper, TFLite builtin, extra arguments)

@@ -11,6 +11,10 @@ channel's weight scale to ``|b_c| / (S_in * L)`` — the smallest scale whose bi
 leaves room for every ``(x - Z_x) * w`` term, so the kernels' accumulator bound holds. The channel's
 weights are requantized with it (they lose resolution, the bias stays exact). Every adjusted
 channel is reported in :class:`BiasFit`.
+
+16x8 layers (int16 activations, ``activations="int16"``): the same int8 weights, an int64 bias and
+the int64 accumulator's bound ``2^47`` (TFLite's MultiplyByQuantizedMultiplier(int64)) in place of
+int32's, with ``|x * w| <= 2^15 * 127``.
 """
 
 from __future__ import annotations
@@ -25,6 +29,10 @@ from intq.qmath import QuantParams, Rounding, quantize, round_float
 
 INT32_MAX = 2**31 - 1
 PRODUCT_BOUND = 255 * 127  # the largest |(x - Z_x) * w| of an int8 activation and an int8 weight
+#: 16x8 layers (int16 activations, zero point 0): an int64 bias and accumulator, whose
+#: MultiplyByQuantizedMultiplier(int64) needs |acc| < 2^47 (intq.kernels.int16x8._common).
+INT64_ACC_MAX = 2**47 - 1
+PRODUCT_BOUND_16 = 2**15 * 127  # the largest |x * w| of an int16 activation and an int8 weight
 
 
 @dataclass(frozen=True)
@@ -53,21 +61,29 @@ def quantize_weights(w: np.ndarray, scales: np.ndarray, axis: int | None) -> tup
     return quantize(w.astype(np.float32), qp, compute_dtype=np.float64), qp
 
 
-def quantize_linear_layer(w: np.ndarray, b: np.ndarray | None, input_scale: float, axis: int | None):
+def quantize_linear_layer(w: np.ndarray, b: np.ndarray | None, input_scale: float, axis: int | None,
+                          activations: str = "int8"):
     """Quantize a layer's weights (``axis`` = output channel) and bias together.
 
-    Returns ``(w_q, w_qp, b_q, b_qp, fit)``; ``b_q`` is None when there is no bias.
+    Returns ``(w_q, w_qp, b_q, b_qp, fit)``; ``b_q`` is None when there is no bias. With
+    ``activations="int16"`` (a 16x8 layer, spec 003) the bias is int64, as TensorFlow's converter
+    writes it, and its room is the int64 accumulator's 2^47 bound (:data:`INT64_ACC_MAX`) less
+    ``K * 2^15 * 127``; the weights are the same int8.
     """
+    if activations not in ("int8", "int16"):
+        raise ValueError(f"activations must be 'int8' or 'int16', got {activations!r}")
+    wide = activations == "int16"
+    acc_max, product_bound = (INT64_ACC_MAX, PRODUCT_BOUND_16) if wide else (INT32_MAX, PRODUCT_BOUND)
     scales = weight_scales(w, axis)
     fit = BiasFit((), (), ())
     if b is not None:
         b64 = np.asarray(b, dtype=np.float64).reshape(-1)
         per = scales if axis is not None else np.full(b64.size, scales[0])
         need = np.abs(b64) / (np.float64(np.float32(input_scale)) * per)
-        room = INT32_MAX - (w.size // max(b64.size, 1)) * PRODUCT_BOUND  # the accumulator's bias headroom
+        room = acc_max - (w.size // max(b64.size, 1)) * product_bound  # the accumulator's bias headroom
         if room <= 0:
             raise ConversionError(f"a layer with {w.size // max(b64.size, 1)} products per output can overflow "
-                                  f"int32 whatever its bias; split the layer")
+                                  f"its {'int64' if wide else 'int32'} accumulator whatever its bias; split the layer")
         over = need > room
         if np.any(over):
             if axis is None:
@@ -87,6 +103,7 @@ def quantize_linear_layer(w: np.ndarray, b: np.ndarray | None, input_scale: floa
     bias_scales = (np.float32(input_scale) * scales.astype(np.float32)).astype(np.float64)  # float32 product, as TFLite
     per = bias_scales if axis is not None else np.full(np.asarray(b).size, bias_scales[0])
     b_q = round_float(np.asarray(b, np.float64).reshape(-1) / per, Rounding.HALF_AWAY_FROM_ZERO)
-    b_q = np.clip(b_q, -INT32_MAX, INT32_MAX).astype(np.int32)
-    b_qp = QuantParams(bias_scales, np.zeros(bias_scales.size, np.int64), np.int32, 0 if axis is not None else None)
+    b_dtype = np.int64 if wide else np.int32
+    b_q = np.clip(b_q, -acc_max, acc_max).astype(b_dtype)
+    b_qp = QuantParams(bias_scales, np.zeros(bias_scales.size, np.int64), b_dtype, 0 if axis is not None else None)
     return w_q, w_qp, b_q, b_qp, fit

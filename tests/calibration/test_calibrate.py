@@ -191,3 +191,34 @@ def test_reconcile_applies_the_shared_scale_rules():
     # MaxPool forward: output takes the input's (the ReLU's) range... then the concat union wins for p
     assert table["p"] != rec["p"]
     assert "c" not in rec.states and "g" in rec.states
+
+
+@pytest.mark.parametrize("method", ["minmax", "ema", "percentile", "mse", "entropy", "auto"])
+def test_data_movement_outputs_share_their_sources_observer_with_the_same_result(method, monkeypatch):
+    """The outputs of Transpose / Reshape / Flatten... hold their input's values: calibration
+    observes the source once and copies its state (ranges computed once), which must give the
+    table — ranges, per-tensor states with their own names, order — that observing each gives."""
+    import importlib
+
+    calibrate_module = importlib.import_module("intq.calibration.calibrate")  # the module, not the function
+    nodes = [
+        helper.make_node("Relu", ["x"], ["r"]),
+        helper.make_node("Transpose", ["r"], ["t"], perm=[0, 2, 3, 1]),
+        helper.make_node("Reshape", ["t", "shape"], ["f"]),
+        helper.make_node("Identity", ["f"], ["i"]),
+        helper.make_node("Mul", ["i", "two"], ["y"]),
+    ]
+    inits = [numpy_helper.from_array(np.array([1, -1], np.int64), "shape"),
+             numpy_helper.from_array(np.array(2.0, np.float32), "two")]
+    g = helper.make_graph(nodes, "aliases", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 4, 4])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    graph = intq.load(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]))
+    floats = {k for k, t in graph.tensors.items() if not t.is_constant}
+    assert calibrate_module.value_aliases(graph, floats) == {"t": "r", "f": "r", "i": "r"}
+    data = [RNG.standard_normal((1, 3, 4, 4)).astype(np.float32) * (1 + i) for i in range(5)]
+    shared = calibrate(graph, data, method, batch_size=2)
+    monkeypatch.setattr(calibrate_module, "value_aliases", lambda graph, floats: {})
+    each = calibrate(graph, data, method, batch_size=2)
+    assert list(shared.ranges) == list(each.ranges) == ["x", "r", "t", "f", "i", "y"]
+    assert dict(shared.ranges) == dict(each.ranges) and dict(shared.states) == dict(each.states)
+    assert shared.states["f"]["name"] == "f" and shared.ranges["f"] == shared.ranges["r"]

@@ -145,6 +145,14 @@ def test_auto_picks_the_candidate_of_least_expected_error(rng):
     i = auto.candidates()["entropy"][1] / ent.histogram().width
     assert i == int(i) and int(i) in cands
     assert kl[cands == int(i)][0] <= 1.1 * kl.min() and kl[cands == int(i)][0] < np.median(kl)
+    # its MSE candidate is mse's own range, so auto's expected error is never above mse's
+    for data in (gaussian_with_outliers(rng), x, rng.laplace(0, 1, 100_000), rng.exponential(1, 50_000) - 0.5):
+        auto, mse = AutoObserver(), MSEObserver()
+        auto.update(data)
+        mse.update(data)
+        assert auto.candidates()["mse"] == mse.range()
+        assert auto.expected_errors(*map(np.array, zip(auto.range())))[0] <= \
+            auto.expected_errors(*map(np.array, zip(mse.range())))[0]
     # constant zeros: every candidate is (0, 0)
     zeros = AutoObserver()
     zeros.update(np.zeros(10))
