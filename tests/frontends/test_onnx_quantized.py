@@ -533,6 +533,12 @@ def test_4_and_2_bit_quantize_and_dequantize_at_the_float_boundary(op, name):
     assert g.metadata["onnx_narrow_tensors"] == {t: name for t in boundary}
     mine = intq.Interpreter(g, target="ort").run({k: v if v.dtype == np.float32 else v.astype(np.int8)
                                                   for k, v in feeds.items()})  # the codes as int8 values
+    if op == "DequantizeLinear":  # an int8 value outside the narrow type is refused, naming the input
+        k = next(iter(feeds))
+        bad = {n: v.astype(np.int8) for n, v in feeds.items()}
+        bad[k] = np.full_like(bad[k], hi_code := _NARROW_TYPES[name][1][1] + 1)
+        with pytest.raises(intq.IntqError, match=f"input '{k}' is {name}.*got values in \\[{hi_code}, {hi_code}\\]"):
+            intq.Interpreter(g, target="ort").run(bad)
     want = dict(zip([o.name for o in m.graph.output], ReferenceEvaluator(m).run(None, feeds)))
     lo, hi = _NARROW_TYPES[name][1]
     as_intq = np.int8 if op == "QuantizeLinear" else np.float32
