@@ -636,6 +636,7 @@ def load_quantized_onnx(proto: onnx.ModelProto, real_inputs, bound: Mapping[str,
     im.graph_outputs = {o.name for o in proto.graph.output}
     graph_outputs = [o.name for o in proto.graph.output]
     uint8_inputs, uint16_inputs, narrow = [], [], {}
+    im.bound = bound  # the graph inputs' shapes (_boundary_axis reads their ranks)
     im.input_types = {inp.name: np.dtype(helper.tensor_dtype_to_np_dtype(inp.type.tensor_type.elem_type))
                       for inp in real_inputs}
     im.elem_types = _element_types(proto)
@@ -710,6 +711,34 @@ def _check_narrow_boundary(im: _Import, node, type_name: str) -> None:
                          "operators compute on int8")
 
 
+def _boundary_axis(im: _Import, node, x: str) -> int | None:
+    """The axis (normalized: ONNX's ``axis`` attribute, default 1, negative counting from the end) a
+    QuantizeLinear / DequantizeLinear at the float boundary quantizes ``x`` on, or None elsewhere.
+
+    The boundary is the narrow types' (:func:`_check_narrow_boundary`): a QuantizeLinear of a float
+    tensor writing a graph output no node reads, or a DequantizeLinear reading a graph input that
+    only DequantizeLinear nodes read. There no integer operator reads the codes, so per-axis
+    parameters are sound (QUANTIZE / DEQUANTIZE with per-axis parameters, target ort); anywhere
+    else an activation stays per tensor (:meth:`_Import.qparams` refuses several scales)."""
+    scale = node.input[1] if len(node.input) > 1 else ""
+    if scale not in im.consts or np.asarray(im.consts[scale]).size <= 1:
+        return None  # per tensor (the axis attribute is not read)
+    if node.op_type == "QuantizeLinear":
+        y = node.output[0]
+        if y not in im.graph_outputs or im.consumers.get(y) or im.t(x).dtype != np.float32:
+            return None
+    elif node.op_type == "DequantizeLinear":
+        if x not in im.input_types or any(c.op_type != "DequantizeLinear" for c in im.consumers.get(x, [])):
+            return None
+    else:
+        return None
+    rank = len(im.t(x).shape) if node.op_type == "QuantizeLinear" else len(im.bound[x])
+    axis = int(_attrs(node).get("axis", 1))
+    if not -rank <= axis < rank:
+        raise im.error(node, f"axis {axis} is outside its input's {rank} dimensions")
+    return axis % rank
+
+
 def _input_qparams(im: _Import, name: str) -> QuantParams:
     """The parameters an 8-bit graph input is read with: its first reader's (scale, zero point)
     inputs right after it (DequantizeLinear, QLinearConv, QLinearMatMul, QLinearAdd, ...), looking
@@ -728,7 +757,11 @@ def _reader_qparams(im: _Import, name: str, depth: int) -> QuantParams | None:
         if reader.op_type in ("DequantizeLinear", *QOPERATORS) and reader.op_type != "QLinearConcat":
             j = ins.index(name)
             if j + 1 < len(ins) and ins[j + 1] in im.consts:
-                qp = im.qparams(ins[j + 1], ins[j + 2] if j + 2 < len(ins) and ins[j + 2] else None, reader)
+                axis = _boundary_axis(im, reader, name) if reader.op_type == "DequantizeLinear" and depth == 0 \
+                    else None
+                qp = im.qparams(ins[j + 1], ins[j + 2] if j + 2 < len(ins) and ins[j + 2] else None, reader, axis)
+                if qp.per_axis and axis is not None:
+                    return qp  # a per-axis DequantizeLinear of a graph input at the float boundary
                 if qp.per_axis:
                     raise im.error(reader, f"input {name!r} is quantized per axis; intq's activations are per tensor")
                 return qp
@@ -802,7 +835,7 @@ def _read_node(im: _Import, node) -> None:
         x = i[0]
         if i[1] not in im.consts or (i[2] and i[2] not in im.consts):
             raise im.error(node, f"its scale or zero point is computed at run time: {_DYNAMIC}")
-        qp = im.qparams(i[1], i[2], node)
+        qp = im.qparams(i[1], i[2], node, axis=_boundary_axis(im, node, x))
         if im.t(x).dtype == np.float32:
             im.output(node.output[0], im.t(x).shape, qp, x, dtype=qp.dtype)
             narrow = {"onnx_type": im.consts[i[2]].dtype.name} if _is_narrow(im, node) else {}  # its range

@@ -97,6 +97,52 @@ class OrtNarrowFloatQuantize:
     qmax: int
 
 
+@dataclass(frozen=True, eq=False)
+class OrtAxisFloatQuantize:
+    """QuantizeLinear per axis on a float input, at the float boundary (a graph output no node
+    reads): ``clamp(rint(float32(x / s[c])) + Z[c], qmin, qmax)`` per element of channel ``c`` —
+    the per-tensor formula with each channel's parameters (ONNX's reference; onnxruntime's kernel
+    runs MLAS's per-tensor quantization on each channel's block). ``scale`` (float32) and
+    ``zero_point`` (int64) are shaped to broadcast along the axis; ``qmin`` / ``qmax``: the
+    output type's range as intq's codes (int8, uint8 minus 128, int16, uint16 minus 32768, or a
+    4- / 2-bit type's range on int8 codes)."""
+
+    scale: np.ndarray
+    zero_point: np.ndarray
+    qmin: int
+    qmax: int
+    dtype: np.dtype  # int8 or int16
+
+
+@dataclass(frozen=True, eq=False)
+class OrtAxisDequantize:
+    """DequantizeLinear per axis of a graph input, at the float boundary: ``float32(q - Z[c]) * s[c]``
+    in float32 (one rounding) per element of channel ``c``; ``scale`` (float32) and ``zero_point``
+    (int32) shaped to broadcast along the axis."""
+
+    scale: np.ndarray
+    zero_point: np.ndarray
+
+
+def axis_shape(rank: int, axis: int) -> tuple[int, ...]:
+    """The shape per-channel parameters of an ``axis`` of a rank-``rank`` tensor broadcast with."""
+    return tuple(-1 if d == axis else 1 for d in range(rank))
+
+
+def run_axis_float_quantize(p: OrtAxisFloatQuantize, x: np.ndarray) -> np.ndarray:
+    """:class:`OrtAxisFloatQuantize` on float32 ``x`` (NaN: the lowest code, as per tensor)."""
+    x = np.where(np.isnan(x), np.float32(-np.inf), x)
+    with np.errstate(over="ignore"):
+        r = np.rint(x / p.scale)  # float32 division, half to even
+    r = np.clip(r, p.qmin - p.zero_point, p.qmax - p.zero_point)  # saturate before the integer cast
+    return (r.astype(np.int64) + p.zero_point).astype(p.dtype)
+
+
+def run_axis_dequantize(p: OrtAxisDequantize, q: np.ndarray) -> np.ndarray:
+    """:class:`OrtAxisDequantize` on integer codes ``q`` (int8 or int16: ``q - Z`` exact in float32)."""
+    return (q.astype(np.int32) - p.zero_point).astype(np.float32) * p.scale
+
+
 def lookup(p: OrtLut, x: np.ndarray) -> np.ndarray:
     """``p.table`` at every int8 code of ``x`` (integer indexing only)."""
     return p.table[np.asarray(x).view(np.uint8)]

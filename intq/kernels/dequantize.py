@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from intq.kernels import _ort
 from intq.kernels.base import KernelContext, kernel
 from intq.kernels.tpu_mlir import cast as tpu_mlir_cast
 from intq.kernels.targets import Runtime as _Runtime
@@ -39,13 +40,15 @@ class DequantizeParams:
 
 
 @kernel(OP)
-def prepare(ctx: KernelContext) -> DequantizeParams:
+def prepare(ctx: KernelContext) -> DequantizeParams | _ort.OrtAxisDequantize:
+    x = ctx.input(0)
+    if x.data is None and x.qparams is not None and x.qparams.per_axis:  # a per-axis activation
+        return _prepare_axis(ctx, x)
     if ctx.target.runtime is _Runtime.TPU_MLIR:
         return tpu_mlir_cast.prepare_dequantize(ctx)
     ctx.check_emulated()
     if ctx.outputs[0].dtype != np.float32:
         raise ctx.error("the output must be float32")
-    x = ctx.input(0)
     qp = ctx.qparams(x, "input")
     if ctx.target.optimized:
         if x.dtype == np.int16 and not qp.per_axis and qp.tensor_zero_point == 0:
@@ -58,7 +61,27 @@ def prepare(ctx: KernelContext) -> DequantizeParams:
     return DequantizeParams(qp)
 
 
+def _prepare_axis(ctx: KernelContext, x) -> _ort.OrtAxisDequantize:
+    """DequantizeLinear per axis of an activation (an imported model's graph input that only
+    DequantizeLinear nodes read): onnxruntime's ``float32(q - Z[c]) * s[c]``; the other runtimes
+    dequantize activations per tensor only."""
+    qp = x.qparams
+    if not _ort.is_ort(ctx) or x.dtype not in (np.int8, np.int16) or ctx.outputs[0].dtype != np.float32:
+        raise ctx.error(f"DEQUANTIZE per axis (input {x.name!r}, axis {qp.axis}) is emulated for target ort only "
+                        f"(target {ctx.target.name!r}, {x.dtype.name} -> {ctx.outputs[0].dtype.name}); run it "
+                        "with target ort")
+    rank = len(x.shape)
+    if qp.axis >= rank or (x.shape[qp.axis] not in (None, -1) and x.shape[qp.axis] != qp.scale.size):
+        raise ctx.error(f"input {x.name!r}: {qp.scale.size} scales on axis {qp.axis} of shape {x.shape}")
+    ctx.check_emulated()
+    shape = _ort.axis_shape(rank, qp.axis)
+    return _ort.OrtAxisDequantize(qp.scale.astype(np.float32).reshape(shape),
+                                  qp.zero_point.astype(np.int32).reshape(shape))
+
+
 def run(p: DequantizeParams, x):
+    if type(p) is _ort.OrtAxisDequantize:
+        return (_ort.run_axis_dequantize(p, np.asarray(x)),)
     if type(p) is tpu_mlir_cast.TpuMlirDequantizeParams:
         return tpu_mlir_cast.run_dequantize(p, x)
     if type(p) is tpu_mlir_cast.TpuMlirFromHalfParams:

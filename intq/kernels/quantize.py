@@ -99,11 +99,14 @@ class XnnpackRequantizeParams:
 
 
 QuantizeParams = (FloatQuantizeParams | OptimizedFloatQuantizeParams | RequantizeParams | OptimizedRequantizeParams
-                  | XnnpackRequantizeParams)
+                  | XnnpackRequantizeParams | _ort.OrtAxisFloatQuantize)
 
 
 @kernel(OP)
 def prepare(ctx: KernelContext) -> QuantizeParams:
+    y_qp = ctx.outputs[0].qparams
+    if y_qp is not None and y_qp.per_axis:  # an imported per-axis QuantizeLinear at the float boundary
+        return _prepare_axis(ctx, y_qp)
     if ctx.attr("onnx_type") is not None:  # an imported QuantizeLinear to ONNX's int4 / uint4 / int2 / uint2
         return _prepare_narrow(ctx)
     if ctx.target.runtime is _Runtime.TPU_MLIR:
@@ -151,6 +154,27 @@ def _prepare_narrow(ctx: KernelContext) -> _ort.OrtNarrowFloatQuantize:
     return _ort.OrtNarrowFloatQuantize(ctx.per_tensor(y, "output", (np.int8,)), *_ort.NARROW_RANGES[narrow])
 
 
+def _prepare_axis(ctx: KernelContext, qp: QuantParams) -> _ort.OrtAxisFloatQuantize:
+    """QuantizeLinear per axis on a float input (an imported model's graph output no node reads):
+    onnxruntime's float boundary with each channel's float32 scale and zero point; clamped to an
+    ONNX 4- / 2-bit type's range when attribute ``onnx_type`` names one. The other runtimes quantize
+    activations per tensor only."""
+    x, y, narrow = ctx.input(0), ctx.outputs[0], ctx.attr("onnx_type")
+    if not _ort.is_ort(ctx) or not np.issubdtype(x.dtype, np.floating) or y.dtype not in (np.int8, np.int16) \
+            or (narrow is not None and (narrow not in _ort.NARROW_RANGES or y.dtype != np.int8)):
+        raise ctx.error(f"QUANTIZE per axis (output {y.name!r}, axis {qp.axis}) is emulated for target ort on a "
+                        f"float input only (target {ctx.target.name!r}, {x.dtype.name} -> {y.dtype.name}); run "
+                        "it with target ort")
+    rank = len(x.shape)
+    if qp.axis >= rank or (x.shape[qp.axis] not in (None, -1) and x.shape[qp.axis] != qp.scale.size):
+        raise ctx.error(f"output {y.name!r}: {qp.scale.size} scales on axis {qp.axis} of shape {x.shape}")
+    ctx.check_emulated()
+    qmin, qmax = _ort.NARROW_RANGES[narrow] if narrow is not None else (qp.qmin, qp.qmax)
+    shape = _ort.axis_shape(rank, qp.axis)
+    return _ort.OrtAxisFloatQuantize(qp.scale.astype(np.float32).reshape(shape), qp.zero_point.reshape(shape),
+                                     qmin, qmax, qp.dtype)
+
+
 def _prepare_ort(ctx: KernelContext, x, y, out_qp) -> _ort.OrtFloatQuantize | _ort.OrtLut:
     """onnxruntime: QuantizeLinear on a float input (to int8, uint8 or int16: the same float32
     division, half to even, measured equal for int16 and uint16 — a uint16 model's codes are intq's
@@ -170,6 +194,8 @@ def run(p: QuantizeParams, x):
         return (_ort.lookup(p, x),)
     if isinstance(p, _ort.OrtFloatQuantize):
         return (_ort.run_float_quantize(p, np.asarray(x, np.float32)),)
+    if isinstance(p, _ort.OrtAxisFloatQuantize):
+        return (_ort.run_axis_float_quantize(p, np.asarray(x, np.float32)),)
     if isinstance(p, _ort.OrtNarrowFloatQuantize):
         return (_ort.run_narrow_float_quantize(p, np.asarray(x, np.float32)),)
     if type(p) is tpu_mlir_cast.TpuMlirQuantizeParams:
