@@ -31,10 +31,12 @@ DequantizeLinear at the float boundary (uint16 codes become int16 ones minus 327
 ones (int4 / uint4 / int2 / uint2) there too: a DequantizeLinear reading a graph input, a
 QuantizeLinear writing a graph output, the codes as int8 values (unchanged, the unsigned ones too),
 the QUANTIZE clamped to the narrow range (its ``onnx_type`` attribute); ``metadata["onnx_narrow_tensors"]``
-names those graph inputs and outputs and their ONNX types.
+names those graph inputs and outputs and their ONNX types; per-axis QuantizeLinear / DequantizeLinear
+at that same boundary (any of these types; the boundary tensor carries per-axis parameters, which
+QUANTIZE / DEQUANTIZE run under the ort targets only).
 
-Refused, naming the node: per-axis or blocked activations, float8 / float4 types, 4-bit / 2-bit
-tensors anywhere but at the float boundary,
+Refused, naming the node: per-axis activations elsewhere than the float boundary, blocked ones,
+float8 / float4 types, 4-bit / 2-bit tensors anywhere but at the float boundary,
 DynamicQuantizeLinear (a run-time float scale: intq's integer graphs have fixed parameters),
 QLinearAveragePool, and operators neither the integer units nor intq's float executor know.
 """

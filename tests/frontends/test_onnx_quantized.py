@@ -161,7 +161,9 @@ def test_onnx_quantization_node_tests():
     """ONNX's 45 quantization node test cases through intq.load + the target the import names: every
     case intq reads equals ONNX's expected outputs and onnxruntime's (Q/DQ cases, written at opset 28,
     run in onnxruntime at opset 21, or 25 for int2 / uint2, whose operators have the same semantics on
-    these types; a 4- or 2-bit input, which onnxruntime's Python API cannot take, as an initializer); every
+    these types; a 4- or 2-bit input, which onnxruntime's Python API cannot take, as an initializer, a 4-bit
+    output through a DequantizeLinear of its codes; a 2-bit output, which its QuantizeLinear refuses, against
+    ONNX's expected outputs only); every
     other case is refused with an intq error naming the node and why (:data:`NODE_TEST_COUNTS`)."""
     cases = [c for c in _onnx_node_cases() if any(c.name.startswith(f"test_{k}") for k in NODE_TEST_COUNTS)]
     assert len(cases) == 45
