@@ -435,6 +435,7 @@ def cmd_quantize(args) -> dict:
                                       "samples": shortfall.samples, "int8_ops": list(shortfall.int8_ops),
                                       "outputs": [{"output": r.output, "reached_db": round(r.reached_db, 2),
                                                    "weight_only_bound_db": round(r.bound_db, 2),
+                                                   "capped_channels": list(r.capped_channels),
                                                    "message": r.message} for r in shortfall.outputs]}
     if out.suffix == ".c":
         result["c"] = c

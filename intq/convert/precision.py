@@ -441,6 +441,7 @@ class OutputShortfall:
     output: str
     reached_db: float  # its score with the chosen precision (output_sqnrs)
     bound_db: float  # its weight-only bound (int8 weights, float activations)
+    capped_channels: tuple[int, ...]  # its axis-1 channels whose weight-only bound is below the target
     message: str
 
 
@@ -497,6 +498,21 @@ def target_shortfall(graph: Graph, table: CalibrationTable, samples, target_sqnr
             msg = (head + f"int8 weights alone allow {b:.1f} dB (every activation in float), so more int16 layers "
                    "could reach it" + (f"; ops with no 16x8 kernel in intq stayed int8: {', '.join(int8_ops)}"
                                        if int8_ops else ""))
-        rows.append(OutputShortfall(name, s, b, msg))
+        capped = tuple(i for i, db in enumerate(bound[name].channels_db) if db < target_sqnr)
+        if capped:
+            msg += (f"; int8 weights alone hold {len(capped)} of its {len(bound[name].channels_db)} channels (axis 1) "
+                    f"below {target_sqnr:g} dB: {_spans(capped)}")
+        rows.append(OutputShortfall(name, s, b, capped, msg))
     return TargetShortfall(target_sqnr, output_sqnr(runs["float"], runs["int"]), tuple(rows), tuple(int8_ops),
                            len(samples))
+
+
+def _spans(indices: tuple[int, ...]) -> str:
+    """``0, 4-83``: sorted indices as runs."""
+    runs: list[list[int]] = []
+    for i in indices:
+        if runs and i == runs[-1][1] + 1:
+            runs[-1][1] = i
+        else:
+            runs.append([i, i])
+    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)

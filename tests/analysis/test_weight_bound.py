@@ -17,6 +17,11 @@ F32 = np.float32
 
 
 def _huge_range_conv():
+    model, data = huge_range_model()
+    return simplify(intq.load(model)), data
+
+
+def huge_range_model():
     """A 1x1 conv whose every output channel has one weight of 1000 on input channel 0 (whose values
     are ~1e-3, so it adds ~1) and weights ~0.5 on channels 1-7 (which carry the signal). Per channel
     int8 steps are 1000 / 127 = 7.9: every small weight rounds to 0, the output keeps only the
@@ -25,10 +30,9 @@ def _huge_range_conv():
     w = rng.normal(0, 0.5, (4, 8, 1, 1)).astype(F32)
     w[:, 0] = 1000.0
     nodes = [helper.make_node("Conv", ["x", "w"], ["c"]), helper.make_node("Relu", ["c"], ["out"])]
-    g = simplify(intq.load(_onnx(nodes, {"w": w}, (1, 8, 6, 6), ["out"])))
     scale = np.array([1e-3] + [1.0] * 7, F32).reshape(1, 8, 1, 1)
     data = [{"x": (rng.normal(0, 1, (1, 8, 6, 6)) * scale).astype(F32)} for _ in range(8)]
-    return g, data
+    return _onnx(nodes, {"w": w}, (1, 8, 6, 6), ["out"]), data
 
 
 def _exact_weight_tanh():
@@ -76,6 +80,7 @@ def test_target_sqnr_below_the_bound_says_no_activation_choice_can_reach_it():
     assert row.bound_db < 30 and row.reached_db < 30
     assert row.message.startswith("target 30 dB not reached on output out: best found ")
     assert "int8 weights alone cap it at" in row.message and "no int8/int16 activation choice can reach 30" in row.message
+    assert row.capped_channels == (0, 1, 2, 3) and row.message.endswith("4 channels (axis 1) below 30 dB: 0-3")
     assert row.message in q.metadata["conversion_notes"]
 
 
@@ -87,7 +92,7 @@ def test_target_sqnr_above_what_int8_reaches_but_below_the_bound_names_the_block
     row = short.outputs[0]
     assert row.bound_db == 60.0 and row.reached_db < 55
     assert "cap" not in row.message and "more int16 layers could reach it" in row.message
-    assert short.int8_ops == ("Tanh",) and row.message.endswith("stayed int8: Tanh")
+    assert short.int8_ops == ("Tanh",) and row.message.endswith("stayed int8: Tanh") and row.capped_channels == ()
 
 
 def test_a_reached_target_makes_no_claim():
@@ -96,6 +101,12 @@ def test_a_reached_target_makes_no_claim():
     assert q.metadata["target_shortfall"] is None
     assert not any("not reached" in n for n in q.metadata["conversion_notes"])
     assert "target_shortfall" not in intq.quantize(g, data).metadata
+
+
+def test_channel_spans():
+    from intq.convert.precision import _spans
+
+    assert _spans((0, 4, 5, 6, 9)) == "0, 4-6, 9" and _spans(()) == ""
 
 
 @pytest.mark.parametrize("per_channel, notes, expect, absent", [
