@@ -31,6 +31,7 @@ _LAZY = {
     "Interpreter": "intq.runtime",
     "export_tflite": "intq.export.tflite_writer",
     "export_c": "intq.export.c",
+    "compile_c": "intq.export.c",
     "export_onnx": "intq.export.onnx_writer",
 }
 
@@ -41,6 +42,7 @@ __all__ = [
     "Interpreter",
     "export_tflite",
     "export_c",
+    "compile_c",
     "export_onnx",
     "CalibrationTable",
     "IntqError",

@@ -227,6 +227,10 @@ EMITTERS: Registry[Emitter] = Registry("ONNX form of an integer operator", OnnxO
 @EMITTERS.register("QUANTIZE")
 def _quantize(w: _Writer, n: Node) -> None:
     x, y = n.inputs[0], n.outputs[0]
+    if "onnx_type" in n.attrs:  # an imported QuantizeLinear to int4 / uint4 / int2 / uint2 (int8 codes, narrow range)
+        raise OnnxOpError(f"node {n.name!r} (QUANTIZE): quantizes to ONNX's {n.attrs['onnx_type']}, which intq "
+                          "writes no QuantizeLinear for (an int8 one would clamp to [-128, 127]); export the "
+                          "original model's int8 form instead")
     if np.issubdtype(w.t(x).dtype, np.floating):
         w.q(w.name(x), w.out(y), y, n)
     else:  # a requantization: onnxruntime computes it in float (DequantizeLinear -> QuantizeLinear)

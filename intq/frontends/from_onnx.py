@@ -431,7 +431,7 @@ def load_onnx(model, input_shapes: Mapping[str, Sequence[int]] | None = None,
     """
     proto, model_name, folder = _read(model)
     where = f"ONNX model {model_name!r}"
-    checks.check_structure(proto, where)
+    checks.check_structure(proto, where, narrow=is_quantized(proto))
     if is_quantized(proto):  # QDQ / QOperator: intq's integer operators (intq.frontends.from_onnx_quantized)
         checks.check_nodes(proto, where)  # the ai.onnx nodes against their schemas
         check_contrib_nodes(proto, where)  # onnxruntime's com.microsoft nodes against theirs

@@ -27,9 +27,14 @@ QuantizeLinear that has no integer unit here stays a float node between DEQUANTI
 Also read: ONNX's integer operators ConvInteger / MatMulInteger (constant weights) as CONV_INTEGER /
 MATMUL_INTEGER, whose int32 outputs need no scales (the operands get scale 1); float16 scales on
 QLinearMatMul (their exact float32 values: what onnxruntime computes with); 16-bit QuantizeLinear /
-DequantizeLinear at the float boundary (uint16 codes become int16 ones minus 32768).
+DequantizeLinear at the float boundary (uint16 codes become int16 ones minus 32768); 4- and 2-bit
+ones (int4 / uint4 / int2 / uint2) there too: a DequantizeLinear reading a graph input, a
+QuantizeLinear writing a graph output, the codes as int8 values (unchanged, the unsigned ones too),
+the QUANTIZE clamped to the narrow range (its ``onnx_type`` attribute); ``metadata["onnx_narrow_tensors"]``
+names those graph inputs and outputs and their ONNX types.
 
-Refused, naming the node: per-axis or blocked activations, float8 / 4-bit / 2-bit types,
+Refused, naming the node: per-axis or blocked activations, float8 / float4 types, 4-bit / 2-bit
+tensors anywhere but at the float boundary,
 DynamicQuantizeLinear (a run-time float scale: intq's integer graphs have fixed parameters),
 QLinearAveragePool, and operators neither the integer units nor intq's float executor know.
 """
@@ -47,6 +52,7 @@ from onnx import helper, numpy_helper
 from intq.errors import GraphError, UnsupportedOperatorError
 from intq.frontends import onnx_checks
 from intq.ir import Graph, Node, Tensor, topological_order
+from intq.kernels import _ort
 from intq.kernels._conv_common import compute_padding
 from intq.onnx_format.schema import MS_DOMAIN
 from intq.qmath import QuantParams
@@ -71,6 +77,8 @@ _EIGHT_BIT = (np.dtype(np.int8), np.dtype(np.uint8))
 #: int16 tensors; uint16 codes become int16 ones minus 32768, as uint8 codes become int8 ones minus 128.
 _SIXTEEN_BIT = (np.dtype(np.int16), np.dtype(np.uint16))
 _UNSIGNED_OFFSET = {np.dtype(np.uint8): 128, np.dtype(np.uint16): 32768}
+#: ONNX's 4- and 2-bit types (ml_dtypes' numpy names) and their ranges: read at the float boundary only.
+_NARROW = _ort.NARROW_RANGES
 _INT, _FLOAT = onnx.AttributeProto.INT, onnx.AttributeProto.FLOAT
 #: onnxruntime's contrib (com.microsoft) operators read here: (min, max) inputs and each attribute's
 #: type, from onnxruntime's contrib schemas (onnx's checker does not know them; the ai.onnx nodes
@@ -154,6 +162,9 @@ class _Import:
                                    "with their float32 values)")
         s = raw_scale
         z = np.asarray(self.const(zero_point, node)) if zero_point else np.zeros(s.shape, _zero_point_type(self, node))
+        if z.dtype.name in _NARROW:
+            _check_narrow_boundary(self, node, z.dtype.name)
+            z = z.astype(np.int8)  # the codes unchanged: every 4- / 2-bit value is an int8 value
         if z.dtype in _SIXTEEN_BIT and node.op_type not in ("QuantizeLinear", "DequantizeLinear"):
             raise self.error(node, f"zero point {zero_point!r} is {z.dtype.name}; intq reads 16-bit tensors at "
                                    "QuantizeLinear / DequantizeLinear only")
@@ -598,7 +609,7 @@ def load_quantized_onnx(proto: onnx.ModelProto, real_inputs, bound: Mapping[str,
     the graph inputs and their bound shapes (:func:`intq.frontends.from_onnx.load_onnx`); ``folder``:
     the model's folder, the only place its external data may be read from. Constants are read through
     :func:`intq.frontends.onnx_checks.tensor_array` (byte lengths, sizes and external data checked)."""
-    consts = {t.name: onnx_checks.tensor_array(t, f"{where}: initializer {t.name!r}", folder)
+    consts = {t.name: onnx_checks.tensor_array(t, f"{where}: initializer {t.name!r}", folder, narrow=True)
               for t in proto.graph.initializer}
     for n in proto.graph.node:
         if n.op_type == "Constant":
@@ -606,7 +617,7 @@ def load_quantized_onnx(proto: onnx.ModelProto, real_inputs, bound: Mapping[str,
             values = [a for a in n.attribute if a.name == "value" and a.type == onnx.AttributeProto.TENSOR]
             if len(n.output) != 1 or not n.output[0] or not values:
                 raise GraphError(f"{what}: a Constant needs one output and a tensor 'value' attribute")
-            consts[n.output[0]] = onnx_checks.tensor_array(values[0].t, what, folder)
+            consts[n.output[0]] = onnx_checks.tensor_array(values[0].t, what, folder, narrow=True)
     producer = {o: n for n in proto.graph.node for o in n.output if o}
     consumers: dict[str, list] = defaultdict(list)
     for n in proto.graph.node:
@@ -624,7 +635,7 @@ def load_quantized_onnx(proto: onnx.ModelProto, real_inputs, bound: Mapping[str,
                                      | {i.name for i in real_inputs} | {o.name for o in proto.graph.output})
     im.graph_outputs = {o.name for o in proto.graph.output}
     graph_outputs = [o.name for o in proto.graph.output]
-    uint8_inputs, uint16_inputs = [], []
+    uint8_inputs, uint16_inputs, narrow = [], [], {}
     im.input_types = {inp.name: np.dtype(helper.tensor_dtype_to_np_dtype(inp.type.tensor_type.elem_type))
                       for inp in real_inputs}
     im.elem_types = _element_types(proto)
@@ -637,11 +648,14 @@ def load_quantized_onnx(proto: onnx.ModelProto, real_inputs, bound: Mapping[str,
                 uint8_inputs.append(inp.name)
             if dtype == np.uint16:
                 uint16_inputs.append(inp.name)
+        elif dtype.name in _NARROW:  # read by DequantizeLinear only (_check_narrow_boundary), as int8 codes
+            im.tensor(inp.name, bound[inp.name], _input_qparams(im, inp.name), np.int8)
+            narrow[inp.name] = dtype.name
         elif dtype == np.float32:
             im.tensor(inp.name, bound[inp.name], None, np.float32)
         else:
             raise QuantizedOnnxError(f"{where}: input {inp.name!r} is {dtype.name}; intq reads float32, 8-bit and "
-                                     "16-bit inputs")
+                                     "16-bit inputs (and 4- / 2-bit ones read by DequantizeLinear)")
 
     for node in proto.graph.node:
         if node.op_type != "Constant" and id(node) not in im.unit_qs:
@@ -653,6 +667,7 @@ def load_quantized_onnx(proto: onnx.ModelProto, real_inputs, bound: Mapping[str,
             im.tensor(o, t.shape, t.qparams, t.dtype)
             im.add("RESHAPE", f"{o}/output", [src, im.constant(f"{o}/shape", np.array(t.shape, np.int32))], [o],
                    new_shape=tuple(t.shape))
+    narrow.update({n.outputs[0]: n.attrs["onnx_type"] for n in im.nodes if "onnx_type" in n.attrs})
     exported = _intq_metadata(proto, where)
     if exported is not None:  # intq's own export: its float-tensor mapping, on the tensors it kept
         _restore_mapping(im, exported.get("float_tensor_of") or {})
@@ -662,12 +677,37 @@ def load_quantized_onnx(proto: onnx.ModelProto, real_inputs, bound: Mapping[str,
                   metadata={"source": "onnx-quantized", "producer": proto.producer_name,
                             "onnx_activations": "uint8" if im.uint8 else "int8",
                             "onnx_target": "ort-u8" if im.uint8 else "ort", "float_tensor_of": im.float_of,
-                            "onnx_uint8_inputs": tuple(uint8_inputs), "onnx_uint16_inputs": tuple(uint16_inputs)})
+                            "onnx_uint8_inputs": tuple(uint8_inputs), "onnx_uint16_inputs": tuple(uint16_inputs),
+                            "onnx_narrow_tensors": narrow})
     try:
         graph.validate()
     except GraphError as e:
         raise QuantizedOnnxError(f"{where}: {e}") from None
     return graph.prune()
+
+
+def _check_narrow_boundary(im: _Import, node, type_name: str) -> None:
+    """A 4- / 2-bit tensor is read at the float boundary only: ``node`` is a QuantizeLinear whose
+    output is a graph output no node reads, or a DequantizeLinear reading a graph input that only
+    DequantizeLinear nodes read (elsewhere intq's int8 operators would compute with the int8 range)."""
+    if node.op_type == "QuantizeLinear":
+        y = node.output[0]
+        if y in im.graph_outputs and not im.consumers.get(y):
+            return
+        where = f"its output {y!r} is read by {im.consumers[y][0].op_type}" if im.consumers.get(y) else \
+            f"its output {y!r} is not a graph output"
+    elif node.op_type == "DequantizeLinear":
+        x = node.input[0]
+        other = [c for c in im.consumers.get(x, []) if c.op_type != "DequantizeLinear"]
+        if x in im.input_types and not other:
+            return
+        where = f"its input {x!r} is not a graph input" if x not in im.input_types else \
+            f"its input {x!r} is also read by {other[0].op_type} node {other[0].name or other[0].output[0]!r}"
+    else:
+        where = "only QuantizeLinear / DequantizeLinear have such types"
+    raise im.error(node, f"{type_name} tensors are read at the float boundary only (a QuantizeLinear writing a "
+                         f"graph output, a DequantizeLinear reading a graph input), but {where}; intq's integer "
+                         "operators compute on int8")
 
 
 def _input_qparams(im: _Import, name: str) -> QuantParams:
@@ -765,7 +805,8 @@ def _read_node(im: _Import, node) -> None:
         qp = im.qparams(i[1], i[2], node)
         if im.t(x).dtype == np.float32:
             im.output(node.output[0], im.t(x).shape, qp, x, dtype=qp.dtype)
-            im.add("QUANTIZE", node.name or f"{node.output[0]}/quantize", [im.name(x)], [node.output[0]])
+            narrow = {"onnx_type": im.consts[i[2]].dtype.name} if _is_narrow(im, node) else {}  # its range
+            im.add("QUANTIZE", node.name or f"{node.output[0]}/quantize", [im.name(x)], [node.output[0]], **narrow)
             return
         raise im.error(node, "QuantizeLinear of a non-float tensor is not read")
     if op == "DequantizeLinear":
@@ -984,6 +1025,12 @@ def _is_16_bit(im: _Import, qdq) -> bool:
     return (im.consts[zp].dtype if zp in im.consts else _zero_point_type(im, qdq)) in _SIXTEEN_BIT
 
 
+def _is_narrow(im: _Import, qdq) -> bool:
+    """Whether a QuantizeLinear / DequantizeLinear quantizes to or from 4 or 2 bits (its zero point's type)."""
+    zp = qdq.input[2] if len(qdq.input) > 2 else ""
+    return (im.consts[zp].dtype if zp in im.consts else _zero_point_type(im, qdq)).name in _NARROW
+
+
 def _onnx_type(im: _Import, node, name: str) -> np.dtype:
     """The ONNX element type of tensor ``name``: a constant's dtype, ONNX type inference's, or that of
     the graph input it moves."""
@@ -1049,8 +1096,9 @@ def _qdq_unit(im: _Import, node, i):
     q = _single_q(im, node.output[0]) if node.output else None
     if q is None or dqs[0] is None or dqs[0].input[0] in im.consts:
         return None
-    if any(_is_16_bit(im, n) for n in [q, *filter(None, dqs)]):
+    if any(_is_16_bit(im, n) or _is_narrow(im, n) for n in [q, *filter(None, dqs)]):
         return None  # 16-bit activations: the float operator stays float between DequantizeLinear and QuantizeLinear
+        # (4- / 2-bit ones too, where they are read: at the float boundary, _check_narrow_boundary)
     if op in MOVEMENT:
         return _qdq_movement(im, node, dqs, q)
     y = q.output[0]

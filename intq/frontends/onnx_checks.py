@@ -37,6 +37,9 @@ from intq.limits import check_tensor_size
 READABLE_TYPES = frozenset({TensorProto.FLOAT, TensorProto.UINT8, TensorProto.INT8, TensorProto.UINT16,
                             TensorProto.INT16, TensorProto.INT32, TensorProto.INT64, TensorProto.BOOL,
                             TensorProto.FLOAT16, TensorProto.DOUBLE, TensorProto.UINT32, TensorProto.UINT64})
+#: ONNX's 4- and 2-bit integer types: read by the quantized importer at the float boundary only (a
+#: DequantizeLinear of a graph input, a QuantizeLinear writing a graph output), as int8 codes.
+NARROW_TYPES = frozenset({TensorProto.INT4, TensorProto.UINT4, TensorProto.INT2, TensorProto.UINT2})
 #: Typed field holding the values when there is no raw_data (ONNX's TensorProto layout).
 _TYPED_FIELD = {TensorProto.FLOAT: "float_data", TensorProto.DOUBLE: "double_data", TensorProto.INT64: "int64_data",
                 TensorProto.UINT32: "uint64_data", TensorProto.UINT64: "uint64_data"}
@@ -55,8 +58,9 @@ def type_name(elem_type: int) -> str:
         return f"unknown type {elem_type}"
 
 
-def check_structure(proto: onnx.ModelProto, where: str) -> None:
-    """Opset entries, graph outputs, graph input and output types (module docstring)."""
+def check_structure(proto: onnx.ModelProto, where: str, narrow: bool = False) -> None:
+    """Opset entries, graph outputs, graph input and output types (module docstring); ``narrow``:
+    graph inputs and outputs may also be of :data:`NARROW_TYPES` (a quantized model)."""
     domains = [o.domain or "ai.onnx" for o in proto.opset_import]
     repeated = sorted({d for d in domains if domains.count(d) > 1})
     if repeated:
@@ -76,7 +80,7 @@ def check_structure(proto: onnx.ModelProto, where: str) -> None:
         if v.name in inits or not v.type.HasField("tensor_type"):
             continue
         elem = v.type.tensor_type.elem_type
-        if elem not in READABLE_TYPES:
+        if elem not in READABLE_TYPES and not (narrow and elem in NARROW_TYPES):
             kind = "input" if any(v is i for i in g.input) else "output"
             raise _error(f"{where}: graph {kind} {v.name!r} has element type {type_name(elem)}; intq runs real "
                          "numbers and bools only (float, integer or bool types)")
@@ -124,13 +128,16 @@ def _element_count(dims: Sequence[int], what: str) -> int:
     return n
 
 
-def tensor_array(t: onnx.TensorProto, what: str, folder: Path | None) -> np.ndarray:
+def tensor_array(t: onnx.TensorProto, what: str, folder: Path | None, narrow: bool = False) -> np.ndarray:
     """``t`` as a numpy array once its type, dims and bytes are consistent (module docstring).
 
     ``what`` names it in errors ("ONNX model 'm': initializer 'w'"); ``folder`` is the model's
     folder (external data must lie inside it; None: the model came as a proto, so external data
-    cannot be located).
+    cannot be located). ``narrow``: :data:`NARROW_TYPES` are read too (packed two or four codes a
+    byte, low bits first; returned as ml_dtypes' int4 / uint4 / int2 / uint2 arrays).
     """
+    if narrow and t.data_type in NARROW_TYPES:
+        return _narrow_array(t, what, folder)
     if t.data_type not in READABLE_TYPES:
         raise _error(f"{what} has data type {type_name(t.data_type)}; intq reads numeric and bool tensors")
     dims = [int(d) for d in t.dims]
@@ -151,6 +158,26 @@ def tensor_array(t: onnx.TensorProto, what: str, folder: Path | None) -> np.ndar
     try:
         return numpy_helper.to_array(t)
     except Exception as e:  # a layout numpy_helper cannot convert that the checks above did not foresee
+        raise _error(f"{what}: cannot be read ({type(e).__name__}: {e})") from None
+
+
+def _narrow_array(t: onnx.TensorProto, what: str, folder: Path | None) -> np.ndarray:
+    """A 4- or 2-bit tensor once its packed byte count fits its dims (``ceil(n * bits / 8)`` bytes)."""
+    dims = [int(d) for d in t.dims]
+    count = _element_count(dims, what)
+    bits = 4 if t.data_type in (TensorProto.INT4, TensorProto.UINT4) else 2
+    nbytes = -(-count * bits // 8)
+    if t.data_location == TensorProto.EXTERNAL:
+        t = _with_external_bytes(t, what, folder, nbytes)
+    elif t.HasField("raw_data") or t.raw_data:
+        if len(t.raw_data) != nbytes:
+            raise _error(f"{what}: holds {len(t.raw_data)} bytes; dims {dims} of {bits}-bit codes need {nbytes}")
+    elif len(t.int32_data) != nbytes:  # packed bytes, one per int32 value
+        raise _error(f"{what}: holds {len(t.int32_data)} values in int32_data; dims {dims} of {bits}-bit codes "
+                     f"need {nbytes} packed bytes")
+    try:
+        return numpy_helper.to_array(t)
+    except Exception as e:
         raise _error(f"{what}: cannot be read ({type(e).__name__}: {e})") from None
 
 

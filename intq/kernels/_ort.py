@@ -81,6 +81,22 @@ class OrtFloatQuantize:
     output: QuantParams
 
 
+#: ONNX's 4- and 2-bit integer types (opset 21 / 25) and their ranges; intq carries their codes as int8
+#: values (QUANTIZE's ``onnx_type`` attribute names the type of an imported QuantizeLinear's output).
+NARROW_RANGES = {"int4": (-8, 7), "uint4": (0, 15), "int2": (-2, 1), "uint2": (0, 3)}
+
+
+@dataclass(frozen=True, eq=False)
+class OrtNarrowFloatQuantize:
+    """QuantizeLinear on a float input to a 4- or 2-bit type: ``clamp(rint(float32(x / s)) + Z, qmin,
+    qmax)`` with the narrow type's range (ONNX's reference and onnxruntime: the same rounding and
+    saturation as int8), codes as int8 values. ``output`` holds int8 parameters."""
+
+    output: QuantParams
+    qmin: int
+    qmax: int
+
+
 def lookup(p: OrtLut, x: np.ndarray) -> np.ndarray:
     """``p.table`` at every int8 code of ``x`` (integer indexing only)."""
     return p.table[np.asarray(x).view(np.uint8)]
@@ -271,6 +287,12 @@ def _finish(v: np.ndarray, offset: int, clamp: tuple[int, int]) -> np.ndarray:
 def run_float_quantize(p: OrtFloatQuantize, x: np.ndarray) -> np.ndarray:
     """The float boundary: QuantizeLinear (float arithmetic, as QUANTIZE's other targets)."""
     return quantize_linear(x, p.output)
+
+
+def run_narrow_float_quantize(p: OrtNarrowFloatQuantize, x: np.ndarray) -> np.ndarray:
+    """The float boundary to a narrow type: int8's QuantizeLinear, then the narrow range (clamping
+    to [-128, 127] first changes nothing: the narrow range lies inside it)."""
+    return np.clip(quantize_linear(x, p.output), p.qmin, p.qmax).astype(np.int8)
 
 
 # --------------------------------------------------------------------- kernel-side helpers

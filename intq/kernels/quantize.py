@@ -104,6 +104,8 @@ QuantizeParams = (FloatQuantizeParams | OptimizedFloatQuantizeParams | Requantiz
 
 @kernel(OP)
 def prepare(ctx: KernelContext) -> QuantizeParams:
+    if ctx.attr("onnx_type") is not None:  # an imported QuantizeLinear to ONNX's int4 / uint4 / int2 / uint2
+        return _prepare_narrow(ctx)
     if ctx.target.runtime is _Runtime.TPU_MLIR:
         return tpu_mlir_cast.prepare_quantize(ctx)
     x, y = ctx.input(0), ctx.outputs[0]
@@ -137,6 +139,18 @@ def prepare(ctx: KernelContext) -> QuantizeParams:
     return OptimizedRequantizeParams(zi, r, rv, INT8_BLOCK)
 
 
+def _prepare_narrow(ctx: KernelContext) -> _ort.OrtNarrowFloatQuantize:
+    """QuantizeLinear to a 4- or 2-bit ONNX type (attribute ``onnx_type``): onnxruntime's float
+    boundary clamped to that type's range; the other runtimes have no such type."""
+    x, y, narrow = ctx.input(0), ctx.outputs[0], ctx.attr("onnx_type")
+    if not _ort.is_ort(ctx) or not np.issubdtype(x.dtype, np.floating) or y.dtype != np.int8 \
+            or narrow not in _ort.NARROW_RANGES:
+        raise ctx.error(f"QUANTIZE to ONNX's {narrow} is emulated for target ort on a float input only (target "
+                        f"{ctx.target.name!r}, {x.dtype.name} -> {y.dtype.name}); run it with target ort")
+    ctx.check_emulated()
+    return _ort.OrtNarrowFloatQuantize(ctx.per_tensor(y, "output", (np.int8,)), *_ort.NARROW_RANGES[narrow])
+
+
 def _prepare_ort(ctx: KernelContext, x, y, out_qp) -> _ort.OrtFloatQuantize | _ort.OrtLut:
     """onnxruntime: QuantizeLinear on a float input (to int8, uint8 or int16: the same float32
     division, half to even, measured equal for int16 and uint16 — a uint16 model's codes are intq's
@@ -156,6 +170,8 @@ def run(p: QuantizeParams, x):
         return (_ort.lookup(p, x),)
     if isinstance(p, _ort.OrtFloatQuantize):
         return (_ort.run_float_quantize(p, np.asarray(x, np.float32)),)
+    if isinstance(p, _ort.OrtNarrowFloatQuantize):
+        return (_ort.run_narrow_float_quantize(p, np.asarray(x, np.float32)),)
     if type(p) is tpu_mlir_cast.TpuMlirQuantizeParams:
         return tpu_mlir_cast.run_quantize(p, x)
     if type(p) is tpu_mlir_cast.TpuMlirRescaleParams:

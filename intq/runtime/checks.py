@@ -76,8 +76,24 @@ def run_inputs(graph: Graph, declared: Sequence[tuple[str, Tensor]], inputs: Map
             raise _error(f"input {name!r} must have shape {graph.tensors[name].shape}, got {arr.shape}")
         if arr.dtype.kind == "f" and not np.isfinite(arr).all():
             raise _error(f"input {name!r} contains NaN or Inf")
+        _check_narrow_codes(graph, name, arr)
         values.append(arr)
     return values
+
+
+def _check_narrow_codes(graph: Graph, name: str, arr: np.ndarray) -> None:
+    """An input an imported ONNX model declares 4- or 2-bit (``metadata["onnx_narrow_tensors"]``,
+    its codes carried as int8 values) must hold codes of that type: an int8 value outside it would
+    be dequantized as if the type had it."""
+    onnx_type = (graph.metadata.get("onnx_narrow_tensors") or {}).get(name)
+    if onnx_type is None or arr.size == 0:
+        return
+    from intq.kernels._ort import NARROW_RANGES
+
+    lo, hi = NARROW_RANGES[onnx_type]
+    if int(arr.min()) < lo or int(arr.max()) > hi:
+        raise _error(f"input {name!r} is {onnx_type} in the ONNX model: its codes must lie in [{lo}, {hi}], got "
+                     f"values in [{int(arr.min())}, {int(arr.max())}]")
 
 
 def _fits_index(arr: np.ndarray, t) -> bool:

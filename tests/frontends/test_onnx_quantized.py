@@ -132,17 +132,21 @@ def _onnx_node_cases():
 
 
 #: ONNX's quantization node tests by category: (cases equal to the expected outputs and onnxruntime, cases
-#: refused by name). The refusals: per-axis or blocked activations (intq's activations are per tensor),
-#: float8 / 4-bit / 2-bit types, dynamic quantization (a run-time float scale), and ConvInteger with a
-#: zero point per output channel (onnxruntime refuses it).
+#: refused by name). The refusals: per-axis or blocked activations (intq's activations are per tensor; the
+#: int4 / uint4 / int2 / uint2 QuantizeLinear cases are per axis), float8 / float4 types, dynamic
+#: quantization (a run-time float scale), and ConvInteger with a zero point per output channel (onnxruntime
+#: refuses it).
 NODE_TEST_COUNTS = {"qlinearconv": (1, 0), "qlinearmatmul": (8, 0), "quantizelinear": (3, 10),
-                    "dequantizelinear": (3, 11), "convinteger": (1, 1), "matmulinteger": (1, 0),
+                    "dequantizelinear": (7, 7), "convinteger": (1, 1), "matmulinteger": (1, 0),
                     "dynamicquantizelinear": (0, 6)}
 _UNSIGNED = {np.dtype(np.uint8): (np.int8, 128), np.dtype(np.uint16): (np.int16, 32768)}
 
 
 def _to_intq(v: np.ndarray) -> np.ndarray:
-    """A model's uint8 / uint16 codes as intq's int8 / int16 ones (minus 128 / 32768)."""
+    """A model's uint8 / uint16 codes as intq's int8 / int16 ones (minus 128 / 32768); 4- and 2-bit codes
+    (ml_dtypes arrays) as int8 values."""
+    if v.dtype.name in ("int4", "uint4", "int2", "uint2"):
+        return v.astype(np.int8)
     if v.dtype in _UNSIGNED:
         dtype, offset = _UNSIGNED[v.dtype]
         return (v.astype(np.int32) - offset).astype(dtype)
@@ -156,7 +160,8 @@ def _category(name: str) -> str:
 def test_onnx_quantization_node_tests():
     """ONNX's 45 quantization node test cases through intq.load + the target the import names: every
     case intq reads equals ONNX's expected outputs and onnxruntime's (Q/DQ cases, written at opset 28,
-    run in onnxruntime at opset 21, whose operators have the same semantics on these types); every
+    run in onnxruntime at opset 21, or 25 for int2 / uint2, whose operators have the same semantics on
+    these types; a 4- or 2-bit input, which onnxruntime's Python API cannot take, as an initializer); every
     other case is refused with an intq error naming the node and why (:data:`NODE_TEST_COUNTS`)."""
     cases = [c for c in _onnx_node_cases() if any(c.name.startswith(f"test_{k}") for k in NODE_TEST_COUNTS)]
     assert len(cases) == 45
@@ -173,9 +178,16 @@ def test_onnx_quantization_node_tests():
         assert np.array_equal(got, _to_intq(want)) and got.dtype == _to_intq(want).dtype, case.name
         runnable = onnx.ModelProto()
         runnable.CopyFrom(m)
+        two_bit = any(v.dtype.name in ("int2", "uint2") for v in feeds.values())
         for o in runnable.opset_import:
-            o.version = min(o.version, 21)
-        assert np.array_equal(session(runnable.SerializeToString(), "disable_all").run(None, feeds)[0], want), case.name
+            o.version = min(o.version, 25 if two_bit else 21)
+        ort_feeds = dict(feeds)
+        for k, v in feeds.items():
+            if v.dtype.name in ("int4", "uint4", "int2", "uint2"):
+                runnable.graph.initializer.append(numpy_helper.from_array(ort_feeds.pop(k), k))
+                runnable.graph.input.remove(next(i for i in runnable.graph.input if i.name == k))
+        got = session(runnable.SerializeToString(), "disable_all").run(None, ort_feeds)[0]
+        assert np.array_equal(got, want), case.name
         passed.append(case.name)
     for name, message in refused.items():  # each refusal names the node (or the tensor) and the reason
         assert re.search(r"node ['\"]|graph (input|output) '", message), message
@@ -455,3 +467,136 @@ def test_quantize_static_16_bit_model_runs_as_float_islands(tmp_path, digits):
     for i in range(8):
         x = x_test[i:i + 1]
         assert np.abs(it.run({"image": x})[g.outputs[0]] - sess.run(None, {"image": x})[0]).max() <= 4 * lsb
+
+
+#: ONNX's 4- and 2-bit types: (ONNX type, ml_dtypes type, range, opset where QuantizeLinear takes it)
+_NARROW_TYPES = {"int4": ("INT4", (-8, 7), 21), "uint4": ("UINT4", (0, 15), 21),
+                 "int2": ("INT2", (-2, 1), 25), "uint2": ("UINT2", (0, 3), 25)}
+
+
+def _random_narrow_models(rng, op: str, count: int, name: str, twin: bool = False) -> tuple[onnx.ModelProto, dict]:
+    """``count`` QuantizeLinear (float32 -> ``name``) or DequantizeLinear (``name`` -> float32) nodes,
+    per tensor: scales over 6 decades, zero points anywhere in the narrow range; QuantizeLinear inputs
+    hit exact ties (``(k + 0.5) s``) and both saturations. ``twin``: onnxruntime's form (its Python
+    API has no 4-bit arrays): each QuantizeLinear followed by a DequantizeLinear (float outputs, one
+    per code), each DequantizeLinear reading its codes as an initializer."""
+    import ml_dtypes
+    from onnx import TensorProto, helper
+
+    onnx_name, (lo, hi), opset = _NARROW_TYPES[name]
+    et, ml = getattr(TensorProto, onnx_name), getattr(ml_dtypes, name)
+    nodes, inputs, outputs, inits, feeds = [], [], [], [], {}
+    for i in range(count):
+        p = f"m{i}_"
+        s = np.float32(10 ** rng.uniform(-4, 2))
+        z = np.array(rng.choice([lo, hi]) if rng.random() < 0.2 else rng.integers(lo, hi + 1), ml)
+        inits += [numpy_helper.from_array(s, p + "s"), numpy_helper.from_array(z, p + "z")]
+        n = int(rng.integers(1, 100))
+        if op == "QuantizeLinear":
+            k = rng.integers(2 * lo - 4, 2 * hi + 5, size=n)  # codes around and beyond the range
+            x = np.where(rng.random(n) < 0.4, (k + 0.5) * s, rng.standard_normal(n) * s * 10 ** rng.uniform(0, 2))
+            x = x.astype(np.float32)
+            inputs.append(helper.make_tensor_value_info(p + "x", TensorProto.FLOAT, [n]))
+            feeds[p + "x"] = x
+            nodes.append(helper.make_node(op, [p + "x", p + "s", p + "z"], [p + "y"], name=p + op))
+            if twin:
+                nodes.append(helper.make_node("DequantizeLinear", [p + "y", p + "s", p + "z"], [p + "f"]))
+            outputs.append(helper.make_tensor_value_info(p + ("f" if twin else "y"), TensorProto.FLOAT if twin else et,
+                                                         [n]))
+        else:
+            x = rng.integers(lo, hi + 1, size=n).astype(ml)
+            if twin:
+                inits.append(numpy_helper.from_array(x, p + "x"))
+            else:
+                inputs.append(helper.make_tensor_value_info(p + "x", et, [n]))
+                feeds[p + "x"] = x
+            nodes.append(helper.make_node(op, [p + "x", p + "s", p + "z"], [p + "y"], name=p + op))
+            outputs.append(helper.make_tensor_value_info(p + "y", TensorProto.FLOAT, [n]))
+    g = helper.make_graph(nodes, op, inputs, outputs, inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)], ir_version=11), feeds
+
+
+@pytest.mark.parametrize("op", ["QuantizeLinear", "DequantizeLinear"])
+@pytest.mark.parametrize("name", list(_NARROW_TYPES))
+def test_4_and_2_bit_quantize_and_dequantize_at_the_float_boundary(op, name):
+    """4- and 2-bit QuantizeLinear / DequantizeLinear at the float boundary, codes as int8 values: 60
+    random nodes per case equal to ONNX's reference implementation, and (int4 / uint4) to onnxruntime
+    at both levels (int2 / uint2: onnxruntime 1.32 refuses the types). The exact ties and the values
+    beyond the range catch a wrong rounding (half away) or a wrong clamp (int8's, or one code off)."""
+    from onnx.reference import ReferenceEvaluator
+
+    rng = np.random.default_rng(4)
+    m, feeds = _random_narrow_models(rng, op, 60, name)
+    g = intq.load(m)
+    assert g.metadata["onnx_target"] == "ort"
+    boundary = feeds if op == "DequantizeLinear" else [o.name for o in m.graph.output]
+    assert g.metadata["onnx_narrow_tensors"] == {t: name for t in boundary}
+    mine = intq.Interpreter(g, target="ort").run({k: v if v.dtype == np.float32 else v.astype(np.int8)
+                                                  for k, v in feeds.items()})  # the codes as int8 values
+    if op == "DequantizeLinear":  # an int8 value outside the narrow type is refused, naming the input
+        k = next(iter(feeds))
+        bad = {n: v.astype(np.int8) for n, v in feeds.items()}
+        bad[k] = np.full_like(bad[k], hi_code := _NARROW_TYPES[name][1][1] + 1)
+        with pytest.raises(intq.IntqError, match=f"input '{k}' is {name}.*got values in \\[{hi_code}, {hi_code}\\]"):
+            intq.Interpreter(g, target="ort").run(bad)
+    want = dict(zip([o.name for o in m.graph.output], ReferenceEvaluator(m).run(None, feeds)))
+    lo, hi = _NARROW_TYPES[name][1]
+    as_intq = np.int8 if op == "QuantizeLinear" else np.float32
+    assert all(np.array_equal(mine[k], v.astype(as_intq)) for k, v in want.items())
+    if op == "QuantizeLinear":  # the saturations and the ties are reached
+        codes = np.concatenate([mine[k] for k in want])
+        assert codes.dtype == np.int8 and codes.min() == lo and codes.max() == hi
+    twin, _ = _random_narrow_models(np.random.default_rng(4), op, 60, name, twin=True)
+    inits = {t.name: numpy_helper.to_array(t) for t in m.graph.initializer}
+    for level in ("disable_all", "enable_all"):
+        sess = session(twin.SerializeToString(), level)
+        got = dict(zip([o.name for o in sess.get_outputs()], sess.run(None, {k: v for k, v in feeds.items()
+                                                                          if op == "QuantizeLinear"})))
+        for i in range(60):
+            p = f"m{i}_"
+            if op == "QuantizeLinear":  # onnxruntime's DequantizeLinear of its codes: float32(q - Z) * s, one per code
+                z = inits[p + "z"].astype(np.int32)
+                dq = (mine[p + "y"].astype(np.int32) - z).astype(np.float32) * inits[p + "s"]
+                assert np.array_equal(got[p + "f"], dq), (level, p)
+            else:
+                assert np.array_equal(got[p + "y"], mine[p + "y"]), (level, p)
+
+
+def test_4_bit_tensors_elsewhere_than_the_float_boundary_are_refused_by_name():
+    """An int4 QuantizeLinear read by a DequantizeLinear (fake quantization), or an int4 input moved
+    before its DequantizeLinear, would run intq's int8 operators on int4 codes: refused naming the node;
+    an imported int4 QUANTIZE runs under target ort only and is not exported as an int8 one."""
+    import ml_dtypes
+    from onnx import TensorProto, helper
+
+    s, z = numpy_helper.from_array(np.float32(0.5), "s"), numpy_helper.from_array(np.array(1, ml_dtypes.int4), "z")
+
+    def model(nodes, x_type, y_type):
+        g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", x_type, [4])],
+                              [helper.make_tensor_value_info("y", y_type, [4])], [s, z])
+        return helper.make_model(g, opset_imports=[helper.make_opsetid("", 21)], ir_version=10)
+
+    fake = model([helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"], name="q4"),
+                  helper.make_node("DequantizeLinear", ["q", "s", "z"], ["y"], name="dq4")],
+                 TensorProto.FLOAT, TensorProto.FLOAT)
+    with pytest.raises(IntqError, match=r"node \"?'?q4.*int4 tensors are read at the float boundary only.*read by "
+                                        r"DequantizeLinear"):
+        intq.load(fake)
+    moved = model([helper.make_node("Identity", ["x"], ["m"], name="move"),
+                   helper.make_node("DequantizeLinear", ["m", "s", "z"], ["y"], name="dq4")],
+                  TensorProto.INT4, TensorProto.FLOAT)
+    with pytest.raises(IntqError, match=r"dq4.*int4 tensors are read at the float boundary only.*not a graph input"):
+        intq.load(moved)
+    weights = model([helper.make_node("DequantizeLinear", ["w", "s", "z"], ["wf"], name="dqw4"),
+                     helper.make_node("Add", ["x", "wf"], ["y"], name="add")], TensorProto.FLOAT, TensorProto.FLOAT)
+    weights.graph.initializer.append(numpy_helper.from_array(np.array([1, -2, 3, 7], ml_dtypes.int4), "w"))
+    with pytest.raises(IntqError, match=r"dqw4"):
+        intq.load(weights)
+    g = intq.load(model([helper.make_node("QuantizeLinear", ["x", "s", "z"], ["y"], name="q4")],
+                        TensorProto.FLOAT, TensorProto.INT4))
+    x = np.array([0.25, 0.75, 100, -100], np.float32)
+    assert intq.Interpreter(g, target="ort").run({"x": x})["y"].tolist() == [1, 3, 7, -8]  # 0.5 and 1.5: half to even
+    with pytest.raises(IntqError, match=r"'q4'.*ONNX's int4 is emulated for target ort"):
+        intq.Interpreter(g, target="tflite").run({"x": x})
+    with pytest.raises(IntqError, match=r"'q4'.*int4"):
+        intq.export_onnx(g, check=False)

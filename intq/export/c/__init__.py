@@ -9,10 +9,12 @@ data, no dynamic allocation and no floating point in the inference path. The pac
 * :mod:`~intq.export.c.model` — constant folding, the float boundary, buffers;
 * :mod:`~intq.export.c.plan` — the static arena plan (liveness, in place, greedy placement);
 * :mod:`~intq.export.c.emit` — the C text (``csrc/*.c`` is the runtime it copies from);
-* :mod:`~intq.export.c.runner` — compile and call it from Python (ctypes).
+* :mod:`~intq.export.c.runner` — compile and call it from Python (ctypes);
+* :mod:`~intq.export.c.compiled` — ``compile_c(graph)``: the compiled model as an interpreter.
 """
 
 from intq.export.c.api import CExportResult, export_c
+from intq.export.c.compiled import CompiledInterpreter, NoCompilerError, compile_c
 from intq.export.c.lower import CExportError
 
-__all__ = ["export_c", "CExportResult", "CExportError"]
+__all__ = ["export_c", "compile_c", "CompiledInterpreter", "CExportResult", "CExportError", "NoCompilerError"]

@@ -1,7 +1,7 @@
 """Compile generated C into a shared library and run it from Python (ctypes).
 
-``CompiledModel`` is what the tests (and, later, ``Interpreter(..., backend="c")``) use: compile
-once, ``run(inputs)`` many times. The library is built with the strict flags the generated code
+``CompiledModel`` is what the tests and :func:`intq.compile_c` (:mod:`intq.export.c.compiled`) use:
+compile once, ``run(inputs)`` many times. The library is built with the strict flags the generated code
 promises to pass (:data:`STRICT_FLAGS`: C99, every warning an error, no variable-length arrays);
 ``debug=True`` adds the per-step trace hook that hands every intermediate tensor back.
 """
