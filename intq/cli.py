@@ -429,6 +429,14 @@ def cmd_quantize(args) -> dict:
               "runtimes": runtimes,
               "poor_layers": [_row_dict(r) for r in poor],
               "notes": list(qg.metadata.get("conversion_notes", ()))}
+    shortfall = qg.metadata.get("target_shortfall")
+    if shortfall is not None:  # --target-sqnr not reached: per output, reached vs the weight-only bound
+        result["target_shortfall"] = {"target_db": shortfall.target_db, "reached_db": round(shortfall.reached_db, 2),
+                                      "samples": shortfall.samples, "int8_ops": list(shortfall.int8_ops),
+                                      "outputs": [{"output": r.output, "reached_db": round(r.reached_db, 2),
+                                                   "weight_only_bound_db": round(r.bound_db, 2),
+                                                   "capped_channels": list(r.capped_channels),
+                                                   "message": r.message} for r in shortfall.outputs]}
     if out.suffix == ".c":
         result["c"] = c
         _out(args, f"quantized {args.model} -> {out} + {out.with_suffix('.h').name} ({params:,} parameters)")
@@ -670,7 +678,9 @@ def cmd_compare(args) -> dict:
         result["sensitivity"] = {"all_int8_db": round(sens.all_int8_db, 2), "samples": sens.samples,
                                  "layers": [{"layer": r.layer, "op": r.op, "gain_db": round(r.gain_db, 2),
                                              "alone_float_db": round(r.alone_float_db, 2),
-                                             "alone_int8_db": round(r.alone_int8_db, 2)} for r in sens.rows]}
+                                             "alone_int8_db": round(r.alone_int8_db, 2)} for r in sens.rows],
+                                 "weight_only_bound_db": {k: round(v, 2) for k, v in (sens.weight_only_db or {}).items()},
+                                 "hints": list(sens.hints)}
         _out(args, sens.table(top))
     if args.html:
         from intq.analysis.html_report import render_html
@@ -939,7 +949,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="put range-mismatched joins in int16, then if needed small float islands at the "
                        "outputs, then an int16 region grown backwards from the outputs layer by layer, until the "
                        "output SQNR on 8 calibration samples reaches DB (the fewest that do; the best reached if "
-                       "none does)")
+                       "none does; then a note per output below DB gives the best found and the SQNR int8 weights "
+                       "alone allow with every activation in float, which no activation precision exceeds)")
 
     batching = argparse.ArgumentParser(add_help=False)
     batching.add_argument("--batch-size", type=_positive_int, default=_DEFAULT_BATCH_SIZE, metavar="N",

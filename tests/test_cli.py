@@ -271,6 +271,32 @@ def test_quantize_keeps_a_detector_concat_in_int16(tmp_path):
     assert convs.returncode == 0 and json.loads(convs.stdout)["int16_tensors"] == ["b0", "c0", "f"], convs.stderr
 
 
+def test_target_sqnr_says_when_int8_weights_cap_the_output(tmp_path):
+    """--target-sqnr on a conv whose int8 weights lose the signal: the note and --json give the best
+    SQNR found and the weight-only bound; compare --sensitivity hints at it."""
+    import onnx
+
+    from tests.analysis.test_weight_bound import huge_range_model
+
+    model, data = huge_range_model()
+    onnx.save(model, tmp_path / "m.onnx")
+    np.savez(tmp_path / "calib.npz", x=np.concatenate([s["x"] for s in data]))
+    r = run("quantize", str(tmp_path / "m.onnx"), "--calib", str(tmp_path / "calib.npz"), "--target-sqnr", "30",
+            "-o", str(tmp_path / "m.tflite"), "--json")
+    assert r.returncode == 0, r.stderr
+    short = json.loads(r.stdout)["target_shortfall"]
+    assert short["target_db"] == 30 and [o["output"] for o in short["outputs"]] == ["out"]
+    assert short["outputs"][0]["weight_only_bound_db"] < 5 and "cap it at" in short["outputs"][0]["message"]
+    text = run("quantize", str(tmp_path / "m.onnx"), "--calib", str(tmp_path / "calib.npz"), "--target-sqnr", "30",
+               "-o", str(tmp_path / "m2.tflite"))
+    assert text.returncode == 0 and "note: target 30 dB not reached on output out: best found" in text.stdout
+    c = run("compare", str(tmp_path / "m.onnx"), "--calib", str(tmp_path / "calib.npz"), "--data",
+            str(tmp_path / "calib.npz"), "--sensitivity", "2", "--json")
+    assert c.returncode == 0, c.stderr
+    sens = json.loads(c.stdout)["sensitivity"]
+    assert sens["weight_only_bound_db"]["out"] < 5 and "weight precision caps output out" in sens["hints"][0]
+
+
 def test_batch_size_default_is_the_library_default():
     from intq.calibration.data import DEFAULT_BATCH_SIZE
     from intq.cli import _DEFAULT_BATCH_SIZE, build_parser

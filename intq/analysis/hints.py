@@ -18,10 +18,15 @@ causes that apply, most specific first:
   names calibration methods *other* than the one in use;
 * **inherited** — the error comes from an input that is already poor;
 * **weights** — a linear layer with poor SQNR and none of the above.
+
+:func:`weight_bound_hints` adds one hint per graph output whose weight-only bound
+(:mod:`intq.analysis.weight_bound`: int8 weights, every activation float) is below
+:data:`POOR_SQNR_DB`: no activation precision or calibration brings that output higher.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 SATURATION_HINT = 0.01  # more than 1% of values at qmin/qmax
@@ -110,4 +115,22 @@ def hints(f: TensorFacts) -> list[str]:
     if f.channels and f.saturated_channels:
         out.append(f"saturated channels: {f.saturated_channels} of {f.channels} output channels lie mostly "
                    "beyond the int8 grid (the range fits the other channels)")
+    return out
+
+
+def weight_bound_hints(bounds: Mapping[str, float], *, per_channel: bool = True, notes: Iterable[str] = ()) -> list[str]:
+    """"weight precision caps output X at B dB" for each output (name -> weight-only bound in dB)
+    below :data:`POOR_SQNR_DB`, with what could still help and is not already in use: per-channel
+    weights if the graph has per-tensor ones, AdaRound unless a conversion note (``notes``) says it
+    was applied; otherwise only what leaves int8 weights (QAT, or the layer in float)."""
+    applied = any(n.startswith("AdaRound:") for n in notes)
+    out = []
+    for name, db in bounds.items():
+        if db >= POOR_SQNR_DB:
+            continue
+        tries = ([] if per_channel else ["per-channel weights"]) + ([] if applied else ["AdaRound (--adaround)"])
+        advice = (f"try {' or '.join(tries)}" if tries else
+                  "no calibration or activation precision helps: train with quantization (QAT) or keep its layers in float")
+        out.append(f"weight precision caps output {name} at {db:.1f} dB (int8 weights, every activation in float): "
+                   f"{advice}")
     return out

@@ -18,7 +18,11 @@ channel group the others dwarf (a YOLO head's class scores beside box coordinate
 much as they do. ``gain_db`` = (alone in float) - (all in int8): what keeping this one layer out of
 int8 would buy; the report ranks by it.
 
-Cost: 2 x (layers + 1) forward passes of the float graph per sample; use a few samples.
+The report also gives each output's **weight-only bound** (:mod:`intq.analysis.weight_bound`:
+int8 weights, every activation float) and, where it is poor, a hint that weight precision caps that
+output (:func:`intq.analysis.hints.weight_bound_hints`).
+
+Cost: 2 x (layers + 1) + 2 forward passes of the float graph per sample; use a few samples.
 """
 
 from __future__ import annotations
@@ -52,6 +56,8 @@ class SensitivityReport:
     all_int8_db: float  # output SQNR with every layer quantized (simulated)
     rows: tuple[LayerSensitivity, ...]  # largest gain first
     samples: int
+    weight_only_db: Mapping[str, float] | None = None  # per output, the weight-only bound (intq.analysis.weight_bound)
+    hints: tuple[str, ...] = ()  # hints.weight_bound_hints of those bounds
 
     def table(self, n: int | None = None) -> str:
         rows = self.rows if n is None else self.rows[:n]
@@ -61,25 +67,37 @@ class SensitivityReport:
         for r in rows:
             lines.append(f"{r.layer[-40:]:40s} {r.op:16s} {r.gain_db:8.1f} {r.alone_float_db:11.1f} "
                          f"{r.alone_int8_db:10.1f}")
+        if self.weight_only_db:
+            lines.append("int8 weights alone (every activation in float): " + ", ".join(
+                f"{k} {v:.1f} dB" for k, v in self.weight_only_db.items()))
+        lines.extend(f"hint: {h}" for h in self.hints)
         return "\n".join(lines)
+
+
+def channel_sqnr(ref: list[np.ndarray], got: list[np.ndarray]) -> np.ndarray:
+    """Per axis-1 channel of one output (its samples concatenated on axis 0), the SQNR in dB
+    ``10 log10(sum f^2 / sum (f - q)^2)`` capped at :data:`CAP_DB` (an exact channel scores the cap)."""
+    f = np.concatenate([np.asarray(a, np.float64) for a in ref])
+    q = np.concatenate([np.asarray(a, np.float64) for a in got])
+    if f.ndim < 2:
+        f, q = f.reshape(-1, 1), q.reshape(-1, 1)
+    axes = tuple(i for i in range(f.ndim) if i != 1)
+    signal = np.sum(f * f, axis=axes)
+    noise = np.sum((f - q) ** 2, axis=axes)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        db = np.where(noise > 0, 10 * np.log10(np.maximum(signal, 1e-30) / np.maximum(noise, 1e-300)), CAP_DB)
+    return np.minimum(db, CAP_DB)
+
+
+def output_sqnrs(ref: Mapping[str, list[np.ndarray]], got: Mapping[str, list[np.ndarray]]) -> dict[str, float]:
+    """Per output, the mean over its axis-1 channels of :func:`channel_sqnr`."""
+    return {name: float(np.mean(channel_sqnr(fs, got[name]))) for name, fs in ref.items()}
 
 
 def output_sqnr(ref: Mapping[str, list[np.ndarray]], got: Mapping[str, list[np.ndarray]]) -> float:
     """The score described in the module docstring (mean over outputs of the mean over axis-1
     channels of the capped SQNR in dB)."""
-    scores = []
-    for name, fs in ref.items():
-        f = np.concatenate([np.asarray(a, np.float64) for a in fs])
-        q = np.concatenate([np.asarray(a, np.float64) for a in got[name]])
-        if f.ndim < 2:
-            f, q = f.reshape(-1, 1), q.reshape(-1, 1)
-        axes = tuple(i for i in range(f.ndim) if i != 1)
-        signal = np.sum(f * f, axis=axes)
-        noise = np.sum((f - q) ** 2, axis=axes)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            db = np.where(noise > 0, 10 * np.log10(np.maximum(signal, 1e-30) / np.maximum(noise, 1e-300)), CAP_DB)
-        scores.append(float(np.mean(np.minimum(db, CAP_DB))))
-    return float(np.mean(scores))
+    return float(np.mean(list(output_sqnrs(ref, got).values())))
 
 
 def _weight_axis(op: str, attrs) -> int:
@@ -214,4 +232,10 @@ def sensitivity(float_graph: Graph, int_graph: Graph, samples: Iterable[Mapping[
         alone_float = output_sqnr(ref, run(everything - {n.name}, True))
         rows.append(LayerSensitivity(n.name, n.op_type, n.outputs[0], alone_int8, alone_float, alone_float - all_int8))
     rows.sort(key=lambda r: (-r.gain_db, r.alone_int8_db))
-    return SensitivityReport(all_int8, tuple(rows), len(samples))
+    from intq.analysis.hints import weight_bound_hints
+    from intq.analysis.weight_bound import weight_only_bound
+
+    per_channel = bool(int_graph.metadata.get("per_channel", True))
+    bound = {o.output: o.bound_db for o in weight_only_bound(float_graph, samples, per_channel=per_channel).outputs}
+    hints = weight_bound_hints(bound, per_channel=per_channel, notes=int_graph.metadata.get("conversion_notes", ()))
+    return SensitivityReport(all_int8, tuple(rows), len(samples), bound, tuple(hints))

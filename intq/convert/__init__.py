@@ -19,7 +19,8 @@ import numpy as np
 
 from intq.calibration import CalibrationTable, calibrate, reconcile_ranges
 from intq.convert.context import ConversionContext, ConversionError, identity, reshape_request
-from intq.convert.precision import auto_precision, emit_float_node, float_nodes, int16_tensors, island_tensors
+from intq.convert.precision import auto_precision, emit_float_node, float_nodes, int16_tensors, island_tensors, \
+    target_shortfall
 from intq.convert.rules import RULES
 from intq.errors import UnsupportedOperatorError
 from intq.ir import Graph
@@ -205,7 +206,10 @@ def quantize(model, data=None, *, method: str = "minmax", per_channel: bool = Tr
     (``method`` and ``observer_options``), :func:`reconcile_ranges`, :func:`convert`.
     ``precision`` (``{node or tensor: "int16"}``) keeps chosen joins in int16; ``target_sqnr``
     (dB) adds range-mismatched joins to int16 until the output SQNR on the first 8 calibration
-    samples reaches it (:mod:`intq.convert.precision`; needs ``data``). ``bias_correction``
+    samples reaches it (:mod:`intq.convert.precision`; needs ``data``); if it cannot,
+    ``metadata["target_shortfall"]`` (:class:`~intq.convert.precision.TargetShortfall`, else None)
+    says per output what was reached and what int8 weights alone allow, and the conversion notes
+    carry its messages. ``bias_correction``
     corrects each layer's bias for its int8 weights' mean error, measured on ``data``
     (:func:`intq.ptq.correct_biases`) on the first half of the calibration samples, and is kept
     only if it brings the outputs closer to float on the second half (a conversion note says
@@ -262,9 +266,11 @@ def quantize(model, data=None, *, method: str = "minmax", per_channel: bool = Tr
         from intq.calibration import iter_samples
 
         samples = [s for _, s in zip(range(8), iter_samples(data, graph, None))]
-        auto, _ = auto_precision(graph, table, samples, target_sqnr, convert_options={"per_channel": per_channel},
-                                 base=precision)
+        auto, reached = auto_precision(graph, table, samples, target_sqnr, convert_options={"per_channel": per_channel},
+                                       base=precision)
         precision.update(auto)
+        shortfall = (target_shortfall(graph, table, samples, target_sqnr, precision, per_channel=per_channel)
+                     if reached < target_sqnr else None)
     table = reconcile_ranges(graph, table, keep=int16_tensors(graph, precision) | island_tensors(graph, precision))
     options = {"per_channel": per_channel, "input_type": input_type, "output_type": output_type, "precision": precision}
     q = convert(graph, table, **options)
@@ -272,6 +278,10 @@ def quantize(model, data=None, *, method: str = "minmax", per_channel: bool = Tr
         q = _closer_to_float(graph, q, convert(corrected, table, **options), check, "bias correction")
     if rounded is not None:
         q = _closer_to_float(graph, q, convert(rounded, table, **options), check_a, "AdaRound")
+    if target_sqnr is not None:
+        notes = tuple(r.message for r in shortfall.outputs) if shortfall is not None else ()
+        q = q.replace(metadata={**q.metadata, "target_shortfall": shortfall,
+                                "conversion_notes": (*q.metadata["conversion_notes"], *notes)})
     return q
 
 

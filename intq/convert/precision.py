@@ -45,12 +45,19 @@ runtimes run:
   backwards from the outputs and islands, level by level (:func:`int16_levels`), by the fewest
   levels that reach the target, less the deepest level's layers it does not need (or the best
   depth tried).
+
+When the search ends below the target, :func:`target_shortfall` says why, per graph output below it:
+the best SQNR found beside the output's **weight-only bound**
+(:func:`intq.analysis.weight_bound.weight_only_bound`: int8 weights, every activation float). Below
+the target, no activation precision can reach it; at or above it, the layers that stayed int8 could
+(the ops among them that have no 16x8 kernel in intq are named).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -425,3 +432,87 @@ def _grow_int16(graph: Graph, chosen: dict[str, str], reached: float, target_sqn
         return chosen, reached
     best = max(tried, key=lambda d: (tried[d], -d))
     return (table(best), tried[best]) if tried[best] > reached else (chosen, reached)
+
+
+@dataclass(frozen=True)
+class OutputShortfall:
+    """One graph output below ``--target-sqnr``: what the search reached, what int8 weights allow."""
+
+    output: str
+    reached_db: float  # its score with the chosen precision (output_sqnrs)
+    bound_db: float  # its weight-only bound (int8 weights, float activations)
+    capped_channels: tuple[int, ...]  # its axis-1 channels whose weight-only bound is below the target
+    message: str
+
+
+@dataclass(frozen=True)
+class TargetShortfall:
+    """Why ``target_sqnr`` was not reached (``quantize(...).metadata["target_shortfall"]``)."""
+
+    target_db: float
+    reached_db: float  # the mean over outputs, the score the search compares with the target
+    outputs: tuple[OutputShortfall, ...]  # the outputs below the target, worst first
+    int8_ops: tuple[str, ...]  # ops left int8 that have no 16x8 kernel in intq (cannot join the region)
+    samples: int
+
+
+def target_shortfall(graph: Graph, table: CalibrationTable, samples, target_sqnr: float,
+                     precision: Mapping[str, str], *, per_channel: bool = True) -> TargetShortfall:
+    """The outputs of ``graph`` whose score with ``precision`` stays below ``target_sqnr`` on
+    ``samples`` (the ones :func:`auto_precision` searched on; ``table`` before
+    :func:`~intq.calibration.reconcile_ranges`), each with its weight-only bound and a message: when
+    the bound is below the target, "int8 weights alone cap it at B dB ... no int8/int16 activation
+    choice can reach T"; otherwise that more int16 layers could, with the ops that stayed int8 for
+    want of a 16x8 kernel. One conversion and two float runs per sample."""
+    from intq.analysis.sensitivity import output_sqnr, output_sqnrs
+    from intq.analysis.weight_bound import weight_only_bound
+    from intq.calibration import reconcile_ranges
+    from intq.convert import convert
+    from intq.runtime import Interpreter
+
+    samples = list(samples)
+    keep = int16_tensors(graph, precision) | island_tensors(graph, precision)
+    q = convert(graph, reconcile_ranges(graph, table, keep=keep), precision=dict(precision), per_channel=per_channel)
+    runs = {}
+    for key, g in (("float", graph), ("int", q)):
+        it = Interpreter(g)
+        runs[key] = {o: [] for o in graph.outputs}
+        for s in samples:
+            for k, v in it.run(s).items():
+                runs[key][k].append(v)
+    reached = output_sqnrs(runs["float"], runs["int"])
+    bound = weight_only_bound(graph, samples, per_channel=per_channel)
+    outside = float_nodes(graph, precision)
+    int8_ops = sorted({n.op_type for n in graph.nodes if n.op_type not in INT16_NODES and n.name not in outside
+                       and not any(o in keep for o in n.outputs if o)})
+    rows = []
+    for name in sorted(graph.outputs, key=lambda o: reached[o]):
+        s, b = reached[name], bound[name].bound_db
+        if s >= target_sqnr:
+            continue
+        head = f"target {target_sqnr:g} dB not reached on output {name}: best found {s:.1f} dB; "
+        if b < target_sqnr:
+            msg = (head + f"int8 weights alone cap it at {b:.1f} dB (every activation in float), so no int8/int16 "
+                   f"activation choice can reach {target_sqnr:g}")
+        else:
+            msg = (head + f"int8 weights alone allow {b:.1f} dB (every activation in float), so more int16 layers "
+                   "could reach it" + (f"; ops with no 16x8 kernel in intq stayed int8: {', '.join(int8_ops)}"
+                                       if int8_ops else ""))
+        capped = tuple(i for i, db in enumerate(bound[name].channels_db) if db < target_sqnr)
+        if capped:
+            msg += (f"; int8 weights alone hold {len(capped)} of its {len(bound[name].channels_db)} channels (axis 1) "
+                    f"below {target_sqnr:g} dB: {_spans(capped)}")
+        rows.append(OutputShortfall(name, s, b, capped, msg))
+    return TargetShortfall(target_sqnr, output_sqnr(runs["float"], runs["int"]), tuple(rows), tuple(int8_ops),
+                           len(samples))
+
+
+def _spans(indices: tuple[int, ...]) -> str:
+    """``0, 4-83``: sorted indices as runs."""
+    runs: list[list[int]] = []
+    for i in indices:
+        if runs and i == runs[-1][1] + 1:
+            runs[-1][1] = i
+        else:
+            runs.append([i, i])
+    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
