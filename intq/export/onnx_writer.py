@@ -288,6 +288,26 @@ def _qoperator_weights(w: _Writer, weights: np.ndarray, tensor: Tensor) -> tuple
     return name, s, z
 
 
+def _explicit_pads(n: Node, xt, kernel: tuple[int, int], stride: tuple[int, int],
+                   dilation: tuple[int, int] = (1, 1)) -> list[int]:
+    """ONNX's explicit ``pads`` ``[top, left, bottom, right]`` for a TFLite window op's ``padding``
+    (SAME / VALID) on the NHWC input ``xt``: bottom / right are what the last window needs beyond the
+    image, ``(out - 1) * stride + (k - 1) * dilation + 1 - size - start`` (at least 0)."""
+    (kh, kw), (sh, sw), (dh, dw) = kernel, stride, dilation
+    pad = compute_padding(n.attrs.get("padding", "SAME"), xt.shape[1:3], kernel, stride, dilation)
+    bottom = max((pad.out_h - 1) * sh + (kh - 1) * dh + 1 - xt.shape[1] - pad.top, 0)
+    right = max((pad.out_w - 1) * sw + (kw - 1) * dw + 1 - xt.shape[2] - pad.left, 0)
+    return [pad.top, pad.left, bottom, right]
+
+
+def _conv_geometry(n: Node, xt, kh: int, kw: int):
+    """A TFLite convolution's strides, dilations and explicit ONNX ``pads`` (:func:`_explicit_pads`)."""
+    a = n.attrs
+    sh, sw = int(a.get("stride_h", 1)), int(a.get("stride_w", 1))
+    dh, dw = int(a.get("dilation_h_factor", 1)), int(a.get("dilation_w_factor", 1))
+    return (sh, sw), (dh, dw), _explicit_pads(n, xt, (kh, kw), (sh, sw), (dh, dw))
+
+
 @EMITTERS.register("CONV_2D", "DEPTHWISE_CONV_2D")
 def _conv(w: _Writer, n: Node) -> None:
     x, wt, y = n.inputs[0], n.inputs[1], n.outputs[0]
@@ -304,13 +324,7 @@ def _conv(w: _Writer, n: Node) -> None:
         weights = np.ascontiguousarray(wtt.data.transpose(0, 3, 1, 2))
         group = xt.shape[3] // wtt.data.shape[3]
     kh, kw = weights.shape[2:]
-    a = n.attrs
-    sh, sw = int(a.get("stride_h", 1)), int(a.get("stride_w", 1))
-    dh, dw = int(a.get("dilation_h_factor", 1)), int(a.get("dilation_w_factor", 1))
-    pad = compute_padding(a.get("padding", "SAME"), xt.shape[1:3], (kh, kw), (sh, sw), (dh, dw))
-    bottom = max((pad.out_h - 1) * sh + (kh - 1) * dh + 1 - xt.shape[1] - pad.top, 0)
-    right = max((pad.out_w - 1) * sw + (kw - 1) * dw + 1 - xt.shape[2] - pad.left, 0)
-    pads = [pad.top, pad.left, bottom, right]
+    (sh, sw), (dh, dw), pads = _conv_geometry(n, xt, kh, kw)
     x, pads = _fold_pad(w, x, pads)
     attrs = dict(kernel_shape=[kh, kw], strides=[sh, sw], dilations=[dh, dw], group=group, pads=pads)
     _emit_conv(w, n, x, w.to_nchw(x, n), weights, wtt, bias, attrs, y)
@@ -626,14 +640,11 @@ def _max_pool(w: _Writer, n: Node) -> None:
         raise OnnxOpError(f"node {n.name!r} (MAX_POOL_2D): a fused activation on a pool has no ONNX form here; "
                           "apply it as a separate op")
     fh, fw, sh, sw = (int(a[k]) for k in ("filter_height", "filter_width", "stride_h", "stride_w"))
-    pad = compute_padding(a.get("padding", "SAME"), xt.shape[1:3], (fh, fw), (sh, sw), (1, 1))
-    bottom = max((pad.out_h - 1) * sh + fh - xt.shape[1] - pad.top, 0)
-    right = max((pad.out_w - 1) * sw + fw - xt.shape[2] - pad.left, 0)
+    pads = _explicit_pads(n, xt, (fh, fw), (sh, sw))
     xin = w.to_nchw(x, n)
     out = w.nchw_out(y, n)
     w.use("MaxPool", n)
-    w.b.node("MaxPool", [xin], [out], n.name, kernel_shape=[fh, fw], strides=[sh, sw],
-             pads=[pad.top, pad.left, bottom, right])
+    w.b.node("MaxPool", [xin], [out], n.name, kernel_shape=[fh, fw], strides=[sh, sw], pads=pads)
     w.finish_nchw(y, n)
 
 
@@ -645,10 +656,8 @@ def _average_pool(w: _Writer, n: Node) -> None:
     xt = w.t(x)
     a = n.attrs
     fh, fw, sh, sw = (int(a[k]) for k in ("filter_height", "filter_width", "stride_h", "stride_w"))
-    pad = compute_padding(a.get("padding", "SAME"), xt.shape[1:3], (fh, fw), (sh, sw), (1, 1))
-    bottom = max((pad.out_h - 1) * sh + fh - xt.shape[1] - pad.top, 0)
-    right = max((pad.out_w - 1) * sw + fw - xt.shape[2] - pad.left, 0)
-    attrs = dict(kernel_shape=[fh, fw], strides=[sh, sw], pads=[pad.top, pad.left, bottom, right], count_include_pad=0)
+    attrs = dict(kernel_shape=[fh, fw], strides=[sh, sw], pads=_explicit_pads(n, xt, (fh, fw), (sh, sw)),
+                 count_include_pad=0)
     if (fh, fw) == tuple(xt.shape[1:3]) and not any(attrs["pads"]):  # onnxruntime's global-pool fallback
         try:
             global_average_pool_scale(xt.qparams, w.t(y).qparams, fh * fw)
@@ -943,17 +952,12 @@ def _conv_integer(w: _Writer, n: Node) -> None:
         raise OnnxOpError(f"node {n.name!r} ({n.op_type}): weights {wt!r} are not constant")
     weights = np.ascontiguousarray(wtt.data.transpose(0, 3, 1, 2))  # [C_out, KH, KW, C] -> [C_out, C, KH, KW]
     kh, kw = weights.shape[2:]
-    a = n.attrs
-    sh, sw = int(a.get("stride_h", 1)), int(a.get("stride_w", 1))
-    dh, dw = int(a.get("dilation_h_factor", 1)), int(a.get("dilation_w_factor", 1))
-    pad = compute_padding(a.get("padding", "SAME"), xt.shape[1:3], (kh, kw), (sh, sw), (dh, dw))
-    bottom = max((pad.out_h - 1) * sh + (kh - 1) * dh + 1 - xt.shape[1] - pad.top, 0)
-    right = max((pad.out_w - 1) * sw + (kw - 1) * dw + 1 - xt.shape[2] - pad.left, 0)
+    (sh, sw), (dh, dw), pads = _conv_geometry(n, xt, kh, kw)
     zx, wn, zw = _integer_operands(w, n, weights)
     out = w.nchw_out(y, n)
     w.use("ConvInteger", n)
     w.b.node("ConvInteger", [w.to_nchw(x, n), wn, zx, zw], [out], n.name, kernel_shape=[kh, kw], strides=[sh, sw],
-             dilations=[dh, dw], pads=[pad.top, pad.left, bottom, right])
+             dilations=[dh, dw], pads=pads)
     w.finish_nchw(y, n)
 
 
