@@ -295,6 +295,13 @@ def test_target_sqnr_says_when_int8_weights_cap_the_output(tmp_path):
     assert c.returncode == 0, c.stderr
     sens = json.loads(c.stdout)["sensitivity"]
     assert sens["weight_only_bound_db"]["out"] < 5 and "weight precision caps output out" in sens["hints"][0]
+    page = tmp_path / "report.html"
+    h = run("compare", str(tmp_path / "m.onnx"), "--calib", str(tmp_path / "calib.npz"), "--data",
+            str(tmp_path / "calib.npz"), "--sensitivity", "2", "--html", str(page))
+    assert h.returncode == 0, h.stderr
+    html = page.read_text()
+    assert "Weight-only bound (int8 weights, every activation in float): out " in html
+    assert "hint: weight precision caps output out" in html
 
 
 def test_batch_size_default_is_the_library_default():

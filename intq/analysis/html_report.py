@@ -364,10 +364,15 @@ def _sensitivity_section(sens) -> str:
         return ""
     rows = "".join(f"<tr><td class=l>{_e(r.layer)}</td><td class=l>{_e(r.op)}</td><td>{r.gain_db:.1f}</td>"
                    f"<td>{r.alone_float_db:.1f}</td><td>{r.alone_int8_db:.1f}</td></tr>" for r in sens.rows)
+    bound = ""
+    if sens.weight_only_db:  # intq.analysis.weight_bound: int8 weights, every activation float
+        bound = ("<p>Weight-only bound (int8 weights, every activation in float): "
+                 + ", ".join(f"{_e(k)} {v:.1f} dB" for k, v in sens.weight_only_db.items()) + ".</p>")
+    hints = "".join(f"<p>hint: {_e(h)}</p>" for h in sens.hints)
     return ("<h2>Sensitivity: which layer to keep out of int8</h2>"
             f"<p>Output SQNR (per output channel, capped at 60 dB, averaged) with every layer in int8, simulated on "
             f"{sens.samples} samples: {sens.all_int8_db:.1f} dB. Per layer: kept in float with the rest in int8 "
-            "(gain over all-int8), and alone in int8 with the rest in float.</p>"
+            f"(gain over all-int8), and alone in int8 with the rest in float.</p>{bound}{hints}"
             "<table><tr><th class=l>layer</th><th class=l>op</th><th>gain dB</th><th>kept float dB</th>"
             f"<th>alone int8 dB</th></tr>{rows}</table>")
 
