@@ -70,6 +70,11 @@ def to_tflite_bytes(graph: Graph, description: str = "intq") -> bytes:
         if shape is None or None in shape:
             raise IntqError(f"tensor {name!r} has shape {t.shape}; a .tflite needs static shapes (bind input_shapes)")
         qp = t.qparams
+        if qp is not None and qp.per_axis and not t.is_constant:
+            raise IntqError(f"tensor {name!r} is an activation quantized per axis (an imported ONNX QuantizeLinear / "
+                            "DequantizeLinear at the float boundary, emulated by target 'ort' only); TFLite quantizes "
+                            "activations per tensor, so no .tflite computes it: run it with intq.Interpreter(graph, "
+                            "target='ort')")
         index[name] = b.add_tensor(
             name, shape, t.dtype, data=t.data,
             scale=None if qp is None else qp.scale, zero_point=None if qp is None else qp.zero_point,

@@ -721,7 +721,7 @@ def test_per_axis_quantize_and_dequantize_at_the_float_boundary(op, name):
 def test_per_axis_boundary_runs_under_ort_only_and_is_not_exported():
     """A per-axis QuantizeLinear / DequantizeLinear at the float boundary runs under the ort targets
     only (the others quantize activations per tensor): refused naming the node under litert-ref; the
-    ONNX writer refuses it naming the tensor (it writes per-tensor activations); a per-axis
+    ONNX and .tflite writers refuse it naming the tensor (they write per-tensor activations); a per-axis
     QuantizeLinear that another node reads stays refused."""
     for op in ("QuantizeLinear", "DequantizeLinear"):
         m, _ = _random_axis_models(np.random.default_rng(6), op, 1, "int8")
@@ -730,6 +730,8 @@ def test_per_axis_boundary_runs_under_ort_only_and_is_not_exported():
             intq.Interpreter(g, target="litert-ref")
         with pytest.raises(IntqError, match=r"'m0_[xy]' is quantized per axis; ONNX's integer operators take"):
             intq.export_onnx(g)
+        with pytest.raises(IntqError, match=r"'m0_[xy]' is an activation quantized per axis.*target='ort'"):
+            intq.export_tflite(g)
     m, _ = _random_axis_models(np.random.default_rng(6), "QuantizeLinear", 1, "int8", twin=True)
     with pytest.raises(IntqError, match=r"m0_QuantizeLinear.*per axis"):
         intq.load(m)
