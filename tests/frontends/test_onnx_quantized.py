@@ -236,6 +236,13 @@ def test_cli_compares_a_quantize_static_model_layer_by_layer(tmp_path, digits):
     assert {row["op"] for row in result["layers"]} >= {"CONV_2D", "FULLY_CONNECTED", "MAX_POOL_2D"}
 
 
+def _random_model(nodes, name, inputs, outputs, inits):
+    """One opset-21 model of the random nodes, its shapes inferred."""
+    g = helper.make_graph(nodes, name, inputs, outputs, inits)
+    return onnx.shape_inference.infer_shapes(helper.make_model(g, opset_imports=[helper.make_opsetid("", 21)],
+                                                               ir_version=10))
+
+
 def _random_qlinear_models(rng, op: str, count: int, dtype) -> tuple[onnx.ModelProto, dict]:
     """``count`` independent QLinearConv / QLinearMatMul nodes with asymmetric weights in one model."""
     from onnx import TensorProto, helper
@@ -276,9 +283,7 @@ def _random_qlinear_models(rng, op: str, count: int, dtype) -> tuple[onnx.ModelP
                 c(p + "yz", dtype(rng.integers(info.min, info.max + 1)))]
         nodes.append(helper.make_node(op, args + extra, [p + "y"], name=p + op, **attrs))
         outputs.append(helper.make_empty_tensor_value_info(p + "y"))
-    g = helper.make_graph(nodes, op, inputs, outputs, inits)
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 21)], ir_version=10)
-    return onnx.shape_inference.infer_shapes(m), feeds
+    return _random_model(nodes, op, inputs, outputs, inits), feeds
 
 
 @pytest.mark.parametrize("op", ["QLinearConv", "QLinearMatMul"])
@@ -365,9 +370,7 @@ def _random_integer_models(rng, op: str, count: int, x_dtype, w_dtype) -> tuple[
             args += [c(p + "xz", x_dtype(rng.integers(xi.min, xi.max + 1))), c(p + "wz", wz)]
         nodes.append(helper.make_node(op, args, [p + "y"], name=p + op, **attrs))
         outputs.append(helper.make_empty_tensor_value_info(p + "y"))
-    g = helper.make_graph(nodes, op, inputs, outputs, inits)
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 21)], ir_version=10)
-    return onnx.shape_inference.infer_shapes(m), feeds
+    return _random_model(nodes, op, inputs, outputs, inits), feeds
 
 
 @pytest.mark.parametrize("op", ["ConvInteger", "MatMulInteger"])
@@ -436,9 +439,7 @@ def _random_16_bit_models(rng, op: str, count: int, dtype) -> tuple[onnx.ModelPr
         feeds[p + "x"] = x
         nodes.append(helper.make_node(op, [p + "x", p + "s", p + "z"], [p + "y"], name=p + op))
         outputs.append(helper.make_empty_tensor_value_info(p + "y"))
-    g = helper.make_graph(nodes, op, inputs, outputs, inits)
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 21)], ir_version=10)
-    return onnx.shape_inference.infer_shapes(m), feeds
+    return _random_model(nodes, op, inputs, outputs, inits), feeds
 
 
 @pytest.mark.parametrize("op", ["QuantizeLinear", "DequantizeLinear"])
