@@ -338,20 +338,27 @@ def _rows_of(shape: tuple[int, ...], out: tuple[int, ...]) -> tuple[int, int] | 
     return None
 
 
+def _binary_layout(node: Node, graph: Graph):
+    """``(out shape, rows/cols of a, rows/cols of b)`` for a binary op the native loop takes: static
+    shapes that broadcast to the non-empty output, each operand a full tensor, a row or one value
+    (:func:`_rows_of`); None otherwise."""
+    shapes = [graph.tensors[t].shape for t in node.inputs[:2]]
+    out = graph.tensors[node.outputs[0]].shape
+    if not out or 0 in out or any(s is None for s in shapes) or tuple(np.broadcast_shapes(*shapes)) != tuple(out):
+        return None
+    ra, rb = _rows_of(shapes[0], out), _rows_of(shapes[1], out)
+    return None if ra is None or rb is None else (out, ra, rb)
+
+
 def _mul(lib, node: Node, graph: Graph, p) -> _BoundBinary | None:
     from intq.kernels.mul import MulParams
 
     if type(p) is not MulParams:
         return None
-    rq = _scalar_requant(p.output)
-    shapes = [graph.tensors[t].shape for t in node.inputs[:2]]
-    out = graph.tensors[node.outputs[0]].shape
-    if rq is None or not out or 0 in out or any(s is None for s in shapes) or tuple(
-            np.broadcast_shapes(*shapes)) != tuple(out):
+    rq, layout = _scalar_requant(p.output), _binary_layout(node, graph)
+    if rq is None or layout is None:
         return None
-    ra, rb = _rows_of(shapes[0], out), _rows_of(shapes[1], out)
-    if ra is None or rb is None:
-        return None
+    out, ra, rb = layout
     mult, left, right, away = rq
     r = p.output
     params = native.BinaryParams(
@@ -366,15 +373,10 @@ def _add(lib, node: Node, graph: Graph, p) -> _BoundBinary | None:
 
     if type(p) is not AddParams:
         return None
-    rq = _scalar_requant(p.output)
-    shapes = [graph.tensors[t].shape for t in node.inputs[:2]]
-    out = graph.tensors[node.outputs[0]].shape
-    if rq is None or rq[1] != 0 or not out or 0 in out or any(s is None for s in shapes) or tuple(
-            np.broadcast_shapes(*shapes)) != tuple(out):
+    rq, layout = _scalar_requant(p.output), _binary_layout(node, graph)
+    if rq is None or rq[1] != 0 or layout is None:
         return None
-    ra, rb = _rows_of(shapes[0], out), _rows_of(shapes[1], out)
-    if ra is None or rb is None:
-        return None
+    out, ra, rb = layout
     mult, _, right, away = rq
     r = p.output
     ta, tb = (np.ascontiguousarray(t, dtype=np.int32) for t in (p.table_a, p.table_b))
