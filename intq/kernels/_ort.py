@@ -124,9 +124,14 @@ class OrtAxisDequantize:
     zero_point: np.ndarray
 
 
-def axis_shape(rank: int, axis: int) -> tuple[int, ...]:
-    """The shape per-channel parameters of an ``axis`` of a rank-``rank`` tensor broadcast with."""
-    return tuple(-1 if d == axis else 1 for d in range(rank))
+def axis_shape(ctx, role: str, name: str, shape, qp) -> tuple[int, ...]:
+    """The shape per-channel parameters of ``qp.axis`` broadcast with on a tensor of ``shape``
+    (``-1`` on the axis, 1 elsewhere); a context error naming the tensor when the axis is outside
+    the rank or its length is not the number of scales."""
+    rank = len(shape)
+    if qp.axis >= rank or (shape[qp.axis] not in (None, -1) and shape[qp.axis] != qp.scale.size):
+        raise ctx.error(f"{role} {name!r}: {qp.scale.size} scales on axis {qp.axis} of shape {shape}")
+    return tuple(-1 if d == qp.axis else 1 for d in range(rank))
 
 
 def run_axis_float_quantize(p: OrtAxisFloatQuantize, x: np.ndarray) -> np.ndarray:

@@ -70,11 +70,8 @@ def _prepare_axis(ctx: KernelContext, x) -> _ort.OrtAxisDequantize:
         raise ctx.error(f"DEQUANTIZE per axis (input {x.name!r}, axis {qp.axis}) is emulated for target ort only "
                         f"(target {ctx.target.name!r}, {x.dtype.name} -> {ctx.outputs[0].dtype.name}); run it "
                         "with target ort")
-    rank = len(x.shape)
-    if qp.axis >= rank or (x.shape[qp.axis] not in (None, -1) and x.shape[qp.axis] != qp.scale.size):
-        raise ctx.error(f"input {x.name!r}: {qp.scale.size} scales on axis {qp.axis} of shape {x.shape}")
+    shape = _ort.axis_shape(ctx, "input", x.name, x.shape, qp)
     ctx.check_emulated()
-    shape = _ort.axis_shape(rank, qp.axis)
     return _ort.OrtAxisDequantize(qp.scale.astype(np.float32).reshape(shape),
                                   qp.zero_point.astype(np.int32).reshape(shape))
 

@@ -165,12 +165,9 @@ def _prepare_axis(ctx: KernelContext, qp: QuantParams) -> _ort.OrtAxisFloatQuant
         raise ctx.error(f"QUANTIZE per axis (output {y.name!r}, axis {qp.axis}) is emulated for target ort on a "
                         f"float input only (target {ctx.target.name!r}, {x.dtype.name} -> {y.dtype.name}); run "
                         "it with target ort")
-    rank = len(x.shape)
-    if qp.axis >= rank or (x.shape[qp.axis] not in (None, -1) and x.shape[qp.axis] != qp.scale.size):
-        raise ctx.error(f"output {y.name!r}: {qp.scale.size} scales on axis {qp.axis} of shape {x.shape}")
+    shape = _ort.axis_shape(ctx, "output", y.name, x.shape, qp)
     ctx.check_emulated()
     qmin, qmax = _ort.NARROW_RANGES[narrow] if narrow is not None else (qp.qmin, qp.qmax)
-    shape = _ort.axis_shape(rank, qp.axis)
     return _ort.OrtAxisFloatQuantize(qp.scale.astype(np.float32).reshape(shape), qp.zero_point.reshape(shape),
                                      qmin, qmax, qp.dtype)
 
