@@ -919,9 +919,10 @@ def build_parser() -> argparse.ArgumentParser:
     target.add_argument("--target", default=None,
                         help="the runtime the integer graph must equal: tflite (TensorFlow Lite Micro, default), "
                              "litert-ref (LiteRT reference kernels), litert-opt (LiteRT optimized kernels), "
-                             "xnnpack (LiteRT with XNNPACK), ort / ort-u8 (onnxruntime on intq's int8 / uint8 "
-                             "ONNX export; the default for a quantized .onnx), ort-u8s8-avx2 (ort-u8 on x86 AVX2 "
-                             "without VNNI: int16-saturating u8s8 GEMM); docs/engine.md lists what each emulates")
+                             "xnnpack (LiteRT with XNNPACK), ort / ort-u8 (onnxruntime on this machine, on intq's int8 / "
+                             "uint8 ONNX export; the default for a quantized .onnx), ort-u8-vnni / ort-u8s8-avx2 "
+                             "(ort-u8 on a CPU with VNNI or ARM64 / on x86 AVX2 without VNNI: int16-saturating u8s8 "
+                             "GEMM; ort-u8 resolves to one of them here); docs/engine.md lists what each emulates")
     calib = argparse.ArgumentParser(add_help=False)
     calib.add_argument("--method", default=DEFAULT_METHOD, choices=["minmax", "ema", "percentile", "mse", "entropy", "auto"],
                        help=f"calibration method (default {DEFAULT_METHOD}: on every model of docs/accuracy.md as close "

@@ -252,13 +252,7 @@ def _weights_dq(w: _Writer, n: Node, weights: np.ndarray, tensor: Tensor, bias: 
     qp = tensor.qparams
     name = w.b.constant(f"{tensor.name}/onnx", weights)
     channels = weights.shape[0]
-    scales = np.broadcast_to(np.asarray(qp.scale, np.float32), (channels,)) if qp.per_axis else None
-    if qp.per_axis:
-        s = w.b.constant(f"{tensor.name}/scale", scales.astype(np.float32))
-        z = w.b.constant(f"{tensor.name}/zero_point", np.zeros(channels, np.int8))
-    else:
-        s = w.b.constant(f"{tensor.name}/scale", np.float32(qp.tensor_scale))
-        z = w.b.constant(f"{tensor.name}/zero_point", np.int8(0))
+    s, z = _weight_scale_zero_point(w, tensor, channels)
     wf = w.temp(f"{tensor.name}/dequantized", np.float32, weights.shape)
     w.use("DequantizeLinear", n)
     w.b.node("DequantizeLinear", [name, s, z], [wf], f"{tensor.name}/dequantize", axis=0 if qp.per_axis else None)
@@ -279,13 +273,23 @@ def _qoperator_weights(w: _Writer, weights: np.ndarray, tensor: Tensor) -> tuple
     qp = tensor.qparams
     channels = weights.shape[0]
     name = w.b.constant(f"{tensor.name}/onnx", weights)
+    return (name, *_weight_scale_zero_point(w, tensor, channels))
+
+
+def _weight_scale_zero_point(w: _Writer, tensor: Tensor, channels: int) -> tuple[str, str]:
+    """The weights' scale and int8 zero point initializers, per output channel (axis 0) or per tensor:
+    0 for intq's symmetric weights, the imported zero points of a quantized ONNX model's
+    (``quantize_static`` with asymmetric weights; the ``ort`` targets compute with them)."""
+    qp = tensor.qparams
     if qp.per_axis:
-        s = w.b.constant(f"{tensor.name}/scale", np.asarray(qp.scale, np.float32).reshape(channels))
-        z = w.b.constant(f"{tensor.name}/zero_point", np.zeros(channels, np.int8))
+        s = w.b.constant(f"{tensor.name}/scale", np.broadcast_to(np.asarray(qp.scale, np.float32).reshape(-1),
+                                                                   (channels,)).copy())
+        zp = np.broadcast_to(np.asarray(qp.zero_point, np.int64).reshape(-1), (channels,))
+        z = w.b.constant(f"{tensor.name}/zero_point", zp.astype(np.int8))
     else:
         s = w.b.constant(f"{tensor.name}/scale", np.float32(qp.tensor_scale))
-        z = w.b.constant(f"{tensor.name}/zero_point", np.int8(0))
-    return name, s, z
+        z = w.b.constant(f"{tensor.name}/zero_point", np.int8(qp.tensor_zero_point))
+    return s, z
 
 
 def _explicit_pads(n: Node, xt, kernel: tuple[int, int], stride: tuple[int, int],

@@ -50,6 +50,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from intq.kernels import _ort_u8s8
 from intq.kernels.base import fused_activation_range
 from intq.kernels.requantize import Requant, Requantizer, make_requantizer, requantize
 from intq.kernels.targets import KernelSet, Runtime
@@ -549,6 +550,7 @@ class OrtAsymmetricGemm:
     requant: Requantizer
     im2col: object | None  # intq.kernels._conv_common.Im2col for CONV_2D, None for FULLY_CONNECTED
     out_shape: tuple[int, ...]
+    pairs: object = None  # ort-u8s8-avx2: intq.kernels._ort_u8s8.PairSaturation of the raw weight codes
 
 
 def asymmetric_weights(ctx) -> bool:
@@ -563,9 +565,6 @@ def prepare_asymmetric_gemm(ctx) -> OrtAsymmetricGemm:
     from intq.kernels._conv_common import (
         ConvOperands, conv_bias, conv_padding, conv_requantizer, make_im2col, window_options)
 
-    if ctx.target.kernels is KernelSet.U8S8_AVX2:
-        raise ctx.error("weights with a non-zero zero point are not emulated on target 'ort-u8s8-avx2' (MLAS's "
-                        "int16 pair saturation was measured on symmetric weights only); use target 'ort-u8'")
     x, y = ctx.input(0), ctx.outputs[0]
     in_qp, out_qp = ctx.per_tensor(x, "input"), ctx.per_tensor(y, "output")
     w = ctx.constant(1, "weights")
@@ -592,7 +591,14 @@ def prepare_asymmetric_gemm(ctx) -> OrtAsymmetricGemm:
         ops = ConvOperands(in_qp, out_qp, in_shape, w, w_qp, y.dtype, opts, 0)
         pad = conv_padding(ctx, ops, w.shape[1], w.shape[2], channels)
         im2col = make_im2col(in_shape, w.shape[1], w.shape[2], opts, pad, in_qp.tensor_zero_point)
-    return OrtAsymmetricGemm(centred, in_qp.tensor_zero_point, bias, requant, im2col, out_shape)
+    pairs = None
+    if ctx.target.kernels is KernelSet.U8S8_AVX2 and not (conv and w.shape[3] == 1 and channels == 1):
+        # MLAS multiplies the raw codes (uint8 x, int8 w as stored) with int16-saturating pairs and applies the
+        # zero points to the exact row and column sums afterwards (measured under QEMU -cpu Haswell on 200 random
+        # QGemm and 200 QLinearConv models, tests/export/test_ort_u8s8.py); one input and one output channel
+        # runs onnxruntime's depthwise kernel, exact
+        pairs = _ort_u8s8.pair_saturation(w.reshape(channels, -1))
+    return OrtAsymmetricGemm(centred, in_qp.tensor_zero_point, bias, requant, im2col, out_shape, pairs)
 
 
 def run_asymmetric_gemm(p: OrtAsymmetricGemm, x: np.ndarray) -> np.ndarray:
@@ -600,6 +606,10 @@ def run_asymmetric_gemm(p: OrtAsymmetricGemm, x: np.ndarray) -> np.ndarray:
 
     rows = fill_im2col(p.im2col, x) if p.im2col is not None else x.reshape(-1, p.weights.shape[1])
     acc = (rows.astype(np.int64) - p.input_zero_point) @ p.weights.T  # exact: |acc| < 2^31 (prepare)
+    if p.pairs is not None:  # ort-u8s8-avx2: MLAS's int16-saturated pair sums (saturation shrinks |acc|)
+        corr = _ort_u8s8.saturation_correction(p.pairs, rows, 128)
+        if corr is not None:
+            acc = acc + corr
     return requantize(p.requant, acc, p.bias).reshape(p.out_shape)
 
 

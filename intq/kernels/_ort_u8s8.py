@@ -19,7 +19,7 @@ A pair can saturate only when ``255 (|w_a| + |w_b|) > 32767``, i.e. ``|w_a| + |w
 [-64, 64], onnxruntime's documented safe range), and ``run`` adds their integer correction.
 
 Measured under QEMU 7.2 user mode with ``-cpu Haswell`` (AVX2, no AVX-512, no VNNI), where
-onnxruntime's CPUID dispatch takes this kernel (tools/record_ort_u8s8_avx2.py, fixtures in
+onnxruntime's CPUID dispatch takes this kernel (tools/record_ort_u8s8.py, fixtures in
 tests/fixtures/ort_u8s8_avx2/): on this machine's CPU (AVX512-VNNI) onnxruntime sums exactly.
 """
 

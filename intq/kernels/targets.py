@@ -39,12 +39,18 @@ runtime whose kernels it reproduces:
   s_out))``, :data:`Requant.FLOAT32_RNE`), QuantizeLinear divides in float32 and rounds half to
   even, QLinearAdd / QLinearMul compute in float32 (fma on x86), QLinearSigmoid, QLinearLeakyRelu
   and the float islands (DequantizeLinear -> op -> QuantizeLinear) are per-code tables; the
-  runtime's formulas are in :mod:`intq.kernels._ort`. ``ort-u8`` is the same on an export with
-  uint8 activations (``activations="uint8"``; QLinearAdd then rounds differently on a few codes).
-  Measured on x86-64 with AVX-512 VNNI, where MLAS's u8s8 and s8s8 GEMMs are exact.
-  ``ort-u8s8-avx2`` is ``ort-u8`` on an x86-64 CPU with AVX2 and without VNNI, where MLAS's U8S8
-  GEMM sums adjacent products in int16 with saturation (``vpmaddubsw``) in QLinearConv and QGemm:
-  :mod:`intq.kernels._ort_u8s8`, measured under QEMU ``-cpu Haswell``.
+  runtime's formulas are in :mod:`intq.kernels._ort`. Its s8s8 GEMM sums exactly on every CPU
+  measured (AVX-512 VNNI; AVX2 without VNNI under QEMU ``-cpu Haswell``, int8 -128 x -128 pairs
+  included).
+* ``ort-u8-vnni`` is the same on an export with uint8 activations (``activations="uint8"``;
+  QLinearAdd then rounds differently on a few codes) on a CPU where MLAS's u8s8 GEMM sums exactly:
+  x86-64 with AVX-VNNI, AVX-512 VNNI or AMX (measured), ARM64 (by MLAS's source).
+  ``ort-u8s8-avx2`` is the same on an x86-64 CPU with AVX2 and without VNNI, where MLAS's U8S8
+  GEMM sums adjacent products in int16 with saturation (``vpmaddubsw``) in QLinearConv, QGemm and
+  MatMulInteger: :mod:`intq.kernels._ort_u8s8`, measured under QEMU ``-cpu Haswell``.
+* ``ort-u8`` is *onnxruntime on this machine* (:data:`HOST_TARGETS`): :func:`get_target` resolves
+  it to ``ort-u8-vnni`` or ``ort-u8s8-avx2`` by what onnxruntime computes here
+  (:func:`intq.host.ort_u8s8_arithmetic`); the two names predict another machine.
 
 Kernels branch on the target's properties (``runtime``, ``kernels``, ``delegate``, the requant
 contract), never on its name; each kernel's docstring says where. Ops whose measured behaviour a
@@ -53,7 +59,7 @@ target does not reproduce are refused for that target at prepare (``unsupported`
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from types import MappingProxyType
@@ -137,7 +143,7 @@ class Target:
     @property
     def activation_offset(self) -> int:
         """What the runtime's activation codes add to intq's int8 codes: 128 where onnxruntime runs
-        uint8 activations (``ort-u8``, ``ort-u8s8-avx2``), 0 everywhere else."""
+        uint8 activations (``ort-u8-vnni``, ``ort-u8s8-avx2``), 0 everywhere else."""
         return 128 if self.kernels in (KernelSet.U8S8, KernelSet.U8S8_AVX2) else 0
 
     @property
@@ -189,8 +195,9 @@ TARGETS: dict[str, Target] = {
                       unsupported=_XNNPACK_NOT_EMULATED),
     "ort": Target("ort", "onnxruntime CPU (MLAS), intq's ONNX export with int8 activations, x86-64 with VNNI",
                   Runtime.ORT, requant=Requant.FLOAT32_RNE, kernels=KernelSet.S8S8, unsupported=_ORT_NOT_EMULATED),
-    "ort-u8": Target("ort-u8", "onnxruntime CPU (MLAS), intq's ONNX export with uint8 activations, x86-64 with VNNI",
-                     Runtime.ORT, requant=Requant.FLOAT32_RNE, kernels=KernelSet.U8S8, unsupported=_ORT_NOT_EMULATED),
+    "ort-u8-vnni": Target("ort-u8-vnni", "onnxruntime CPU (MLAS), intq's ONNX export with uint8 activations, "
+                          "x86-64 with VNNI or AMX, or ARM64 (exact U8S8 GEMM)", Runtime.ORT,
+                          requant=Requant.FLOAT32_RNE, kernels=KernelSet.U8S8, unsupported=_ORT_NOT_EMULATED),
     "ort-u8s8-avx2": Target("ort-u8s8-avx2", "onnxruntime CPU (MLAS), intq's ONNX export with uint8 activations, "
                             "x86-64 with AVX2 and without VNNI (int16-saturating U8S8 GEMM)", Runtime.ORT,
                             requant=Requant.FLOAT32_RNE, kernels=KernelSet.U8S8_AVX2,
@@ -200,14 +207,40 @@ TARGETS: dict[str, Target] = {
 }
 
 
+def _host_ort_u8() -> str:
+    from intq.host import ort_u8s8_arithmetic
+
+    return "ort-u8s8-avx2" if ort_u8s8_arithmetic()[0] == "pair-saturating" else "ort-u8-vnni"
+
+
+#: Names that mean "the runtime on this machine", resolved by :func:`get_target` to a row of
+#: :data:`TARGETS` (what the runtime computes here); name -> (what it means, resolver).
+HOST_TARGETS: dict[str, tuple[str, Callable[[], str]]] = {
+    "ort-u8": ("onnxruntime on this machine, intq's ONNX export with uint8 activations: ort-u8-vnni where MLAS "
+               "sums uint8 x int8 exactly, ort-u8s8-avx2 where it saturates int16 pairs (measured on first use)",
+               _host_ort_u8),
+}
+
+
+def target_names() -> list[str]:
+    """Every name :func:`get_target` takes: the rows of :data:`TARGETS` and :data:`HOST_TARGETS`."""
+    return sorted({*TARGETS, *HOST_TARGETS})
+
+
+def resolve_target_name(name: str) -> str:
+    """The row of :data:`TARGETS` a target name means on this machine (itself, except for
+    :data:`HOST_TARGETS`)."""
+    return HOST_TARGETS[name][1]() if name in HOST_TARGETS else name
+
+
 def get_target(target: "str | Target") -> Target:
-    """Look a target up by name (an error lists the known ones)."""
+    """Look a target up by name, resolving :data:`HOST_TARGETS` (an error lists the known ones)."""
     if isinstance(target, Target):
         return target
     if not isinstance(target, str):
-        raise IntqError(f"a target is a name ({', '.join(sorted(TARGETS))}) or an intq.kernels.Target, "
+        raise IntqError(f"a target is a name ({', '.join(target_names())}) or an intq.kernels.Target, "
                         f"got a {type(target).__name__}")
     try:
-        return TARGETS[target]
+        return TARGETS[resolve_target_name(target)]
     except KeyError:
-        raise IntqError(f"unknown target {target!r}; known targets: {', '.join(sorted(TARGETS))}") from None
+        raise IntqError(f"unknown target {target!r}; known targets: {', '.join(target_names())}") from None

@@ -1,11 +1,16 @@
-"""Random single-op models that make MLAS's AVX2 U8S8 GEMM saturate (target ``ort-u8s8-avx2``).
+"""Random single-op models that make MLAS's AVX2 U8S8 GEMM saturate (targets ``ort-u8s8-avx2`` and
+``ort-u8-vnni``, where the same models sum exactly).
 
-Shared by tools/record_ort_u8s8_avx2.py (runs them in onnxruntime under ``qemu-x86_64 -cpu
-Haswell`` and records the outputs in tests/fixtures/ort_u8s8_avx2/) and
-tests/export/test_ort_u8s8_avx2.py (compares intq with the recording). Most models draw weights of
-one sign and large magnitude per output channel and uint8 activation codes near 255, so that pairs
-``u_a w_a + u_b w_b`` leave int16; the rest are uniform. Output scales follow the accumulator's
-size so that the saturation shows in the output codes. Deterministic: ``cases(op, graph)``.
+Shared by tools/record_ort_u8s8.py (runs them in onnxruntime under ``qemu-x86_64 -cpu Haswell`` and
+natively on a CPU with VNNI, and records the outputs in tests/fixtures/ort_u8s8_avx2/ and
+tests/fixtures/ort_u8_vnni/) and tests/export/test_ort_u8s8.py (compares intq with the recordings
+on every host). Most models draw weights of one sign and large magnitude per output channel and
+uint8 activation codes near 255, so that pairs ``u_a w_a + u_b w_b`` leave int16; the rest are
+uniform. Output scales follow the accumulator's size so that the saturation shows in the output
+codes. Deterministic: ``cases(op, graph)``. Besides intq's own operators: ``MATMUL_INTEGER`` and
+``CONV_INTEGER`` (no requantization; weight zero points), and ``ASYMMETRIC_FULLY_CONNECTED`` /
+``ASYMMETRIC_CONV_2D`` (QGemm / QLinearConv with weight zero points, as imported from
+``quantize_static``'s output).
 """
 
 from __future__ import annotations
@@ -14,13 +19,17 @@ import hashlib
 
 import numpy as np
 
+from intq.ir import Tensor
 from intq.kernels._conv_common import compute_padding
+from intq.qmath import QuantParams
 
 from .onnx_harness import const, merge, q, single
 
-#: The operators whose uint8 export runs an MLAS U8S8 kernel (QLinearConv, QGemm) or could (the
-#: depthwise and transposed convolutions; QLinearMatMul of two uint8 activations runs U8U8).
-OPS = ("CONV_2D", "FULLY_CONNECTED", "DEPTHWISE_CONV_2D", "TRANSPOSE_CONV", "BATCH_MATMUL")
+#: The operators whose uint8 export runs an MLAS U8S8 kernel (QLinearConv, QGemm, MatMulInteger) or
+#: could (the depthwise and transposed convolutions; QLinearMatMul of two uint8 activations runs
+#: U8U8; ConvInteger passes the weights as the left operand, S8U8).
+OPS = ("CONV_2D", "FULLY_CONNECTED", "DEPTHWISE_CONV_2D", "TRANSPOSE_CONV", "BATCH_MATMUL", "MATMUL_INTEGER",
+       "CONV_INTEGER", "ASYMMETRIC_FULLY_CONNECTED", "ASYMMETRIC_CONV_2D")
 PER_GRAPH = 100
 GRAPHS = 2  # 200 models per operator
 #: (format, level) pairs recorded, all with uint8 activations.
@@ -126,8 +135,58 @@ def _batch_matmul(rng):
         {"a": _x(rng, (m, k)), "b": _x(rng, (k, n))}
 
 
+def _replaced(g, **tensors):
+    """The single-op graph ``g`` with some of its tensors replaced (by name)."""
+    node = g.nodes[0]
+    pick = lambda name: tensors.get(name, g.tensors[name]) if name else None  # noqa: E731
+    return single(node.op_type, [pick(i) for i in node.inputs], [pick(o) for o in node.outputs], node.attrs)
+
+
+def _with_weight_zero_points(rng, g):
+    """``g`` with its weights ``w`` given zero points: small, per tensor or per output channel (axis 0)."""
+    w = g.tensors["w"]
+    channels, per_channel = w.data.shape[0], w.qparams.per_axis
+    zw = rng.integers(-20, 21, size=channels) if per_channel else int(rng.integers(-20, 21))
+    qp = QuantParams(w.qparams.scale, zw, np.int8, 0 if per_channel else None)
+    return _replaced(g, w=Tensor("w", data=w.data, qparams=qp))
+
+
+def _asymmetric_fully_connected(rng):
+    g, feeds = _fully_connected(rng)
+    return _with_weight_zero_points(rng, g), feeds
+
+
+def _asymmetric_conv(rng):
+    while True:  # one group: intq emulates no grouped convolution with asymmetric weights
+        g, feeds = _conv(rng)
+        if g.tensors["w"].data.shape[3] == g.tensors["x"].shape[3]:
+            return _with_weight_zero_points(rng, g), feeds
+
+
+def _matmul_integer(rng):
+    rows, k, units = int(rng.integers(1, 4)), int(rng.integers(1, 80)), int(rng.integers(1, 9))
+    data = _weights(rng, (k, units), 1)
+    per_column = rng.random() < 0.5
+    zb = rng.integers(-128, 128, size=units) if per_column else int(rng.integers(-128, 128))
+    qp = QuantParams(np.ones(units if per_column else 1, np.float32), zb, np.int8, 1 if per_column else None)
+    x = q("x", (rows, k), 1.0, _zx(rng))
+    y = Tensor("y", np.dtype(np.int32), (rows, units), qparams=QuantParams(np.float32(1.0), 0, np.int32))
+    return single("MATMUL_INTEGER", [x, Tensor("b", data=data, qparams=qp)], [y]), {"x": _x(rng, x.shape)}
+
+
+def _conv_integer(rng):
+    g, feeds = _conv(rng)
+    node, w, x, y = g.nodes[0], g.tensors["w"], g.tensors["x"], g.tensors["y"]
+    data = np.resize(w.data, (*w.data.shape[:3], x.shape[3]))  # ConvInteger: no groups
+    wq = Tensor("w", data=data, qparams=QuantParams(np.float32(1.0), int(rng.integers(-128, 128)), np.int8))
+    out = Tensor("y", np.dtype(np.int32), y.shape, qparams=QuantParams(np.float32(1.0), 0, np.int32))
+    return single("CONV_INTEGER", [x, wq], [out], {**node.attrs, "fused_activation_function": "NONE"}), feeds
+
+
 MAKERS = {"CONV_2D": _conv, "DEPTHWISE_CONV_2D": lambda rng: _conv(rng, True), "FULLY_CONNECTED": _fully_connected,
-          "TRANSPOSE_CONV": _transpose_conv, "BATCH_MATMUL": _batch_matmul}
+          "TRANSPOSE_CONV": _transpose_conv, "BATCH_MATMUL": _batch_matmul, "MATMUL_INTEGER": _matmul_integer,
+          "CONV_INTEGER": _conv_integer, "ASYMMETRIC_FULLY_CONNECTED": _asymmetric_fully_connected,
+          "ASYMMETRIC_CONV_2D": _asymmetric_conv}
 
 
 def cases(op: str, graph: int):

@@ -5,8 +5,10 @@ requantization contract flipped to another target's, or every multiplier off by 
 and that target's suite is run until it fails: for the LiteRT / TFLite Micro targets the kernel
 suites' own model generators and harness (tests/kernels/test_conv.py's tie-heavy layers and random
 convolutions, test_fully_connected.py's random layers, tests/kernels/harness.py's exact comparison
-with the target's runtime); for ``ort`` / ``ort-u8`` the ONNX conformance suite's random
-convolutions and fully-connected layers against onnxruntime (tests/export/test_onnx_conformance.py);
+with the target's runtime); for ``ort`` and this host's uint8 family (``ort-u8``: ``ort-u8-vnni`` or ``ort-u8s8-avx2``) the ONNX
+conformance suite's random convolutions and fully-connected layers against onnxruntime
+(tests/export/test_onnx_conformance.py), for both uint8 families onnxruntime's recorded outputs
+(tests/export/test_ort_u8s8.py);
 for ``tpu-mlir`` the stored TPU-MLIR single-op models, every tensor
 (tests/frontends/test_tpu_mlir_single_ops.py). Every mutant must be killed (:func:`test_every_mutant_is_killed` reports the
 kill rate); a survivor means that target's suite cannot see that regression.
@@ -122,7 +124,8 @@ def _mutants():
             "litert-opt", lambda: _target("litert-opt", overrides={})),
         "xnnpack: float32 requantization ties to even -> away from zero": ("xnnpack", _xnnpack_ties_away),
         "ort: float32 requantization ties to even -> away from zero": ("ort", _xnnpack_ties_away),
-        "ort-u8: float32 requantization ties to even -> away from zero": ("ort-u8", _xnnpack_ties_away),
+        "ort-u8-vnni: float32 requantization ties to even -> away from zero": ("ort-u8-vnni", _xnnpack_ties_away),
+        "ort-u8s8-avx2: float32 requantization ties to even -> away from zero": ("ort-u8s8-avx2", _xnnpack_ties_away),
         "ort-u8s8-avx2: int16 pair saturation dropped (exact int32 sums)": ("ort-u8s8-avx2", _no_pair_saturation),
         # TPU-MLIR's stored models are random data, where exact ties of the rshift are rare (1 in 2^rshift): a
         # HALF_UP -> half-to-even flip survives them (measured), so the contract flip checked is the
@@ -147,15 +150,16 @@ def _suite(target: str):
     differs from the target's runtime, its context)."""
     if target in harness.ORACLES:
         yield from _harness_suite(target)
-    elif target in ("ort", "ort-u8"):
+    elif target == "ort":
         yield from _onnxruntime_suite(target)
     elif target == "tpu-mlir":
         yield from _tpu_mlir_suite()
-    elif target == "ort-u8s8-avx2":
-        # its saturation against onnxruntime's recorded AVX2 outputs; its requantization is ort-u8's own
-        # Float32Rne (the same prepared class), whose one-ulp mutants the tie-heavy layers catch against
-        # onnxruntime on this CPU (the recorded random models have too few exact ties to see them)
-        yield from _ort_u8s8_avx2_suite()
+    elif target in ("ort-u8-vnni", "ort-u8s8-avx2"):
+        # its sums against onnxruntime's outputs recorded for its CPU class; its requantization is the
+        # other uint8 family's own Float32Rne (the same prepared class), whose one-ulp and tie mutants the
+        # tie-heavy layers catch against onnxruntime on this CPU, whichever family it runs (the recorded
+        # random models have too few exact ties to see them)
+        yield from _recorded_u8s8_suite(target)
         yield from _onnxruntime_suite("ort-u8")
     else:
         raise AssertionError(f"no suite kills mutants of target {target!r}: add one")
@@ -182,7 +186,7 @@ def _onnxruntime_suite(target: str):
     activation type."""
     from tests.export import onnx_harness, test_onnx_conformance as conformance
 
-    acts = "uint8" if target == "ort-u8" else "int8"
+    acts = "int8" if target == "ort" else "uint8"
     combos = [c for c in onnx_harness.EXACT if c[1] == acts]
     for context, graph, feeds in test_conv._tie_cases():  # the tie-heavy layers first, as for LiteRT
         yield (lambda g=graph, f=feeds: onnx_harness.compare(g, f, combos=combos)), context
@@ -195,23 +199,24 @@ def _onnxruntime_suite(target: str):
             yield (lambda g=graph, f=feeds: onnx_harness.compare(g, f, combos=combos)), f"{op} x10 #{i}"
 
 
-def _ort_u8s8_avx2_suite():
-    """onnxruntime's outputs recorded under QEMU (an AVX2 CPU without VNNI) for the random conv,
-    depthwise, FC and transpose-conv models of tests/export/test_ort_u8s8_avx2.py."""
-    from tests.export import test_ort_u8s8_avx2 as avx2
+def _recorded_u8s8_suite(family: str):
+    """onnxruntime's outputs recorded on ``family``'s CPU class (under QEMU for an AVX2 CPU without
+    VNNI, natively on a VNNI one) for the random conv, depthwise, FC and transpose-conv models of
+    tests/export/test_ort_u8s8.py."""
+    from tests.export import test_ort_u8s8 as recorded
 
     def check(op, gi):
         def run():
-            rec = np.load(avx2.FIXTURES / f"{op.lower()}.npz")
-            g, feeds, _ = avx2.cases(op, gi)
-            mine = avx2._outputs(g, feeds, avx2.TARGET)
-            fmt, level = avx2.COMBOS[0]
-            got = avx2._split(rec[f"out:{fmt}:{level}:{gi}"], mine)
+            rec = np.load(recorded.FAMILIES[family] / f"{op.lower()}.npz")
+            g, feeds, _ = recorded.cases(op, gi)
+            mine = recorded._outputs(g, feeds, family)
+            fmt, level = recorded.COMBOS[0]
+            got = recorded._split(rec[f"out:{fmt}:{level}:{gi}"], mine)
             bad = [o for o, a, b in zip(g.outputs, got, mine) if not np.array_equal(a, b)]
             assert not bad, f"{op} graph {gi}: {len(bad)} outputs differ from onnxruntime's recorded ones"
         return run
 
-    for gi in range(avx2.GRAPHS):
+    for gi in range(recorded.GRAPHS):
         for op in ("CONV_2D", "FULLY_CONNECTED", "DEPTHWISE_CONV_2D", "TRANSPOSE_CONV"):
             yield check(op, gi), f"{op} recorded graph {gi}"
 

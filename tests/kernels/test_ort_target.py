@@ -19,7 +19,7 @@ from tests.export.onnx_harness import q, single
 
 def test_every_int8_kernel_is_emulated_or_refused_by_name():
     ops = {op for op, act in KERNELS if act == INT8}
-    for name in ("ort", "ort-u8", "ort-u8s8-avx2"):
+    for name in ("ort", "ort-u8-vnni", "ort-u8s8-avx2"):
         refused = set(TARGETS[name].unsupported)
         assert refused.isdisjoint(ORT_EMULATED)
         assert refused | ORT_EMULATED == ops, (ops - refused - ORT_EMULATED, (refused | ORT_EMULATED) - ops)

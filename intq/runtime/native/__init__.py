@@ -7,10 +7,14 @@ which nodes, and ``native.c`` for the arithmetic): the same integers, bit for bi
 matrix instructions (AMX, AVX-512 VNNI) where it has them.
 
 Build. The first process that needs the library compiles ``native.c`` with the system C compiler
-(``$CC``, else ``cc``, ``gcc``, ``clang``) at ``-O3 -march=native`` into a per-user cache
+(``$CC``, else ``cc``, ``gcc``, ``clang``) at ``-O3`` for the instruction-set features of the CPU
+*this process* runs on (:func:`intq.host.cpu_features`, read from CPUID: ``-mavx2 -mavx512vnni
+...``, not ``-march=native``, which the compiler resolves for the CPU it runs on — another one under
+QEMU user mode, where the emulated process's children run natively) into a per-user cache
 (``$INTQ_CACHE_DIR``, else ``$XDG_CACHE_HOME/intq``, else ``~/.cache/intq``), named by a hash of
-the source, the compiler's version, the flags and the CPU, written under a unique temporary name
-and renamed into place (concurrent processes are safe); later processes load it. No compiler, a
+the source, the compiler's version and the flags, written under a unique temporary name and renamed
+into place (concurrent processes are safe); later processes load it. A compiler that does not know
+a recent feature's flag builds without the newest features, then without any. No compiler, a
 compiler that fails, or ``INTQ_NATIVE=0`` in the environment: :func:`library` returns None and
 every kernel runs its own ``run`` (the pure fallback). :func:`status` says which and why.
 
@@ -43,8 +47,32 @@ SOURCE = Path(__file__).with_name("native.c")
 #: ``intq_native_init``'s path numbers, by name.
 PATHS = {"c": 0, "vnni": 1, "amx": 2}
 
-_FLAGS = ("-O3", "-march=native", "-std=gnu99", "-fPIC", "-shared")
-_PORTABLE_FLAGS = ("-O3", "-std=gnu99", "-fPIC", "-shared")  # a compiler without -march=native
+_BASE_FLAGS = ("-O3", "-std=gnu99", "-fPIC", "-shared")
+_PORTABLE_FLAGS = _BASE_FLAGS  # no instruction-set flags: the scalar loops
+
+#: x86-64 features (LLVM's names, :func:`intq.host.cpu_features`) -> the compiler flag enabling them;
+#: the second group is recent enough (GCC 11, Clang 12) that an older compiler may refuse the flag.
+_X86_FLAGS = {"sse3": "-msse3", "ssse3": "-mssse3", "sse4.1": "-msse4.1", "sse4.2": "-msse4.2", "popcnt": "-mpopcnt",
+              "avx": "-mavx", "avx2": "-mavx2", "fma": "-mfma", "bmi": "-mbmi", "bmi2": "-mbmi2", "f16c": "-mf16c",
+              "lzcnt": "-mlzcnt", "avx512f": "-mavx512f", "avx512bw": "-mavx512bw", "avx512vl": "-mavx512vl",
+              "avx512dq": "-mavx512dq", "avx512cd": "-mavx512cd", "avx512vnni": "-mavx512vnni",
+              "avx512vbmi": "-mavx512vbmi"}
+_X86_RECENT_FLAGS = {"avxvnni": "-mavxvnni", "amx-tile": "-mamx-tile", "amx-int8": "-mamx-int8"}
+
+
+def _isa_flag_sets() -> list[tuple[str, ...]]:
+    """Compiler flag sets for this process's CPU, most capable first, ending with the portable set."""
+    from intq.host import cpu_features
+
+    f, machine = cpu_features(), platform.machine().lower()
+    sets: list[tuple[str, ...]] = []
+    if machine in ("x86_64", "amd64"):
+        base = tuple(flag for name, flag in _X86_FLAGS.items() if name in f)
+        recent = tuple(flag for name, flag in _X86_RECENT_FLAGS.items() if name in f)
+        sets = [base + recent, base] if recent else [base]
+    elif machine in ("aarch64", "arm64"):
+        sets = [("-march=armv8.2-a+dotprod",), ("-march=armv8-a",)] if "dotprod" in f else [("-march=armv8-a",)]
+    return [(*_BASE_FLAGS, *isa) for isa in sets if isa] + [_PORTABLE_FLAGS]
 
 
 @dataclass(frozen=True)
@@ -73,20 +101,7 @@ def _compiler() -> str | None:
     return None
 
 
-def _cpu_signature() -> str:
-    """What -march=native depends on: the machine, and on Linux the CPU model and flags."""
-    parts = [platform.machine(), platform.system()]
-    try:
-        text = Path("/proc/cpuinfo").read_text()
-        for key in ("model name", "flags"):
-            line = next((ln for ln in text.splitlines() if ln.startswith(key)), "")
-            parts.append(line)
-    except OSError:
-        parts.append(platform.processor())
-    return "\n".join(parts)
-
-
-def _build(cc: str, out_dir: Path, flag_sets=(_FLAGS, _PORTABLE_FLAGS)) -> Path:
+def _build(cc: str, out_dir: Path, flag_sets) -> Path:
     """Compile ``native.c`` into ``out_dir`` (or find it there) with the first of ``flag_sets`` the
     compiler accepts; raises OSError or SubprocessError."""
     source = SOURCE.read_bytes()
@@ -94,7 +109,7 @@ def _build(cc: str, out_dir: Path, flag_sets=(_FLAGS, _PORTABLE_FLAGS)) -> Path:
     errors = []
     for flags in flag_sets:
         key = hashlib.sha256(b"\0".join([source, version.encode(), " ".join(flags).encode(),
-                                         _cpu_signature().encode()])).hexdigest()[:20]
+                                         platform.machine().encode()])).hexdigest()[:20]
         target = out_dir / f"libintq_native_{key}.so"
         if target.exists():
             return target
@@ -119,13 +134,13 @@ _status = "not loaded yet"
 def load(portable: bool = False, cap: str | None = None) -> tuple[Native | None, str]:
     """Build (or find in the cache) and load the library, uncached: ``(library or None, status)``.
 
-    ``portable``: compile without ``-march=native`` (no AVX-512 code: the scalar loops; the tests
-    check that build too). ``cap``: the matrix-product path cap (``INTQ_NATIVE_PATH``'s values).
+    ``portable``: compile without instruction-set flags (no AVX-512 code: the scalar loops; the
+    tests check that build too). ``cap``: the matrix-product path cap (``INTQ_NATIVE_PATH``'s values).
     Never raises for a missing or failing compiler: the status says why there is no library."""
     cc = _compiler()
     if cc is None:
         return None, "no C compiler found (set CC, or install gcc or clang); the kernels' own run paths are used"
-    flags = (_PORTABLE_FLAGS,) if portable else (_FLAGS, _PORTABLE_FLAGS)
+    flags = (_PORTABLE_FLAGS,) if portable else _isa_flag_sets()
     try:
         file = _build(cc, _cache_dir(), flags)
     except (OSError, subprocess.SubprocessError) as e:
