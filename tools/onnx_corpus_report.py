@@ -29,7 +29,7 @@ from corpus_report import CALIB_SAMPLES, error_text, samples  # noqa: E402
 
 import intq  # noqa: E402
 from intq.passes import simplify  # noqa: E402
-from intq.runtime.oracles.ort import ort_session, run_ort, to_runtime_codes  # noqa: E402
+from intq.runtime.oracles.ort import host_target, ort_session, run_ort, to_runtime_codes  # noqa: E402
 
 COMBOS = [("qoperator", "int8", "disable_all"), ("qoperator", "int8", "enable_all"),
           ("qoperator", "uint8", "disable_all"), ("qoperator", "uint8", "enable_all"), ("qdq", "uint8", "enable_all")]
@@ -54,11 +54,11 @@ def run(entry, path: Path) -> dict:
     results = []
     try:
         for fmt, act, level in COMBOS:
-            target = "ort" if act == "int8" else "ort-u8"
+            blob = intq.export_onnx(qg, format=fmt, activations=act, check=False)
+            target = host_target(blob, level)  # onnxruntime on this machine for this file and level
             if target not in mine:
                 it = intq.Interpreter(qg, target=target)
                 mine[target] = it.run(dict(feed))
-            blob = intq.export_onnx(qg, format=fmt, activations=act, check=False)
             offset = 128 if act == "uint8" else 0
             got = run_ort(blob, {k: to_runtime_codes(np.asarray(v), offset) for k, v in feed.items()},
                           session=ort_session(blob, level))

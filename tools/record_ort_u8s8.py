@@ -26,6 +26,7 @@ Internal mode (what runs under QEMU; imports only numpy and onnxruntime):
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -59,6 +60,11 @@ def run_models(src: str, dst: str) -> None:
             feeds = {i.name: d[f"in:{tag}:{i.name}"] for i in s.get_inputs()}
             for name, v in zip([x.name for x in s.get_outputs()], s.run(None, feeds)):
                 out[f"{tag}:{level}:{name}"] = v
+    # which arithmetic this process's onnxruntime takes (intq/host.py loaded alone: no intq import here)
+    spec = importlib.util.spec_from_file_location("intq_host", ROOT / "intq" / "host.py")
+    host = sys.modules[spec.name] = importlib.util.module_from_spec(spec)  # (its dataclasses look it up)
+    spec.loader.exec_module(host)
+    out["arithmetic"] = np.array(host._probe_u8s8() or "unknown")
     np.savez(dst, **out)
 
 
@@ -93,7 +99,6 @@ def main(argv=None) -> int:
         return 0
     sys.path.insert(0, str(ROOT))
     import intq
-    from intq.host import ort_u8s8_arithmetic
     from intq.runtime.oracles.ort import to_runtime_codes
     from tests.export.ort_u8s8_cases import COMBOS, GRAPHS, OPS, cases
 
@@ -101,9 +106,6 @@ def main(argv=None) -> int:
     if qemu is None:
         print("qemu-x86_64 not found: apt-get install qemu-user", file=sys.stderr)
         return 2
-    host, how = ort_u8s8_arithmetic()
-    native_family = "ort-u8-vnni" if host == "exact" else "ort-u8s8-avx2"
-    print(f"this host's onnxruntime: {host} ({how}); its native outputs are {native_family}'s")
     ops = args.ops.split(",") if args.ops else list(OPS)
     failed = False
     with tempfile.TemporaryDirectory(prefix="intq-u8s8-") as work:
@@ -123,6 +125,13 @@ def main(argv=None) -> int:
             np.savez(models, **pack)
             runs = {"ort-u8s8-avx2": _run([qemu, "-cpu", args.cpu], models, work, f"{op}-qemu")}
             native = _run([], models, work, f"{op}-native")
+            emulated = str(runs["ort-u8s8-avx2"].pop("arithmetic"))
+            if emulated != "pair-saturating":
+                print(f"qemu -cpu {args.cpu}: onnxruntime's U8S8 arithmetic there is {emulated}, not pair-saturating: "
+                      "choose a CPU model without VNNI", file=sys.stderr)
+                return 2
+            # the native run's own arithmetic (this tool may itself run under QEMU, its children natively)
+            native_family = "ort-u8-vnni" if str(native.pop("arithmetic")) == "exact" else "ort-u8s8-avx2"
             if native_family == "ort-u8-vnni":
                 runs["ort-u8-vnni"] = native
             records = {family: {} for family in runs}

@@ -338,9 +338,11 @@ def _pad_nhwc(im: _Import, x: str, pads, value: int, node_name: str) -> str:
 # --------------------------------------------------------------------------- units
 
 def _conv(im: _Import, node, x: str, w: np.ndarray, w_qp: QuantParams, bias: np.ndarray | None, y: str,
-          y_qp: QuantParams, attrs: dict, float_name: str | None, integer: bool = False) -> None:
+          y_qp: QuantParams, attrs: dict, float_name: str | None, types: tuple[str, str], integer: bool = False
+          ) -> None:
     """A QLinearConv / QDQ Conv as CONV_2D or DEPTHWISE_CONV_2D between TRANSPOSEs to and from NHWC;
-    ``integer``: a ConvInteger as CONV_INTEGER (int32 output ``y_qp``, ungrouped, no bias)."""
+    ``integer``: a ConvInteger as CONV_INTEGER (int32 output ``y_qp``, ungrouped, no bias). ``types``:
+    the ONNX types of the input and the weights (:func:`_operand_types`)."""
     if w.dtype != np.int8:
         raise im.error(node, f"weights are {w.dtype.name}; intq reads 8-bit weights")
     xt = im.tensors[x]
@@ -391,14 +393,14 @@ def _conv(im: _Import, node, x: str, w: np.ndarray, w_qp: QuantParams, bias: np.
     if depthwise:
         opts["depth_multiplier"] = co // c
     op = "CONV_INTEGER" if integer else "DEPTHWISE_CONV_2D" if depthwise else "CONV_2D"
-    im.add(op, node.name or f"{op}_{y}", inputs, [out], **opts)
+    im.add(op, node.name or f"{op}_{y}", inputs, [out], **opts, onnx_operand_types=types)
     im.output(y, (n, co, oh, ow), y_qp, dtype=dtype)
     im.map_nhwc(out, float_name)
     im.back_to_nchw(out, y, node.name)
 
 
 def _fully_connected(im: _Import, node, a: str, w_nk: np.ndarray, w_qp: QuantParams, bias, y: str, y_qp,
-                     float_name) -> None:
+                     float_name, types: tuple[str, str]) -> None:
     if w_nk.dtype != np.int8:
         raise im.error(node, f"weights are {w_nk.dtype.name}; intq reads 8-bit weights")
     at = im.tensors[a]
@@ -416,7 +418,8 @@ def _fully_connected(im: _Import, node, a: str, w_nk: np.ndarray, w_qp: QuantPar
     if bias is not None:
         inputs.append(im.constant(f"{node.name}/bias", np.asarray(bias, np.int32).reshape(units)))
     im.output(y, (at.shape[0], units), y_qp, float_name)
-    im.add("FULLY_CONNECTED", node.name, inputs, [y], fused_activation_function="NONE", keep_num_dims=False)
+    im.add("FULLY_CONNECTED", node.name, inputs, [y], fused_activation_function="NONE", keep_num_dims=False,
+           onnx_operand_types=types)
 
 
 def _batch_matmul(im: _Import, node, i, y: str, float_name) -> None:
@@ -442,7 +445,9 @@ def _batch_matmul(im: _Import, node, i, y: str, float_name) -> None:
     except ValueError:
         raise im.error(node, f"the batch axes of {list(sa)} and {list(sb)} do not broadcast") from None
     im.output(y, (*batch, sa[-2], sb[-1]), y_qp, float_name)
-    im.add("BATCH_MATMUL", node.name or y, [im.name(i[0]), b], [y], adj_x=False, adj_y=False)
+    types = _operand_types(im, node, i[0], i[2], im.consts[i[3]] if i[3] in im.consts else i[3], i[5])
+    im.add("BATCH_MATMUL", node.name or y, [im.name(i[0]), b], [y], adj_x=False, adj_y=False,
+           onnx_operand_types=types)
 
 
 def _binary(im: _Import, node, op: str, a: str, b: str, y: str, y_qp, float_name) -> None:
@@ -961,7 +966,8 @@ def _read_qoperator(im: _Import, node, a, i) -> None:
         y_qp = im.qparams(i[6], i[7], node)
         _check_input(im, node, i[0], x_qp)
         bias = im.const(i[8], node) if i[8] else None
-        return _conv(im, node, im.name(i[0]), w, w_qp, bias, y, y_qp, a, fname)
+        types = _operand_types(im, node, i[0], i[2], im.const(i[3], node))
+        return _conv(im, node, im.name(i[0]), w, w_qp, bias, y, y_qp, a, fname, types)
     if op == "QLinearMatMul" and (i[3] not in im.consts or im.consts[i[3]].ndim != 2 or len(im.t(i[0]).shape) != 2):
         return _batch_matmul(im, node, i, y, fname)
     if op in ("QLinearMatMul", "QGemm"):
@@ -980,7 +986,7 @@ def _read_qoperator(im: _Import, node, a, i) -> None:
             w_nk = w if int(a.get("transB", 0)) else w.T
         _check_input(im, node, i[0], x_qp)
         return _fully_connected(im, node, im.name(i[0]), im.int8_data(np.ascontiguousarray(w_nk)), w_qp, bias, y,
-                                y_qp, fname)
+                                y_qp, fname, _operand_types(im, node, i[0], i[2], w))
     if op in ("QLinearAdd", "QLinearMul"):
         _check_input(im, node, i[0], im.qparams(i[1], i[2], node))
         _check_input(im, node, i[3], im.qparams(i[4], i[5], node))
@@ -1101,9 +1107,10 @@ def _read_integer_op(im: _Import, node, a, i) -> None:
     w = im.consts[i[1]]
     if w.dtype not in _EIGHT_BIT:
         raise im.error(node, f"weights {i[1]!r} are {w.dtype.name}; intq reads 8-bit weights")
+    types = _operand_types(im, node, x, i[2] if len(i) > 2 else None, w)
     if node.op_type == "ConvInteger":
         w_qp = _integer_qparams(im, node, i[3], i[1], axis=0)
-        return _conv(im, node, im.name(x), im.int8_data(w), w_qp, None, y, y_qp, a, None, integer=True)
+        return _conv(im, node, im.name(x), im.int8_data(w), w_qp, None, y, y_qp, a, None, types, integer=True)
     w_qp = _integer_qparams(im, node, i[3], i[1], axis=1)
     sa = t.shape
     if len(sa) < 2 or w.ndim != 2 or w.shape[0] != sa[-1]:
@@ -1111,7 +1118,22 @@ def _read_integer_op(im: _Import, node, a, i) -> None:
                              "operand of rank >= 2 by a constant [K, N] matrix")
     b = im.constant(f"{node.name or y}/b", im.int8_data(w), w_qp)
     im.output(y, (*sa[:-1], w.shape[1]), y_qp, dtype=np.int32)
-    im.add("MATMUL_INTEGER", node.name or f"MatMulInteger_{y}", [im.name(x), b], [y])
+    im.add("MATMUL_INTEGER", node.name or f"MatMulInteger_{y}", [im.name(x), b], [y], onnx_operand_types=types)
+
+
+def _operand_types(im: _Import, node, x: str, x_zero_point: str | None, w: np.ndarray | str,
+                   w_zero_point: str | None = None) -> tuple[str, str]:
+    """The ONNX element types (``"uint8"`` / ``"int8"``) of an integer matrix product's input ``x`` and
+    weights ``w`` (a constant's data, or the name of an activation read with ``w_zero_point``), as
+    onnxruntime multiplies them: the node attribute ``onnx_operand_types`` of CONV_2D, FULLY_CONNECTED,
+    BATCH_MATMUL, CONV_INTEGER and MATMUL_INTEGER, which decides the MLAS kernel on an x86 CPU without
+    VNNI (:func:`intq.kernels._ort_u8s8.mlas_uint8_operand`)."""
+    def of(name: str, zero_point: str | None) -> str:
+        if zero_point and zero_point in im.consts:
+            return np.asarray(im.consts[zero_point]).dtype.name
+        return _onnx_type(im, node, name).name
+
+    return of(x, x_zero_point), (w.dtype.name if isinstance(w, np.ndarray) else of(w, w_zero_point))
 
 
 def _check_input(im: _Import, node, x: str, qp: QuantParams) -> None:
@@ -1156,6 +1178,8 @@ def _qdq_unit(im: _Import, node, i):
         w = im.int8_data(im.consts[wdq.input[0]])
         w_qp = im.qparams(wdq.input[1], wdq.input[2] if len(wdq.input) > 2 else None, wdq,
                           axis=int(_attrs(wdq).get("axis", 1)))
+        types = _operand_types(im, dqs[0], x0, dqs[0].input[2] if len(dqs[0].input) > 2 else None,
+                               im.consts[wdq.input[0]])
         bias = None
         if len(node.input) > 2 and node.input[2]:
             bdq = dqs[2]
@@ -1165,7 +1189,7 @@ def _qdq_unit(im: _Import, node, i):
         if op == "Conv":
             if w_qp.per_axis and w_qp.axis != 0:
                 raise im.error(node, "per-channel conv weights must be quantized on axis 0")
-            _conv(im, node, im.name(x0), w, w_qp, bias, y, y_qp, a, fname)
+            _conv(im, node, im.name(x0), w, w_qp, bias, y, y_qp, a, fname, types)
         else:
             trans_b = int(a.get("transB", 0)) if op == "Gemm" else 0
             if op == "Gemm" and (int(a.get("transA", 0)) or float(a.get("alpha", 1.0)) != 1.0
@@ -1176,7 +1200,7 @@ def _qdq_unit(im: _Import, node, i):
                 want = 0 if trans_b else 1
                 if w_qp.axis != want:
                     raise im.error(node, "per-channel weights must be quantized per output unit")
-            _fully_connected(im, node, im.name(x0), np.ascontiguousarray(w_nk), w_qp, bias, y, y_qp, fname)
+            _fully_connected(im, node, im.name(x0), np.ascontiguousarray(w_nk), w_qp, bias, y, y_qp, fname, types)
         return _consumed(im, q)
     if op in ("Add", "Mul"):
         if len(dqs) != 2 or dqs[1] is None or dqs[1].input[0] in im.consts:

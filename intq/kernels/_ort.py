@@ -53,7 +53,7 @@ import numpy as np
 from intq.kernels import _ort_u8s8
 from intq.kernels.base import fused_activation_range
 from intq.kernels.requantize import Requant, Requantizer, make_requantizer, requantize
-from intq.kernels.targets import KernelSet, Runtime
+from intq.kernels.targets import Runtime
 from intq.qmath import QuantParams, Rounding, dequantize, quantize
 
 #: Every int8 code in the order of its bits as uint8: index ``x.view(np.uint8)`` reads code ``x``.
@@ -592,7 +592,7 @@ def prepare_asymmetric_gemm(ctx) -> OrtAsymmetricGemm:
         pad = conv_padding(ctx, ops, w.shape[1], w.shape[2], channels)
         im2col = make_im2col(in_shape, w.shape[1], w.shape[2], opts, pad, in_qp.tensor_zero_point)
     pairs = None
-    if ctx.target.kernels is KernelSet.U8S8_AVX2 and not (conv and w.shape[3] == 1 and channels == 1):
+    if _ort_u8s8.saturates(ctx) and not (conv and w.shape[3] == 1 and channels == 1):
         # MLAS multiplies the raw codes (uint8 x, int8 w as stored) with int16-saturating pairs and applies the
         # zero points to the exact row and column sums afterwards (measured under QEMU -cpu Haswell on 200 random
         # QGemm and 200 QLinearConv models, tests/export/test_ort_u8s8.py); one input and one output channel

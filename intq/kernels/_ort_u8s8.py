@@ -15,8 +15,17 @@ bias), so the accumulator is intq's exact one plus, per pair, ``sat16(p) - p`` w
 ``sat16(p) = clamp(p, -32768, 32767)``.
 
 A pair can saturate only when ``255 (|w_a| + |w_b|) > 32767``, i.e. ``|w_a| + |w_b| >= 129``
-(:data:`PAIR_LIMIT`): ``prepare`` keeps those pairs only (none when every weight is within
+(:func:`pair_saturation`'s ``limit``): ``prepare`` keeps those pairs only (none when every weight is within
 [-64, 64], onnxruntime's documented safe range), and ``run`` adds their integer correction.
+
+Which operand is the uint8 one (:func:`mlas_uint8_operand`): MLAS computes ``C = A B`` and takes the
+U8S8 kernel when ``A`` is uint8 and ``B`` int8. ``A`` is the activations for QLinearConv, QGemm,
+QLinearMatMul and MatMulInteger, but the weights for ConvInteger (its im2col matrix is ``B``, in
+NCHW order: channels, then kernel rows and columns). Models imported from ONNX record their operand
+types (the node attribute ``onnx_operand_types``: activation, weights); U8U8, S8S8 and S8U8 products
+sum exactly (S8U8 widens; measured on ConvInteger with int8 weights). With the weights as the uint8
+side, a pair saturates only when ``128 (u_a + u_b) > 32767``: the same correction with the roles
+swapped (``pair_saturation(u, other_max=128)``, rows read without offset).
 
 Measured under QEMU 7.2 user mode with ``-cpu Haswell`` (AVX2, no AVX-512, no VNNI), where
 onnxruntime's CPUID dispatch takes this kernel (tools/record_ort_u8s8.py, fixtures in
@@ -29,9 +38,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-#: ``|w_a| + |w_b|`` from which ``255 (|w_a| + |w_b|)`` may leave int16 (255 * 129 = 32895 > 32767;
-#: 255 * 128 = 32640 fits).
-PAIR_LIMIT = 129
+from intq.kernels.targets import KernelSet
+
+INT16_MAX = 32767
 #: Rows of the activation matrix handled at once (bounds the [rows, pairs] int32 temporaries).
 _CHUNK_ELEMENTS = 1 << 22
 
@@ -54,8 +63,42 @@ class PairSaturation:
     n: int  # output channels
 
 
-def pair_saturation(w: np.ndarray, columns: np.ndarray | None = None) -> PairSaturation:
-    """The pairs ``(2j, 2j+1)`` of ``w`` ([N, K] int8, K in MLAS's order) that can saturate.
+def saturates(ctx) -> bool:
+    """Whether the node runs MLAS's int16-saturating U8S8 kernel with the activations as its uint8
+    side: target ``ort-u8s8-avx2`` and :func:`mlas_uint8_operand` ``"activations"``."""
+    return ctx.target.kernels is KernelSet.U8S8_AVX2 and mlas_uint8_operand(ctx) == "activations"
+
+
+def mlas_uint8_operand(ctx) -> str | None:
+    """For target ``ort-u8s8-avx2``: which operand of the node's integer matrix product MLAS's
+    int16-saturating U8S8 kernel reads as its uint8 side — ``"activations"`` (QLinearConv, QGemm,
+    QLinearMatMul, MatMulInteger on uint8 activations and int8 weights: intq's own uint8 exports),
+    ``"weights"`` (ConvInteger on uint8 weights and int8 activations) — or None (U8U8, S8S8, S8U8:
+    exact sums).
+
+    The activations are uint8 on this target (its codes are onnxruntime's uint8 ones: a uint8 model,
+    or an int8 QDQ model that onnxruntime's optimizer rewrote to uint8 on a CPU without VNNI), except
+    for MatMulInteger and ConvInteger, which no rewrite touches: there the imported model's types
+    rule (the node attribute ``onnx_operand_types``: activation, weights). Constant weights keep the
+    type they were stored with (int8 unless an imported model stored them as uint8); BATCH_MATMUL's
+    second operand is an activation's type, unless it is an imported model's constant (intq's
+    export writes a constant operand in the activations' type)."""
+    stored = ctx.attr("onnx_operand_types")
+    x = "uint8" if ctx.target.activation_offset else "int8"
+    w = stored[1] if stored else "int8"
+    if ctx.op in ("MATMUL_INTEGER", "CONV_INTEGER") and stored:
+        x = stored[0]
+    elif ctx.op == "BATCH_MATMUL" and not (stored and ctx.input(1).is_constant):
+        w = x
+    if ctx.op == "CONV_INTEGER":  # onnxruntime passes the weights as MLAS's A
+        return "weights" if (w, x) == ("uint8", "int8") else None
+    return "activations" if (x, w) == ("uint8", "int8") else None
+
+
+def pair_saturation(w: np.ndarray, columns: np.ndarray | None = None, other_max: int = 255) -> PairSaturation:
+    """The pairs ``(2j, 2j+1)`` of ``w`` ([N, K] integers, K in MLAS's order) that can saturate when
+    the other operand's magnitude is at most ``other_max`` (255: uint8 activations against int8
+    weights; 128: int8 activations against uint8 weights passed as their values 0..255).
     ``columns`` ([N, K] int64, default ``k``): the column of intq's activation rows each weight
     multiplies (a grouped convolution's channel reads its group's columns only)."""
     n, k = w.shape
@@ -65,7 +108,8 @@ def pair_saturation(w: np.ndarray, columns: np.ndarray | None = None) -> PairSat
     wp = np.zeros((n, kp), np.int32)
     wp[:, :k] = w
     a, b = wp[:, 0::2], wp[:, 1::2]
-    ch, j = np.nonzero(np.abs(a) + np.abs(b) >= PAIR_LIMIT)  # row-major: sorted by channel
+    limit = INT16_MAX // other_max + 1  # other_max (|a| + |b|) > 32767 from here: 129 for 255, 256 for 128
+    ch, j = np.nonzero(np.abs(a) + np.abs(b) >= limit)  # row-major: sorted by channel
     first = columns[ch, 2 * j]
     second = columns[ch, np.minimum(2 * j + 1, k - 1)]  # a padded partner has weight 0: any column reads fine
     channels, starts = np.unique(ch, return_index=True)
@@ -74,9 +118,10 @@ def pair_saturation(w: np.ndarray, columns: np.ndarray | None = None) -> PairSat
 
 
 def saturation_correction(p: PairSaturation, rows: np.ndarray, offset: int) -> np.ndarray | None:
-    """``sum over pairs (sat16(s) - s)``, ``s = u_a w_a + u_b w_b`` with ``u = rows + offset`` (the
-    uint8 codes), as int32 [M, N]; ``None`` when no pair can saturate. ``rows``: [M, K] int8 codes
-    (intq's), ``offset``: 128 (what onnxruntime's uint8 codes add to intq's)."""
+    """``sum over pairs (sat16(s) - s)``, ``s = u_a w_a + u_b w_b`` with ``u = rows + offset``, as
+    int32 [M, N]; ``None`` when no pair can saturate. ``rows``: [M, K] int8 codes (intq's),
+    ``offset``: 128 when the rows are the uint8 side (what onnxruntime's uint8 codes add to intq's),
+    0 when they are the int8 side (the weights then hold the uint8 values)."""
     if p.first.size == 0:
         return None
     m = rows.shape[0]

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from intq.errors import IntqError
+from intq.kernels import _ort_u8s8
 from intq.kernels._conv_common import static_shape
 from intq.kernels.base import KernelContext, kernel
 from intq.kernels.requantize import Requantizer, make_requantizer, requantize, xnnpack_conv_scale
@@ -62,6 +63,10 @@ def prepare(ctx: KernelContext) -> BatchMatMulParams:
     lhs, rhs, y = ctx.input(0), ctx.input(1), ctx.outputs[0]
     if len(ctx.inputs) != 2:
         raise ctx.error(f"BATCH_MATMUL takes 2 inputs, got {len(ctx.inputs)}")
+    if _ort_u8s8.saturates(ctx):
+        raise ctx.error(f"a uint8 x int8 QLinearMatMul (operands {ctx.attr('onnx_operand_types')}) runs MLAS's "
+                        f"int16-saturating U8S8 kernel on target {ctx.target.name!r}, which intq has not measured for "
+                        "QLinearMatMul; use target 'ort-u8-vnni' (a CPU with VNNI) or int8 activations")
     lhs_qp = ctx.per_tensor(lhs, "lhs")
     rhs_qp = ctx.per_tensor(rhs, "rhs")
     out_qp = ctx.per_tensor(y, "output")

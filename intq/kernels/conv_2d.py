@@ -65,7 +65,7 @@ from intq.kernels import _ort, _ort_u8s8
 from intq.kernels.base import KernelContext, kernel
 from intq.kernels.gemm import PreparedGemm, exact_matmul, prepare_gemm
 from intq.kernels.requantize import Requantizer, requantize
-from intq.kernels.targets import KernelSet, Requant, Runtime
+from intq.kernels.targets import Requant, Runtime
 from intq.kernels.tpu_mlir import conv as tpu_mlir_conv
 
 OP = "CONV_2D"
@@ -119,7 +119,7 @@ def prepare(ctx: KernelContext) -> Conv2DParams | OrtU8S8Avx2Conv2DParams | _ort
     requant = ops.requantizer(ctx, OP, mode=mode)
     im2col = make_im2col(ops.in_shape, kh, kw, ops.opts, pad, zx)
     params = Conv2DParams(gemm, offset, requant, im2col, (n, pad.out_h, pad.out_w, c_out))
-    if ctx.target.kernels is KernelSet.U8S8_AVX2 and not (c_g == 1 and c_out == groups):
+    if _ort_u8s8.saturates(ctx) and not (c_g == 1 and c_out == groups):
         # one input and one output channel per group is onnxruntime's depthwise kernel: exact (measured).
         # Otherwise MLAS's K per group: taps, then the group's channels; their columns in intq's im2col rows
         tap, c = np.divmod(np.arange(kh * kw * c_g), c_g)

@@ -71,7 +71,7 @@ from intq.kernels import _ort_u8s8
 from intq.kernels._conv_common import Im2col, fill_im2col, make_im2col
 from intq.kernels.base import KernelContext, kernel
 from intq.kernels.requantize import Requantizer, requantize
-from intq.kernels.targets import KernelSet, Requant, Runtime
+from intq.kernels.targets import Requant, Runtime
 from intq.kernels.tpu_mlir import conv as tpu_mlir_conv
 
 OP = "DEPTHWISE_CONV_2D"
@@ -171,7 +171,7 @@ def prepare(ctx: KernelContext) -> DepthwiseConv2DParams | OrtU8S8Avx2DepthwiseP
     taps = prepare_taps(ops, offset, pad, np.int32)
     params = DepthwiseConv2DParams(taps, requant, tail, split, (ops.in_shape[0], pad.out_h, pad.out_w, c_out))
     c_in = ops.in_shape[3]
-    if ctx.target.kernels is KernelSet.U8S8_AVX2 and c_out > c_in:
+    if _ort_u8s8.saturates(ctx) and c_out > c_in:
         # output channel o multiplies input channel o // M at every tap: im2col column tap * C + o // M
         columns = np.arange(kh * kw)[None, :] * c_in + (np.arange(c_out) // (c_out // c_in))[:, None]
         pairs = _ort_u8s8.pair_saturation(ops.w.reshape(kh * kw, c_out).T, columns)

@@ -49,7 +49,7 @@ from intq.kernels.requantize import (
     xnnpack_activation_range,
     xnnpack_conv_scale,
 )
-from intq.kernels.targets import KernelSet, Requant, Runtime
+from intq.kernels.targets import Requant, Runtime
 from intq.qmath import QuantParams, effective_scale
 
 OP = "FULLY_CONNECTED"
@@ -90,7 +90,7 @@ def prepare(ctx: KernelContext) -> FullyConnectedParams | OrtU8S8Avx2FullyConnec
     offset = bias - in_qp.tensor_zero_point * gemm.weight_sums
     r = fc_requantizer(ctx, in_qp, w_qp, out_qp, ctx.attr("fused_activation_function", "NONE"), ctx.outputs[0].dtype)
     params = FullyConnectedParams(gemm, offset, r, k, out_shape)
-    if ctx.target.kernels is KernelSet.U8S8_AVX2:
+    if _ort_u8s8.saturates(ctx):
         return OrtU8S8Avx2FullyConnectedParams(params, _ort_u8s8.pair_saturation(w))
     return params
 

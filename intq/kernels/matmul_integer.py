@@ -26,7 +26,6 @@ import numpy as np
 from intq.kernels import _ort_u8s8
 from intq.kernels._conv_common import check_accumulator
 from intq.kernels.base import KernelContext, kernel
-from intq.kernels.targets import KernelSet
 
 OP = "MATMUL_INTEGER"
 
@@ -60,7 +59,7 @@ def prepare(ctx: KernelContext) -> MatMulIntegerParams:
     out_shape = (*a_shape[:-1], b.shape[1])
     if ctx.static_shape(y, "output") != out_shape:
         raise ctx.error(f"output shape {list(y.shape)} does not match the computed {list(out_shape)}")
-    pairs = _ort_u8s8.pair_saturation(np.ascontiguousarray(b.T)) if ctx.target.kernels is KernelSet.U8S8_AVX2 else None
+    pairs = _ort_u8s8.pair_saturation(np.ascontiguousarray(b.T)) if _ort_u8s8.saturates(ctx) else None
     return MatMulIntegerParams(centred, a_qp.tensor_zero_point, out_shape, pairs)
 
 

@@ -74,7 +74,7 @@ from intq.kernels import _ort_u8s8
 from intq.kernels.base import KernelContext, kernel
 from intq.kernels.gemm import PreparedGemm, exact_matmul, prepare_gemm
 from intq.kernels.requantize import Requantizer, requantize
-from intq.kernels.targets import KernelSet, Requant, Runtime
+from intq.kernels.targets import Requant, Runtime
 from intq.kernels.tpu_mlir import deconv as tpu_mlir_deconv
 
 OP = "TRANSPOSE_CONV"
@@ -174,7 +174,7 @@ def prepare(ctx: KernelContext) -> TransposeConvParams | OptimizedTransposeConvP
     def params(requant: Requantizer, channels: slice = slice(None)) -> TransposeConvParams:
         return TransposeConvParams(gemm, tap_offset, bias[channels], requant, geometry)
 
-    if ctx.target.kernels is KernelSet.U8S8_AVX2:
+    if _ort_u8s8.saturates(ctx):
         _, h, w_in, c_in = ops.in_shape
         if c_in == 1 and c_out == 1:  # onnxruntime's depthwise kernel: exact (as CONV_2D's)
             return params(ops.requantizer(ctx, OP))

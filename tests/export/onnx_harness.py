@@ -3,7 +3,8 @@
 Many single-op models are merged into one graph (:func:`merge`: each case's tensors and node get
 the prefix ``c<i>/``), exported once per format and activation dtype, and run in one onnxruntime
 session per optimization level (one thread): every output must equal what intq computes for the
-target (``ort`` for int8 activations, ``ort-u8`` for uint8, whose codes are intq's plus 128).
+target that claims onnxruntime on this machine for that file and level (``ort`` for int8 codes,
+``ort-u8-vnni`` / ``ort-u8s8-avx2`` for uint8 ones, whose codes are intq's plus 128).
 :data:`TALLY` counts the models whose every output is equal, per (op, format/activations/level).
 """
 
@@ -20,7 +21,7 @@ import numpy as np  # noqa: E402
 import intq  # noqa: E402
 from intq.ir import Graph, Node, Tensor  # noqa: E402
 from intq.qmath import QuantParams  # noqa: E402
-from intq.runtime.oracles.ort import ort_session, to_runtime_codes  # noqa: E402
+from intq.runtime.oracles.ort import host_target, ort_session, to_runtime_codes  # noqa: E402
 
 #: (format, activations, level) combinations whose every output must equal the target's. QDQ under
 #: ORT_DISABLE_ALL runs the float operators between DequantizeLinear and QuantizeLinear (no fusion):
@@ -76,26 +77,28 @@ def session(model: bytes, level: str):
 
 def compare(graph: Graph, feeds: Mapping[str, np.ndarray], combos=EXACT, ops: Sequence[str] = (),
             allow: Sequence[tuple[str, str, str]] = ()) -> dict[tuple[str, str, str], int]:
-    """Run ``graph`` in intq (targets ``ort`` / ``ort-u8``) and in onnxruntime for each
-    (format, activations, level) of ``combos``; returns the number of differing outputs per combo
-    and asserts it is 0 except for the combos in ``allow`` (measured, not required)."""
+    """Run ``graph`` in onnxruntime for each (format, activations, level) of ``combos`` and in intq
+    under the target that claims onnxruntime on this machine for that file and level
+    (:func:`intq.runtime.oracles.ort.host_target`: ``ort``, ``ort-u8-vnni`` or ``ort-u8s8-avx2``);
+    returns the number of differing outputs per combo and asserts it is 0 except for the combos in
+    ``allow`` (measured, not required)."""
     mine = {}
-    for target in {"int8": "ort", "uint8": "ort-u8"}.values():
-        if any({"int8": "ort", "uint8": "ort-u8"}[a] == target for _, a, _ in combos):
-            it = intq.Interpreter(graph, target=target)
-            it.run(dict(feeds))
-            mine[target] = {k: v for k, v in it.tensors().items() if k in graph.outputs}
     models = {}
     found = {}
     for fmt, acts, level in combos:
         key = (fmt, acts)
         if key not in models:
             models[key] = intq.export_onnx(graph, format=fmt, activations=acts, check=False)
+        target = host_target(models[key], level)
+        if target not in mine:
+            it = intq.Interpreter(graph, target=target)
+            it.run(dict(feeds))
+            mine[target] = {k: v for k, v in it.tensors().items() if k in graph.outputs}
         offset = 128 if acts == "uint8" else 0
         sess = session(models[key], level)
         ins = {i.name: to_runtime_codes(np.asarray(feeds[i.name]), offset) for i in sess.get_inputs()}
         got = dict(zip([o.name for o in sess.get_outputs()], sess.run(None, ins)))
-        want = mine["ort" if acts == "int8" else "ort-u8"]
+        want = mine[target]
         bad = [k for k in graph.outputs if not np.array_equal(got[k], to_runtime_codes(want[k], offset))]
         found[(fmt, acts, level)] = len(bad)
         if (fmt, acts, level) not in allow:

@@ -1,6 +1,7 @@
 """Every operator intq writes to ONNX, on >= 200 random single-op models each, run by onnxruntime
 (QOperator int8 and uint8 under ORT_DISABLE_ALL and ORT_ENABLE_ALL, QDQ int8 and uint8 under
-ORT_ENABLE_ALL; one thread): every output equals intq's target ``ort`` (``ort-u8``).
+ORT_ENABLE_ALL; one thread): every output equals intq under the target that claims onnxruntime on this
+machine for that file and level (``ort``, ``ort-u8-vnni`` or ``ort-u8s8-avx2``: tests/export/onnx_harness.py).
 
 The models of one operator are merged into a few graphs (:func:`tests.export.onnx_harness.merge`)
 so that each onnxruntime session runs 100 of them. Shapes, scales (several decades, some

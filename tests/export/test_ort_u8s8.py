@@ -118,3 +118,56 @@ def test_live_under_qemu():
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     assert mod.main(["--check", "--ops", "FULLY_CONNECTED,MATMUL_INTEGER"]) == 0
+
+
+@pytest.mark.skipif(shutil.which("qemu-x86_64") is None,
+                    reason="LOUD SKIP: qemu-x86_64 is not installed (apt-get install qemu-user; make test installs it "
+                           "as root), so imported models' operand types cannot be checked against onnxruntime on an "
+                           "AVX2 CPU without VNNI")
+def test_imported_operand_types_live_under_qemu(tmp_path):
+    """Models made by another tool, run by onnxruntime under ``qemu-x86_64 -cpu Haswell``: ConvInteger
+    and MatMulInteger on every pair of input / weight types (ConvInteger on uint8 weights by int8 inputs
+    saturates with the weights as MLAS's uint8 side; uint8 x uint8, int8 x int8 and int8 x uint8
+    sum exactly), and QLinearConv / QLinearMatMul with uint8 weights (exact: U8U8) and int8 ones
+    with zero points (saturating). intq predicts the AVX2 class from here
+    (``host_target(..., arithmetic="pair-saturating")``) and must equal every output at both levels."""
+    import importlib.util
+
+    from intq.runtime.oracles.ort import host_target
+    from tests.frontends.test_onnx_quantized import _random_integer_models, _random_qlinear_models
+
+    tool = Path(__file__).resolve().parents[2] / "tools" / "record_ort_u8s8.py"
+    spec = importlib.util.spec_from_file_location("record_ort_u8s8", tool)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    rng = np.random.default_rng(11)
+    made = {}
+    for op in ("ConvInteger", "MatMulInteger"):
+        for x_dtype, w_dtype in ((np.uint8, np.uint8), (np.uint8, np.int8), (np.int8, np.int8), (np.int8, np.uint8)):
+            made[f"{op}_{x_dtype.__name__}_{w_dtype.__name__}"] = _random_integer_models(rng, op, 12, x_dtype, w_dtype)
+    for op in ("QLinearConv", "QLinearMatMul"):
+        for dtype in (np.uint8, np.int8):
+            made[f"{op}_{dtype.__name__}"] = _random_qlinear_models(rng, op, 12, dtype)
+    levels = ("disable_all", "enable_all")
+    pack = {}
+    for tag, (m, feeds) in made.items():
+        pack[f"model:{tag}"] = np.frombuffer(m.SerializeToString(), np.uint8)
+        pack[f"levels:{tag}"] = np.array(levels)
+        pack.update({f"in:{tag}:{k}": v for k, v in feeds.items()})
+    np.savez(tmp_path / "models.npz", **pack)
+    got = mod._run([shutil.which("qemu-x86_64"), "-cpu", "Haswell"], str(tmp_path / "models.npz"), str(tmp_path),
+                   "qemu")
+    assert str(got.pop("arithmetic")) == "pair-saturating"
+    saturated = 0
+    for tag, (m, feeds) in made.items():
+        g = intq.load(m)
+        for level in levels:
+            target = host_target(m.SerializeToString(), level, arithmetic="pair-saturating")
+            mine = intq.Interpreter(g, target=target).run(
+                {k: (v.astype(np.int16) - 128).astype(np.int8) if v.dtype == np.uint8 else v for k, v in feeds.items()})
+            for o in m.graph.output:
+                want = got[f"{tag}:{level}:{o.name}"]
+                ours = to_runtime_codes(mine[o.name], 128) if want.dtype == np.uint8 else mine[o.name]
+                assert np.array_equal(ours, want), (tag, level, o.name, target)
+            saturated += target == "ort-u8s8-avx2"
+    assert saturated >= 4  # ConvInteger u8 weights x s8 inputs, MatMulInteger u8 x s8, QLinearConv int8 (enable_all)
