@@ -6,7 +6,15 @@ Accepted sources (:func:`iter_samples`):
   first dimension is larger than the graph input's batch is split into samples of that batch;
 * a folder (``str``/``Path``) of ``.npy`` / ``.npz`` files (one array per input, by name or the only
   array) or of images (``.png``, ``.jpg``, ``.jpeg``, ``.bmp``), read in sorted order;
-* one ``.npz`` file with an array per input (samples along the first axis).
+* one ``.npz`` (or ``.npy``) file with an array per input (samples along the first axis);
+* a map-style dataset: an object with ``__len__`` and ``__getitem__`` (a PyTorch ``Dataset``)
+  whose items are what an iterable would yield.
+
+Everything is **streamed**: a folder is listed (names only) and read one file at a time, and an
+array file whose arrays hold many samples is read a chunk of whole samples at a time
+(:data:`STREAM_CHUNK_BYTES`), never whole, so memory is bounded by the batch being run, not by the
+dataset (a 50,000-image folder or a 20 GB ``.npz`` calibrates in the memory of one batch).
+Arrays stored in Fortran order cannot be read by rows and are read whole.
 
 Images go through a preprocessing hook, by default :class:`ImagePreprocess`: resize to the input's
 spatial size (bilinear), scale to [0, 1], normalise with ``mean``/``std`` per channel, lay out as
@@ -16,7 +24,9 @@ sample index (and the file).
 
 from __future__ import annotations
 
+import contextlib
 import math
+import os
 import zipfile
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -31,6 +41,9 @@ from intq.limits import TensorTooLargeError, check_tensor_size
 
 #: Samples per run in calibration, evaluation and comparison (``--batch-size``).
 DEFAULT_BATCH_SIZE = 32
+
+#: Array data read per chunk of a streamed .npy/.npz (rounded to whole samples, at least one).
+STREAM_CHUNK_BYTES = 1 << 20
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp")
 ARRAY_SUFFIXES = (".npy", ".npz")
@@ -112,36 +125,50 @@ def _default_preprocess(graph: Graph) -> ImagePreprocess:
     return ImagePreprocess(shape[1], shape[2], layout="NHWC", grayscale=shape[3] == 1)
 
 
-def _files(folder: Path) -> list[Path]:
-    files = sorted(p for p in folder.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES + ARRAY_SUFFIXES)
-    if not files:
+def _files(folder: Path) -> list[str]:
+    """The names of the data files in ``folder``, sorted (names only: nothing is read)."""
+    with os.scandir(folder) as entries:
+        names = sorted(e.name for e in entries if os.path.splitext(e.name)[1].lower() in IMAGE_SUFFIXES + ARRAY_SUFFIXES)
+    if not names:
         raise CalibrationDataError(
             f"{folder}: no calibration files ({', '.join(IMAGE_SUFFIXES + ARRAY_SUFFIXES)}) in this folder"
         )
-    return files
+    return names
 
 
 #: What a damaged or foreign .npy/.npz raises inside numpy and zipfile while it is read.
 _UNREADABLE = (OSError, ValueError, EOFError, SyntaxError, zipfile.BadZipFile, zlib.error, KeyError, UnicodeError)
 
 
-def _npy_header(f, where: str) -> tuple[tuple[int, ...], np.dtype]:
+def _npy_header(f, where: str, check_size: bool = True) -> tuple[tuple[int, ...], np.dtype]:
     """Shape and dtype from an .npy header (nothing else is read), checked against the size limit."""
+    shape, _, dtype = _npy_header_full(f, where, check_size)
+    return shape, dtype
+
+
+def _npy_header_full(f, where: str, check_size: bool = True) -> tuple[tuple[int, ...], bool, np.dtype]:
+    """(shape, fortran_order, dtype) from an .npy header; the whole array is checked against the
+    size limit unless ``check_size`` is False (a streamed file is checked a chunk at a time)."""
     version = np.lib.format.read_magic(f)
     if version == (1, 0):
-        shape, _, dtype = np.lib.format.read_array_header_1_0(f)
+        shape, fortran, dtype = np.lib.format.read_array_header_1_0(f)
     elif version in ((2, 0), (3, 0)):  # 3.0 differs from 2.0 only in the header's text encoding (UTF-8)
-        shape, _, dtype = np.lib.format.read_array_header_2_0(f)
+        shape, fortran, dtype = np.lib.format.read_array_header_2_0(f)
     else:
         raise CalibrationDataError(f"{where}: .npy format version {version} is not one numpy writes")
     if dtype.hasobject:
         raise CalibrationDataError(f"{where}: holds Python objects (a pickled array); save numbers, e.g. "
                                    "np.save(path, x.astype(np.float32))")
+    if check_size:
+        _check_size(shape, dtype, where)
+    return shape, fortran, dtype
+
+
+def _check_size(shape, dtype, where: str) -> None:
     try:
         check_tensor_size(shape, dtype, where)
     except TensorTooLargeError as e:
         raise CalibrationDataError(str(e)) from None
-    return shape, dtype
 
 
 def array_headers(path: str | Path) -> dict[str, tuple[tuple[int, ...], np.dtype]]:
@@ -199,27 +226,103 @@ def _load_array_file(path: Path, graph: Graph):
     return arrays
 
 
+def _samples_along_batch(shapes: Mapping[str, tuple[int, ...]], graph: Graph) -> int:
+    """How many samples arrays of these shapes hold along the batch axis (the rule of
+    :func:`_split`): each input's array counts ``rows / b`` when it has the input's rank, the input's
+    trailing shape and a multiple of its batch ``b`` rows, else 1; one count for all, else 1."""
+    counts = set()
+    for name, arr_shape in shapes.items():
+        shape = graph.tensors[name].shape
+        if shape and len(arr_shape) == len(shape) and shape[0] and arr_shape[0] % shape[0] == 0 \
+                and tuple(arr_shape[1:]) == tuple(shape[1:]):
+            counts.add(arr_shape[0] // shape[0])
+        else:
+            counts.add(1)
+    return counts.pop() if len(counts) == 1 else 1
+
+
+def _array_file_items(path: Path, graph: Graph) -> Iterator[object]:
+    """The raw items of one .npy/.npz file: chunks of whole samples read one after another
+    (:data:`STREAM_CHUNK_BYTES` at a time) when its arrays hold several samples along the batch
+    axis, else the file's arrays whole (one sample, or Fortran-ordered arrays)."""
+    where = str(path)
+    try:
+        with contextlib.ExitStack() as stack:
+            if path.suffix.lower() == ".npy":
+                streams = {"": stack.enter_context(open(path, "rb"))}
+                wheres = {"": where}
+            else:
+                z = stack.enter_context(zipfile.ZipFile(path))
+                streams = {(m[:-4] if m.endswith(".npy") else m): stack.enter_context(z.open(m)) for m in z.namelist()}
+                wheres = {k: f"{path}: {k}.npy" for k in streams}
+            headers = {k: _npy_header_full(f, wheres[k], check_size=False) for k, f in streams.items()}
+            if len(headers) == 1 and len(graph.inputs) == 1 and graph.inputs[0] not in headers:
+                (key,) = headers
+                streams, headers, wheres = ({graph.inputs[0]: v[key]} for v in (streams, headers, wheres))
+            n = 1 if not set(headers) <= set(graph.inputs) or any(h[1] and len(h[0]) > 1 for h in headers.values()) \
+                else _samples_along_batch({k: h[0] for k, h in headers.items()}, graph)
+            if n > 1 and set(headers) == set(graph.inputs):
+                yield from _stream_rows(streams, headers, wheres, graph, n)
+                return
+    except CalibrationDataError:
+        raise
+    except _UNREADABLE as e:
+        raise CalibrationDataError(f"{path}: cannot read the array file ({type(e).__name__}: {e})") from None
+    yield _load_array_file(path, graph)  # one sample, or arrays that cannot be read by rows: whole
+
+
+def _stream_rows(streams, headers, wheres, graph: Graph, n: int) -> Iterator[dict[str, np.ndarray]]:
+    """``n`` samples read from each input's stream (positioned after its header) a chunk at a time:
+    ``{input: rows}`` with ``k`` samples' rows of every input per chunk."""
+    batch = {k: graph.tensors[k].shape[0] for k in streams}
+    sample_bytes = {k: batch[k] * int(np.prod(h[0][1:], dtype=np.int64)) * h[2].itemsize for k, h in headers.items()}
+    per_chunk = max(1, STREAM_CHUNK_BYTES // max(1, sum(sample_bytes.values())))
+    for k, h in headers.items():
+        _check_size((per_chunk * batch[k], *h[0][1:]), h[2], f"{wheres[k]}: {per_chunk} samples")
+    for start in range(0, n, per_chunk):
+        count = min(per_chunk, n - start)
+        chunk = {}
+        for k, f in streams.items():
+            shape, _, dtype = headers[k]
+            buf = bytearray(count * sample_bytes[k])
+            got = f.readinto(buf)
+            if got != len(buf):
+                raise CalibrationDataError(f"{wheres[k]}: the data ends inside sample {start + got // sample_bytes[k]} "
+                                           f"of the {n} its header announces (a truncated file)")
+            chunk[k] = np.frombuffer(buf, dtype=dtype).reshape((count * batch[k], *shape[1:]))
+        yield chunk
+
+
 def _raw_items(data, graph: Graph, preprocess: Callable | None) -> Iterator[tuple[object, str]]:
-    """Yield (raw item, where) pairs from any supported source."""
+    """Yield (raw item, where) pairs from any supported source, one at a time (see the module
+    docstring: nothing is read ahead)."""
     if isinstance(data, (str, Path)):
         path = Path(data)
         if path.is_dir():
             pre = preprocess or _default_preprocess(graph)
-            for f in _files(path):
+            for name in _files(path):
+                f = path / name
                 if f.suffix.lower() in IMAGE_SUFFIXES:
                     yield pre(f), str(f)
                 else:
-                    yield _load_array_file(f, graph), str(f)
+                    for item in _array_file_items(f, graph):
+                        yield item, str(f)
             return
         if path.is_file() and path.suffix.lower() in ARRAY_SUFFIXES:
-            yield _load_array_file(path, graph), str(path)
+            for item in _array_file_items(path, graph):
+                yield item, str(path)
             return
         raise CalibrationDataError(f"{path}: not a folder of calibration files nor a .npy/.npz file")
     if isinstance(data, (np.ndarray, Mapping)):
         yield data, "data"
         return
     if not isinstance(data, Iterable):
-        raise CalibrationDataError(f"calibration data must be an iterable, a folder or a file, got {type(data).__name__}")
+        if hasattr(data, "__len__") and hasattr(data, "__getitem__"):  # a map-style dataset (torch Dataset)
+            for i in range(len(data)):
+                yield data[i], f"item {i}"
+            return
+        raise CalibrationDataError(f"calibration data must be an iterable, a dataset (__len__ and __getitem__), "
+                                   f"a folder or a file, got {type(data).__name__}")
     for i, item in enumerate(data):
         yield item, f"item {i}"
 
@@ -310,14 +413,7 @@ def _split(raw, graph: Graph, where: str) -> Iterator[dict[str, np.ndarray]]:
     if unknown or missing:
         raise CalibrationDataError(f"{where}: sample has {sorted(arrays)}, the model takes {list(graph.inputs)}")
     # split along the batch axis when the arrays hold several samples of the input's batch size
-    counts = set()
-    for name, arr in arrays.items():
-        shape = graph.tensors[name].shape
-        if shape and arr.ndim == len(shape) and shape[0] and arr.shape[0] % shape[0] == 0 and arr.shape[1:] == tuple(shape[1:]):
-            counts.add(arr.shape[0] // shape[0])
-        else:
-            counts.add(1)
-    n = counts.pop() if len(counts) == 1 else 1
+    n = _samples_along_batch({k: a.shape for k, a in arrays.items()}, graph)
     if n == 1:
         yield arrays
         return

@@ -72,6 +72,11 @@ class Tensor:
         q = f" {self.qparams!r}" if self.qparams is not None else ""
         return f"{self.name}: {self.dtype.name}[{dims}]{kind}{q}"
 
+    def __reduce__(self):
+        """Pickled through the constructor (the data comes back read-only): what ships a graph
+        to another process (:mod:`intq.distributed`)."""
+        return Tensor, (self.name, self.dtype, self.shape, self.data, self.qparams)
+
 
 def _freeze_attr(value: Any) -> Any:
     if isinstance(value, list):
@@ -101,6 +106,9 @@ class Node:
         object.__setattr__(self, "outputs", tuple(self.outputs))
         frozen = {k: _freeze_attr(v) for k, v in dict(self.attrs).items()}
         object.__setattr__(self, "attrs", MappingProxyType(frozen))
+
+    def __reduce__(self):
+        return Node, (self.op_type, self.name, self.inputs, self.outputs, dict(self.attrs), self.domain)
 
     def with_(self, **changes) -> "Node":
         """A copy with some fields changed."""
@@ -145,6 +153,12 @@ class Graph:
         object.__setattr__(self, "tensors", MappingProxyType(dict(self.tensors)))
         object.__setattr__(self, "metadata", MappingProxyType(dict(self.metadata)))
         self.validate()
+
+    def __reduce__(self):
+        """Pickled through the constructor (validated again on arrival): a graph ships to another
+        process (:mod:`intq.distributed`) as its nodes, tensors and metadata."""
+        return Graph, (self.nodes, dict(self.tensors), self.inputs, self.outputs, self.name, self.opset,
+                       dict(self.metadata))
 
     # -- queries -------------------------------------------------------------------------------
 
