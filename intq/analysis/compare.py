@@ -3,7 +3,8 @@
 For each integer tensor that stands for a float tensor (the converter records the mapping in
 ``metadata["float_tensor_of"]``), over all samples:
 
-* ``sqnr_db`` = 10 log10(sum f^2 / sum (f - deq(q))^2) — signal to quantization noise;
+* ``sqnr_db`` = 10 log10(sum f^2 / sum (f - deq(q))^2) — signal to quantization noise (each
+  run's float64 sum, summed exactly over runs: :class:`ComparisonSums`);
 * ``cosine`` similarity of the flattened tensors;
 * ``max_err_lsb`` / ``mean_err_lsb``: |f - deq(q)| in units of the tensor's scale (0.5 is the
   ideal rounding error; more means clipping or accumulated error upstream);
@@ -26,6 +27,7 @@ from types import MappingProxyType
 
 import numpy as np
 
+from intq.analysis.sums import ExactSum
 from intq.calibration.observers import AlignedHistogram, HistogramObserver
 from intq.errors import IntqError
 from intq.ir import Graph
@@ -108,19 +110,54 @@ class Report:
 
 @dataclass
 class _Accumulator:
-    signal: float = 0.0
-    noise: float = 0.0
-    dot: float = 0.0
-    f2: float = 0.0
-    q2: float = 0.0
+    signal: ExactSum = field(default_factory=ExactSum)
+    noise: ExactSum = field(default_factory=ExactSum)
+    dot: ExactSum = field(default_factory=ExactSum)
+    f2: ExactSum = field(default_factory=ExactSum)
+    q2: ExactSum = field(default_factory=ExactSum)
     max_err: float = 0.0
-    sum_err: float = 0.0
+    sum_err: ExactSum = field(default_factory=ExactSum)
     count: int = 0
     saturated: int = 0
     codes: set = field(default_factory=set)
     observer: HistogramObserver | None = None
     channel_max: np.ndarray | None = None  # per output channel (last axis of the integer tensor): max |f|
     channel_beyond: np.ndarray | None = None  # per channel: float values beyond the int8 grid
+
+    def merge(self, other: "_Accumulator") -> "_Accumulator":
+        """This shard's sums followed by ``other``'s: exact sums, counts, the union of codes, the
+        histograms merged (exact), per-channel max and counts."""
+        def join(a, b, op):
+            return b if a is None else a if b is None else op(a, b)
+
+        return _Accumulator(self.signal + other.signal, self.noise + other.noise, self.dot + other.dot,
+                            self.f2 + other.f2, self.q2 + other.q2, max(self.max_err, other.max_err),
+                            self.sum_err + other.sum_err, self.count + other.count, self.saturated + other.saturated,
+                            self.codes | other.codes, self.observer.merge(other.observer),
+                            join(self.channel_max, other.channel_max, np.maximum),
+                            join(self.channel_beyond, other.channel_beyond, np.add))
+
+
+@dataclass
+class ComparisonSums:
+    """What :func:`compare` accumulates over the samples, mergeable like
+    :class:`~intq.analysis.evaluate.EvaluationSums`: the sums of consecutive shards of the runs,
+    merged in data order, equal one pass's bit for bit (exact float sums, integer counts, exactly
+    merging histograms), so :func:`intq.distributed.compare` gives the single-process report."""
+
+    tensors: dict[str, _Accumulator] = field(default_factory=dict)  # integer tensor -> sums, first seen first
+    agree: dict[str, list[int]] = field(default_factory=dict)  # graph output -> [agreeing, total] argmax
+    samples: int = 0
+
+    def merge(self, other: "ComparisonSums") -> "ComparisonSums":
+        tensors = {k: (a.merge(other.tensors[k]) if k in other.tensors else a) for k, a in self.tensors.items()}
+        tensors.update((k, a) for k, a in other.tensors.items() if k not in tensors)
+        agree = {k: list(v) for k, v in self.agree.items()}
+        for k, (same, total) in other.agree.items():
+            mine = agree.setdefault(k, [0, 0])
+            mine[0] += same
+            mine[1] += total
+        return ComparisonSums(tensors, agree, self.samples + other.samples)
 
 
 def _worst_upstream(int_graph: Graph, producers: dict, name: str, sqnrs: dict[str, float]) -> str | None:
@@ -232,20 +269,36 @@ def compare(float_graph: Graph, int_graph: Graph, samples, target: str = "tflite
     :func:`intq.calibration.iter_batches`) and compare every mapped tensor.
 
     Besides the metrics, each tensor's float values are histogrammed (at most ``histogram_bins``
-    bins) for :func:`intq.analysis.write_html_report`.
+    bins) for :func:`intq.analysis.write_html_report`. The sums are exact and mergeable
+    (:class:`ComparisonSums`): :func:`intq.distributed.compare` over shards of the same runs gives
+    the same report, bit for bit.
     """
-    from intq.calibration.data import samples_in
     from intq.runtime import Interpreter
 
+    mapping = _mapping(int_graph)
+    fi, qi = Interpreter(float_graph), Interpreter(int_graph, target=target)
+    sums = compare_runs(fi, qi, samples, histogram_bins=histogram_bins)
+    return comparison_report(float_graph, int_graph, sums, qi.target.name, mapping)
+
+
+def _mapping(int_graph: Graph):
     mapping = int_graph.metadata.get("float_tensor_of")
     if not mapping:
         raise IntqError(f"graph {int_graph.name!r} has no float-tensor mapping: compare graphs made by intq.quantize")
+    return mapping
+
+
+def compare_runs(fi, qi, samples, *, histogram_bins: int = 128) -> ComparisonSums:
+    """:class:`ComparisonSums` of the float interpreter ``fi`` and the integer ``qi`` over
+    ``samples`` (runs of joined samples): the loop of :func:`compare`, and of each shard of a
+    distributed comparison (its interpreters built once per worker)."""
+    from intq.calibration.data import samples_in
+
+    float_graph, int_graph = fi.graph, qi.graph
+    mapping = _mapping(int_graph)
     producers = {o: n for n in int_graph.nodes for o in n.outputs if o}
-    position = {o: i for i, node in enumerate(int_graph.nodes) for o in node.outputs}
-    fi, qi = Interpreter(float_graph), Interpreter(int_graph, target=target)
-    acc: dict[str, _Accumulator] = {}
-    agree: dict[str, list[int]] = {}
-    n = 0
+    sums = ComparisonSums()
+    acc, agree = sums.tensors, sums.agree
     for sample in samples:
         fo = fi.run(sample)
         qo = qi.run(sample)
@@ -268,14 +321,14 @@ def compare(float_graph: Graph, int_graph: Graph, samples, target: str = "tflite
             err = np.abs(f - real)
             a = acc.setdefault(int_name, _Accumulator(observer=HistogramObserver(histogram_bins, name=float_name)))
             _observe(a.observer, f)
-            a.signal += float((f * f).sum())
-            a.noise += float((err * err).sum())
-            a.dot += float((f * real).sum())
-            a.f2 += float((f * f).sum())
-            a.q2 += float((real * real).sum())
+            a.signal.add((f * f).sum())
+            a.noise.add((err * err).sum())
+            a.dot.add((f * real).sum())
+            a.f2.add((f * f).sum())
+            a.q2.add((real * real).sum())
             scale = t.qparams.tensor_scale
             a.max_err = max(a.max_err, float(err.max(initial=0.0)) / scale)
-            a.sum_err += float(err.sum()) / scale
+            a.sum_err.add(float(err.sum()) / scale)
             a.count += f.size
             zp = t.qparams.tensor_zero_point
             lo, hi = (t.qparams.qmin - zp - 0.5) * scale, (t.qparams.qmax - zp + 0.5) * scale
@@ -288,15 +341,27 @@ def compare(float_graph: Graph, int_graph: Graph, samples, target: str = "tflite
                 cmax, cbeyond = fi_.max(axis=axes), bi.sum(axis=axes)
                 a.channel_max = cmax if a.channel_max is None else np.maximum(a.channel_max, cmax)
                 a.channel_beyond = cbeyond if a.channel_beyond is None else a.channel_beyond + cbeyond
-        n += samples_in(sample, float_graph)
+        sums.samples += samples_in(sample, float_graph)
+    return sums
+
+
+def comparison_report(float_graph: Graph, int_graph: Graph, sums: ComparisonSums, target: str,
+                      mapping=None) -> Report:
+    """The :class:`Report` of accumulated (possibly merged) :class:`ComparisonSums`."""
+    mapping = _mapping(int_graph) if mapping is None else mapping
+    producers = {o: n for n in int_graph.nodes for o in n.outputs if o}
+    position = {o: i for i, node in enumerate(int_graph.nodes) for o in node.outputs}
+    acc, n = sums.tensors, sums.samples
     if n == 0:
         raise IntqError("compare needs at least one sample")
-    sqnrs = {k: (10 * np.log10(a.signal / a.noise) if a.noise > 0 else float("inf")) for k, a in acc.items()}
+    sqnrs = {k: (10 * np.log10(a.signal.value() / a.noise.value()) if a.noise.value() > 0 else float("inf"))
+             for k, a in acc.items()}
     rows = []
     for int_name, a in acc.items():
         float_name = mapping[int_name][0]
         sqnr = sqnrs[int_name]
-        cos = a.dot / np.sqrt(a.f2 * a.q2) if a.f2 > 0 and a.q2 > 0 else 1.0
+        f2, q2 = a.f2.value(), a.q2.value()
+        cos = a.dot.value() / np.sqrt(f2 * q2) if f2 > 0 and q2 > 0 else 1.0
         sat = a.saturated / a.count
         t = int_graph.tensors[int_name]
         used = len(a.codes) / (t.qparams.qmax - t.qparams.qmin + 1)
@@ -308,11 +373,11 @@ def compare(float_graph: Graph, int_graph: Graph, samples, target: str = "tflite
                             input_ranges=_joined_ranges(int_graph, producers, int_name, acc, mapping),
                             affine_after=_affine_after(int_graph, producers, int_name),
                             **_channel_facts(a))
-        rows.append(TensorStats(float_name, op, float(sqnr), float(cos), a.max_err, a.sum_err / a.count, sat, used,
-                                "; ".join(hints(facts))))
+        rows.append(TensorStats(float_name, op, float(sqnr), float(cos), a.max_err, a.sum_err.value() / a.count, sat,
+                                used, "; ".join(hints(facts))))
     rows.sort(key=lambda r: r.sqnr_db)
     details = [_detail(int_graph, k, mapping[k][0], a, position.get(k, -1))
                for k, a in acc.items() if a.observer.count]
     details.sort(key=lambda d: d.position)
-    agreement = {k: c[0] / c[1] for k, c in agree.items() if c[1]}
-    return Report(tuple(rows), n, qi.target.name, {d.name: d for d in details}, agreement)
+    agreement = {k: c[0] / c[1] for k, c in sums.agree.items() if c[1]}
+    return Report(tuple(rows), n, target, {d.name: d for d in details}, agreement)

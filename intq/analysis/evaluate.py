@@ -5,7 +5,8 @@ outputs are paired by name when both have the same output names, otherwise by po
 paired outputs must have equal shapes). Per output, over all samples:
 
 * ``sqnr_db`` = 10 log10(sum f^2 / sum (f - i)^2), ``f`` the float model's value and ``i`` the
-  integer model's (dequantized) value;
+  integer model's (dequantized) value (each run's float64 sum, summed exactly over runs:
+  :class:`EvaluationSums`, what a distributed evaluation merges);
 * ``max_abs_err`` = max |f - i|;
 * ``top1_agreement``: for a class-score output (``[N, C]``, :func:`is_class_scores`), the
   fraction of rows where argmax f == argmax i.
@@ -22,6 +23,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from intq.analysis.sums import ExactSum
 from intq.calibration.calibrate import Progress
 from intq.errors import IntqError
 from intq.ir import Graph
@@ -83,12 +85,16 @@ def pair_outputs(float_graph: Graph, int_graph: Graph) -> list[tuple[str, str]]:
 
 @dataclass
 class _OutputAccumulator:
-    signal: float = 0.0
-    noise: float = 0.0
+    signal: ExactSum = field(default_factory=ExactSum)
+    noise: ExactSum = field(default_factory=ExactSum)
     max_err: float = 0.0
     agree: int = 0
     rows: int = 0
     shape: tuple[int, ...] = ()
+
+    def merge(self, other: "_OutputAccumulator") -> "_OutputAccumulator":
+        return _OutputAccumulator(self.signal + other.signal, self.noise + other.noise, max(self.max_err, other.max_err),
+                                  self.agree + other.agree, self.rows + other.rows, other.shape or self.shape)
 
 
 def is_class_scores(shape: tuple[int, ...]) -> bool:
@@ -96,6 +102,112 @@ def is_class_scores(shape: tuple[int, ...]) -> bool:
     ``[N, 1, 1, C]``). A detection head ``[N, A, H, W]`` is not one: argmax over its last axis
     means nothing."""
     return len(shape) >= 2 and shape[-1] > 1 and all(d == 1 for d in shape[1:-1])
+
+
+@dataclass
+class EvaluationSums:
+    """What :func:`evaluate` accumulates over samples, mergeable: the sums of a shard of the data
+    (a run of whole batches), merged in data order with those of the next shard, equal the sums of
+    one pass over both, bit for bit (:class:`~intq.analysis.sums.ExactSum` for the float sums,
+    integers, max, and the first output's argmax predictions concatenated in order). So a
+    distributed evaluation (:mod:`intq.distributed`) gives exactly the numbers of a local one.
+    """
+
+    pairs: list[tuple[str, str]]
+    outputs: dict[tuple[str, str], _OutputAccumulator] = field(default_factory=dict)
+    fpred: list[np.ndarray] = field(default_factory=list)  # argmax of the first output, per run
+    qpred: list[np.ndarray] = field(default_factory=list)
+    samples: int = 0
+    seconds_float: float = 0.0
+    seconds_int: float = 0.0
+
+    def __post_init__(self):
+        for p in self.pairs:
+            self.outputs.setdefault(p, _OutputAccumulator())
+
+    def add(self, fout: Mapping[str, np.ndarray], qout: Mapping[str, np.ndarray], samples: int) -> None:
+        """Fold one run's outputs (``samples`` samples) in: per output, the float64 sums of
+        ``f**2`` and ``(f - q)**2`` over the run, its max |f - q|, argmax agreement."""
+        first = self.pairs[0]
+        for (fname, qname), a in self.outputs.items():
+            f = np.asarray(fout[fname], dtype=np.float64)
+            q = np.asarray(qout[qname], dtype=np.float64)
+            if f.shape != q.shape:
+                raise EvaluationError(f"output {fname!r} of the float model has shape {f.shape} but the integer "
+                                      f"model's {qname!r} has {q.shape} (sample {self.samples})")
+            a.shape = f.shape
+            a.signal.add((f * f).sum())
+            a.noise.add(((f - q) ** 2).sum())
+            a.max_err = max(a.max_err, float(np.abs(f - q).max(initial=0.0)))
+            if is_class_scores(f.shape):
+                fa, qa = f.argmax(-1).ravel(), q.argmax(-1).ravel()
+                a.agree += int((fa == qa).sum())
+                a.rows += fa.size
+                if (fname, qname) == first:
+                    self.fpred.append(fa)
+                    self.qpred.append(qa)
+        self.samples += samples
+
+    def merge(self, other: "EvaluationSums") -> "EvaluationSums":
+        """This shard's sums followed by ``other``'s (the next shard in data order)."""
+        assert self.pairs == other.pairs
+        return EvaluationSums(self.pairs, {p: a.merge(other.outputs[p]) for p, a in self.outputs.items()},
+                              self.fpred + other.fpred, self.qpred + other.qpred, self.samples + other.samples,
+                              self.seconds_float + other.seconds_float, self.seconds_int + other.seconds_int)
+
+    def result(self, labels: np.ndarray | None = None, seconds: Mapping[str, float] | None = None) -> Evaluation:
+        """The :class:`Evaluation` of everything added (``labels``: see :func:`evaluate`)."""
+        n, acc, first = self.samples, self.outputs, self.pairs[0]
+        if n == 0:
+            raise EvaluationError("the evaluation data is empty: give at least one sample")
+        outputs = tuple(
+            OutputStats(fname, qname, a.shape, _sqnr_db(a.signal.value(), a.noise.value()),
+                        a.max_err, a.agree / a.rows if a.rows else None)
+            for (fname, qname), a in acc.items())
+        rows = acc[first].rows
+        f_acc = q_acc = None
+        if labels is not None:
+            labels = np.asarray(labels).ravel()
+            if not self.fpred:
+                raise EvaluationError(f"labels were given but the first output {first[0]!r} (shape {acc[first].shape}) "
+                                      "is not a class-score tensor [N, C]")
+            if labels.size != rows:
+                raise EvaluationError(f"{labels.size} labels for {rows} predictions of output {first[0]!r} "
+                                      f"({n} samples): give one label per sample row, in the data's order")
+            if not np.issubdtype(labels.dtype, np.integer):
+                raise EvaluationError(f"labels must be integer classes, got {labels.dtype}")
+            f_acc = float(np.mean(np.concatenate(self.fpred) == labels))
+            q_acc = float(np.mean(np.concatenate(self.qpred) == labels))
+        if seconds is None:
+            seconds = {"float": self.seconds_float, "int": self.seconds_int}
+        return Evaluation(n, outputs, f_acc, q_acc, rows, dict(seconds))
+
+
+def _sqnr_db(signal: float, noise: float) -> float:
+    """``10 log10(signal / noise)``; inf when the noise is 0."""
+    return float(10 * np.log10(signal / noise)) if noise > 0 else float("inf")
+
+
+def evaluate_runs(fi, qi, samples: Iterable[Mapping[str, np.ndarray]], pairs: list[tuple[str, str]], *,
+                  progress: Callable[[Progress], None] | None = None, total: int | None = None) -> EvaluationSums:
+    """:class:`EvaluationSums` of the float interpreter ``fi`` and the integer ``qi`` over
+    ``samples`` (runs of joined samples): the loop of :func:`evaluate`, and of each shard of a
+    distributed one (its interpreters built once per worker)."""
+    from intq.calibration.data import samples_in
+
+    sums = EvaluationSums(pairs)
+    t0 = time.perf_counter()
+    for sample in samples:
+        t = time.perf_counter()
+        fout = fi.run(sample, keep=False)
+        sums.seconds_float += time.perf_counter() - t
+        t = time.perf_counter()
+        qout = qi.run(sample, keep=False)
+        sums.seconds_int += time.perf_counter() - t
+        sums.add(fout, qout, samples_in(sample, fi.graph))
+        if progress is not None:
+            progress(Progress(sums.samples, total, time.perf_counter() - t0))
+    return sums
 
 
 def evaluate(float_graph: Graph, int_graph: Graph, samples: Iterable[Mapping[str, np.ndarray]],
@@ -108,67 +220,14 @@ def evaluate(float_graph: Graph, int_graph: Graph, samples: Iterable[Mapping[str
 
     ``labels``: integer classes, one per row of the first output over all samples (checked
     once every sample has run). ``progress`` is called after each sample (``total`` for its ETA).
+    The float sums are exact (:class:`EvaluationSums`): :func:`intq.distributed.evaluate` over
+    shards of the same runs gives the same numbers, bit for bit.
     """
-    from intq.calibration.data import samples_in
     from intq.runtime import Interpreter
 
     pairs = pair_outputs(float_graph, int_graph)
     fi, qi = Interpreter(float_graph), Interpreter(int_graph, target=target)
-    acc = {p: _OutputAccumulator() for p in pairs}
-    first = pairs[0]
-    fpred, qpred = [], []
-    t_float = t_int = 0.0
-    n = 0
-    t0 = time.perf_counter()
-    for sample in samples:
-        t = time.perf_counter()
-        fout = fi.run(sample, keep=False)
-        t_float += time.perf_counter() - t
-        t = time.perf_counter()
-        qout = qi.run(sample, keep=False)
-        t_int += time.perf_counter() - t
-        for (fname, qname), a in acc.items():
-            f = np.asarray(fout[fname], dtype=np.float64)
-            q = np.asarray(qout[qname], dtype=np.float64)
-            if f.shape != q.shape:
-                raise EvaluationError(f"output {fname!r} of the float model has shape {f.shape} but the integer "
-                                      f"model's {qname!r} has {q.shape} (sample {n})")
-            a.shape = f.shape
-            a.signal += float((f * f).sum())
-            a.noise += float(((f - q) ** 2).sum())
-            a.max_err = max(a.max_err, float(np.abs(f - q).max(initial=0.0)))
-            if is_class_scores(f.shape):
-                fa, qa = f.argmax(-1).ravel(), q.argmax(-1).ravel()
-                a.agree += int((fa == qa).sum())
-                a.rows += fa.size
-                if (fname, qname) == first:
-                    fpred.append(fa)
-                    qpred.append(qa)
-        n += samples_in(sample, float_graph)
-        if progress is not None:
-            progress(Progress(n, total, time.perf_counter() - t0))
-    if n == 0:
-        raise EvaluationError("the evaluation data is empty: give at least one sample")
-    outputs = tuple(
-        OutputStats(fname, qname, a.shape,
-                    float(10 * np.log10(a.signal / a.noise)) if a.noise > 0 else float("inf"),
-                    a.max_err, a.agree / a.rows if a.rows else None)
-        for (fname, qname), a in acc.items())
-    rows = acc[first].rows
-    f_acc = q_acc = None
-    if labels is not None:
-        labels = np.asarray(labels).ravel()
-        if not fpred:
-            raise EvaluationError(f"labels were given but the first output {first[0]!r} (shape {acc[first].shape}) "
-                                  "is not a class-score tensor [N, C]")
-        if labels.size != rows:
-            raise EvaluationError(f"{labels.size} labels for {rows} predictions of output {first[0]!r} "
-                                  f"({n} samples): give one label per sample row, in the data's order")
-        if not np.issubdtype(labels.dtype, np.integer):
-            raise EvaluationError(f"labels must be integer classes, got {labels.dtype}")
-        f_acc = float(np.mean(np.concatenate(fpred) == labels))
-        q_acc = float(np.mean(np.concatenate(qpred) == labels))
-    return Evaluation(n, outputs, f_acc, q_acc, rows, {"float": t_float, "int": t_int})
+    return evaluate_runs(fi, qi, samples, pairs, progress=progress, total=total).result(labels)
 
 
 def load_labels(path) -> np.ndarray:
