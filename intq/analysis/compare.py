@@ -264,15 +264,20 @@ def _detail(int_graph: Graph, int_name: str, float_name: str, a: _Accumulator, p
 
 
 def compare(float_graph: Graph, int_graph: Graph, samples, target: str = "tflite", *,
-            histogram_bins: int = 128) -> Report:
+            histogram_bins: int = 128, cluster=None, workers: int | None = None) -> Report:
     """Run both graphs on each sample (dicts ``{input: array}``; one may hold a batch of samples,
     :func:`intq.calibration.iter_batches`) and compare every mapped tensor.
 
     Besides the metrics, each tensor's float values are histogrammed (at most ``histogram_bins``
     bins) for :func:`intq.analysis.write_html_report`. The sums are exact and mergeable
-    (:class:`ComparisonSums`): :func:`intq.distributed.compare` over shards of the same runs gives
-    the same report, bit for bit.
+    (:class:`ComparisonSums`): ``cluster`` / ``workers`` run the samples in shards on Ray
+    (:func:`intq.distributed.compare`) with the same report, bit for bit.
     """
+    if cluster is not None or workers is not None:
+        from intq.distributed import compare as compare_on_ray
+
+        return compare_on_ray(float_graph, int_graph, samples, target, histogram_bins=histogram_bins,
+                              cluster=cluster, workers=workers)
     from intq.runtime import Interpreter
 
     mapping = _mapping(int_graph)

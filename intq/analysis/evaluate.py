@@ -212,7 +212,8 @@ def evaluate_runs(fi, qi, samples: Iterable[Mapping[str, np.ndarray]], pairs: li
 
 def evaluate(float_graph: Graph, int_graph: Graph, samples: Iterable[Mapping[str, np.ndarray]],
              labels: np.ndarray | None = None, *, target: str = "tflite",
-             progress: Callable[[Progress], None] | None = None, total: int | None = None) -> Evaluation:
+             progress: Callable[[Progress], None] | None = None, total: int | None = None,
+             cluster=None, workers: int | None = None) -> Evaluation:
     """Run both graphs on each sample ``{input: array}`` and compare their outputs.
 
     A sample may hold a batch of samples (:func:`intq.calibration.iter_batches`): they run together
@@ -220,9 +221,14 @@ def evaluate(float_graph: Graph, int_graph: Graph, samples: Iterable[Mapping[str
 
     ``labels``: integer classes, one per row of the first output over all samples (checked
     once every sample has run). ``progress`` is called after each sample (``total`` for its ETA).
-    The float sums are exact (:class:`EvaluationSums`): :func:`intq.distributed.evaluate` over
-    shards of the same runs gives the same numbers, bit for bit.
+    The float sums are exact (:class:`EvaluationSums`): ``cluster`` / ``workers`` run the samples
+    in shards on Ray (:func:`intq.distributed.evaluate`) with the same numbers, bit for bit.
     """
+    if cluster is not None or workers is not None:
+        from intq.distributed import evaluate as evaluate_on_ray
+
+        return evaluate_on_ray(float_graph, int_graph, samples, labels, target=target, progress=progress, total=total,
+                               cluster=cluster, workers=workers)
     from intq.runtime import Interpreter
 
     pairs = pair_outputs(float_graph, int_graph)

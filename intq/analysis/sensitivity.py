@@ -178,11 +178,12 @@ def _with_fake_quant(graph: Graph, active: set[str], qparams: Mapping[str, Quant
 
 
 def sensitivity(float_graph: Graph, int_graph: Graph, samples: Iterable[Mapping[str, np.ndarray]],
-                layers: Iterable[str] | None = None) -> SensitivityReport:
+                layers: Iterable[str] | None = None, *, cluster=None, workers: int | None = None) -> SensitivityReport:
     """Rank the layers of ``float_graph`` (simplified, as quantized) by how much keeping each out
     of int8 gains (see the module docstring). ``int_graph`` is the integer graph intq made of it
     (its ``float_tensor_of`` mapping gives each float tensor's integer parameters). ``layers``
-    limits the layers tried (node names)."""
+    limits the layers tried (node names). ``cluster`` / ``workers`` (:mod:`intq.distributed`): the
+    layers' two runs each are parallel Ray tasks, with the serial report's numbers."""
     mapping = int_graph.metadata.get("float_tensor_of")
     if not mapping:
         raise IntqError(f"graph {int_graph.name!r} has no float-tensor mapping: sensitivity needs a graph made "
@@ -226,11 +227,16 @@ def sensitivity(float_graph: Graph, int_graph: Graph, samples: Iterable[Mapping[
     everything = {n.name for n in candidates}
     ref = run(set(), False)
     all_int8 = output_sqnr(ref, run(everything, True))
-    rows = []
-    for n in candidates:
-        alone_int8 = output_sqnr(ref, run({n.name}, False))
-        alone_float = output_sqnr(ref, run(everything - {n.name}, True))
-        rows.append(LayerSensitivity(n.name, n.op_type, n.outputs[0], alone_int8, alone_float, alone_float - all_int8))
+
+    def layer(name: str) -> tuple[float, float]:
+        """(alone in int8, alone in float) output SQNR of one layer: independent of the others."""
+        return output_sqnr(ref, run({name}, False)), output_sqnr(ref, run(everything - {name}, True))
+
+    from intq.distributed.cluster import parallel_map
+
+    scores = parallel_map(layer, [n.name for n in candidates], cluster, workers)
+    rows = [LayerSensitivity(n.name, n.op_type, n.outputs[0], alone_int8, alone_float, alone_float - all_int8)
+            for n, (alone_int8, alone_float) in zip(candidates, scores)]
     rows.sort(key=lambda r: (-r.gain_db, r.alone_int8_db))
     from intq.analysis.hints import weight_bound_hints
     from intq.analysis.weight_bound import weight_only_bound
@@ -239,3 +245,4 @@ def sensitivity(float_graph: Graph, int_graph: Graph, samples: Iterable[Mapping[
     bound = {o.output: o.bound_db for o in weight_only_bound(float_graph, samples, per_channel=per_channel).outputs}
     hints = weight_bound_hints(bound, per_channel=per_channel, notes=int_graph.metadata.get("conversion_notes", ()))
     return SensitivityReport(all_int8, tuple(rows), len(samples), bound, tuple(hints))
+

@@ -31,11 +31,14 @@ TABLE_FORMAT = "intq-calibration-table/1"
 
 @dataclass(frozen=True)
 class Progress:
-    """What a progress callback receives after each sample."""
+    """What a progress callback receives after each sample (each run; a distributed run: each
+    shard, with ``shards`` done of ``shards_total``, None when the data's length is unknown)."""
 
     samples: int
     total: int | None
     elapsed: float
+    shards: int | None = None
+    shards_total: int | None = None
 
     @property
     def rate(self) -> float:
@@ -186,21 +189,36 @@ def value_aliases(graph: Graph, float_tensors) -> dict[str, str]:
 
 
 def _table(method: str, options: Mapping[str, Any], observers: Mapping[str, Observer], n: int, model: str,
-           bounded=(), aliases: Mapping[str, str] | None = None):
+           bounded=(), aliases: Mapping[str, str] | None = None, map_ranges: Callable | None = None):
     """The table of ``observers``' ranges; ``aliases`` maps tensors whose observer is a copy of
-    another's (:func:`value_aliases`) to it, whose range is then computed once."""
-    ranges = {}
+    another's (:func:`value_aliases`) to it, whose range is then computed once. ``map_ranges(fn,
+    items)`` (default: a loop) computes the ranges ``fn(item)``, in order: a distributed calibration
+    computes them as parallel tasks (the MSE / entropy / auto searches), with the same results."""
     keep = set(bounded)
     aliases = aliases or {}
+    names, todo, copies = [], [], {}
     for name, obs in observers.items():
         src = aliases.get(name)
-        if src in ranges and (src in keep) == (name in keep):  # a copy of its source's state: the same range
-            ranges[name] = ranges[src]
-            continue
-        lo, hi = obs.observed_range() if name in keep else obs.range()
-        ranges[name] = (float(lo), float(hi))
+        if src in observers and src not in copies and (src in keep) == (name in keep):
+            copies[name] = src  # a copy of its source's state: the same range
+        else:
+            names.append(name)
+            todo.append((obs, name in keep))
+    found = dict(zip(names, (map_ranges or _map)(_range_of, todo)))
+    ranges = {name: found[copies.get(name, name)] for name in observers}
     return CalibrationTable(method, ranges, {k: o.state_dict() for k, o in observers.items()}, n, options, model,
                             tuple(b for b in bounded if b in observers))
+
+
+def _map(fn: Callable, items) -> list:
+    return [fn(i) for i in items]
+
+
+def _range_of(item: tuple[Observer, bool]) -> tuple[float, float]:
+    """An observer's range as floats: its observed [min, max] when the tensor is bounded."""
+    obs, observed = item
+    lo, hi = obs.observed_range() if observed else obs.range()
+    return float(lo), float(hi)
 
 
 def method_per_tensor(table: CalibrationTable) -> dict[str, str]:
@@ -224,33 +242,30 @@ def method_per_tensor(table: CalibrationTable) -> dict[str, str]:
     return out
 
 
-def calibrate(
-    graph: Graph,
-    data,
-    method: str = "minmax",
-    *,
-    progress: Callable[[Progress], None] | None = None,
-    preprocess: Callable | None = None,
-    limit: int | None = None,
-    batch_size: int = DEFAULT_BATCH_SIZE,
-    **observer_options,
-) -> CalibrationTable:
-    """Observe every float activation of ``graph`` over ``data`` and return their ranges.
+@dataclass
+class Observation:
+    """The observers of one pass over (part of) the data, before ranges are chosen: what a shard
+    of a distributed calibration returns. ``observers`` in the order their tensors were first seen
+    (aliases included), ``copied`` maps each alias to the tensor whose observer it copies
+    (:func:`value_aliases`). :meth:`merge` gives, bit for bit, the observation of this pass's runs
+    followed by ``other``'s (observers merge exactly; ``ema`` in this order)."""
 
-    ``method``: ``minmax``, ``ema`` (moving average, ``momentum=``), ``percentile``
-    (``percentile=``), ``mse``, ``entropy`` or ``auto`` (per tensor, the best of minmax,
-    percentile, entropy and mse; :func:`method_per_tensor` says which) — see
-    :mod:`intq.calibration.observers`. Tensors an activation bounds keep their observed range under
-    every method (:func:`bounded_tensors`).
-    ``data``: see :func:`intq.calibration.data.iter_samples`. ``progress(Progress)`` is called
-    after every run; ``limit`` stops after that many samples. Graph inputs are observed too;
-    constants and integer tensors (shape arithmetic) are not.
+    observers: dict[str, Observer]
+    samples: int = 0
+    copied: dict[str, str] = field(default_factory=dict)
 
-    The samples run ``batch_size`` at a time (joined on the batch axis; the interpreter binds the
-    batch). Every observer's result is the same for any ``batch_size``: min/max and the aligned
-    histograms do not depend on how the values are grouped, and the moving average (``ema``), which
-    does, is fed one sample's slice of each tensor at a time, as if the samples had run one by one.
-    """
+    def merge(self, other: "Observation") -> "Observation":
+        observers = {k: (o.merge(other.observers[k]) if k in other.observers else o) for k, o in self.observers.items()}
+        observers.update((k, o) for k, o in other.observers.items() if k not in observers)
+        return Observation(observers, self.samples + other.samples, {**self.copied, **other.copied})
+
+
+def observe(graph: Graph, runs, method: str = "minmax", *, progress: Callable[[Progress], None] | None = None,
+            total: int | None = None, interpreter=None, **observer_options) -> Observation:
+    """Feed every float activation of ``graph`` over ``runs`` — ``(joined samples, rows)`` pairs as
+    :func:`intq.calibration.data.grouped` yields them — to a ``method`` observer: the loop of
+    :func:`calibrate`, and of each shard of a distributed calibration (whose worker passes its
+    ``interpreter`` of ``graph``, built once). ``progress`` after each run."""
     from intq.runtime.interpreter import Interpreter
 
     float_tensors = {k for k, t in graph.tensors.items() if not t.is_constant and np.issubdtype(t.dtype, np.floating)}
@@ -263,7 +278,7 @@ def calibrate(
     aliases = value_aliases(graph, float_tensors) if method != "ema" else {}
     order: dict[str, None] = {}  # every observed tensor, aliases included, in the order first seen
 
-    def observe(name: str, value: np.ndarray) -> None:
+    def see(name: str, value: np.ndarray) -> None:
         if name not in float_tensors or not np.issubdtype(np.asarray(value).dtype, np.floating):
             return
         order.setdefault(name)
@@ -281,15 +296,12 @@ def calibrate(
         else:
             obs.update(value)
 
-    interpreter = Interpreter(graph)
-    total = limit
-    if total is None and hasattr(data, "__len__") and not isinstance(data, (str, Path, np.ndarray, Mapping)):
-        total = len(data)
+    interpreter = interpreter or Interpreter(graph)
     start = time.perf_counter()
     n = 0
-    for batch, sizes in grouped(iter_samples(data, graph, preprocess), graph, batch_size, limit):
+    for batch, sizes in runs:
         rows[:] = sizes
-        interpreter.run(batch, keep=False, capture=observe)
+        interpreter.run(batch, keep=False, capture=see)
         n += len(sizes)
         if progress:
             progress(Progress(n, total, time.perf_counter() - start))
@@ -299,5 +311,57 @@ def calibrate(
             state = observers[src].state_dict()
             observers[name] = Observer.from_state_dict({**state, "name": name})
             copied[name] = src
-    observers = {k: observers[k] for k in order if k in observers}
-    return _table(method, observer_options, observers, n, graph.name, bounded_tensors(graph), copied)
+    return Observation({k: observers[k] for k in order if k in observers}, n, copied)
+
+
+def table_of(graph: Graph, method: str, observation: Observation, map_ranges: Callable | None = None,
+             **observer_options) -> CalibrationTable:
+    """The :class:`CalibrationTable` of an :class:`Observation` (``map_ranges``: see :func:`_table`)."""
+    return _table(method, observer_options, observation.observers, observation.samples, graph.name,
+                  bounded_tensors(graph), observation.copied, map_ranges)
+
+
+def calibrate(
+    graph: Graph,
+    data,
+    method: str = "minmax",
+    *,
+    progress: Callable[[Progress], None] | None = None,
+    preprocess: Callable | None = None,
+    limit: int | None = None,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    cluster=None,
+    workers: int | None = None,
+    **observer_options,
+) -> CalibrationTable:
+    """Observe every float activation of ``graph`` over ``data`` and return their ranges.
+
+    ``method``: ``minmax``, ``ema`` (moving average, ``momentum=``), ``percentile``
+    (``percentile=``), ``mse``, ``entropy`` or ``auto`` (per tensor, the best of minmax,
+    percentile, entropy and mse; :func:`method_per_tensor` says which) — see
+    :mod:`intq.calibration.observers`. Tensors an activation bounds keep their observed range under
+    every method (:func:`bounded_tensors`).
+    ``data``: see :func:`intq.calibration.data.iter_samples`. ``progress(Progress)`` is called
+    after every run; ``limit`` stops after that many samples. Graph inputs are observed too;
+    constants and integer tensors (shape arithmetic) are not.
+
+    The samples run ``batch_size`` at a time (joined on the batch axis; the interpreter binds the
+    batch). Every observer's result is the same for any ``batch_size``: min/max and the aligned
+    histograms do not depend on how the values are grouped, and the moving average (``ema``), which
+    does, is fed one sample's slice of each tensor at a time, as if the samples had run one by one.
+
+    ``cluster`` (a Ray address such as ``"10.0.0.5:6379"``, ``"auto"``, or an
+    :class:`intq.distributed.Cluster`) or ``workers`` (N local workers) runs the batches on Ray
+    (:func:`intq.distributed.calibrate`): the same table, bit for bit.
+    """
+    if cluster is not None or workers is not None:
+        from intq.distributed import calibrate as calibrate_on_ray
+
+        return calibrate_on_ray(graph, data, method, cluster=cluster, workers=workers, progress=progress,
+                                preprocess=preprocess, limit=limit, batch_size=batch_size, **observer_options)
+    total = limit
+    if total is None and hasattr(data, "__len__") and not isinstance(data, (str, Path, np.ndarray, Mapping)):
+        total = len(data)
+    runs = grouped(iter_samples(data, graph, preprocess), graph, batch_size, limit)
+    observation = observe(graph, runs, method, progress=progress, total=total, **observer_options)
+    return table_of(graph, method, observation, **observer_options)

@@ -22,6 +22,7 @@ from intq.convert.context import ConversionContext, ConversionError, identity, r
 from intq.convert.precision import auto_precision, emit_float_node, float_nodes, int16_tensors, island_tensors, \
     target_shortfall
 from intq.convert.rules import RULES
+from intq.distributed.cluster import with_cluster
 from intq.errors import UnsupportedOperatorError
 from intq.ir import Graph
 from intq.qmath import QuantParams, choose_qparams
@@ -194,11 +195,12 @@ def _give_every_linear_op_a_bias(cx: ConversionContext) -> None:
         cx.nodes[i] = node.with_(inputs=tuple(inputs))
 
 
+@with_cluster
 def quantize(model, data=None, *, method: str = "minmax", per_channel: bool = True, table: CalibrationTable | None = None,
              input_shapes=None, example_inputs=None, constant_inputs=None, progress=None, input_type: str = "float32",
              output_type: str = "float32", precision=None, target_sqnr: float | None = None,
              bias_correction: bool = False, equalization: bool = False, adaround: bool = False,
-             **observer_options) -> Graph:
+             cluster=None, workers: int | None = None, **observer_options) -> Graph:
     """The whole pipeline: a model (path, ONNX proto, torch module or float Graph) and calibration
     ``data`` (or a ready ``table``) give an integer-only graph.
 
@@ -220,6 +222,9 @@ def quantize(model, data=None, *, method: str = "minmax", per_channel: bool = Tr
     calibration samples and, like bias correction, is kept only if it brings the outputs closer to
     float on the second half (if both are asked for, AdaRound is checked against the result of
     bias correction's check).
+    ``cluster`` (a Ray address or an :class:`intq.distributed.Cluster`) or ``workers`` (N local
+    workers): calibration in shards on Ray, the ``target_sqnr`` candidates and AdaRound's layers as
+    parallel tasks (:mod:`intq.distributed`) — the same graph, bit for bit.
     """
     from intq.frontends import load
     from intq.passes import simplify
@@ -238,7 +243,7 @@ def quantize(model, data=None, *, method: str = "minmax", per_channel: bool = Tr
     if table is None:
         if data is None:
             raise ConversionError("quantize needs calibration data (or a calibration table=)")
-        table = calibrate(graph, data, method, progress=progress, **observer_options)
+        table = calibrate(graph, data, method, progress=progress, cluster=cluster, **observer_options)
     corrected = None
     if bias_correction:
         if data is None:
@@ -258,7 +263,7 @@ def quantize(model, data=None, *, method: str = "minmax", per_channel: bool = Tr
 
         held = list(iter_samples(data, graph, None))
         fit_a, check_a = (held[: len(held) // 2], held[len(held) // 2:]) if len(held) >= 2 else (held, held)
-        rounded = adaround_weights(graph, fit_a, per_channel=per_channel)
+        rounded = adaround_weights(graph, fit_a, per_channel=per_channel, cluster=cluster)
     precision = dict(precision or {})
     if target_sqnr is not None:
         if data is None:
@@ -267,7 +272,7 @@ def quantize(model, data=None, *, method: str = "minmax", per_channel: bool = Tr
 
         samples = [s for _, s in zip(range(8), iter_samples(data, graph, None))]
         auto, reached = auto_precision(graph, table, samples, target_sqnr, convert_options={"per_channel": per_channel},
-                                       base=precision)
+                                       base=precision, cluster=cluster)
         precision.update(auto)
         shortfall = (target_shortfall(graph, table, samples, target_sqnr, precision, per_channel=per_channel)
                      if reached < target_sqnr else None)

@@ -337,14 +337,20 @@ def int16_levels(graph: Graph, precision: Mapping[str, str] | None, max_levels: 
 
 def auto_precision(graph: Graph, table: CalibrationTable, samples, target_sqnr: float, *,
                    ratio: float = DEFAULT_RATIO, convert_options: Mapping | None = None,
-                   base: Mapping[str, str] | None = None) -> tuple[dict[str, str], float]:
+                   base: Mapping[str, str] | None = None, cluster=None) -> tuple[dict[str, str], float]:
     """The fewest range-mismatched joins in int16, added to ``base`` (the user's choices), that
     bring the output SQNR on ``samples`` to ``target_sqnr`` dB (see the module docstring), then,
     if they do not, float islands (:func:`island_candidates`, smallest first) until it does:
     ``(precision table, SQNR reached)``. ``table`` is the calibration table *before*
     :func:`~intq.calibration.reconcile_ranges` (a Concat's union hides its inputs' ranges). If
     every candidate together does not reach the target, all of them are returned with the SQNR
-    they give. A candidate that does not raise the SQNR is not kept."""
+    they give. A candidate that does not raise the SQNR is not kept.
+
+    ``cluster`` (an :class:`intq.distributed.Cluster`): the candidates are scored as parallel Ray
+    tasks, ``cluster.workers`` at a time, *speculatively*: each window of candidates is scored
+    against the current choice, and the first one kept discards the window's later scores (they
+    assumed the old choice) — the same choices and SQNR as the serial search, which is what runs
+    without a cluster (a window of one)."""
     from intq.analysis.sensitivity import output_sqnr
     from intq.calibration import reconcile_ranges
     from intq.convert import convert
@@ -368,65 +374,111 @@ def auto_precision(graph: Graph, table: CalibrationTable, samples, target_sqnr: 
                 got[k].append(v)
         return output_sqnr(ref, got)
 
+    def trial(chosen: dict[str, str], node: Node, prec: str) -> dict[str, str] | None:
+        """``chosen`` with ``node`` in ``prec``; None when it is no candidate given ``chosen``."""
+        if node.name in chosen or node.outputs[0] in chosen or (prec == "int16" and node.name in float_nodes(graph, chosen)):
+            return None
+        out = {**chosen, node.name: prec}
+        if prec == "float":  # an int16 join the island swallows is no longer a choice
+            inside = float_nodes(graph, out)
+            out = {k: v for k, v in out.items() if v != "int16" or _node_named(graph, k).name not in inside}
+        return out
+
+    scores = _scorer(score, cluster)
     chosen: dict[str, str] = dict(base or {})
     reached = score(chosen)
     candidates = [(n, "int16") for n, _ in mismatched_joins(graph, table, ratio)]
     candidates += [(n, "float") for n in island_candidates(graph)]
-    for node, prec in candidates:
-        if reached >= target_sqnr:
-            break
-        if node.name in chosen or node.outputs[0] in chosen or (prec == "int16" and node.name in float_nodes(graph, chosen)):
-            continue
-        trial = {**chosen, node.name: prec}
-        if prec == "float":  # an int16 join the island swallows is no longer a choice
-            inside = float_nodes(graph, trial)
-            trial = {k: v for k, v in trial.items() if v != "int16" or _node_named(graph, k).name not in inside}
-        got = score(trial)
-        if got > reached:
-            chosen, reached = trial, got
+    chosen, reached = _greedy(candidates, chosen, reached, lambda c, cand: trial(c, *cand), scores,
+                              lambda got, best: got > best, lambda best: best >= target_sqnr, _width(cluster))
     if reached < target_sqnr:
-        chosen, reached = _grow_int16(graph, chosen, reached, target_sqnr, score)
+        chosen, reached = _grow_int16(graph, chosen, reached, target_sqnr, score, cluster)
     return chosen, reached
 
 
-def _grow_int16(graph: Graph, chosen: dict[str, str], reached: float, target_sqnr: float, score):
+def _width(cluster) -> int:
+    return cluster.workers if cluster is not None else 1
+
+
+def _scorer(score, cluster):
+    """``trials -> [score(t) for t in trials]``: a loop, or Ray tasks on ``cluster``."""
+    if cluster is None:
+        return lambda trials: [score(t) for t in trials]
+    return lambda trials: cluster.map(score, trials)
+
+
+def _greedy(candidates: list, chosen, reached: float, make_trial, scores, better, done, width: int):
+    """The serial greedy search ``for c in candidates: if done(reached): break; t = make_trial(chosen,
+    c); if t is not None and better(s := score(t), reached): chosen, reached = t, s`` with its
+    scores computed ``width`` trials at a time: a window of trials is built from the current
+    choice and scored together; the first one kept ends the window (the trials after it assumed
+    the previous choice and are built again from the new one). The same result as the serial loop."""
+    i = 0
+    while i < len(candidates) and not done(reached):
+        window, j = [], i
+        while j < len(candidates) and len(window) < width:
+            t = make_trial(chosen, candidates[j])
+            if t is not None:
+                window.append((j, t))
+            j += 1
+        i = j
+        for (k, t), got in zip(window, scores([t for _, t in window])):
+            if better(got, reached):
+                chosen, reached, i = t, got, k + 1
+                break
+    return chosen, reached
+
+
+def _grow_int16(graph: Graph, chosen: dict[str, str], reached: float, target_sqnr: float, score, cluster=None):
     """Grow an int16 region backwards from the outputs (:func:`int16_levels`) by the fewest levels
     that reach ``target_sqnr``: levels 1, 2, 4, 8... until one reaches it, then bisection between
     the last two (the SQNR is taken to grow with the region, as int16 replaces int8 noise by 256
     times less), then each layer of the deepest level that the target does not need is left int8
     (at most :data:`MAX_PRUNED` tries); if no depth reaches it, the depth of highest SQNR among
     those tried (the least of equals). ``(chosen, reached)`` unchanged when no depth raises the
-    SQNR."""
+    SQNR. With a ``cluster`` the depths of the doubling sequence (and the bisection's, once few are
+    left) are scored ahead in parallel and the pruning is speculative (:func:`_greedy`): the
+    same result."""
     levels = int16_levels(graph, chosen)
-    tried: dict[int, float] = {}
+    tried: dict[int, float] = {}  # the depths the serial search looks at, and their SQNR
+    known: dict[int, float] = {}  # every depth scored (some ahead of their turn)
+    width, scores = _width(cluster), _scorer(score, cluster)
 
     def table(depth: int) -> dict[str, str]:
         return {**chosen, **{n.name: "int16" for level in levels[:depth] for n in level}}
 
-    def at(depth: int) -> float:
-        if depth not in tried:
-            tried[depth] = score(table(depth))
+    def prefetch(depths) -> None:
+        todo = [d for d in dict.fromkeys(depths) if d not in known]
+        known.update(zip(todo, scores([table(d) for d in todo])))
+
+    def at(depth: int, ahead=()) -> float:
+        if depth not in known:
+            prefetch([depth, *ahead][:width])
+        tried[depth] = known[depth]
         return tried[depth]
 
-    lo, hi, depth = 0, None, 1
+    doubling, depth = [], 1
     while depth <= len(levels):
-        if at(depth) >= target_sqnr:
+        doubling.append(depth)
+        depth = len(levels) if depth < len(levels) < 2 * depth else 2 * depth
+    lo, hi = 0, None
+    for k, depth in enumerate(doubling):
+        if at(depth, doubling[k + 1:]) >= target_sqnr:
             hi = depth
             break
         lo = depth
-        depth = len(levels) if depth < len(levels) < 2 * depth else 2 * depth
     if hi is not None:
         while hi - lo > 1:  # the smallest depth in (lo, hi] reaching the target
+            if hi - lo - 1 <= width:
+                prefetch(range(lo + 1, hi))
             mid = (lo + hi) // 2
             lo, hi = (lo, mid) if at(mid) >= target_sqnr else (mid, hi)
         best, got = table(hi), tried[hi]
         last = levels[hi - 1]
         if len(last) <= MAX_PRUNED:  # then drop the deepest level's layers the target does not need
-            for node in reversed(last):
-                trial = {k: v for k, v in best.items() if k != node.name}
-                reached_without = score(trial)
-                if reached_without >= target_sqnr:
-                    best, got = trial, reached_without
+            best, got = _greedy(list(reversed(last)), best, got,
+                                lambda b, node: {k: v for k, v in b.items() if k != node.name}, scores,
+                                lambda new, _: new >= target_sqnr, lambda _: False, width)
         return best, got
     if not tried:
         return chosen, reached

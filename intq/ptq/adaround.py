@@ -24,6 +24,7 @@ kernels and explicit pads, and Gemm (``transA = 0``), with constant float weight
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import numpy as np
@@ -125,6 +126,11 @@ def round_adaptively(w: np.ndarray, scales: np.ndarray, cov: np.ndarray, *, iter
     return np.where(fixed, nearest, q)
 
 
+def _round_layer(job: tuple[np.ndarray, np.ndarray, np.ndarray], iters: int) -> np.ndarray:
+    """:func:`round_adaptively` of one layer's ``(w, scales, cov)``: a task of its own."""
+    return round_adaptively(*job, iters=iters)
+
+
 def output_error(w: np.ndarray, wq: np.ndarray, cov: np.ndarray) -> float:
     """``E || (wq - w) x ||^2`` summed over output channels, from the input second moments."""
     e = wq - w
@@ -132,12 +138,14 @@ def output_error(w: np.ndarray, wq: np.ndarray, cov: np.ndarray) -> float:
 
 
 def adaround(graph: Graph, data, *, per_channel: bool = True, iters: int = 1000, preprocess: Callable | None = None,
-             limit: int | None = None, seed: int = 0) -> Graph:
+             limit: int | None = None, seed: int = 0, cluster=None) -> Graph:
     """The graph with each eligible layer's float weights replaced by ``s * q``, ``q`` the int8
     weights AdaRound chooses on ``data`` (anything :func:`intq.calibration.iter_samples` reads;
     ``limit`` samples at most), so that :func:`intq.convert` quantizes them to exactly ``q``. A
     layer keeps its weights when AdaRound's rounding does not lower its output error on the data
-    below round-to-nearest's, or when the converter would not reproduce ``q``."""
+    below round-to-nearest's, or when the converter would not reproduce ``q``. ``cluster`` (an
+    :class:`intq.distributed.Cluster`): each layer's optimisation (independent of the others once
+    the input moments are measured) is a parallel Ray task, with the serial result."""
 
     layers = [n for n in _layers(graph) if _conv_ok(n, graph.constant(n.inputs[1]))]
     if not layers:
@@ -160,6 +168,7 @@ def adaround(graph: Graph, data, *, per_channel: bool = True, iters: int = 1000,
     tensors = dict(graph.tensors)
     replaced: dict[str, Node] = {}
     taken: set[str] = set()
+    jobs = []
     for n in layers:
         if n.name not in cov:
             continue
@@ -168,7 +177,11 @@ def adaround(graph: Graph, data, *, per_channel: bool = True, iters: int = 1000,
         c = cov[n.name] / rows[n.name]
         s = weight_scales(w, axis if per_channel else None)
         s = (s.reshape(m.shape[0], m.shape[1], 1) if per_channel else np.full((m.shape[0], m.shape[1], 1), s[0]))
-        q = round_adaptively(m, s, c, iters=iters)
+        jobs.append((n, w, m, axis, c, s))
+    from intq.distributed.cluster import parallel_map
+
+    chosen = parallel_map(functools.partial(_round_layer, iters=iters), [(m, s, c) for _, _, m, _, c, s in jobs], cluster)
+    for (n, w, m, axis, c, s), q in zip(jobs, chosen):
         nearest = np.clip(np.round(m / s), -127, 127)
         if output_error(m, s * q, c) >= output_error(m, s * nearest, c):
             continue

@@ -1,0 +1,273 @@
+"""Where distributed work runs: a Ray cluster — an existing one, or a local one started for the run.
+
+:func:`connect` turns what the user gave (``--cluster ADDRESS`` / ``cluster=``, ``--workers N`` /
+``workers=``) into a :class:`Cluster`:
+
+* ``"HOST:PORT"`` — the head node of a running cluster (``ray start --head --port PORT`` there; the
+  GCS port, 6379 by default). The port is tried first (a TCP connection, :data:`CONNECT_TIMEOUT`
+  seconds), so an address that cannot be reached is a :class:`ClusterError` naming it at once
+  instead of Ray's minute of retries;
+* ``"ray://HOST:PORT"`` — the same cluster through the Ray Client port (10001 by default);
+* ``"auto"`` — the cluster this machine belongs to (``RAY_ADDRESS``, or the one ``ray start`` made);
+* ``None`` with ``workers=N`` — a private Ray instance on this machine with N worker CPUs, shut
+  down when the cluster is closed.
+
+When this process is already connected (``ray.init`` done by the caller, or an earlier
+:func:`connect`), that connection is used as it is and left open.
+
+Ray is an optional dependency (``pip install 'intq[ray]'``); nothing here imports it before a
+cluster is asked for. The workers import intq themselves: every node needs the same intq and
+numpy as the driver (:meth:`Cluster.check_workers` refuses a worker that differs, naming its node),
+since the float models' arithmetic, and so the bit-identical results, depend on them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import logging
+import os
+import socket
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from intq.errors import IntqError
+
+#: Seconds a TCP connection to the cluster's address may take before it is called unreachable.
+CONNECT_TIMEOUT = 5.0
+#: Object store of a private local Ray instance (bytes): shards and models, not datasets.
+LOCAL_OBJECT_STORE = 256 * 1024 * 1024
+#: Times Ray restarts a worker that died (and retries the shards it held) before the run fails.
+MAX_RESTARTS = 3
+
+
+class ClusterError(IntqError):
+    """The cluster cannot be reached or used (a wrong address, Ray missing, a worker that differs)."""
+
+
+def ray_module():
+    """The ``ray`` module, or a :class:`ClusterError` saying how to install it."""
+    try:
+        import ray
+    except ImportError:
+        raise ClusterError("distributed runs need Ray, an optional dependency: pip install 'intq[ray]'") from None
+    return ray
+
+
+def _host_port(address: str) -> tuple[str, int] | None:
+    """(host, port) of ``HOST:PORT`` or ``ray://HOST:PORT``; None for addresses without a port."""
+    rest = address.split("://", 1)[1] if "://" in address else address
+    host, sep, port = rest.rpartition(":")
+    if not sep or not port.isdigit():
+        return None
+    return host.strip("[]"), int(port)
+
+
+def check_reachable(address: str, timeout: float = CONNECT_TIMEOUT) -> None:
+    """Raise :class:`ClusterError` naming ``address`` unless a TCP connection to it opens."""
+    hp = _host_port(address)
+    if hp is None:
+        raise ClusterError(f"cluster address {address!r} is not HOST:PORT, ray://HOST:PORT or 'auto' "
+                           "(the head node's GCS port, 6379 by default: `ray start --head --port 6379` prints it)")
+    try:
+        with socket.create_connection(hp, timeout=timeout):
+            pass
+    except OSError as e:
+        why = e.strerror or type(e).__name__
+        raise ClusterError(f"cannot reach the Ray cluster at {address!r} ({why}, within {timeout:g} s): start its "
+                           f"head with `ray start --head --port {hp[1]}` on {hp[0]}, or check the address and that "
+                           "the port is open from this machine") from None
+
+
+@dataclass
+class Cluster:
+    """A connection to Ray, and how many workers intq uses on it.
+
+    ``workers``: actors started for a sharded run (each holds the models once) and the parallelism
+    of the search tasks; by default the cluster's CPU count. ``address`` is what was asked for
+    (None: a private local instance). Use it as a context manager, or call :meth:`close`: a private
+    instance is shut down, a connection intq opened is closed, one the caller opened is left open.
+    """
+
+    address: str | None
+    workers: int
+    owned: bool = False  # intq called ray.init (and calls ray.shutdown on close)
+
+    def __enter__(self) -> "Cluster":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Shut Ray down (its workers with it) if intq started or connected it; a connection the
+        caller made is left open, with the workers, for the next call."""
+        if self.owned:
+            ray = ray_module()
+            _end_pool(ray)
+            if ray.is_initialized():
+                ray.shutdown()
+            self.owned = False
+
+    def describe(self) -> str:
+        where = self.address or "a local Ray instance"
+        return f"{self.workers} worker{'s' if self.workers != 1 else ''} on {where}"
+
+    # -- workers -------------------------------------------------------------------------------------
+
+    def pool(self) -> list:
+        """:attr:`workers` actors (:class:`intq.distributed.workers.Worker`, 1 CPU each) that every
+        sharded run and :meth:`map` uses. They belong to this process's Ray connection, are started
+        on first use (more when a later call asks for more) and end with it. Ray restarts one
+        whose process died (and retries its pending calls) up to :data:`MAX_RESTARTS` times. Their
+        intq / numpy versions are checked against this process's."""
+        ray = ray_module()
+        job = ray.get_runtime_context().get_job_id()
+        if _POOL["job"] != job:  # a new connection: the old handles are gone
+            _POOL.update(job=job, actors=[])
+        missing = self.workers - len(_POOL["actors"])
+        if missing > 0:
+            from intq.distributed.workers import Worker
+
+            actor = ray.remote(Worker).options(num_cpus=1, max_restarts=MAX_RESTARTS, max_task_retries=MAX_RESTARTS)
+            new = [actor.remote() for _ in range(missing)]
+            self.check_workers(new)
+            _POOL["actors"].extend(new)
+        return _POOL["actors"][:self.workers]
+
+    def check_workers(self, workers: Sequence) -> None:
+        """Refuse workers whose intq or numpy version differs from this process's (naming the node)."""
+        ray = ray_module()
+        mine = versions()
+        for info in get(ray, [w.info.remote() for w in workers]):
+            if info["versions"] != mine:
+                raise ClusterError(
+                    f"the worker on node {info['node']} runs {info['versions']}, this process {mine}: install the "
+                    "same intq and numpy on every node (results are bit-identical only with the same arithmetic)")
+
+    def worker_pids(self) -> list[int]:
+        """The process id of each worker (a restarted worker has a new one)."""
+        ray = ray_module()
+        return [info["pid"] for info in get(ray, [w.info.remote() for w in self.pool()])]
+
+    # -- parallel tasks ----------------------------------------------------------------------------
+
+    def map(self, fn: Callable[[Any], Any], items: Iterable[Any]) -> list:
+        """``[fn(item) for item in items]``, the calls spread over the workers, results in order.
+
+        ``fn`` is serialised once (cloudpickle: a closure over graphs and samples is fine, an open
+        Interpreter is not), put in the object store and kept by each worker for the calls that
+        follow; a worker that dies is restarted and its calls retried. An intq error in a call is
+        raised here as itself."""
+        items = list(items)
+        if not items:
+            return []
+        from intq.distributed.workers import put_once
+
+        ray = ray_module()
+        pool = self.pool()
+        box = put_once(fn)
+        return get(ray, [pool[i % len(pool)].apply.remote(box, item) for i, item in enumerate(items)])
+
+
+#: The workers of this process's Ray connection (job id), shared by every Cluster on it.
+_POOL: dict = {"job": None, "actors": []}
+
+
+def _end_pool(ray) -> None:
+    if ray.is_initialized():
+        for w in _POOL["actors"]:
+            ray.kill(w, no_restart=True)
+    _POOL.update(job=None, actors=[])
+
+
+def versions() -> dict[str, str]:
+    """The versions that decide the arithmetic: intq's and numpy's."""
+    import numpy as np
+
+    import intq
+
+    return {"intq": intq.__version__, "numpy": np.__version__}
+
+
+def get(ray, refs: list) -> list:
+    """``ray.get(refs)``, with an intq error raised in a task re-raised as itself and a worker that
+    died for good reported as a :class:`ClusterError`."""
+    try:
+        return ray.get(refs)
+    except ray.exceptions.RayTaskError as e:
+        if isinstance(e.cause, IntqError):
+            raise e.cause from None
+        raise
+    except ray.exceptions.RayActorError as e:
+        raise ClusterError(f"a worker died {MAX_RESTARTS + 1} times (it is restarted and its shards retried "
+                           f"{MAX_RESTARTS} times): {e}") from None
+
+
+def connect(cluster=None, workers: int | None = None) -> Cluster:
+    """A :class:`Cluster` for ``cluster`` (a Cluster, an address — see the module docstring — or
+    None) and ``workers`` (None: the cluster's CPUs)."""
+    if isinstance(cluster, Cluster):
+        if workers is not None:
+            cluster.workers = workers
+        return cluster
+    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
+        raise ClusterError(f"workers must be a positive integer, got {workers!r}")
+    if cluster is not None and not isinstance(cluster, str):
+        raise ClusterError(f"cluster must be an address string or an intq.distributed.Cluster, got {cluster!r}")
+    ray = ray_module()
+    owned = False
+    if ray.is_initialized():
+        pass  # the caller's connection: used as it is
+    elif cluster is None or cluster == "local":
+        ray.init(num_cpus=workers or os.cpu_count(), object_store_memory=LOCAL_OBJECT_STORE, include_dashboard=False,
+                 log_to_driver=False, logging_level=logging.ERROR)
+        owned = True
+    else:
+        if cluster != "auto":
+            check_reachable(cluster)
+        hp = _host_port(cluster)
+        extra = {"_node_ip_address": hp[0]} if hp and hp[0] in ("127.0.0.1", "localhost") else {}
+        try:
+            ray.init(address=cluster, log_to_driver=False, logging_level=logging.ERROR, **extra)
+        except (ConnectionError, RuntimeError, ValueError, ray.exceptions.RayError) as e:
+            raise ClusterError(f"cannot connect to the Ray cluster at {cluster!r}: {e}") from None
+        owned = True
+    cpus = int(ray.cluster_resources().get("CPU", 1))
+    return Cluster(cluster, workers or max(cpus, 1), owned)
+
+
+def with_cluster(fn):
+    """Let ``fn(..., cluster=None, workers=None)`` be called with an address or a worker count: the
+    wrapper connects (:func:`connect`), calls ``fn`` with the :class:`Cluster` as ``cluster`` (and
+    ``workers=None``), and closes what it opened. A Cluster, or neither, is passed on as it is."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, cluster=None, workers=None, **kwargs):
+        if workers is None and (cluster is None or isinstance(cluster, Cluster)):
+            return fn(*args, cluster=cluster, **kwargs)
+        with session(cluster, workers) as c:
+            return fn(*args, cluster=c, **kwargs)
+
+    return wrapper
+
+
+@contextlib.contextmanager
+def session(cluster=None, workers: int | None = None):
+    """A :class:`Cluster` for the call: the caller's (left open) or one connected here (closed after)."""
+    c = connect(cluster, workers)
+    try:
+        yield c
+    finally:
+        if c is not cluster:
+            c.close()
+
+
+def parallel_map(fn: Callable, items: Iterable, cluster=None, workers: int | None = None) -> list:
+    """``[fn(i) for i in items]``: a plain loop when neither ``cluster`` nor ``workers`` is given,
+    else :meth:`Cluster.map` (Ray tasks, the results in order)."""
+    if cluster is None and workers is None:
+        return [fn(i) for i in items]
+    with session(cluster, workers) as c:
+        return c.map(fn, items)

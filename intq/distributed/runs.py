@@ -1,0 +1,115 @@
+"""Calibration, evaluation and comparison over shards on Ray actors: the local functions' results,
+bit for bit.
+
+Each function takes what its local counterpart takes, plus ``cluster`` / ``workers``
+(:func:`intq.distributed.connect`) and ``shard_runs`` (runs per shard). The driver reads the data
+run by run as the local loop does (:mod:`intq.calibration.data`: streamed), groups the runs into
+shards, sends them to ``workers`` actors holding the models (:mod:`intq.distributed.shards`) and
+merges their results in data order:
+
+* calibration: observer states (exact merges; ``ema`` replays in order), then the ranges — for the
+  searching methods (``percentile``, ``mse``, ``entropy``, ``auto``) one Ray task per tensor;
+* evaluation / comparison: :class:`~intq.analysis.evaluate.EvaluationSums` /
+  :class:`~intq.analysis.compare.ComparisonSums` (exact float sums, integer counts).
+
+Bit-identical to the local run on the same machine class: each run is computed by the same code on
+the same inputs, and every reduction across runs is exact or order-fixed. A worker on another CPU
+class computes the integer models identically (integer arithmetic), and the float model with that
+CPU's numpy / BLAS kernels (see docs/scale.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+
+import numpy as np
+
+from intq.calibration.calibrate import CalibrationTable, Progress, table_of
+from intq.calibration.data import DEFAULT_BATCH_SIZE, grouped, iter_samples, samples_in
+from intq.calibration.observers import make_observer
+from intq.distributed.cluster import Cluster, parallel_map, session  # noqa: F401 (re-exported)
+from intq.distributed.shards import DEFAULT_SHARD_RUNS, chunks, run_sharded
+from intq.distributed.workers import models_ref, unpack_observation
+from intq.ir import Graph
+
+#: Methods whose range is a search over the state (one Ray task per tensor); minmax and ema are read.
+SEARCHED_METHODS = frozenset({"percentile", "mse", "entropy", "auto"})
+
+
+def _actors(c: Cluster, float_graph: Graph, int_graph: Graph | None = None, target: str = "tflite"):
+    """(workers, models): the cluster's workers and the box of the graphs they run, put once."""
+    return c.pool(), models_ref(float_graph, int_graph, target)
+
+
+def _merge_observations(acc, doc):
+    obs = unpack_observation(doc)
+    return obs if acc is None else acc.merge(obs)
+
+
+def calibrate(graph: Graph, data, method: str = "minmax", *, cluster=None, workers: int | None = None,
+              progress: Callable[[Progress], None] | None = None, preprocess: Callable | None = None,
+              limit: int | None = None, batch_size: int = DEFAULT_BATCH_SIZE, shard_runs: int = DEFAULT_SHARD_RUNS,
+              **observer_options) -> CalibrationTable:
+    """:func:`intq.calibrate` on Ray: the same :class:`CalibrationTable` (ranges and observer
+    states), bit for bit. ``progress`` after each shard merged (shards done / total, ETA)."""
+    make_observer(method, name="probe", **observer_options)  # the method and options, checked before any work
+    total = limit
+    if total is None and hasattr(data, "__len__") and not isinstance(data, (str, Path, np.ndarray, Mapping)):
+        total = len(data)
+    runs = grouped(iter_samples(data, graph, preprocess), graph, batch_size, limit)
+    shards = ((chunk, sum(len(rows) for _, rows in chunk)) for chunk in chunks(runs, shard_runs))
+    with session(cluster, workers) as c:
+        actors, models = _actors(c, graph)
+        observation = run_sharded(c, actors, "observe", shards, _merge_observations, models=models,
+                                  args=(method, dict(observer_options)), progress=progress, total=total)
+        return table_of(graph, method, observation, c.map if method in SEARCHED_METHODS else None, **observer_options)
+
+
+def _sharded_samples(samples: Iterable, graph: Graph, shard_runs: int):
+    return ((chunk, sum(samples_in(s, graph) for s in chunk)) for chunk in chunks(samples, shard_runs))
+
+
+def evaluate(float_graph: Graph, int_graph: Graph, samples: Iterable[Mapping[str, np.ndarray]],
+             labels: np.ndarray | None = None, *, target: str = "tflite", cluster=None, workers: int | None = None,
+             progress: Callable[[Progress], None] | None = None, total: int | None = None,
+             shard_runs: int = DEFAULT_SHARD_RUNS):
+    """:func:`intq.analysis.evaluate.evaluate` on Ray: the same numbers (SQNR, max error, top-1
+    agreement, accuracy), bit for bit. ``samples``: runs of joined samples
+    (:func:`intq.calibration.iter_batches`), read on this machine."""
+    from intq.analysis.evaluate import pair_outputs
+    from intq.kernels import get_target
+
+    pairs = pair_outputs(float_graph, int_graph)
+    resolved = get_target(target).name  # resolved here: every worker computes this machine's target
+    with session(cluster, workers) as c:
+        actors, models = _actors(c, float_graph, int_graph, resolved)
+        sums = run_sharded(c, actors, "evaluate", _sharded_samples(samples, float_graph, shard_runs),
+                           lambda acc, s: s if acc is None else acc.merge(s), models=models, args=(pairs,),
+                           progress=progress, total=total)
+    if sums is None:
+        from intq.analysis.evaluate import EvaluationError
+
+        raise EvaluationError("the evaluation data is empty: give at least one sample")
+    return sums.result(labels)
+
+
+def compare(float_graph: Graph, int_graph: Graph, samples, target: str = "tflite", *, histogram_bins: int = 128,
+            cluster=None, workers: int | None = None, progress: Callable[[Progress], None] | None = None,
+            total: int | None = None, shard_runs: int = DEFAULT_SHARD_RUNS):
+    """:func:`intq.analysis.compare` on Ray: the same :class:`~intq.analysis.compare.Report` (every
+    row, agreement, histogram), bit for bit."""
+    from intq.analysis.compare import _mapping, comparison_report
+    from intq.errors import IntqError
+    from intq.kernels import get_target
+
+    mapping = _mapping(int_graph)
+    resolved = get_target(target).name
+    with session(cluster, workers) as c:
+        actors, models = _actors(c, float_graph, int_graph, resolved)
+        sums = run_sharded(c, actors, "compare", _sharded_samples(samples, float_graph, shard_runs),
+                           lambda acc, s: s if acc is None else acc.merge(s), models=models, args=(histogram_bins,),
+                           progress=progress, total=total)
+    if sums is None:
+        raise IntqError("compare needs at least one sample")
+    return comparison_report(float_graph, int_graph, sums, resolved, mapping)

@@ -1,0 +1,94 @@
+"""Sharded runs: the driver streams shards of the data to worker actors and merges what they return.
+
+A *shard* is ``shard_runs`` consecutive runs (joined batches of ``batch_size`` samples) exactly as
+the local loop would run them, so each worker computes, per run, what one process computes; the
+shard results (mergeable sums or observer states) are merged **in data order**, which is what makes
+the result bit-identical to the local one (``ema`` needs the order; the others would not).
+
+What runs where: the driver (the machine running intq) reads and preprocesses the data and
+merges; each actor holds the models once (its interpreters built once) and runs the shards sent to
+it. At most :data:`IN_FLIGHT` shards per worker are sent ahead, and results that arrive before
+their turn wait: memory on the driver is bounded by ``workers * IN_FLIGHT`` shards, never the
+dataset. A worker that dies is restarted by Ray and its pending shards are retried on it (the
+models are loaded again); a shard is a pure function of its runs, so the result does not change.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import time
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+from intq.calibration.calibrate import Progress
+from intq.distributed.cluster import Cluster, get, ray_module
+
+#: Shards sent ahead to each worker (one running, one queued: the worker never waits for the driver).
+IN_FLIGHT = 2
+#: Runs per shard by default: 8 runs of 32 samples (a few ms of Ray overhead per shard).
+DEFAULT_SHARD_RUNS = 8
+
+
+def chunks(runs: Iterable[Any], size: int) -> Iterator[list]:
+    """Consecutive lists of ``size`` runs (the last shorter)."""
+    it = iter(runs)
+    while chunk := list(itertools.islice(it, size)):
+        yield chunk
+
+
+def shard_count(total_samples: int | None, batch_size: int, shard_runs: int) -> int | None:
+    """Shards of ``total_samples`` samples (None when unknown)."""
+    if total_samples is None:
+        return None
+    return max(1, math.ceil(math.ceil(total_samples / batch_size) / shard_runs))
+
+
+def run_sharded(cluster: Cluster, workers: list, method: str, shards: Iterable[tuple[list, int]],
+                merge: Callable[[Any, Any], Any], *, models: dict, args: tuple = (), progress: Callable[[Progress], None] | None = None,
+                total: int | None = None, shards_total: int | None = None):
+    """Call ``worker.method(models, runs, *args)`` for every ``(runs, samples)`` shard, on the least busy
+    worker, and fold the results in shard order, ``acc = merge(acc, result)`` from ``acc = None``;
+    the folded result (None for no shard). ``progress`` gets a :class:`Progress` with shards done /
+    total after each merged shard (``shards_total``, when not given, from ``total`` samples and the
+    first shard's size)."""
+    ray = ray_module()
+    busy = {i: 0 for i in range(len(workers))}
+    pending: dict[Any, tuple[int, int, int]] = {}  # ref -> (shard index, samples, worker)
+    done: dict[int, tuple[Any, int]] = {}  # results waiting for their turn
+    source = enumerate(shards)
+    acc, merged, samples, exhausted = None, 0, 0, False
+    start = time.perf_counter()
+
+    window = 2 * IN_FLIGHT * len(workers)  # shards sent or waiting for their turn, at most
+
+    def submit() -> None:
+        nonlocal exhausted, shards_total
+        while not exhausted and min(busy.values()) < IN_FLIGHT and len(pending) + len(done) < window:
+            nxt = next(source, None)
+            if nxt is None:
+                exhausted = True
+                return
+            index, (runs, count) = nxt
+            if index == 0 and shards_total is None and total is not None:
+                shards_total = max(1, math.ceil(total / max(count, 1)))
+            w = min(busy, key=lambda k: (busy[k], k))
+            busy[w] += 1
+            pending[getattr(workers[w], method).remote(models, runs, *args)] = (index, count, w)
+
+    submit()
+    while pending:
+        ready, _ = ray.wait(list(pending), num_returns=1)
+        ref = ready[0]
+        index, count, w = pending.pop(ref)
+        busy[w] -= 1
+        done[index] = (get(ray, [ref])[0], count)
+        while merged in done:
+            result, count = done.pop(merged)
+            acc = merge(acc, result)
+            merged += 1
+            samples += count
+            if progress is not None:
+                progress(Progress(samples, total, time.perf_counter() - start, merged, shards_total))
+        submit()  # after merging: the shards merged leave room in the window
+    return acc
