@@ -8,6 +8,7 @@
     intq inspect MODEL (.onnx | .tflite) [--input-shape ...] [--target T] [--json]
     intq eval MODEL.onnx [QMODEL.tflite] --data DATA [--labels LABELS] [--calib DATA] [--limit N] [--json]
     intq compare MODEL.onnx [QMODEL.tflite] --data DATA [--html report.html] [--top N] [--limit N] [--json]
+    (quantize, eval and compare also take --cluster ADDRESS [--workers N]: Ray, docs/scale.md)
     intq diff QMODEL.tflite --targets tflite,litert-ref --data DATA [--limit N] [--json]
     intq run MODEL (.tflite | .onnx) --input x.npy|x.npz [-o y.npy|y.npz] [--target T] [--json]
     intq export QMODEL.tflite --c DIR [--prefix model] [--arena-limit 64k] [--force] [--json]
@@ -61,6 +62,7 @@ EXAMPLES = """examples:
   intq quantize model.onnx --calib calib.npz --format qoperator -o model_int8.onnx
   intq inspect model_int8.tflite
   intq eval model.onnx model_int8.tflite --data val.npz --labels val_labels.npy
+  intq eval model.onnx model_int8.tflite --data val/ --size 224 224 --cluster 10.0.0.5:6379
   intq compare model.onnx model_int8.tflite --data val/ --size 224 224 --html report.html
   intq diff model_int8.tflite --targets tflite,litert-ref --data val.npz
   intq run model_int8.tflite --input x.npy -o y.npy
@@ -89,7 +91,9 @@ def _progress(args, label: str):
     def show(p):
         eta = f", ETA {p.eta:.0f} s" if p.eta is not None else ""
         total = f"/{p.total}" if p.total else ""
-        print(f"\r{label}: {p.samples}{total} samples, {p.rate:.1f}/s{eta}   ", end="", file=sys.stderr, flush=True)
+        shards = f", shards {p.shards}/{p.shards_total or '?'}" if p.shards is not None else ""
+        print(f"\r{label}: {p.samples}{total} samples{shards}, {p.rate:.1f}/s{eta}   ", end="", file=sys.stderr,
+              flush=True)
 
     return show
 
@@ -345,6 +349,18 @@ def _count(data, graph, pre) -> int | None:
     return max(first[0][0] // batch, 1)
 
 
+def _cluster(args):
+    """The Ray cluster of --cluster / --workers (connected on first use, closed when the command
+    ends: :func:`_execute`), or None for a local run."""
+    if getattr(args, "cluster", None) is None and getattr(args, "workers", None) is None:
+        return None
+    if getattr(args, "cluster_connection", None) is None:
+        from intq.distributed import connect
+
+        args.cluster_connection = connect(args.cluster, args.workers)
+    return args.cluster_connection
+
+
 def _end_progress(args) -> None:
     if not args.json and sys.stderr.isatty():
         print(file=sys.stderr)
@@ -383,11 +399,12 @@ def cmd_quantize(args) -> dict:
     data, pre = _existing(args.calib, "--calib"), _preprocess(args, fg)
     fg = _equalized(args, fg)
     table = intq.calibrate(fg, data, args.method, preprocess=pre, progress=_progress(args, "calibrating"),
-                           batch_size=args.batch_size)
+                           batch_size=args.batch_size, cluster=_cluster(args))
     _end_progress(args)
     t_cal = time.perf_counter() - t0 - t_load
     t = time.perf_counter()
-    qg = intq.quantize(fg, table=table, per_channel=not args.per_tensor, **_precision_options(args, fg, data, pre))
+    qg = intq.quantize(fg, table=table, per_channel=not args.per_tensor, cluster=_cluster(args),
+                       **_precision_options(args, fg, data, pre))
     t_conv = time.perf_counter() - t
     intq.Interpreter(qg)  # prepares every kernel: a graph intq itself refuses (KernelError) is not written
     if out.suffix == ".c":  # C99 source + header instead of a .tflite (intq.export_c)
@@ -588,9 +605,9 @@ def _float_and_int(args):
         data, pre = _existing(args.calib, "--calib"), _preprocess(args, fg)
         fg = _equalized(args, fg)  # the same function in float: it stays the reference
         table = intq.calibrate(fg, data, args.method, preprocess=pre, progress=_progress(args, "calibrating"),
-                               batch_size=args.batch_size)
+                               batch_size=args.batch_size, cluster=_cluster(args))
         _end_progress(args)
-        qg = intq.quantize(fg, table=table, per_channel=not args.per_tensor,
+        qg = intq.quantize(fg, table=table, per_channel=not args.per_tensor, cluster=_cluster(args),
                            **_precision_options(args, fg, data, pre))
         source = f"{args.model} quantized ({args.method}, {table.num_samples} samples)"
     _resolve_target(args, qg)
@@ -623,7 +640,8 @@ def cmd_eval(args) -> dict:
     samples, total = _data(args, fg)
     if labels is not None and args.limit is not None:
         labels = labels[: args.limit]
-    ev = evaluate(fg, qg, samples, labels, target=args.target, progress=_progress(args, "evaluating"), total=total)
+    ev = evaluate(fg, qg, samples, labels, target=args.target, progress=_progress(args, "evaluating"), total=total,
+                  cluster=_cluster(args))
     _end_progress(args)
     result = {"model": args.model, "qmodel": source, "target": args.target, **ev.as_dict(),
               "seconds_models": round(t_models, 2)}
@@ -648,7 +666,7 @@ def _sensitivity(args, fg, qg, mapped: bool):
     from intq.calibration import iter_samples
 
     samples = iter_samples(_existing(args.data, "--data"), fg, _preprocess(args, fg))
-    return sensitivity(fg, qg, itertools.islice(samples, args.sensitivity))
+    return sensitivity(fg, qg, itertools.islice(samples, args.sensitivity), cluster=_cluster(args))
 
 
 def cmd_compare(args) -> dict:
@@ -661,7 +679,7 @@ def cmd_compare(args) -> dict:
     mapped = bool(qg.metadata.get("float_tensor_of"))
     qg = with_output_mapping(fg, qg)
     samples, _ = _data(args, fg)
-    report = compare(fg, qg, samples, target=args.target)
+    report = compare(fg, qg, samples, target=args.target, cluster=_cluster(args))
     result = {"model": args.model, "qmodel": source, "target": args.target, "samples": report.samples,
               "tensors": len(report.rows), "per_tensor": mapped,
               "layers": [_row_dict(r) for r in report.rows]}
@@ -953,11 +971,20 @@ def build_parser() -> argparse.ArgumentParser:
                        "none does; then a note per output below DB gives the best found and the SQNR int8 weights "
                        "alone allow with every activation in float, which no activation precision exceeds)")
 
+    scale = argparse.ArgumentParser(add_help=False)
+    scale.add_argument("--cluster", metavar="ADDRESS",
+                       help="run on a Ray cluster (pip install 'intq[ray]'): its head's HOST:PORT (`ray start --head` "
+                       "prints it), ray://HOST:PORT or auto; the data is read here and streamed in shards to workers "
+                       "holding the models; the results equal a local run's, bit for bit (docs/scale.md)")
+    scale.add_argument("--workers", type=_positive_int, metavar="N",
+                       help="workers to use (default: the cluster's CPUs); without --cluster, a private Ray instance "
+                       "with N workers on this machine")
+
     batching = argparse.ArgumentParser(add_help=False)
     batching.add_argument("--batch-size", type=_positive_int, default=_DEFAULT_BATCH_SIZE, metavar="N",
                           help=f"samples run together (default {_DEFAULT_BATCH_SIZE}; results do not depend on it)")
 
-    q = sub.add_parser("quantize", parents=[common, shapes, calib, images, batching],
+    q = sub.add_parser("quantize", parents=[common, shapes, calib, images, batching, scale],
                        help="calibrate and convert a model to an int8 .tflite",
                        description="Load MODEL, calibrate it on DATA (progress with samples/s and ETA), convert it "
                        "to an integer-only int8 graph, write the .tflite (and the calibration table), and check the "
@@ -1001,7 +1028,7 @@ def build_parser() -> argparse.ArgumentParser:
     pair.add_argument("--calib", metavar="DATA", help="calibration data, when QMODEL is not given")
     pair.add_argument("--limit", type=_positive_int, metavar="N", help="use only the first N samples of --data")
 
-    e = sub.add_parser("eval", parents=[common, pair, shapes, target, calib, images, batching],
+    e = sub.add_parser("eval", parents=[common, pair, shapes, target, calib, images, batching, scale],
                        help="float vs int8: accuracy, top-1 agreement, output SQNR",
                        description="Run the float and the integer model on DATA: accuracy of each when labels are "
                        "given, top-1 agreement, SQNR and max error of every output.",
@@ -1011,7 +1038,7 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--labels", help="integer class per sample: .npy, or text with one integer per line")
     e.set_defaults(func=cmd_eval)
 
-    c = sub.add_parser("compare", parents=[common, pair, shapes, target, calib, images, batching],
+    c = sub.add_parser("compare", parents=[common, pair, shapes, target, calib, images, batching, scale],
                        help="per-tensor float vs int8 analysis, worst layers first (and an HTML report)",
                        description="For every tensor of the integer model against its float counterpart: SQNR, "
                        "cosine, error in LSB, saturation, codes used; ranked worst first with a hint per symptom.",
@@ -1145,6 +1172,8 @@ def _execute(args) -> int:
             return code
         finally:
             args.outputs.discard()
+            if getattr(args, "cluster_connection", None) is not None:
+                args.cluster_connection.close()
         try:
             if getattr(args, "json", False):
                 print(json.dumps(result, indent=1, default=str))

@@ -205,6 +205,20 @@ def get(ray, refs: list) -> list:
                            f"{MAX_RESTARTS} times): {e}") from None
 
 
+def _check_same_cluster(ray, cluster: str | None) -> None:
+    """Refuse an address whose port differs from the cluster this process is connected to (Ray
+    holds one connection per process); hosts are not compared (the head may be named by any of its
+    addresses)."""
+    hp = _host_port(cluster) if cluster not in (None, "local", "auto") and "://" not in cluster else None
+    try:
+        current = ray.get_runtime_context().gcs_address
+    except Exception:  # a Ray Client connection has no GCS address here: nothing to compare
+        return
+    if hp is not None and current and _host_port(current) and _host_port(current)[1] != hp[1]:
+        raise ClusterError(f"this process is connected to the Ray cluster at {current}; it cannot use {cluster!r} "
+                           "at the same time (ray.shutdown() first, or run intq in another process)")
+
+
 def connect(cluster=None, workers: int | None = None) -> Cluster:
     """A :class:`Cluster` for ``cluster`` (a Cluster, an address — see the module docstring — or
     None) and ``workers`` (None: the cluster's CPUs)."""
@@ -218,15 +232,15 @@ def connect(cluster=None, workers: int | None = None) -> Cluster:
         raise ClusterError(f"cluster must be an address string or an intq.distributed.Cluster, got {cluster!r}")
     ray = ray_module()
     owned = False
-    if ray.is_initialized():
-        pass  # the caller's connection: used as it is
+    if cluster not in (None, "local", "auto"):
+        check_reachable(cluster)
+    if ray.is_initialized():  # the caller's connection (or an earlier connect's): used as it is
+        _check_same_cluster(ray, cluster)
     elif cluster is None or cluster == "local":
         ray.init(num_cpus=workers or os.cpu_count(), object_store_memory=LOCAL_OBJECT_STORE, include_dashboard=False,
                  log_to_driver=False, logging_level=logging.ERROR)
         owned = True
     else:
-        if cluster != "auto":
-            check_reachable(cluster)
         hp = _host_port(cluster)
         extra = {"_node_ip_address": hp[0]} if hp and hp[0] in ("127.0.0.1", "localhost") else {}
         try:
