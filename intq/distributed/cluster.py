@@ -143,8 +143,9 @@ class Cluster:
         for info in get(ray, [w.info.remote() for w in workers]):
             if info["versions"] != mine:
                 raise ClusterError(
-                    f"the worker on node {info['node']} runs {info['versions']}, this process {mine}: install the "
-                    "same intq and numpy on every node (results are bit-identical only with the same arithmetic)")
+                    f"the worker on node {info['node']} runs {info['versions']}, this process {mine}: the results "
+                    "are bit-identical only with the same arithmetic; install the same intq and numpy on every node "
+                    "and run on nodes of the driver's CPU class (OpenBLAS picks its float kernels by CPU)")
 
     def worker_pids(self) -> list[int]:
         """The process id of each worker (a restarted worker has a new one)."""
@@ -182,13 +183,45 @@ def _end_pool(ray) -> None:
     _POOL.update(job=None, actors=[])
 
 
+def blas() -> dict:
+    """The BLAS numpy computes with in this process: library, version, kernel architecture (OpenBLAS
+    picks its kernels by CPU) and thread count (threadpoolctl, a dependency of scikit-learn); {}
+    when it cannot be told. The float models' sums depend on all four: OpenBLAS splits a GEMM
+    differently with 1 and 2 threads (MobileNetV2's logits differ in the last bits)."""
+    import numpy  # noqa: F401  (loads the BLAS threadpoolctl looks for)
+
+    try:
+        from threadpoolctl import threadpool_info
+    except ImportError:
+        return {}
+    libs = [lib for lib in threadpool_info() if lib.get("user_api") == "blas"]
+    # numpy's own (torch, once imported, brings another OpenBLAS that numpy does not call)
+    ours = [lib for lib in libs if "numpy" in str(lib.get("filepath", ""))] or libs
+    if not ours:
+        return {}
+    lib = ours[0]
+    return {"library": lib.get("internal_api"), "version": lib.get("version"), "architecture": lib.get("architecture"),
+            "threads": lib.get("num_threads")}
+
+
+def set_blas_threads(threads: int | None) -> None:
+    """Run this process's BLAS with ``threads`` threads (what a worker does to compute as the driver)."""
+    if threads:
+        from threadpoolctl import threadpool_limits
+
+        threadpool_limits(limits=threads, user_api="blas")
+
+
 def versions() -> dict[str, str]:
-    """The versions that decide the arithmetic: intq's and numpy's."""
+    """What decides the arithmetic, and must be the same on every worker as on the driver: intq's
+    and numpy's versions and the BLAS library with its CPU kernels (:func:`blas`)."""
     import numpy as np
 
     import intq
 
-    return {"intq": intq.__version__, "numpy": np.__version__}
+    b = blas()
+    return {"intq": intq.__version__, "numpy": np.__version__,
+            "blas": " ".join(str(b.get(k)) for k in ("library", "version", "architecture")) if b else "unknown"}
 
 
 def get(ray, refs: list) -> list:

@@ -33,8 +33,14 @@ class Worker:
 
     def __init__(self):
         self._cache: dict[str, object] = {}  # box key -> loaded object (the latest few)
+        self._threads = None
 
     def _open(self, box: dict, build=None):
+        if box["threads"] != self._threads:  # the driver's BLAS threads: the same float sums
+            from intq.distributed.cluster import set_blas_threads
+
+            set_blas_threads(box["threads"])
+            self._threads = box["threads"]
         key = box["key"]
         if key not in self._cache:
             import ray
@@ -88,10 +94,15 @@ class _Models:
 
 def put_once(value) -> dict:
     """``value`` put in the object store once, named by a fresh key: a box the workers open (and
-    keep) on first use. The driver keeps the reference alive while it holds the box."""
+    keep) on first use. The driver keeps the reference alive while it holds the box. The box also
+    carries the driver's BLAS thread count, which the worker adopts: OpenBLAS sums a float GEMM
+    differently with another number of threads."""
     import ray
 
-    return {"key": uuid.uuid4().hex, "ref": [ray.put(value)]}  # in a list: Ray passes it on unresolved
+    from intq.distributed.cluster import blas
+
+    return {"key": uuid.uuid4().hex, "ref": [ray.put(value)],  # in a list: Ray passes it on unresolved
+            "threads": blas().get("threads")}
 
 
 def models_ref(float_graph: Graph, int_graph: Graph | None = None, target: str = "tflite") -> dict:

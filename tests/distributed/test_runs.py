@@ -115,3 +115,26 @@ def test_a_worker_killed_mid_run_is_restarted_and_the_result_is_unchanged(ray_cl
     assert killed and on_ray.outputs == local.outputs and on_ray.int_accuracy == local.int_accuracy
     after = c.worker_pids()
     assert after[0] == before[0] and after[1] != before[1]  # the killed worker is a new process
+
+
+def test_workers_compute_float_sums_with_the_drivers_blas_threads(ray_cluster):
+    """OpenBLAS sums a float GEMM differently with 1 and 2 threads; the workers (1 CPU each, where
+    Ray would give them one thread) adopt the driver's count, so a MatMul's calibrated ranges still
+    equal the local ones."""
+    from onnx import TensorProto, helper, numpy_helper
+    from threadpoolctl import threadpool_limits
+
+    rng = np.random.default_rng(11)
+    w = numpy_helper.from_array(rng.normal(size=(1024, 256)).astype(np.float32), "w")
+    g = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"])], "mm",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 1024])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [w])
+    graph = intq.load(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), input_shapes={"x": (1, 1024)})
+    data = [rng.normal(size=(1, 1024)).astype(np.float32) for _ in range(128)]
+    with threadpool_limits(1, user_api="blas"):
+        one = intq.calibrate(graph, data, "percentile")
+    with threadpool_limits(2, user_api="blas"):
+        two = intq.calibrate(graph, data, "percentile")
+        on_ray = intq.calibrate(graph, data, "percentile", cluster=ray_cluster.cluster)
+    assert one.states != two.states  # the thread count shows in the sums (else this test shows nothing)
+    assert on_ray.states == two.states and on_ray.ranges == two.ranges
