@@ -2,7 +2,8 @@
 bit for bit.
 
 Each function takes what its local counterpart takes, plus ``cluster`` / ``workers``
-(:func:`intq.distributed.connect`) and ``shard_runs`` (runs per shard). The driver reads the data
+(:func:`intq.distributed.connect`) and ``shard_runs`` (runs per shard; by default as many as fit
+8 MiB of inputs, at most 32: :func:`intq.distributed.shards.shards`). The driver reads the data
 run by run as the local loop does (:mod:`intq.calibration.data`: streamed), groups the runs into
 shards, sends them to ``workers`` actors holding the models (:mod:`intq.distributed.shards`) and
 merges their results in data order:
@@ -29,7 +30,7 @@ from intq.calibration.calibrate import CalibrationTable, Progress, table_of
 from intq.calibration.data import DEFAULT_BATCH_SIZE, grouped, iter_samples, samples_in
 from intq.calibration.observers import make_observer
 from intq.distributed.cluster import Cluster, parallel_map, session  # noqa: F401 (re-exported)
-from intq.distributed.shards import DEFAULT_SHARD_RUNS, chunks, run_sharded
+from intq.distributed.shards import run_sharded, shards as shards_of
 from intq.distributed.workers import models_ref, unpack_observation
 from intq.ir import Graph
 
@@ -49,7 +50,7 @@ def _merge_observations(acc, doc):
 
 def calibrate(graph: Graph, data, method: str = "minmax", *, cluster=None, workers: int | None = None,
               progress: Callable[[Progress], None] | None = None, preprocess: Callable | None = None,
-              limit: int | None = None, batch_size: int = DEFAULT_BATCH_SIZE, shard_runs: int = DEFAULT_SHARD_RUNS,
+              limit: int | None = None, batch_size: int = DEFAULT_BATCH_SIZE, shard_runs: int | None = None,
               **observer_options) -> CalibrationTable:
     """:func:`intq.calibrate` on Ray: the same :class:`CalibrationTable` (ranges and observer
     states), bit for bit. ``progress`` after each shard merged (shards done / total, ETA)."""
@@ -58,7 +59,7 @@ def calibrate(graph: Graph, data, method: str = "minmax", *, cluster=None, worke
     if total is None and hasattr(data, "__len__") and not isinstance(data, (str, Path, np.ndarray, Mapping)):
         total = len(data)
     runs = grouped(iter_samples(data, graph, preprocess), graph, batch_size, limit)
-    shards = ((chunk, sum(len(rows) for _, rows in chunk)) for chunk in chunks(runs, shard_runs))
+    shards = ((chunk, sum(len(rows) for _, rows in chunk)) for chunk in shards_of(runs, shard_runs))
     with session(cluster, workers) as c:
         actors, models = _actors(c, graph)
         observation = run_sharded(c, actors, "observe", shards, _merge_observations, models=models,
@@ -67,13 +68,13 @@ def calibrate(graph: Graph, data, method: str = "minmax", *, cluster=None, worke
 
 
 def _sharded_samples(samples: Iterable, graph: Graph, shard_runs: int):
-    return ((chunk, sum(samples_in(s, graph) for s in chunk)) for chunk in chunks(samples, shard_runs))
+    return ((chunk, sum(samples_in(s, graph) for s in chunk)) for chunk in shards_of(samples, shard_runs))
 
 
 def evaluate(float_graph: Graph, int_graph: Graph, samples: Iterable[Mapping[str, np.ndarray]],
              labels: np.ndarray | None = None, *, target: str = "tflite", cluster=None, workers: int | None = None,
              progress: Callable[[Progress], None] | None = None, total: int | None = None,
-             shard_runs: int = DEFAULT_SHARD_RUNS):
+             shard_runs: int | None = None):
     """:func:`intq.analysis.evaluate.evaluate` on Ray: the same numbers (SQNR, max error, top-1
     agreement, accuracy), bit for bit. ``samples``: runs of joined samples
     (:func:`intq.calibration.iter_batches`), read on this machine."""
@@ -96,7 +97,7 @@ def evaluate(float_graph: Graph, int_graph: Graph, samples: Iterable[Mapping[str
 
 def compare(float_graph: Graph, int_graph: Graph, samples, target: str = "tflite", *, histogram_bins: int = 128,
             cluster=None, workers: int | None = None, progress: Callable[[Progress], None] | None = None,
-            total: int | None = None, shard_runs: int = DEFAULT_SHARD_RUNS):
+            total: int | None = None, shard_runs: int | None = None):
     """:func:`intq.analysis.compare` on Ray: the same :class:`~intq.analysis.compare.Report` (every
     row, agreement, histogram), bit for bit."""
     from intq.analysis.compare import _mapping, comparison_report

@@ -75,17 +75,17 @@ def test_evaluation_on_the_cluster_equals_one_process_for_every_target(ray_clust
     runs = list(iter_batches(test, fg, 32))
     local = evaluate(fg, qg, runs, labels, target=target)
     seen = []
-    on_ray = evaluate(fg, qg, iter(runs), labels, target=target, cluster=ray_cluster.cluster, total=len(test),
-                      progress=seen.append)
+    on_ray = intq.distributed.evaluate(fg, qg, iter(runs), labels, target=target, cluster=ray_cluster.cluster,
+                                       total=len(test), progress=seen.append, shard_runs=4)
     assert on_ray.samples == local.samples == 450 and on_ray.rows == local.rows
     assert on_ray.outputs == local.outputs  # SQNR, max |err|, top-1 agreement: bit for bit
     assert (on_ray.float_accuracy, on_ray.int_accuracy) == (local.float_accuracy, local.int_accuracy)
-    assert seen[-1].shards == seen[-1].shards_total == 2  # 15 runs in shards of 8
+    assert seen[-1].shards == seen[-1].shards_total == 4  # 15 runs in shards of 4
 
 
 def test_comparison_on_the_cluster_equals_one_process(ray_cluster, digits):
     fg, qg, _, test, _ = digits
-    runs = list(iter_batches(test, fg, 32))
+    runs = list(iter_batches(test, fg, 8))  # 57 runs: 2 shards of 8 MiB or 32 runs
     for target in ("tflite", "ort"):
         local = compare(fg, qg, runs, target)
         on_ray = compare(fg, qg, runs, target, cluster=ray_cluster.cluster)
