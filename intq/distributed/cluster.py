@@ -38,6 +38,9 @@ from intq.errors import IntqError
 CONNECT_TIMEOUT = 5.0
 #: Object store of a private local Ray instance (bytes): shards and models, not datasets.
 LOCAL_OBJECT_STORE = 256 * 1024 * 1024
+#: Seconds the workers may take to start (a new Python process each, importing intq) before intq
+#: says the cluster has no room for them.
+START_TIMEOUT = 180.0
 #: Times Ray restarts a worker that died (and retries the shards it held) before the run fails.
 MAX_RESTARTS = 3
 
@@ -110,10 +113,6 @@ class Cluster:
                 ray.shutdown()
             self.owned = False
 
-    def describe(self) -> str:
-        where = self.address or "a local Ray instance"
-        return f"{self.workers} worker{'s' if self.workers != 1 else ''} on {where}"
-
     # -- workers -------------------------------------------------------------------------------------
 
     def pool(self) -> list:
@@ -130,17 +129,33 @@ class Cluster:
         if missing > 0:
             from intq.distributed.workers import Worker
 
+            cpus = int(ray.cluster_resources().get("CPU", 0))
+            if self.workers > cpus:
+                raise ClusterError(f"{self.workers} workers asked for, but the Ray cluster at {self.address or 'this machine'} "
+                                   f"has {cpus} CPUs (each worker takes one): give --workers {max(cpus, 1)} or fewer")
             actor = ray.remote(Worker).options(num_cpus=1, max_restarts=MAX_RESTARTS, max_task_retries=MAX_RESTARTS)
             new = [actor.remote() for _ in range(missing)]
-            self.check_workers(new)
+            try:
+                self.check_workers(new)
+            except BaseException:
+                for w in new:
+                    ray.kill(w, no_restart=True)
+                raise
             _POOL["actors"].extend(new)
         return _POOL["actors"][:self.workers]
 
     def check_workers(self, workers: Sequence) -> None:
-        """Refuse workers whose intq or numpy version differs from this process's (naming the node)."""
+        """Refuse workers whose intq or numpy version differs from this process's (naming the node),
+        and workers that do not start within :data:`START_TIMEOUT` seconds (no free CPU)."""
         ray = ray_module()
         mine = versions()
-        for info in get(ray, [w.info.remote() for w in workers]):
+        try:
+            infos = ray.get([w.info.remote() for w in workers], timeout=START_TIMEOUT)
+        except ray.exceptions.GetTimeoutError:
+            raise ClusterError(f"{len(workers)} workers did not start on the Ray cluster at "
+                               f"{self.address or 'this machine'} within {START_TIMEOUT:g} s: are its CPUs busy "
+                               "with other jobs (`ray status`)? Give fewer --workers") from None
+        for info in infos:
             if info["versions"] != mine:
                 raise ClusterError(
                     f"the worker on node {info['node']} runs {info['versions']}, this process {mine}: the results "
@@ -281,8 +296,25 @@ def connect(cluster=None, workers: int | None = None) -> Cluster:
         except (ConnectionError, RuntimeError, ValueError, ray.exceptions.RayError) as e:
             raise ClusterError(f"cannot connect to the Ray cluster at {cluster!r}: {e}") from None
         owned = True
+    _ray_messages_to_stderr()
     cpus = int(ray.cluster_resources().get("CPU", 1))
     return Cluster(cluster, workers or max(cpus, 1), owned)
+
+
+def _ray_messages_to_stderr() -> None:
+    """Send what Ray prints on the driver by itself ("(raylet) Task ... will be retried" when a
+    worker dies) to stderr: this process's stdout carries intq's output only (``--json``)."""
+    from ray._private import worker as ray_worker
+
+    original = getattr(ray_worker, "print_to_stdstream", None)
+    if original is None or getattr(original, "_intq_stderr", False):
+        return
+
+    def to_stderr(data, ignore_prefix):
+        return original({**data, "is_err": True}, ignore_prefix)
+
+    to_stderr._intq_stderr = True
+    ray_worker.print_to_stdstream = to_stderr
 
 
 def with_cluster(fn):

@@ -13,10 +13,9 @@ merges their results in data order:
 * evaluation / comparison: :class:`~intq.analysis.evaluate.EvaluationSums` /
   :class:`~intq.analysis.compare.ComparisonSums` (exact float sums, integer counts).
 
-Bit-identical to the local run on the same machine class: each run is computed by the same code on
-the same inputs, and every reduction across runs is exact or order-fixed. A worker on another CPU
-class computes the integer models identically (integer arithmetic), and the float model with that
-CPU's numpy / BLAS kernels (see docs/scale.md).
+Bit-identical to the local run: each run is computed by the same code on the same inputs, with the
+same numpy and OpenBLAS kernels (checked when a worker starts) and the driver's BLAS thread count
+(adopted by the workers), and every reduction across runs is exact or order-fixed (docs/scale.md).
 """
 
 from __future__ import annotations
@@ -29,7 +28,7 @@ import numpy as np
 from intq.calibration.calibrate import CalibrationTable, Progress, table_of
 from intq.calibration.data import DEFAULT_BATCH_SIZE, grouped, iter_samples, samples_in
 from intq.calibration.observers import make_observer
-from intq.distributed.cluster import Cluster, parallel_map, session  # noqa: F401 (re-exported)
+from intq.distributed.cluster import Cluster, session
 from intq.distributed.shards import run_sharded, shards as shards_of
 from intq.distributed.workers import models_ref, unpack_observation
 from intq.ir import Graph
@@ -67,8 +66,17 @@ def calibrate(graph: Graph, data, method: str = "minmax", *, cluster=None, worke
         return table_of(graph, method, observation, c.map if method in SEARCHED_METHODS else None, **observer_options)
 
 
-def _sharded_samples(samples: Iterable, graph: Graph, shard_runs: int):
-    return ((chunk, sum(samples_in(s, graph) for s in chunk)) for chunk in shards_of(samples, shard_runs))
+def _pair_sums(method: str, args: tuple, float_graph: Graph, int_graph: Graph, target: str, samples: Iterable,
+               cluster, workers, progress, total, shard_runs):
+    """The merged sums of ``Worker.<method>`` over shards of ``samples`` (runs of joined samples),
+    the target resolved here (every worker computes this machine's ``ort-u8``); None for no sample."""
+    from intq.kernels import get_target
+
+    with session(cluster, workers) as c:
+        actors, models = _actors(c, float_graph, int_graph, get_target(target).name)
+        shards = ((chunk, sum(samples_in(s, float_graph) for s in chunk)) for chunk in shards_of(samples, shard_runs))
+        return run_sharded(c, actors, method, shards, lambda acc, s: s if acc is None else acc.merge(s), models=models,
+                           args=args, progress=progress, total=total)
 
 
 def evaluate(float_graph: Graph, int_graph: Graph, samples: Iterable[Mapping[str, np.ndarray]],
@@ -78,19 +86,11 @@ def evaluate(float_graph: Graph, int_graph: Graph, samples: Iterable[Mapping[str
     """:func:`intq.analysis.evaluate.evaluate` on Ray: the same numbers (SQNR, max error, top-1
     agreement, accuracy), bit for bit. ``samples``: runs of joined samples
     (:func:`intq.calibration.iter_batches`), read on this machine."""
-    from intq.analysis.evaluate import pair_outputs
-    from intq.kernels import get_target
+    from intq.analysis.evaluate import EvaluationError, pair_outputs
 
-    pairs = pair_outputs(float_graph, int_graph)
-    resolved = get_target(target).name  # resolved here: every worker computes this machine's target
-    with session(cluster, workers) as c:
-        actors, models = _actors(c, float_graph, int_graph, resolved)
-        sums = run_sharded(c, actors, "evaluate", _sharded_samples(samples, float_graph, shard_runs),
-                           lambda acc, s: s if acc is None else acc.merge(s), models=models, args=(pairs,),
-                           progress=progress, total=total)
+    sums = _pair_sums("evaluate", (pair_outputs(float_graph, int_graph),), float_graph, int_graph, target, samples,
+                      cluster, workers, progress, total, shard_runs)
     if sums is None:
-        from intq.analysis.evaluate import EvaluationError
-
         raise EvaluationError("the evaluation data is empty: give at least one sample")
     return sums.result(labels)
 
@@ -105,12 +105,8 @@ def compare(float_graph: Graph, int_graph: Graph, samples, target: str = "tflite
     from intq.kernels import get_target
 
     mapping = _mapping(int_graph)
-    resolved = get_target(target).name
-    with session(cluster, workers) as c:
-        actors, models = _actors(c, float_graph, int_graph, resolved)
-        sums = run_sharded(c, actors, "compare", _sharded_samples(samples, float_graph, shard_runs),
-                           lambda acc, s: s if acc is None else acc.merge(s), models=models, args=(histogram_bins,),
-                           progress=progress, total=total)
+    sums = _pair_sums("compare", (histogram_bins,), float_graph, int_graph, target, samples, cluster, workers,
+                      progress, total, shard_runs)
     if sums is None:
         raise IntqError("compare needs at least one sample")
-    return comparison_report(float_graph, int_graph, sums, resolved, mapping)
+    return comparison_report(float_graph, int_graph, sums, get_target(target).name, mapping)

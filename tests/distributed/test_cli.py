@@ -79,3 +79,14 @@ def test_an_unreachable_cluster_is_an_error_naming_it(files):
         connect("headnode")
     with pytest.raises(ClusterError, match="workers must be a positive integer"):
         connect(workers=0)
+
+
+def test_what_ray_prints_on_the_driver_goes_to_stderr(ray_cluster, capsys):
+    """Ray's driver prints a worker's death ("(raylet) Task ... will be retried") on stdout; intq's
+    stdout is its output (``--json``): connect() sends those lines to stderr."""
+    from ray._private import worker as ray_worker
+
+    ray_worker.print_to_stdstream({"lines": ["Task Worker.evaluate failed"], "pid": "raylet", "is_err": False},
+                                  ignore_prefix=False)
+    out, err = capsys.readouterr()
+    assert "Task Worker.evaluate failed" in err and out == ""

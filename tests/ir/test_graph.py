@@ -83,3 +83,23 @@ def test_topological_order_and_cycles():
     c2 = Node("Add", "c2", ["q"], ["p"])
     with pytest.raises(GraphError, match="cycle"):
         topological_order([c1, c2], ["x"])
+
+
+def test_a_graph_pickles_through_its_constructor():
+    """What ships a graph to another process (intq.distributed): equal nodes, tensors, metadata; the
+    constants come back read-only; the read-only mappings come back read-only."""
+    import pickle
+
+    from intq.qmath import QuantParams
+
+    g = _chain()
+    q = Tensor("q", dtype=np.int8, shape=(1, 4), qparams=QuantParams(np.array([0.5]), np.array([3]), np.int8))
+    g = g.replace(nodes=[*g.nodes, Node("Identity", "id", ["y"], ["q"], attrs={"perm": [1, 0]})],
+                  tensors={**g.tensors, "q": q}, outputs=["q"], metadata={"float_tensor_of": {"q": ("y", (0, 1))}})
+    back = pickle.loads(pickle.dumps(g))
+    assert [n.describe() for n in back.nodes] == [n.describe() for n in g.nodes]
+    assert back.tensors["q"].qparams == q.qparams and back.metadata["float_tensor_of"] == {"q": ("y", (0, 1))}
+    assert np.array_equal(back.constant("w"), g.constant("w")) and not back.constant("w").flags.writeable
+    with pytest.raises(TypeError):
+        back.tensors["x"] = None
+    assert back.nodes[-1].attrs["perm"] == (1, 0)
