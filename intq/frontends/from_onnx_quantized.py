@@ -54,7 +54,7 @@ from onnx import helper, numpy_helper
 from intq.errors import GraphError, UnsupportedOperatorError
 from intq.frontends import onnx_checks
 from intq.ir import Graph, Node, Tensor, topological_order
-from intq.kernels import _ort
+from intq.kernels.ort.common import NARROW_RANGES
 from intq.kernels._conv_common import compute_padding
 from intq.onnx_format.schema import MS_DOMAIN
 from intq.qmath import QuantParams
@@ -80,7 +80,7 @@ _EIGHT_BIT = (np.dtype(np.int8), np.dtype(np.uint8))
 _SIXTEEN_BIT = (np.dtype(np.int16), np.dtype(np.uint16))
 _UNSIGNED_OFFSET = {np.dtype(np.uint8): 128, np.dtype(np.uint16): 32768}
 #: ONNX's 4- and 2-bit types (ml_dtypes' numpy names) and their ranges: read at the float boundary only.
-_NARROW = _ort.NARROW_RANGES
+_NARROW = NARROW_RANGES
 _INT, _FLOAT = onnx.AttributeProto.INT, onnx.AttributeProto.FLOAT
 #: onnxruntime's contrib (com.microsoft) operators read here: (min, max) inputs and each attribute's
 #: type, from onnxruntime's contrib schemas (onnx's checker does not know them; the ai.onnx nodes

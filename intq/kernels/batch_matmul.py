@@ -38,8 +38,8 @@ import numpy as np
 from intq.errors import IntqError
 from intq.kernels._conv_common import static_shape
 from intq.kernels.base import KernelContext, kernel
-from intq.kernels.requantize import Requantizer, make_requantizer, requantize, xnnpack_conv_scale
-from intq.kernels.targets import Runtime
+from intq.kernels.requantize import Requantizer, float32_rne_scale, make_requantizer, requantize
+from intq.kernels.targets import Requant
 from intq.qmath import effective_scale
 
 OP = "BATCH_MATMUL"
@@ -85,12 +85,12 @@ def prepare(ctx: KernelContext) -> BatchMatMulParams:
         raise ctx.error(f"output shape {list(y.shape)} does not match the computed {list(out_shape)}")
     if depth > _MAX_DEPTH:
         raise ctx.error(f"contracted length {depth} can overflow the int32 accumulator (at most {_MAX_DEPTH})")
+    mode = ctx.target.requant_for(OP)
     real = effective_scale(lhs_qp.scale[0], rhs_qp.scale[0], out_qp.scale[0], product_dtype=np.float32)
-    if ctx.target.runtime is Runtime.ORT:  # QLinearMatMul: float32(float32(s_a s_b) / s_y), float32 requantization
-        real = xnnpack_conv_scale(lhs_qp.scale[0], rhs_qp.scale[0], out_qp.scale[0])
+    if mode is Requant.FLOAT32_RNE:  # its own scale: float32(float32(s_a s_b) / s_y) (MLAS's QLinearMatMul)
+        real = float32_rne_scale(lhs_qp.scale[0], rhs_qp.scale[0], out_qp.scale[0])
     try:
-        r = make_requantizer(real, ctx.target.requant_for(OP), out_qp.tensor_zero_point, out_qp.qmin,
-                             out_qp.qmax, y.dtype)
+        r = make_requantizer(real, mode, out_qp.tensor_zero_point, out_qp.qmin, out_qp.qmax, y.dtype)
     except IntqError as e:
         raise ctx.error(str(e)) from None
     return BatchMatMulParams(lhs_qp.tensor_zero_point, rhs_qp.tensor_zero_point, adj_x, adj_y, r, out_shape)

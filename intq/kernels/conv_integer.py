@@ -14,9 +14,9 @@ with ``Z_x``, as onnxruntime's im2col does).
 
 Arithmetic: exact. ``|acc| <= 255 * max_o sum |w_o - Z_w| < 2^31`` is checked at prepare, so
 onnxruntime's int32 accumulator cannot wrap and the int64 product below is its value. Every
-target computes the same integers, ``ort-u8s8-avx2`` included: onnxruntime's ConvInteger passes the
-weights as MLAS's left operand (int8 x uint8), which sums exactly on x86 AVX2 without VNNI too
-(measured under QEMU ``-cpu Haswell``: 0 of 200 saturating models differ, tests/export/test_ort_u8s8.py).
+target computes the same integers: onnxruntime's ConvInteger passes the weights as MLAS's left
+operand (int8 x uint8), which sums exactly on x86 AVX2 without VNNI too (measured under QEMU
+``-cpu Haswell``: 0 of 200 saturating models differ, tests/export/test_ort_u8s8.py).
 """
 
 from __future__ import annotations
