@@ -33,7 +33,7 @@ FLOAT_FUNCTIONS: dict[str, str] = {
     "intq.kernels.requantize.DoubleProduct.rescaled":
         "LiteRT 2.3's reference FULLY_CONNECTED computes round(double(acc) * M) (litert-ref only)",
     "intq.kernels.requantize.Float32Rne.rescaled":
-        "XNNPACK and onnxruntime (MLAS) requantize in float32, ties to even (xnnpack, ort, ort-u8 only)",
+        "XNNPACK and onnxruntime (MLAS) requantize in float32, ties to even (the xnnpack and ort families)",
     "intq.kernels.xnnpack.mean.float32_mean":
         "XNNPACK's MEAN and SUM requantize the sums in float32 (xnnpack only)",
     "intq.kernels.litert_opt.sum.float32_sum":
@@ -43,9 +43,9 @@ FLOAT_FUNCTIONS: dict[str, str] = {
     "intq.kernels.litert_opt.log_softmax.float32_log_softmax":
         "LiteRT's optimized LOG_SOFTMAX computes in float32 (litert-opt and xnnpack)",
     "intq.kernels.ort.softmax._float32_softmax":
-        "onnxruntime's QLinearSoftmax computes in float32 (ort, ort-u8 only)",
+        "onnxruntime's QLinearSoftmax computes in float32 (the ort family)",
     "intq.kernels.ort.average_pool_2d._float32_average_pool":
-        "onnxruntime's QLinearAveragePool computes in float32 (ort, ort-u8 only)",
+        "onnxruntime's QLinearAveragePool computes in float32 (the ort family)",
     "intq.kernels.tpu_mlir.pool.run_avg_float":
         "TPU-MLIR's asymmetric (and unevenly padded) average pooling computes in float (tpu-mlir only)",
     "intq.kernels.tpu_mlir.softmax.run_float":
