@@ -70,7 +70,7 @@ from intq.ir import Graph, Node, Tensor
 INT16_JOINS = frozenset({"Concat"})
 MOVEMENT = frozenset({"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Identity"})
 #: Float ops a single node in int16 may be (16x8: int16 activations, int8 weights, int64 biases):
-#: their rules emit only builtins that have a 16x8 kernel in intq (:mod:`intq.kernels.int16x8`) and
+#: their rules emit only builtins that have a 16x8 kernel in intq (the kernels' ``INT16`` entries (:data:`intq.kernels.KERNELS`)) and
 #: that LiteRT and TFLite Micro run on int16 — CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED,
 #: LOGISTIC + MUL (SiLU), LOGISTIC, ADD, MUL, MAX_POOL_2D, CONCATENATION, SPLIT / SPLIT_V and the
 #: data movement. Int8 neighbours are requantized by QUANTIZE (int8 <-> int16) where the types change.

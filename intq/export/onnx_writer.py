@@ -51,7 +51,7 @@ import onnx
 
 from intq.ir import Graph, Node, Tensor
 from intq.kernels._conv_common import compute_padding
-from intq.kernels._ort import global_average_pool_scale, sum_as_mean_scale
+from intq.kernels.ort.common import global_average_pool_scale, sum_as_mean_scale
 from intq.kernels.requantize import activation_range
 from intq.onnx_format import metadata
 from intq.onnx_format.builder import OnnxModelBuilder
@@ -582,9 +582,9 @@ def _softmax(w: _Writer, n: Node) -> None:
 def _mean(w: _Writer, n: Node) -> None:
     """QLinearGlobalAveragePool (channels last) in both formats: over H and W of an NHWC tensor
     directly; over other axes after a Transpose putting the reduced axes first and a Reshape to
-    ``[1, N, 1, kept]`` (the same sums; intq.kernels._ort.OrtGlobalAveragePool); SUM with the output
-    scale ``float32(s_y / N)`` (intq.kernels._ort.sum_as_mean_scale). Over axes of size 1 only:
-    DequantizeLinear -> QuantizeLinear -> Reshape (intq.kernels._ort.OrtMeanOfOne)."""
+    ``[1, N, 1, kept]`` (the same sums; intq.kernels.ort.common.OrtGlobalAveragePool); SUM with the output
+    scale ``float32(s_y / N)`` (intq.kernels.ort.common.sum_as_mean_scale). Over axes of size 1 only:
+    DequantizeLinear -> QuantizeLinear -> Reshape (intq.kernels.ort.common.OrtMeanOfOne)."""
     x, y = n.inputs[0], n.outputs[0]
     xt, yt = w.t(x), w.t(y)
     rank = len(xt.shape)
@@ -744,11 +744,11 @@ def _pad(w: _Writer, n: Node) -> None:
 def _resize_nearest(w: _Writer, n: Node) -> None:
     """Two Gathers of the source rows and columns the kernel's prepare computes (TFLite's
     GetNearestNeighbor): the same copies in every runtime, whatever its Resize coordinate rules."""
-    from intq.kernels import KernelContext, get_target, lookup
+    from intq.kernels import KernelContext, get_target, select_kernel
 
     x, y = n.inputs[0], n.outputs[0]
     ctx = KernelContext(n, tuple(w.t(i) if i else None for i in n.inputs), (w.t(y),), get_target("ort"))
-    p = lookup(n.op_type).prepare(ctx)
+    p = select_kernel(ctx).prepare(ctx)
     nb, _, wd, c = w.t(x).shape
     rows = w.temp(f"{y}/rows", w.dtype(w.t(x)), (nb, len(p.src_rows), wd, c))
     w.use("Gather", n)
@@ -773,11 +773,11 @@ def _prelu(w: _Writer, n: Node) -> None:
 def _strided_slice(w: _Writer, n: Node) -> None:
     """Reshape to the slice's effective shape, a Gather per sliced axis (the indices the kernel's
     prepare resolves from TFLite's begin / end / strides and masks), Reshape to the output."""
-    from intq.kernels import KernelContext, get_target, lookup
+    from intq.kernels import KernelContext, get_target, select_kernel
 
     x, y = n.inputs[0], n.outputs[0]
     ctx = KernelContext(n, tuple(w.t(i) if i else None for i in n.inputs), (w.t(y),), get_target("ort"))
-    p = lookup(n.op_type).prepare(ctx)
+    p = select_kernel(ctx).prepare(ctx)
     dt = w.dtype(w.t(x))
     cur = w.name(x)
     shape = list(p.effective_shape)
@@ -825,7 +825,7 @@ def _resize_bilinear(w: _Writer, n: Node) -> None:
     in 10-bit integers: intq.kernels.resize_bilinear). Where only the width changes, H and W are
     swapped around it so that onnxruntime takes that integer path (it reads scales ``[1, 1, s, 1]``
     as an NCHW float resize)."""
-    from intq.kernels.resize_bilinear import ort_mode
+    from intq.kernels.ort.resize_bilinear import ort_mode
 
     x, y = n.inputs[0], n.outputs[0]
     xt, yt = w.t(x), w.t(y)
@@ -1179,7 +1179,7 @@ _COMPARISONS = {"EQUAL": "Equal", "NOT_EQUAL": "Equal", "GREATER": "Greater", "G
 @EMITTERS.register(*_COMPARISONS)
 def _comparison(w: _Writer, n: Node) -> None:
     """DequantizeLinear of each input, then the float comparison (a Not after Equal for NOT_EQUAL):
-    onnxruntime compares the dequantized float32 values exactly (intq.kernels._ort.OrtComparison)."""
+    onnxruntime compares the dequantized float32 values exactly (intq.kernels.ort.comparisons.OrtComparison)."""
     a, b, y = n.inputs[0], n.inputs[1], n.outputs[0]
     op = _COMPARISONS[n.op_type]
     w.use("DequantizeLinear", n)

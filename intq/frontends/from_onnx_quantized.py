@@ -54,7 +54,7 @@ from onnx import helper, numpy_helper
 from intq.errors import GraphError, UnsupportedOperatorError
 from intq.frontends import onnx_checks
 from intq.ir import Graph, Node, Tensor, topological_order
-from intq.kernels import _ort
+from intq.kernels.ort.common import NARROW_RANGES
 from intq.kernels._conv_common import compute_padding
 from intq.onnx_format.schema import MS_DOMAIN
 from intq.qmath import QuantParams
@@ -80,7 +80,7 @@ _EIGHT_BIT = (np.dtype(np.int8), np.dtype(np.uint8))
 _SIXTEEN_BIT = (np.dtype(np.int16), np.dtype(np.uint16))
 _UNSIGNED_OFFSET = {np.dtype(np.uint8): 128, np.dtype(np.uint16): 32768}
 #: ONNX's 4- and 2-bit types (ml_dtypes' numpy names) and their ranges: read at the float boundary only.
-_NARROW = _ort.NARROW_RANGES
+_NARROW = NARROW_RANGES
 _INT, _FLOAT = onnx.AttributeProto.INT, onnx.AttributeProto.FLOAT
 #: onnxruntime's contrib (com.microsoft) operators read here: (min, max) inputs and each attribute's
 #: type, from onnxruntime's contrib schemas (onnx's checker does not know them; the ai.onnx nodes
@@ -1127,7 +1127,7 @@ def _operand_types(im: _Import, node, x: str, x_zero_point: str | None, w: np.nd
     weights ``w`` (a constant's data, or the name of an activation read with ``w_zero_point``), as
     onnxruntime multiplies them: the node attribute ``onnx_operand_types`` of CONV_2D, FULLY_CONNECTED,
     BATCH_MATMUL, CONV_INTEGER and MATMUL_INTEGER, which decides the MLAS kernel on an x86 CPU without
-    VNNI (:func:`intq.kernels._ort_u8s8.mlas_uint8_operand`)."""
+    VNNI (:func:`intq.kernels.ort.saturation.mlas_uint8_operand`)."""
     def of(name: str, zero_point: str | None) -> str:
         if zero_point and zero_point in im.consts:
             return np.asarray(im.consts[zero_point]).dtype.name

@@ -101,7 +101,7 @@ class ExecutionPlan:
     naming the node) when the graph does not fit its kernels."""
 
     def __init__(self, graph: Graph, target, native: bool = True, trace=None):
-        from intq.kernels import KERNELS, KernelContext, lookup, node_activation
+        from intq.kernels import KernelContext, operators, select_kernel
         from intq.kernels.base import prepare_node
         from intq.runtime.float_ops import FLOAT_OPS
         from intq.runtime.native.accelerate import native_run
@@ -109,7 +109,7 @@ class ExecutionPlan:
         self.graph = graph
         self.target = target
         self.native = native
-        integer_ops = {op for op, _ in KERNELS}
+        integer_ops = operators()
         missing = sorted({n.op_type for n in graph.nodes if n.op_type not in FLOAT_OPS and n.op_type not in integer_ops})
         if missing:
             raise InterpreterError(f"graph {graph.name!r} has operators intq cannot execute: {missing}")
@@ -132,19 +132,20 @@ class ExecutionPlan:
         for i, node in enumerate(graph.nodes):
             integer = node.op_type in integer_ops
             if integer:
-                # the kernel of the node's activation dtype: an int16 data input selects the 16x8
-                # kernel where the op has one (QUANTIZE included); the others (RESHAPE,
-                # CONCATENATION, DEQUANTIZE...) take int16 themselves
-                kernel = lookup(node.op_type, node_activation(node, graph.tensors))
+                # the kernel of the node's activation dtype (an int16 data input selects the 16x8
+                # kernel where the op has one; the others take int16 themselves) and the target's
+                # families: the first variant that takes the node, else the reference kernel
                 ctx = KernelContext(node, tuple(graph.tensors[t] if t else None for t in node.inputs),
                                     tuple(graph.tensors[o] for o in node.outputs), target)
                 ctx.check_emulated()  # an op the target lists as not emulated is refused, whatever its kernel
+                kernel = select_kernel(ctx)
                 params = prepare_node(kernel, ctx)  # the input count against run's signature, then prepare
-                self.kernels[node.name] = (kernel.run, params)
+                kernel_run = kernel.run_for(params)  # the parameters' own run
+                self.kernels[node.name] = (kernel_run, params)
                 if trace is not None:  # the integer-only trace watches the kernel's own run, never native code
-                    run = trace.bind(node, kernel.run, params)
+                    run = trace.bind(node, kernel_run, params)
                 else:
-                    run = (native_run(node, graph, params) if native else None) or partial(kernel.run, params)
+                    run = (native_run(node, graph, params) if native else None) or partial(kernel_run, params)
             else:
                 run = _float_step(FLOAT_OPS[node.op_type], node)
             steps.append(_Step(run, tuple(self.slot[t] if t else 0 for t in node.inputs),

@@ -655,9 +655,9 @@ def native_run(node: Node, graph: Graph, params, lib: native.Native | None = Non
         return None
     bound = build(lib.lib, node, graph, params)
     if bound is not None and node.op_type in ("MUL", "ADD", "SUB"):
-        from intq.kernels.base import lookup
+        from intq.kernels.base import reference
 
-        table = _constant_operand_table(lib.lib, node, graph, params, partial(lookup(node.op_type).run, params))
+        table = _constant_operand_table(lib.lib, node, graph, params, partial(reference(node.op_type).run, params))
         bound = table or bound
     if bound is not None and lib.objects:
         bound.fn_obj = getattr(lib.lib, bound.fn.__name__ + "_obj")
