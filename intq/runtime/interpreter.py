@@ -42,6 +42,7 @@ from intq.runtime.plan import (  # noqa: F401 (FUSED_ACTIVATION, apply_fused_act
     apply_fused_activation,
     rebatch,
 )
+from intq.threads import limited
 
 #: Relative tolerance of the one-time check of a float graph's batched plan against the graph run
 #: sample by sample: BLAS sums a batch in another order (float32 rounding, ~1e-6 relative); a
@@ -159,8 +160,12 @@ class Interpreter:
         Any batch: the inputs' leading dimension binds it (the other dimensions must be the
         graph's). ``keep=False`` frees each intermediate after its last use (``tensors()`` then
         holds only inputs and outputs); ``capture(name, array)`` sees every input and computed
-        tensor.
+        tensor. BLAS and OpenMP run with :func:`intq.threads.get_threads` threads (default 1).
         """
+        with limited():
+            return self._run(inputs, keep, capture)
+
+    def _run(self, inputs, keep, capture) -> dict[str, np.ndarray]:
         values = self._check_inputs(inputs)
         key, plan = self._plan_for(values)
         if key in self._pending:
