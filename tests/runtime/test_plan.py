@@ -166,3 +166,32 @@ def test_plans_are_kept_for_a_few_shapes_only():
         x = np.linspace(-1, 1, 4 * batch, dtype=np.float32).reshape(batch, 4)
         np.testing.assert_array_equal(it.run({"x": x})["y"], np.maximum(x, 0))
     assert len(it._plans) == _MAX_PLANS and ((2 + 3 * _MAX_PLANS - 1, 4),) in it._plans
+
+
+def test_a_float_graph_checks_a_large_batch_at_batch_2():
+    """A float graph's rebound batch is checked once, at a batch of 2 (its first and last
+    samples, 2 sample runs), not by running every sample of the batch alone; a binding that mixes
+    samples is still refused (the Reshape + ReduceSum graph above, at batch 16)."""
+    g = helper.make_graph(
+        [helper.make_node("Reshape", ["x", "s"], ["r"]), helper.make_node("ReduceSum", ["r", "a"], ["y"], keepdims=1)],
+        "fold", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(np.array([4], np.int64), "s"), numpy_helper.from_array(np.array([0], np.int64), "a")])
+    folding = intq.load(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]))
+    x = np.arange(64, dtype=np.float32).reshape(16, 4)
+    it = intq.Interpreter(folding)
+    np.testing.assert_array_equal(it.run({"x": x})["y"], x.sum(axis=1))
+    assert isinstance(it._plans[((16, 4),)], _Split)
+
+    g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "relu",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])])
+    it = intq.Interpreter(intq.load(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])))
+    batches = []
+    real = ExecutionPlan.execute
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(ExecutionPlan, "execute", lambda self, values, **kw: (batches.append(values[0].shape[0]),
+                                                                         real(self, values, **kw))[1])
+        np.testing.assert_array_equal(it.run({"x": x - 30})["y"], np.maximum(x - 30, 0))
+    assert sorted(batches) == [1, 1, 2, 16]  # the check: batch 2 and two samples; then the run
+    assert isinstance(it._plans[((16, 4),)], ExecutionPlan)
