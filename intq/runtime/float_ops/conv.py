@@ -30,7 +30,7 @@ from intq.passes.padding import pads_of
 
 from . import _scratch
 from ._checks import ints, output_size
-from ._windows import Geometry, channel_chunks, geometry, pad, per_axis, taps, windows
+from ._windows import Geometry, channel_chunks, fill_border, geometry, pad, per_axis, taps, windows
 from .registry import FLOAT_OPS
 
 
@@ -197,9 +197,10 @@ class _Wide:
         (b, C, L)."""
         b, c = X.shape[:2]
         flat = _scratch.buffer(key, (b, c, self.length), X.dtype)
-        flat.fill(0)
-        interior = tuple(slice(p, p + i) for p, i in zip(g.pads_begin, g.in_shape))
-        flat[:, :, : self.plane].reshape((b, c) + g.padded_shape)[(slice(None),) * 2 + interior] = X
+        padded = flat[:, :, : self.plane].reshape((b, c) + g.padded_shape)
+        fill_border(padded, g.pads_begin, g.in_shape)
+        flat[:, :, self.plane :] = 0
+        padded[(slice(None),) * 2 + tuple(slice(p, p + i) for p, i in zip(g.pads_begin, g.in_shape))] = X
         return flat
 
     def view(self, flat: np.ndarray, g: Geometry, start: int, ncols: int) -> np.ndarray:
