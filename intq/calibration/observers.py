@@ -44,6 +44,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
+from numba import njit
 
 from intq.errors import QuantizationError
 from intq.qmath.params import choose_qparams, dequantize, dtype_range, quantize
@@ -64,7 +65,7 @@ RESOLUTION_BITS = 40
 #: Largest ``bins`` accepted: the state is at most this many int64 counts (8 MiB).
 MAX_BINS = 1 << 20
 
-#: Elements binned per vectorised pass: bounds the temporaries of ``update`` to ~64 MiB.
+#: Elements binned per vectorised pass (:func:`_count_bins`' numpy path): bounds its temporaries to ~64 MiB.
 _CHUNK = 1 << 22
 
 #: Entropy calibration: total probability given to the bins where P > 0 but Q = 0 (spread evenly
@@ -154,6 +155,74 @@ def _floor_indices(x: np.ndarray, exponent: int) -> np.ndarray:
         if fix.any():
             idx[fix] = -1
     return idx
+
+
+@njit(cache=True, nogil=True)
+def _count_bins_float32(flat, scale, first, counts):
+    """``counts[floor(x * scale) - first] += 1`` for every float32 x of ``flat``, in one pass;
+    returns -1, or the position of a value outside the window.
+
+    ``x * scale`` with ``scale = 2**-k`` (a normal float64) is computed in float64, where it is
+    exact: a power of two only moves the exponent, and a float32 times a normal float64 power of
+    two neither overflows nor underflows float64. Four partial histograms (one per lane of 4
+    consecutive values) summed at the end: a run of equal values (a ReLU's zeros) would otherwise
+    wait on the previous increment of the same count (measured 0.9 -> 0.6 ns per value)."""
+    n = counts.size
+    part = np.zeros((4, n), np.int64)
+    whole = flat.size - flat.size % 4
+    for i in range(0, whole, 4):
+        for u in range(4):
+            j = np.int64(np.floor(np.float64(flat[i + u]) * scale)) - first
+            if j < 0 or j >= n:
+                return i + u
+            part[u, j] += 1
+    for i in range(whole, flat.size):
+        j = np.int64(np.floor(np.float64(flat[i]) * scale)) - first
+        if j < 0 or j >= n:
+            return i
+        part[0, j] += 1
+    for u in range(4):
+        for j in range(n):
+            counts[j] += part[u, j]
+    return -1
+
+
+@njit(cache=True, nogil=True)
+def _count_bins_float64(flat, scale, first, counts):
+    """:func:`_count_bins_float32` for float64 values, where ``x * scale`` can underflow: only for
+    ``|x * scale| < 1``, where floor gives 0 for x > 0 and, corrected as in :func:`_floor_indices`,
+    -1 for x < 0 (whose product rounded to -0.0)."""
+    n = counts.size
+    for i in range(flat.size):
+        v = flat[i]
+        j = np.int64(np.floor(v * scale)) - first
+        if j == -first and v < 0:
+            j -= 1
+        if j < 0 or j >= n:
+            return i
+        counts[j] += 1
+    return -1
+
+
+def _count_bins(flat: np.ndarray, exponent: int, first: int, counts: np.ndarray, magnitude: bool) -> None:
+    """Add the values of ``flat`` (finite float32/float64; ``|x|`` if ``magnitude``) to the aligned
+    histogram ``counts`` of bins ``floor(x / 2**exponent) - first``: a compiled one-pass loop where
+    ``2**-exponent`` is a normal float64 (every float32 datum and all but the tiniest float64 data),
+    else vectorised :func:`_floor_indices` + ``np.bincount`` per chunk. Both give the same counts."""
+    if -1022 <= -exponent <= 1023:
+        if magnitude:
+            flat = np.abs(flat)
+        count = _count_bins_float32 if flat.dtype == np.float32 else _count_bins_float64
+        bad = count(flat, math.ldexp(1.0, -exponent), first, counts)
+        assert bad < 0, f"value {flat[bad]} outside the histogram window"
+        return
+    for start in range(0, flat.size, _CHUNK):
+        part = flat[start:start + _CHUNK]
+        if magnitude:
+            part = np.abs(part)
+        idx = _floor_indices(part, exponent)
+        idx -= first
+        counts += np.bincount(idx, minlength=counts.size)
 
 
 def _edge(index: int, exponent: int) -> float:
@@ -700,7 +769,7 @@ class HistogramObserver(Observer):
     The histogram (:meth:`histogram`) covers the observed [min, max] with at most ``bins`` bins of
     width ``2**k``, ``k = aligned_exponent(min, max, bins)`` — between ``bins/2`` and ``bins`` bins
     once the range spans more than a few bins (see the module docstring). ``update`` bins a batch
-    with one vectorised pass (``floor(ldexp(x, -k))`` then ``np.bincount``); the state is the
+    in one compiled pass (``floor(x * 2**-k)``, :func:`_count_bins`); the state is the
     exact min, max and at most ``bins`` int64 counts. ``range()`` of this base class is the exact
     (min, max); subclasses derive clipped ranges from the histogram. Merge is exact and
     order-independent.
@@ -740,14 +809,7 @@ class HistogramObserver(Observer):
             counts = np.zeros(n, dtype=np.int64)
         else:
             counts = self._hist.rebin(k, first, n).counts.copy()
-        flat = arr.reshape(-1)
-        for start in range(0, flat.size, _CHUNK):
-            part = flat[start:start + _CHUNK]
-            if self._magnitude:
-                part = np.abs(part)
-            idx = _floor_indices(part, k)
-            idx -= first
-            counts += np.bincount(idx, minlength=n)
+        _count_bins(arr.reshape(-1), k, first, counts, self._magnitude)
         self._min, self._max = lo, hi
         self._hist = AlignedHistogram(k, first, counts)
         self._count += 1

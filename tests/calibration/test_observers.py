@@ -518,6 +518,29 @@ def test_histogram_of_float32_with_negative_subnormals():
     assert np.array_equal(h.counts, expected)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("magnitude", [False, True])
+@pytest.mark.parametrize("bins", [2, 16, 2048])
+def test_compiled_binning_equals_the_vectorised_floor(dtype, magnitude, bins, rng):
+    """The one-pass compiled binning (observers._count_bins) gives the counts of the vectorised
+    floor(ldexp(x, -k)) + bincount it replaced, on data with values on bin edges, negative values
+    that underflow when scaled, subnormals and signed zeros, at every width from 2 to 2048 bins."""
+    from intq.calibration.observers import _count_bins, _floor_indices, _window
+
+    tiny = np.finfo(dtype).smallest_subnormal
+    for scale in (1e-30, 1e-3, 1.0, 7.5, 1e6):
+        x = (rng.standard_normal(4000) * scale).astype(dtype)
+        x[:100] = np.round(x[:100] * 8 / scale) * scale / 8  # on edges of coarse bins
+        x[100:110] = [-tiny, tiny, -0.0, 0.0, -tiny * 3, -scale * 1e-9, scale * 1e-9, -scale, scale, 0.0]
+        values = np.abs(x) if magnitude else x
+        lo, hi = float(values.min()), float(values.max())
+        k, first, n = _window(0.0, hi, bins) if magnitude else _window(lo, hi, bins)
+        got = np.zeros(n, np.int64)
+        _count_bins(x, k, first, got, magnitude)
+        want = np.bincount(_floor_indices(values, k) - first, minlength=n)
+        assert np.array_equal(got, want), (scale, k)
+
+
 @settings(max_examples=60, deadline=None)
 @given(
     st.lists(
