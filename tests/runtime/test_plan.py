@@ -195,3 +195,21 @@ def test_a_float_graph_checks_a_large_batch_at_batch_2():
         np.testing.assert_array_equal(it.run({"x": x - 30})["y"], np.maximum(x - 30, 0))
     assert sorted(batches) == [1, 1, 2, 16]  # the check: batch 2 and two samples; then the run
     assert isinstance(it._plans[((16, 4),)], ExecutionPlan)
+
+
+def test_a_fused_activation_clamps_fresh_outputs_in_place_and_never_an_input():
+    """The float step applies a fused activation to its op's output in place (no copy of every
+    activation) unless the output is, or views, one of the op's inputs: those stay untouched."""
+    from intq.ir import Node
+    from intq.runtime.plan import FUSED_ACTIVATION, _float_step
+
+    node = Node("Conv", "n", ["x"], ["y"], {FUSED_ACTIVATION: "RELU"})
+    x = np.array([[-1.0, 2.0, -3.0, 4.0]], np.float32)
+    fresh = np.array([-5.0, 5.0], np.float32)
+    y, = _float_step(lambda a: (fresh,), node)(x)
+    assert y is fresh and np.array_equal(y, [0.0, 5.0])
+    for passthrough in (lambda a: (a,), lambda a: (a[:, ::2],), lambda a: (a.reshape(2, 2),)):
+        before = x.copy()
+        y, = _float_step(passthrough, node)(x)
+        np.testing.assert_array_equal(x, before)
+        assert y.min() >= 0 and not np.may_share_memory(y, x)
