@@ -267,7 +267,7 @@ case("Clip", [randint(3, 5, low=-9, high=9), i64(-2).reshape(()), i64(4).reshape
 # ---------------------------------------------------------------- linalg
 for a, b, label in (((3, 4), (4, 5), "2d"), ((2, 3, 4), (4, 5), "batch-broadcast"),
                     ((2, 1, 3, 4), (5, 4, 6), "4d-broadcast"), ((4,), (4, 5), "vector-matrix"),
-                    ((3, 4), (4,), "matrix-vector"), ((4,), (4,), "dot")):
+                    ((3, 4), (4,), "matrix-vector"), ((4,), (4,), "dot"), ((2, 3, 5, 4), (4, 6), "stack-times-matrix")):
     case("MatMul", [randn(*a), randn(*b)], label)
 for ta in (0, 1):
     for tb in (0, 1):
