@@ -781,3 +781,35 @@ def test_the_wide_layout_is_chosen_where_its_junk_columns_cost_less_than_window_
     assert _wide_pays(geometry("Conv", (56, 56), (3, 3), pads=[1, 1, 1, 1]), 64)
     assert not _wide_pays(geometry("Conv", (7, 7), (3, 3), pads=[1, 1, 1, 1]), 512)
     assert not _wide_pays(geometry("Conv", (32, 32), (3, 3), strides=[2, 2], pads=[1, 1, 1, 1]), 16)
+
+
+@pytest.mark.parametrize("shape, mult, kernel, strides, dilations, pads", [
+    ((3, 5, 9, 11), 1, (3, 3), (1, 1), (1, 1), (1, 1, 1, 1)),
+    ((2, 4, 10, 9), 2, (3, 3), (2, 2), (1, 1), (1, 1, 1, 1)),
+    ((2, 3, 12, 12), 1, (5, 5), (1, 2), (2, 1), (4, 2, 3, 2)),
+    ((2, 3, 12, 12), 3, (3, 3), (2, 1), (2, 2), (2, 2, 2, 2)),
+    ((4, 6, 17), 1, (5,), (1,), (1,), (2, 2)),
+    ((4, 6, 17), 2, (3,), (2,), (3,), (3, 3)),
+])
+def test_compiled_depthwise_sums_taps_in_order_bit_for_bit(shape, mult, kernel, strides, dilations, pads):
+    """The compiled depthwise loops compute ``w_0 * x_0``, then add ``w_t * x_t`` tap by tap in C
+    order, each a float32 product and sum (no fused multiply-add): equal bit for bit to that sum
+    written with numpy ufuncs on window views (the vectorised form they replaced)."""
+    from intq.runtime.float_ops._windows import geometry, pad, taps
+
+    rng = np.random.default_rng(len(shape) * 100 + mult)
+    x = rng.standard_normal(shape).astype(np.float32)
+    c = shape[1]
+    w = rng.standard_normal((c * mult, 1, *kernel)).astype(np.float32)
+    g = geometry("Conv", shape[2:], kernel, strides=strides, dilations=dilations, pads=pads)
+    xp = pad(x, g.pads_begin, g.reach_end)
+    want = np.empty((shape[0], c, mult) + g.out_shape, np.float32)
+    wt = w.reshape(c, mult, -1)
+    for t, view in taps(xp, g):  # view[n, c, *out]
+        term = view[:, :, None] * wt[:, :, t].reshape((1, c, mult) + (1,) * len(kernel))
+        if t == 0:
+            want[...] = term
+        else:
+            want += term
+    got = FLOAT_OPS["Conv"](x, w, group=c, strides=list(strides), dilations=list(dilations), pads=list(pads))[0]
+    np.testing.assert_array_equal(got, want.reshape(got.shape))
