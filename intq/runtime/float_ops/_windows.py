@@ -13,6 +13,7 @@ refused); the importer wrote every node's pads out (:func:`intq.passes.explicit_
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Iterator, Sequence
 
@@ -52,7 +53,7 @@ class Geometry:
     @property
     def taps(self) -> int:
         """Number of kernel taps, prod(kernel)."""
-        return int(np.prod(self.kernel, dtype=np.int64))
+        return math.prod(self.kernel)
 
 
 def per_axis(op: str, name: str, values, nd: int, default: int) -> tuple[int, ...]:
