@@ -303,8 +303,7 @@ def _calibrate(graph, data, method, progress, preprocess, limit, batch_size, obs
     copied = {}
     for name, src in aliases.items():  # graph order: the source first
         if name in order and name not in observers and src in observers:
-            state = observers[src].state_dict()
-            observers[name] = Observer.from_state_dict({**state, "name": name})
+            observers[name] = observers[src].renamed(name)
             copied[name] = src
     observers = {k: observers[k] for k in order if k in observers}
     return _table(method, observer_options, observers, n, graph.name, bounded_tensors(graph), copied)

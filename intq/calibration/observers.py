@@ -38,6 +38,7 @@ that raises leaves the observer unchanged.
 from __future__ import annotations
 
 import abc
+import copy as _copy
 import inspect
 import math
 from dataclasses import dataclass
@@ -503,6 +504,16 @@ class Observer(abc.ABC):
     def copy(self) -> "Observer":
         """An independent observer with the same state."""
         return type(self).from_state_dict(self.state_dict())
+
+    def renamed(self, name: str | None) -> "Observer":
+        """An independent observer with this one's state, observing tensor ``name``: what
+        ``from_state_dict({**state_dict(), "name": name})`` builds, without the round trip through
+        lists (every state value is immutable or replaced, never changed in place, by ``update``)."""
+        if name is not None and not isinstance(name, str):
+            raise QuantizationError(f"an observer's name must be a string or None, got {name!r}")
+        out = _copy.copy(self)
+        out._name = name
+        return out
 
     def __eq__(self, other):
         return type(other) is type(self) and self.state_dict() == other.state_dict()
@@ -1054,7 +1065,7 @@ class MSEObserver(HistogramObserver):
         fa, fb, ferrors, fusable = self._grid_errors(around(i0) if lo0 < 0 else one, around(j0) if hi0 > 0 else one)
         a, b, errors = np.concatenate([a, fa]), np.concatenate([b, fb]), np.concatenate([errors, ferrors])
         width = b - a
-        best = min(range(a.size), key=lambda k: (errors[k], -width[k], a[k]))  # least error, then the wider
+        best = int(np.lexsort((a, -width, errors))[0])  # least error, then the wider, then the lower (stable)
         return float(a[best]), float(b[best])
 
     def range(self) -> tuple[float, float]:

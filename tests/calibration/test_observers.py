@@ -772,3 +772,20 @@ def test_large_batch_update_is_vectorised(rng, cls):
     elapsed = time.perf_counter() - t
     assert elapsed < 5.0, f"{cls.__name__}.update took {elapsed:.2f}s for 2 x 6.4M elements"
     assert len(json.dumps(obs.state_dict())) < 40_000
+
+
+@pytest.mark.parametrize("kind", sorted(ALL_FACTORIES))
+def test_renamed_is_the_state_dict_round_trip_and_independent(kind, rng):
+    """``renamed`` (the calibration's copy of an observer for a tensor holding the same values)
+    gives what the state-dict round trip gives, and later updates of either leave the other as it was."""
+    batches = random_stream(rng, 4)
+    if kind == "per_channel":
+        batches = [np.broadcast_to(b[:1, :, :1], (1, 3, 2)).astype(b.dtype) for b in batches]
+    obs = feed(ALL_FACTORIES[kind](), batches)
+    ranges = obs.range()
+    copy = obs.renamed("u")
+    assert_same_state(copy, Observer.from_state_dict({**obs.state_dict(), "name": "u"}))
+    assert copy.name == "u" and obs.name == "t"
+    before = obs.state_dict()
+    copy.update(batches[0] * 3)
+    assert obs.state_dict() == before and ranges_equal(obs.range(), ranges)
