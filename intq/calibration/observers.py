@@ -48,7 +48,8 @@ import numpy as np
 from numba import njit
 
 from intq.errors import QuantizationError
-from intq.qmath.params import choose_qparams, dequantize, dtype_range, quantize
+from intq.qmath.compiled import round_clamp_half_away_scalar
+from intq.qmath.params import choose_qparams, dtype_range
 from intq.registry import Registry
 
 #: Version of the ``state_dict`` layout; ``from_state_dict`` refuses other versions.
@@ -203,6 +204,25 @@ def _count_bins_float64(flat, scale, first, counts):
             return i
         counts[j] += 1
     return -1
+
+
+@njit(cache=True, nogil=True)
+def _squared_errors(values, values32, scale32, scale, zero_point, qmin, qmax, out):
+    """``out[c, i] = (dequantize(quantize(v_i, qp_c), qp_c, float64) - v_i)**2`` for candidate
+    parameters ``(scale[c], zero_point[c])``: the quantization as qmath's compiled form computes it
+    (float32 division, :func:`intq.qmath.compiled.round_clamp_half_away_scalar`), the
+    dequantization ``(q - Z) * S`` in float64 as :func:`intq.qmath.dequantize`, then the
+    difference and its square: the elementwise float64 operations of the vectorised form, one pass.
+    ``out`` is column-major, the layout the vectorised form produced, so the dot products that
+    follow (BLAS, whose summation order depends on the layout) are those it computed."""
+    for i in range(values.size):
+        x = values32[i]
+        v = values[i]
+        for c in range(out.shape[0]):
+            zp = zero_point[c]
+            code = round_clamp_half_away_scalar(x / scale32[c], zp, np.float32(qmin - zp), np.float32(qmax - zp))
+            err = np.float64(np.int64(code) - zp) * scale[c] - v
+            out[c, i] = err * err
 
 
 def _count_bins(flat: np.ndarray, exponent: int, first: int, counts: np.ndarray, magnitude: bool) -> None:
@@ -1017,11 +1037,14 @@ class MSEObserver(HistogramObserver):
         errors = np.empty(a.size, dtype=np.float64)
         chunk = max(1, _MSE_CHUNK_ELEMENTS // values.size)
         label = self._name if self._name is not None else "tensor"
+        values32 = values.astype(np.float32)  # quantize's float32 division reads float32 values
         for s in range(0, a.size, chunk):
             qp = choose_qparams(a[s:s + chunk], b[s:s + chunk], self._dtype, axis=0, name=label)
-            grid = np.broadcast_to(values, (qp.scale.size, values.size))
-            err = dequantize(quantize(grid, qp), qp, dtype=np.float64) - values
-            errors[s:s + chunk] = (err * err) @ weights
+            # (dequantize(quantize(v, qp_c), qp_c, float64) - v)**2 per candidate c and value v
+            sq = np.empty((qp.scale.size, values.size), np.float64, order="F")
+            _squared_errors(values, values32, qp.scale.astype(np.float32), qp.scale, qp.zero_point,
+                            qp.qmin, qp.qmax, sq)
+            errors[s:s + chunk] = sq @ weights
         return errors
 
     def _grid_errors(self, i: np.ndarray, j: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

@@ -789,3 +789,35 @@ def test_renamed_is_the_state_dict_round_trip_and_independent(kind, rng):
     before = obs.state_dict()
     copy.update(batches[0] * 3)
     assert obs.state_dict() == before and ranges_equal(obs.range(), ranges)
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint8", "int16"])
+def test_mse_errors_are_the_vectorised_quantize_dequantize_bit_for_bit(dtype, rng):
+    """The compiled candidate errors (observers._squared_errors) equal, bit for bit, the vectorised
+    ``dequantize(quantize(v, qp), qp, float64) - v`` squared and weighted that they replaced, on
+    one-sided, signed and outlier-heavy histograms and on candidates clipping far inside the range."""
+    from intq.calibration.observers import _MSE_CHUNK_ELEMENTS
+    from intq.qmath import choose_qparams, dequantize, quantize
+
+    for data in (gaussian_with_outliers(rng, 50_000), np.maximum(rng.normal(0.3, 1, 20_000), 0),
+                 rng.uniform(-5e-3, 2e-3, 30_000), -np.abs(rng.standard_cauchy(10_000))):
+        obs = MSEObserver(bins=512, steps=30, dtype=dtype)
+        obs.update(data.astype(np.float32))
+        lo0, hi0 = min(obs.observed_range()[0], 0.0), max(obs.observed_range()[1], 0.0)
+        f = np.linspace(1.0, 0.01, 40)
+        a, b = (g.reshape(-1) for g in np.meshgrid(lo0 * f, hi0 * f, indexing="ij"))
+        keep = (b - a) > 1e-30
+        a, b = a[keep], b[keep]
+        got = obs.expected_errors(a, b)
+        left, right = obs._bin_supports()
+        nz = obs.histogram().counts > 0
+        values = ((left + right) / 2)[nz]
+        weights = obs.histogram().counts[nz] / float(obs.histogram().total)
+        want = np.empty(a.size)
+        chunk = max(1, _MSE_CHUNK_ELEMENTS // values.size)  # as before: BLAS's dot products depend on it
+        for s in range(0, a.size, chunk):
+            qp = choose_qparams(a[s:s + chunk], b[s:s + chunk], dtype, axis=0)
+            grid = np.broadcast_to(values, (qp.scale.size, values.size))
+            err = dequantize(quantize(grid, qp), qp, dtype=np.float64) - values
+            want[s:s + chunk] = (err * err) @ weights
+        assert np.array_equal(got, want)
