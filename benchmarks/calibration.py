@@ -130,7 +130,8 @@ def _from_torch(module, sample: tuple[int, ...]) -> onnx.ModelProto:
 
 def load_model(name: str) -> Model | None:
     if name == "small_resnet":
-        return Model(name, "32x32 residual CNN", _from_torch(_small_resnet(), (1, 3, 32, 32)), "x", (1, 3, 32, 32), 1000)
+        proto = _from_torch(_small_resnet(), (1, 3, 32, 32))
+        return Model(name, "32x32 residual CNN", proto, "x", (1, 3, 32, 32), 1000)
     if name == "resnet18":
         from intq.testing.torch_models import build
 
@@ -290,7 +291,8 @@ def _ratios(model: Model, task: str, times: dict[str, list[tuple[float, float]]]
         wall = [t[1] / b[1] for t, b in zip(ts, base)]
         rows.append({"model": model.name, "what": model.what, "samples": model.samples, "task": task,
                      "contender": k, "anchor": anchor,
-                     "anchor_s": statistics.median(b[0] for b in base), "contender_s": statistics.median(t[0] for t in ts),
+                     "anchor_s": statistics.median(b[0] for b in base),
+                     "contender_s": statistics.median(t[0] for t in ts),
                      "cpu_ratio": statistics.median(cpu), "cpu_range": (min(cpu), max(cpu)),
                      "wall_ratio": statistics.median(wall), "wall_range": (min(wall), max(wall))})
     return rows
@@ -303,7 +305,8 @@ def _line(r: dict) -> str:
 
 
 def markdown(rows: list[dict]) -> str:
-    out = ["| model | samples | task | intq | vs | CPU s (intq / anchor) | ratio CPU, median [range] | ratio wall, median [range] |",
+    out = ["| model | samples | task | intq | vs | CPU s (intq / anchor) | ratio CPU, median [range] "
+           "| ratio wall, median [range] |",
            "|---|---|---|---|---|---|---|---|"]
     for r in rows:
         out.append(f"| {r['what']} | {r['samples']} | {r['task']} | {r['contender']} | {r['anchor']} | "
@@ -332,7 +335,8 @@ def host_lines(threads: int) -> list[str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--threads", type=int, default=1, help="threads for numpy's BLAS (intq.set_threads) and onnxruntime")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="threads for numpy's BLAS (intq.set_threads) and onnxruntime")
     parser.add_argument("--models", default="small_resnet,resnet18,resnet50,ppocr_cls,ppocr_rec_v4")
     parser.add_argument("--methods", default="minmax,mse", help="intq calibration methods to time")
     parser.add_argument("--markdown", action="store_true", help="print a markdown table at the end")

@@ -80,16 +80,20 @@ def test_exported_file_resizes_in_litert_as_intq_runs_it(digits, built_at):
     assert back.tensors["image"].shape == (built_at, 1, 8, 8)
 
 
-def test_a_batch_that_cannot_be_rebound_runs_in_pieces():
-    """Reshape to [4] folds the batch away and ReduceSum over axis 0 then mixes samples: the
-    rebound plan disagrees with the samples run one by one, so the interpreter splits the batch."""
+def _folding_graph():
+    """Reshape to [4] folds the batch away and ReduceSum over axis 0 then mixes samples."""
     g = helper.make_graph(
         [helper.make_node("Reshape", ["x", "s"], ["r"]), helper.make_node("ReduceSum", ["r", "a"], ["y"], keepdims=1)],
         "fold", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
         [numpy_helper.from_array(np.array([4], np.int64), "s"), numpy_helper.from_array(np.array([0], np.int64), "a")])
-    graph = intq.load(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]))
-    it = intq.Interpreter(graph)
+    return intq.load(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]))
+
+
+def test_a_batch_that_cannot_be_rebound_runs_in_pieces():
+    """Reshape to [4] folds the batch away and ReduceSum over axis 0 then mixes samples: the
+    rebound plan disagrees with the samples run one by one, so the interpreter splits the batch."""
+    it = intq.Interpreter(_folding_graph())
     x = np.arange(12, dtype=np.float32).reshape(3, 4)
     got = it.run({"x": x})["y"]
     np.testing.assert_array_equal(got, x.sum(axis=1))  # each sample alone: ReduceSum over its one row
@@ -172,14 +176,8 @@ def test_a_float_graph_checks_a_large_batch_at_batch_2():
     """A float graph's rebound batch is checked once, at a batch of 2 (its first and last
     samples, 2 sample runs), not by running every sample of the batch alone; a binding that mixes
     samples is still refused (the Reshape + ReduceSum graph above, at batch 16)."""
-    g = helper.make_graph(
-        [helper.make_node("Reshape", ["x", "s"], ["r"]), helper.make_node("ReduceSum", ["r", "a"], ["y"], keepdims=1)],
-        "fold", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
-        [numpy_helper.from_array(np.array([4], np.int64), "s"), numpy_helper.from_array(np.array([0], np.int64), "a")])
-    folding = intq.load(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]))
     x = np.arange(64, dtype=np.float32).reshape(16, 4)
-    it = intq.Interpreter(folding)
+    it = intq.Interpreter(_folding_graph())
     np.testing.assert_array_equal(it.run({"x": x})["y"], x.sum(axis=1))
     assert isinstance(it._plans[((16, 4),)], _Split)
 
