@@ -10,6 +10,7 @@ Public API:
 * :func:`export_tflite` — write an integer graph as a ``.tflite`` file;
 * :func:`export_c` — write it as C99 (``.c`` + ``.h``) for microcontrollers, bit-exact with TFLite Micro;
 * :func:`export_onnx` — write it as a QDQ or QOperator ONNX model onnxruntime runs (target ``"ort"``);
+* :func:`set_threads` — the BLAS/OpenMP threads intq's work runs with (default 1; ``INTQ_THREADS``);
 * ``intq.qat`` — quantization-aware training in PyTorch (``import intq`` does not import torch).
 
 The arithmetic core is :mod:`intq.qmath`; errors are in :mod:`intq.errors`.
@@ -33,6 +34,8 @@ _LAZY = {
     "export_c": "intq.export.c",
     "compile_c": "intq.export.c",
     "export_onnx": "intq.export.onnx_writer",
+    "set_threads": "intq.threads",
+    "get_threads": "intq.threads",
 }
 
 __all__ = [
@@ -45,6 +48,8 @@ __all__ = [
     "compile_c",
     "export_onnx",
     "CalibrationTable",
+    "set_threads",
+    "get_threads",
     "IntqError",
     "QuantizationError",
     "ContractError",

@@ -16,6 +16,10 @@ DATA (for --calib and --data) is a folder of images (resized and normalised by -
 --std, --layout), a folder of .npy/.npz files, or one .npz with an array per input; it runs
 --batch-size samples at a time (default 32) in quantize, eval, compare and diff.
 
+Threads: every command runs its BLAS and OpenMP work (the float model, calibration, the integer
+engine's float-BLAS GEMMs) on ``--threads N`` threads, default 1 or ``$INTQ_THREADS``
+(:mod:`intq.threads`; ``0`` leaves the libraries' own setting).
+
 ``intq quantize`` reports success only after LiteRT (and TFLite Micro, when installed) loaded and ran
 the written file; a file they refuse is removed and the command fails.
 
@@ -892,6 +896,9 @@ def build_parser() -> argparse.ArgumentParser:
     common.add_argument("--max-tensor-size", type=_byte_size, metavar="SIZE",
                         help="the largest tensor intq may create, e.g. 8G (default 2G: a larger one is refused before "
                              "it is allocated)")
+    common.add_argument("--threads", type=_nonnegative_int, metavar="N",
+                        help="BLAS/OpenMP threads for intq's work (default 1, or $INTQ_THREADS; 0 leaves the "
+                             "libraries' own setting)")
 
     d = sub.add_parser("demo", parents=[common], help="quantize the bundled digits CNN and check it",
                        description="Quantize the bundled digits CNN, measure float and int8 accuracy, name the "
@@ -1121,14 +1128,19 @@ def _execute(args) -> int:
     """The one top-level handler: run the command, commit its staged outputs when it succeeded,
     and turn every way it can end into one readable paragraph and an exit code. Ctrl-C (and
     SIGTERM) discard the staged outputs: "interrupted, nothing written"."""
+    import numpy  # noqa: F401 (loaded before the thread pools are sized: its BLAS is one of them)
+
     from intq.files import StagedOutputs
     from intq.limits import max_tensor_bytes_set
+    from intq.threads import limited, set_threads
 
     name = f"intq {args.command}"
     args.outputs = StagedOutputs(overwrite=getattr(args, "force", False))
     try:
         try:
-            with max_tensor_bytes_set(getattr(args, "max_tensor_size", None)):
+            if getattr(args, "threads", None) is not None:
+                set_threads(args.threads)
+            with max_tensor_bytes_set(getattr(args, "max_tensor_size", None)), limited():
                 result = args.func(args)
                 if _RECEIVED:  # the handler's exception was swallowed (raised inside a weakref callback or a
                     # __del__, where Python prints and ignores it; fuzz CI sample seed 17 case 369): honour it

@@ -25,6 +25,7 @@ from intq.calibration.observers import MovingAverageMinMaxObserver, Observer, ma
 from intq.errors import QuantizationError
 from intq.files import write_file
 from intq.ir import Graph
+from intq.threads import limited
 
 TABLE_FORMAT = "intq-calibration-table/1"
 
@@ -250,7 +251,13 @@ def calibrate(
     batch). Every observer's result is the same for any ``batch_size``: min/max and the aligned
     histograms do not depend on how the values are grouped, and the moving average (``ema``), which
     does, is fed one sample's slice of each tensor at a time, as if the samples had run one by one.
+    BLAS and OpenMP run with :func:`intq.threads.get_threads` threads (default 1; ``intq.set_threads``).
     """
+    with limited():
+        return _calibrate(graph, data, method, progress, preprocess, limit, batch_size, observer_options)
+
+
+def _calibrate(graph, data, method, progress, preprocess, limit, batch_size, observer_options) -> CalibrationTable:
     from intq.runtime.interpreter import Interpreter
 
     float_tensors = {k for k, t in graph.tensors.items() if not t.is_constant and np.issubdtype(t.dtype, np.floating)}
@@ -296,8 +303,7 @@ def calibrate(
     copied = {}
     for name, src in aliases.items():  # graph order: the source first
         if name in order and name not in observers and src in observers:
-            state = observers[src].state_dict()
-            observers[name] = Observer.from_state_dict({**state, "name": name})
+            observers[name] = observers[src].renamed(name)
             copied[name] = src
     observers = {k: observers[k] for k in order if k in observers}
     return _table(method, observer_options, observers, n, graph.name, bounded_tensors(graph), copied)

@@ -80,7 +80,11 @@ def _float_step(op: Callable, node: Node) -> Callable:
             raise InterpreterError(f"node {node.name!r} ({node.op_type}) produced {len(results)} outputs, "
                                    f"the graph reads output {wanted - 1}")
         if activation is not None:
-            results = (apply_fused_activation(np.array(results[0], copy=True), activation),) + results[1:]
+            y = results[0]
+            if not (isinstance(y, np.ndarray) and y.flags.writeable
+                    and not any(isinstance(a, np.ndarray) and np.may_share_memory(y, a) for a in args)):
+                y = np.array(y, copy=True)  # never clamp an input (or a view of one) in place
+            results = (apply_fused_activation(y, activation),) + results[1:]
         return results
 
     return step

@@ -13,6 +13,7 @@ refused); the importer wrote every node's pads out (:func:`intq.passes.explicit_
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Iterator, Sequence
 
@@ -52,7 +53,7 @@ class Geometry:
     @property
     def taps(self) -> int:
         """Number of kernel taps, prod(kernel)."""
-        return int(np.prod(self.kernel, dtype=np.int64))
+        return math.prod(self.kernel)
 
 
 def per_axis(op: str, name: str, values, nd: int, default: int) -> tuple[int, ...]:
@@ -115,9 +116,22 @@ def pad(x: np.ndarray, begin: Sequence[int], end: Sequence[int], value: float = 
     shape = x.shape[:2] + tuple(n + b + e for n, b, e in zip(spatial, begin, end))
     output_size("window op", shape, x.dtype, "padded input")
     out = _scratch.buffer(scratch, shape, x.dtype) if scratch else np.empty(shape, x.dtype)
-    out.fill(value)
+    fill_border(out, begin, spatial, value)
     out[(slice(None), slice(None)) + tuple(slice(b, b + n) for b, n in zip(begin, spatial))] = x
     return out
+
+
+def fill_border(out: np.ndarray, begin: Sequence[int], inner: Sequence[int], value: float = 0.0) -> None:
+    """Set every element of ``out`` (N, C, *spatial) outside the box ``[begin, begin + inner)`` of
+    its spatial axes to ``value``: two slabs per axis (the box itself is left for the caller to
+    write), a fraction of a whole fill of a padded input."""
+    lead = (slice(None), slice(None))
+    for a, (b, n) in enumerate(zip(begin, inner)):
+        before = (slice(None),) * a
+        if b > 0:
+            out[lead + before + (slice(0, b),)] = value
+        if b + n < out.shape[2 + a]:
+            out[lead + before + (slice(b + n, None),)] = value
 
 
 def windows(xp: np.ndarray, g: Geometry) -> np.ndarray:
