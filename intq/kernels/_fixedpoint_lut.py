@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -427,14 +428,14 @@ def log_softmax_reverse_scaling(ctx: KernelContext, scaling: SoftmaxScaling) -> 
 
 @lru_cache(maxsize=1)
 def c_math_library():
-    """The platform C math library with ``expf``/``tanhf`` (float) and ``exp`` (double) typed, or
+    """The platform C math library with ``expf``/``tanhf``/``logf``/``erfcf`` (float) and ``exp`` (double) typed, or
     None where it does not load (callers then fall back to numpy, which may differ in the last bit)."""
     path = ctypes.util.find_library("m")
     if path is None:
         return None
     try:
         lib = ctypes.CDLL(path)
-        for name in ("expf", "tanhf", "logf"):
+        for name in ("expf", "tanhf", "logf", "erfcf"):
             fn = getattr(lib, name)
             fn.restype, fn.argtypes = ctypes.c_float, [ctypes.c_float]
         lib.exp.restype, lib.exp.argtypes = ctypes.c_double, [ctypes.c_double]
@@ -455,6 +456,8 @@ def c_float32_function(name: str, x: np.ndarray) -> np.ndarray:
     if lib is not None:
         fn = getattr(lib, name)
         return np.array([fn(float(v)) for v in x], dtype=np.float32)
+    if name == "erfcf":  # numpy has no erfc
+        return np.array([math.erfc(float(v)) for v in x], dtype=np.float32)
     with np.errstate(over="ignore"):  # expf overflows to inf as in C
         return getattr(np, name[:-1])(x.astype(np.float64)).astype(np.float32)
 
@@ -467,15 +470,26 @@ def litert_float_lut(input_qp: QuantParams, output_qp: QuantParams, transform: s
     (std::round: half away from zero), clamped to [-128, 127]. Stored at ``uint8(v)`` as LiteRT
     does, so a run is one lookup ``table[x.view(uint8)]``.
     """
+    if transform == "logistic":
+        def fn(d):
+            return (np.float32(1.0) / (np.float32(1.0) + c_float32_function("expf", -d))).astype(np.float32)
+    elif transform == "tanh":
+        def fn(d):
+            return c_float32_function("tanhf", d)
+    else:
+        raise AssertionError(transform)
+    return litert_lut(input_qp, output_qp, fn)
+
+
+def litert_lut(input_qp: QuantParams, output_qp: QuantParams,
+               transform: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+    """``LUTPopulate<int8_t>`` with the float32 function ``transform`` (float32 array in, float32 array
+    out, as the C++ ``float (*)(float)`` computes it): :func:`litert_float_lut`'s steps for any
+    transform (GELU's, :mod:`intq.kernels.gelu`)."""
     v = np.arange(-128, 128, dtype=np.int64)
     s_in = np.float32(input_qp.tensor_scale)
     d = (s_in * (v - input_qp.tensor_zero_point).astype(np.float32)).astype(np.float32)
-    if transform == "logistic":
-        f = (np.float32(1.0) / (np.float32(1.0) + c_float32_function("expf", -d))).astype(np.float32)
-    elif transform == "tanh":
-        f = c_float32_function("tanhf", d)
-    else:
-        raise AssertionError(transform)
+    f = np.asarray(transform(d), dtype=np.float32)
     inverse_scale = np.float32(1.0) / np.float32(output_qp.tensor_scale)
     scaled = (f * inverse_scale).astype(np.float32)
     rounded = round_float(scaled, Rounding.HALF_AWAY_FROM_ZERO)  # roundf, decided on the exact fraction
