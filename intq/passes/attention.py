@@ -11,8 +11,8 @@ quantizing it would spend the whole int8 range on the mask. intq's decision (rul
   probabilities only, never the mask's values. The condition stays a boolean computed from the
   integer ids (exact); the integer graph selects the int8 minimum at masked positions before its
   SOFTMAX (:func:`intq.convert.rules.MaskedSoftmax`).
-* The condition is brought back to the integer ids it is computed from: a ``Cast`` to bool moves
-  after the data movement it precedes (``move(bool(x)) = bool(move(x))``), ``MaskedSoftmax(S,
+* The condition is brought back to the integer ids it is computed from: a ``Cast`` to bool, a ``Not``
+  and an ``== 0`` move after the data movement they precede (``move(f(x)) = f(move(x))``), ``MaskedSoftmax(S,
   bool(ids))`` reads the ids themselves (non-zero = kept), and a ``Not`` or an ``Equal(ids, 0)`` on
   the condition flips ``keep``. The integer graph then looks the int8 mask up in a two-entry table
   indexed by the (int32) ids: data movement and a GATHER, no boolean arithmetic.
@@ -202,14 +202,23 @@ def _unexpanded_condition(m, graph: Graph):
     return [root] if cond == root.inputs[1] else [root.with_(inputs=(root.inputs[0], cond))]
 
 
-def _cast_after_move(m, graph: Graph):
-    """move(bool(x)) = bool(move(x)): the data movement first, on the integers."""
-    move, x = m.root, m.tensors["x"]
-    if _dtype(graph, x) is None or _dtype(graph, x).kind not in "biu":
+def _elementwise_after_move(m, graph: Graph):
+    """move(f(x)) = f(move(x)) for f = bool(.), Not, == 0 (elementwise, a scalar constant at most): the
+    data movement first, on the integers."""
+    move, f = m.root, m.nodes["f"]
+    data = [i for i in f.inputs if graph.constant(i) is None]
+    consts = [graph.constant(i) for i in f.inputs if graph.constant(i) is not None]
+    if len(data) != 1 or any(c.size != 1 for c in consts) or _dtype(graph, data[0]) is None or \
+            _dtype(graph, data[0]).kind not in "biu":
+        return [move]
+    if f.op_type == "Cast" and f.attrs.get("to") != TensorProto.BOOL:
+        return [move]
+    if f.op_type == "Equal" and not all(_is_zero(c) for c in consts):
         return [move]
     moved = f"{move.outputs[0]}/of_integers"
-    return [move.with_(inputs=(x, *move.inputs[1:]), outputs=(moved,)),
-            Node("Cast", f"{move.name}/to_bool", (moved,), move.outputs, {"to": TensorProto.BOOL})]
+    return [move.with_(inputs=(data[0], *move.inputs[1:]), outputs=(moved,)),
+            f.with_(name=f"{move.name}/{f.op_type.lower()}", inputs=tuple(moved if i == data[0] else i for i in f.inputs),
+                    outputs=move.outputs)]
 
 
 def _condition_of_integers(m, graph: Graph):
@@ -254,8 +263,9 @@ def _gather_as_reshape(m, graph: Graph):
     """A Gather / GatherND reading every element once, in order, is a Reshape to its output's shape."""
     node = m.root
     where = _index_map(graph, node)
-    if where is None or where.size != where.max(initial=-1) + 1 or not np.array_equal(where.ravel(), np.arange(where.size)):
-        return [node]
+    size = int(np.prod(graph.tensors[node.inputs[0]].shape, dtype=np.int64)) if where is not None else -1
+    if where is None or where.size != size or not np.array_equal(where.ravel(), np.arange(size)):
+        return [node]  # a selection (fewer elements), a repetition or another order: a real gather
     shape = f"{node.name}/shape"
     return Replacement([Node("Reshape", node.name, (node.inputs[0], shape), node.outputs)],
                        {shape: np.asarray(where.shape, dtype=np.int64)})
@@ -305,9 +315,9 @@ GUARD_RULES = (
 )
 #: The condition brought back to integer ids (the module docstring), applied until nothing changes.
 CONDITION_RULES = (
-    *(Rule(f"mask/cast-after-{op.lower()}", Pattern(op, (Pattern("Cast", ("x",), attrs={"to": TensorProto.BOOL}),)),
-           _cast_after_move)
-      for op in sorted(_MASK_MOVES - {"Identity"})),
+    # move(f(x)) = f(move(x)) for the elementwise bool(x), Not(x), x == 0
+    *(Rule(f"mask/{f.lower()}-after-{op.lower()}", Pattern(op, (Pattern(f, ("x",), bind="f"),)), _elementwise_after_move)
+      for op in sorted(_MASK_MOVES - {"Identity"}) for f in ("Cast", "Not", "Equal")),
     Rule("mask/condition-of-integers", Pattern("MaskedSoftmax", ("s", "c")), _condition_of_integers),
 )
 
