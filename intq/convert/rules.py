@@ -517,7 +517,7 @@ def Identity(cx, node):
 @RULES.register()
 def Concat(cx, node):
     ins = list(node.inputs)
-    perm = _common_perm(cx, ins)
+    perm = _common_perm(cx, [i for i in ins if cx.constant(i) is None])  # a ViT's class token is a constant
     rank = len(perm)
     axis = int(node.attrs["axis"]) % rank
     out = node.outputs[0]
