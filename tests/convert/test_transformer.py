@@ -147,3 +147,16 @@ def test_masked_positions_get_no_probability():
         p = it.tensors()[soft.outputs[0]]
         masked = feed["mask"][0] == 0
         assert np.all(p[..., masked] == -128), "a masked key got probability"  # -128 is 0 at (1/256, -128)
+
+
+def test_gelu_in_int16():
+    """``precision={GELU node: "int16"}``: a 16x8 GELU (the interpolated table), equal to LiteRT."""
+    proto = _export("gelu", dynamo=False)
+    g, _ = _checked(proto)
+    gelu = next(n for n in g.nodes if n.op_type == "Gelu")
+    qg = intq.quantize(g, _samples(16, 2), precision={gelu.name: "int16"})
+    node = next(n for n in qg.nodes if n.op_type == "GELU")
+    assert qg.tensors[node.inputs[0]].dtype == np.int16 and qg.tensors[node.outputs[0]].dtype == np.int16
+    blob = to_tflite_bytes(qg)
+    for feed in _samples(2, 8):
+        _every_tensor_equal(qg, blob, feed, "litert-ref", run_litert)
