@@ -488,13 +488,18 @@ def _check_runtimes_run(qg, blob: bytes, out: Path) -> dict[str, str]:
 
     from intq.runtime.oracles.litert import run_litert
 
+    from intq.runtime.oracles.tflm import TFLM_HAS_NO_KERNEL
+
     zeros = [np.zeros(qg.tensors[n].shape, qg.tensors[n].dtype) for n in qg.inputs]
     checks = [("LiteRT", lambda: run_litert(blob, zeros, resolver="ref", preserve_all_tensors=False))]
-    if find_spec("tflite_micro") is not None:
+    lacking = sorted({n.op_type for n in qg.nodes} & TFLM_HAS_NO_KERNEL)
+    done = {}
+    if lacking:  # the file is for LiteRT: TFLite Micro has no kernel for these builtins
+        done["TFLite Micro"] = f"not run: TFLite Micro has no {', '.join(lacking)} kernel (the file runs in LiteRT)"
+    elif find_spec("tflite_micro") is not None:
         from intq.runtime.oracles.tflm import run_tflm
 
         checks.append(("TFLite Micro", lambda: run_tflm(blob, zeros, preserve_all_tensors=False)))
-    done = {}
     for runtime, check in checks:
         try:
             check()

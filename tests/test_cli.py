@@ -338,7 +338,7 @@ def test_an_unconvertible_op_is_named_before_calibration(tmp_path, monkeypatch, 
     from intq.cli import main
 
     _model_with_an_unconvertible_op(tmp_path / "m.onnx")
-    np.savez(tmp_path / "calib.npz", x=np.random.default_rng(0).random((4, 1, 1, 8, 8), np.float32))
+    np.savez(tmp_path / "calib.npz", x=np.random.default_rng(0).random((4, 1, 8, 8), np.float32))
     calls = []
     real = intq.calibrate
     monkeypatch.setattr(intq, "calibrate", lambda *a, **k: calls.append(1) or real(*a, **k))
@@ -355,3 +355,28 @@ def test_an_unconvertible_op_is_named_before_calibration(tmp_path, monkeypatch, 
     err = capsys.readouterr().err
     assert code != 0 and "float island from Sin 'the_sin'" in err, err
     assert calls == []
+
+
+def test_a_gelu_model_is_written_for_litert_and_says_tflite_micro_cannot_run_it(tmp_path, capsys):
+    """TFLite Micro has no GELU kernel: the file is checked in LiteRT, written, and the report says why
+    TFLite Micro did not run it (before: 'TFLite Micro refuses ...: an intq bug', nothing written)."""
+    from onnx import TensorProto, helper, numpy_helper
+    import onnx
+
+    from intq.cli import main
+
+    w = numpy_helper.from_array(np.random.default_rng(0).normal(0, 0.3, (4, 1, 3, 3)).astype(np.float32), "w")
+    g = helper.make_graph([helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+                           helper.make_node("Gelu", ["c"], ["y"])], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 8, 8])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 8, 8])], [w])
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 20)]), str(tmp_path / "m.onnx"))
+    np.savez(tmp_path / "calib.npz", x=np.random.default_rng(1).normal(0, 1, (8, 1, 8, 8)).astype(np.float32))
+    code = main(["quantize", str(tmp_path / "m.onnx"), "--calib", str(tmp_path / "calib.npz"), "-o",
+                 str(tmp_path / "m.tflite"), "--json"])
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    result = json.loads(out.out)
+    assert result["ops"]["GELU"] == 1 and (tmp_path / "m.tflite").exists()
+    assert result["runtimes"]["LiteRT"] == "loaded and ran"
+    assert result["runtimes"]["TFLite Micro"].startswith("not run: TFLite Micro has no GELU kernel")
