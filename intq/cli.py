@@ -368,6 +368,7 @@ def cmd_quantize(args) -> dict:
     from intq.analysis import compare
     from intq.analysis.compare import POOR_SQNR_DB
     from intq.calibration import iter_batches
+    from intq.convert import check_convertible
     from intq.export.tflite_writer import to_tflite_bytes
     from intq.passes import simplify
 
@@ -386,6 +387,7 @@ def cmd_quantize(args) -> dict:
     t_load = time.perf_counter() - t0
     data, pre = _existing(args.calib, "--calib"), _preprocess(args, fg)
     fg = _equalized(args, fg)
+    check_convertible(fg, _precision_table(args))  # an op intq cannot convert is named now, not after calibration
     table = intq.calibrate(fg, data, args.method, preprocess=pre, progress=_progress(args, "calibrating"),
                            batch_size=args.batch_size)
     _end_progress(args)
@@ -490,13 +492,18 @@ def _check_runtimes_run(qg, blob: bytes, out: Path) -> dict[str, str]:
 
     from intq.runtime.oracles.litert import run_litert
 
+    from intq.runtime.oracles.tflm import TFLM_HAS_NO_KERNEL
+
     zeros = [np.zeros(qg.tensors[n].shape, qg.tensors[n].dtype) for n in qg.inputs]
     checks = [("LiteRT", lambda: run_litert(blob, zeros, resolver="ref", preserve_all_tensors=False))]
-    if find_spec("tflite_micro") is not None:
+    lacking = sorted({n.op_type for n in qg.nodes} & TFLM_HAS_NO_KERNEL)
+    done = {}
+    if lacking:  # the file is for LiteRT: TFLite Micro has no kernel for these builtins
+        done["TFLite Micro"] = f"not run: TFLite Micro has no {', '.join(lacking)} kernel (the file runs in LiteRT)"
+    elif find_spec("tflite_micro") is not None:
         from intq.runtime.oracles.tflm import run_tflm
 
         checks.append(("TFLite Micro", lambda: run_tflm(blob, zeros, preserve_all_tensors=False)))
-    done = {}
     for runtime, check in checks:
         try:
             check()
@@ -549,10 +556,8 @@ def _equalized(args, fg):
     return equalize(fg)
 
 
-def _precision_options(args, fg, data, pre) -> dict:
-    """``intq.quantize`` options of --precision and --target-sqnr (mixed precision),
-    --bias-correction and --adaround."""
-    from intq.calibration import iter_samples
+def _precision_table(args) -> dict[str, str]:
+    """--precision's entries (``NAME=PREC`` items and precision files), merged in order."""
     from intq.convert.precision import load_precision
 
     precision: dict[str, str] = {}
@@ -562,7 +567,15 @@ def _precision_options(args, fg, data, pre) -> dict:
             precision[name.strip()] = prec.strip()
         else:
             precision.update(load_precision(_existing(item, "--precision")))
-    out: dict = {"precision": precision}
+    return precision
+
+
+def _precision_options(args, fg, data, pre) -> dict:
+    """``intq.quantize`` options of --precision and --target-sqnr (mixed precision),
+    --bias-correction and --adaround."""
+    from intq.calibration import iter_samples
+
+    out: dict = {"precision": _precision_table(args)}
     if args.target_sqnr is not None:
         out["target_sqnr"] = args.target_sqnr
     if args.bias_correction:
@@ -577,6 +590,7 @@ def _precision_options(args, fg, data, pre) -> dict:
 def _float_and_int(args):
     """The float graph (MODEL) and the integer graph (QMODEL, or MODEL quantized with --calib)."""
     import intq
+    from intq.convert import check_convertible
     from intq.passes import simplify
 
     t0 = time.perf_counter()
@@ -591,6 +605,7 @@ def _float_and_int(args):
             raise UsageError("give QMODEL (the integer .tflite) or --calib DATA to quantize MODEL first")
         data, pre = _existing(args.calib, "--calib"), _preprocess(args, fg)
         fg = _equalized(args, fg)  # the same function in float: it stays the reference
+        check_convertible(fg, _precision_table(args))  # before calibration: an unconvertible op is named in seconds
         table = intq.calibrate(fg, data, args.method, preprocess=pre, progress=_progress(args, "calibrating"),
                                batch_size=args.batch_size)
         _end_progress(args)

@@ -27,21 +27,25 @@ from intq.ir import Graph
 from intq.qmath import QuantParams, choose_qparams
 
 
-def check_convertible(graph: Graph) -> None:
+def check_convertible(graph: Graph, precision=None) -> None:
     """Raise before any calibration what :func:`convert` would refuse: every op with no integer rule
     (:class:`UnsupportedOperatorError` listing them and their nodes), then the first node a rule
     itself refuses (:class:`ConversionError` naming it: an exponent with no int8 form, indices that
     are not constants...), found by running the same rules on placeholder ranges — one list of
-    rules, not a second one."""
-    _refuse_missing_rules(graph)
+    rules, not a second one. ``precision`` is :func:`convert`'s: nodes of float islands need no
+    integer rule. Takes seconds where calibration takes minutes: ``intq quantize`` and
+    :func:`quantize` call it first."""
+    floats = float_nodes(graph, precision)
+    _refuse_missing_rules(graph, floats)
     placeholder = CalibrationTable("placeholder", {k: (-1.0, 1.0) for k, t in graph.tensors.items() if not t.is_constant})
-    _convert_nodes(graph, placeholder, per_channel=True, input_type="float32", output_type="float32")
+    _convert_nodes(graph, placeholder, per_channel=True, input_type="float32", output_type="float32",
+                   int16=int16_tensors(graph, precision), floats=floats)
 
 
-def _refuse_missing_rules(graph: Graph) -> None:
+def _refuse_missing_rules(graph: Graph, floats: frozenset[str] = frozenset()) -> None:
     missing: dict[str, list[str]] = defaultdict(list)
     for n in graph.nodes:
-        if n.op_type not in RULES:
+        if n.op_type not in RULES and n.name not in floats:
             missing[n.op_type].append(n.name)
     if missing:
         lines = [f"  {op}: {len(ns)} node(s): " + ", ".join(repr(x) for x in ns[:5]) + (" ..." if len(ns) > 5 else "")
@@ -56,9 +60,10 @@ def convert(graph: Graph, table: CalibrationTable, *, per_channel: bool = True,
     """Convert a simplified float graph (static shapes) with its calibration table. ``precision``:
     ``{node or tensor: "int16" | "float"}`` for int16 regions and float islands
     (:mod:`intq.convert.precision`)."""
-    _refuse_missing_rules(graph)
+    floats = float_nodes(graph, precision)
+    _refuse_missing_rules(graph, floats)
     return _convert_nodes(graph, table, per_channel=per_channel, input_type=input_type, output_type=output_type,
-                          int16=int16_tensors(graph, precision), floats=float_nodes(graph, precision))
+                          int16=int16_tensors(graph, precision), floats=floats)
 
 
 def _convert_nodes(graph: Graph, table: CalibrationTable, *, per_channel: bool, input_type: str,
@@ -234,7 +239,7 @@ def quantize(model, data=None, *, method: str = "minmax", per_channel: bool = Tr
         from intq.ptq import equalize
 
         graph = equalize(graph)
-    check_convertible(graph)
+    check_convertible(graph, precision)
     if table is None:
         if data is None:
             raise ConversionError("quantize needs calibration data (or a calibration table=)")

@@ -74,7 +74,7 @@ MOVEMENT = frozenset({"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose",
 #: that LiteRT and TFLite Micro run on int16 — CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED,
 #: LOGISTIC + MUL (SiLU), LOGISTIC, ADD, MUL, MAX_POOL_2D, CONCATENATION, SPLIT / SPLIT_V and the
 #: data movement. Int8 neighbours are requantized by QUANTIZE (int8 <-> int16) where the types change.
-INT16_NODES = frozenset({"Conv", "Gemm", "SiLU", "Sigmoid", "Add", "Mul", "MaxPool", "Concat", "Split"}) | MOVEMENT
+INT16_NODES = frozenset({"Conv", "Gemm", "SiLU", "Sigmoid", "Add", "Mul", "MaxPool", "Concat", "Split", "Gelu"}) | MOVEMENT
 #: Characters that make a precision table's name a glob pattern over node names (fnmatch).
 GLOB_CHARS = frozenset("*?[")
 DEFAULT_RATIO = 32.0  # a join whose inputs' ranges differ by more than this is "range-mismatched"

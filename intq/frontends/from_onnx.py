@@ -230,6 +230,29 @@ def _drop_legacy_broadcast(node: Node, ctx: _Context) -> list[Node]:
     return [node.with_(attrs=_attrs_without(node, "broadcast", "axis", "consumed_inputs"))]
 
 
+#: onnxruntime's contrib float operators (domain ``com.microsoft``) the importer writes as ONNX ones;
+#: each joins with ``@CONTRIB_NORMALIZERS.register(...)``.
+CONTRIB_DOMAIN = "com.microsoft"
+CONTRIB_NORMALIZERS: Registry[Normalizer] = Registry("com.microsoft operator the importer reads", OnnxImportError)
+
+
+def _with_bias(node: Node, ctx: _Context) -> tuple[list[Node], str]:
+    """``x + bias`` when the node has a second input (BiasGelu, FastGelu's optional bias), else ``x``."""
+    if len(node.inputs) < 2 or not node.inputs[1]:
+        return [], node.inputs[0]
+    summed = ctx.unique(f"{node.name}/biased")
+    return [Node("Add", ctx.unique(f"{node.name}/bias"), node.inputs[:2], (summed,))], summed
+
+
+@CONTRIB_NORMALIZERS.register("Gelu", "BiasGelu", "FastGelu")
+def _contrib_gelu(node: Node, ctx: _Context) -> list[Node]:
+    """com.microsoft ``Gelu(x)`` and ``BiasGelu(x, b)``: ONNX ``Gelu(x [+ b])``; ``FastGelu(x [, b])``:
+    its tanh approximation (onnxruntime's ``FastGelu`` is ``0.5 x (1 + tanh(0.7978845608 (x + 0.044715 x^3)))``)."""
+    pre, x = _with_bias(node, ctx)
+    approximate = "tanh" if node.op_type == "FastGelu" else "none"
+    return pre + [Node("Gelu", node.name, (x,), node.outputs[:1], {"approximate": approximate})]
+
+
 # ---------------------------------------------------------------------------------------- loading
 
 def _read(model) -> tuple[onnx.ModelProto, str, Path | None]:
@@ -274,6 +297,8 @@ def _check_operators(proto: onnx.ModelProto, opset: int, where: str, *, if_pendi
     known = supported_ops()
     missing: dict[str, list[str]] = defaultdict(list)
     for i, n in enumerate(proto.graph.node):
+        if n.domain == CONTRIB_DOMAIN and n.op_type in CONTRIB_NORMALIZERS:
+            continue  # written as ONNX operators at import
         domain_ok = n.domain in ("", "ai.onnx")
         if if_pending and domain_ok and n.op_type == "If":
             continue
@@ -296,6 +321,7 @@ def _check_operators(proto: onnx.ModelProto, opset: int, where: str, *, if_pendi
             f"{where} (opset {opset}) uses {len(missing)} operator type(s) intq does not support:\n"
             + "\n".join(lines) + hint
             + "\nSupported: " + ", ".join(sorted(known))
+            + "; and " + ", ".join(f"{CONTRIB_DOMAIN}::{op}" for op in sorted(CONTRIB_NORMALIZERS))
         )
 
 
@@ -496,6 +522,9 @@ def load_onnx(model, input_shapes: Mapping[str, Sequence[int]] | None = None,
             tensors[n.output[0]] = Tensor(n.output[0], data=_constant_value(name, attrs))
             continue
         node = Node(n.op_type, name, tuple(n.input), tuple(n.output), attrs)
+        if n.domain == CONTRIB_DOMAIN:  # checked above: one of CONTRIB_NORMALIZERS
+            nodes.extend(CONTRIB_NORMALIZERS.lookup(n.op_type)(node, ctx))
+            continue
         normalise = NORMALIZERS.get(n.op_type)
         nodes.extend(normalise(node, ctx) if normalise else [node])
 

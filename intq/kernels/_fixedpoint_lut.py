@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -36,7 +37,7 @@ from functools import lru_cache
 import numpy as np
 
 from intq.kernels.base import KernelContext
-from intq.qmath import QuantParams, quantize_multiplier
+from intq.qmath import QuantParams, Rounding, quantize_multiplier, round_float
 from intq.qmath.raw import INT32_MAX, INT32_MIN, mbqm, mul_by_pot, mul_by_pot_param, rdbp, srdhm, wrap32
 
 _MASK32 = (1 << 32) - 1
@@ -410,14 +411,14 @@ def log_softmax_reverse_scaling(ctx: KernelContext, scaling: SoftmaxScaling) -> 
 
 @lru_cache(maxsize=1)
 def c_math_library():
-    """The platform C math library with ``expf``/``tanhf`` (float) and ``exp`` (double) typed, or
+    """The platform C math library with ``expf``/``tanhf``/``logf``/``erfcf`` (float) and ``exp`` (double) typed, or
     None where it does not load (callers then fall back to numpy, which may differ in the last bit)."""
     path = ctypes.util.find_library("m")
     if path is None:
         return None
     try:
         lib = ctypes.CDLL(path)
-        for name in ("expf", "tanhf", "logf"):
+        for name in ("expf", "tanhf", "logf", "erfcf"):
             fn = getattr(lib, name)
             fn.restype, fn.argtypes = ctypes.c_float, [ctypes.c_float]
         lib.exp.restype, lib.exp.argtypes = ctypes.c_double, [ctypes.c_double]
@@ -438,8 +439,29 @@ def c_float32_function(name: str, x: np.ndarray) -> np.ndarray:
     if lib is not None:
         fn = getattr(lib, name)
         return np.array([fn(float(v)) for v in x], dtype=np.float32)
+    if name == "erfcf":  # numpy has no erfc
+        return np.array([math.erfc(float(v)) for v in x], dtype=np.float32)
     with np.errstate(over="ignore"):  # expf overflows to inf as in C
         return getattr(np, name[:-1])(x.astype(np.float64)).astype(np.float32)
+
+
+def lut_populate_int8(input_qp: QuantParams, output_qp: QuantParams,
+                      transform: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+    """TFLite's ``LUTPopulate<int8_t>`` with the float32 function ``transform`` (float32 array in,
+    float32 array out, as the C++ ``float (*)(float)`` computes it): the int8 result for every int8
+    input, indexed by ``uint8(x)``. For each ``v`` in [-128, 127], all in float32:
+    ``d = s_in * (v - Z_in)``; ``q = int(roundf(transform(d) * (1 / s_out)) + Z_out)`` (std::round:
+    half away from zero), clamped to [-128, 127]; a run is one lookup ``table[x.view(uint8)]``.
+    Used by LiteRT's float LOGISTIC and TANH tables and by GELU."""
+    v = np.arange(-128, 128, dtype=np.int64)
+    s_in = np.float32(input_qp.tensor_scale)
+    d = (s_in * (v - input_qp.tensor_zero_point).astype(np.float32)).astype(np.float32)
+    f = np.asarray(transform(d), dtype=np.float32)
+    inverse_scale = np.float32(1.0) / np.float32(output_qp.tensor_scale)
+    scaled = (f * inverse_scale).astype(np.float32)
+    rounded = round_float(scaled, Rounding.HALF_AWAY_FROM_ZERO)  # roundf, decided on the exact fraction
+    quantized = np.trunc((rounded + np.float32(output_qp.tensor_zero_point)).astype(np.float32))
+    return int8_table(np.clip(quantized, -128, 127))
 
 
 def _uint8_ordered(table_by_value: np.ndarray) -> np.ndarray:

@@ -6,11 +6,14 @@ ran :func:`explicit_pads` (padding written out), which the pipeline's passes and
 
 from intq.ir import Graph
 from intq.passes.activations import fuse_activations, recognize_activations
+from intq.passes.attention import attention_masks
 from intq.passes.batchnorm import fold_batch_norms
 from intq.passes.cleanup import remove_identities, remove_noop_reshapes
 from intq.passes.constants import div_by_constant_to_mul, fold_constants
 from intq.passes.fold_affine import FOLD_AFFINE_RULES, fold_affine
 from intq.passes.fold_scalars import FOLD_SCALAR_RULES, fold_scalars
+from intq.passes.gelu import recognize_gelu
+from intq.passes.layer_norm import decompose_layer_norms
 from intq.passes.matmul_bias import MATMUL_BIAS_RULES, matmul_bias
 from intq.passes.padding import explicit_pads
 from intq.passes.rewrite import Const, Pattern, Replacement, Rule, apply_rules, match
@@ -37,8 +40,11 @@ def fold_linear(graph: Graph) -> Graph:
 
 def simplify(graph: Graph, *, fuse: bool = True, fold: bool = True) -> Graph:
     """The standard pipeline, in order: static shapes, constant folding (shape arithmetic
-    included), LSTMs unrolled into their steps, Identity/Dropout and no-op reshape removal,
-    Div-by-constant to Mul, ``a / sqrt(b)`` to ``a * rsqrt(b)``, BatchNorm folding, HardSwish / SiLU
+    included), LSTMs unrolled into their steps, attention masks and their index arithmetic
+    (:func:`attention_masks`: ``Softmax(S + mask)`` becomes ``MaskedSoftmax``), Identity/Dropout and
+    no-op reshape removal, LayerNormalization written out (:func:`decompose_layer_norms`),
+    Div-by-constant to Mul, ``a / sqrt(b)`` to ``a * rsqrt(b)``, GELU recognition
+    (:func:`recognize_gelu`), BatchNorm folding, HardSwish / SiLU
     recognition, (``fold=True``) folding of constants around linear layers (:func:`fold_linear`:
     per-channel Mul/Add/Sub after a Conv, ConvTranspose, Gemm or MatMul, e.g. a squeeze-excite
     export's bias-less Conv + Add, become its weights and bias), and (``fuse=True``) activation
@@ -47,9 +53,9 @@ def simplify(graph: Graph, *, fuse: bool = True, fold: bool = True) -> Graph:
     next layer."""
     from intq.runtime.interpreter import infer_shapes
 
-    g = unroll_lstms(fold_constants(infer_shapes(graph)))
-    g = remove_noop_reshapes(remove_identities(g))
-    g = rsqrt_forms(div_by_constant_to_mul(g))
+    g = attention_masks(unroll_lstms(fold_constants(infer_shapes(graph))))
+    g = decompose_layer_norms(remove_noop_reshapes(remove_identities(g)))
+    g = recognize_gelu(rsqrt_forms(div_by_constant_to_mul(g)))
     g = fold_batch_norms(g)
     g = recognize_activations(g)
     if fold:
@@ -66,6 +72,9 @@ __all__ = [
     "remove_noop_reshapes",
     "div_by_constant_to_mul",
     "rsqrt_forms",
+    "attention_masks",
+    "decompose_layer_norms",
+    "recognize_gelu",
     "unroll_lstms",
     "explicit_pads",
     "fold_batch_norms",

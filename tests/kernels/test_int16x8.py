@@ -305,6 +305,18 @@ def _relu_case(rng, i, op):
     return g, {"x": _x(rng, shape)}
 
 
+# ----------------------------------------------------------------------------------------- GELU
+
+def _gelu_case(rng, i):
+    """GELU (exact and tanh forms alternate) on every int16 code, output scale around the input's
+    (LiteRT's 513-entry interpolated table; TensorFlow Lite Micro has no GELU: LiteRT only)."""
+    s_in = _f32(10 ** rng.uniform(-5, -2))
+    s_out = _f32(s_in * 10 ** rng.uniform(-0.7, 0.3))
+    g = single_op_graph("GELU", [tensor("x", (65536,), I16, s_in)], [tensor("y", (65536,), I16, s_out)],
+                        {"approximate": bool(i % 2)})
+    return g, {"x": rng.permutation(np.arange(-32768, 32768).astype(I16))}
+
+
 # ----------------------------------------------------------------------------- TRANSPOSE_CONV
 
 def _transpose_conv_case(rng, i):
@@ -381,9 +393,10 @@ CASES = {"FULLY_CONNECTED": _fc_case,
          "RELU": lambda rng, i: _relu_case(rng, i, "RELU"),
          "RELU6": lambda rng, i: _relu_case(rng, i, "RELU6"),
          "TRANSPOSE_CONV": _transpose_conv_case,
-         "RESIZE_BILINEAR": _resize_bilinear_case}
+         "RESIZE_BILINEAR": _resize_bilinear_case,
+         "GELU": _gelu_case}
 #: Operators TensorFlow Lite Micro has no int16 kernel for (its target refuses them): LiteRT only.
-LITERT_ONLY = {"RESIZE_BILINEAR"}
+LITERT_ONLY = {"RESIZE_BILINEAR", "GELU"}
 
 
 ALL_INT16 = np.arange(-32768, 32768).astype(I16)

@@ -41,11 +41,14 @@ EXEMPT: dict[tuple[str, str, str], tuple[int, str]] = {
                                         "power-of-two input scales, not emulated: intq refuses those models (about "
                                         "1 in 10 of the random suite), the others are compared")
        for op in ("LOGISTIC", "TANH")},
+    **{("GELU", act, "tflite"): (0, "TensorFlow Lite Micro has no GELU kernel (its op resolver rejects the model, "
+                                    "tests/kernels/test_gelu.py checks it): every target computes LiteRT's table")
+       for act in (INT8, INT16)},
     ("RELU_N1_TO_1", INT8, "tflite"): (0, "TensorFlow Lite Micro has no RELU_N1_TO_1 kernel: intq refuses it for "
                                           "the tflite target (tests/kernels/test_elementwise.py checks the refusal)"),
     **{(op, INT8, "xnnpack"): (0, _XNN_DECLINES) for op in (
         "ARG_MAX", "ARG_MIN", "AVERAGE_POOL_2D", "BATCH_MATMUL", "BATCH_TO_SPACE_ND", "BROADCAST_TO", "EQUAL", "GATHER",
-        "GREATER",
+        "GELU", "GREATER",
         "GREATER_EQUAL", "HARD_SWISH", "L2_NORMALIZATION", "LESS", "LESS_EQUAL", "LOG_SOFTMAX", "MAXIMUM", "MINIMUM",
         "NOT_EQUAL", "PACK", "PADV2", "PRELU", "RELU", "RELU6", "RELU_N1_TO_1", "RESIZE_NEAREST_NEIGHBOR", "RSQRT",
         "SELECT_V2", "SHAPE", "SOFTMAX", "SPACE_TO_BATCH_ND", "SPLIT_V", "SQUEEZE")},

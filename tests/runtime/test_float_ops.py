@@ -10,6 +10,7 @@ from __future__ import annotations
 import zlib
 
 import numpy as np
+import onnxruntime as ort
 import pytest
 from onnx import TensorProto
 
@@ -17,7 +18,7 @@ from intq.errors import GraphError, IntqError, UnsupportedOperatorError
 from intq.passes.padding import explicit_pad_attrs
 from intq.runtime.float_ops import FLOAT_OPS, lookup
 
-from .ort_harness import Case, assert_matches, check, f32, i64, rand, randint, randn, run_onnxruntime
+from .ort_harness import IR_VERSION, Case, assert_matches, check, f32, i64, rand, randint, randn, run_onnxruntime
 
 CASES: list = []
 
@@ -340,6 +341,11 @@ case("Slice", [randint(7), i64(-2**63), i64(2**63 - 1), i64(0), i64(2)], "int-ex
 case("Gather", [randn(5, 4), i64(0, 4, -1, 2)], "axis0")
 case("Gather", [randn(3, 5, 2), i64(1, -2, 0, 4).reshape(2, 2)], "axis1-2d-indices", axis=1)
 case("Gather", [randint(4), np.array(-1, np.int64)], "scalar-index")
+case("GatherND", [randn(2, 3, 4), np.array([[0, 1], [-1, 2], [1, -3]], np.int64)], "k2")
+case("GatherND", [randn(2, 3, 4), np.array([[[1], [0]], [[2], [2]]], np.int64)], "batch_dims1", batch_dims=1)
+case("GatherND", [randn(2, 3, 4, 5), np.array([[0, 1, 2], [1, 2, 3]], np.int64)], "k3")
+case("GatherND", [randint(1, 32), np.stack(np.meshgrid([0], np.arange(32), indexing="ij"), -1).reshape(1, 1, 1, 32, 2)
+                  .astype(np.int64)], "dynamo-mask-unsqueeze")  # torch's mask[:, None, None, :] (dynamo exporter)
 case("GatherElements", [randn(3, 4), lambda rng: rng.integers(-4, 4, (3, 2)).astype(np.int64)],
      "axis1", axis=1)
 case("GatherElements", [randn(3, 4), lambda rng: rng.integers(-3, 3, (2, 4)).astype(np.int64)], "axis0")
@@ -481,8 +487,42 @@ def test_rsqrt_is_reciprocal_of_sqrt_as_litert_computes_it(rng):
     np.testing.assert_array_equal(FLOAT_OPS["Rsqrt"](x)[0], np.float32(1) / ref)
 
 
+@pytest.mark.parametrize("fill, keep", [(-np.inf, 1), (np.float32(np.finfo(np.float32).min), 1), (-1e4, 1),
+                                        (-np.inf, 0)])
+def test_masked_softmax_is_softmax_of_the_masked_sum(rng, fill, keep):
+    """MaskedSoftmax (intq domain, from intq.passes.attention) equals intq's Softmax(S + Where(c, 0, fill))
+    bit for bit on every row with a kept position (exp of the fill underflows to 0 in float32), for the
+    fills exporters write, and onnxruntime's within the float ops' tolerance (its Softmax rounds its
+    sum differently); a row with nothing kept is 0 (the -inf exports' NaN guard)."""
+    from onnx import TensorProto, helper
+
+    s = rng.normal(0, 4, (2, 3, 5, 7)).astype(np.float32)
+    ids = rng.integers(0, 2, (2, 1, 1, 7)).astype(np.int64)
+    ids[0, 0, 0, 0] = keep  # at least one kept position in the first batch row
+    ids[1] = 1 - keep  # the second batch row keeps nothing
+    cond = ids != 0  # keep=1: kept where it holds (Where(c, 0, fill)); keep=0: masked there (Where(c, fill, 0))
+    a, b = (0.0, fill) if keep else (fill, 0.0)
+    nodes = [helper.make_node("Where", ["c", "a", "b"], ["m"]), helper.make_node("Add", ["s", "m"], ["t"]),
+             helper.make_node("Softmax", ["t"], ["y"], axis=-1)]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("s", TensorProto.FLOAT, s.shape),
+                                       helper.make_tensor_value_info("c", TensorProto.BOOL, cond.shape)],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, s.shape)],
+                          [helper.make_tensor("a", TensorProto.FLOAT, [], [a]), helper.make_tensor("b", TensorProto.FLOAT, [], [b])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=IR_VERSION)
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 1
+    ref = ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"]).run(None, {"s": s, "c": cond})[0]
+    got = FLOAT_OPS["MaskedSoftmax"](s, ids, keep=keep)[0]  # the integer ids, read as non-zero = True
+    with np.errstate(invalid="ignore"):
+        mine = FLOAT_OPS["Softmax"](s + np.where(cond, np.float32(a), np.float32(b)), axis=-1)[0]
+    np.testing.assert_array_equal(got[0], mine[0])
+    assert_matches(got[0], ref[0], "MaskedSoftmax")
+    np.testing.assert_array_equal(got[1], 0)
+    np.testing.assert_array_equal(FLOAT_OPS["MaskedSoftmax"](s, ids != 0, keep=keep)[0], got)
+
+
 def test_every_op_is_covered():
-    covered = {p.values[0].op for p in CASES} | {"SiLU", "Rsqrt"}  # the intq-domain ops: tests above
+    covered = {p.values[0].op for p in CASES} | {"SiLU", "Rsqrt", "MaskedSoftmax"}  # the intq-domain ops: tests above
     assert sorted(set(FLOAT_OPS) - covered) == []
 
 

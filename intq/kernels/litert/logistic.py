@@ -18,7 +18,7 @@ from intq.kernels import _fixedpoint_lut as fp
 from intq.kernels.base import KernelContext, variant
 from intq.kernels.litert import FAMILY
 from intq.kernels.logistic import FUNCTION, OP, run  # noqa: F401 (run: the reference's table lookup)
-from intq.qmath import QuantParams, Rounding, round_float
+from intq.qmath import QuantParams
 
 
 @variant(OP, family=FAMILY)
@@ -28,25 +28,15 @@ def prepare(ctx: KernelContext) -> fp.LutParams:
 
 
 def litert_float_lut(input_qp: QuantParams, output_qp: QuantParams, transform: str) -> np.ndarray:
-    """LiteRT's ``LUTPopulate<int8_t>``: the int8 result for every int8 input, indexed by ``uint8(x)``.
-
-    For each ``v`` in [-128, 127], all in float32: ``d = s_in * (v - Z_in)``; ``f = 1/(1 + expf(-d))``
-    (``"logistic"``) or ``tanhf(d)`` (``"tanh"``); ``q = int(roundf(f * (1 / s_out)) + Z_out)``
-    (std::round: half away from zero), clamped to [-128, 127]. Stored at ``uint8(v)`` as LiteRT
-    does, so a run is one lookup ``table[x.view(uint8)]``.
-    """
-    v = np.arange(-128, 128, dtype=np.int64)
-    s_in = np.float32(input_qp.tensor_scale)
-    d = (s_in * (v - input_qp.tensor_zero_point).astype(np.float32)).astype(np.float32)
+    """LiteRT's ``LUTPopulate<int8_t>`` (:func:`intq.kernels._fixedpoint_lut.lut_populate_int8`) of
+    ``1/(1 + expf(-d))`` (``"logistic"``) or ``tanhf(d)`` (``"tanh"``), in float32 with the C library's
+    functions."""
     if transform == "logistic":
-        f = (np.float32(1.0) / (np.float32(1.0) + fp.c_float32_function("expf", -d))).astype(np.float32)
+        def f(d):
+            return (np.float32(1.0) / (np.float32(1.0) + fp.c_float32_function("expf", -d))).astype(np.float32)
     elif transform == "tanh":
-        f = fp.c_float32_function("tanhf", d)
+        def f(d):
+            return fp.c_float32_function("tanhf", d)
     else:
         raise AssertionError(transform)
-    inverse_scale = np.float32(1.0) / np.float32(output_qp.tensor_scale)
-    scaled = (f * inverse_scale).astype(np.float32)
-    rounded = round_float(scaled, Rounding.HALF_AWAY_FROM_ZERO)  # roundf, decided on the exact fraction
-    quantized = np.trunc((rounded + np.float32(output_qp.tensor_zero_point)).astype(np.float32))
-    table = np.clip(quantized, -128, 127).astype(np.int8)
-    return fp.int8_table(table)
+    return fp.lut_populate_int8(input_qp, output_qp, f)
