@@ -6,7 +6,7 @@ operator it names, with its attributes as the TFLite options table
 (:mod:`intq.tflite.options`); the intq float ops of a float island become float builtins
 (:mod:`intq.tflite.float_builtins`). Graph inputs and outputs keep their order.
 
-Dynamic batch: every tensor that carries the batch (:func:`intq.runtime.plan.batch_carriers`:
+Dynamic batch: every tensor that carries the batch (:func:`intq.ir.facts.batch_carriers`:
 the inputs and what is computed from them with the batch leading) gets ``shape_signature`` -1 on
 its leading dimension, so LiteRT's ``resize_tensor_input`` runs the file at any batch (intq's
 RESHAPE nodes state the batch as -1, as TensorFlow's converter does); TFLite Micro runs the stored
@@ -26,7 +26,7 @@ import os
 from intq.errors import IntqError
 from intq.files import write_file
 from intq.ir import Graph
-from intq.runtime.plan import STORED_SHAPES, batch_carriers
+from intq.ir.facts import STORED_SHAPES, batch_carriers
 from intq.tflite import metadata
 from intq.tflite.builder import TfliteModelBuilder
 from intq.tflite.float_builtins import float_ops_as_builtins

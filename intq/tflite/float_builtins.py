@@ -26,7 +26,7 @@ import numpy as np
 
 from intq.errors import IntqError
 from intq.ir import Graph, Node, Tensor
-from intq.runtime.plan import FUSED_ACTIVATION
+from intq.ir.facts import FUSED_ACTIVATION
 
 #: ONNX op -> function(graph, node, new constants) -> the builtin node.
 _BUILTINS: dict[str, Callable[[Graph, Node, dict[str, Tensor]], Node]] = {}

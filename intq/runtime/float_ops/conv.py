@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from intq.errors import GraphError
-from intq.passes.padding import pads_of
+from intq.ir.windows import pads_of
 
 from . import _scratch
 from ._checks import ints, output_size
