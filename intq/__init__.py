@@ -10,6 +10,8 @@ Public API:
 * :func:`export_tflite` — write an integer graph as a ``.tflite`` file;
 * :func:`export_c` — write it as C99 (``.c`` + ``.h``) for microcontrollers, bit-exact with TFLite Micro;
 * :func:`export_onnx` — write it as a QDQ or QOperator ONNX model onnxruntime runs (target ``"ort"``);
+  every exporter runs the file in its runtime on a few samples before writing it and refuses a
+  difference from the target that claims it (:mod:`intq.export.check`; the report is ``.check``);
 * ``intq.qat`` — quantization-aware training in PyTorch (``import intq`` does not import torch).
 
 The arithmetic core is :mod:`intq.qmath`; errors are in :mod:`intq.errors`.
@@ -32,7 +34,7 @@ _LAZY = {
     "export_tflite": "intq.export.tflite_writer",
     "export_c": "intq.export.c",
     "compile_c": "intq.export.c",
-    "export_onnx": "intq.export.onnx_writer",
+    "export_onnx": "intq.export.onnx",
 }
 
 __all__ = [
