@@ -4,7 +4,9 @@ Public API:
 
 * :func:`load` — an ONNX path or proto, or a torch module, as a float graph;
 * :func:`calibrate` — the range of every float tensor over representative data;
-* :func:`quantize` — the whole pipeline to an integer-only graph (TFLite int8 builtins, NHWC);
+* :func:`quantize` — the whole pipeline to an integer-only graph (TFLite int8 builtins, NHWC;
+  :mod:`intq.pipeline`: load, simplify, check, calibrate, convert, and export with its check);
+* :func:`compare` — float vs integer, tensor by tensor (SQNR, error in LSB, hints);
 * :class:`Interpreter` — run a float or integer graph, see every tensor; integer graphs run
   bit-exactly as a named target runtime (``"tflite"``: TensorFlow Lite Micro, ``"litert-ref"``);
 * :func:`export_tflite` — write an integer graph as a ``.tflite`` file;
@@ -29,7 +31,8 @@ _LAZY = {
     "load": "intq.frontends",
     "calibrate": "intq.calibration",
     "CalibrationTable": "intq.calibration",
-    "quantize": "intq.convert",
+    "quantize": "intq.pipeline",
+    "compare": "intq.analysis",
     "Interpreter": "intq.runtime",
     "export_tflite": "intq.export.tflite_writer",
     "export_c": "intq.export.c",
@@ -41,6 +44,7 @@ __all__ = [
     "load",
     "calibrate",
     "quantize",
+    "compare",
     "Interpreter",
     "export_tflite",
     "export_c",

@@ -73,9 +73,9 @@ class RuntimeCheck:
     def message(self, source: str = "samples") -> str:
         if self.skipped is not None:
             return f"not checked: {self.skipped}"
-        detail = f" ({self.detail})" if self.detail else ""
+        detail = f"; {self.detail}" if self.detail else ""
         if self.difference is not None:
-            return f"differs from target {self.target}{detail}: {self.difference}"
+            return f"differs from target {self.target}: {self.difference}{detail}"
         return f"equal to target {self.target} on {self.samples} {source}{detail}"
 
 
