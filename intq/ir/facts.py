@@ -12,7 +12,8 @@ here runs an operator.
   dynamic dimensions: ``{tensor: the shape the file stores}`` (dynamic dims at the stored batch,
   None in the graph).
 * :func:`batch_of`, :func:`batch_carriers`: the graph's batch (the leading dimension its inputs
-  share) and the tensors whose leading dimension is that batch.
+  share) and the tensors whose leading dimension is that batch;
+* :func:`reshape_request`: the shape an integer graph's RESHAPE states (-1 for a batch it keeps).
 """
 
 from __future__ import annotations
@@ -62,3 +63,14 @@ def batch_carriers(graph: Graph, b0: int | None = None) -> set[str]:
             if t is not None and t.shape and t.shape[0] is not None and t.shape[0] % b0 == 0:
                 carries.add(o)
     return carries
+
+
+def reshape_request(in_shape, out_shape) -> tuple[int, ...]:
+    """The shape a RESHAPE node states (its shape input and ``new_shape``): the output's, with the
+    leading entry -1 when the reshape keeps the leading (batch) dimension, as TensorFlow's
+    converter writes a dynamic batch. At the bound shapes -1 resolves to the same size (LiteRT's
+    ResizeOutput; TFLite Micro reads the declared output shape); LiteRT can resize the batch."""
+    out = tuple(int(d) for d in out_shape)
+    if in_shape and out and in_shape[0] == out[0] and all(d > 0 for d in out):
+        return (-1, *out[1:])
+    return out
