@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -211,18 +211,16 @@ def _equalized(graph: Graph, equalization: bool, table) -> Graph:
 
 @dataclass(frozen=True)
 class Export:
-    """What :func:`export` produced: the ``files`` (path -> content, staged or written), the
-    check of the export by output, the C export's report (``c``) for C."""
+    """What :func:`export` produced: the ``paths`` staged or written (``.c`` and ``.h`` for C), the
+    model's ``bytes`` (0 for C, whose constants are in ``c.constant_bytes``), the check of the export
+    by output, and the C export's report (``c``) for C."""
 
     path: Path
     format: str
-    files: Mapping[Path, bytes | str]
+    paths: tuple[Path, ...]
+    bytes: int
     check: ExportCheck | None
     c: CExportResult | None = None
-
-    @property
-    def bytes(self) -> int:
-        return 0 if self.format == "c" else sum(len(v) for v in self.files.values())
 
 
 def export_format(path: str | Path) -> str:
@@ -250,22 +248,28 @@ def export(graph: Graph, path: str | Path, *, format: str | None = None,  # noqa
     if fmt not in FORMATS.values():
         raise ConversionError(f"format {fmt!r}: intq writes {', '.join(FORMATS.values())}")
     samples = list(itertools.islice(samples, DEFAULT_SAMPLES)) if samples is not None else None
-    staged = outputs if outputs is not None else StagedOutputs(overwrite=overwrite)
+    if outputs is None:  # written at once: both C files or neither
+        with StagedOutputs(overwrite=overwrite) as staged:
+            result = _export(graph, path, fmt, staged, onnx_format, activations, opset, c_target, arena_limit, check,
+                             samples, overwrite)
+        return result
+    return _export(graph, path, fmt, outputs, onnx_format, activations, opset, c_target, arena_limit, check, samples,
+                   overwrite)
+
+
+def _export(graph, path, fmt, staged, onnx_format, activations, opset, c_target, arena_limit, check, samples,
+            overwrite) -> Export:
     if fmt == "c":
         r = export_c(graph, path.parent, path.stem, target=c_target, arena_limit=arena_limit, overwrite=overwrite,
                      check=check, samples=samples, outputs=staged)
-        result = Export(path, fmt, {r.source: "", r.header: ""}, r.check, r)
+        return Export(path, fmt, (r.source, r.header), 0, r.check, r)
+    if fmt == "onnx":
+        data = export_onnx(graph, format=onnx_format, activations=activations, opset=opset, check=check,
+                           samples=samples)
     else:
-        if fmt == "onnx":
-            data = export_onnx(graph, format=onnx_format, activations=activations, opset=opset, check=check,
-                               samples=samples)
-        else:
-            data = export_tflite(graph, check=check, samples=samples)
-        staged.stage(path, data)
-        result = Export(path, fmt, {path: bytes(data)}, data.check)
-    if outputs is None:
-        staged.commit()
-    return result
+        data = export_tflite(graph, check=check, samples=samples)
+    staged.stage(path, data)
+    return Export(path, fmt, (path,), len(data), data.check)
 
 
 # ------------------------------------------------------------------------------- every stage

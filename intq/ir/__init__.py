@@ -4,6 +4,9 @@
 * :mod:`intq.ir.facts`: the attribute and metadata names intq adds (fused activations, stored
   shapes) and which tensors carry the batch;
 * :mod:`intq.ir.windows`: explicit pads, SAME pads and the output size of sliding-window ops;
+* :mod:`intq.ir.shapes`: static shape inference (one rule per float operator; nothing runs);
+* :mod:`intq.ir.metadata`: a graph's metadata and node names as the JSON document both file
+  formats store;
 
 ``intq.ir`` uses :mod:`intq.qmath` and nothing else of intq (tests/test_dependencies.py).
 """

@@ -287,8 +287,11 @@ def _concat(parts: list) -> np.ndarray:
 def infer_shapes(graph: Graph) -> Graph:
     """Static shapes and dtypes of every tensor, by running the graph once on zero inputs.
 
+    For shapes that depend on data only: the shapes of a float graph come from its operators' rules
+    (:func:`intq.ir.shapes.infer_shapes`, nothing run); :func:`intq.pipeline.load_float` calls this
+    when a shape is still unknown after them and constant folding (NonZero of an activation).
     Requires every graph input to have a static shape (bind them at import). Returns a new graph
-    whose tensors carry the shapes and dtypes the executor produces — exact by construction.
+    whose tensors carry the shapes and dtypes the executor produces.
     """
     for name in graph.inputs:
         if not graph.tensors[name].is_static:
