@@ -21,7 +21,7 @@ import numpy as np
 
 from intq.errors import IntqError
 from intq.export.c.model import build
-from intq.export.c.runner import build_library, find_compiler
+from intq.export.c import runner as c_runner
 from intq.ir import Graph
 from intq.runtime.interpreter import Interpreter
 
@@ -34,13 +34,13 @@ class CompiledInterpreter:
     """A graph compiled by the C backend (:func:`compile_c`); ``run`` as :meth:`intq.Interpreter.run`."""
 
     def __init__(self, graph: Graph, target="tflite", *, compiler: str | None = None, flags=("-O2",)):
-        if find_compiler(compiler) is None:
+        if c_runner.find_compiler(compiler) is None:
             raise NoCompilerError(
                 f"no C compiler found ({compiler or '$CC, cc, gcc or clang'}): install one (e.g. `apt-get install gcc`) "
                 "or run the graph with intq.Interpreter, which computes the same integers")
         model = build(graph, target, "model")  # CExportError names a node the backend cannot generate
         with tempfile.TemporaryDirectory(prefix="intq-c-") as tmp:  # dlopen keeps the library once loaded
-            _, runners = build_library([(model, "model")], Path(tmp), compiler, flags, name="model")
+            _, runners = c_runner.build_library([(model, "model")], Path(tmp), compiler, flags, name="model")
         self._bind(graph, target, model, runners["model"])
 
     @classmethod
