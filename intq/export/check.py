@@ -252,15 +252,21 @@ def _verdict(runtime: str, target: str, inputs, names, mine, run_theirs: Callabl
     return RuntimeCheck(runtime, target, len(inputs), detail=detail)
 
 
-def _outcome(check: ExportCheck, mode, what: str) -> ExportCheck:
+def _outcome(check: ExportCheck, mode, what: str, hint: str = "") -> ExportCheck:
     """Raise :class:`ExportCheckError` for a difference unless ``mode == "warn"``."""
     if check.equal or mode == "warn":
         return check
     bad = check.differences[0]
     raise ExportCheckError(
-        f"{bad.runtime} computes other outputs from the {what} than intq's target {bad.target} "
-        f"({bad.difference}); nothing was written. This is an intq bug: please report it with the model "
+        f"{bad.runtime} computes other outputs from {what} than intq's target {bad.target} "
+        f"({bad.difference}); nothing was written.{hint} This is an intq bug: please report it with the model "
         "(check='warn' / --keep-unverified writes the file anyway)", check)
+
+
+#: Why a QDQ model may differ: onnxruntime runs some DequantizeLinear -> op -> QuantizeLinear units in
+#: float on this CPU (issue 26 item 4), while its QOperator integer operators compute what target ort does.
+QDQ_HINT = (" onnxruntime may run some DequantizeLinear -> op -> QuantizeLinear units of a QDQ model in float "
+            "here: the QOperator format (format='qoperator', --format qoperator) runs its integer operators.")
 
 
 # --------------------------------------------------------------------------------------- .tflite
@@ -309,7 +315,7 @@ def _locate(graph: Graph, target: str, x, theirs: Mapping[str, np.ndarray]) -> s
 # --------------------------------------------------------------------------------------- ONNX
 
 def check_onnx(graph: Graph, blob: bytes, *, activations: str = "int8", samples=None, count: int = DEFAULT_SAMPLES,
-               mode=True, where: str = "the ONNX model") -> ExportCheck:
+               mode=True, where: str = "the ONNX model", qdq: bool = False) -> ExportCheck:
     """Run ``blob`` (the ONNX model of ``graph``) in onnxruntime on this machine (CPU provider, all
     graph optimizations, one thread) on the check inputs and compare with target ``ort`` (int8
     activations) or ``ort-u8`` (uint8: resolved to what onnxruntime computes here)."""
@@ -344,7 +350,7 @@ def check_onnx(graph: Graph, blob: bytes, *, activations: str = "int8", samples=
             for run in _run_intq(graph, resolved, inputs)]
     check = _verdict("onnxruntime", target, inputs, list(graph.outputs), mine, theirs, detail=detail)
     return _outcome(ExportCheck(f"onnx ({activations} activations)", source, (check,), time.perf_counter() - t0),
-                    mode, where)
+                    mode, where, QDQ_HINT if qdq else "")
 
 
 # --------------------------------------------------------------------------------------- C
