@@ -164,7 +164,7 @@ def _time_round_robin(fns: dict[str, callable], repeat: int) -> dict[str, float]
 
 
 def bench(name: str, repeat: int, batches=None) -> list[dict]:
-    from intq.convert import quantize
+    from intq.pipeline import quantize
     from intq.kernels.gemm import gemm_backend
     from intq.runtime import native
 

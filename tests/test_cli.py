@@ -54,7 +54,10 @@ def test_quantize_inspect_and_errors(tmp_path):
     result = json.loads(r.stdout)
     assert out.exists() and table.exists() and result["calibration"] == {"method": "percentile", "samples": 32}
     assert result["ops"]["CONV_2D"] == 3
-    assert result["runtimes"] == {"LiteRT": "loaded and ran", "TFLite Micro": "loaded and ran"}
+    # the written file ran in both runtimes on the first calibration samples, outputs equal to intq's targets
+    assert result["runtimes"] == {"LiteRT": "equal to target litert-ref on 4 calibration samples",
+                                  "TFLite Micro": "equal to target tflite on 4 calibration samples"}
+    assert result["export_check"]["equal"] and [r["samples"] for r in result["export_check"]["runtimes"]] == [4, 4]
     assert run("quantize", MODEL, "--calib", str(tmp_path / "calib.npz"), "--input-shape", "image=1x1x8x8",
                "-o", str(out)).returncode == 2  # no overwrite without --force
     missing = run("quantize", str(tmp_path / "none.onnx"), "--calib", str(tmp_path / "calib.npz"), "-o", str(tmp_path / "y.tflite"))
@@ -237,14 +240,39 @@ def test_diff_explains_tflm_vs_litert(digits_files):
 def test_a_file_a_runtime_cannot_load_is_never_written(tmp_path):
     """The runtimes load the bytes before anything is written: a refusal leaves the user's file as it was."""
     import intq
-    from intq.cli import ExportCheckError, _check_runtimes_run
+    from intq.export.check import ExportCheckError, check_tflite
 
     qg = intq.quantize(MODEL, [np.zeros((1, 1, 8, 8), np.float32)], input_shapes={"image": (1, 1, 8, 8)})
     out = tmp_path / "broken.tflite"
     out.write_bytes(b"the user's file")
     with pytest.raises(ExportCheckError, match="LiteRT refuses the .tflite intq made for .*broken.tflite.*nothing was written"):
-        _check_runtimes_run(qg, b"TFL3 is not enough", out)
+        check_tflite(qg, b"TFL3 is not enough", where=f"the .tflite intq made for {out}")
     assert out.read_bytes() == b"the user's file"
+
+
+def test_a_file_its_runtime_computes_differently_is_an_error_or_a_warning(tmp_path, monkeypatch):
+    """A .tflite whose runtime computes other outputs than intq's target (here: intq made to compute
+    one output code differently) fails the command with the first difference and writes nothing;
+    --keep-unverified writes it and says so."""
+    from intq.cli import main
+
+    (x_train, _), _ = load_split()
+    np.savez(tmp_path / "calib.npz", image=x_train[:8])
+    import intq.export.check as check
+
+    real = check._run_intq
+
+    def off_by_one(graph, target, inputs):
+        runs = real(graph, target, inputs)
+        runs[0][0] = runs[0][0].copy()
+        runs[0][0].flat[3] += np.float32(1.0)
+        return runs
+
+    monkeypatch.setattr(check, "_run_intq", off_by_one)
+    out = tmp_path / "q.tflite"
+    args = ["quantize", MODEL, "--calib", str(tmp_path / "calib.npz"), "--input-shape", "image=1x1x8x8", "-o", str(out)]
+    assert main(args) == 1 and not out.exists()
+    assert main([*args, "--keep-unverified", "--json"]) == 0 and out.exists()
 
 
 def test_quantize_keeps_a_detector_concat_in_int16(tmp_path):
@@ -378,5 +406,5 @@ def test_a_gelu_model_is_written_for_litert_and_says_tflite_micro_cannot_run_it(
     assert code == 0, out.err
     result = json.loads(out.out)
     assert result["ops"]["GELU"] == 1 and (tmp_path / "m.tflite").exists()
-    assert result["runtimes"]["LiteRT"] == "loaded and ran"
-    assert result["runtimes"]["TFLite Micro"].startswith("not run: TFLite Micro has no GELU kernel")
+    assert result["runtimes"]["LiteRT"].startswith("equal to target litert-ref on 4 calibration samples")
+    assert "TFLite Micro has no GELU kernel" in result["runtimes"]["TFLite Micro"]

@@ -25,6 +25,7 @@ from intq.calibration.observers import MovingAverageMinMaxObserver, Observer, ma
 from intq.errors import QuantizationError
 from intq.files import write_file
 from intq.ir import Graph
+from intq.ir.facts import FUSED_ACTIVATION
 from intq.threads import limited
 
 TABLE_FORMAT = "intq-calibration-table/1"
@@ -159,8 +160,6 @@ def bounded_tensors(graph: Graph) -> tuple[str, ...]:
     """The float tensors an activation bounds: outputs of nodes with a fused RELU6 / RELU_N1_TO_1,
     and of Clip, HardSigmoid, Sigmoid, Tanh and Softmax. A clipping calibration method (percentile,
     mse, entropy) keeps their observed [min, max]: the activation's natural range is never cut."""
-    from intq.runtime.interpreter import FUSED_ACTIVATION
-
     return tuple(sorted(o for n in graph.nodes for o in n.outputs if o and (
         n.op_type in BOUNDED_OPS or n.attrs.get(FUSED_ACTIVATION) in BOUNDED_ACTIVATIONS)))
 

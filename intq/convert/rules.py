@@ -17,7 +17,8 @@ import numpy as np
 from intq.convert.context import NHWC, ConversionContext, ConversionError, identity, reshape_request
 from intq.convert.weights import quantize_linear_layer
 from intq.ir import Node
-from intq.passes.padding import pads_of, same_pads
+from intq.ir.facts import FUSED_ACTIVATION
+from intq.ir.windows import pads_of, same_pads
 from intq.qmath import QuantParams, choose_qparams, quantize
 from intq.registry import Registry
 
@@ -32,7 +33,7 @@ def _fail(node: Node, why: str) -> ConversionError:
 
 
 def _act(node: Node) -> str:
-    return node.attrs.get("fused_activation", None) or "NONE"
+    return node.attrs.get(FUSED_ACTIVATION, None) or "NONE"
 
 
 # ----------------------------------------------------------------------------------- padding

@@ -29,13 +29,15 @@ import onnx
 from onnx import helper
 
 from intq.errors import GraphError, IntqError, UnsupportedOperatorError
-from intq.frontends import onnx_checks as checks
-from intq.frontends.from_onnx_quantized import check_contrib_nodes, is_quantized, load_quantized_onnx
 from intq.frontends.onnx_if import bind_constant_inputs, fold_constant_ifs
 from intq.frontends.shapes import InputShapeError, is_dynamic
 from intq.ir import Graph, Node, Tensor, topological_order
+from intq.onnx_format import checks
+from intq.onnx_format.errors import OnnxImportError
+from intq.onnx_format.reader import check_contrib_nodes, is_quantized, load_quantized_onnx
 from intq.passes.padding import explicit_pads
 from intq.registry import Registry
+from intq.runtime.float_ops import FLOAT_OPS
 
 #: Default-domain opsets the importer accepts. Older models predate the operator forms intq
 #: normalises from; newer ones may change semantics intq has not checked.
@@ -46,10 +48,6 @@ TARGET_OPSET = 21
 
 #: Operators handled by the importer itself (they never reach the executor).
 IMPORTER_OPS = frozenset({"Constant", "Upsample"})
-
-
-class OnnxImportError(IntqError, ValueError):
-    """The file is not a readable ONNX model, or its inputs cannot be bound."""
 
 
 class OnnxInputShapeError(OnnxImportError, InputShapeError):
@@ -257,7 +255,7 @@ def _contrib_gelu(node: Node, ctx: _Context) -> list[Node]:
 
 def _read(model) -> tuple[onnx.ModelProto, str, Path | None]:
     """The proto, the model's name and its folder (None for a proto: external data cannot be found).
-    External data is not read here: :func:`intq.frontends.onnx_checks.tensor_array` reads it,
+    External data is not read here: :func:`intq.onnx_format.checks.tensor_array` reads it,
     confined to the model's folder, once its size is checked."""
     if isinstance(model, onnx.ModelProto):
         return model, model.graph.name or "model", None
@@ -284,10 +282,21 @@ def _default_opset(proto: onnx.ModelProto, where: str) -> int:
     return opset
 
 
+def float_node(node: Node, opset: int, ranks: Mapping[str, int], taken: set[str]
+               ) -> tuple[list[Node], dict[str, np.ndarray]] | None:
+    """``node`` (an ONNX float operator of a model at ``opset``) in intq's opset-21 form: the nodes
+    its normaliser writes and the constants they add (``ranks``: its inputs' ranks; ``taken``: names
+    in use); None for an operator intq's float executor does not run. The quantized-ONNX reader
+    (:mod:`intq.onnx_format.reader`) hands it a float operator outside any quantized unit."""
+    if node.op_type not in FLOAT_OPS:
+        return None
+    ctx = _Context(opset=opset, ranks=dict(ranks), taken=set(taken))
+    normalise = NORMALIZERS.get(node.op_type)
+    return (normalise(node, ctx) if normalise else [node]), ctx.constants
+
+
 def supported_ops() -> frozenset[str]:
     """Every ONNX op type the importer accepts (the float executor's ops and importer-only ops)."""
-    from intq.runtime.float_ops import FLOAT_OPS
-
     return frozenset(FLOAT_OPS) | IMPORTER_OPS
 
 
@@ -413,7 +422,7 @@ def _with_bound_inputs(proto: onnx.ModelProto, bound: Mapping[str, tuple[int, ..
     known tensors are within the limit."""
     model = onnx.ModelProto()
     model.CopyFrom(proto)
-    for out in model.graph.output:  # inference computes output shapes (onnx_checks compares the declared ones)
+    for out in model.graph.output:  # inference computes output shapes (onnx_format.checks compares the declared ones)
         out.type.tensor_type.ClearField("shape")
     big = [t for t in model.graph.initializer
            if t.data_location == onnx.TensorProto.EXTERNAL or int(np.prod(t.dims, dtype=object)) > _SHAPE_ONLY_ELEMENTS]
@@ -458,10 +467,11 @@ def load_onnx(model, input_shapes: Mapping[str, Sequence[int]] | None = None,
     proto, model_name, folder = _read(model)
     where = f"ONNX model {model_name!r}"
     checks.check_structure(proto, where, narrow=is_quantized(proto))
-    if is_quantized(proto):  # QDQ / QOperator: intq's integer operators (intq.frontends.from_onnx_quantized)
+    if is_quantized(proto):  # QDQ / QOperator: intq's integer operators (intq.onnx_format.reader)
         checks.check_nodes(proto, where)  # the ai.onnx nodes against their schemas
         check_contrib_nodes(proto, where)  # onnxruntime's com.microsoft nodes against theirs
-        return load_quantized_onnx(proto, *_bind_inputs(proto, input_shapes, where), where, model_name, folder=folder)
+        return load_quantized_onnx(proto, *_bind_inputs(proto, input_shapes, where), where, model_name, folder=folder,
+                                   float_node=float_node)
     opset = _default_opset(proto, where)
     _check_operators(proto, opset, where, if_pending=True)
     proto = bind_constant_inputs(proto, constant_inputs or {}, where)

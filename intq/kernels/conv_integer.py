@@ -3,7 +3,7 @@ ox*s_w - p_l + j*d_w, c] - Z_x) * (w[o,i,j,c] - Z_w)``, an int32 output with no 
 
 TFLite has no such builtin; ONNX's ConvInteger (opset 10) is what onnxruntime's dynamic
 quantization writes, and ONNX's node tests exercise it. Imported models keep it as this operator
-(:mod:`intq.frontends.from_onnx_quantized`), written back as ConvInteger by intq's ONNX export.
+(:mod:`intq.onnx_format.reader`), written back as ConvInteger by intq's ONNX export.
 
 Contract: input int8 ``[N, H, W, C]`` per tensor (only its zero point is read: the op has no
 scales); weights int8 ``[C_out, KH, KW, C]`` constant with one zero point (onnxruntime's

@@ -3,7 +3,7 @@
 
 TFLite has no such builtin; ONNX's MatMulInteger (opset 10) is what onnxruntime's dynamic
 quantization writes for MatMul / Gemm, and ONNX's node tests exercise it. Imported models keep it
-as this operator (:mod:`intq.frontends.from_onnx_quantized`), written back as MatMulInteger.
+as this operator (:mod:`intq.onnx_format.reader`), written back as MatMulInteger.
 
 Contract: ``a`` int8 of rank >= 2 per tensor (only its zero point is read: the op has no scales);
 ``b`` a constant int8 ``[K, N]`` in ONNX's layout, with one zero point or one per column (axis 1,

@@ -33,6 +33,7 @@ from __future__ import annotations
 import numpy as np
 from onnx import TensorProto
 
+from intq.ir.shapes import infer_shapes
 from intq.ir import Graph, Node
 from intq.passes.cleanup import remove_identities
 from intq.passes.rewrite import Const, Pattern, Replacement, Rule, apply_rules
@@ -324,10 +325,8 @@ CONDITION_RULES = (
 
 def attention_masks(graph: Graph) -> Graph:
     """Apply :data:`INDEX_RULES`, then :data:`MASK_RULES`, then :data:`GUARD_RULES`, then
-    :data:`CONDITION_RULES` until nothing changes; shapes are re-inferred between them (the rules
-    read shapes and dtypes)."""
-    from intq.runtime.interpreter import infer_shapes
-
+    :data:`CONDITION_RULES` until nothing changes; shapes are re-inferred between them, statically
+    (:func:`intq.ir.shapes.infer_shapes`: the rules read shapes and dtypes)."""
     g = apply_rules(graph, INDEX_RULES)
     if g is not graph:
         g = infer_shapes(remove_identities(g))

@@ -33,15 +33,9 @@ import numpy as np
 
 from intq.errors import GraphError, IntqError
 from intq.ir import Graph
+from intq.ir.facts import STORED_SHAPES, batch_of
 from intq.runtime import checks
-from intq.runtime.plan import (  # noqa: F401 (FUSED_ACTIVATION, apply_fused_activation: public here too)
-    FUSED_ACTIVATION,
-    STORED_SHAPES,
-    ExecutionPlan,
-    InterpreterError,
-    apply_fused_activation,
-    rebatch,
-)
+from intq.runtime.plan import ExecutionPlan, InterpreterError, rebatch
 from intq.threads import limited
 
 #: Relative tolerance of the one-time check of a float graph's batched plan against the graph run
@@ -99,9 +93,7 @@ class Interpreter:
                             for t in graph.tensors.values() if not t.is_constant)
         base = graph
         if graph.metadata.get(STORED_SHAPES) and not all(graph.tensors[i].is_static for i in graph.inputs):
-            from intq.runtime.plan import _batch_of
-
-            b = _batch_of(graph)
+            b = batch_of(graph)
             if b is not None:
                 base = rebatch(graph, b)  # a dynamic .tflite: its stored shapes (LiteRT's default batch)
         self._base = ExecutionPlan(base, self.target, self.native, self.trace)
@@ -130,9 +122,7 @@ class Interpreter:
                for d, s in zip(t.shape, v.shape)):
             plan = base  # the shapes the graph was built for (or a float graph's free dimensions)
         else:
-            from intq.runtime.plan import _batch_of
-
-            b0 = _batch_of(base.graph)
+            b0 = batch_of(base.graph)
             batches = {v.shape[0] for v in values if v.ndim}
             if b0 is None or len(batches) != 1:
                 raise InterpreterError(f"graph {self.graph.name!r}: inputs of shapes {[v.shape for v in values]} "
@@ -186,9 +176,7 @@ class Interpreter:
         return {k: slots[s] for k, s in plan.output_slots}
 
     def _batch0(self) -> int:
-        from intq.runtime.plan import _batch_of
-
-        return _batch_of(self._base.graph)
+        return batch_of(self._base.graph)
 
     def _position_free(self):
         """``(target, base plan)`` to check a binding with: the target itself when its kernels do
@@ -322,8 +310,11 @@ def _concat(parts: list) -> np.ndarray:
 def infer_shapes(graph: Graph) -> Graph:
     """Static shapes and dtypes of every tensor, by running the graph once on zero inputs.
 
+    For shapes that depend on data only: the shapes of a float graph come from its operators' rules
+    (:func:`intq.ir.shapes.infer_shapes`, nothing run); :func:`intq.pipeline.load_float` calls this
+    when a shape is still unknown after them and constant folding (NonZero of an activation).
     Requires every graph input to have a static shape (bind them at import). Returns a new graph
-    whose tensors carry the shapes and dtypes the executor produces — exact by construction.
+    whose tensors carry the shapes and dtypes the executor produces.
     """
     for name in graph.inputs:
         if not graph.tensors[name].is_static:

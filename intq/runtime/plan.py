@@ -37,14 +37,8 @@ import numpy as np
 
 from intq.errors import IntqError
 from intq.ir import Graph, Node, Tensor
+from intq.ir.facts import FUSED_ACTIVATION, STORED_SHAPES, batch_carriers, batch_of
 from intq.runtime.checks import check_output_ranks, check_produced
-
-#: Attributes intq adds to float nodes; the plan applies them, the op functions never see them.
-FUSED_ACTIVATION = "fused_activation"
-
-#: Graph metadata key (written by the .tflite importer): ``{tensor: stored shape}`` for tensors
-#: with a dynamic dimension (None in the graph), the shape the file stores (dynamic dims at batch 1).
-STORED_SHAPES = "stored_shapes"
 
 
 class InterpreterError(IntqError, ValueError):
@@ -267,43 +261,6 @@ def _straight_line(flat) -> Callable | None:
 # ------------------------------------------------------------------------------ batch binding
 
 
-def _batch_of(graph: Graph) -> int | None:
-    """The graph's batch: the common leading dimension of its inputs (stored shapes for dynamic
-    ones), or None when the inputs disagree or have none."""
-    stored = graph.metadata.get(STORED_SHAPES, {})
-    dims = set()
-    for name in graph.inputs:
-        shape = graph.tensors[name].shape
-        if shape is not None and shape and shape[0] is None and name in stored:
-            shape = tuple(stored[name])
-        if not shape or shape[0] is None:
-            return None
-        dims.add(int(shape[0]))
-    return dims.pop() if len(dims) == 1 else None
-
-
-#: Integer ops whose output is shape arithmetic, never the batch's data.
-_SHAPE_OPS = frozenset({"SHAPE", "Shape", "Size"})
-
-
-def batch_carriers(graph: Graph, b0: int | None = None) -> set[str]:
-    """The non-constant tensors whose leading dimension is the batch: the graph's inputs, and the
-    outputs of nodes computing from one (SHAPE's excepted) whose leading dimension is a multiple
-    of the graph's batch ``b0``. Empty when the inputs share no batch."""
-    b0 = _batch_of(graph) if b0 is None else b0
-    if b0 is None or b0 < 1:
-        return set()
-    carries = {i for i in graph.inputs if graph.tensors[i].shape}
-    for node in graph.nodes:
-        if node.op_type in _SHAPE_OPS or not any(i in carries for i in node.inputs if i):
-            continue
-        for o in node.outputs:
-            t = graph.tensors.get(o) if o else None
-            if t is not None and t.shape and t.shape[0] is not None and t.shape[0] % b0 == 0:
-                carries.add(o)
-    return carries
-
-
 def rebatch(graph: Graph, batch: int) -> Graph:
     """``graph`` bound to batch ``batch`` (every input's leading dimension).
 
@@ -319,7 +276,7 @@ def rebatch(graph: Graph, batch: int) -> Graph:
     ``prepare`` and, on its first run, against the graph run sample by sample
     (:class:`intq.runtime.Interpreter`).
     """
-    b0 = _batch_of(graph)
+    b0 = batch_of(graph)
     if b0 is None or b0 < 1:
         raise InterpreterError(f"graph {graph.name!r}: its inputs do not share a leading (batch) dimension")
     stored = graph.metadata.get(STORED_SHAPES, {})

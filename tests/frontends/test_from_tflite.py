@@ -19,7 +19,7 @@ from ai_edge_litert.interpreter import Interpreter as LiteRtInterpreter
 from ai_edge_litert.interpreter import OpResolverType
 
 import intq
-from intq.convert import quantize
+from intq.pipeline import quantize
 from intq.runtime.oracles.litert import run_litert
 from intq.tflite.builder import TfliteModelBuilder
 from intq.export.tflite_writer import to_tflite_bytes

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import intq
-from intq.export.onnx_writer import EMITTERS
+from intq.onnx_format.writer import EMITTERS
 from intq.kernels import INT8, KERNELS, KernelError
 from intq.kernels.ort import add as ort_add, common as ort_common
 from intq.kernels.targets import ORT_EMULATED, TARGETS

@@ -18,9 +18,9 @@ import pytest
 import torch
 
 import intq
-from intq.convert import quantize
 from intq.ir import Graph, Node
 from intq.kernels import KernelError
+from intq.pipeline import quantize
 from intq.testing.digits import load_split
 from intq.testing.torch_models import build
 

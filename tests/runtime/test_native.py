@@ -33,7 +33,8 @@ from intq.kernels import get_target
 from intq.kernels._conv_common import compute_padding
 from intq.runtime import native
 from intq.runtime.native.accelerate import _Bound, native_run
-from intq.runtime.plan import ExecutionPlan, _batch_of, rebatch
+from intq.ir.facts import batch_of as _batch_of
+from intq.runtime.plan import ExecutionPlan, rebatch
 from intq.testing.digits import load_split
 
 from ..kernels.harness import single_op_graph, tensor

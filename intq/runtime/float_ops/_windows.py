@@ -7,7 +7,9 @@ at ``o*s + t*d`` for taps ``t`` in [0, k), and::
 
     out = floor((n + b + e - (k-1)*d - 1) / s) + 1          (ceil instead of floor: ceil_mode)
 
-Pads are explicit (:func:`intq.passes.padding.pads_of`: ``auto_pad`` other than NOTSET is
+(the one copy: :func:`intq.ir.windows.window_output_size`, which the static shape inference uses).
+
+Pads are explicit (:func:`intq.ir.windows.pads_of`: ``auto_pad`` other than NOTSET is
 refused); the importer wrote every node's pads out (:func:`intq.passes.explicit_pads`).
 """
 
@@ -21,7 +23,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from intq.errors import GraphError
-from intq.passes.padding import pads_of
+from intq.ir.windows import pads_of, window_output_size
 
 from . import _scratch
 from ._checks import ints, output_size
@@ -84,19 +86,9 @@ def geometry(op: str, in_shape: Sequence[int], kernel: Sequence[int], *, strides
     strides = per_axis(op, "strides", strides, nd, 1)
     dilations = per_axis(op, "dilations", dilations, nd, 1)
     begin, end = pads_of(op, {"auto_pad": auto_pad, "pads": ints(pads)}, nd)
-    p = begin + end
     reach = [(k - 1) * d + 1 for k, d in zip(kernel, dilations)]  # extent of one window
-    out = []
-    for n, b, e, r, s in zip(in_shape, begin, end, reach, strides):
-        span = n + b + e - r
-        if span < 0:
-            raise GraphError(f"{op}: the window (kernel {list(kernel)}, dilations "
-                             f"{list(dilations)}) is larger than the padded input "
-                             f"{list(in_shape)} + pads {p}")
-        o = (-(-span // s) if ceil_mode else span // s) + 1
-        if ceil_mode and (o - 1) * s >= n + b:
-            o -= 1  # the last window would start inside the end padding: dropped
-        out.append(o)
+    out = [window_output_size(op, n, k, s, d, b, e, bool(ceil_mode))
+           for n, k, s, d, b, e in zip(in_shape, kernel, strides, dilations, begin, end)]
     reach_end = [max(e, (o - 1) * s + r - n - b)
                  for o, s, r, n, b, e in zip(out, strides, reach, in_shape, begin, end)]
     return Geometry(kernel, strides, dilations, tuple(begin), tuple(end), tuple(reach_end),

@@ -27,7 +27,7 @@ from numba import njit
 from numpy.lib.stride_tricks import as_strided
 
 from intq.errors import GraphError
-from intq.passes.padding import pads_of
+from intq.ir.windows import pads_of
 
 from . import _scratch
 from ._checks import ints, output_size

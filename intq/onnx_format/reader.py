@@ -44,24 +44,23 @@ QLinearAveragePool, and operators neither the integer units nor intq's float exe
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from intq.errors import GraphError, UnsupportedOperatorError
-from intq.frontends import onnx_checks
+from intq.errors import GraphError
 from intq.ir import Graph, Node, Tensor, topological_order
 from intq.kernels.ort.common import NARROW_RANGES
 from intq.kernels._conv_common import compute_padding
+from intq.onnx_format import checks, metadata
+from intq.onnx_format.errors import QuantizedOnnxError
+from intq.onnx_format.ops import INTEGER_OPS, MOVEMENT, MS_SCHEMAS, QDQ_UNITS, QOPERATORS
 from intq.onnx_format.schema import MS_DOMAIN
 from intq.qmath import QuantParams
 
-#: onnxruntime's QOperator operators this importer reads.
-QOPERATORS = frozenset({"QLinearConv", "QLinearMatMul", "QGemm", "QLinearAdd", "QLinearMul", "QLinearSigmoid",
-                        "QLinearLeakyRelu", "QLinearSoftmax", "QLinearConcat", "QLinearGlobalAveragePool"})
 #: Operators whose float16 scales are read (as their exact float32 values): ONNX allows them on
 #: QLinearMatMul (opset 21), and onnxruntime's QLinearMatMul with float16 scales gives the outputs of
 #: the same model with the scales converted to float32 (measured: 240 random models, uint8 and int8,
@@ -69,11 +68,6 @@ QOPERATORS = frozenset({"QLinearConv", "QLinearMatMul", "QGemm", "QLinearAdd", "
 #: scales only (onnxruntime refuses float16 ones); a QuantizeLinear / DequantizeLinear with a float16
 #: scale quantizes a float16 tensor, which intq's float32 boundary does not read.
 FLOAT16_SCALES = frozenset({"QLinearMatMul"})
-#: ONNX's integer operators (int32 outputs, zero points and no scales): CONV_INTEGER and MATMUL_INTEGER.
-INTEGER_OPS = frozenset({"ConvInteger", "MatMulInteger"})
-#: 8-bit data movement: codes move unchanged.
-MOVEMENT = frozenset({"Reshape", "Flatten", "Transpose", "Squeeze", "Unsqueeze", "Identity", "MaxPool", "Pad",
-                      "Concat", "Split"})
 _EIGHT_BIT = (np.dtype(np.int8), np.dtype(np.uint8))
 #: 16-bit tensors are read at the float boundary only (QuantizeLinear of a float tensor, DequantizeLinear):
 #: int16 tensors; uint16 codes become int16 ones minus 32768, as uint8 codes become int8 ones minus 128.
@@ -81,20 +75,6 @@ _SIXTEEN_BIT = (np.dtype(np.int16), np.dtype(np.uint16))
 _UNSIGNED_OFFSET = {np.dtype(np.uint8): 128, np.dtype(np.uint16): 32768}
 #: ONNX's 4- and 2-bit types (ml_dtypes' numpy names) and their ranges: read at the float boundary only.
 _NARROW = NARROW_RANGES
-_INT, _FLOAT = onnx.AttributeProto.INT, onnx.AttributeProto.FLOAT
-#: onnxruntime's contrib (com.microsoft) operators read here: (min, max) inputs and each attribute's
-#: type, from onnxruntime's contrib schemas (onnx's checker does not know them; the ai.onnx nodes
-#: are checked against their schemas by :func:`intq.frontends.onnx_checks.check_nodes`).
-MS_SCHEMAS: dict[str, tuple[int, int, dict[str, int]]] = {
-    "QGemm": (6, 9, {"transA": _INT, "transB": _INT, "alpha": _FLOAT, "beta": _FLOAT}),
-    "QLinearAdd": (7, 8, {}),
-    "QLinearMul": (7, 8, {}),
-    "QLinearSigmoid": (4, 5, {}),
-    "QLinearLeakyRelu": (4, 5, {"alpha": _FLOAT}),
-    "QLinearSoftmax": (4, 5, {"axis": _INT, "opset": _INT}),
-    "QLinearConcat": (5, 2 + 3 * 2**16, {"axis": _INT}),
-    "QLinearGlobalAveragePool": (5, 5, {"channels_last": _INT}),
-}
 #: Quantized models are read from opset 10 (QuantizeLinear, QLinearConv) on: the 8-bit per-tensor
 #: and per-axis forms read here kept their semantics since; later additions (block_size,
 #: output_dtype, precision, float8 / 4-bit / 16-bit types) are refused by name.
@@ -111,8 +91,11 @@ def is_quantized(proto: onnx.ModelProto) -> bool:
     return False
 
 
-class QuantizedOnnxError(UnsupportedOperatorError):
-    """A quantized ONNX model holds something intq cannot turn into its integer operators."""
+#: What the float importer gives the reader for a float operator outside any quantized unit
+#: (:func:`intq.frontends.from_onnx.float_node`): ``float_node(node, opset, ranks, taken)`` -> the
+#: node in intq's opset-21 form (its normaliser's nodes, the constants they add), or None for an
+#: operator intq's float executor does not run.
+FloatNodeReader = Callable[[Node, int, Mapping[str, int], set], "tuple[list[Node], dict[str, np.ndarray]] | None"]
 
 
 @dataclass
@@ -133,6 +116,7 @@ class _Import:
     uint8: bool = False
     input_types: dict[str, np.dtype] = field(default_factory=dict)  # graph input -> its ONNX type
     elem_types: dict[str, int] = field(default_factory=dict)  # ONNX tensor -> its element type, where inferred
+    float_node: FloatNodeReader | None = None  # the float importer's reader of a float operator
 
     # ----------------------------------------------------------------- helpers
 
@@ -611,12 +595,15 @@ def _movement(im: _Import, node) -> None:
 # ------------------------------------------------------------------------ entry point
 
 def load_quantized_onnx(proto: onnx.ModelProto, real_inputs, bound: Mapping[str, tuple[int, ...]], where: str,
-                        model_name: str, float_names: set[str] | None = None, folder=None) -> Graph:
+                        model_name: str, float_names: set[str] | None = None, folder=None,
+                        float_node: FloatNodeReader | None = None) -> Graph:
     """The integer graph of a quantized ONNX model (module docstring); ``real_inputs`` / ``bound``:
     the graph inputs and their bound shapes (:func:`intq.frontends.from_onnx.load_onnx`); ``folder``:
-    the model's folder, the only place its external data may be read from. Constants are read through
-    :func:`intq.frontends.onnx_checks.tensor_array` (byte lengths, sizes and external data checked)."""
-    consts = {t.name: onnx_checks.tensor_array(t, f"{where}: initializer {t.name!r}", folder, narrow=True)
+    the model's folder, the only place its external data may be read from; ``float_node``: the float
+    importer's reader of a float operator outside any quantized unit (:data:`FloatNodeReader`; None:
+    such an operator is refused). Constants are read through
+    :func:`intq.onnx_format.checks.tensor_array` (byte lengths, sizes and external data checked)."""
+    consts = {t.name: checks.tensor_array(t, f"{where}: initializer {t.name!r}", folder, narrow=True)
               for t in proto.graph.initializer}
     for n in proto.graph.node:
         if n.op_type == "Constant":
@@ -624,14 +611,14 @@ def load_quantized_onnx(proto: onnx.ModelProto, real_inputs, bound: Mapping[str,
             values = [a for a in n.attribute if a.name == "value" and a.type == onnx.AttributeProto.TENSOR]
             if len(n.output) != 1 or not n.output[0] or not values:
                 raise GraphError(f"{what}: a Constant needs one output and a tensor 'value' attribute")
-            consts[n.output[0]] = onnx_checks.tensor_array(values[0].t, what, folder, narrow=True)
+            consts[n.output[0]] = checks.tensor_array(values[0].t, what, folder, narrow=True)
     producer = {o: n for n in proto.graph.node for o in n.output if o}
     consumers: dict[str, list] = defaultdict(list)
     for n in proto.graph.node:
         for i in n.input:
             if i:
                 consumers[i].append(n)
-    im = _Import(where, consts, producer, consumers)
+    im = _Import(where, consts, producer, consumers, float_node=float_node)
     im.opset = next((o.version for o in proto.opset_import if o.domain in ("", "ai.onnx")), 21)
     if im.opset < MIN_QUANTIZED_OPSET:
         raise QuantizedOnnxError(f"{where}: opset {im.opset} predates QuantizeLinear / QLinearConv (opset 10)")
@@ -659,11 +646,11 @@ def load_quantized_onnx(proto: onnx.ModelProto, real_inputs, bound: Mapping[str,
         elif dtype.name in _NARROW:  # read by DequantizeLinear only (_check_narrow_boundary), as int8 codes
             im.tensor(inp.name, bound[inp.name], _input_qparams(im, inp.name), np.int8)
             narrow[inp.name] = dtype.name
-        elif dtype == np.float32:
-            im.tensor(inp.name, bound[inp.name], None, np.float32)
+        elif dtype in (np.dtype(np.float32), np.dtype(np.bool_)):  # float, or a condition (SELECT_V2)
+            im.tensor(inp.name, bound[inp.name], None, dtype)
         else:
-            raise QuantizedOnnxError(f"{where}: input {inp.name!r} is {dtype.name}; intq reads float32, 8-bit and "
-                                     "16-bit inputs (and 4- / 2-bit ones read by DequantizeLinear)")
+            raise QuantizedOnnxError(f"{where}: input {inp.name!r} is {dtype.name}; intq reads float32, bool, 8-bit "
+                                     "and 16-bit inputs (and 4- / 2-bit ones read by DequantizeLinear)")
 
     for node in proto.graph.node:
         if node.op_type != "Constant" and id(node) not in im.unit_qs:
@@ -761,8 +748,10 @@ def _reader_qparams(im: _Import, name: str, depth: int) -> QuantParams | None:
         ins = list(reader.input)
         if reader.op_type in INTEGER_OPS and ins[0] == name:
             return _integer_qparams(im, reader, ins[2] if len(ins) > 2 else "", name)
-        if reader.op_type in ("DequantizeLinear", *QOPERATORS) and reader.op_type != "QLinearConcat":
+        if reader.op_type in ("DequantizeLinear", *QOPERATORS):
             j = ins.index(name)
+            if reader.op_type == "QLinearConcat" and (j < 2 or (j - 2) % 3):
+                continue  # QLinearConcat: y_scale, y_zero_point, then (x, x_scale, x_zero_point) per input
             if j + 1 < len(ins) and ins[j + 1] in im.consts:
                 axis = _boundary_axis(im, reader, name) if reader.op_type == "DequantizeLinear" and depth == 0 \
                     else None
@@ -782,8 +771,6 @@ def _reader_qparams(im: _Import, name: str, depth: int) -> QuantParams | None:
 
 def _intq_metadata(proto: onnx.ModelProto, where: str) -> dict | None:
     """The graph metadata intq's exporter wrote in ``metadata_props`` (None for other producers)."""
-    from intq.onnx_format import metadata
-
     for prop in proto.metadata_props:
         if prop.key == metadata.INTQ_METADATA:
             meta, _, _ = metadata.decode(prop.value, where)
@@ -850,13 +837,31 @@ def _read_node(im: _Import, node) -> None:
             return
         raise im.error(node, "QuantizeLinear of a non-float tensor is not read")
     if op == "DequantizeLinear":
-        if i[0] in im.consts:  # weights / biases: read by the unit that uses them
-            if all(c.op_type in _QDQ_UNITS for c in im.consumers.get(node.output[0], [])):
+        if i[0] in im.consts:  # weights / biases: read by the unit that uses them, or dequantized (as
+            # onnxruntime does, float32(q - Z) * s) by the float operator that reads them (a PRelu's slope)
+            readers = im.consumers.get(node.output[0], [])
+            if node.output[0] not in im.graph_outputs and all(c.op_type not in ("QuantizeLinear", "DequantizeLinear")
+                                                              for c in readers):
                 return
-            raise im.error(node, "a dequantized constant feeds an operator with no integer form here")
-        x = im.t(i[0])
+            raise im.error(node, "a dequantized constant feeds a quantizer or is a graph output, which intq does not read")
+        x, src = im.t(i[0]), im.name(i[0])
+        stated = im.qparams(i[1], i[2], node) if x.dtype == np.int8 and np.size(im.consts.get(i[1], 0)) == 1 \
+            and (not i[2] or i[2] in im.consts) else None
+        if stated is not None and x.qparams is None and not x.is_constant:  # codes a float-executor node
+            # selected (a Gather from a table): the parameters are the ones this DequantizeLinear states
+            im.tensors[src] = Tensor(x.name, x.dtype, x.shape, qparams=stated)
+        elif stated is not None and x.qparams is not None and not x.qparams.per_axis and \
+                (float(x.qparams.tensor_scale), x.qparams.tensor_zero_point) != \
+                (float(stated.tensor_scale), stated.tensor_zero_point):
+            # the same codes read with other parameters (intq's SUM: a mean pool whose output scale is
+            # s_y / N, read as the sum with s_y): the codes relabelled by a RESHAPE, which moves them unchanged
+            relabelled = im.tensor(im.unique(f"{src}/as_dequantized"), x.shape, stated)
+            im.add("RESHAPE", f"{node.name or node.output[0]}/relabel",
+                   [src, im.constant(f"{relabelled}/shape", np.array(x.shape, np.int32))], [relabelled],
+                   new_shape=tuple(x.shape))
+            src = relabelled
         im.tensor(node.output[0], x.shape, None, np.float32)
-        im.add("DEQUANTIZE", node.name or f"{node.output[0]}/dequantize", [im.name(i[0])], [node.output[0]])
+        im.add("DEQUANTIZE", node.name or f"{node.output[0]}/dequantize", [src], [node.output[0]])
         return
     if op in QOPERATORS:
         return _read_qoperator(im, node, a, i)
@@ -867,43 +872,109 @@ def _read_node(im: _Import, node) -> None:
     if op in MOVEMENT and node.input and im.tensors.get(im.name(node.input[0])) is not None \
             and im.t(node.input[0]).dtype == np.int8:
         return _movement(im, node)
-    if op in _QDQ_UNITS:
+    if op == "Clip" and node.input and im.tensors.get(im.name(node.input[0])) is not None \
+            and im.t(node.input[0]).dtype == np.int8:
+        return _integer_clip(im, node)
+    if op in QDQ_UNITS:
         unit = _qdq_unit(im, node, i)
         if unit is not None:
             return unit
     _float_island(im, node)
 
 
+def _integer_clip(im: _Import, node) -> None:
+    """A Clip on 8-bit codes (intq's writer puts one after an operator whose fused activation does not
+    span the output's whole range) as MAXIMUM and MINIMUM with constant codes: the codes keep their
+    quantization parameters (a uint8 bound minus 128, as every uint8 code)."""
+    x, y = im.name(node.input[0]), node.output[0]
+    t = im.t(node.input[0])
+    bounds = []
+    for k, op in ((1, "MAXIMUM"), (2, "MINIMUM")):
+        name = node.input[k] if len(node.input) > k else ""
+        if not name:
+            continue
+        value = np.asarray(im.const(name, node))
+        if value.size != 1 or value.dtype not in _EIGHT_BIT:
+            raise im.error(node, f"bound {name!r} is not one 8-bit value; intq reads a Clip of 8-bit codes with "
+                                 "8-bit constant bounds")
+        code = int(value.reshape(-1)[0]) - _UNSIGNED_OFFSET.get(value.dtype, 0)
+        if code != (-128 if op == "MAXIMUM" else 127):  # a bound at the type's end clamps nothing
+            bounds.append((op, code))
+    src = x
+    for k, (op, code) in enumerate(bounds):
+        out = y if k == len(bounds) - 1 else im.unique(f"{y}/{op.lower()}")
+        im.output(out, t.shape, t.qparams, im.float_of.get(x, (None,))[0])
+        im.add(op, f"{node.name or y}/{op.lower()}", [src, im.constant(f"{node.name or y}/{op.lower()}_bound",
+                                                                       np.array(code, np.int8), t.qparams)], [out])
+        src = out
+    if not bounds:
+        im.alias[y] = src
+
+
 def _float_island(im: _Import, node) -> None:
     """A float operator outside any quantized unit (e.g. a ReduceMean quantize_static left in float):
     it stays an ONNX float node, normalised to intq's opset-21 form and run by intq's float executor
-    (within float32 rounding of onnxruntime's float kernel, not bit for bit)."""
-    from intq.frontends.from_onnx import NORMALIZERS, _Context
-    from intq.runtime.float_ops import FLOAT_OPS
+    (within float32 rounding of onnxruntime's float kernel, not bit for bit).
 
-    if node.op_type not in FLOAT_OPS or node.domain not in ("", "ai.onnx"):
-        raise im.error(node, "has no integer form here and is not an operator intq's float executor runs")
+    The same node on 8-bit codes (intq's writer moves and selects codes with Gather, Slice, Expand,
+    Max, Min, ReduceMax, DepthToSpace... on integer tensors) runs on the codes: exact. A uint8 constant
+    there holds codes too and is read minus 128, as every uint8 code; an 8-bit output keeps the
+    parameters its 8-bit inputs share (the op only moves or selects codes)."""
+    unknown = "has no integer form here and is not an operator intq's float executor runs"
+    if im.float_node is None or node.domain not in ("", "ai.onnx"):
+        raise im.error(node, unknown)
+    source = im.tensors.get(im.name(node.input[0])) if node.input and node.input[0] else None
+    if node.op_type == "Cast" and source is not None and source.dtype == np.int8 and not source.is_constant \
+            and _is_uint8(im, node, node.input[0]):
+        return _uint8_cast(im, node)
+    codes = [im.t(x) for x in node.input if x and x not in im.consts and im.tensors.get(im.name(x)) is not None
+             and im.t(x).dtype == np.int8 and im.t(x).qparams is not None and not im.t(x).qparams.per_axis]
+    inputs, converted = [], False
     for x in node.input:
         if x and x not in im.consts and im.tensors.get(im.name(x)) is None:
             dq = _dq_source(im, x)
             if dq is None or dq.input[0] not in im.consts:
                 raise im.error(node, f"reads {x!r}, which intq did not import")
             im.consts[x] = _dequantized_constant(im, dq)  # weights of a unit read in float (16-bit activations)
+        if x in im.consts and im.consts[x].dtype == np.uint8 and (codes or im.uint8):  # codes: minus 128
+            inputs.append(im.constant(f"{x}/int8", im.int8_data(im.consts[x])))
+            converted = True
+            continue
         if x in im.consts and x not in im.tensors:
             im.tensors[x] = Tensor(x, data=im.consts[x])
+        inputs.append(im.name(x) if x else "")
     shapes = _infer_outputs(im, node)
-    ranks = {x: len(im.t(x).shape) for x in node.input if x and im.tensors.get(im.name(x)) is not None}
-    ctx = _Context(opset=im.opset, ranks=ranks, taken=set(im.taken))
+    ranks = {x: len(im.t(x).shape) for x in inputs if x and im.tensors.get(im.name(x)) is not None}
     base = Node(node.op_type, im.unique(node.name or f"{node.op_type}_{node.output[0]}"),
-                tuple(im.name(x) if x else "" for x in node.input), tuple(node.output), _attrs(node))
-    normalise = NORMALIZERS.get(node.op_type)
-    for n in (normalise(base, ctx) if normalise else [base]):
-        im.nodes.append(n)
-    for cname, value in ctx.constants.items():
+                tuple(inputs), tuple(node.output), _attrs(node))
+    made = im.float_node(base, im.opset, ranks, set(im.taken))
+    if made is None:
+        raise im.error(node, unknown)
+    nodes, constants = made
+    im.nodes.extend(nodes)
+    for cname, value in constants.items():
         im.tensors[cname] = Tensor(cname, data=value)
         im.taken.add(cname)
+    shared = {(float(t.qparams.tensor_scale), t.qparams.tensor_zero_point) for t in codes}
     for o, (dtype, shape) in zip(node.output, shapes):
-        im.tensor(o, shape, None, dtype)
+        if (codes or converted) and dtype in _EIGHT_BIT:  # codes moved or selected: int8, the inputs' parameters
+            im.tensor(o, shape, codes[0].qparams if codes and len(shared) == 1 else None, np.int8)
+        else:
+            im.tensor(o, shape, None, dtype)
+
+
+def _uint8_cast(im: _Import, node) -> None:
+    """A Cast of a uint8 model's codes to a wider type (intq's LUT: the index into its table): intq
+    holds them as int8 (code - 128), so the cast is followed by + 128, giving the file's values."""
+    x, y = im.name(node.input[0]), node.output[0]
+    to = np.dtype(helper.tensor_dtype_to_np_dtype(int(_attrs(node)["to"])))
+    if to.kind not in "iuf" or to.itemsize < 2:
+        raise im.error(node, f"a Cast of uint8 codes to {to.name} is not read (intq holds them as int8)")
+    shape = im.t(node.input[0]).shape
+    signed = im.tensor(im.unique(f"{y}/signed"), shape, None, to)
+    im.add("Cast", node.name or f"{y}/cast", [x], [signed], to=int(_attrs(node)["to"]))
+    im.tensor(y, shape, None, to)
+    im.add("Add", f"{node.name or y}/unsigned", [signed, im.constant(f"{y}/offset", np.array(128, to))], [y])
 
 
 def _dequantized_constant(im: _Import, dq) -> np.ndarray:
@@ -950,9 +1021,6 @@ def _infer_outputs(im: _Import, node) -> list[tuple[np.dtype, tuple[int, ...]]]:
     return out
 
 
-_QDQ_UNITS = frozenset({"Conv", "Gemm", "MatMul", "Add", "Mul", "Sigmoid", "LeakyRelu", "Softmax", "HardSwish",
-                        "Relu", "Clip", "GlobalAveragePool", "Concat", "MaxPool", "Reshape", "Flatten", "Transpose",
-                        "Squeeze", "Unsqueeze", "Identity"})
 
 
 def _read_qoperator(im: _Import, node, a, i) -> None:

@@ -1,4 +1,5 @@
-"""``export_onnx``: write an intq integer graph as a quantized ONNX model onnxruntime runs.
+"""The ONNX writer: an intq integer graph as a quantized ONNX model onnxruntime runs
+(:func:`to_onnx_model`; :func:`intq.export_onnx` writes it after checking it by output).
 
 The ONNX model is the integer graph intq runs, node for node: the same tensors (names, shapes,
 scales and zero points; weights int8, per channel where intq quantized them so, biases int32)
@@ -33,8 +34,9 @@ with its zero point plus 128 — the same real values; onnxruntime's arithmetic 
 **Opset**: 21 by default; any opset from :data:`~intq.onnx_format.schema.MIN_OPSET` (13: per-axis
 Quantize/DequantizeLinear) that has every operator used (:data:`~intq.onnx_format.schema.OP_SINCE`).
 
-The model is checked (``onnx.checker`` after strict shape inference) and loaded and run once by
-onnxruntime before the file is written (DESIGN decision 9); a node with no ONNX form, or an
+The model is checked (``onnx.checker`` after strict shape inference; :func:`intq.export_onnx` then
+checks it by output before the file is written, DESIGN decision 9: onnxruntime on this machine runs
+it on a few samples and must give what the target ``ort`` / ``ort-u8`` gives); a node with no ONNX form, or an
 option the format refuses, raises :class:`~intq.onnx_format.errors.OnnxOpError` naming the node
 and the alternative before anything is written. intq's graph metadata, node names and the
 export options travel in ``metadata_props["intq"]`` (:mod:`intq.onnx_format.metadata`).
@@ -42,20 +44,21 @@ export options travel in ``metadata_props["intq"]`` (:mod:`intq.onnx_format.meta
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
-from pathlib import Path
 
 import numpy as np
 import onnx
 
 from intq.ir import Graph, Node, Tensor
+from intq.kernels import KernelContext, get_target, select_kernel
 from intq.kernels._conv_common import compute_padding
 from intq.kernels.ort.common import global_average_pool_scale, sum_as_mean_scale
 from intq.kernels.requantize import activation_range
+from intq.kernels.ort.resize_bilinear import ort_mode
 from intq.onnx_format import metadata
 from intq.onnx_format.builder import OnnxModelBuilder
-from intq.onnx_format.errors import OnnxExportError, OnnxOpError, OnnxRuntimeRefusedError
+from intq.onnx_format.errors import OnnxExportError, OnnxOpError
+from intq.onnx_format.ops import UNIT_OF
 from intq.onnx_format.schema import DEFAULT_OPSET, MAX_OPSET, MIN_OPSET, MS_DOMAIN, OP_SINCE, element_type
 from intq.qmath import QuantParams
 from intq.registry import Registry
@@ -74,6 +77,7 @@ class _Writer:
         self.qdq = fmt == "qdq"
         self.offset = ACTIVATIONS[activations]
         self.b = OnnxModelBuilder(graph.name or "intq")
+        self.b.keep(graph.tensors)
         self.alias: dict[str, str] = {}  # intq tensor -> the ONNX tensor holding the same values
         self.nchw: dict[str, str] = {}  # NHWC intq tensor -> its NCHW form in ONNX
         self.floats: dict[tuple[str, str], str] = {}  # (ONNX int tensor, reader) -> its DequantizeLinear
@@ -270,7 +274,6 @@ def _weights_dq(w: _Writer, n: Node, weights: np.ndarray, tensor: Tensor, bias: 
 
 def _qoperator_weights(w: _Writer, weights: np.ndarray, tensor: Tensor) -> tuple[str, str, str]:
     """QOperator: the int8 weights (ONNX layout), their scale (per channel or per tensor) and zero points."""
-    qp = tensor.qparams
     channels = weights.shape[0]
     name = w.b.constant(f"{tensor.name}/onnx", weights)
     return (name, *_weight_scale_zero_point(w, tensor, channels))
@@ -497,8 +500,8 @@ def _binary(op_qdq: str, op_qlinear: str) -> Emitter:
     return emit
 
 
-EMITTERS.register("ADD")(_binary("Add", "QLinearAdd"))
-EMITTERS.register("MUL")(_binary("Mul", "QLinearMul"))
+EMITTERS.register("ADD")(_binary(UNIT_OF["ADD"].qdq, UNIT_OF["ADD"].qoperator))
+EMITTERS.register("MUL")(_binary(UNIT_OF["MUL"].qdq, UNIT_OF["MUL"].qoperator))
 
 
 @EMITTERS.register("SUB")
@@ -516,10 +519,10 @@ def _sub(w: _Writer, n: Node) -> None:
 def _logistic(w: _Writer, n: Node) -> None:
     x, y = n.inputs[0], n.outputs[0]
     if w.qdq:
-        return w.float_island(n, "Sigmoid", [x], y)
+        return w.float_island(n, UNIT_OF["LOGISTIC"].qdq, [x], y)
     xs, xz = w.scale_zp(x)
     ys, yz = w.scale_zp(y)
-    w.b.node("QLinearSigmoid", [w.name(x), xs, xz, ys, yz], [w.out(y)], n.name, domain=MS_DOMAIN)
+    w.b.node(UNIT_OF["LOGISTIC"].qoperator, [w.name(x), xs, xz, ys, yz], [w.out(y)], n.name, domain=MS_DOMAIN)
 
 
 @EMITTERS.register("LEAKY_RELU")
@@ -527,15 +530,15 @@ def _leaky_relu(w: _Writer, n: Node) -> None:
     x, y = n.inputs[0], n.outputs[0]
     alpha = float(np.float32(n.attrs.get("alpha", 0.2)))
     if w.qdq:
-        return w.float_island(n, "LeakyRelu", [x], y, alpha=alpha)
+        return w.float_island(n, UNIT_OF["LEAKY_RELU"].qdq, [x], y, alpha=alpha)
     xs, xz = w.scale_zp(x)
     ys, yz = w.scale_zp(y)
-    w.b.node("QLinearLeakyRelu", [w.name(x), xs, xz, ys, yz], [w.out(y)], n.name, domain=MS_DOMAIN, alpha=alpha)
+    w.b.node(UNIT_OF["LEAKY_RELU"].qoperator, [w.name(x), xs, xz, ys, yz], [w.out(y)], n.name, domain=MS_DOMAIN, alpha=alpha)
 
 
 @EMITTERS.register("HARD_SWISH")
 def _hard_swish(w: _Writer, n: Node) -> None:
-    w.float_island(n, "HardSwish", [n.inputs[0]], n.outputs[0])
+    w.float_island(n, UNIT_OF["HARD_SWISH"].qdq, [n.inputs[0]], n.outputs[0])
 
 
 @EMITTERS.register("TANH")
@@ -545,7 +548,7 @@ def _tanh(w: _Writer, n: Node) -> None:
 
 @EMITTERS.register("RELU")
 def _relu(w: _Writer, n: Node) -> None:
-    w.float_island(n, "Relu", [n.inputs[0]], n.outputs[0])
+    w.float_island(n, UNIT_OF["RELU"].qdq, [n.inputs[0]], n.outputs[0])
 
 
 def _float_clip(lo: float, hi: float) -> Emitter:
@@ -572,10 +575,10 @@ def _softmax(w: _Writer, n: Node) -> None:
         raise OnnxOpError(f"node {n.name!r} (SOFTMAX): beta = {beta}; ONNX's Softmax has no beta. Scale the logits "
                           "before the softmax in the float model, or export to .tflite")
     if w.qdq:  # onnxruntime fuses DequantizeLinear -> Softmax -> QuantizeLinear into QLinearSoftmax
-        return w.float_island(n, "Softmax", [x], y, axis=-1)
+        return w.float_island(n, UNIT_OF["SOFTMAX"].qdq, [x], y, axis=-1)
     xs, xz = w.scale_zp(x)
     ys, yz = w.scale_zp(y)
-    w.b.node("QLinearSoftmax", [w.name(x), xs, xz, ys, yz], [w.out(y)], n.name, domain=MS_DOMAIN, axis=-1, opset=13)
+    w.b.node(UNIT_OF["SOFTMAX"].qoperator, [w.name(x), xs, xz, ys, yz], [w.out(y)], n.name, domain=MS_DOMAIN, axis=-1, opset=13)
 
 
 @EMITTERS.register("MEAN", "SUM")
@@ -628,7 +631,7 @@ def _mean(w: _Writer, n: Node) -> None:
     ys, yz = w.scale_zp(y)
     if n.op_type == "SUM":
         ys = w.b.constant(f"{n.name}/sum_as_mean_scale", np.float32(y_qp.tensor_scale))
-    w.b.node("QLinearGlobalAveragePool", [src, xs, xz, ys, yz], [out], n.name, domain=MS_DOMAIN, channels_last=1)
+    w.b.node(UNIT_OF["MEAN"].qoperator, [src, xs, xz, ys, yz], [out], n.name, domain=MS_DOMAIN, channels_last=1)
     if not keep:
         w.use("Reshape", n)
         w.b.node("Reshape", [out, w.b.constant(f"{n.name}/shape", np.array(yt.shape, np.int64))], [w.out(y)],
@@ -701,7 +704,7 @@ def _concatenation(w: _Writer, n: Node) -> None:
         args = [ys, yz]
         for i in n.inputs:
             args += [w.name(i), *w.scale_zp(i)]
-        w.b.node("QLinearConcat", args, [w.out(y)], n.name, domain=MS_DOMAIN, axis=axis)
+        w.b.node(UNIT_OF["CONCATENATION"].qoperator, args, [w.out(y)], n.name, domain=MS_DOMAIN, axis=axis)
 
 
 @EMITTERS.register("RESHAPE", "SQUEEZE")
@@ -744,8 +747,6 @@ def _pad(w: _Writer, n: Node) -> None:
 def _resize_nearest(w: _Writer, n: Node) -> None:
     """Two Gathers of the source rows and columns the kernel's prepare computes (TFLite's
     GetNearestNeighbor): the same copies in every runtime, whatever its Resize coordinate rules."""
-    from intq.kernels import KernelContext, get_target, select_kernel
-
     x, y = n.inputs[0], n.outputs[0]
     ctx = KernelContext(n, tuple(w.t(i) if i else None for i in n.inputs), (w.t(y),), get_target("ort"))
     p = select_kernel(ctx).prepare(ctx)
@@ -773,8 +774,6 @@ def _prelu(w: _Writer, n: Node) -> None:
 def _strided_slice(w: _Writer, n: Node) -> None:
     """Reshape to the slice's effective shape, a Gather per sliced axis (the indices the kernel's
     prepare resolves from TFLite's begin / end / strides and masks), Reshape to the output."""
-    from intq.kernels import KernelContext, get_target, select_kernel
-
     x, y = n.inputs[0], n.outputs[0]
     ctx = KernelContext(n, tuple(w.t(i) if i else None for i in n.inputs), (w.t(y),), get_target("ort"))
     p = select_kernel(ctx).prepare(ctx)
@@ -825,8 +824,6 @@ def _resize_bilinear(w: _Writer, n: Node) -> None:
     in 10-bit integers: intq.kernels.resize_bilinear). Where only the width changes, H and W are
     swapped around it so that onnxruntime takes that integer path (it reads scales ``[1, 1, s, 1]``
     as an NCHW float resize)."""
-    from intq.kernels.ort.resize_bilinear import ort_mode
-
     x, y = n.inputs[0], n.outputs[0]
     xt, yt = w.t(x), w.t(y)
     nb, h, wd, c = xt.shape
@@ -1254,48 +1251,3 @@ def to_onnx_model(graph: Graph, format: str = "qdq", activations: str = "int8", 
          "target": "ort" if activations == "int8" else "ort-u8",
          "lowest_opset": max([MIN_OPSET, *needed.values()])})
     return w.b.to_model(opset)
-
-
-def _check_runs(model: onnx.ModelProto, graph: Graph) -> None:
-    """Load the model in onnxruntime and run it once on zeros (DESIGN decision 9)."""
-    from importlib.util import find_spec
-
-    from intq.runtime.oracles.ort import OrtOracleError, run_ort
-
-    if find_spec("onnxruntime") is None:
-        raise OnnxExportError("onnxruntime is not installed, so the model cannot be checked before it is written: "
-                              "install onnxruntime, or pass check=False to write it unchecked")
-    feeds = {i.name: np.zeros([d.dim_value for d in i.type.tensor_type.shape.dim],
-                              onnx.helper.tensor_dtype_to_np_dtype(i.type.tensor_type.elem_type))
-             for i in model.graph.input}
-    try:
-        run_ort(model.SerializeToString(), feeds, "enable_all")
-    except OrtOracleError as e:
-        raise OnnxRuntimeRefusedError(f"onnxruntime refuses the ONNX model of {graph.name!r} ({e}); this is an intq "
-                                      "bug: please report it with the model") from None
-
-
-def export_onnx(graph: Graph, path: str | os.PathLike | None = None, *, format: str = "qdq",  # noqa: A002
-                activations: str = "int8", opset: int = DEFAULT_OPSET, overwrite: bool = False,
-                check: bool = True) -> bytes:
-    """Write ``graph`` as a quantized ONNX model (module docstring) to ``path`` (if given) and return
-    its bytes. Nothing is written when the graph has a node without an ONNX form, the model fails
-    ``onnx.checker``, or (``check``) onnxruntime refuses to load and run it. An existing file is kept
-    unless ``overwrite``; the file is written atomically. onnxruntime's arithmetic on the result
-    is target ``"ort"`` (``activations="int8"``) or ``"ort-u8"`` (``"uint8"``)."""
-    if path is not None:
-        path = Path(path)
-        if path.exists() and not overwrite:
-            raise OnnxExportError(f"{path} exists; pass overwrite=True to replace it")
-    model = to_onnx_model(graph, format, activations, opset)
-    if check:
-        _check_runs(model, graph)
-    data = model.SerializeToString()
-    if path is not None:
-        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-        try:
-            tmp.write_bytes(data)
-            tmp.replace(path)
-        finally:
-            tmp.unlink(missing_ok=True)
-    return data

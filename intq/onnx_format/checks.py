@@ -1,7 +1,7 @@
 """Validation of an ONNX model at import: what must hold before intq builds anything from it.
 
 :mod:`intq.frontends.from_onnx` calls these at the start of an import; each raises
-:class:`~intq.frontends.from_onnx.OnnxImportError` (or :class:`~intq.limits.TensorTooLargeError`)
+:class:`~intq.onnx_format.errors.OnnxImportError` (or :class:`~intq.limits.TensorTooLargeError`)
 naming the model, the node or tensor, and what is wrong:
 
 * :func:`check_structure` — each domain imported once; at least one graph output, each named
@@ -32,6 +32,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 from intq.limits import check_tensor_size
+from intq.onnx_format.errors import OnnxImportError
 
 #: Element types intq reads as numpy arrays (numbers and bool); the rest are refused by name.
 READABLE_TYPES = frozenset({TensorProto.FLOAT, TensorProto.UINT8, TensorProto.INT8, TensorProto.UINT16,
@@ -45,9 +46,7 @@ _TYPED_FIELD = {TensorProto.FLOAT: "float_data", TensorProto.DOUBLE: "double_dat
                 TensorProto.UINT32: "uint64_data", TensorProto.UINT64: "uint64_data"}
 
 
-def _error(message: str):
-    from intq.frontends.from_onnx import OnnxImportError
-
+def _error(message: str) -> OnnxImportError:
     return OnnxImportError(message)
 
 
