@@ -53,6 +53,9 @@ _X_BOUND = 128  # |raw int8| <= 128
 BACKENDS = ("torch-int8", "blas-float32", "numba-int32")
 _ENV_NAMES = {"torch": "torch-int8", "blas": "blas-float32", "numba": "numba-int32"}
 
+#: the measurement's own version: a cache written by another way of measuring is not read
+_MEASUREMENT = 2
+
 #: (M, K, N) of the measured products: ResNet-18's 3x3 convolutions on 56x56x64 and 28x28x128
 #: (im2col rows x taps*channels), its last 3x3 on 7x7x512, and a 1000-class classifier row
 SHAPES = ((3136, 576, 64), (784, 1152, 128), (49, 4608, 512), (1, 512, 1000))
@@ -121,17 +124,18 @@ def _canonical(a: np.ndarray) -> np.ndarray:
 # ------------------------------------------------------------------------------ measurement
 
 
-def time_candidates(factories: dict[str, Callable[[int, int, int], Callable[[], object]]], shapes=SHAPES,
+def time_candidates(factories: dict[str, Callable[[int, int, int], Callable[[], object]]], shapes=None,
                     rounds: int = 3, drop: float = 4.0, anchor: str = "blas-float32") -> dict[str, float | None]:
-    """Seconds of each candidate on ``shapes``: the sum over the shapes of its fastest of ``rounds``
+    """Seconds of each candidate on ``shapes`` (default :data:`SHAPES`): the sum over the shapes of its fastest of ``rounds``
     calls (wall clock, after one untimed call), the candidates interleaved call by call so that a
     shared machine's load drifts hit them alike. ``factories[name](m, k, n)`` sets one up (operands,
-    packing: not timed) and returns the call. A candidate whose first call on a shape takes more
-    than ``drop`` times the fastest one's cannot win and is dropped (None) — a slow backend costs one
-    call per shape it was tried on, not seconds —, as is one whose set-up or call raises; ``anchor``
-    (float32 BLAS, what nothing chosen may be slower than) is never dropped for being slow."""
+    packing: not timed) and returns the call. A candidate whose faster of its first two timed calls on
+    a shape takes more than ``drop`` times the fastest one's cannot win and is dropped (None) — a slow
+    backend costs three calls on the shape it was found slow on, not seconds; a call preempted by
+    another job on a shared machine drops nothing alone —, as is one whose set-up or call raises;
+    ``anchor`` (float32 BLAS, what nothing chosen may be slower than) is never dropped for being slow."""
     total: dict[str, float | None] = {k: 0.0 for k in factories}
-    for m, k, n in shapes:
+    for m, k, n in SHAPES if shapes is None else shapes:
         calls = {}
         for name, make in factories.items():
             if total[name] is not None:
@@ -154,7 +158,7 @@ def time_candidates(factories: dict[str, Callable[[int, int, int], Callable[[], 
                     total[name] = None
                     continue
                 best[name] = min(best.get(name, math.inf), dt)
-            if r == 0 and best:
+            if r == 1 and best:  # two timed calls each: one preempted call drops nothing
                 fastest = min(best.values())
                 for name, t in best.items():
                     if t > drop * fastest and name != anchor:
@@ -203,7 +207,7 @@ def _versions_key() -> str:
     """What the measurement depends on besides the CPU: library versions and thread settings."""
     from intq.host import cpu_features
 
-    parts = [platform.machine(), " ".join(sorted(cpu_features())), np.__version__]
+    parts = [f"measurement {_MEASUREMENT}", platform.machine(), " ".join(sorted(cpu_features())), np.__version__]
     try:
         import numba
 
