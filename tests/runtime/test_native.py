@@ -227,15 +227,8 @@ def test_direct_amx_convolutions_equal_the_kernel(variants, case, monkeypatch):
             np.testing.assert_array_equal(_call(variant, bound, x), want, err_msg=f"{case} [{target}, {label}]")
 
 
-@needs_library
-def test_depthwise_windows_clipped_by_small_maps_equal_the_kernel(variants, depthwise_mode):
-    """DEPTHWISE_CONV_2D on maps as small as its kernel or smaller (PP-OCR's 2 x 96 under 5 x 5
-    taps, MobileNetV3's 7 x 7): the native loop runs each pixel (a pair where two neighbours share
-    the window) on its in-image taps only, from an offset per clipped window (a cache of 8: more
-    windows than that recompute); every stride, dilation, padding and odd width against the
-    kernel's run."""
-    rng = np.random.default_rng(23)
-    taken = 0
+def _small_map_cases(rng):
+    """DEPTHWISE_CONV_2D on maps as small as its kernel or smaller: ``(graph, x)``, 40 of them."""
     for i in range(40):
         n = int(rng.choice([1, 2]))
         h, w = int(rng.integers(1, 5)), int(rng.integers(1, 12))
@@ -256,7 +249,18 @@ def test_depthwise_windows_clipped_by_small_maps_equal_the_kernel(variants, dept
             [tensor("y", (n, pad.out_h, pad.out_w, c), scale=s_out, zero_point=zp_out)],
             {"padding": "SAME", "stride_h": sh, "stride_w": sw, "dilation_h_factor": dh, "dilation_w_factor": dw,
              "depth_multiplier": 1, "fused_activation_function": ("NONE", "RELU", "RELU6")[i % 3]})
-        x = rng.integers(-128, 128, (n, h, w, c)).astype(np.int8)
+        yield graph, rng.integers(-128, 128, (n, h, w, c)).astype(np.int8)
+
+
+@needs_library
+def test_depthwise_windows_clipped_by_small_maps_equal_the_kernel(variants, depthwise_mode):
+    """DEPTHWISE_CONV_2D on maps as small as its kernel or smaller (PP-OCR's 2 x 96 under 5 x 5
+    taps, MobileNetV3's 7 x 7): the native loop runs each pixel (a pair where two neighbours share
+    the window) on its in-image taps only, from an offset per clipped window (a cache of 8: more
+    windows than that recompute); every stride, dilation, padding and odd width against the
+    kernel's run."""
+    taken = 0
+    for i, (graph, x) in enumerate(_small_map_cases(np.random.default_rng(23))):
         node = graph.nodes[0]
         plan = ExecutionPlan(graph, get_target("tflite"), native=False)
         run, params = plan.kernels[node.name]
@@ -270,15 +274,9 @@ def test_depthwise_windows_clipped_by_small_maps_equal_the_kernel(variants, dept
     assert taken >= 40 * len(variants)
 
 
-@needs_library
-def test_spatial_mean_equals_the_kernel(variants):
-    """MEAN over axes {1, 2} (written 1, 2 / 2, 1 / -3, -2; keep_dims or not) on random int8 maps
-    from 1 x 1 to 56 x 56 pixels, scales with the output finer and coarser than the input (the
-    multiplier's right shift from 0 to about 20), every zero point extreme: equal to the kernel's
-    run; the other MEANs (other axes, a multiplier with a left shift) keep the kernel's."""
-    rng = np.random.default_rng(29)
-    taken = declined = 0
-    forms = set()
+def _mean_cases(rng):
+    """MEAN over axes {1, 2} written three ways, keep_dims or not, and two other MEANs (declined):
+    ``(graph, x, axes)``, 40 of them."""
     for i in range(40):
         n, h, w = int(rng.choice([1, 2])), int(rng.integers(1, 57)), int(rng.integers(1, 57))
         c = int(rng.choice([1, 3, 16, 40, 200]))
@@ -294,6 +292,19 @@ def test_spatial_mean_equals_the_kernel(variants):
                                 [tensor("y", out_shape, scale=s_out, zero_point=zp_out)], {"keep_dims": keep})
         x = (rng.choice([-128, 127], size=(n, h, w, c)) if i % 7 == 0
              else rng.integers(-128, 128, (n, h, w, c))).astype(np.int8)
+        yield graph, x, axes
+
+
+@needs_library
+def test_spatial_mean_equals_the_kernel(variants):
+    """MEAN over axes {1, 2} (written 1, 2 / 2, 1 / -3, -2; keep_dims or not) on random int8 maps
+    from 1 x 1 to 56 x 56 pixels, scales with the output finer and coarser than the input (the
+    multiplier's right shift from 0 to about 20), every zero point extreme: equal to the kernel's
+    run; the other MEANs (other axes, a multiplier with a left shift) keep the kernel's."""
+    taken = declined = 0
+    forms = set()
+    for i, (graph, x, axes) in enumerate(_mean_cases(np.random.default_rng(29))):
+        keep = graph.nodes[0].attrs["keep_dims"]
         node = graph.nodes[0]
         plan = ExecutionPlan(graph, get_target("tflite"), native=False)
         run, params = plan.kernels[node.name]
