@@ -649,9 +649,9 @@ static void conv_vnni(const intq_conv_params *p, const int8_t *x, int8_t *y, int
 #endif
 
 #ifdef INTQ_AVXVNNI
-/* Rows [r, r + 4) x channels [o, o + 16) of the block: VPDPBUSD on ymm (VEX), (x + 128, w); the 64
- * bytes of one K quad of a 16-channel block are two vectors of 8 channels. */
-static void avxvnni_tile(const intq_conv_params *p, int32_t r, int32_t rows, int32_t o, int8_t *y, int64_t row0) {
+/* Rows [r, r + 4) x channels [o, o + 16) of the block into p->c's rows r..r + 3: VPDPBUSD on ymm
+ * (VEX), (x + 128, w); the 64 bytes of one K quad of a 16-channel block are two vectors of 8 channels. */
+static void avxvnni_tile(const intq_conv_params *p, int32_t r, int32_t o) {
     const int32_t k4 = p->kp / 4, kq = (p->k + 3) / 4;
     const int8_t *b = p->w + (size_t)(o / 16) * k4 * 64;
     const int32_t *a0 = (const int32_t *)(p->a + (size_t)r * p->kp);
@@ -673,7 +673,7 @@ static void avxvnni_tile(const intq_conv_params *p, int32_t r, int32_t rows, int
         c30 = _mm256_dpbusd_avx_epi32(c30, v, w0);
         c31 = _mm256_dpbusd_avx_epi32(c31, v, w1);
     }
-    int32_t *c = p->c;
+    int32_t *c = p->c + (size_t)r * 32;
     _mm256_storeu_si256((__m256i *)c, c00);
     _mm256_storeu_si256((__m256i *)(c + 8), c01);
     _mm256_storeu_si256((__m256i *)(c + 32), c10);
@@ -682,27 +682,60 @@ static void avxvnni_tile(const intq_conv_params *p, int32_t r, int32_t rows, int
     _mm256_storeu_si256((__m256i *)(c + 72), c21);
     _mm256_storeu_si256((__m256i *)(c + 96), c30);
     _mm256_storeu_si256((__m256i *)(c + 104), c31);
-    const int32_t n = p->out_c - o < 16 ? p->out_c - o : 16;
-    intq_rq q8 = p->rq;
-    q8.offset = p->offset_u8;
-    rq_block(&q8, c, rows, o, n, y + (size_t)(row0 + r) * p->out_c + o, p->out_c);
 }
 
+/* One row r x channels [o, o + 16) into p->c's row r, for blocks of fewer than 4 rows (a batch-1
+ * FULLY_CONNECTED, a squeeze-excitation convolution on one pixel): no row computed in vain. Two
+ * accumulator chains per 8 channels (even and odd K quads), added at the end. */
+static void avxvnni_row(const intq_conv_params *p, int32_t r, int32_t o) {
+    const int32_t k4 = p->kp / 4, kq = (p->k + 3) / 4;
+    const int8_t *b = p->w + (size_t)(o / 16) * k4 * 64;
+    const int32_t *a = (const int32_t *)(p->a + (size_t)r * p->kp);
+    __m256i c0 = _mm256_setzero_si256(), c1 = c0, d0 = c0, d1 = c0;
+    int32_t q = 0;
+    for (; q + 2 <= kq; q += 2, b += 128) {
+        const __m256i v = _mm256_set1_epi32(a[q]), u = _mm256_set1_epi32(a[q + 1]);
+        c0 = _mm256_dpbusd_avx_epi32(c0, v, _mm256_loadu_si256((const __m256i *)b));
+        c1 = _mm256_dpbusd_avx_epi32(c1, v, _mm256_loadu_si256((const __m256i *)(b + 32)));
+        d0 = _mm256_dpbusd_avx_epi32(d0, u, _mm256_loadu_si256((const __m256i *)(b + 64)));
+        d1 = _mm256_dpbusd_avx_epi32(d1, u, _mm256_loadu_si256((const __m256i *)(b + 96)));
+    }
+    if (q < kq) {
+        const __m256i v = _mm256_set1_epi32(a[q]);
+        c0 = _mm256_dpbusd_avx_epi32(c0, v, _mm256_loadu_si256((const __m256i *)b));
+        c1 = _mm256_dpbusd_avx_epi32(c1, v, _mm256_loadu_si256((const __m256i *)(b + 32)));
+    }
+    int32_t *c = p->c + (size_t)r * 32;
+    _mm256_storeu_si256((__m256i *)c, _mm256_add_epi32(c0, d0));
+    _mm256_storeu_si256((__m256i *)(c + 8), _mm256_add_epi32(c1, d1));
+}
+
+/* Per 16-channel block, the block's rows four at a time (the weights stay in cache), then one
+ * requantization of all its rows (the per-channel vectors loaded once per block). */
 static void conv_avxvnni(const intq_conv_params *p, const int8_t *x, int8_t *y, int64_t m) {
+    intq_rq q8 = p->rq;
+    q8.offset = p->offset_u8;
     for (int64_t r0 = 0; r0 < m; r0 += MB) {
         const int32_t rows = m - r0 < MB ? (int32_t)(m - r0) : MB;
         fill_block(p, x, r0, rows, 0x80);
-        for (int32_t r = 0; r < rows; r += 4)
-            for (int32_t o = 0; o < p->out_c; o += 16) avxvnni_tile(p, r, rows - r < 4 ? rows - r : 4, o, y, r0);
+        for (int32_t o = 0; o < p->out_c; o += 16) {
+            if (rows < 4) {
+                for (int32_t r = 0; r < rows; ++r) avxvnni_row(p, r, o);
+            } else {
+                for (int32_t r = 0; r < rows; r += 4) avxvnni_tile(p, r, o);
+            }
+            rq_block(&q8, p->c, rows, o, p->out_c - o < 16 ? p->out_c - o : 16, y + (size_t)r0 * p->out_c + o, p->out_c);
+        }
         lut_rows(p, y, r0, rows);
     }
 }
 #endif
 
 #ifdef INTQ_AVX2
-/* Rows [r, r + 4) x channels [o, o + 16) of the block: VPMADDWD of the rows' int16 pairs (x_k,
- * x_k+1), broadcast, by the channels' int16 pairs (w_k, w_k+1) (intq_pack16: 8 channels a vector). */
-static void avx2_tile(const intq_conv_params *p, int32_t r, int32_t rows, int32_t o, int8_t *y, int64_t row0) {
+/* Rows [r, r + 4) x channels [o, o + 16) of the block into p->c's rows r..r + 3: VPMADDWD of the
+ * rows' int16 pairs (x_k, x_k+1), broadcast, by the channels' int16 pairs (w_k, w_k+1)
+ * (intq_pack16: 8 channels a vector). */
+static void avx2_tile(const intq_conv_params *p, int32_t r, int32_t o) {
     const int32_t k2 = p->kp / 2, kq = (p->k + 1) / 2;
     const int16_t *b0 = p->w16 + (size_t)(o / 8) * k2 * 16, *b1 = b0 + (size_t)k2 * 16;
     const int32_t *a0 = (const int32_t *)(p->a16 + (size_t)r * p->kp);
@@ -725,7 +758,7 @@ static void avx2_tile(const intq_conv_params *p, int32_t r, int32_t rows, int32_
         c30 = _mm256_add_epi32(c30, _mm256_madd_epi16(v, w0));
         c31 = _mm256_add_epi32(c31, _mm256_madd_epi16(v, w1));
     }
-    int32_t *c = p->c;
+    int32_t *c = p->c + (size_t)r * 32;
     _mm256_storeu_si256((__m256i *)c, c00);
     _mm256_storeu_si256((__m256i *)(c + 8), c01);
     _mm256_storeu_si256((__m256i *)(c + 32), c10);
@@ -734,8 +767,32 @@ static void avx2_tile(const intq_conv_params *p, int32_t r, int32_t rows, int32_
     _mm256_storeu_si256((__m256i *)(c + 72), c21);
     _mm256_storeu_si256((__m256i *)(c + 96), c30);
     _mm256_storeu_si256((__m256i *)(c + 104), c31);
-    const int32_t n = p->out_c - o < 16 ? p->out_c - o : 16;
-    rq_block(&p->rq, c, rows, o, n, y + (size_t)(row0 + r) * p->out_c + o, p->out_c);
+}
+
+/* One row r x channels [o, o + 16) into p->c's row r, for blocks of fewer than 4 rows (as
+ * avxvnni_row), from the int8 weights (intq_pack: half the bytes of the int16 ones, what a row reads
+ * once): per K quad, the 16 channels' 64 bytes sign-extended to int16 in four vectors of 4 channels,
+ * VPMADDWD by the quad (x_k .. x_k+3) broadcast — two int32 lanes per channel (k, k+1 and k+2,
+ * k+3), added pairwise at the end (VPHADDD, then the 64-bit lanes back in channel order). */
+static void avx2_row(const intq_conv_params *p, int32_t r, int32_t o) {
+    const int32_t k4 = p->kp / 4, kq = (p->k + 3) / 4;
+    const int8_t *b = p->w + (size_t)(o / 16) * k4 * 64;
+    const int16_t *a = p->a16 + (size_t)r * p->kp;
+    __m256i acc0 = _mm256_setzero_si256(), acc1 = acc0, acc2 = acc0, acc3 = acc0;
+    for (int32_t q = 0; q < kq; ++q, b += 64) {
+        int64_t quad;
+        memcpy(&quad, a + 4 * q, 8);
+        const __m256i v = _mm256_set1_epi64x(quad);
+        acc0 = _mm256_add_epi32(acc0, _mm256_madd_epi16(_mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)b)), v));
+        acc1 = _mm256_add_epi32(acc1, _mm256_madd_epi16(_mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(b + 16))), v));
+        acc2 = _mm256_add_epi32(acc2, _mm256_madd_epi16(_mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(b + 32))), v));
+        acc3 = _mm256_add_epi32(acc3, _mm256_madd_epi16(_mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(b + 48))), v));
+    }
+    /* acc0 lanes: channel 0's two halves, channel 1's | channels 2, 3; hadd(acc0, acc1): channels
+     * 0, 1, 4, 5 | 2, 3, 6, 7 */
+    int32_t *c = p->c + (size_t)r * 32;
+    _mm256_storeu_si256((__m256i *)c, _mm256_permute4x64_epi64(_mm256_hadd_epi32(acc0, acc1), 0xD8));
+    _mm256_storeu_si256((__m256i *)(c + 8), _mm256_permute4x64_epi64(_mm256_hadd_epi32(acc2, acc3), 0xD8));
 }
 
 static void conv_avx2(const intq_conv_params *p, const int8_t *x, int8_t *y, int64_t m) {
@@ -749,8 +806,15 @@ static void conv_avx2(const intq_conv_params *p, const int8_t *x, int8_t *y, int
             for (int32_t i = 0; i < k16; i += 16)
                 _mm256_storeu_si256((__m256i *)(dst + i), _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(src + i))));
         }
-        for (int32_t r = 0; r < rows; r += 4)
-            for (int32_t o = 0; o < p->out_c; o += 16) avx2_tile(p, r, rows - r < 4 ? rows - r : 4, o, y, r0);
+        for (int32_t o = 0; o < p->out_c; o += 16) { /* as conv_avxvnni */
+            if (rows < 4) {
+                for (int32_t r = 0; r < rows; ++r) avx2_row(p, r, o);
+            } else {
+                for (int32_t r = 0; r < rows; r += 4) avx2_tile(p, r, o);
+            }
+            rq_block(&p->rq, p->c, rows, o, p->out_c - o < 16 ? p->out_c - o : 16, y + (size_t)r0 * p->out_c + o,
+                     p->out_c);
+        }
         lut_rows(p, y, r0, rows);
     }
 }
