@@ -54,7 +54,7 @@ BACKENDS = ("torch-int8", "blas-float32", "numba-int32")
 _ENV_NAMES = {"torch": "torch-int8", "blas": "blas-float32", "numba": "numba-int32"}
 
 #: the measurement's own version: a cache written by another way of measuring is not read
-_MEASUREMENT = 2
+_MEASUREMENT = 4
 
 #: (M, K, N) of the measured products: ResNet-18's 3x3 convolutions on 56x56x64 and 28x28x128
 #: (im2col rows x taps*channels), its last 3x3 on 7x7x512, and a 1000-class classifier row
@@ -129,10 +129,12 @@ def time_candidates(factories: dict[str, Callable[[int, int, int], Callable[[], 
     """Seconds of each candidate on ``shapes`` (default :data:`SHAPES`): the sum over the shapes of its fastest of ``rounds``
     calls (wall clock, after one untimed call), the candidates interleaved call by call so that a
     shared machine's load drifts hit them alike. ``factories[name](m, k, n)`` sets one up (operands,
-    packing: not timed) and returns the call. A candidate whose faster of its first two timed calls on
-    a shape takes more than ``drop`` times the fastest one's cannot win and is dropped (None) — a slow
-    backend costs three calls on the shape it was found slow on, not seconds; a call preempted by
-    another job on a shared machine drops nothing alone —, as is one whose set-up or call raises;
+    packing: not timed) and returns the call. A candidate whose time on the shapes so far (this one:
+    the faster of its first two timed calls) is more than ``drop`` times the fastest one's, in
+    wall-clock time and in the CPU time of the calling thread, is dropped (None) — a slow backend
+    costs three calls on the shape it was found slow on, not seconds; a call preempted by another
+    job on a shared machine (slow in wall clock only) drops nothing, nor does a fixed per-call cost
+    on a tiny shape —, as is one whose set-up or call raises;
     ``anchor`` (float32 BLAS, what nothing chosen may be slower than) is never dropped for being slow."""
     total: dict[str, float | None] = {k: 0.0 for k in factories}
     for m, k, n in SHAPES if shapes is None else shapes:
@@ -144,6 +146,7 @@ def time_candidates(factories: dict[str, Callable[[int, int, int], Callable[[], 
                 except Exception:
                     total[name] = None
         best: dict[str, float] = {}
+        cpu: dict[str, float] = {}  # the calling thread's CPU time: what a preempted call did not spend
         for r in range(rounds):
             for name, call in calls.items():
                 if total[name] is None:
@@ -151,17 +154,19 @@ def time_candidates(factories: dict[str, Callable[[int, int, int], Callable[[], 
                 try:
                     if r == 0:
                         call()  # warm-up: caches, lazy compilation, first-touch page faults
-                    t0 = time.perf_counter()
+                    c0, t0 = time.thread_time(), time.perf_counter()
                     call()
-                    dt = time.perf_counter() - t0
+                    dt, dc = time.perf_counter() - t0, time.thread_time() - c0
                 except Exception:
                     total[name] = None
                     continue
                 best[name] = min(best.get(name, math.inf), dt)
-            if r == 1 and best:  # two timed calls each: one preempted call drops nothing
-                fastest = min(best.values())
-                for name, t in best.items():
-                    if t > drop * fastest and name != anchor:
+                cpu[name] = min(cpu.get(name, math.inf), dc)
+            if r == 1 and best:  # two timed calls each; slow in wall clock and in CPU time: not preempted
+                so_far = {name: total[name] + t for name, t in best.items()}  # the shapes up to this one
+                fastest = min(so_far.values())
+                for name, t in so_far.items():
+                    if t > drop * fastest and total[name] + cpu[name] > drop * fastest and name != anchor:
                         total[name] = None
         for name, t in best.items():
             if total[name] is not None:

@@ -59,10 +59,25 @@ def test_size_one_axes_with_odd_strides(backend, rng):
 # ------------------------------------------------------------------------------ the measured choice
 
 
-def _sleeper(seconds_per_shape: dict):
+def _busy(seconds: float) -> None:
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
+
+
+def _sleeper(seconds_per_shape: dict, wait=_busy):
+    """A candidate taking the given wall-clock time per shape (1 ms elsewhere): computing (busy) or
+    waiting (``time.sleep``: as a call preempted by another job, slow in wall clock only)."""
     def make(m, k, n):
-        return lambda: time.sleep(seconds_per_shape.get((m, k, n), 0.001))
+        return lambda: wait(seconds_per_shape.get((m, k, n), 0.001))
     return make
+
+
+def test_a_preempted_candidate_is_not_dropped():
+    got = gemm.time_candidates({"fast": _sleeper({}), "waits": _sleeper({(1, 2, 3): 0.02}, time.sleep)},
+                               shapes=((1, 2, 3),), anchor="fast")
+    assert got["waits"] is not None  # slow in wall clock, not in CPU time: it is timed, and loses
+    assert gemm.choose(got) == "fast" or got["waits"] >= got["fast"]
 
 
 def test_a_slow_candidate_is_dropped_after_one_call_and_the_anchor_never():
@@ -78,8 +93,8 @@ def test_a_slow_candidate_is_dropped_after_one_call_and_the_anchor_never():
     def broken(m, k, n):
         raise RuntimeError("this backend does not work here")
 
-    got = gemm.time_candidates({"fast": _sleeper({}), "slow": counted(_sleeper({(1, 2, 3): 0.02})),
-                                "blas-float32": _sleeper({(1, 2, 3): 0.02, (4, 5, 6): 0.002}), "broken": broken},
+    got = gemm.time_candidates({"fast": _sleeper({}), "slow": counted(_sleeper({(1, 2, 3): 0.06})),
+                                "blas-float32": _sleeper({(1, 2, 3): 0.06, (4, 5, 6): 0.002}), "broken": broken},
                                shapes=shapes)
     assert got["slow"] is None and got["broken"] is None
     assert len(calls) == 3  # its warm-up and two timed calls on the first shape, nothing after

@@ -7,7 +7,7 @@ float32 BLAS in exact K chunks, numba) followed by the kernels' requantization
 (:func:`intq.kernels.requantize.requantize`, the same work the kernel's ``run`` does after its
 product). Each is timed on :data:`intq.kernels.gemm.SHAPES` by
 :func:`intq.kernels.gemm.time_candidates` (interleaved calls, the fastest of three per shape, a
-candidate more than 4x the fastest dropped after one call; about 0.2-1 s in all).
+candidate more than 4x the fastest on the shapes so far dropped after two calls; about 0.2-1 s in all).
 
 Choice: the fastest native path is the library's path; CONV_2D and FULLY_CONNECTED run natively
 when it is at least as fast as every kernel backend measured, float32 BLAS included — so a native

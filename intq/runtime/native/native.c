@@ -355,17 +355,13 @@ static inline void rq_block(const intq_rq *q, const int32_t *acc, int32_t rows, 
                             int64_t y_stride) {
 #ifdef VL
     const vi32 zp = v_set1(q->out_zp), lo = v_set1(q->act_min), hi = v_set1(q->act_max);
-    rq_vec v[32 / VL];
-    vvalid valid[32 / VL];
-    const int32_t nb = (n + VL - 1) / VL;
-    for (int32_t b = 0; b < nb; ++b) {
-        rq_vec_load(&v[b], q, c0 + b * VL);
-        valid[b] = v_valid(n - b * VL);
-    }
-    for (int32_t r = 0; r < rows; ++r) {
-        const int32_t *a = acc + r * 32; /* whole vectors: rows are 32 wide */
-        int8_t *out = y + r * y_stride;
-        for (int32_t b = 0; b < nb; ++b) v_store_i8n(out + b * VL, valid[b], v_rq(v_load(a + b * VL), &v[b], zp, lo, hi));
+    for (int32_t b = 0; b < n; b += VL) { /* one block of channels at a time: its vectors stay in registers */
+        rq_vec v;
+        rq_vec_load(&v, q, c0 + b);
+        const vvalid valid = v_valid(n - b);
+        const int32_t *a = acc + b; /* whole vectors: rows are 32 wide */
+        int8_t *out = y + b;
+        for (int32_t r = 0; r < rows; ++r, a += 32, out += y_stride) v_store_i8n(out, valid, v_rq(v_load(a), &v, zp, lo, hi));
     }
 #else
     for (int32_t r = 0; r < rows; ++r) rq_row(q, acc + r * 32, c0, n, y + r * y_stride);
