@@ -251,14 +251,16 @@ def status() -> str:
 
 def report() -> dict:
     """:func:`status` as data (``intq inspect --json``): the host's CPU class and features, the
-    library, its build flags and paths, what CONV_2D / FULLY_CONNECTED run on, the measurement."""
-    from intq.host import describe
+    library, its build flags and paths, what CONV_2D / FULLY_CONNECTED run on, the measurement, and
+    onnxruntime's U8S8 arithmetic here (what target ``ort-u8`` resolves to)."""
+    from intq.host import describe, ort_u8s8_arithmetic
     from intq.kernels.gemm import gemm_backend
 
     host = describe()
     lib = library()
+    arithmetic, how = ort_u8s8_arithmetic()
     out = {"cpu_class": host.cpu_class, "cpu": host.cpu_name, "features": list(host.features), "status": status(),
-           "kernel_gemm": gemm_backend()}
+           "kernel_gemm": gemm_backend(), "ort_u8s8": {"arithmetic": arithmetic, "how": how}}
     if lib is not None:
         out.update(library=str(lib.file), flags=list(lib.flags), paths=list(lib.paths), path=lib.path,
                    native_conv=lib.gemm,
