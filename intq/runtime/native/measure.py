@@ -48,7 +48,7 @@ class Measurement:
 
     def summary(self) -> str:
         def fmt(t):
-            return "dropped (over 4x the fastest)" if t is None else f"{t * 1e3:.2f} ms"
+            return "dropped (over 4x the fastest, or failed)" if t is None else f"{t * 1e3:.2f} ms"
 
         timed = ", ".join(f"{k} {fmt(t)}" for k, t in sorted(self.seconds.items(), key=lambda kv: (kv[1] is None, kv[1] or 0)))
         return f"measured{' (cached)' if self.cached else ''} on {len(gemm.SHAPES)} shapes: {timed}"
