@@ -480,7 +480,10 @@ def cmd_inspect(args) -> dict:
     if integer:
         _out(args, f"\nfixed-point requantization (target {args.target}): y = clamp(zp + round(acc * m * 2^(shift-31)))")
         _out(args, format_requantization_table(rows))
+    from intq.runtime import native
+
     return {"model": args.model, "nodes": len(g.nodes), "ops": g.op_types(), "integer": integer,
+            "native": native.report(),  # this host: CPU class, native library, measured matrix products
             "inputs": {n: _shape(g, n) for n in g.inputs},
             "outputs": {n: _shape(g, n) for n in g.outputs},
             "quantization": {name: {"dtype": t.dtype.name, "scale": [float(v) for v in t.qparams.scale],
