@@ -46,6 +46,8 @@ from functools import lru_cache
 import numpy as np
 from numba import njit
 
+from intq.host import cache_dir, cpu_features
+
 _EXACT = 2**24  # largest magnitude below which every float32 integer sum is exact
 _X_BOUND = 128  # |raw int8| <= 128
 
@@ -210,8 +212,6 @@ class GemmMeasurement:
 
 def _versions_key() -> str:
     """What the measurement depends on besides the CPU: library versions and thread settings."""
-    from intq.host import cpu_features
-
     parts = [f"measurement {_MEASUREMENT}", platform.machine(), " ".join(sorted(cpu_features())), np.__version__]
     try:
         import numba
@@ -261,8 +261,6 @@ def read_json(path) -> dict | None:
 def gemm_measurement() -> GemmMeasurement:
     """The measured backends of this host (:func:`time_candidates` on :data:`SHAPES`), read from
     the cache when this host, its libraries and thread settings measured them before."""
-    from intq.host import cache_dir
-
     key = hashlib.sha256(_versions_key().encode()).hexdigest()[:20]
     path = cache_dir("gemm") / f"gemm-{key}.json"
     data = read_json(path)
