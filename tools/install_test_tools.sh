@@ -1,7 +1,9 @@
 #!/bin/sh
 # The system tools the tests use beyond gcc: clang with its UBSan runtime, the ARM cross toolchain
 # with newlib, and QEMU for Cortex-M (tests/export/c); QEMU user mode (qemu-x86_64 -cpu Haswell runs
-# onnxruntime as an AVX2 CPU without VNNI computes: tests/export/test_ort_u8s8.py). Installed with apt-get when
+# onnxruntime as an AVX2 CPU without VNNI computes: tests/export/test_ort_u8s8.py; qemu-aarch64 runs the
+# native paths' ARM64 build) and the ARM64 cross compiler with its C library (the native NEON / SDOT
+# paths, tests/runtime/test_native_arm64.py). Installed with apt-get when
 # missing and the user is root (Debian/Ubuntu); otherwise, or when apt-get fails or times out, a loud
 # warning and exit 0 (best effort: the tests that need a missing tool skip, saying which).
 #
@@ -33,10 +35,12 @@ fi
 have arm-none-eabi-gcc || missing="$missing gcc-arm-none-eabi"
 [ -e /usr/lib/arm-none-eabi/newlib/libc.a ] || missing="$missing libnewlib-arm-none-eabi"
 have qemu-system-arm || missing="$missing qemu-system-arm"
-have qemu-x86_64 || missing="$missing qemu-user"
+have qemu-x86_64 && have qemu-aarch64 || missing="$missing qemu-user"
+have aarch64-linux-gnu-gcc || missing="$missing gcc-aarch64-linux-gnu"
+[ -e /usr/aarch64-linux-gnu/lib/libc.so ] || missing="$missing libc6-dev-arm64-cross"
 
 if [ -z "$missing" ]; then
-    echo "test tools present: clang (+UBSan), arm-none-eabi-gcc + newlib, qemu-system-arm, qemu-user"
+    echo "test tools present: clang (+UBSan), arm-none-eabi-gcc + newlib, qemu-system-arm, qemu-user, aarch64-linux-gnu-gcc + libc"
     exit 0
 fi
 
@@ -45,7 +49,7 @@ warn() {
     echo "##########################################################################" >&2
     echo "## WARNING: $1" >&2
     echo "## missing:$missing" >&2
-    echo "## The C backend's clang / UBSan / Cortex-M tests and the live QEMU tests will be SKIPPED (pytest -rs says why)." >&2
+    echo "## The C backend's clang / UBSan / Cortex-M tests, the live QEMU tests and the ARM64 native paths' tests will be SKIPPED (pytest -rs says why)." >&2
     echo "##########################################################################" >&2
     echo "" >&2
     [ $required -eq 1 ] && exit 1

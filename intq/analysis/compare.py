@@ -143,7 +143,7 @@ class ComparisonSums:
     """What :func:`compare` accumulates over the samples, mergeable like
     :class:`~intq.analysis.evaluate.EvaluationSums`: the sums of consecutive shards of the runs,
     merged in data order, equal one pass's bit for bit (exact float sums, integer counts, exactly
-    merging histograms), so :func:`intq.distributed.compare` gives the single-process report."""
+    merging histograms), so :func:`intq.analysis.sharded.compare_on_ray` gives the single-process report."""
 
     tensors: dict[str, _Accumulator] = field(default_factory=dict)  # integer tensor -> sums, first seen first
     agree: dict[str, list[int]] = field(default_factory=dict)  # graph output -> [agreeing, total] argmax
@@ -271,10 +271,10 @@ def compare(float_graph: Graph, int_graph: Graph, samples, target: str = "tflite
     Besides the metrics, each tensor's float values are histogrammed (at most ``histogram_bins``
     bins) for :func:`intq.analysis.write_html_report`. The sums are exact and mergeable
     (:class:`ComparisonSums`): ``cluster`` / ``workers`` run the samples in shards on Ray
-    (:func:`intq.distributed.compare`) with the same report, bit for bit.
+    (:func:`intq.analysis.sharded.compare_on_ray`) with the same report, bit for bit.
     """
     if cluster is not None or workers is not None:
-        from intq.distributed import compare as compare_on_ray
+        from intq.analysis.sharded import compare_on_ray
 
         return compare_on_ray(float_graph, int_graph, samples, target, histogram_bins=histogram_bins,
                               cluster=cluster, workers=workers)

@@ -222,10 +222,10 @@ def evaluate(float_graph: Graph, int_graph: Graph, samples: Iterable[Mapping[str
     ``labels``: integer classes, one per row of the first output over all samples (checked
     once every sample has run). ``progress`` is called after each sample (``total`` for its ETA).
     The float sums are exact (:class:`EvaluationSums`): ``cluster`` / ``workers`` run the samples
-    in shards on Ray (:func:`intq.distributed.evaluate`) with the same numbers, bit for bit.
+    in shards on Ray (:func:`intq.analysis.sharded.evaluate_on_ray`) with the same numbers, bit for bit.
     """
     if cluster is not None or workers is not None:
-        from intq.distributed import evaluate as evaluate_on_ray
+        from intq.analysis.sharded import evaluate_on_ray
 
         return evaluate_on_ray(float_graph, int_graph, samples, labels, target=target, progress=progress, total=total,
                                cluster=cluster, workers=workers)

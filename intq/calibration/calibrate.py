@@ -25,6 +25,8 @@ from intq.calibration.observers import MovingAverageMinMaxObserver, Observer, ma
 from intq.errors import QuantizationError
 from intq.files import write_file
 from intq.ir import Graph
+from intq.ir.facts import FUSED_ACTIVATION
+from intq.threads import limited
 
 TABLE_FORMAT = "intq-calibration-table/1"
 
@@ -161,8 +163,6 @@ def bounded_tensors(graph: Graph) -> tuple[str, ...]:
     """The float tensors an activation bounds: outputs of nodes with a fused RELU6 / RELU_N1_TO_1,
     and of Clip, HardSigmoid, Sigmoid, Tanh and Softmax. A clipping calibration method (percentile,
     mse, entropy) keeps their observed [min, max]: the activation's natural range is never cut."""
-    from intq.runtime.interpreter import FUSED_ACTIVATION
-
     return tuple(sorted(o for n in graph.nodes for o in n.outputs if o and (
         n.op_type in BOUNDED_OPS or n.attrs.get(FUSED_ACTIVATION) in BOUNDED_ACTIVATIONS)))
 
@@ -308,8 +308,7 @@ def observe(graph: Graph, runs, method: str = "minmax", *, progress: Callable[[P
     copied = {}
     for name, src in aliases.items():  # graph order: the source first
         if name in order and name not in observers and src in observers:
-            state = observers[src].state_dict()
-            observers[name] = Observer.from_state_dict({**state, "name": name})
+            observers[name] = observers[src].renamed(name)
             copied[name] = src
     return Observation({k: observers[k] for k in order if k in observers}, n, copied)
 
@@ -349,13 +348,22 @@ def calibrate(
     batch). Every observer's result is the same for any ``batch_size``: min/max and the aligned
     histograms do not depend on how the values are grouped, and the moving average (``ema``), which
     does, is fed one sample's slice of each tensor at a time, as if the samples had run one by one.
+    BLAS and OpenMP run with :func:`intq.threads.get_threads` threads (default 1; ``intq.set_threads``),
+    on this machine and on every Ray worker.
 
     ``cluster`` (a Ray address such as ``"10.0.0.5:6379"``, ``"auto"``, or an
     :class:`intq.distributed.Cluster`) or ``workers`` (N local workers) runs the batches on Ray
-    (:func:`intq.distributed.calibrate`): the same table, bit for bit.
+    (:func:`intq.calibration.sharded.calibrate_on_ray`): the same table, bit for bit.
     """
+    with limited():
+        return _calibrate(graph, data, method, progress, preprocess, limit, batch_size, cluster, workers,
+                          observer_options)
+
+
+def _calibrate(graph, data, method, progress, preprocess, limit, batch_size, cluster, workers,
+               observer_options) -> CalibrationTable:
     if cluster is not None or workers is not None:
-        from intq.distributed import calibrate as calibrate_on_ray
+        from intq.calibration.sharded import calibrate_on_ray
 
         return calibrate_on_ray(graph, data, method, cluster=cluster, workers=workers, progress=progress,
                                 preprocess=preprocess, limit=limit, batch_size=batch_size, **observer_options)

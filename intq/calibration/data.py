@@ -37,6 +37,7 @@ import numpy as np
 
 from intq.errors import IntqError
 from intq.ir import Graph
+from intq.ir.facts import batch_of
 from intq.limits import TensorTooLargeError, check_tensor_size
 
 #: Samples per run in calibration, evaluation and comparison (``--batch-size``).
@@ -421,13 +422,6 @@ def _split(raw, graph: Graph, where: str) -> Iterator[dict[str, np.ndarray]]:
         yield {k: a[i * graph.tensors[k].shape[0]:(i + 1) * graph.tensors[k].shape[0]] for k, a in arrays.items()}
 
 
-def _batch_of(graph: Graph) -> int | None:
-    """The batch the inputs share (:func:`intq.runtime.plan._batch_of`), None when they share none."""
-    from intq.runtime.plan import _batch_of as batch_of
-
-    return batch_of(graph)
-
-
 def _batch_free(shape) -> bool:
     """Whether an input of this declared shape takes any batch: rank >= 2 (its leading dimension is
     the batch; :class:`intq.Interpreter` binds it per run)."""
@@ -438,7 +432,7 @@ def has_batch_axis(graph: Graph) -> bool:
     """Whether the graph's inputs share a batch axis the samples can be joined on: every input of
     rank >= 2 with one leading size for all (a recurrent state ``[layers, batch, hidden]`` beside an
     input ``[batch, n]`` has none)."""
-    return all(_batch_free(graph.tensors[n].shape) for n in graph.inputs) and _batch_of(graph) is not None
+    return all(_batch_free(graph.tensors[n].shape) for n in graph.inputs) and batch_of(graph) is not None
 
 
 def _validate(sample: Mapping[str, np.ndarray], graph: Graph, index: int, where: str) -> None:

@@ -1,9 +1,10 @@
 """intq.convert — a float graph and its calibration table become an integer-only graph.
 
 :func:`convert` maps every float node to TFLite int8 builtins (NHWC) with the rules of
-:mod:`intq.convert.rules`; :func:`quantize` is the whole pipeline (load, simplify, calibrate,
-reconcile, convert). An operator with no integer rule fails before any work, with every such op
-and its nodes listed.
+:mod:`intq.convert.rules`; :func:`check_convertible` finds before any calibration what it would
+refuse. The whole pipeline (load, simplify, check, calibrate, convert, export) is
+:mod:`intq.pipeline` (``intq.quantize``). An operator with no integer rule fails before any work,
+with every such op and its nodes listed.
 
 The integer graph takes and returns what the float model did (float32 in the user's layout):
 each input is QUANTIZEd (then transposed to NHWC where a spatial op needs it), each output is
@@ -17,32 +18,34 @@ from collections import defaultdict
 
 import numpy as np
 
-from intq.calibration import CalibrationTable, calibrate, reconcile_ranges
+from intq.calibration import CalibrationTable
 from intq.convert.context import ConversionContext, ConversionError, identity, reshape_request
-from intq.convert.precision import auto_precision, emit_float_node, float_nodes, int16_tensors, island_tensors, \
-    target_shortfall
+from intq.convert.precision import emit_float_node, float_nodes, int16_tensors
 from intq.convert.rules import RULES
-from intq.distributed.cluster import with_cluster
 from intq.errors import UnsupportedOperatorError
 from intq.ir import Graph
 from intq.qmath import QuantParams, choose_qparams
 
 
-def check_convertible(graph: Graph) -> None:
+def check_convertible(graph: Graph, precision=None) -> None:
     """Raise before any calibration what :func:`convert` would refuse: every op with no integer rule
     (:class:`UnsupportedOperatorError` listing them and their nodes), then the first node a rule
     itself refuses (:class:`ConversionError` naming it: an exponent with no int8 form, indices that
     are not constants...), found by running the same rules on placeholder ranges — one list of
-    rules, not a second one."""
-    _refuse_missing_rules(graph)
+    rules, not a second one. ``precision`` is :func:`convert`'s: nodes of float islands need no
+    integer rule. Takes seconds where calibration takes minutes: ``intq quantize`` and
+    :func:`quantize` call it first."""
+    floats = float_nodes(graph, precision)
+    _refuse_missing_rules(graph, floats)
     placeholder = CalibrationTable("placeholder", {k: (-1.0, 1.0) for k, t in graph.tensors.items() if not t.is_constant})
-    _convert_nodes(graph, placeholder, per_channel=True, input_type="float32", output_type="float32")
+    _convert_nodes(graph, placeholder, per_channel=True, input_type="float32", output_type="float32",
+                   int16=int16_tensors(graph, precision), floats=floats)
 
 
-def _refuse_missing_rules(graph: Graph) -> None:
+def _refuse_missing_rules(graph: Graph, floats: frozenset[str] = frozenset()) -> None:
     missing: dict[str, list[str]] = defaultdict(list)
     for n in graph.nodes:
-        if n.op_type not in RULES:
+        if n.op_type not in RULES and n.name not in floats:
             missing[n.op_type].append(n.name)
     if missing:
         lines = [f"  {op}: {len(ns)} node(s): " + ", ".join(repr(x) for x in ns[:5]) + (" ..." if len(ns) > 5 else "")
@@ -57,9 +60,10 @@ def convert(graph: Graph, table: CalibrationTable, *, per_channel: bool = True,
     """Convert a simplified float graph (static shapes) with its calibration table. ``precision``:
     ``{node or tensor: "int16" | "float"}`` for int16 regions and float islands
     (:mod:`intq.convert.precision`)."""
-    _refuse_missing_rules(graph)
+    floats = float_nodes(graph, precision)
+    _refuse_missing_rules(graph, floats)
     return _convert_nodes(graph, table, per_channel=per_channel, input_type=input_type, output_type=output_type,
-                          int16=int16_tensors(graph, precision), floats=float_nodes(graph, precision))
+                          int16=int16_tensors(graph, precision), floats=floats)
 
 
 def _convert_nodes(graph: Graph, table: CalibrationTable, *, per_channel: bool, input_type: str,
@@ -195,131 +199,4 @@ def _give_every_linear_op_a_bias(cx: ConversionContext) -> None:
         cx.nodes[i] = node.with_(inputs=tuple(inputs))
 
 
-@with_cluster
-def quantize(model, data=None, *, method: str = "minmax", per_channel: bool = True, table: CalibrationTable | None = None,
-             input_shapes=None, example_inputs=None, constant_inputs=None, progress=None, input_type: str = "float32",
-             output_type: str = "float32", precision=None, target_sqnr: float | None = None,
-             bias_correction: bool = False, equalization: bool = False, adaround: bool = False,
-             cluster=None, workers: int | None = None, **observer_options) -> Graph:
-    """The whole pipeline: a model (path, ONNX proto, torch module or float Graph) and calibration
-    ``data`` (or a ready ``table``) give an integer-only graph.
-
-    Steps: :func:`intq.load` (unless a Graph; ``input_shapes`` and ``constant_inputs`` go to it), :func:`intq.passes.simplify`, :func:`calibrate`
-    (``method`` and ``observer_options``), :func:`reconcile_ranges`, :func:`convert`.
-    ``precision`` (``{node or tensor: "int16"}``) keeps chosen joins in int16; ``target_sqnr``
-    (dB) adds range-mismatched joins to int16 until the output SQNR on the first 8 calibration
-    samples reaches it (:mod:`intq.convert.precision`; needs ``data``); if it cannot,
-    ``metadata["target_shortfall"]`` (:class:`~intq.convert.precision.TargetShortfall`, else None)
-    says per output what was reached and what int8 weights alone allow, and the conversion notes
-    carry its messages. ``bias_correction``
-    corrects each layer's bias for its int8 weights' mean error, measured on ``data``
-    (:func:`intq.ptq.correct_biases`) on the first half of the calibration samples, and is kept
-    only if it brings the outputs closer to float on the second half (a conversion note says
-    which); ``equalization`` equalizes consecutive layers' weight
-    ranges before calibration (:func:`intq.ptq.equalize`; with a ready ``table`` it is refused,
-    the ranges would no longer apply); ``adaround`` chooses each weight's rounding (up or down) to
-    minimise its layer's output error (:func:`intq.ptq.adaround`) on the first half of the
-    calibration samples and, like bias correction, is kept only if it brings the outputs closer to
-    float on the second half (if both are asked for, AdaRound is checked against the result of
-    bias correction's check).
-    ``cluster`` (a Ray address or an :class:`intq.distributed.Cluster`) or ``workers`` (N local
-    workers): calibration in shards on Ray, the ``target_sqnr`` candidates and AdaRound's layers as
-    parallel tasks (:mod:`intq.distributed`) — the same graph, bit for bit.
-    """
-    from intq.frontends import load
-    from intq.passes import simplify
-
-    graph = model if isinstance(model, Graph) else load(model, input_shapes=input_shapes, example_inputs=example_inputs,
-                                                        constant_inputs=constant_inputs)
-    graph = simplify(graph)
-    if equalization:
-        if table is not None:
-            raise ConversionError("equalization changes the activations' ranges: calibrate after it (give data, "
-                                  "not a table)")
-        from intq.ptq import equalize
-
-        graph = equalize(graph)
-    check_convertible(graph)
-    if table is None:
-        if data is None:
-            raise ConversionError("quantize needs calibration data (or a calibration table=)")
-        table = calibrate(graph, data, method, progress=progress, cluster=cluster, **observer_options)
-    corrected = None
-    if bias_correction:
-        if data is None:
-            raise ConversionError("bias_correction needs calibration data to measure the layers' input means on")
-        from intq.calibration import iter_samples
-        from intq.ptq import correct_biases
-
-        held = list(iter_samples(data, graph, None))
-        fit, check = (held[: len(held) // 2], held[len(held) // 2:]) if len(held) >= 2 else (held, held)
-        corrected = correct_biases(graph, fit, per_channel=per_channel)
-    rounded = None
-    if adaround:
-        if data is None:
-            raise ConversionError("adaround needs calibration data to measure the layers' inputs on")
-        from intq.calibration import iter_samples
-        from intq.ptq import adaround as adaround_weights
-
-        held = list(iter_samples(data, graph, None))
-        fit_a, check_a = (held[: len(held) // 2], held[len(held) // 2:]) if len(held) >= 2 else (held, held)
-        rounded = adaround_weights(graph, fit_a, per_channel=per_channel, cluster=cluster)
-    precision = dict(precision or {})
-    if target_sqnr is not None:
-        if data is None:
-            raise ConversionError("target_sqnr needs calibration data to measure the output SQNR on")
-        from intq.calibration import iter_samples
-
-        samples = [s for _, s in zip(range(8), iter_samples(data, graph, None))]
-        auto, reached = auto_precision(graph, table, samples, target_sqnr, convert_options={"per_channel": per_channel},
-                                       base=precision, cluster=cluster)
-        precision.update(auto)
-        shortfall = (target_shortfall(graph, table, samples, target_sqnr, precision, per_channel=per_channel)
-                     if reached < target_sqnr else None)
-    table = reconcile_ranges(graph, table, keep=int16_tensors(graph, precision) | island_tensors(graph, precision))
-    options = {"per_channel": per_channel, "input_type": input_type, "output_type": output_type, "precision": precision}
-    q = convert(graph, table, **options)
-    if corrected is not None:
-        q = _closer_to_float(graph, q, convert(corrected, table, **options), check, "bias correction")
-    if rounded is not None:
-        q = _closer_to_float(graph, q, convert(rounded, table, **options), check_a, "AdaRound")
-    if target_sqnr is not None:
-        notes = tuple(r.message for r in shortfall.outputs) if shortfall is not None else ()
-        q = q.replace(metadata={**q.metadata, "target_shortfall": shortfall,
-                                "conversion_notes": (*q.metadata["conversion_notes"], *notes)})
-    return q
-
-
-#: Calibration samples a PTQ method's effect is checked on before it is kept.
-CHECK_SAMPLES = 8
-
-
-def _closer_to_float(float_graph: Graph, plain: Graph, treated: Graph, data, method: str) -> Graph:
-    """``treated`` when its outputs are closer to ``float_graph``'s than ``plain``'s on the first
-    :data:`CHECK_SAMPLES` of ``data`` (samples the method did not fit on; output SQNR per channel,
-    :func:`intq.analysis.sensitivity.output_sqnr`), else ``plain`` with a conversion note saying
-    that ``method`` was not applied and why: an optional method never makes a model worse on the
-    data it was calibrated on (on PP-OCR's classifier bias correction cost 1.25 points)."""
-    from intq.analysis.sensitivity import output_sqnr
-    from intq.calibration import iter_samples
-    from intq.runtime import Interpreter
-
-    samples = [s for _, s in zip(range(CHECK_SAMPLES), iter_samples(data, float_graph, None))]
-    runs = {}
-    for key, g in (("float", float_graph), ("plain", plain), ("treated", treated)):
-        it = Interpreter(g)
-        runs[key] = {o: [] for o in float_graph.outputs}
-        for s in samples:
-            for k, v in it.run(s).items():
-                runs[key][k].append(v)
-    before, after = output_sqnr(runs["float"], runs["plain"]), output_sqnr(runs["float"], runs["treated"])
-    if after >= before:
-        note = f"{method}: output SQNR on {len(samples)} held-out calibration samples {before:.1f} -> {after:.1f} dB"
-        return treated.replace(metadata={**treated.metadata,
-                                         "conversion_notes": (*treated.metadata["conversion_notes"], note)})
-    note = (f"{method} not applied: it moved the outputs further from float on {len(samples)} held-out "
-            f"calibration samples ({before:.1f} -> {after:.1f} dB output SQNR)")
-    return plain.replace(metadata={**plain.metadata, "conversion_notes": (*plain.metadata["conversion_notes"], note)})
-
-
-__all__ = ["convert", "quantize", "check_convertible", "ConversionError", "RULES"]
+__all__ = ["convert", "check_convertible", "ConversionError", "RULES"]

@@ -18,6 +18,7 @@ import numpy as np
 from intq.calibration import CalibrationTable
 from intq.errors import IntqError
 from intq.ir import Graph, Node, Tensor
+from intq.ir.facts import reshape_request  # noqa: F401 (the rules' name for it)
 from intq.qmath import QuantParams, choose_qparams
 
 NHWC = (0, 2, 3, 1)
@@ -43,17 +44,6 @@ class ConversionError(IntqError, ValueError):
 
 def identity(rank: int) -> tuple[int, ...]:
     return tuple(range(rank))
-
-
-def reshape_request(in_shape, out_shape) -> tuple[int, ...]:
-    """The shape a RESHAPE node states (its shape input and ``new_shape``): the output's, with the
-    leading entry -1 when the reshape keeps the leading (batch) dimension, as TensorFlow's
-    converter writes a dynamic batch. At the bound shapes -1 resolves to the same size (LiteRT's
-    ResizeOutput; TFLite Micro reads the declared output shape); LiteRT can resize the batch."""
-    out = tuple(int(d) for d in out_shape)
-    if in_shape and out and in_shape[0] == out[0] and all(d > 0 for d in out):
-        return (-1, *out[1:])
-    return out
 
 
 def same_memory_order(shape: tuple[int, ...], perm_a: tuple[int, ...], perm_b: tuple[int, ...]) -> bool:

@@ -17,7 +17,8 @@ import numpy as np
 from intq.convert.context import NHWC, ConversionContext, ConversionError, identity, reshape_request
 from intq.convert.weights import quantize_linear_layer
 from intq.ir import Node
-from intq.passes.padding import pads_of, same_pads
+from intq.ir.facts import FUSED_ACTIVATION
+from intq.ir.windows import pads_of, same_pads
 from intq.qmath import QuantParams, choose_qparams, quantize
 from intq.registry import Registry
 
@@ -32,7 +33,7 @@ def _fail(node: Node, why: str) -> ConversionError:
 
 
 def _act(node: Node) -> str:
-    return node.attrs.get("fused_activation", None) or "NONE"
+    return node.attrs.get(FUSED_ACTIVATION, None) or "NONE"
 
 
 # ----------------------------------------------------------------------------------- padding
@@ -469,11 +470,13 @@ def GlobalMaxPool(cx, node):
 
 @RULES.register("Reshape", "Flatten", "Squeeze", "Unsqueeze")
 def Reshape(cx, node):
+    """RESHAPE of a quantized tensor (parameters kept), or of integers (an attention mask's ids: int32)."""
     x, out = node.inputs[0], node.outputs[0]
-    qp = cx.qparams_of(x)
     x_int = cx.value_as(x, identity(len(cx.shape(x))))
+    src = cx.tensors[x_int]
+    qp = src.qparams
     shape = cx.shape(out)
-    y = cx.output_tensor(out, identity(len(shape)), qp)
+    y = cx.output_tensor(out, identity(len(shape)), qp, None if qp is not None else src.dtype)
     request = reshape_request(cx.tensors[x_int].shape, shape)
     new_shape = cx.int_constant(f"{node.name}/shape", np.asarray(request, np.int32), None, np.int32)
     cx.emit("RESHAPE", node.name, [x_int, new_shape], [y], {"new_shape": request})
@@ -515,7 +518,7 @@ def Identity(cx, node):
 @RULES.register()
 def Concat(cx, node):
     ins = list(node.inputs)
-    perm = _common_perm(cx, ins)
+    perm = _common_perm(cx, [i for i in ins if cx.constant(i) is None])  # a ViT's class token is a constant
     rank = len(perm)
     axis = int(node.attrs["axis"]) % rank
     out = node.outputs[0]
@@ -1013,6 +1016,79 @@ def _embedding(cx: ConversionContext, node: Node, table: np.ndarray) -> None:
     y = cx.output_tensor(node.outputs[0], identity(len(cx.shape(node.outputs[0]))), cx.tensors[t].qparams)
     cx.emit("GATHER", node.name, [t, cx.value_as(indices, identity(len(cx.shape(indices))))], [y],
             {"axis": axis, "batch_dims": 0})
+
+
+@RULES.register()
+def Gelu(cx, node):
+    """GELU (TFLite's builtin, ``approximate`` for the tanh form): one table lookup on int8 or int16
+    (:mod:`intq.kernels.gelu`), output parameters from the calibrated range."""
+    approximate = node.attrs.get("approximate", "none")
+    if approximate not in ("none", "tanh"):
+        raise _fail(node, f"approximate={approximate!r}: ONNX defines 'none' and 'tanh'")
+    _unary(cx, node, "GELU", attrs={"approximate": approximate == "tanh"})
+
+
+#: A masked position's probability stays below half an int8 SOFTMAX output step (1/512) in total:
+#: the masked grid extends ln(512 * row length) below the scores' calibrated minimum.
+_HALF_STEP_OF_SOFTMAX = 512
+
+
+@RULES.register("MaskedSoftmax")
+def MaskedSoftmax(cx, node):
+    """``MaskedSoftmax(S, ids)`` (:mod:`intq.passes.attention`): the scores on a *masked grid*, the int8
+    minimum at masked positions, then SOFTMAX::
+
+        m      = GATHER([low, high], ids)          int8 per position: the mask's table by the int32 ids
+        masked = MINIMUM(S on the masked grid, m)  kept: S (high = the grid's maximum); masked: its minimum
+        y      = SOFTMAX(masked)
+
+    (a constant condition, a causal mask written out: ``m`` is a constant). The masked grid is the
+    scores' calibrated range ``[lo, hi]`` extended to ``lo - ln(512 T)`` (``T`` the row length): a
+    masked entry sits at least that far below any row's maximum, so SOFTMAX gives all masked
+    positions together less than half an output step — they read 0, as in float. The ids must be
+    0 or 1 (a tokenizer's attention mask): GATHER refuses other indices in both runtimes, and so does
+    intq. No calibration ever sees the mask's fill (``-inf``, ``finfo.min``): the float op takes the
+    scores and the ids."""
+    s, cond = node.inputs
+    keep = int(node.attrs.get("keep", 1))
+    rank = len(cx.shape(s))
+    axis = int(node.attrs.get("axis", -1)) % rank
+    if cx.value(s).perm != identity(rank) or axis != rank - 1:
+        raise _fail(node, "intq converts a masked softmax over the last axis of scores in their own layout")
+    lo, hi = cx.table[s]
+    margin = float(np.log(_HALF_STEP_OF_SOFTMAX * cx.shape(s)[axis]))
+    dtype = cx.activation_dtype(node.outputs[0])
+    if np.dtype(dtype) != np.int8:
+        raise _fail(node, "the masked softmax is int8 only in intq (no 16x8 form yet)")
+    grid = choose_qparams(min(lo, 0.0) - margin, max(hi, 0.0), "int8", name=f"{node.name}/masked")
+    s_int = _operand_on_grid(cx, node, s, identity(rank), grid, "scores")
+    c_shape = tuple(cx.shape(cond))
+    c_shape = (1,) * (rank - len(c_shape)) + c_shape
+    table = np.array([grid.qmin, grid.qmax], np.int8)  # [masked, kept]: the grid's minimum and maximum codes
+    if not keep:
+        table = table[::-1].copy()
+    const = cx.constant(cond)
+    if const is not None:
+        kept = np.asarray(const != 0).reshape(c_shape)
+        m = cx.int_constant(f"{node.name}/mask", table[kept.astype(np.int64)], grid)
+    else:
+        ids = cx.value(cond)
+        ids_t = cx.tensors[ids.name]
+        if ids_t.qparams is not None or not np.issubdtype(ids_t.dtype, np.integer):
+            raise _fail(node, f"the mask condition {cond!r} is not computed from integer ids by data movement; intq "
+                              "converts attention masks read from an integer input (0 = masked, 1 = kept)")
+        flat = cx.value_as(cond, identity(len(cx.shape(cond))))
+        table_c = cx.int_constant(f"{node.name}/mask_table", table, grid)
+        gathered = cx.add_tensor(f"{node.name}/mask", cx.tensors[flat].shape, np.int8, grid)
+        cx.emit("GATHER", f"{node.name}/mask", [table_c, flat], [gathered], {"axis": 0, "batch_dims": 0})
+        m = _reshape_int(cx, node, gathered, c_shape, "mask_rank") if len(cx.tensors[gathered].shape) != rank \
+            else gathered
+    masked = cx.add_tensor(f"{node.name}/masked", cx.tensors[s_int].shape, np.int8, grid)
+    cx.emit("MINIMUM", f"{node.name}/apply_mask", [s_int, m], [masked])
+    y = cx.output_tensor(node.outputs[0], identity(rank), cx.fixed_qparams("SOFTMAX"))
+    cx.emit("SOFTMAX", node.name, [masked], [y], {"beta": 1.0})
+    cx.notes.append(f"{node.name}: masked softmax on the scores' range extended by {margin:.1f} below its minimum "
+                    f"(masked positions at the int8 minimum read 0)")
 
 
 @RULES.register()

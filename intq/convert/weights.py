@@ -30,7 +30,7 @@ from intq.qmath import QuantParams, Rounding, quantize, round_float
 INT32_MAX = 2**31 - 1
 PRODUCT_BOUND = 255 * 127  # the largest |(x - Z_x) * w| of an int8 activation and an int8 weight
 #: 16x8 layers (int16 activations, zero point 0): an int64 bias and accumulator, whose
-#: MultiplyByQuantizedMultiplier(int64) needs |acc| < 2^47 (intq.kernels.int16x8._common).
+#: MultiplyByQuantizedMultiplier(int64) needs |acc| < 2^47 (intq.kernels._int16_common).
 INT64_ACC_MAX = 2**47 - 1
 PRODUCT_BOUND_16 = 2**15 * 127  # the largest |x * w| of an int16 activation and an int8 weight
 

@@ -219,23 +219,25 @@ def blas() -> dict:
             "threads": lib.get("num_threads")}
 
 
-def set_blas_threads(threads: int | None) -> None:
-    """Run this process's BLAS with ``threads`` threads (what a worker does to compute as the driver)."""
-    if threads:
-        from threadpoolctl import threadpool_limits
+def driver_threads() -> int | None:
+    """The BLAS thread count this process computes with inside intq: :func:`intq.threads.get_threads`,
+    or, when that is 0 (the pools left as they are), the BLAS pool's own count (:func:`blas`; None
+    when it cannot be told). The workers adopt it (:func:`intq.threads.set_threads`)."""
+    from intq.threads import get_threads
 
-        threadpool_limits(limits=threads, user_api="blas")
+    return get_threads() or blas().get("threads")
 
 
 def versions() -> dict[str, str]:
     """What decides the arithmetic, and must be the same on every worker as on the driver: intq's
     and numpy's versions and the BLAS library with its CPU kernels (:func:`blas`)."""
+    import sys
+
     import numpy as np
 
-    import intq
-
     b = blas()
-    return {"intq": intq.__version__, "numpy": np.__version__,
+    # the intq package itself: loaded before any of its modules (this one), so not imported here
+    return {"intq": sys.modules["intq"].__version__, "numpy": np.__version__,
             "blas": " ".join(str(b.get(k)) for k in ("library", "version", "architecture")) if b else "unknown"}
 
 

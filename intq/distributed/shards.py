@@ -21,7 +21,6 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from intq.calibration.calibrate import Progress
 from intq.distributed.cluster import Cluster, get, ray_module
 
 #: Shards sent ahead to each worker (one running, one queued: the worker never waits for the driver).
@@ -60,14 +59,15 @@ def shards(runs: Iterable[Any], shard_runs: int | None = None) -> Iterator[list]
     yield from chunks(itertools.chain([first], it), shard_runs)
 
 
-def run_sharded(cluster: Cluster, workers: list, method: str, shards: Iterable[tuple[list, int]],
-                merge: Callable[[Any, Any], Any], *, models: dict, args: tuple = (), progress: Callable[[Progress], None] | None = None,
+def run_sharded(cluster: Cluster, workers: list, fn: Callable, shards: Iterable[tuple[list, int]],
+                merge: Callable[[Any, Any], Any], *, models: dict, args: tuple = (),
+                progress: Callable[[int, float, int, int | None], None] | None = None,
                 total: int | None = None, shards_total: int | None = None):
-    """Call ``worker.method(models, runs, *args)`` for every ``(runs, samples)`` shard, on the least busy
-    worker, and fold the results in shard order, ``acc = merge(acc, result)`` from ``acc = None``;
-    the folded result (None for no shard). ``progress`` gets a :class:`Progress` with shards done /
-    total after each merged shard (``shards_total``, when not given, from ``total`` samples and the
-    first shard's size)."""
+    """Call ``fn(Models, runs, *args)`` (:meth:`~intq.distributed.workers.Worker.shard`) for every
+    ``(runs, samples)`` shard, on the least busy worker, and fold the results in shard order,
+    ``acc = merge(acc, result)`` from ``acc = None``; the folded result (None for no shard).
+    ``progress(samples, seconds, shards done, shards total)`` after each merged shard
+    (``shards_total``, when not given, from ``total`` samples and the first shard's size)."""
     ray = ray_module()
     busy = {i: 0 for i in range(len(workers))}
     pending: dict[Any, tuple[int, int, int]] = {}  # ref -> (shard index, samples, worker)
@@ -90,7 +90,7 @@ def run_sharded(cluster: Cluster, workers: list, method: str, shards: Iterable[t
                 shards_total = max(1, math.ceil(total / max(count, 1)))
             w = min(busy, key=lambda k: (busy[k], k))
             busy[w] += 1
-            pending[getattr(workers[w], method).remote(models, runs, *args)] = (index, count, w)
+            pending[workers[w].shard.remote(models, fn, runs, *args)] = (index, count, w)
 
     submit()
     while pending:
@@ -105,6 +105,6 @@ def run_sharded(cluster: Cluster, workers: list, method: str, shards: Iterable[t
             merged += 1
             samples += count
             if progress is not None:
-                progress(Progress(samples, total, time.perf_counter() - start, merged, shards_total))
+                progress(samples, time.perf_counter() - start, merged, shards_total)
         submit()  # after merging: the shards merged leave room in the window
     return acc

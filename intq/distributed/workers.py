@@ -1,11 +1,12 @@
 """The Ray actor that runs shards: the models loaded once, their interpreters built once.
 
 :class:`Worker` is a plain class; :meth:`intq.distributed.Cluster.pool` makes it Ray actors
-(1 CPU each, restarted when their process dies). Each method takes the models it runs and a shard — a list of runs exactly as the
-local loop runs them — and returns what the local loop accumulates for those runs, in a mergeable
-form: observer states (:class:`~intq.calibration.calibrate.Observation`, shipped as
-``state_dict()`` and rebuilt with ``Observer.from_state_dict``), :class:`EvaluationSums`,
-:class:`ComparisonSums`.
+(1 CPU each, restarted when their process dies). :meth:`Worker.shard` runs a *shard function* —
+a module-level function of the package that owns the computation (pickled by reference:
+``intq.calibration.sharded.observe_shard``, ``intq.analysis.sharded.evaluate_shard``...) — on the
+:class:`Models` it names and a shard of runs, exactly as the local loop runs them, and returns what
+that function returns: a mergeable result (observer states, exact sums). This package knows no
+calibration or analysis: they call it (:mod:`intq.distributed.shards`), not the other way round.
 """
 
 from __future__ import annotations
@@ -14,11 +15,8 @@ import os
 import socket
 import uuid
 
-from intq.analysis.compare import ComparisonSums, compare_runs
-from intq.analysis.evaluate import EvaluationSums, evaluate_runs
-from intq.calibration.calibrate import Observation, observe
-from intq.calibration.observers import Observer
 from intq.ir import Graph
+from intq.threads import limited, set_threads
 
 
 class Worker:
@@ -36,10 +34,8 @@ class Worker:
         self._threads = None
 
     def _open(self, box: dict, build=None):
-        if box["threads"] != self._threads:  # the driver's BLAS threads: the same float sums
-            from intq.distributed.cluster import set_blas_threads
-
-            set_blas_threads(box["threads"])
+        if box["threads"] is not None and box["threads"] != self._threads:  # the driver's: the same float sums
+            set_threads(box["threads"])  # applied by limited() around every call
             self._threads = box["threads"]
         key = box["key"]
         if key not in self._cache:
@@ -62,27 +58,22 @@ class Worker:
 
     def apply(self, box: dict, item):
         """``fn(item)`` for the function in ``box``."""
-        return self._open(box)(item)
+        fn = self._open(box)
+        with limited():
+            return fn(item)
 
-    def observe(self, models: dict, runs: list, method: str, options: dict) -> dict:
-        """A calibration shard: ``runs`` of ``(joined samples, rows)``; the observers' states."""
-        m = self._open(models, _Models)
-        return pack_observation(observe(m.float_graph, runs, method, interpreter=m.fi, **options))
-
-    def evaluate(self, models: dict, runs: list, pairs: list) -> EvaluationSums:
-        """An evaluation shard: ``runs`` of joined samples; the sums :func:`intq.analysis.evaluate` keeps."""
-        m = self._open(models, _Models)
-        return evaluate_runs(m.fi, m.qi, runs, pairs)
-
-    def compare(self, models: dict, runs: list, histogram_bins: int) -> ComparisonSums:
-        """A comparison shard: ``runs`` of joined samples; the sums :func:`intq.analysis.compare` keeps."""
-        m = self._open(models, _Models)
-        return compare_runs(m.fi, m.qi, runs, histogram_bins=histogram_bins)
+    def shard(self, models: dict, fn, runs: list, *args):
+        """``fn(Models, runs, *args)``: a shard of a sharded run, on the :class:`Models` of the box
+        ``models`` (loaded on first use), with the driver's BLAS threads."""
+        m = self._open(models, Models)
+        with limited():
+            return fn(m, runs, *args)
 
 
-class _Models:
+class Models:
     """The graphs of a sharded run with their interpreters (``spec``: (float graph, integer graph
-    or None, resolved target name))."""
+    or None, resolved target name)): ``float_graph``, ``fi`` (its interpreter), ``qi`` (the integer
+    graph's on the target, or None)."""
 
     def __init__(self, spec):
         from intq.runtime import Interpreter
@@ -95,28 +86,17 @@ class _Models:
 def put_once(value) -> dict:
     """``value`` put in the object store once, named by a fresh key: a box the workers open (and
     keep) on first use. The driver keeps the reference alive while it holds the box. The box also
-    carries the driver's BLAS thread count, which the worker adopts: OpenBLAS sums a float GEMM
+    carries the driver's BLAS thread count (:func:`~intq.distributed.cluster.driver_threads`), which
+    the worker adopts (:mod:`intq.threads`, applied around each call): OpenBLAS sums a float GEMM
     differently with another number of threads."""
     import ray
 
-    from intq.distributed.cluster import blas
+    from intq.distributed.cluster import driver_threads
 
     return {"key": uuid.uuid4().hex, "ref": [ray.put(value)],  # in a list: Ray passes it on unresolved
-            "threads": blas().get("threads")}
+            "threads": driver_threads()}
 
 
 def models_ref(float_graph: Graph, int_graph: Graph | None = None, target: str = "tflite") -> dict:
     """The box of a sharded run's models (:class:`Worker`'s ``models`` argument)."""
     return put_once((float_graph, int_graph, target))
-
-
-def pack_observation(obs: Observation) -> dict:
-    """An :class:`Observation` as plain data (observer ``state_dict()`` s): what a worker ships."""
-    return {"states": {k: o.state_dict() for k, o in obs.observers.items()}, "samples": obs.samples,
-            "copied": dict(obs.copied)}
-
-
-def unpack_observation(doc: dict) -> Observation:
-    """The :class:`Observation` of :func:`pack_observation`'s output (states validated on the way)."""
-    return Observation({k: Observer.from_state_dict(s) for k, s in doc["states"].items()}, doc["samples"],
-                       dict(doc["copied"]))

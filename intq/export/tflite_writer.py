@@ -6,7 +6,7 @@ operator it names, with its attributes as the TFLite options table
 (:mod:`intq.tflite.options`); the intq float ops of a float island become float builtins
 (:mod:`intq.tflite.float_builtins`). Graph inputs and outputs keep their order.
 
-Dynamic batch: every tensor that carries the batch (:func:`intq.runtime.plan.batch_carriers`:
+Dynamic batch: every tensor that carries the batch (:func:`intq.ir.facts.batch_carriers`:
 the inputs and what is computed from them with the batch leading) gets ``shape_signature`` -1 on
 its leading dimension, so LiteRT's ``resize_tensor_input`` runs the file at any batch (intq's
 RESHAPE nodes state the batch as -1, as TensorFlow's converter does); TFLite Micro runs the stored
@@ -24,9 +24,10 @@ from __future__ import annotations
 import os
 
 from intq.errors import IntqError
-from intq.files import write_file
+from intq.export.check import CheckedBytes, check_mode, check_tflite
+from intq.files import refuse_existing, write_file
 from intq.ir import Graph
-from intq.runtime.plan import STORED_SHAPES, batch_carriers
+from intq.ir.facts import STORED_SHAPES, batch_carriers
 from intq.tflite import metadata
 from intq.tflite.builder import TfliteModelBuilder
 from intq.tflite.float_builtins import float_ops_as_builtins
@@ -93,10 +94,23 @@ def to_tflite_bytes(graph: Graph, description: str = "intq") -> bytes:
     return b.to_bytes()
 
 
-def export_tflite(graph: Graph, path: str | os.PathLike | None = None, *, overwrite: bool = False) -> bytes:
-    """Write ``graph`` to ``path`` (if given) and return the bytes. An existing file is kept unless
+def export_tflite(graph: Graph, path: str | os.PathLike | None = None, *, overwrite: bool = False, check=True,
+                  samples=None) -> CheckedBytes:
+    """Write ``graph`` to ``path`` (if given) and return the bytes, checked first by output
+    (:func:`intq.export.check.check_tflite`): LiteRT's reference kernels and TFLite Micro run the
+    file on a few ``samples`` (dicts ``{input: array}``, e.g. calibration samples; default random
+    inputs within the input ranges) and must give the outputs of targets ``litert-ref`` and
+    ``tflite``. ``check=True`` raises :class:`~intq.export.check.ExportCheckError` on a difference
+    or a refusal (nothing is written), ``"warn"`` writes the file and reports it, ``False`` skips
+    the check. The returned bytes carry the report as ``.check``. An existing file is kept unless
     ``overwrite``; the file is written atomically (:func:`intq.files.write_file`)."""
+    mode = check_mode(check)
+    if path is not None:
+        refuse_existing(path, overwrite)  # before any work
     data = to_tflite_bytes(graph)
+    report = check_tflite(graph, data, samples=samples, mode=mode,
+                          where=f"the .tflite of {graph.name!r}" + (f" for {path}" if path is not None else "")
+                          ) if mode else None
     if path is not None:
         write_file(path, data, overwrite=overwrite)
-    return data
+    return CheckedBytes(data, report)

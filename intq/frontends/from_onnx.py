@@ -29,13 +29,15 @@ import onnx
 from onnx import helper
 
 from intq.errors import GraphError, IntqError, UnsupportedOperatorError
-from intq.frontends import onnx_checks as checks
-from intq.frontends.from_onnx_quantized import check_contrib_nodes, is_quantized, load_quantized_onnx
 from intq.frontends.onnx_if import bind_constant_inputs, fold_constant_ifs
 from intq.frontends.shapes import InputShapeError, is_dynamic
 from intq.ir import Graph, Node, Tensor, topological_order
+from intq.onnx_format import checks
+from intq.onnx_format.errors import OnnxImportError
+from intq.onnx_format.reader import check_contrib_nodes, is_quantized, load_quantized_onnx
 from intq.passes.padding import explicit_pads
 from intq.registry import Registry
+from intq.runtime.float_ops import FLOAT_OPS
 
 #: Default-domain opsets the importer accepts. Older models predate the operator forms intq
 #: normalises from; newer ones may change semantics intq has not checked.
@@ -46,10 +48,6 @@ TARGET_OPSET = 21
 
 #: Operators handled by the importer itself (they never reach the executor).
 IMPORTER_OPS = frozenset({"Constant", "Upsample"})
-
-
-class OnnxImportError(IntqError, ValueError):
-    """The file is not a readable ONNX model, or its inputs cannot be bound."""
 
 
 class OnnxInputShapeError(OnnxImportError, InputShapeError):
@@ -230,11 +228,34 @@ def _drop_legacy_broadcast(node: Node, ctx: _Context) -> list[Node]:
     return [node.with_(attrs=_attrs_without(node, "broadcast", "axis", "consumed_inputs"))]
 
 
+#: onnxruntime's contrib float operators (domain ``com.microsoft``) the importer writes as ONNX ones;
+#: each joins with ``@CONTRIB_NORMALIZERS.register(...)``.
+CONTRIB_DOMAIN = "com.microsoft"
+CONTRIB_NORMALIZERS: Registry[Normalizer] = Registry("com.microsoft operator the importer reads", OnnxImportError)
+
+
+def _with_bias(node: Node, ctx: _Context) -> tuple[list[Node], str]:
+    """``x + bias`` when the node has a second input (BiasGelu, FastGelu's optional bias), else ``x``."""
+    if len(node.inputs) < 2 or not node.inputs[1]:
+        return [], node.inputs[0]
+    summed = ctx.unique(f"{node.name}/biased")
+    return [Node("Add", ctx.unique(f"{node.name}/bias"), node.inputs[:2], (summed,))], summed
+
+
+@CONTRIB_NORMALIZERS.register("Gelu", "BiasGelu", "FastGelu")
+def _contrib_gelu(node: Node, ctx: _Context) -> list[Node]:
+    """com.microsoft ``Gelu(x)`` and ``BiasGelu(x, b)``: ONNX ``Gelu(x [+ b])``; ``FastGelu(x [, b])``:
+    its tanh approximation (onnxruntime's ``FastGelu`` is ``0.5 x (1 + tanh(0.7978845608 (x + 0.044715 x^3)))``)."""
+    pre, x = _with_bias(node, ctx)
+    approximate = "tanh" if node.op_type == "FastGelu" else "none"
+    return pre + [Node("Gelu", node.name, (x,), node.outputs[:1], {"approximate": approximate})]
+
+
 # ---------------------------------------------------------------------------------------- loading
 
 def _read(model) -> tuple[onnx.ModelProto, str, Path | None]:
     """The proto, the model's name and its folder (None for a proto: external data cannot be found).
-    External data is not read here: :func:`intq.frontends.onnx_checks.tensor_array` reads it,
+    External data is not read here: :func:`intq.onnx_format.checks.tensor_array` reads it,
     confined to the model's folder, once its size is checked."""
     if isinstance(model, onnx.ModelProto):
         return model, model.graph.name or "model", None
@@ -261,10 +282,21 @@ def _default_opset(proto: onnx.ModelProto, where: str) -> int:
     return opset
 
 
+def float_node(node: Node, opset: int, ranks: Mapping[str, int], taken: set[str]
+               ) -> tuple[list[Node], dict[str, np.ndarray]] | None:
+    """``node`` (an ONNX float operator of a model at ``opset``) in intq's opset-21 form: the nodes
+    its normaliser writes and the constants they add (``ranks``: its inputs' ranks; ``taken``: names
+    in use); None for an operator intq's float executor does not run. The quantized-ONNX reader
+    (:mod:`intq.onnx_format.reader`) hands it a float operator outside any quantized unit."""
+    if node.op_type not in FLOAT_OPS:
+        return None
+    ctx = _Context(opset=opset, ranks=dict(ranks), taken=set(taken))
+    normalise = NORMALIZERS.get(node.op_type)
+    return (normalise(node, ctx) if normalise else [node]), ctx.constants
+
+
 def supported_ops() -> frozenset[str]:
     """Every ONNX op type the importer accepts (the float executor's ops and importer-only ops)."""
-    from intq.runtime.float_ops import FLOAT_OPS
-
     return frozenset(FLOAT_OPS) | IMPORTER_OPS
 
 
@@ -274,6 +306,8 @@ def _check_operators(proto: onnx.ModelProto, opset: int, where: str, *, if_pendi
     known = supported_ops()
     missing: dict[str, list[str]] = defaultdict(list)
     for i, n in enumerate(proto.graph.node):
+        if n.domain == CONTRIB_DOMAIN and n.op_type in CONTRIB_NORMALIZERS:
+            continue  # written as ONNX operators at import
         domain_ok = n.domain in ("", "ai.onnx")
         if if_pending and domain_ok and n.op_type == "If":
             continue
@@ -296,6 +330,7 @@ def _check_operators(proto: onnx.ModelProto, opset: int, where: str, *, if_pendi
             f"{where} (opset {opset}) uses {len(missing)} operator type(s) intq does not support:\n"
             + "\n".join(lines) + hint
             + "\nSupported: " + ", ".join(sorted(known))
+            + "; and " + ", ".join(f"{CONTRIB_DOMAIN}::{op}" for op in sorted(CONTRIB_NORMALIZERS))
         )
 
 
@@ -387,7 +422,7 @@ def _with_bound_inputs(proto: onnx.ModelProto, bound: Mapping[str, tuple[int, ..
     known tensors are within the limit."""
     model = onnx.ModelProto()
     model.CopyFrom(proto)
-    for out in model.graph.output:  # inference computes output shapes (onnx_checks compares the declared ones)
+    for out in model.graph.output:  # inference computes output shapes (onnx_format.checks compares the declared ones)
         out.type.tensor_type.ClearField("shape")
     big = [t for t in model.graph.initializer
            if t.data_location == onnx.TensorProto.EXTERNAL or int(np.prod(t.dims, dtype=object)) > _SHAPE_ONLY_ELEMENTS]
@@ -432,10 +467,11 @@ def load_onnx(model, input_shapes: Mapping[str, Sequence[int]] | None = None,
     proto, model_name, folder = _read(model)
     where = f"ONNX model {model_name!r}"
     checks.check_structure(proto, where, narrow=is_quantized(proto))
-    if is_quantized(proto):  # QDQ / QOperator: intq's integer operators (intq.frontends.from_onnx_quantized)
+    if is_quantized(proto):  # QDQ / QOperator: intq's integer operators (intq.onnx_format.reader)
         checks.check_nodes(proto, where)  # the ai.onnx nodes against their schemas
         check_contrib_nodes(proto, where)  # onnxruntime's com.microsoft nodes against theirs
-        return load_quantized_onnx(proto, *_bind_inputs(proto, input_shapes, where), where, model_name, folder=folder)
+        return load_quantized_onnx(proto, *_bind_inputs(proto, input_shapes, where), where, model_name, folder=folder,
+                                   float_node=float_node)
     opset = _default_opset(proto, where)
     _check_operators(proto, opset, where, if_pending=True)
     proto = bind_constant_inputs(proto, constant_inputs or {}, where)
@@ -496,6 +532,9 @@ def load_onnx(model, input_shapes: Mapping[str, Sequence[int]] | None = None,
             tensors[n.output[0]] = Tensor(n.output[0], data=_constant_value(name, attrs))
             continue
         node = Node(n.op_type, name, tuple(n.input), tuple(n.output), attrs)
+        if n.domain == CONTRIB_DOMAIN:  # checked above: one of CONTRIB_NORMALIZERS
+            nodes.extend(CONTRIB_NORMALIZERS.lookup(n.op_type)(node, ctx))
+            continue
         normalise = NORMALIZERS.get(n.op_type)
         nodes.extend(normalise(node, ctx) if normalise else [node])
 

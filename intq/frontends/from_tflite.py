@@ -45,7 +45,7 @@ from intq.frontends.tflite_state import StatePlan, state_plan
 from intq.ir import Graph, Node, Tensor
 from intq.limits import check_tensor_size
 from intq.qmath import QuantParams
-from intq.runtime.plan import STORED_SHAPES
+from intq.ir.facts import STORED_SHAPES
 from intq.tflite import metadata
 from intq.tflite.errors import TfliteImportError
 from intq.tflite.options import OPTIONS, options_to_attrs

@@ -25,6 +25,11 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
+from intq.errors import IntqError
+from intq.ir import Node
+from intq.passes import static_shapes
+from intq.runtime.float_ops import FLOAT_OPS
+
 #: Most ``If`` nodes one import folds (each fold may expose nested ones); a guard, not a limit met.
 _MAX_FOLDS = 10_000
 
@@ -126,10 +131,9 @@ class _Evaluator:
     def _run_for_shape(self, name: str) -> tuple[int, ...] | None:
         """The static shape of ``name`` where ONNX inference leaves it open (an exporter's computed
         reshapes): import the nodes it depends on as a model of their own and run it on zeros
-        (:func:`intq.runtime.interpreter.infer_shapes`). None when those nodes hold an ``If``."""
-        from intq.errors import IntqError
+        (static shapes and constant folding, :func:`intq.passes.static_shapes`). None when those nodes
+        hold an ``If`` or the shape depends on data."""
         from intq.frontends.from_onnx import load_onnx
-        from intq.runtime.interpreter import infer_shapes
 
         g = self.model.graph
         cone, todo = [], [name]
@@ -152,7 +156,7 @@ class _Evaluator:
                                 [t for t in g.initializer if t.name in used])
         sub_model = helper.make_model(sub, opset_imports=list(self.model.opset_import))
         try:
-            graph = infer_shapes(load_onnx(sub_model, {k: v for k, v in self.bound.items() if k in used}))
+            graph = static_shapes(load_onnx(sub_model, {k: v for k, v in self.bound.items() if k in used}))
         except IntqError:
             return None
         shape = graph.tensors[name].shape
@@ -160,8 +164,6 @@ class _Evaluator:
 
     def _run(self, node: onnx.NodeProto) -> tuple | None:
         from intq.frontends.from_onnx import NORMALIZERS, _attr_value, _constant_value, _Context
-        from intq.ir import Node
-        from intq.runtime.float_ops import FLOAT_OPS
 
         attrs = {a.name: _attr_value(a) for a in node.attribute}
         if node.op_type == "Constant":

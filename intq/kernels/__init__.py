@@ -1,16 +1,19 @@
 """intq.kernels — one module per integer operator (TFLite builtin semantics), ``prepare`` + ``run``.
 
-See :mod:`intq.kernels.base` for the contract. Each kernel module registers itself with the
-decorator ``@kernel(OP)`` (``@kernel(OP, INT16)`` for the 16x8 kernels of
-:mod:`intq.kernels.int16x8`) into one registry, :data:`KERNELS`, keyed by (op, activation dtype);
-importing this package imports every module so that their decorators run. Helper modules
-(``base``, ``targets``, ``requantize``, ``gemm``, ``_*_common``...) register nothing.
+See :mod:`intq.kernels.base` for the contract. Each operator's module holds its reference kernels
+(TensorFlow Lite Micro's arithmetic; int8 and, where it has one, 16x8), registered with ``@kernel``;
+the runtime families' folders (``ort/``, ``tpu_mlir/``, ``litert/``, ``litert_opt/``, ``xnnpack/``)
+hold the variants that replace them, registered with ``@variant``: one registry, :data:`KERNELS`,
+keyed by (op, activation dtype, family); :func:`select_kernel` picks a node's. Importing this
+package imports every module so that their decorators run. Helper modules (``base``,
+``targets``, ``requantize``, ``gemm``, ``_*_common``...) register nothing.
 """
 
 import importlib
 import pkgutil
 
-from intq.kernels.base import INT8, INT16, KERNELS, KernelContext, KernelError, activation_of, kernel, lookup, node_activation
+from intq.kernels.base import (INT8, INT16, KERNELS, REFERENCE, Kernel, KernelContext, KernelError, activation_of,
+                               kernel, kernel_activation, node_activation, operators, reference, select_kernel, variant)
 from intq.kernels.targets import TARGETS, Requant, Runtime, Target, get_target
 
 
@@ -23,5 +26,6 @@ def _import_all(package: str, path) -> None:
 
 _import_all(__name__, __path__)
 
-__all__ = ["INT8", "INT16", "KERNELS", "KernelContext", "KernelError", "activation_of", "kernel", "lookup", "node_activation",
+__all__ = ["INT8", "INT16", "KERNELS", "REFERENCE", "Kernel", "KernelContext", "KernelError", "activation_of", "kernel",
+           "kernel_activation", "node_activation", "operators", "reference", "select_kernel", "variant",
            "TARGETS", "Target", "Requant", "Runtime", "get_target"]

@@ -38,19 +38,14 @@ from intq.kernels.base import KernelContext, static_shape  # noqa: F401 (the con
 from intq.kernels.requantize import (
     Requantizer,
     activation_range,
+    float32_rne_scale,
     make_requantizer,
-    xnnpack_activation_range,
-    xnnpack_conv_scale,
 )
-from intq.kernels.targets import Requant, Runtime
+from intq.kernels.targets import Requant
 from intq.limits import check_tensor_size
 from intq.qmath import QuantParams, effective_scale
 
 _PADDINGS = ("SAME", "VALID")
-
-#: The conv-family ops the XNNPACK delegate takes and requantizes in float32 (FULLY_CONNECTED has its
-#: own module; TRANSPOSE_CONV only where XNNPACK accepts its geometry, see intq.kernels.transpose_conv).
-XNNPACK_FP32_OPS = frozenset({"CONV_2D", "DEPTHWISE_CONV_2D", "TRANSPOSE_CONV"})
 
 # ----------------------------------------------------------------------------------- padding
 
@@ -167,11 +162,11 @@ class ConvOperands:
         return np.abs(self.w.astype(np.int64)).sum(axis=axes)
 
     def requantizer(self, ctx: KernelContext, op: str, mode: Requant | None = None,
-                    select: slice = slice(None)) -> Requantizer:
+                    select: slice = slice(None), bounds=activation_range) -> Requantizer:
         """:func:`conv_requantizer` of these operands: every output channel's multiplier, the node's
-        fused activation, the output's dtype (``mode``, ``select``: as there)."""
+        fused activation, the output's dtype (``mode``, ``select``, ``bounds``: as there)."""
         return conv_requantizer(ctx, op, self.in_qp, self.w_qp, self.out_qp, self.w.shape[self.channel_axis],
-                                self.opts.activation, self.out_dtype, mode=mode, select=select)
+                                self.opts.activation, self.out_dtype, mode=mode, select=select, bounds=bounds)
 
 
 def conv_operands(ctx: KernelContext, channel_axis: int, activation=KernelContext.per_tensor, input_index: int = 0,
@@ -252,29 +247,24 @@ def conv_scales(in_qp: QuantParams, w_qp: QuantParams, out_qp: QuantParams, chan
 
 def conv_requantizer(ctx: KernelContext, op: str, in_qp: QuantParams, w_qp: QuantParams, out_qp: QuantParams,
                      channels: int, activation: str, out_dtype, mode: Requant | None = None,
-                     select: slice = slice(None)) -> Requantizer:
+                     select: slice = slice(None), bounds=activation_range) -> Requantizer:
     """TFLite's PopulateConvolutionQuantizationParams: ``M_c = double(s_in) * double(s_w[c]) /
     double(s_out)`` per output channel (a per-tensor weight scale is broadcast), quantized for the
-    target's requantization of ``op``; the fused activation becomes the clamp.
+    target's requantization of ``op`` (``mode`` overrides it); the fused activation becomes the clamp
+    ``bounds(activation, out_qp)`` (TFLite's CalculateActivationRangeQuantized by default).
 
-    ``xnnpack`` target, for the ops XNNPACK takes (CONV_2D, DEPTHWISE_CONV_2D): XNNPACK's fp32
-    requantization instead — the float32 scale ``float(float(s_in * s_w[c]) / s_out)``
-    (:func:`xnnpack_conv_scale`), ``rint`` half to even, and the clamp of
-    :func:`xnnpack_activation_range`. ``mode`` overrides the target's contract for ``op`` (XNNPACK's
-    included: a node XNNPACK declines names the contract LiteRT's own kernel then uses); ``select``
-    keeps a range of the output channels (a kernel that rounds channel groups differently)."""
+    The float32 requantization (:data:`Requant.FLOAT32_RNE`: XNNPACK's fp32 requantization, and
+    MLAS's QLinearConv) starts from the float32 scale ``float(float(s_in * s_w[c]) / s_out)``
+    (:func:`float32_rne_scale`) instead: the contract's own scale. ``select`` keeps a range of the
+    output channels (a kernel that rounds channel groups differently)."""
     try:
-        if ctx.target.runtime is Runtime.ORT:  # QLinearConv: the same float32 scale, rint, intq's Clip
-            lo, hi = activation_range(activation, out_qp)
-            scale = xnnpack_conv_scale(in_qp.scale[0], _weight_scales(w_qp, channels, select), out_qp.scale[0])
-            return make_requantizer(scale, Requant.FLOAT32_RNE, out_qp.tensor_zero_point, lo, hi, out_dtype)
-        if ctx.target.xnnpack and op in XNNPACK_FP32_OPS and mode is None:
-            lo, hi = xnnpack_activation_range(activation, out_qp)
-            scale = xnnpack_conv_scale(in_qp.scale[0], _weight_scales(w_qp, channels, select), out_qp.scale[0])
-            return make_requantizer(scale, Requant.FLOAT32_RNE, out_qp.tensor_zero_point, lo, hi, out_dtype)
-        real = conv_scales(in_qp, w_qp, out_qp, channels, select)
-        lo, hi = activation_range(activation, out_qp)
         mode = ctx.target.requant_for(op) if mode is None else mode
+        if mode is Requant.FLOAT32_RNE:
+            lo, hi = bounds(activation, out_qp)
+            scale = float32_rne_scale(in_qp.scale[0], _weight_scales(w_qp, channels, select), out_qp.scale[0])
+            return make_requantizer(scale, mode, out_qp.tensor_zero_point, lo, hi, out_dtype)
+        real = conv_scales(in_qp, w_qp, out_qp, channels, select)
+        lo, hi = bounds(activation, out_qp)
         return make_requantizer(real, mode, out_qp.tensor_zero_point, lo, hi, out_dtype)
     except IntqError as e:
         raise ctx.error(str(e)) from None

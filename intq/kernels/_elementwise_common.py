@@ -1,12 +1,11 @@
 """Shared pieces of the elementwise kernels (ADD, SUB, MUL, MAXIMUM, MINIMUM, the comparisons,
 RELU*, LEAKY_RELU, PRELU, HARD_SWISH). Not a kernel: it defines no ``OP``.
 
-* :func:`runtime_of` — which runtime's *Prepare* a target reproduces. LiteRT and TensorFlow Lite
-  Micro run the same integer loops for these operators but derive some multipliers differently
-  (float32 or double arithmetic on the scales, rescaling or not in RELU6); each kernel branches
-  on this in ``prepare`` only.
 * :func:`fp32` — float32 arithmetic on scales, as C++ ``float`` expressions compute it;
-  :func:`scale_ratio` — a ratio of scales in the arithmetic (float32 or double) of a runtime's Prepare.
+  :func:`scale_ratio` — a ratio of scales in the arithmetic (float32 or double) of a runtime's
+  Prepare: LiteRT and TensorFlow Lite Micro run the same integer loops for these operators but
+  derive some multipliers differently, which the target's row states
+  (:attr:`intq.kernels.targets.Target.scales`).
 * :func:`int8_unary` / :func:`int8_binary` — the int8 input/output contract the kernels open with.
 * :class:`Rescale` / :func:`make_rescale` / :func:`rescale` — ``x * M`` with TFLite's
   ``(multiplier, shift)`` pair: ``MultiplyByQuantizedMultiplier`` (and its
@@ -34,9 +33,8 @@ from intq.kernels.requantize import (
     activation_range,
     make_requantizer,
     requantize,
-    xnnpack_activation_range,
-)
-from intq.kernels.targets import Requant, Runtime
+    )
+from intq.kernels.targets import Arithmetic, Requant
 from intq.qmath import (
     QuantParams,
     multiply_by_quantized_multiplier,
@@ -80,11 +78,6 @@ def _gather(table, index, out):
         out[i] = table[index[i]]
 
 
-def runtime_of(ctx: KernelContext) -> Runtime:
-    """The runtime family whose Prepare arithmetic ``ctx.target`` follows."""
-    return ctx.target.runtime
-
-
 def requant_mode(ctx: KernelContext) -> Requant:
     """The target's rounding for ``ctx.op``: double (gemmlowp) or single; others are errors."""
     mode = ctx.target.requant_for(ctx.op)
@@ -99,12 +92,13 @@ def fp32(x) -> np.float32:
     return np.float32(x)
 
 
-def scale_ratio(runtime: Runtime, numerator: Sequence, denominator) -> float:
-    """``numerator[0] * numerator[1] * ... / denominator`` on float32 scales, as ``runtime``'s Prepare
-    computes it: LiteRT in float32 (its C++ ``float`` expressions, left to right, each step rounded),
-    TFLM in double (the tflite-micro package intq tests against converts the scales with cvtss2sd
-    before multiplying and dividing, measured per kernel)."""
-    if runtime is Runtime.LITERT:
+def scale_ratio(arithmetic: Arithmetic, numerator: Sequence, denominator) -> float:
+    """``numerator[0] * numerator[1] * ... / denominator`` on float32 scales, in the ``arithmetic`` of a
+    runtime's Prepare (the target's :attr:`~intq.kernels.targets.Target.scales`): ``FLOAT32`` as C++
+    ``float`` expressions compute it (LiteRT: left to right, each step rounded), ``DOUBLE`` on the
+    scales converted to double (the tflite-micro package intq tests against converts them with
+    cvtss2sd before multiplying and dividing, measured per kernel)."""
+    if arithmetic is Arithmetic.FLOAT32:
         product = fp32(numerator[0])
         for factor in numerator[1:]:
             product = fp32(product * fp32(factor))
@@ -182,8 +176,6 @@ def activation_bounds(ctx: KernelContext, activation: str, qp: QuantParams) -> t
         return activation_range(activation, qp)
     except IntqError as e:
         raise ctx.error(str(e)) from None
-
-
 
 
 def int8_input(ctx: KernelContext, i: int, what: str) -> tuple[Tensor, QuantParams]:
@@ -304,7 +296,19 @@ class ComparisonParams:
     table_b: np.ndarray
 
 
-def prepare_comparison(ctx: KernelContext) -> ComparisonParams:  # or _ort.OrtComparison on the ort targets
+def comparison_io(ctx: KernelContext) -> tuple[QuantParams, QuantParams]:
+    """The comparisons' contract: two int8 per-tensor inputs broadcasting to one bool output; their
+    QuantParams."""
+    check_arity(ctx, 2)
+    a, qa = int8_input(ctx, 0, "input 0")
+    b, qb = int8_input(ctx, 1, "input 1")
+    if len(ctx.outputs) != 1 or ctx.outputs[0].dtype != np.bool_:
+        raise ctx.error("expects one bool output")
+    broadcast_shape(ctx, a, b, ctx.outputs[0])
+    return qa, qb
+
+
+def prepare_comparison(ctx: KernelContext) -> ComparisonParams:
     """The comparisons' Prepare (identical in LiteRT and TFLM): one multiplier per input scale.
 
     Shared arithmetic of TFLite's quantized comparisons (reference_ops::ComparisonWithScaling /
@@ -320,16 +324,7 @@ def prepare_comparison(ctx: KernelContext) -> ComparisonParams:  # or _ort.OrtCo
     (undefined in C). |(x - Z) << 8| < 2^16: no overflow. Run looks both rescaled operands up in
     tables computed here on all 256 int8 values (the same integers, one gather each).
     """
-    check_arity(ctx, 2)
-    a, qa = int8_input(ctx, 0, "input 0")
-    b, qb = int8_input(ctx, 1, "input 1")
-    if len(ctx.outputs) != 1 or ctx.outputs[0].dtype != np.bool_:
-        raise ctx.error("expects one bool output")
-    broadcast_shape(ctx, a, b, ctx.outputs[0])
-    from intq.kernels import _ort
-
-    if _ort.is_ort(ctx):  # DequantizeLinear of both inputs, then the float comparison: no scale limit
-        return _ort.prepare_comparison(ctx)
+    qa, qb = comparison_io(ctx)
     mode = requant_mode(ctx)
     hint = "requantize the input to a scale below 1 first"
     za, zb = zero_point_of(qa), zero_point_of(qb)
@@ -350,8 +345,8 @@ def comparison_operand(r: Rescale, zero_point: int, x: np.ndarray) -> np.ndarray
 def compare(p: ComparisonParams, a: np.ndarray, b: np.ndarray, relation) -> np.ndarray:
     """``relation(v_a, v_b)`` (a numpy comparison ufunc, broadcasting) on the int32 values TFLite
     compares, looked up by table (:func:`comparison_operand` on every int8); a 0-d result stays an
-    array. (``ort`` targets: ``p`` is an :class:`intq.kernels._ort.OrtComparison`, whose tables hold
-    the ranks of the dequantized values.)"""
+    array. ``p`` is any prepared comparison with ``table_a`` / ``table_b`` whose order is the
+    runtime's (a variant's prepared comparison too)."""
     return np.asarray(relation(lookup(p.table_a, a), lookup(p.table_b, b)))
 
 
@@ -366,27 +361,26 @@ class ReluParams:
     table: np.ndarray  # int8 [256]: the above for every int8 x (see lookup)
 
 
-def prepare_relu(ctx: KernelContext, bounds: str, *, tflm_clamp_only: bool = False,
-                 tflm_has_kernel: bool = True) -> ReluParams:
+def prepare_relu(ctx: KernelContext, bounds: str, *, clamp_only: bool = False,
+                 arithmetic: Arithmetic | None = None) -> ReluParams:
     """Prepare RELU-like ``bounds`` ("RELU", "RELU6", "RELU_N1_TO_1": the clamp's real bounds).
 
-    LiteRT (activations.cc ReluPrepare + QuantizedReluX): ``M = float(s_in / s_out)``, bounds
-    ``Z_out + roundf(b / s_out)`` within int8. TFLM (activations_common.cc CalculateReluOpData):
-    ``M = double(s_in) / double(s_out)``, same bounds. ``tflm_clamp_only`` (TFLM's RELU6,
-    Relu6Prepare + Relu6Quantized): no rescale at all, ``clamp(x, Z_in, FloatToQuantizedType(6,
-    s_in, Z_in))`` — the output's own parameters are ignored; expressed here as ``M = 1``
-    (exact: SRDHM(v << 1, 2^30) = v) with the input's zero point. ``tflm_has_kernel=False``
-    (RELU_N1_TO_1, which TFLM lacks): every target computes LiteRT's function. Run looks the
-    result up in a table of :func:`relu_x` on all 256 int8 values.
+    ReluX (LiteRT activations.cc ReluPrepare + QuantizedReluX, TFLM activations_common.cc
+    CalculateReluOpData): ``clamp(MultiplyByQuantizedMultiplier(x - Z_in, M) + Z_out)`` with
+    ``M = s_in / s_out`` in ``arithmetic`` (default: the target's Prepare arithmetic,
+    :func:`scale_ratio`; LiteRT float32, TFLM double), bounds ``Z_out + roundf(b / s_out)`` within
+    int8. ``clamp_only`` (TFLM's RELU6, Relu6Prepare + Relu6Quantized): no rescale at all,
+    ``clamp(x, Z_in, FloatToQuantizedType(6, s_in, Z_in))`` — the output's own parameters are
+    ignored; expressed here as ``M = 1`` (exact: SRDHM(v << 1, 2^30) = v) with the input's zero
+    point. Run looks the result up in a table of :func:`relu_x` on all 256 int8 values.
     """
     io = int8_unary(ctx)
     qx, qy = io.qx, io.qy
     mode = requant_mode(ctx)
-    runtime = runtime_of(ctx) if tflm_has_kernel else Runtime.LITERT
-    if tflm_clamp_only and runtime is Runtime.TFLM:
+    if clamp_only:
         lo, hi = activation_bounds(ctx, bounds, qx)  # quantized with the *input's* parameters
         return _relu_params(zero_point_of(qx), output_requantizer(ctx, 1.0, mode, qx, lo, hi))
-    real = scale_ratio(runtime, (scale_of(qx),), scale_of(qy))
+    real = scale_ratio(arithmetic or ctx.target.scales, (scale_of(qx),), scale_of(qy))
     make_rescale(ctx, real, "output", mode, max_left_shift=22)  # |x - Z| <= 255 < 2^8: 2^8 << 22 < 2^31
     lo, hi = activation_bounds(ctx, bounds, qy)
     return _relu_params(zero_point_of(qx), output_requantizer(ctx, real, mode, qy, lo, hi))
@@ -403,125 +397,3 @@ def relu_x(zero_point_in: int, output: Requantizer, x: np.ndarray) -> np.ndarray
 
 def run_relu(p: ReluParams, x: np.ndarray) -> np.ndarray:
     return lookup(p.table, x)
-
-
-# ---------------------------------------------------------------- XNNPACK ADD / SUB
-
-XNNPACK_ADD_SCALE_RANGE = (2.0**-10, 2.0**8)  # the TFLite delegate's check on s_in / s_out (else not delegated)
-
-
-@dataclass(frozen=True, eq=False)
-class XnnpackAdd:
-    """XNNPACK's qs8 add (``xnn_init_qs8_add_minmax_scalar_params`` and the vadd kernels):
-    ``y = clamp(((bias + a * m_a + b * m_b) >> shift) + Z_y, lo, hi)`` on raw int8 ``a``, ``b``.
-
-    ``r_a = float(s_a / s_y)``, ``r_b = float(s_b / s_y)`` (negated for SUB); ``shift = 20 - e`` with
-    ``e`` the float32 exponent of ``max(|r_a|, |r_b|)``; ``m = lrintf(r * 2^shift)`` (ties to
-    even; the largest ``|m|`` in [2^20, 2^21)); ``bias = 2^(shift-1) - m_a Z_a - m_b Z_b`` — one
-    rounding, half up, of the exact sum. ``lo``/``hi`` from :func:`xnnpack_activation_range`.
-    ``table_a[a] = a * m_a``, ``table_b[b] = b * m_b + bias`` (|.| < 2^29: no overflow)."""
-
-    shift: int
-    zero_point: int
-    lo: int
-    hi: int
-    table_a: np.ndarray  # int64 [256], indexed by the int8's bits (lookup)
-    table_b: np.ndarray
-
-
-def xnnpack_add(ctx: KernelContext, io: Int8Binary, subtract: bool) -> XnnpackAdd | None:
-    """XNNPACK's parameters for the ``xnnpack`` target, or None: another target, or the delegate
-    declines the node (an input-to-output scale ratio outside [2^-10, 2^8)) and LiteRT's own kernel
-    runs it."""
-    if not ctx.target.xnnpack:
-        return None
-    qa, qb, qy = io.qa, io.qb, io.qy
-    s_y = scale_of(qy)
-    r_a = np.float32(scale_of(qa) / s_y)
-    r_b = np.float32(scale_of(qb) / s_y)
-    lo_r, hi_r = XNNPACK_ADD_SCALE_RANGE
-    if not all(lo_r <= float(r) < hi_r for r in (r_a, r_b)):
-        return None
-    if subtract:
-        r_b = -r_b
-    biggest = max(abs(r_a), abs(r_b))
-    exponent = int((np.array(biggest, np.float32).view(np.uint32) >> 23) & 0xFF) - 127
-    shift = 20 - exponent
-    m_a = int(np.rint(r_a * np.float32(2.0**shift)))  # exact power-of-two scaling, then ties to even
-    m_b = int(np.rint(r_b * np.float32(2.0**shift)))
-    za, zb = zero_point_of(qa), zero_point_of(qb)
-    bias = (1 << (shift - 1)) - m_a * za - m_b * zb
-    lo, hi = xnnpack_bounds(ctx, qy)
-    return XnnpackAdd(shift, zero_point_of(qy), lo, hi, int8_table(INT8_BY_BITS * m_a, np.int64),
-                      int8_table(INT8_BY_BITS * m_b + bias, np.int64))
-
-
-def xnnpack_bounds(ctx: KernelContext, qy: QuantParams) -> tuple[int, int]:
-    """The output clamp XNNPACK derives from the node's fused activation."""
-    try:
-        return xnnpack_activation_range(ctx.attr("fused_activation_function", "NONE"), qy)
-    except IntqError as e:
-        raise ctx.error(str(e)) from None
-
-
-def run_xnnpack_add(p: XnnpackAdd, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """``clamp(((table_a[a] + table_b[b]) >> shift) + Z_y, lo, hi)`` as int8, broadcasting."""
-    acc = lookup(p.table_a, a) + lookup(p.table_b, b)
-    y = (acc >> p.shift) + p.zero_point
-    return np.clip(y, p.lo, p.hi).astype(np.int8)
-
-
-# ---------------------------------------------------------------- LiteRT's optimized binary kernels
-
-#: what :func:`optimized_vector_lanes` says of an output element
-LANE_REFERENCE, LANE_ELEMENTWISE, LANE_SCALAR_BROADCAST = 0, 1, 2
-
-
-def optimized_vector_lanes(a: Tensor, b: Tensor, elementwise_block: int, scalar_block: int) -> np.ndarray:
-    """Which code computes each output element of LiteRT's optimized int8 ADD / MUL.
-
-    tflite/kernels (ProcessBroadcastShapes, optimized_ops::BinaryBroadcastFiveFold): equal
-    (rank-extended) shapes run the elementwise kernel once over the flat tensor; otherwise the
-    shapes are folded into ``y0..y4`` and the output is written in consecutive runs of ``y4``
-    elements (the elementwise kernel; ``y4 > 1``) or of ``y3`` elements (the scalar-broadcast
-    kernel; ``y4 == 1``); shapes that do not fold run the reference kernel. Each kernel call does
-    ``block`` elements at a time with vector code and finishes with a scalar loop (the reference
-    arithmetic), so the element ``k`` of a run of length ``L`` is vector-computed iff
-    ``k mod L < block floor(L / block)``. Returns an int8 array over the flat output:
-    :data:`LANE_ELEMENTWISE` / :data:`LANE_SCALAR_BROADCAST` for the two kernels' vector code,
-    :data:`LANE_REFERENCE` elsewhere. Static shapes only.
-    """
-    sa, sb = tuple(a.shape), tuple(b.shape)
-    rank = max(len(sa), len(sb))
-    ea, eb = (1,) * (rank - len(sa)) + sa, (1,) * (rank - len(sb)) + sb
-    out = tuple(max(x, y) for x, y in zip(ea, eb))
-    size = int(np.prod(out, dtype=np.int64))
-    lanes = np.zeros(size, np.int8)
-    if ea == eb:
-        run, kind, block = size, LANE_ELEMENTWISE, elementwise_block
-    else:
-        category = "generic"
-        for i in range(rank - 1, -1, -1):
-            if ea[i] == eb[i]:
-                continue
-            category = "first" if ea[i] == 1 else ("second" if eb[i] == 1 else "generic")
-            break
-        if category == "generic":
-            return lanes
-        sha, shb = (ea, eb) if category == "first" else (eb, ea)
-        y = [1] * 5
-        i = rank - 1
-        for slot, cond in ((4, lambda j: sha[j] == shb[j]), (3, lambda j: sha[j] == 1), (2, lambda j: sha[j] == shb[j]),
-                           (1, lambda j: shb[j] == 1), (0, lambda j: sha[j] == shb[j])):
-            while i >= 0 and cond(i):
-                y[slot] *= shb[i] if slot in (4, 3, 0) else sha[i]
-                i -= 1
-        if i >= 0:
-            return lanes
-        if y[4] > 1:
-            run, kind, block = y[4], LANE_ELEMENTWISE, elementwise_block
-        else:
-            run, kind, block = y[3], LANE_SCALAR_BROADCAST, scalar_block
-    k = np.arange(size) % max(run, 1)
-    lanes[k < block * (run // block)] = kind
-    return lanes

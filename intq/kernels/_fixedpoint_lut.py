@@ -15,8 +15,8 @@ Four parts:
 3. **Prepare-time helpers** (floats allowed): LOGISTIC's and TANH's shared prepare
    (:func:`prepare_q4_table`: TFLM's fixed point on all 256 codes, :func:`tflm_q4_table`), LiteRT's
    float-built 256-entry table (:func:`litert_float_lut`, ``LUTPopulate<int8_t>``), TFLite's scaling preprocessing
-   (:func:`softmax_scaling`, :func:`log_softmax_reverse_scaling`, :func:`input_radius`), the
-   output-parameter check of spec 003 and the choice of algorithm from the target.
+   (:func:`softmax_scaling`, :func:`log_softmax_reverse_scaling`, :func:`input_radius`) and the
+   output-parameter check of spec 003; XNNPACK's table (:func:`xnnpack_float_lut`) for its variants.
 4. **LiteRT's optimized SOFTMAX / LOG_SOFTMAX** (``litert-opt``, ``xnnpack``): their float32 exp
    table (:func:`optimized_softmax_table`, prepare) and the float32 row sum their runs emulate
    (:func:`float32_row_sums`, a float emulation called only from those kernels' ``_float32_*``
@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -44,16 +45,6 @@ _MASK32 = (1 << 32) - 1
 # --------------------------------------------------------------------------------------------
 # 1. gemmlowp fixed-point functions on int64 arrays holding int32 raws
 # --------------------------------------------------------------------------------------------
-
-
-
-
-
-
-
-
-
-
 
 
 def rescale(x, src_integer_bits: int, dst_integer_bits: int):
@@ -77,8 +68,6 @@ def count_leading_zeros32(x):
         n += small * bits
         y = np.where(small, y << bits, y)
     return np.where(np.equal(x, 0), 32, n)
-
-
 
 
 # Constants of gemmlowp's fixed-point functions (raw int32 values; the real each encodes).
@@ -272,11 +261,6 @@ def inv_sqrt_multiplier(acc):
 # 3. Prepare time (floats allowed)
 # --------------------------------------------------------------------------------------------
 
-def runtime_for(ctx: KernelContext) -> str:
-    """``"tflm"`` or ``"litert"``: whose algorithm ``ctx.target`` reproduces."""
-    return ctx.target.runtime.value
-
-
 def check_int8_io(ctx: KernelContext) -> tuple[QuantParams, QuantParams]:
     """One int8 per-tensor input and output of the same static shape; returns their params."""
     if len(ctx.inputs) != 1 or len(ctx.outputs) != 1:
@@ -341,26 +325,26 @@ class LutParams:
     """An int8 function of one int8 input as a table: ``y = table[uint8(x)]``."""
 
     table: np.ndarray  # int8 [256], indexed by uint8(x)
-    runtime: str  # "tflm" (fixed point), "litert" or "xnnpack" (float-built tables)
+    runtime: str  # whose algorithm built it: "tflm" (fixed point), "litert" or "xnnpack" (float-built tables)
 
 
 _Q4_INTEGER_BITS = 4  # TFLM: the input is rescaled to Q4.27 (|x| < 16)
 
 
-def prepare_q4_table(ctx: KernelContext, f: Q4Function) -> LutParams:
-    """LOGISTIC's and TANH's prepare: the contract (one int8 input, the fixed output parameters),
-    then the target's algorithm on all 256 input codes — TFLM's fixed point
-    (:func:`tflm_q4_table`), LiteRT's float32 table (:func:`litert_float_lut`) or XNNPACK's
-    (:func:`xnnpack_float_lut`; XNNPACK takes every int8 node)."""
+def check_q4_io(ctx: KernelContext, f: Q4Function) -> tuple[QuantParams, QuantParams]:
+    """LOGISTIC's and TANH's contract: one int8 input, the fixed output parameters of ``f``."""
     ctx.check_emulated()
     in_qp, out_qp = check_int8_io(ctx)
     check_output_params(ctx, out_qp, 2.0**-f.output_bits, f.output_zero_point, f"1/{1 << f.output_bits}")
-    runtime = runtime_for(ctx)
-    if ctx.target.xnnpack:
-        return LutParams(xnnpack_float_lut(in_qp, out_qp, f.transform), "xnnpack")
-    if runtime == "litert":
-        return LutParams(litert_float_lut(in_qp, out_qp, f.transform), runtime)
-    return LutParams(int8_table(tflm_q4_table(ctx, in_qp, f)), runtime)
+    return in_qp, out_qp
+
+
+def prepare_q4_table(ctx: KernelContext, f: Q4Function) -> LutParams:
+    """LOGISTIC's and TANH's prepare (TFLM): the contract (:func:`check_q4_io`), then TFLM's fixed
+    point on all 256 input codes (:func:`tflm_q4_table`). Runtimes that build the table otherwise (in
+    float32) do it in their families' variants."""
+    in_qp, _ = check_q4_io(ctx, f)
+    return LutParams(int8_table(tflm_q4_table(ctx, in_qp, f)), "tflm")
 
 
 def tflm_q4_table(ctx: KernelContext, in_qp: QuantParams, f: Q4Function) -> np.ndarray:
@@ -423,18 +407,18 @@ def log_softmax_reverse_scaling(ctx: KernelContext, scaling: SoftmaxScaling) -> 
     return int(m), int(shift)
 
 
-# LiteRT's reference LOGISTIC/TANH: a table built in float32 with the C library's expf / tanhf.
+# The C library's float functions (the float-built tables of the variants call them as the runtimes do).
 
 @lru_cache(maxsize=1)
 def c_math_library():
-    """The platform C math library with ``expf``/``tanhf`` (float) and ``exp`` (double) typed, or
+    """The platform C math library with ``expf``/``tanhf``/``logf``/``erfcf`` (float) and ``exp`` (double) typed, or
     None where it does not load (callers then fall back to numpy, which may differ in the last bit)."""
     path = ctypes.util.find_library("m")
     if path is None:
         return None
     try:
         lib = ctypes.CDLL(path)
-        for name in ("expf", "tanhf", "logf"):
+        for name in ("expf", "tanhf", "logf", "erfcf"):
             fn = getattr(lib, name)
             fn.restype, fn.argtypes = ctypes.c_float, [ctypes.c_float]
         lib.exp.restype, lib.exp.argtypes = ctypes.c_double, [ctypes.c_double]
@@ -455,33 +439,29 @@ def c_float32_function(name: str, x: np.ndarray) -> np.ndarray:
     if lib is not None:
         fn = getattr(lib, name)
         return np.array([fn(float(v)) for v in x], dtype=np.float32)
+    if name == "erfcf":  # numpy has no erfc
+        return np.array([math.erfc(float(v)) for v in x], dtype=np.float32)
     with np.errstate(over="ignore"):  # expf overflows to inf as in C
         return getattr(np, name[:-1])(x.astype(np.float64)).astype(np.float32)
 
 
-def litert_float_lut(input_qp: QuantParams, output_qp: QuantParams, transform: str) -> np.ndarray:
-    """LiteRT's ``LUTPopulate<int8_t>``: the int8 result for every int8 input, indexed by ``uint8(x)``.
-
-    For each ``v`` in [-128, 127], all in float32: ``d = s_in * (v - Z_in)``; ``f = 1/(1 + expf(-d))``
-    (``"logistic"``) or ``tanhf(d)`` (``"tanh"``); ``q = int(roundf(f * (1 / s_out)) + Z_out)``
-    (std::round: half away from zero), clamped to [-128, 127]. Stored at ``uint8(v)`` as LiteRT
-    does, so a run is one lookup ``table[x.view(uint8)]``.
-    """
+def lut_populate_int8(input_qp: QuantParams, output_qp: QuantParams,
+                      transform: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+    """TFLite's ``LUTPopulate<int8_t>`` with the float32 function ``transform`` (float32 array in,
+    float32 array out, as the C++ ``float (*)(float)`` computes it): the int8 result for every int8
+    input, indexed by ``uint8(x)``. For each ``v`` in [-128, 127], all in float32:
+    ``d = s_in * (v - Z_in)``; ``q = int(roundf(transform(d) * (1 / s_out)) + Z_out)`` (std::round:
+    half away from zero), clamped to [-128, 127]; a run is one lookup ``table[x.view(uint8)]``.
+    Used by LiteRT's float LOGISTIC and TANH tables and by GELU."""
     v = np.arange(-128, 128, dtype=np.int64)
     s_in = np.float32(input_qp.tensor_scale)
     d = (s_in * (v - input_qp.tensor_zero_point).astype(np.float32)).astype(np.float32)
-    if transform == "logistic":
-        f = (np.float32(1.0) / (np.float32(1.0) + c_float32_function("expf", -d))).astype(np.float32)
-    elif transform == "tanh":
-        f = c_float32_function("tanhf", d)
-    else:
-        raise AssertionError(transform)
+    f = np.asarray(transform(d), dtype=np.float32)
     inverse_scale = np.float32(1.0) / np.float32(output_qp.tensor_scale)
     scaled = (f * inverse_scale).astype(np.float32)
     rounded = round_float(scaled, Rounding.HALF_AWAY_FROM_ZERO)  # roundf, decided on the exact fraction
     quantized = np.trunc((rounded + np.float32(output_qp.tensor_zero_point)).astype(np.float32))
-    table = np.clip(quantized, -128, 127).astype(np.int8)
-    return _uint8_ordered(table)
+    return int8_table(np.clip(quantized, -128, 127))
 
 
 def _uint8_ordered(table_by_value: np.ndarray) -> np.ndarray:
@@ -495,48 +475,3 @@ def _uint8_ordered(table_by_value: np.ndarray) -> np.ndarray:
 def int8_table(values_by_input: np.ndarray) -> np.ndarray:
     """A read-only int8 table indexed by ``uint8(x)`` from results listed for x = -128..127."""
     return _uint8_ordered(np.asarray(values_by_input).astype(np.int8))
-
-
-def xnnpack_float_lut(input_qp: QuantParams, output_qp: QuantParams, transform: str) -> np.ndarray:
-    """XNNPACK's qs8 LOGISTIC / TANH table (the ``xnnpack`` target; measured on LiteRT 2.3's
-    XNNPACK, every one of 256 input codes on tie-prone scales where the candidate formulas disagree):
-    ``d = float32(s_in * (v - Z_in))``; ``f`` the float32 value of ``1/(1 + exp(-d))`` correctly
-    rounded (computed in double; LiteRT's two float32 roundings of ``1.0f / (1.0f + expf(-d))``
-    differ from it on some codes), or the C library's ``tanhf(d)`` (glibc's, not always correctly
-    rounded: -0.38066086 gives -0.36328128, and XNNPACK's table follows it);
-    ``q = rint(float32(f * float32(1 / s_out))
-    + float32(Z_out))`` — half to **even** where LiteRT's ``LUTPopulate`` rounds half away, and the
-    zero point added in float before rounding — clamped to [-128, 127]; indexed by ``uint8(v)``."""
-    v = np.arange(-128, 128, dtype=np.int64)
-    s_in = np.float32(input_qp.tensor_scale)
-    d = (s_in * (v - input_qp.tensor_zero_point).astype(np.float32)).astype(np.float32)
-    with np.errstate(over="ignore"):
-        if transform == "logistic":
-            f = (1.0 / (1.0 + np.exp(-d.astype(np.float64)))).astype(np.float32)
-        elif transform == "tanh":
-            f = c_float32_function("tanhf", d)
-        else:
-            raise AssertionError(transform)
-    inverse_scale = np.float32(1.0) / np.float32(output_qp.tensor_scale)
-    q = np.rint((f * inverse_scale).astype(np.float32) + np.float32(output_qp.tensor_zero_point))
-    return _uint8_ordered(np.clip(q, -128, 127).astype(np.int8))
-
-
-# LiteRT's optimized int8 SOFTMAX and LOG_SOFTMAX: one float32 exp table (litert-opt, xnnpack).
-
-def optimized_softmax_table(input_scale, beta) -> np.ndarray:
-    """LiteRT's ``optimized_ops::PopulateSoftmaxLookupTable``, indexed by ``d = max - x`` in 0..255:
-    ``expf(float32(-s_in * beta) * float32(d))``, every step in float32 with the C library's ``expf``
-    (measured: the optimized SOFTMAX / LOG_SOFTMAX of LiteRT 2.3 on x86_64 equal a run on this
-    table). Read-only float32 [256]."""
-    scale = np.float32(-np.float32(input_scale) * np.float32(beta))
-    table = c_float32_function("expf", (scale * np.arange(256, dtype=np.float32)).astype(np.float32))
-    table.setflags(write=False)
-    return table
-
-
-def float32_row_sums(values: np.ndarray) -> np.ndarray:
-    """``sum_exp += v`` over each row of a float32 ``[rows, depth]`` array in C's order, one float32
-    rounding per addition (``np.sum`` sums pairwise and would differ): the last column of the
-    sequential ``cumsum``. A float emulation for LiteRT's optimized SOFTMAX / LOG_SOFTMAX only."""
-    return np.cumsum(values, axis=1, dtype=np.float32)[:, -1]

@@ -5,9 +5,12 @@ what they *accept*: which dtypes, ranks and parameter forms, and whether they co
 quantization parameters of their inputs and output. Each kernel states those tables and checks
 them here, at prepare time, for the runtime its target equals:
 
-* ``litert``: LiteRT 2.3 ``BUILTIN_REF`` (target ``litert-ref``);
+* ``litert``: LiteRT 2.3 ``BUILTIN_REF`` (the LiteRT targets; onnxruntime and TPU-MLIR take
+  what it takes, and TPU-MLIR moves float data too);
 * ``tflm``: TensorFlow Lite Micro (target ``tflite``, and any other target: microcontroller
   runtimes reuse TFLM's data-movement kernels).
+
+The target's :attr:`~intq.kernels.targets.Target.rules` row says which applies.
 
 Where a runtime copies integers without comparing quantization parameters, intq copies them too
 (the output is the same integers, reinterpreted with the output's parameters); where it rejects
@@ -30,7 +33,6 @@ from intq.kernels.base import KernelContext, KernelError, static_shape
 
 LITERT = "litert"
 TFLM = "tflm"
-_RUNTIME_NAMES = {LITERT: "LiteRT (BUILTIN_REF)", TFLM: "TensorFlow Lite Micro"}
 
 #: Integer dtypes (as numpy dtypes) by short name, for the per-op support tables.
 I8, U8, I16, I32, I64 = (np.dtype(t) for t in (np.int8, np.uint8, np.int16, np.int32, np.int64))
@@ -38,21 +40,14 @@ ALL_INTS = (I8, U8, I16, I32, I64)
 
 
 def runtime(ctx: KernelContext) -> str:
-    """The runtime whose acceptance rules apply: ``litert`` for LiteRT targets and onnxruntime (whose
-    Reshape / Transpose / Pad / Split / Concat take what LiteRT's do, and more), else ``tflm``.
-    ``tpu-mlir``'s data movement (``tpu.Reshape``, ``tpu.Permute``...) takes every integer dtype,
-    as LiteRT does: its graphs use LiteRT's tables."""
-    from intq.kernels.targets import Runtime
-
-    return LITERT if ctx.target.runtime in (Runtime.LITERT, Runtime.ORT, Runtime.TPU_MLIR) else TFLM
+    """Which column of the acceptance tables applies: the target's
+    (:attr:`intq.kernels.targets.Target.rules`), ``litert`` or ``tflm``."""
+    return ctx.target.rules.tables
 
 
 def runtime_name(ctx: KernelContext) -> str:
-    from intq.kernels.targets import Runtime
-
-    if ctx.target.runtime is Runtime.TPU_MLIR:
-        return "TPU-MLIR"
-    return _RUNTIME_NAMES[runtime(ctx)]
+    """The runtime whose acceptance rules the target follows, as refusals name it."""
+    return ctx.target.rules.runtime
 
 
 def unsupported(ctx: KernelContext, what: str) -> KernelError:
@@ -64,14 +59,11 @@ def unsupported(ctx: KernelContext, what: str) -> KernelError:
 
 def check_dtype(ctx: KernelContext, t: Tensor, what: str, litert: Sequence[np.dtype],
                 tflm: Sequence[np.dtype]) -> np.dtype:
-    """``t``'s dtype, which the target's runtime must support for this operator. ``tpu-mlir`` moves
-    float32 and float16 data too (its int8 models keep float islands: a reshape before an input's
-    cast, an asymmetric model's float pooling, float16 PReLUs, and intq's own layout transposes
-    around them)."""
-    from intq.kernels.targets import Runtime
-
+    """``t``'s dtype, which the target's runtime must support for this operator. A runtime whose
+    rules move float data (:attr:`intq.kernels.targets.Rules.float_data`: TPU-MLIR's float islands)
+    takes float32 and float16 too."""
     allowed = litert if runtime(ctx) == LITERT else tflm
-    if ctx.target.runtime is Runtime.TPU_MLIR:
+    if ctx.target.rules.float_data:
         allowed = (*allowed, np.dtype(np.float32), np.dtype(np.float16))
     if t.dtype not in allowed:
         names = ", ".join(np.dtype(d).name for d in allowed) or "nothing"

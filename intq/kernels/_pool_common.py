@@ -24,7 +24,6 @@ import numpy as np
 
 from intq.kernels.base import KernelContext, fused_activation_range, static_shape  # noqa: F401 (the pooling kernels import them from here)
 from intq.qmath import QuantParams, quantize_multiplier
-from intq.kernels.targets import Runtime
 
 _SCALE_TOLERANCE = 1.0e-6  # TFLM PoolingPrepare: |s_in - s_out| <= 1e-6 (in double)
 _INT32_MAX = 2**31 - 1
@@ -354,7 +353,7 @@ def prepare_reduce_extremum(ctx: KernelContext) -> ReduceExtremumParams:
 # ARG_MAX / ARG_MIN
 
 _INDEX_TYPES = {"INT32": np.dtype(np.int32), "INT64": np.dtype(np.int64)}
-_INT32_ONLY = Runtime.TFLM  # TFLM: "Only int32_t are supported currently"
+_INT32_ONLY = "tflm"  # TFLM's acceptance table: "Only int32_t are supported currently"
 
 
 @dataclass(frozen=True)
@@ -387,7 +386,7 @@ def prepare_arg_extremum(ctx: KernelContext) -> ArgExtremumParams:
     if declared is not None and _INDEX_TYPES.get(declared) != y.dtype:
         raise ctx.error(f"output_type={declared!r} but the output tensor is {y.dtype.name}")
     check_output_shape(ctx, reduced_shape(shape, (axis,), keep_dims=False))
-    if ctx.target.runtime is _INT32_ONLY and (ctx.constant(1, "axis").dtype != np.int32 or y.dtype != np.int32):
+    if ctx.target.rules.tables == _INT32_ONLY and (ctx.constant(1, "axis").dtype != np.int32 or y.dtype != np.int32):
         raise ctx.error(f"TensorFlow Lite Micro (target {ctx.target.name!r}) supports only an int32 axis and int32 "
                         f"output; convert with output_type=INT32 and an int32 axis, or use target 'litert-ref'")
     return ArgExtremumParams(axis, y.dtype)

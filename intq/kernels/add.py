@@ -14,38 +14,28 @@ Contract (spec 003): both inputs and the output int8, per tensor. Every multipli
 No int32 overflow: ``|a - Z_a| <= 255``, so ``(a - Z_a) << 20`` < 2^28; each rescaled input is at
 most half that, so the sum stays below 2^28.
 
-Where the targets differ: ``xnnpack`` — XNNPACK takes an int8 ADD whose input-to-output scale
-ratios lie in [2^-10, 2^8) and computes its own single-rounding form
-(:class:`intq.kernels._elementwise_common.XnnpackAdd`: 21-bit multipliers, one shift, ties up;
-clamp from ``xnn_qs8_quantize``); other ADDs fall back to LiteRT's optimized kernel.
-
-``litert-opt`` (and ``xnnpack`` where XNNPACK declines; measured, explained from
-``optimized_integer_ops::AddElementwise``): with equal input shapes the flattened elements
-``[0, 16 floor(n/16))`` are computed by the vector code, which rescales each input with **one**
-rounding, ``SRDHM((q - Z) << (20 + shift_i), m_i)`` (``vshl`` by the combined shift, then
-``vqrdmulh``; the reference rounds twice: ``RDBPOT(SRDHM((q - Z) << 20, m_i), -shift_i)``),
-requantizes the sum as the reference (``vqrdmulh`` then gemmlowp's RoundingDivideByPOT), then
-**narrows to int16 by truncation** (``vmovn_s32``: wraps), adds ``Z_y`` in int16 (wraps),
-saturates to int8 and clamps; the last ``n mod 16`` elements are the reference arithmetic. A
-broadcasting ADD runs ``BinaryBroadcastFiveFold``: runs of the elementwise kernel over the
-innermost common dimensions, or of the scalar-broadcast kernel ``AddScalarBroadcast`` when no
-trailing dimension is shared; the split applies per run
-(:func:`intq.kernels._elementwise_common.optimized_vector_lanes`). ``AddScalarBroadcast``'s vector
-code does 8 elements at a time and rescales each input as the reference, except that its second
-step is a **truncating** shift: ``SRDHM((q - Z) << 20, m_i) >> -shift_i`` (``vshlq_s32`` by a
-negative amount), then the sum as above (including the int16 narrowing). Shapes that do not fold
-run the reference kernel.
-
 Run: an input's rescaled value depends on that int8 alone, so prepare evaluates
 :func:`scaled_input` on all 256 values and run looks both operands up (one gather each, the same
 integers) before requantizing the sum.
 
-``tpu-mlir`` target: TPU-MLIR's ``tpu.Add`` (:mod:`intq.kernels.tpu_mlir.eltwise`).
+**16x8** (int16 activations, int8 weights): int16 inputs and
+output, numpy broadcasting (``reference_ops::AddGeneralParamScale`` / ``AddElementwise``, and
+``BroadcastAdd6DSlow`` when broadcasting): as the int8 ADD with ``left_shift = 15`` instead of 20 —
+with ``T = 2 * max(s_a, s_b)`` (double),
+
+    a' = MBQM((a << 15), s_a / T)    b' = MBQM((b << 15), s_b / T)
+    y  = clamp(MBQM(a' + b', T / (2^15 * s_y)))
+
+every multiplier from QuantizeMultiplierSmallerThanOneExp (must be in (0, 1)) and applied with
+gemmlowp double rounding. ``|a| << 15 <= 2^30``; each rescaled input is at most half that, so the
+sum fits int32.
+
+Contract: int16 per tensor, zero point 0 everywhere (both runtimes check it).
+
 """
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -53,33 +43,25 @@ from numba import njit
 
 from intq.kernels._elementwise_common import (
     INT8_BY_BITS,
-    LANE_ELEMENTWISE,
-    LANE_REFERENCE,
     Int8Binary,
     Rescale,
-    XnnpackAdd,
     fused_activation_range,
     int8_binary,
     int8_table,
     lookup,
     make_rescale,
-    optimized_vector_lanes,
     output_requantizer,
     requant_mode,
     rescale,
-    run_xnnpack_add,
     scale_of,
-    xnnpack_add,
     zero_point_of,
 )
-from intq.kernels.base import KernelContext, kernel
-from intq.kernels.tpu_mlir import eltwise as tpu_mlir_eltwise
-from intq.kernels.targets import Runtime as _Runtime
-from intq.kernels.requantize import DoubleRounding, Requantizer, make_requantizer, requantize
-from intq.kernels import _ort
-from intq.kernels.targets import Requant
-from intq.qmath import raw
+from intq.kernels._int16_common import binary_int16, check_16x8, scale64
+from intq.kernels.base import INT16, KernelContext, kernel
+from intq.kernels.requantize import DoubleRounding, Requantizer, requantize
+from intq.qmath import QuantParams, quantize_multiplier
 from intq.qmath.compiled import mbqm_right_scalar, mbqm_scalar
+from intq.qmath.raw import mbqm
 
 OP = "ADD"
 LEFT_SHIFT = 20  # TFLite's 8-bit headroom: 255 << 20 < 2^28, sums of two fit int32
@@ -87,8 +69,8 @@ LEFT_SHIFT = 20  # TFLite's 8-bit headroom: 255 << 20 < 2^28, sums of two fit in
 
 @dataclass(frozen=True, eq=False)
 class AddParams:
-    """The reference kernel (TFLM, LiteRT's reference and optimized scalar code). SUB uses it too,
-    with ``table_b`` holding the negated rescale of ``b`` (:mod:`intq.kernels.sub`)."""
+    """The reference kernel (TFLM; LiteRT's reference, and its optimized kernel's scalar code). SUB
+    uses it too, with ``table_b`` holding the negated rescale of ``b`` (:mod:`intq.kernels.sub`)."""
 
     zero_point_a: int
     zero_point_b: int
@@ -99,53 +81,11 @@ class AddParams:
     table_b: np.ndarray
 
 
-@dataclass(frozen=True, eq=False)
-class OptimizedAddParams(AddParams):
-    """LiteRT's optimized ADD (``litert-opt``, and ``xnnpack`` where XNNPACK declines): the reference
-    tables for the scalar tail, plus the vector code's own rescales (module docstring)."""
-
-    vector_a: np.ndarray  # int32 [256]: the vector code's one-rounding rescale of a
-    vector_b: np.ndarray
-    vector_output: Requantizer  # the output multiplier, zero point 0, int32 out, no clamp
-    vector_lanes: np.ndarray  # int8 over the flat output: LANE_* (optimized_vector_lanes)
-    scalar_a: np.ndarray  # int32 [256]: AddScalarBroadcast's vector rescale of a
-    scalar_b: np.ndarray
-
-
-VECTOR_BLOCK = 16  # optimized AddElementwise: one int8x16 register per step
-SCALAR_BROADCAST_BLOCK = 8  # optimized AddScalarBroadcast: one int8x8 register per step
-
-
-def vector_scaled_input(r: Rescale, zero_point: int, x: np.ndarray) -> np.ndarray:
-    """``SRDHM((x - Z) << (20 + shift), m)`` (``vshlq_s32`` by the combined shift — a negative one
-    shifts right, truncating — then ``vqrdmulhq``): the optimized vector part's rescale."""
-    v = np.asarray(x, dtype=np.int64) - zero_point
-    combined = LEFT_SHIFT + r.shift
-    v = v << combined if combined >= 0 else v >> -combined
-    return raw.srdhm(v, r.multiplier)
-
-
-def scalar_broadcast_scaled_input(r: Rescale, zero_point: int, x: np.ndarray) -> np.ndarray:
-    """``SRDHM((x - Z) << 20, m) >> -shift``: AddScalarBroadcast's vector rescale (its second step
-    ``vshlq_s32`` by a negative amount truncates)."""
-    v = (np.asarray(x, dtype=np.int64) - zero_point) << LEFT_SHIFT
-    return raw.srdhm(v, r.multiplier) >> -r.shift
-
-
 @kernel(OP)
-def prepare(ctx: KernelContext) -> AddParams | OptimizedAddParams | XnnpackAdd:
-    if _ort.is_ort(ctx):
-        return _ort.prepare_add(ctx)
-    if ctx.target.runtime is _Runtime.TPU_MLIR:
-        return tpu_mlir_eltwise.prepare_add(ctx)
+def prepare(ctx: KernelContext) -> AddParams:
     io = int8_binary(ctx)
-    xnn = xnnpack_add(ctx, io, subtract=False)
-    if xnn is not None:
-        return xnn
-    # XNNPACK declines (a scale ratio s_in / s_out outside [2^-10, 2^8)): LiteRT's optimized ADD runs
     ctx.check_emulated()
-    reference = prepare_reference(ctx, io, negate_b=False)
-    return _optimized(ctx, io, reference) if ctx.target.optimized else reference
+    return prepare_reference(ctx, io, negate_b=False)
 
 
 def real_multipliers(io: Int8Binary) -> tuple[float, float, float]:
@@ -178,39 +118,12 @@ def prepare_reference(ctx: KernelContext, io: Int8Binary, *, negate_b: bool) -> 
     )
 
 
-def _optimized(ctx: KernelContext, io: Int8Binary, reference: AddParams) -> OptimizedAddParams:
-    """LiteRT's optimized ADD: the reference tables plus the vector code's (module docstring)."""
-    if not (io.a.is_static and io.b.is_static):
-        raise ctx.error(f"target {ctx.target.name!r}: LiteRT's optimized ADD needs static input shapes here")
-    ra, rb, za, zb = reference.rescale_a, reference.rescale_b, reference.zero_point_a, reference.zero_point_b
-    return OptimizedAddParams(
-        **{f.name: getattr(reference, f.name) for f in dataclasses.fields(AddParams)},
-        vector_a=int8_table(vector_scaled_input(ra, za, INT8_BY_BITS), np.int32),
-        vector_b=int8_table(vector_scaled_input(rb, zb, INT8_BY_BITS), np.int32),
-        vector_output=make_requantizer(real_multipliers(io)[2], Requant.DOUBLE, 0, -(2**31), 2**31 - 1, np.int32),
-        vector_lanes=optimized_vector_lanes(io.a, io.b, VECTOR_BLOCK, SCALAR_BROADCAST_BLOCK),
-        scalar_a=int8_table(scalar_broadcast_scaled_input(ra, za, INT8_BY_BITS), np.int32),
-        scalar_b=int8_table(scalar_broadcast_scaled_input(rb, zb, INT8_BY_BITS), np.int32))
-
-
 def scaled_input(r: Rescale, zero_point: int, x: np.ndarray) -> np.ndarray:
     """``MultiplyByQuantizedMultiplierSmallerThanOneExp((x - Z) << 20, m, shift)``: |result| < 2^27."""
     return rescale(r, (np.asarray(x, dtype=np.int64) - zero_point) << LEFT_SHIFT)
 
 
-def run(p: AddParams | OptimizedAddParams | XnnpackAdd | _ort.OrtBinaryLut, a, b):
-    if isinstance(p, _ort.OrtBinaryLut):
-        return (_ort.lookup2(p, a, b),)
-    if type(p) is tpu_mlir_eltwise.TpuMlirAddParams:
-        return tpu_mlir_eltwise.run_add(p, a, b)
-    if type(p) is tpu_mlir_eltwise.TpuMlirFloatAddConstParams:
-        return tpu_mlir_eltwise.run_float_add_const(p, a)
-    if isinstance(p, XnnpackAdd):
-        return (run_xnnpack_add(p, a, b).reshape(np.broadcast_shapes(a.shape, b.shape)),)
-    if isinstance(p, OptimizedAddParams):
-        shape = np.broadcast_shapes(a.shape, b.shape)
-        flat_a, flat_b = (np.broadcast_to(v, shape).reshape(-1) for v in (a, b))
-        return (_run_optimized(p, flat_a, flat_b).reshape(shape),)
+def run(p: AddParams, a, b):
     return (run_reference(p, a, b),)
 
 
@@ -228,25 +141,6 @@ def run_reference(p: AddParams, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return requantize(r, acc).reshape(shape)
 
 
-def _run_optimized(p: AddParams, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """LiteRT's optimized AddElementwise on the flat, broadcast operands (module docstring)."""
-    kinds = p.vector_lanes
-    lanes = kinds != LANE_REFERENCE
-    elementwise = kinds[lanes] == LANE_ELEMENTWISE
-    a_v, b_v = a[lanes], b[lanes]
-    acc = np.where(elementwise, lookup(p.vector_a, a_v) + lookup(p.vector_b, b_v),
-                   lookup(p.scalar_a, a_v) + lookup(p.scalar_b, b_v))  # int32: |acc| < 2^28
-    v = requantize(p.vector_output, acc).astype(np.int64)
-    v = ((v + 32768) & 0xFFFF) - 32768  # vmovn_s32: truncating narrow to int16
-    v = v + p.output.zero_point
-    v = ((v + 32768) & 0xFFFF) - 32768  # vaddq_s16 wraps
-    v = np.clip(np.clip(v, -128, 127), p.output.act_min, p.output.act_max)  # vqmovn_s16, then the clamp
-    out = np.empty(a.size, np.int8)
-    out[lanes] = v
-    out[~lanes] = requantize(p.output, lookup(p.table_a, a[~lanes]) + lookup(p.table_b, b[~lanes]))
-    return out
-
-
 @njit(cache=True, nogil=True)
 def _fused_add(a, b, table_a, table_b, mult, left, right, zp, lo, hi, out):
     """``out = clamp(mbqm(table_a[a] + table_b[b]) + zp)``, the double rounding of
@@ -262,3 +156,80 @@ def _fused_add(a, b, table_a, table_b, mult, left, right, zp, lo, hi, out):
     for i in range(a.size):
         y = mbqm_scalar(np.int64(table_a[a[i]] + table_b[b[i]]), mult, left, right, 1) + zp
         out[i] = lo if y < lo else (hi if y > hi else y)
+
+
+# -------------------------------------------------------------------------------- 16x8
+
+LEFT_SHIFT_16 = 15  # int16 headroom: 2^15 << 15 = 2^30, and the sum of two halves fits int32
+
+
+@dataclass(frozen=True)
+class Add16x8Params:
+    multiplier_a: int
+    shift_a: int  # <= 0 (QuantizeMultiplierSmallerThanOneExp)
+    multiplier_b: int
+    shift_b: int
+    multiplier_out: int
+    shift_out: int
+    act_min: int
+    act_max: int
+    out_shape: tuple[int, ...]
+
+
+def _smaller_than_one(ctx: KernelContext, real: float, what: str) -> tuple[int, int]:
+    qm = quantize_multiplier(real)
+    if not (0.0 < real < 1.0 and int(qm.shift) <= 0):
+        raise ctx.error(f"the {what} multiplier {real:.6g} must be in (0, 1) as TFLite requires "
+                        f"(QuantizeMultiplierSmallerThanOneExp); the output scale is too small for the inputs'")
+    return int(qm.multiplier), int(qm.shift)
+
+
+@kernel(OP, INT16, run="run_int16")
+def prepare_int16(ctx: KernelContext) -> Add16x8Params:
+    return general_add_sub(ctx, int16_operands(ctx))
+
+
+@dataclass(frozen=True)
+class Int16Operands:
+    """The checked int16 operands of an ADD / SUB (:func:`int16_operands`)."""
+
+    qa: QuantParams
+    qb: QuantParams
+    qy: QuantParams
+    shape: tuple[int, ...]  # the broadcast output shape
+    act_min: int
+    act_max: int
+
+
+def int16_operands(ctx: KernelContext) -> Int16Operands:
+    """The 16x8 contract: int16 per tensor, zero point 0 everywhere, the inputs broadcasting to the
+    output (:func:`intq.kernels._int16_common.binary_int16`); the fused activation's clamp."""
+    check_16x8(ctx)
+    qa, qb, qy, shape = binary_int16(ctx)
+    lo, hi = fused_activation_range(ctx, qy)
+    return Int16Operands(qa, qb, qy, shape, lo, hi)
+
+
+def general_add_sub(ctx: KernelContext, io: Int16Operands) -> Add16x8Params:
+    """ADD's parameters (module docstring), or SUB's (the same rescales, the difference in place of
+    the sum)."""
+    s_a, s_b, s_y = scale64(io.qa), scale64(io.qb), scale64(io.qy)
+    twice_max = 2.0 * max(s_a, s_b)
+    ma, sha = _smaller_than_one(ctx, s_a / twice_max, "input 0")
+    mb, shb = _smaller_than_one(ctx, s_b / twice_max, "input 1")
+    mo, sho = _smaller_than_one(ctx, twice_max / (float(1 << LEFT_SHIFT_16) * s_y), "output")
+    return Add16x8Params(ma, sha, mb, shb, mo, sho, io.act_min, io.act_max, io.shape)
+
+
+def run_int16(p: Add16x8Params, a, b):
+    return (np.broadcast_to(combine(p, a, b, 1), p.out_shape),)
+
+
+def combine(p: Add16x8Params, a, b, sign: int) -> np.ndarray:
+    """``a + sign * b`` on the common grid (ADD: ``sign = 1``; SUB: -1), requantized and clamped, in
+    the reference arithmetic (numpy broadcasting of ``a`` and ``b``)."""
+    a64, b64 = a.astype(np.int64), b.astype(np.int64)
+    scaled = (mbqm(a64 << LEFT_SHIFT_16, p.multiplier_a, p.shift_a)
+              + sign * mbqm(b64 << LEFT_SHIFT_16, p.multiplier_b, p.shift_b))
+    y = mbqm(scaled, p.multiplier_out, p.shift_out)  # |scaled| <= 2^30
+    return np.clip(y, p.act_min, p.act_max).astype(np.int16)

@@ -23,7 +23,14 @@ add per filter column, then one per filter row (:func:`intq.kernels._pool_common
 shared with MAX_POOL_2D and the 16x8 pools). |acc| <= 128 * filter_h * filter_w, exact in int32
 (checked at prepare).
 
-``tpu-mlir`` target: TPU-MLIR's average ``tpu.Pool2D`` (:mod:`intq.kernels.tpu_mlir.pool`).
+**16x8** (int16 activations, int8 weights): the rounded mean of each window's in-image int16 values.
+
+``acc`` = the sum over the window clipped to the image (int64 in LiteRT's
+``reference_integer_ops::AveragePool`` for int16, int32 in TFLM's and here — equal while
+``2^15 * filter_h * filter_w < 2^31``, checked), ``count`` = the pixels summed, then
+``(acc + count/2) / count`` if ``acc > 0`` else ``(acc - count/2) / count`` (C division: the
+quotient rounded half away from zero), clamped to the fused activation's range. Contract: int16
+NHWC per tensor, zero point 0, input and output with the same scale.
 """
 
 from __future__ import annotations
@@ -33,10 +40,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from intq.kernels._pool_common import PoolWindow, WindowCounts, prepare_pool, rounded_average, window_counts, window_reduce
-from intq.kernels import _ort
-from intq.kernels.base import KernelContext, kernel
-from intq.kernels.tpu_mlir import pool as tpu_mlir_pool
-from intq.kernels.targets import Runtime as _Runtime
+from intq.kernels.base import INT16, KernelContext, kernel
+from intq.kernels._int16_common import io_int16, check_16x8
 
 OP = "AVERAGE_POOL_2D"
 
@@ -48,25 +53,31 @@ class AveragePool2DParams:
 
 
 @kernel(OP)
-def prepare(ctx: KernelContext) -> AveragePool2DParams | _ort.OrtAveragePool | _ort.OrtGlobalAveragePool:
-    if _ort.is_ort(ctx):  # QLinearAveragePool: onnxruntime's float32 window sums
-        return _ort.prepare_average_pool(ctx)
-    if ctx.target.runtime is _Runtime.TPU_MLIR:
-        return tpu_mlir_pool.prepare_avg(ctx)
+def prepare(ctx: KernelContext) -> AveragePool2DParams:
     pool = prepare_pool(ctx, ctx.per_tensor(ctx.input(0), "input"), ctx.per_tensor(ctx.outputs[0], "output"))
     return AveragePool2DParams(pool, window_counts(ctx, pool.geometry, 128))  # |q| <= 128
 
 
-def run(p: AveragePool2DParams | _ort.OrtAveragePool | _ort.OrtGlobalAveragePool, x):
-    if isinstance(p, _ort.OrtAveragePool):
-        return (_ort.run_average_pool(p, x),)
-    if isinstance(p, _ort.OrtGlobalAveragePool):  # a window covering the whole unpadded image
-        return (_ort.run_global_average_pool(p, x),)
-    if type(p) is tpu_mlir_pool.TpuMlirAvgPoolParams:
-        return tpu_mlir_pool.run_avg(p, x)
-    if type(p) is tpu_mlir_pool.TpuMlirFloatAvgPoolParams:
-        return tpu_mlir_pool.run_avg_float(p, x)
-    if type(p) is tpu_mlir_pool.TpuMlirFloat32AvgPoolParams:
-        return tpu_mlir_pool.run_avg_float32(p, x)
+def run(p: AveragePool2DParams, x):
     acc = window_reduce(p.pool.geometry, x.astype(np.int32), 0, np.add)  # |acc| < 2^31 (prepare)
     return (np.clip(rounded_average(acc, p.counts), p.pool.act_min, p.pool.act_max).astype(np.int8),)
+
+
+# -------------------------------------------------------------------------------- 16x8
+
+@dataclass(frozen=True, eq=False)
+class AveragePool16x8Params:
+    pool: PoolWindow
+    counts: WindowCounts  # in-image pixels per window
+
+
+@kernel(OP, INT16, run="run_int16")
+def prepare_int16(ctx: KernelContext) -> AveragePool16x8Params:
+    check_16x8(ctx)
+    pool = prepare_pool(ctx, *io_int16(ctx))
+    return AveragePool16x8Params(pool, window_counts(ctx, pool.geometry, 1 << 15))  # |q| <= 2^15
+
+
+def run_int16(p: AveragePool16x8Params, x):
+    acc = window_reduce(p.pool.geometry, x.astype(np.int32), 0, np.add)  # |acc| < 2^31 (prepare)
+    return (np.clip(rounded_average(acc, p.counts), p.pool.act_min, p.pool.act_max).astype(np.int16),)

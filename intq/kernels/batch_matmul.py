@@ -36,11 +36,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from intq.errors import IntqError
-from intq.kernels import _ort_u8s8
 from intq.kernels._conv_common import static_shape
 from intq.kernels.base import KernelContext, kernel
-from intq.kernels.requantize import Requantizer, make_requantizer, requantize, xnnpack_conv_scale
-from intq.kernels.targets import Runtime
+from intq.kernels.requantize import Requantizer, float32_rne_scale, make_requantizer, requantize
+from intq.kernels.targets import Requant
 from intq.qmath import effective_scale
 
 OP = "BATCH_MATMUL"
@@ -63,10 +62,6 @@ def prepare(ctx: KernelContext) -> BatchMatMulParams:
     lhs, rhs, y = ctx.input(0), ctx.input(1), ctx.outputs[0]
     if len(ctx.inputs) != 2:
         raise ctx.error(f"BATCH_MATMUL takes 2 inputs, got {len(ctx.inputs)}")
-    if _ort_u8s8.saturates(ctx):
-        raise ctx.error(f"a uint8 x int8 QLinearMatMul (operands {ctx.attr('onnx_operand_types')}) runs MLAS's "
-                        f"int16-saturating U8S8 kernel on target {ctx.target.name!r}, which intq has not measured for "
-                        "QLinearMatMul; use target 'ort-u8-vnni' (a CPU with VNNI) or int8 activations")
     lhs_qp = ctx.per_tensor(lhs, "lhs")
     rhs_qp = ctx.per_tensor(rhs, "rhs")
     out_qp = ctx.per_tensor(y, "output")
@@ -90,12 +85,12 @@ def prepare(ctx: KernelContext) -> BatchMatMulParams:
         raise ctx.error(f"output shape {list(y.shape)} does not match the computed {list(out_shape)}")
     if depth > _MAX_DEPTH:
         raise ctx.error(f"contracted length {depth} can overflow the int32 accumulator (at most {_MAX_DEPTH})")
+    mode = ctx.target.requant_for(OP)
     real = effective_scale(lhs_qp.scale[0], rhs_qp.scale[0], out_qp.scale[0], product_dtype=np.float32)
-    if ctx.target.runtime is Runtime.ORT:  # QLinearMatMul: float32(float32(s_a s_b) / s_y), float32 requantization
-        real = xnnpack_conv_scale(lhs_qp.scale[0], rhs_qp.scale[0], out_qp.scale[0])
+    if mode is Requant.FLOAT32_RNE:  # its own scale: float32(float32(s_a s_b) / s_y) (MLAS's QLinearMatMul)
+        real = float32_rne_scale(lhs_qp.scale[0], rhs_qp.scale[0], out_qp.scale[0])
     try:
-        r = make_requantizer(real, ctx.target.requant_for(OP), out_qp.tensor_zero_point, out_qp.qmin,
-                             out_qp.qmax, y.dtype)
+        r = make_requantizer(real, mode, out_qp.tensor_zero_point, out_qp.qmin, out_qp.qmax, y.dtype)
     except IntqError as e:
         raise ctx.error(str(e)) from None
     return BatchMatMulParams(lhs_qp.tensor_zero_point, rhs_qp.tensor_zero_point, adj_x, adj_y, r, out_shape)

@@ -30,7 +30,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from intq.kernels import _movement_common as mc
-from intq.kernels import _ort
 from intq.kernels.base import KernelContext, kernel
 from intq.qmath import Rounding, round_float
 
@@ -59,8 +58,18 @@ def _uint8_table(s_in: float, z_in: int, s_out: float, z_out: int) -> np.ndarray
     return np.clip(value, 0, 255).astype(np.uint8)
 
 
-@kernel(OP)
-def prepare(ctx: KernelContext) -> ConcatenationParams:
+@dataclass(frozen=True)
+class Operands:
+    """The checked inputs and output of a concatenation (:func:`check_contract`)."""
+
+    inputs: list
+    y: object
+    dtype: np.dtype
+    axis: int
+
+
+def check_contract(ctx: KernelContext) -> Operands:
+    """The contract the runtimes check in Prepare (module docstring), for the target's rules."""
     y = ctx.outputs[0]
     inputs = [ctx.input(i) for i in range(len(ctx.inputs))]
     if not inputs:
@@ -84,9 +93,13 @@ def prepare(ctx: KernelContext) -> ConcatenationParams:
             raise ctx.error(f"input {i} {t.name!r} {list(shape)} does not fit output {list(out_shape)} off axis {axis}")
         shapes.append(shape)
     mc.check_output_shape(ctx, [sum(s[axis] for s in shapes) if k == axis else d for k, d in enumerate(out_shape)])
+    return Operands(inputs, y, dtype, axis)
 
-    if _ort.is_ort(ctx) and dtype == mc.I8:  # QLinearConcat: each input through its DQ -> Q table
-        return _ort.prepare_concat(ctx, axis)
+
+@kernel(OP)
+def prepare(ctx: KernelContext) -> ConcatenationParams:
+    io = check_contract(ctx)
+    inputs, y, dtype, axis = io.inputs, io.y, io.dtype, io.axis
     tables: list[np.ndarray | None] = [None] * len(inputs)
     if dtype == mc.I8:
         for i, t in enumerate(inputs):
@@ -104,8 +117,6 @@ def prepare(ctx: KernelContext) -> ConcatenationParams:
     return ConcatenationParams(axis, tuple(tables))
 
 
-def run(p: ConcatenationParams | _ort.OrtConcat, *xs):
-    if isinstance(p, _ort.OrtConcat):
-        return (_ort.run_concat(p, xs),)
+def run(p: ConcatenationParams, *xs):
     parts = [x if table is None else table[x] for x, table in zip(xs, p.tables)]
     return (np.concatenate(parts, axis=p.axis),)

@@ -14,23 +14,12 @@ Semantics verified in the sources: ``reference_integer_ops::ConvPerChannel``
 skipping positions outside the image, adds the bias, then ``MultiplyByQuantizedMultiplier`` (double
 rounding), the output offset and the clamp. LiteRT's ``conv.cc`` (BUILTIN_REF, kReference) and
 TFLite Micro's ``conv.cc`` both call it for int8 (per-tensor weights included: their scale is
-broadcast to every channel); both derive the multipliers in ``PopulateConvolutionQuantizationParams``
-from ``double(s_in) * double(s_w[c]) / double(s_out)`` and the padding from
-``ComputePaddingHeightWidth``. The two targets therefore agree; the requantization is
-``ctx.target.requant_for("CONV_2D")``. Difference: LiteRT's Prepare requires the bias input
-(``TF_LITE_ENSURE(context, has_bias)``, and an index -1 fails "Tensor at index 2 was optional but
-was expected"); TFLite Micro accepts a convolution without one. The ``litert-ref`` target refuses
-a convolution without bias as LiteRT does (:data:`BIAS_REQUIRED_BY`); ``tflite`` computes it.
-
-Where ``litert-opt`` and ``xnnpack`` differ (measured, tools/probe_litert_rounding.py and
-tests/kernels/test_conv.py): LiteRT's optimized CONV_2D (optimized/integer_ops/conv.h: im2col and
-cpu_backend_gemm, i.e. ruy) computes the same accumulators and multipliers and rounds the second
-step half up (``Requant.DOUBLE_HALF_UP``: SRDHM, then ``(h + 2^(r-1)) >> r``); XNNPACK takes every
-int8 CONV_2D intq accepts (grouped ones too) and requantizes in float32
-(``rint(float(acc) * float(float(s_in * s_w) / s_out))``, half to even, clamp from
-``xnn_qs8_quantize``); both require the bias as LiteRT's Prepare does. A grouped convolution
-(``G > 1``) runs LiteRT's reference kernel even in the optimized resolver (measured: ``DOUBLE``
-matches, ``DOUBLE_HALF_UP`` does not), so ``litert-opt`` uses double rounding there.
+broadcast to every channel); both derive the multipliers in
+``PopulateConvolutionQuantizationParams`` from ``double(s_in) * double(s_w[c]) / double(s_out)`` and
+the padding from ``ComputePaddingHeightWidth``. The two targets therefore agree; the requantization
+is ``ctx.target.requant_for("CONV_2D")`` (LiteRT's optimized kernel rounds the second step half up:
+its target row's contract). TFLite Micro accepts a convolution without bias. Runtimes that
+compute otherwise replace this kernel with a variant in their family's folder (docs/engine.md).
 
 Arithmetic: im2col of the input padded with ``Z_x`` (see :mod:`intq.kernels._conv_common`) into a
 reused int8 buffer, one exact int8 GEMM (:func:`intq.kernels.gemm.exact_matmul`) against the
@@ -41,8 +30,29 @@ strided input is the matrix).
 The int32 accumulator cannot overflow: ``|acc| <= 255 * sum|w_o| + |b_o|`` is checked at prepare
 (TFLite would wrap).
 
-``tpu-mlir`` target: TPU-MLIR's ``tpu.Conv2D`` (explicit pads, uint8 or int8 input, the model's
-per-channel multiplier/rshift, HALF_UP), :mod:`intq.kernels.tpu_mlir.conv`.
+**16x8** (int16 activations, int8 weights): ``y = clamp(MBQM64(sum_taps,c x * w + b_o, m_o,
+shift_o))``, int16 NHWC in and out.
+
+Contract (spec 003, 16x8): input int16 ``[N, H, W, C]`` per tensor, zero point 0; weights int8
+``[C_out, KH, KW, C]`` constant, symmetric, per tensor or per output channel (axis 0); bias int64
+``[C_out]``, zero point 0; output int16 per tensor, zero point 0. Options as the int8 kernel:
+padding SAME/VALID, strides, dilations, fused activation. Grouped convolutions (``C_in`` a multiple
+of the weights' ``C_g``) as the int8 kernel: a block-diagonal weight matrix
+(:func:`intq.kernels._conv_common.conv_matrix`); LiteRT runs them with its reference kernel under
+every resolver.
+
+Arithmetic — identical in LiteRT 2.3 (``reference_integer_ops::ConvPerChannel`` for int16 input,
+``AccumScalar = int64_t``, prepared by ``conv.cc`` / ``PopulateConvolutionQuantizationParams``)
+and TFLM (``conv_common.cc`` + the same reference function): the int64 sum of ``x * w`` over the
+in-image taps, plus the bias, then ``MultiplyByQuantizedMultiplier(int64 acc, m_o, shift_o)``
+(the multiplier reduced to 16 bits, one rounding half up) with
+``M_o = double(s_in) * double(s_w[o]) / double(s_out)``, then the fused activation's clamp. No
+zero point anywhere. ``|acc| <= 2^15 * sum|w_o| + |b_o|`` must stay below 2^47 (prepare).
+
+Run: the int8 kernel's im2col (:func:`intq.kernels._conv_common.fill_im2col`) in int16, padded with
+the zero point 0, then one int64 matrix product with the weights as ``[KH*KW*C, C_out]``.
+
+TFLM runs a CONV_2D without bias; LiteRT's Prepare requires it (as for int8).
 """
 
 from __future__ import annotations
@@ -61,17 +71,13 @@ from intq.kernels._conv_common import (
     fill_im2col,
     make_im2col,
 )
-from intq.kernels import _ort, _ort_u8s8
-from intq.kernels.base import KernelContext, kernel
+from intq.kernels.base import INT16, KernelContext, kernel
 from intq.kernels.gemm import PreparedGemm, exact_matmul, prepare_gemm
-from intq.kernels.requantize import Requantizer, requantize
-from intq.kernels.targets import Requant, Runtime
-from intq.kernels.tpu_mlir import conv as tpu_mlir_conv
+from intq.kernels.requantize import Requantizer, activation_range, requantize
+from intq.kernels.targets import Requant
+from intq.kernels._int16_common import Int64Requant, conv_int64_requant, conv_operands_16x8, int64_bias, requantize_int64
 
 OP = "CONV_2D"
-
-#: Targets whose runtime refuses a CONV_2D without bias.
-BIAS_REQUIRED_BY = frozenset({Runtime.LITERT})
 
 
 @dataclass(frozen=True, eq=False)
@@ -85,63 +91,70 @@ class Conv2DParams:
     out_shape: tuple[int, int, int, int]
 
 
-@dataclass(frozen=True, eq=False)
-class OrtU8S8Avx2Conv2DParams:
-    """``ort-u8s8-avx2``: the exact convolution plus MLAS's int16 pair saturation
-    (:mod:`intq.kernels._ort_u8s8`) on the im2col rows."""
-
-    conv: Conv2DParams
-    pairs: _ort_u8s8.PairSaturation
-
-
 @kernel(OP)
-def prepare(ctx: KernelContext) -> Conv2DParams | OrtU8S8Avx2Conv2DParams | _ort.OrtAsymmetricGemm:
-    if _ort.is_ort(ctx) and _ort.asymmetric_weights(ctx):  # imported QLinearConv with a weight zero point
-        return _ort.prepare_asymmetric_gemm(ctx)
-    if ctx.target.runtime is Runtime.TPU_MLIR:
-        return tpu_mlir_conv.prepare_conv(ctx)
+def prepare(ctx: KernelContext) -> Conv2DParams:
+    return prepare_conv(ctx)
+
+
+def prepare_conv(ctx: KernelContext, *, bias_refused: str | None = None, mode: Requant | None = None,
+                 bounds=activation_range) -> Conv2DParams:
+    """The convolution's parameters; ``bias_refused`` says why the runtime refuses a node without
+    bias (:func:`intq.kernels._conv_common.conv_bias`), ``mode`` and ``bounds`` override the target's
+    requantization and the clamp (:func:`intq.kernels._conv_common.conv_requantizer`)."""
     ops = conv_operands(ctx, channel_axis=0)
     n, h, w_in, c_in = ops.in_shape
     w = ops.w
     c_out, kh, kw, c_g = w.shape
     matrix, groups = conv_matrix(ctx, w, c_in)  # block-diagonal when grouped
-    refused = "refuses" if ctx.target.runtime in BIAS_REQUIRED_BY else None
-    bias = conv_bias(ctx, 2, c_out, refused_without=refused)
+    bias = conv_bias(ctx, 2, c_out, refused_without=bias_refused)
     pad = conv_padding(ctx, ops, kh, kw, c_out)
 
     zx = ops.in_qp.tensor_zero_point
     gemm = prepare_gemm(matrix)
     check_accumulator(ctx, ops.abs_weight_sums(), bias)
     offset = bias - zx * gemm.weight_sums
-    mode = None
-    if groups > 1 and ctx.target.optimized and not ctx.target.xnnpack:
-        mode = Requant.DOUBLE  # LiteRT runs grouped convolutions with its reference kernel (measured)
-    requant = ops.requantizer(ctx, OP, mode=mode)
+    requant = ops.requantizer(ctx, OP, mode=mode, bounds=bounds)
     im2col = make_im2col(ops.in_shape, kh, kw, ops.opts, pad, zx)
-    params = Conv2DParams(gemm, offset, requant, im2col, (n, pad.out_h, pad.out_w, c_out))
-    if _ort_u8s8.saturates(ctx) and not (c_g == 1 and c_out == groups):
-        # one input and one output channel per group is onnxruntime's depthwise kernel: exact (measured).
-        # Otherwise MLAS's K per group: taps, then the group's channels; their columns in intq's im2col rows
-        tap, c = np.divmod(np.arange(kh * kw * c_g), c_g)
-        group = np.arange(c_out) // (c_out // groups)
-        columns = tap[None, :] * c_in + group[:, None] * c_g + c[None, :]
-        return OrtU8S8Avx2Conv2DParams(params, _ort_u8s8.pair_saturation(w.reshape(c_out, -1), columns))
-    return params
+    return Conv2DParams(gemm, offset, requant, im2col, (n, pad.out_h, pad.out_w, c_out))
 
 
-def run(p: Conv2DParams | OrtU8S8Avx2Conv2DParams | _ort.OrtAsymmetricGemm, x, w=None, b=None):
-    if isinstance(p, _ort.OrtAsymmetricGemm):
-        return (_ort.run_asymmetric_gemm(p, x),)
-    if type(p) is tpu_mlir_conv.TpuMlirConv2DParams:
-        return tpu_mlir_conv.run_conv(p, x)
-    pairs = None
-    if type(p) is OrtU8S8Avx2Conv2DParams:
-        p, pairs = p.conv, p.pairs
+def run(p: Conv2DParams, x, w=None, b=None):
     cols = fill_im2col(p.im2col, x)  # int8 [N*OH*OW, KH*KW*C_in]
     acc = exact_matmul(cols, p.gemm)  # int32 [N*OH*OW, C_out]: sum(x * w), exact
-    if pairs is not None:  # MLAS's int16-saturated pair sums (|acc| stays < 2^31: saturation shrinks it)
-        corr = _ort_u8s8.saturation_correction(pairs, cols, 128)
-        if corr is not None:
-            acc = acc + corr
     # one fused pass: acc + b - Z_x * sum(w) (|.| < 2^31, prepare), requantize, clamp
     return (requantize(p.requant, acc, p.offset).reshape(p.out_shape),)
+
+
+# -------------------------------------------------------------------------------- 16x8
+
+@dataclass(frozen=True, eq=False)
+class Conv2D16x8Params:
+    im2col: Im2col  # int16, padded with 0
+    weights_t: np.ndarray  # int64 [KH*KW*C, C_out]
+    bias: np.ndarray  # int64 [C_out]
+    requant: Int64Requant
+    out_shape: tuple[int, int, int, int]
+
+
+@kernel(OP, INT16, run="run_int16")
+def prepare_int16(ctx: KernelContext) -> Conv2D16x8Params:
+    return prepare_conv_int16(ctx)
+
+
+def prepare_conv_int16(ctx: KernelContext, *, bias_refused: str | None = None) -> Conv2D16x8Params:
+    """The 16x8 convolution's parameters; ``bias_refused``: as :func:`prepare_conv`'s."""
+    ops = conv_operands_16x8(ctx, channel_axis=0)
+    n, h, w_in, c_in = ops.in_shape
+    c_out, kh, kw, c_w = ops.w.shape
+    matrix, _ = conv_matrix(ctx, ops.w, c_in)  # block-diagonal when grouped
+    bias = int64_bias(ctx, 2, c_out, refused_without=bias_refused)
+    pad = conv_padding(ctx, ops, kh, kw, c_out)
+    requant = conv_int64_requant(ctx, ops, bias)
+    im2col = make_im2col(ops.in_shape, kh, kw, ops.opts, pad, 0, np.int16)
+    return Conv2D16x8Params(im2col, matrix.astype(np.int64).T.copy(), bias, requant, (n, pad.out_h, pad.out_w, c_out))
+
+
+def run_int16(p: Conv2D16x8Params, x, w=None, b=None):
+    cols = fill_im2col(p.im2col, x)  # int16 [N*OH*OW, KH*KW*C], tap-major
+    acc = cols.astype(np.int64) @ p.weights_t + p.bias  # int64: |acc| < 2^47 (prepare)
+    return (requantize_int64(p.requant, acc).reshape(p.out_shape),)

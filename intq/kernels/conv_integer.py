@@ -3,7 +3,7 @@ ox*s_w - p_l + j*d_w, c] - Z_x) * (w[o,i,j,c] - Z_w)``, an int32 output with no 
 
 TFLite has no such builtin; ONNX's ConvInteger (opset 10) is what onnxruntime's dynamic
 quantization writes, and ONNX's node tests exercise it. Imported models keep it as this operator
-(:mod:`intq.frontends.from_onnx_quantized`), written back as ConvInteger by intq's ONNX export.
+(:mod:`intq.onnx_format.reader`), written back as ConvInteger by intq's ONNX export.
 
 Contract: input int8 ``[N, H, W, C]`` per tensor (only its zero point is read: the op has no
 scales); weights int8 ``[C_out, KH, KW, C]`` constant with one zero point (onnxruntime's
@@ -14,13 +14,11 @@ with ``Z_x``, as onnxruntime's im2col does).
 
 Arithmetic: exact. ``|acc| <= 255 * max_o sum |w_o - Z_w| < 2^31`` is checked at prepare, so
 onnxruntime's int32 accumulator cannot wrap and the int64 product below is its value. Every
-target computes the same integers, except ``ort-u8s8-avx2`` on uint8 weights and int8 inputs:
-onnxruntime's ConvInteger passes the weights as MLAS's left operand, so int8 weights by uint8
-inputs (intq's export) run MLAS's S8U8 product, exact on x86 AVX2 without VNNI too (measured under
-QEMU ``-cpu Haswell``: 0 of 200 saturating models differ, tests/export/test_ort_u8s8.py), while
-uint8 weights by int8 inputs (an imported model: ``onnx_operand_types``) run its int16-saturating
-U8S8 kernel with the weights as the uint8 side, pairs along ConvInteger's NCHW im2col order
-(channels, then kernel rows and columns; :mod:`intq.kernels._ort_u8s8`).
+target computes the same integers but one: onnxruntime's ConvInteger passes the weights as MLAS's
+left operand, so int8 weights by uint8 inputs (intq's export) sum exactly on x86 AVX2 without VNNI
+too (measured under QEMU ``-cpu Haswell``: 0 of 200 saturating models differ,
+tests/export/test_ort_u8s8.py), while an imported model's uint8 weights by int8 inputs saturate
+there (a variant of the onnxruntime families replaces this kernel for them).
 """
 
 from __future__ import annotations
@@ -38,9 +36,7 @@ from intq.kernels._conv_common import (
     make_im2col,
     window_options,
 )
-from intq.kernels import _ort_u8s8
 from intq.kernels.base import KernelContext, kernel
-from intq.kernels.targets import KernelSet
 
 OP = "CONV_INTEGER"
 
@@ -51,7 +47,6 @@ class ConvIntegerParams:
     input_zero_point: int
     im2col: Im2col
     out_shape: tuple[int, int, int, int]
-    pairs: _ort_u8s8.PairSaturation | None = None  # ort-u8s8-avx2 on uint8 weights: their pairs that can saturate
 
 
 @kernel(OP)
@@ -77,22 +72,15 @@ def prepare(ctx: KernelContext) -> ConvIntegerParams:
     ops = ConvOperands(in_qp, in_qp, in_shape, w, w_qp, y.dtype, opts, 0)
     pad = conv_padding(ctx, ops, w.shape[1], w.shape[2], w.shape[0])
     im2col = make_im2col(in_shape, w.shape[1], w.shape[2], opts, pad, in_qp.tensor_zero_point)
-    pairs = None
-    if ctx.target.kernels is KernelSet.U8S8_AVX2 and _ort_u8s8.mlas_uint8_operand(ctx) == "weights":
-        c_out, kh, kw, c = w.shape
-        channel, tap = np.divmod(np.arange(c * kh * kw), kh * kw)  # MLAS's K: NCHW im2col, channels outermost
-        columns = np.broadcast_to(tap * c + channel, (c_out, c * kh * kw))  # their columns in intq's im2col rows
-        codes = w.transpose(0, 3, 1, 2).reshape(c_out, -1).astype(np.int32) + 128  # the uint8 weights as stored
-        pairs = _ort_u8s8.pair_saturation(codes, columns, other_max=128)
     return ConvIntegerParams(centred, in_qp.tensor_zero_point, im2col,
-                             (in_shape[0], pad.out_h, pad.out_w, w.shape[0]), pairs)
+                             (in_shape[0], pad.out_h, pad.out_w, w.shape[0]))
+
+
+def exact_sums(p: ConvIntegerParams, rows: np.ndarray) -> np.ndarray:
+    """``sum (x - Z_x)(w - Z_w)`` of the im2col rows ``[N*OH*OW, KH*KW*C]``: int64, exact (|.| < 2^31, prepare)."""
+    return (rows.astype(np.int64) - p.input_zero_point) @ p.weights.T
 
 
 def run(p: ConvIntegerParams, x, w=None):
     rows = fill_im2col(p.im2col, x)  # int8 [N*OH*OW, KH*KW*C], padded with Z_x
-    acc = (rows.astype(np.int64) - p.input_zero_point) @ p.weights.T  # exact: |acc| < 2^31 (prepare)
-    if p.pairs is not None:  # ort-u8s8-avx2: MLAS's int16-saturated pair sums of uint8 weights by int8 inputs
-        corr = _ort_u8s8.saturation_correction(p.pairs, rows, 0)
-        if corr is not None:
-            acc = acc + corr
-    return (acc.astype(np.int32).reshape(p.out_shape),)
+    return (exact_sums(p, rows).astype(np.int32).reshape(p.out_shape),)

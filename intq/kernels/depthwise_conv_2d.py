@@ -22,22 +22,8 @@ runs on neither runtime (LiteRT's Prepare fails, TFLite Micro's ``CalculateOpDat
 dereferences the null bias and crashes); a two-input node without bias runs on both. intq
 computes either as "no bias".
 
-Where the runtimes differ (measured with single-op models, tests/kernels/test_conv.py):
-
-* ``litert-opt`` (LiteRT's optimized kernel, optimized/integer_ops/depthwise_conv.h
-  ``DepthwiseConvGeneral``): the int32 accumulators are the same; its output stage
-  (``optimized_ops::Quantize``) requantizes output channels in groups of 8 with NEON
-  ``vqrdmulh`` + ``vrshl`` (NEON_2_SSE on x86: ``Requant.DOUBLE_HALF_UP``, the second rounding half
-  up) and the remaining ``C_out % 8`` channels with the scalar ``MultiplyByQuantizedMultiplier``
-  (gemmlowp, ``Requant.DOUBLE``). It dereferences the bias: a node without bias crashes LiteRT
-  (segfault, measured), so intq refuses it for this target (:func:`bias_required`).
-* ``xnnpack``: XNNPACK takes every int8 depthwise convolution intq accepts (measured) and
-  requantizes in float32 (``rint(float(acc) * float(float(s_in * s_w) / s_out))``, half to even,
-  clamp from ``xnn_qs8_quantize`` of the activation bounds). A node without bias crashes LiteRT
-  under this resolver as well (measured), so ``xnnpack`` refuses it too.
-
-``tpu-mlir`` target: TPU-MLIR's depthwise ``tpu.Conv2D`` (group = channels; explicit pads, the
-model's multiplier/rshift), :mod:`intq.kernels.tpu_mlir.conv`.
+Runtimes that compute otherwise replace this kernel with a variant in their family's folder
+(docs/engine.md).
 
 Arithmetic: the input is copied once into a reused int32 buffer padded with ``Z_x`` (so padding
 contributes ``Z_x * w - Z_x * w = 0`` after the zero-point expansion
@@ -45,8 +31,25 @@ contributes ``Z_x * w - Z_x * w = 0`` after the zero-point expansion
 pixel, ``offset + sum over taps of x * w`` in int32 — innermost over the contiguous channels when
 the depth multiplier is 1 — and the fused requantizer finishes. The int32 accumulator cannot
 overflow: ``|acc| <= 255 * sum|w| + |b|`` is checked at prepare. The 16x8 kernel
-(:mod:`intq.kernels.int16x8.depthwise_conv_2d`) runs the same tap loop in int64
+(:func:`prepare_int16`) runs the same tap loop in int64
 (:class:`DepthwiseTaps`).
+
+**16x8** (int16 activations, int8 weights): ``y[.., c*M + m] = clamp(MBQM64(sum_taps x[.., c] * w[tap, c*M + m] + b))``.
+
+Contract (spec 003, 16x8): input int16 ``[N, H, W, C]`` per tensor, zero point 0; weights int8
+``[1, KH, KW, C*M]`` constant, symmetric, per tensor or per output channel (axis 3); bias int64
+``[C*M]`` (zero point 0) or omitted; output int16 per tensor, zero point 0. ``depth_multiplier``
+must equal ``C_out / C`` (LiteRT takes it from the shapes, TFLM from the option, as for int8).
+
+Arithmetic — identical in LiteRT 2.3 (``reference_integer_ops::DepthwiseConvPerChannel`` for
+int16 input with int64 bias, prepared by ``depthwise_conv.cc``) and TFLM
+(``depthwise_conv_common.cc`` + the same reference function): the int64 sum over the in-image
+taps, plus the bias, ``MultiplyByQuantizedMultiplier(int64 acc, m_o, shift_o)`` (16-bit reduced
+multiplier, one rounding half up) with ``M_o = double(s_in) * double(s_w[o]) / double(s_out)``,
+then the fused activation's clamp. ``|acc| <= 2^15 * sum|w_o| + |b_o| < 2^47`` (prepare).
+
+Run: the int8 kernel's tap loop (:class:`intq.kernels.depthwise_conv_2d.DepthwiseTaps`) in int64,
+over the input padded with its zero point 0, starting from the bias.
 """
 
 from __future__ import annotations
@@ -58,8 +61,8 @@ from numba import njit
 
 from intq.kernels._conv_common import (
     ConvOperands,
-    Padding2D,
     PaddedInput,
+    Padding2D,
     check_accumulator,
     conv_bias,
     conv_operands,
@@ -67,22 +70,11 @@ from intq.kernels._conv_common import (
     fill_padded,
     make_padded,
 )
-from intq.kernels import _ort_u8s8
-from intq.kernels._conv_common import Im2col, fill_im2col, make_im2col
-from intq.kernels.base import KernelContext, kernel
+from intq.kernels.base import INT16, KernelContext, kernel
 from intq.kernels.requantize import Requantizer, requantize
-from intq.kernels.targets import Requant, Runtime
-from intq.kernels.tpu_mlir import conv as tpu_mlir_conv
+from intq.kernels._int16_common import Int64Requant, conv_int64_requant, conv_operands_16x8, int64_bias, requantize_int64
 
 OP = "DEPTHWISE_CONV_2D"
-VECTOR_CHANNELS = 8  # LiteRT's optimized output stage: channel groups of 8 through NEON, the rest scalar
-
-
-def bias_required(target) -> bool:
-    """LiteRT's optimized depthwise kernel reads the bias unconditionally (crashes without one);
-    under the XNNPACK resolver a node without bias crashes LiteRT too (measured)."""
-    return target.optimized
-
 
 
 @dataclass(frozen=True, eq=False)
@@ -128,55 +120,36 @@ class DepthwiseConv2DParams:
 
     taps: DepthwiseTaps  # int32; offset b - Z_x * sum_taps(w)
     requant: Requantizer
-    tail: Requantizer | None  # litert-opt: the last C_out % 8 channels (scalar gemmlowp rounding)
+    tail: Requantizer | None  # the channels [split, C_out), where a runtime's output stage rounds them otherwise
     split: int  # channels [0, split) use ``requant``, [split, C_out) ``tail``
     out_shape: tuple[int, int, int, int]
 
 
-@dataclass(frozen=True, eq=False)
-class OrtU8S8Avx2DepthwiseParams:
-    """``ort-u8s8-avx2`` with a depth multiplier ``M > 1``: onnxruntime's QLinearConv runs a grouped
-    convolution (one U8S8 GEMM per input channel, K = the taps), so MLAS's int16 pair saturation
-    applies to adjacent taps (:mod:`intq.kernels._ort_u8s8`); ``M = 1`` runs MLAS's depthwise
-    kernel, exact (measured under QEMU -cpu Haswell: 0 of 200 models differ from ``ort-u8``)."""
-
-    dw: DepthwiseConv2DParams
-    pairs: _ort_u8s8.PairSaturation
-    im2col: Im2col  # int8 rows [N*OH*OW, KH*KW*C] the pairs read
-
-
 @kernel(OP)
-def prepare(ctx: KernelContext) -> DepthwiseConv2DParams | OrtU8S8Avx2DepthwiseParams | tpu_mlir_conv.TpuMlirDepthwiseParams:
-    if ctx.target.runtime is Runtime.TPU_MLIR:
-        return tpu_mlir_conv.prepare_depthwise(ctx)
+def prepare(ctx: KernelContext) -> DepthwiseConv2DParams:
+    return prepare_depthwise(ctx)
+
+
+def _one_requantizer(ctx: KernelContext, ops: ConvOperands, c_out: int) -> tuple[Requantizer, None, int]:
+    return ops.requantizer(ctx, OP), None, c_out
+
+
+def prepare_depthwise(ctx: KernelContext, *, bias_refused: str | None = None,
+                      requantizers=_one_requantizer) -> DepthwiseConv2DParams:
+    """The depthwise convolution's parameters; ``bias_refused`` says why the runtime refuses a node
+    without bias (:func:`intq.kernels._conv_common.conv_bias`); ``requantizers(ctx, ops, C_out)``
+    gives ``(requant, tail, split)``: one requantization for every channel by default."""
     ops = conv_operands(ctx, channel_axis=3)
     kh, kw, c_out = depthwise_shape(ctx, ops)
-    refused = "crashes (measured) on" if bias_required(ctx.target) else None
-    bias = conv_bias(ctx, 2, c_out, refused_without=refused)
+    bias = conv_bias(ctx, 2, c_out, refused_without=bias_refused)
     pad = conv_padding(ctx, ops, kh, kw, c_out)
 
     check_accumulator(ctx, ops.abs_weight_sums(), bias)
     zx = ops.in_qp.tensor_zero_point
     offset = bias - zx * ops.w.astype(np.int64).reshape(kh * kw, c_out).sum(axis=0)  # |.| <= 128 sum|w| + |b| < 2^31
-    split, tail = c_out, None
-    if ctx.target.optimized and not ctx.target.xnnpack and ctx.target.requant_for(OP) is Requant.DOUBLE_HALF_UP:
-        split = c_out - c_out % VECTOR_CHANNELS
-        if split < c_out:
-            tail = ops.requantizer(ctx, OP, mode=Requant.DOUBLE, select=slice(split, None))
-    requant = None
-    if split > 0:
-        requant = ops.requantizer(ctx, OP, select=slice(0, split))
-    else:
-        requant, tail, split = tail, None, c_out
+    requant, tail, split = requantizers(ctx, ops, c_out)
     taps = prepare_taps(ops, offset, pad, np.int32)
-    params = DepthwiseConv2DParams(taps, requant, tail, split, (ops.in_shape[0], pad.out_h, pad.out_w, c_out))
-    c_in = ops.in_shape[3]
-    if _ort_u8s8.saturates(ctx) and c_out > c_in:
-        # output channel o multiplies input channel o // M at every tap: im2col column tap * C + o // M
-        columns = np.arange(kh * kw)[None, :] * c_in + (np.arange(c_out) // (c_out // c_in))[:, None]
-        pairs = _ort_u8s8.pair_saturation(ops.w.reshape(kh * kw, c_out).T, columns)
-        return OrtU8S8Avx2DepthwiseParams(params, pairs, make_im2col(ops.in_shape, kh, kw, ops.opts, pad, zx))
-    return params
+    return DepthwiseConv2DParams(taps, requant, tail, split, (ops.in_shape[0], pad.out_h, pad.out_w, c_out))
 
 
 def depthwise_shape(ctx: KernelContext, ops: ConvOperands) -> tuple[int, int, int]:
@@ -198,19 +171,11 @@ def depthwise_shape(ctx: KernelContext, ops: ConvOperands) -> tuple[int, int, in
     return kh, kw, c_out
 
 
-def run(p: DepthwiseConv2DParams | OrtU8S8Avx2DepthwiseParams, x, w=None, b=None):
-    if type(p) is tpu_mlir_conv.TpuMlirDepthwiseParams:
-        return tpu_mlir_conv.run_depthwise(p, x)
-    if type(p) is OrtU8S8Avx2DepthwiseParams:
-        acc = depthwise_sums(p.dw.taps, x)  # exact, then MLAS's saturated pairs (only shrink |acc|)
-        corr = _ort_u8s8.saturation_correction(p.pairs, fill_im2col(p.im2col, x), 128)
-        if corr is not None:
-            acc = acc + corr.reshape(acc.shape)
-        return (requantize(p.dw.requant, acc),)
+def run(p: DepthwiseConv2DParams, x, w=None, b=None):
     acc = depthwise_sums(p.taps, x)  # int32, |acc| < 2^31 (prepare)
     if p.tail is None:
         return (requantize(p.requant, acc),)
-    out = np.empty(p.out_shape, p.requant.out_dtype)  # litert-opt: two channel groups, two roundings
+    out = np.empty(p.out_shape, p.requant.out_dtype)  # two channel groups, two roundings
     out[..., :p.split] = requantize(p.requant, acc[..., :p.split])
     out[..., p.split:] = requantize(p.tail, acc[..., p.split:])
     return (out,)
@@ -245,3 +210,26 @@ def _accumulate(padded, weights, tap_rows, tap_cols, stride_h, stride_w, offset,
                             v = src[p, c]
                             for m in range(mult):
                                 dst[r, c * mult + m] += v * w[t, c * mult + m]
+
+
+# -------------------------------------------------------------------------------- 16x8
+
+@dataclass(frozen=True, eq=False)
+class DepthwiseConv16x8Params:
+    taps: DepthwiseTaps  # int64, offset = bias
+    requant: Int64Requant
+
+
+@kernel(OP, INT16, run="run_int16")
+def prepare_int16(ctx: KernelContext) -> DepthwiseConv16x8Params:
+    ops = conv_operands_16x8(ctx, channel_axis=3)
+    kh, kw, c_out = depthwise_shape(ctx, ops)
+    bias = int64_bias(ctx, 2, c_out)
+    pad = conv_padding(ctx, ops, kh, kw, c_out)
+    requant = conv_int64_requant(ctx, ops, bias)
+    return DepthwiseConv16x8Params(prepare_taps(ops, bias, pad, np.int64), requant)
+
+
+def run_int16(p: DepthwiseConv16x8Params, x, w=None, b=None):
+    acc = depthwise_sums(p.taps, x)  # int64: |acc| < 2^47 (prepare)
+    return (requantize_int64(p.requant, acc),)

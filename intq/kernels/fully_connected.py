@@ -22,11 +22,27 @@ and tests/kernels/test_fully_connected.py):
 * ``litert-opt``: LiteRT's optimized kernel (optimized/integer_ops/fully_connected.h through
   cpu_backend_gemm and ruy): ``Requant.DOUBLE_HALF_UP`` — SRDHM, then a rounding right shift with
   ties up — and ``M`` computed as TFLM does (float32 product per tensor, double per channel);
-* ``xnnpack``: XNNPACK takes every int8 FULLY_CONNECTED intq accepts (measured) and requantizes in
-  float32: ``rint(float(acc) * float(float(s_in * s_w) / s_out))``, half to even, clamped to
-  ``xnn_qs8_quantize`` of the activation bounds.
+* runtimes that requantize otherwise (XNNPACK's float32 scale): a variant in their family's folder.
 
-``tpu-mlir`` target: TPU-MLIR's ``tpu.MatMul`` with constant weights (:mod:`intq.kernels.tpu_mlir.matmul`).
+**16x8** (int16 activations, int8 weights): ``y = clamp(R(sum_k x_k * w_nk + b_n))`` with int16 ``x``, int8 ``w``.
+
+Contract (spec 003, 16x8): input int16 per tensor, zero point 0; weights int8 ``[N, K]``
+constant, symmetric, per tensor or per output channel (axis 0); bias int64 ``[N]`` (zero point
+0) or omitted; output int16 per tensor, zero point 0. The input is read as rows of ``K``.
+No zero point enters the sum (all are 0). The accumulator is int64:
+``|acc| <= 2^15 * sum_k |w_nk| + |b_n|``, which must stay below 2^47 (checked at prepare). The
+contract checks are the int8 kernel's (:func:`intq.kernels.fully_connected.fc_weights`,
+:func:`~intq.kernels.fully_connected.fc_out_shape`).
+
+Requantization (TFLM ``fully_connected_common.cc + ``reference_integer_ops::FullyConnected`` /
+  ``FullyConnectedPerChannel`` with ``int64_t`` bias): ``MultiplyByQuantizedMultiplier(int64 acc,
+  m, shift)`` — the multiplier reduced to 16 bits, ``(acc * m16 + 2^(14-shift)) >> (15-shift)``.
+  ``M = double(s_in) * double(s_w[n]) / double(s_out)`` per channel and per tensor alike —
+  measured: unlike the int8 kernel (``double(float(s_in * s_w))`` per tensor), the installed TFLM
+  rounds per-tensor 16x8 models as the double product (models whose two 16-bit multipliers
+  differ are among the tests; tests/kernels/test_int16x8.py).
+Then the fused activation's clamp (no output zero point).
+
 """
 
 from __future__ import annotations
@@ -35,22 +51,22 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from intq.kernels._conv_common import check_accumulator, conv_bias
-from intq.kernels import _ort, _ort_u8s8
-from intq.kernels.base import KernelContext, kernel
-from intq.kernels.tpu_mlir import matmul as tpu_mlir_matmul
-from intq.kernels.targets import Runtime as _Runtime
+from intq.kernels._conv_common import check_accumulator, conv_bias, conv_scales
+from intq.kernels.base import INT16, KernelContext, kernel
 from intq.kernels.gemm import PreparedGemm, exact_matmul, prepare_gemm
-from intq.kernels.requantize import (
-    Requantizer,
-    activation_range,
-    make_requantizer,
-    requantize,
-    xnnpack_activation_range,
-    xnnpack_conv_scale,
-)
-from intq.kernels.targets import Requant, Runtime
+from intq.kernels.requantize import Requantizer, activation_range, float32_rne_scale, make_requantizer, requantize
+from intq.kernels.targets import Requant
 from intq.qmath import QuantParams, effective_scale
+from intq.kernels._int16_common import (
+    Int64Requant,
+    check_int64_accumulator,
+    fused_activation_range,
+    int64_bias,
+    io_int16,
+    make_int64_requant,
+    check_16x8,
+    requantize_int64,
+)
 
 OP = "FULLY_CONNECTED"
 
@@ -64,21 +80,14 @@ class FullyConnectedParams:
     out_shape: tuple[int, ...]
 
 
-@dataclass(frozen=True, eq=False)
-class OrtU8S8Avx2FullyConnectedParams:
-    """``ort-u8s8-avx2``: QGemm's exact product plus MLAS's int16 pair saturation along K
-    (:mod:`intq.kernels._ort_u8s8`)."""
-
-    fc: FullyConnectedParams
-    pairs: _ort_u8s8.PairSaturation
-
-
 @kernel(OP)
-def prepare(ctx: KernelContext) -> FullyConnectedParams | OrtU8S8Avx2FullyConnectedParams | _ort.OrtAsymmetricGemm:
-    if _ort.is_ort(ctx) and _ort.asymmetric_weights(ctx):  # imported QGemm / QLinearMatMul with a weight zero point
-        return _ort.prepare_asymmetric_gemm(ctx)
-    if ctx.target.runtime is _Runtime.TPU_MLIR:
-        return tpu_mlir_matmul.prepare(ctx)
+def prepare(ctx: KernelContext) -> FullyConnectedParams:
+    return prepare_fc(ctx)
+
+
+def prepare_fc(ctx: KernelContext, *, mode: Requant | None = None, bounds=activation_range) -> FullyConnectedParams:
+    """The layer's parameters; ``mode`` and ``bounds`` override the target's requantization and the
+    clamp (:func:`fc_requantizer`)."""
     in_qp = ctx.per_tensor(ctx.input(0), "input")
     out_qp = ctx.per_tensor(ctx.outputs[0], "output")
     w, w_qp = fc_weights(ctx)
@@ -88,11 +97,9 @@ def prepare(ctx: KernelContext) -> FullyConnectedParams | OrtU8S8Avx2FullyConnec
     check_accumulator(ctx, np.abs(w.astype(np.int64)).sum(axis=1), bias)
     gemm = prepare_gemm(w)
     offset = bias - in_qp.tensor_zero_point * gemm.weight_sums
-    r = fc_requantizer(ctx, in_qp, w_qp, out_qp, ctx.attr("fused_activation_function", "NONE"), ctx.outputs[0].dtype)
-    params = FullyConnectedParams(gemm, offset, r, k, out_shape)
-    if _ort_u8s8.saturates(ctx):
-        return OrtU8S8Avx2FullyConnectedParams(params, _ort_u8s8.pair_saturation(w))
-    return params
+    r = fc_requantizer(ctx, in_qp, w_qp, out_qp, ctx.attr("fused_activation_function", "NONE"), ctx.outputs[0].dtype,
+                       mode=mode, bounds=bounds)
+    return FullyConnectedParams(gemm, offset, r, k, out_shape)
 
 
 def fc_weights(ctx: KernelContext) -> tuple[np.ndarray, QuantParams]:
@@ -126,21 +133,18 @@ def fc_out_shape(ctx: KernelContext, k: int, n: int | None = None) -> tuple[int,
 
 
 def fc_requantizer(ctx: KernelContext, in_qp: QuantParams, w_qp: QuantParams, out_qp: QuantParams,
-                   activation: str, out_dtype) -> Requantizer:
-    """The requantization ``prepare`` uses on ``ctx.target`` (module docstring): ``M`` from the
-    float32 product ``float(s_in * s_w) / s_out`` for per-tensor weights, the double product per
-    channel (and for ``DOUBLE_PRODUCT``); XNNPACK's fp32 scale and clamp on ``xnnpack``. Only
+                   activation: str, out_dtype, mode: Requant | None = None, bounds=activation_range) -> Requantizer:
+    """The requantization of the target's contract for FULLY_CONNECTED (``mode`` overrides it):
+    ``M`` from the float32 product ``float(s_in * s_w) / s_out`` for per-tensor weights, the double
+    product per channel (and for ``DOUBLE_PRODUCT``); the float32 requantization
+    (:data:`Requant.FLOAT32_RNE`: XNNPACK, MLAS's QGemm) from its float32 scale
+    ``float(float(s_in * s_w) / s_out)``. The clamp is ``bounds(activation, out_qp)``. Only
     ``ctx.target`` is read."""
-    mode = ctx.target.requant_for(OP)
-    if ctx.target.runtime is Runtime.ORT:  # QGemm: float32 scale, rint, intq's Clip for the activation
-        lo, hi = activation_range(activation, out_qp)
-        scale = xnnpack_conv_scale(in_qp.scale[0], w_qp.scale, out_qp.scale[0])
-        return make_requantizer(scale, Requant.FLOAT32_RNE, out_qp.tensor_zero_point, lo, hi, out_dtype)
-    if ctx.target.xnnpack:  # XNNPACK takes the node: fp32 requantization
-        lo, hi = xnnpack_activation_range(activation, out_qp)
-        scale = xnnpack_conv_scale(in_qp.scale[0], w_qp.scale, out_qp.scale[0])
-        return make_requantizer(scale, Requant.FLOAT32_RNE, out_qp.tensor_zero_point, lo, hi, out_dtype)
-    lo, hi = activation_range(activation, out_qp)
+    mode = ctx.target.requant_for(OP) if mode is None else mode
+    lo, hi = bounds(activation, out_qp)
+    if mode is Requant.FLOAT32_RNE:
+        scale = float32_rne_scale(in_qp.scale[0], w_qp.scale, out_qp.scale[0])
+        return make_requantizer(scale, mode, out_qp.tensor_zero_point, lo, hi, out_dtype)
     return make_requantizer(fc_multipliers(in_qp, w_qp, out_qp, mode), mode, out_qp.tensor_zero_point, lo, hi,
                             out_dtype)
 
@@ -153,18 +157,64 @@ def fc_multipliers(in_qp: QuantParams, w_qp: QuantParams, out_qp: QuantParams, m
     return effective_scale(in_qp.scale[0], w_qp.scale, out_qp.scale[0], product_dtype=product)
 
 
-def run(p: FullyConnectedParams | OrtU8S8Avx2FullyConnectedParams | _ort.OrtAsymmetricGemm, x, w=None, b=None):
-    if isinstance(p, _ort.OrtAsymmetricGemm):
-        return (_ort.run_asymmetric_gemm(p, x),)
-    if type(p) is tpu_mlir_matmul.TpuMlirMatMulParams:
-        return tpu_mlir_matmul.run(p, x)
-    pairs = None
-    if type(p) is OrtU8S8Avx2FullyConnectedParams:
-        p, pairs = p.fc, p.pairs
+def run(p: FullyConnectedParams, x, w=None, b=None):
     rows = x.reshape(-1, p.k)
     acc = exact_matmul(rows, p.gemm)  # int32 sum(x * w), exact
-    if pairs is not None:  # MLAS's int16-saturated pair sums (saturation only shrinks |acc|)
-        corr = _ort_u8s8.saturation_correction(pairs, rows, 128)
-        if corr is not None:
-            acc = acc + corr
     return (requantize(p.requant, acc, p.offset).reshape(p.out_shape),)  # |acc + offset| < 2^31 (prepare)
+
+
+# -------------------------------------------------------------------------------- 16x8
+
+@dataclass(frozen=True, eq=False)
+class FullyConnected16x8Params:
+    weights_t: np.ndarray  # int64 [K, N]
+    bias: np.ndarray  # int64 [N]
+    k: int
+    out_shape: tuple[int, ...]
+    requant: Int64Requant
+
+
+@dataclass(frozen=True, eq=False)
+class Int16Layer:
+    """A 16x8 layer's checked operands (:func:`int16_layer`)."""
+
+    in_qp: QuantParams
+    out_qp: QuantParams
+    w: np.ndarray  # int8 [N, K]
+    w_qp: QuantParams
+    bias: np.ndarray  # int64 [N]
+    out_shape: tuple[int, ...]
+    act_min: int
+    act_max: int
+
+
+def int16_layer(ctx: KernelContext) -> Int16Layer:
+    """The 16x8 contract (module docstring), the int64 accumulator bound and the fused activation's clamp."""
+    check_16x8(ctx)
+    in_qp, out_qp = io_int16(ctx)
+    w, w_qp = fc_weights(ctx)
+    n, k = w.shape
+    bias = int64_bias(ctx, 2, n)
+    out_shape = fc_out_shape(ctx, k, n)
+    check_int64_accumulator(ctx, np.abs(w.astype(np.int64)).sum(axis=1), bias)
+    lo, hi = fused_activation_range(ctx, out_qp)
+    return Int16Layer(in_qp, out_qp, w, w_qp, bias, out_shape, lo, hi)
+
+
+@kernel(OP, INT16, run="run_int16")
+def prepare_int16(ctx: KernelContext) -> FullyConnected16x8Params:
+    layer = int16_layer(ctx)
+    # M = double(s_in) * double(s_w) / double(s_out), per tensor too (measured for TFLM)
+    real = conv_scales(layer.in_qp, layer.w_qp, layer.out_qp, layer.w.shape[0])
+    requant = make_int64_requant(ctx, real, layer.act_min, layer.act_max)
+    return FullyConnected16x8Params(layer.w.astype(np.int64).T.copy(), layer.bias, layer.w.shape[1], layer.out_shape,
+                                    requant)
+
+
+def int64_sums(p, x) -> np.ndarray:
+    """``x @ w.T + b`` in int64 (``|acc| < 2^47``, prepare) for ``p`` with ``weights_t``, ``bias``, ``k``."""
+    return x.reshape(-1, p.k).astype(np.int64) @ p.weights_t + p.bias
+
+
+def run_int16(p: FullyConnected16x8Params, x, w=None, b=None):
+    return (requantize_int64(p.requant, int64_sums(p, x)).reshape(p.out_shape),)

@@ -45,13 +45,11 @@ from intq.kernels._elementwise_common import (
     int8_table,
     int8_unary,
     lookup,
-    runtime_of,
     scale_of,
     scale_ratio,
     zero_point_of,
 )
 from intq.qmath.raw import rdbp16, saturating_left_shift16, sdhm16, srdhm16
-from intq.kernels import _ort
 from intq.kernels.base import KernelContext, kernel
 from intq.qmath import quantize_multiplier
 
@@ -82,14 +80,12 @@ def _int16_multiplier(real: float) -> tuple[int, int]:
 
 
 @kernel(OP)
-def prepare(ctx: KernelContext) -> HardSwishParams | _ort.OrtLut:
-    if _ort.is_ort(ctx):  # DequantizeLinear -> HardSwish -> QuantizeLinear, per code
-        return _ort.prepare_unary(ctx, _ort.hard_swish)
+def prepare(ctx: KernelContext) -> HardSwishParams:
     io = int8_unary(ctx)
     qx, qy = io.qx, io.qy
     hires = (fp32(1.0) / fp32(128.0)) * scale_of(qx)  # exact: a power-of-two factor
-    real_out = scale_ratio(runtime_of(ctx), (hires,), scale_of(qy))
-    real_relu = scale_ratio(runtime_of(ctx), (hires,), _RELUISH_SCALE)
+    real_out = scale_ratio(ctx.target.scales, (hires,), scale_of(qy))
+    real_relu = scale_ratio(ctx.target.scales, (hires,), _RELUISH_SCALE)
     m_out, e_out = _int16_multiplier(real_out)
     if e_out > 0:
         raise ctx.error(f"the output multiplier s_in / (128 s_out) = {real_out:.6g} must be "
@@ -122,7 +118,5 @@ def hard_swish(p: HardSwishParams, x: np.ndarray) -> np.ndarray:
     return np.clip(out, INT8_MIN, INT8_MAX)
 
 
-def run(p: HardSwishParams | _ort.OrtLut, x):
-    if isinstance(p, _ort.OrtLut):
-        return (_ort.lookup(p, x),)
+def run(p: HardSwishParams, x):
     return (lookup(p.table, x),)

@@ -33,19 +33,19 @@ FLOAT_FUNCTIONS: dict[str, str] = {
     "intq.kernels.requantize.DoubleProduct.rescaled":
         "LiteRT 2.3's reference FULLY_CONNECTED computes round(double(acc) * M) (litert-ref only)",
     "intq.kernels.requantize.Float32Rne.rescaled":
-        "XNNPACK and onnxruntime (MLAS) requantize in float32, ties to even (xnnpack, ort, ort-u8 only)",
-    "intq.kernels.mean._float32_mean":
+        "XNNPACK and onnxruntime (MLAS) requantize in float32, ties to even (the xnnpack and ort families)",
+    "intq.kernels.xnnpack.mean.float32_mean":
         "XNNPACK's MEAN and SUM requantize the sums in float32 (xnnpack only)",
-    "intq.kernels.sum._float32_sum":
+    "intq.kernels.litert_opt.sum.float32_sum":
         "LiteRT's optimized SUM computes in float32 (litert-opt only)",
-    "intq.kernels.softmax._float32_softmax":
+    "intq.kernels.litert_opt.softmax.float32_softmax":
         "LiteRT's optimized SOFTMAX computes in float32 (litert-opt and xnnpack)",
-    "intq.kernels.log_softmax._float32_log_softmax":
+    "intq.kernels.litert_opt.log_softmax.float32_log_softmax":
         "LiteRT's optimized LOG_SOFTMAX computes in float32 (litert-opt and xnnpack)",
-    "intq.kernels._ort._float32_softmax":
-        "onnxruntime's QLinearSoftmax computes in float32 (ort, ort-u8 only)",
-    "intq.kernels._ort._float32_average_pool":
-        "onnxruntime's QLinearAveragePool computes in float32 (ort, ort-u8 only)",
+    "intq.kernels.ort.softmax._float32_softmax":
+        "onnxruntime's QLinearSoftmax computes in float32 (the ort family)",
+    "intq.kernels.ort.average_pool_2d._float32_average_pool":
+        "onnxruntime's QLinearAveragePool computes in float32 (the ort family)",
     "intq.kernels.tpu_mlir.pool.run_avg_float":
         "TPU-MLIR's asymmetric (and unevenly padded) average pooling computes in float (tpu-mlir only)",
     "intq.kernels.tpu_mlir.softmax.run_float":
@@ -72,12 +72,13 @@ FLOAT_PARAMS: dict[str, str] = {
     "intq.kernels.gemm.PreparedGemm": "float32 copies of int8 weight chunks for exact_matmul (decision 6)",
     "intq.kernels.requantize.DoubleProduct": "the double multiplier of DoubleProduct.rescaled",
     "intq.kernels.requantize.Float32Rne": "the float32 scale of Float32Rne.rescaled",
-    "intq.kernels.mean.XnnpackMeanParams": "the float32 scale and zero point of _float32_mean",
-    "intq.kernels.sum.OptimizedSumParams": "the float32 ratio and bias of _float32_sum",
-    "intq.kernels.softmax.OptimizedSoftmaxParams": "the float32 table and scale of _float32_softmax",
-    "intq.kernels.log_softmax.OptimizedLogSoftmaxParams": "the float32 scale of _float32_log_softmax",
-    "intq.kernels._ort.OrtSoftmax": "the float32 exp table and scale of _ort._float32_softmax",
-    "intq.kernels._ort.OrtAveragePool": "the float32 dequantized codes, counts and scale of _ort._float32_average_pool",
+    "intq.kernels.xnnpack.mean.XnnpackMeanParams": "the float32 scale and zero point of float32_mean",
+    "intq.kernels.litert_opt.sum.OptimizedSumParams": "the float32 ratio and bias of float32_sum",
+    "intq.kernels.litert_opt.softmax.OptimizedSoftmaxParams": "the float32 table and scale of float32_softmax",
+    "intq.kernels.litert_opt.log_softmax.OptimizedLogSoftmaxParams": "the float32 scale of float32_log_softmax",
+    "intq.kernels.ort.softmax.OrtSoftmax": "the float32 exp table and scale of ort.softmax._float32_softmax",
+    "intq.kernels.ort.average_pool_2d.OrtAveragePool":
+        "the float32 dequantized codes, counts and scale of ort.average_pool_2d._float32_average_pool",
     "intq.kernels.tpu_mlir.pool.TpuMlirFloatAvgPoolParams": "the float scale and offset of run_avg_float",
     "intq.kernels.tpu_mlir.softmax.TpuMlirSoftmaxParams": "the float32 exp table and scale of run_float",
 }

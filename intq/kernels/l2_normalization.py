@@ -43,12 +43,11 @@ class L2NormalizationParams:
 def prepare(ctx: KernelContext) -> L2NormalizationParams:
     in_qp, out_qp = fp.check_int8_io(ctx)
     fp.check_output_params(ctx, out_qp, 1.0 / 128.0, 0, "1/128")
-    runtime = fp.runtime_for(ctx)
     activation = ctx.attr("fused_activation_function", "NONE")
     if activation not in (None, "NONE"):
         raise ctx.error(f"fused activation {activation!r} is not supported (TFLite's kernels refuse it); use NONE")
     shape = ctx.outputs[0].shape
-    if runtime == "tflm" and len(shape) > 4:
+    if ctx.target.rules.tables == "tflm" and len(shape) > 4:  # the rules the target follows
         raise ctx.error(f"TensorFlow Lite Micro's L2_NORMALIZATION takes rank <= 4, got shape {shape}")
     depth = int(shape[-1])
     if depth > _MAX_DEPTH:

@@ -16,24 +16,27 @@ The targets differ in Prepare's arithmetic for the two reals:
   computes them in double (its machine code converts the scales and alpha with cvtss2sd and
   uses mulsd/divsd; measured: on scales where the two forms differ, TFLM equals the double one).
 
-``xnnpack`` (measured, explained from XNNPACK's ``xnn_init_qs8_lrelu_scalar_params`` and its qs8
-``vlrelu`` kernels): XNNPACK takes the node when ``P = float32(s_in / s_out)`` lies in [2^-8, 2^7]
-and ``N = float32(P * alpha)`` satisfies ``2^-8 <= |N|``, ``-0x1.FFFCp+6 <= N <= 2^7`` (its
-asserts; the delegate's acceptance coincides, measured), and computes with 8-bit fixed-point
-multipliers ``m_p = lrintf(256 P)``, ``m_n = lrintf(256 N)`` (half to even)::
-
-    y = clamp(((v * (v >= 0 ? m_p : m_n) + 128) >> 8) + Z_out)           (integers only)
-
-Otherwise LiteRT's kernel runs, which for LEAKY_RELU is the reference one (``litert-opt`` too).
+LiteRT's own kernels (its optimized resolver too) are this one. Runtimes that compute otherwise
+replace this kernel with a variant in their family's folder (docs/engine.md).
 
 Contract: int8 per-tensor input and output of the same shape; ``alpha`` a finite float
 (attribute, default 0.2). |v| <= 255: the multipliers may shift left by up to 22 bits.
 
-``tpu-mlir`` target: TPU-MLIR's float ``tpu.LeakyRelu`` (its asymmetric models keep LeakyReLU in
-float16; the symmetric int8 form is imported as a table), :mod:`intq.kernels.tpu_mlir.activation`.
-
 Run: the output depends on one int8, so prepare evaluates :func:`leaky_relu` (the integer
 arithmetic above) on all 256 values and run is a table lookup, bit for bit the same.
+
+**16x8** (int16 activations, int8 weights): ``y = clamp(v >= 0 ? MBQM(v, M_id) : sign(alpha) *
+MBQM(v, |M_alpha|))``, int16.
+
+LiteRT 2.3 (``activations.cc`` LeakyReluPrepare/Eval → ``reference_ops::QuantizeLeakyRelu<int16_t>``)
+and TFLM (``leaky_relu_common.cc``, the same reference function) compute, on ``v = x`` (zero
+points 0, checked by both): the identity multiplier ``s_in / s_out`` for ``v >= 0``, the alpha
+multiplier ``s_in * alpha / s_out`` otherwise, each through QuantizeMultiplier and
+MultiplyByQuantizedMultiplier (gemmlowp double rounding; ``v * 2^left`` in int32 as in C), clamped
+to int16. A negative alpha's sign is applied after the multiplication, as for int8.
+
+Where the targets differ (as for int8): LiteRT's Prepare evaluates both reals in float32, TFLM in
+double (measured on the int8 kernel).
 """
 
 from __future__ import annotations
@@ -55,16 +58,15 @@ from intq.kernels._elementwise_common import (
     output_requantizer,
     requant_mode,
     rescale,
-    runtime_of,
     scale_of,
     scale_ratio,
     zero_point_of,
 )
-from intq.kernels import _ort
-from intq.kernels.base import KernelContext, kernel
-from intq.kernels.targets import Runtime as _Runtime
-from intq.kernels.tpu_mlir import activation as tpu_mlir_activation
+from intq.kernels.base import INT16, KernelContext, kernel
 from intq.kernels.requantize import Requantizer, requantize
+from intq.kernels._int16_common import INT16_MAX, INT16_MIN, io_int16, check_16x8, static_shape
+from intq.qmath.raw import mbqm
+from intq.qmath import quantize_multiplier
 
 OP = "LEAKY_RELU"
 _MAX_LEFT_SHIFT = 22  # |x - Z| <= 255 < 2^8 and 2^8 << 22 = 2^30
@@ -74,32 +76,22 @@ _MAX_LEFT_SHIFT = 22  # |x - Z| <= 255 < 2^8 and 2^8 << 22 = 2^30
 class LeakyReluParams:
     zero_point_in: int
     zero_point_out: int
-    identity: Requantizer | None  # v >= 0: v * s_in / s_out + Z_out, clamped to int8 (None: xnnpack table)
+    identity: Requantizer | None  # v >= 0: v * s_in / s_out + Z_out, clamped to int8 (None: another runtime's table)
     alpha: Rescale | None  # v < 0: v * |alpha| s_in / s_out ...
     alpha_sign: int  # ... times the sign of alpha (+1 or -1)
     table: np.ndarray | None = None  # int8 [256]: leaky_relu(self, x) for every int8 x (see lookup)
 
 
 @kernel(OP)
-def prepare(ctx: KernelContext) -> LeakyReluParams | tpu_mlir_activation.TpuMlirFloatLeakyReluParams:
-    if ctx.target.runtime is _Runtime.TPU_MLIR:
-        return tpu_mlir_activation.prepare_float_leaky_relu(ctx)
+def prepare(ctx: KernelContext) -> LeakyReluParams:
     ctx.check_emulated()
-    alpha = ctx.attr("alpha", 0.2)  # TFLite's LeakyReluOptions default
-    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not np.isfinite(alpha):
-        raise ctx.error(f"alpha must be a finite number, got {alpha!r}")
-    if _ort.is_ort(ctx):  # QLinearLeakyRelu: a per-code table in float32
-        return _ort.prepare_unary(ctx, _ort.leaky_relu(alpha))
+    alpha = alpha_of(ctx)
     io = int8_unary(ctx)
     qx, qy = io.qx, io.qy
     mode = requant_mode(ctx)
     s_in, s_out = scale_of(qx), scale_of(qy)
-    real_identity = scale_ratio(runtime_of(ctx), (s_in,), s_out)
-    real_alpha = scale_ratio(runtime_of(ctx), (s_in, fp32(alpha)), s_out)
-    if ctx.target.xnnpack:
-        table = xnnpack_leaky_relu_table(s_in, s_out, fp32(alpha), zero_point_of(qx), zero_point_of(qy))
-        if table is not None:
-            return LeakyReluParams(zero_point_of(qx), zero_point_of(qy), None, None, 1, table)
+    real_identity = scale_ratio(ctx.target.scales, (s_in,), s_out)
+    real_alpha = scale_ratio(ctx.target.scales, (s_in, fp32(alpha)), s_out)
     make_rescale(ctx, real_identity, "identity", mode, max_left_shift=_MAX_LEFT_SHIFT)
     p = LeakyReluParams(
         zero_point_in=zero_point_of(qx),
@@ -111,17 +103,12 @@ def prepare(ctx: KernelContext) -> LeakyReluParams | tpu_mlir_activation.TpuMlir
     return replace(p, table=int8_table(leaky_relu(p, INT8_BY_BITS), np.int8))
 
 
-def xnnpack_leaky_relu_table(s_in, s_out, alpha, z_in: int, z_out: int) -> np.ndarray | None:
-    """XNNPACK's qs8 LEAKY_RELU on every int8 (module docstring), or None where XNNPACK declines."""
-    positive = np.float32(np.float32(s_in) / np.float32(s_out))
-    negative = np.float32(positive * np.float32(alpha))
-    if not (2.0**-8 <= positive <= 2.0**7 and abs(negative) >= 2.0**-8
-            and -float.fromhex("0x1.FFFCp+6") <= negative <= 2.0**7):
-        return None
-    m_p, m_n = (int(np.rint(np.float32(256) * v)) for v in (positive, negative))  # lrintf
-    v = INT8_BY_BITS - z_in
-    y = ((v * np.where(v >= 0, m_p, m_n) + 128) >> 8) + z_out
-    return int8_table(np.clip(y, INT8_MIN, INT8_MAX), np.int8)
+def alpha_of(ctx: KernelContext) -> float:
+    """The ``alpha`` attribute (TFLite's LeakyReluOptions default 0.2), a finite number."""
+    alpha = ctx.attr("alpha", 0.2)
+    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not np.isfinite(alpha):
+        raise ctx.error(f"alpha must be a finite number, got {alpha!r}")
+    return alpha
 
 
 def leaky_relu(p: LeakyReluParams, x: np.ndarray) -> np.ndarray:
@@ -131,9 +118,41 @@ def leaky_relu(p: LeakyReluParams, x: np.ndarray) -> np.ndarray:
     return np.where(v >= 0, requantize(p.identity, v), negative)
 
 
-def run(p: LeakyReluParams | _ort.OrtLut | tpu_mlir_activation.TpuMlirFloatLeakyReluParams, x):
-    if type(p) is tpu_mlir_activation.TpuMlirFloatLeakyReluParams:
-        return tpu_mlir_activation.run_float_leaky_relu(p, x)
-    if isinstance(p, _ort.OrtLut):
-        return (_ort.lookup(p, x),)
+def run(p: LeakyReluParams, x):
     return (lookup(p.table, x),)
+
+
+# -------------------------------------------------------------------------------- 16x8
+
+@dataclass(frozen=True)
+class LeakyRelu16x8Params:
+    identity_multiplier: int
+    identity_shift: int
+    alpha_multiplier: int  # of |M_alpha|
+    alpha_shift: int
+    alpha_sign: int  # +1 or -1
+
+
+@kernel(OP, INT16, run="run_int16")
+def prepare_int16(ctx: KernelContext) -> LeakyRelu16x8Params:
+    check_16x8(ctx)
+    in_qp, out_qp = io_int16(ctx)
+    if static_shape(ctx, ctx.input(0), "input") != static_shape(ctx, ctx.outputs[0], "output"):
+        raise ctx.error("input and output must have the same shape")
+    alpha = alpha_of(ctx)
+    s_in, s_out, a32 = np.float32(in_qp.tensor_scale), np.float32(out_qp.tensor_scale), np.float32(alpha)
+    real_identity = scale_ratio(ctx.target.scales, (s_in,), s_out)  # the target's Prepare arithmetic
+    real_alpha = scale_ratio(ctx.target.scales, (s_in, a32), s_out)
+    ident = quantize_multiplier(real_identity)
+    alph = quantize_multiplier(abs(real_alpha))
+    if max(int(ident.shift), int(alph.shift)) > 30:
+        raise ctx.error("s_in / s_out is too large for TFLite's fixed-point multiplier")
+    return LeakyRelu16x8Params(int(ident.multiplier), int(ident.shift), int(alph.multiplier), int(alph.shift),
+                               -1 if real_alpha < 0 else 1)
+
+
+def run_int16(p: LeakyRelu16x8Params, x):
+    v = x.astype(np.int64)
+    positive = mbqm(v, p.identity_multiplier, p.identity_shift)
+    negative = p.alpha_sign * mbqm(v, p.alpha_multiplier, p.alpha_shift)
+    return (np.clip(np.where(v >= 0, positive, negative), INT16_MIN, INT16_MAX).astype(np.int16),)

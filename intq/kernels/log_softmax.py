@@ -22,18 +22,8 @@ LogSoftmaxQuantized; ``litert-ref``: LiteRT ``activations.cc`` LogSoftmaxPrepare
 ``prepare`` tabulates the scaled difference and the exp summand for d = 0..255 in integers;
 ``run`` sums, takes the fixed-point log per row and finishes per element. Integer-only.
 
-``litert-opt`` and ``xnnpack`` (XNNPACK takes no int8 LOG_SOFTMAX): LiteRT's
-LogSoftmaxPrepare<kGenericOptimized> builds the float32 table of its optimized SOFTMAX
-(:func:`intq.kernels._fixedpoint_lut.optimized_softmax_table`, beta 1) and
-``optimized_ops::LogSoftmax<int8_t>`` computes, per row, in float32 (no fused multiply-add)::
-
-    sum  = t[d_0] + t[d_1] + ...                 (in order, one rounding per addition)
-    pre  = (s_in * max + logf(sum)) / s_out
-    y    = clamp(rint(s_in / s_out * x - pre) + 127)   (rint: half to even)
-
-(:class:`OptimizedLogSoftmaxParams`, the float emulation :func:`_float32_log_softmax`). Measured:
-20 of 31,453 random models differ from the fixed-point kernel, and LiteRT's optimized kernel
-equals this formula on all 20 (with a fused multiply-add it would not on 2 of them).
+Runtimes that compute otherwise replace this kernel with a variant in their family's folder
+(docs/engine.md).
 """
 
 from __future__ import annotations
@@ -51,7 +41,7 @@ OP = "LOG_SOFTMAX"
 _ACCUMULATION_INTEGER_BITS = 12  # the sum of exps is Q12.19
 _OUTPUT_INTEGER_BITS = 4  # the output range is [-16, 0]: 1/16 per step
 _OUTPUT_SHIFT = 31 - fp.SCALED_DIFF_INTEGER_BITS - _OUTPUT_INTEGER_BITS  # Q5.26 -> multiples of 1/16
-_OUTPUT_ZERO_POINT = 127
+OUTPUT_ZERO_POINT = 127
 
 
 @dataclass(frozen=True)
@@ -64,24 +54,16 @@ class LogSoftmaxParams:
     reverse_shift: int  # <= 0 (a right shift)
 
 
-@dataclass(frozen=True, eq=False)
-class OptimizedLogSoftmaxParams:
-    """LiteRT's optimized int8 LOG_SOFTMAX (``litert-opt``, ``xnnpack``; module docstring)."""
-
-    depth: int  # length of the last axis
-    table: np.ndarray  # float32 [256]: expf(-s_in * d), d = max - x
-    input_scale: np.float32
-    output_scale: np.float32
+def check_io(ctx: KernelContext):
+    """One int8 input and output of the same static shape, the output ``(16/256, 127)`` (spec 003)."""
+    in_qp, out_qp = fp.check_int8_io(ctx)
+    fp.check_output_params(ctx, out_qp, 16.0 / 256.0, OUTPUT_ZERO_POINT, "16/256")
+    return in_qp, out_qp
 
 
 @kernel(OP)
-def prepare(ctx: KernelContext) -> LogSoftmaxParams | OptimizedLogSoftmaxParams:
-    in_qp, out_qp = fp.check_int8_io(ctx)
-    fp.check_output_params(ctx, out_qp, 16.0 / 256.0, _OUTPUT_ZERO_POINT, "16/256")
-    if ctx.target.optimized:  # XNNPACK takes no int8 LOG_SOFTMAX: LiteRT's optimized kernel under both
-        return OptimizedLogSoftmaxParams(int(ctx.outputs[0].shape[-1]), fp.optimized_softmax_table(in_qp.tensor_scale, 1.0),
-                                         np.float32(in_qp.tensor_scale), np.float32(out_qp.tensor_scale))
-    fp.runtime_for(ctx)  # TFLM and LiteRT BUILTIN_REF compute the same function
+def prepare(ctx: KernelContext) -> LogSoftmaxParams:
+    in_qp, out_qp = check_io(ctx)
     scaling = fp.softmax_scaling(ctx, 1.0, in_qp.tensor_scale)
     reverse_multiplier, reverse_shift = fp.log_softmax_reverse_scaling(ctx, scaling)
     d = np.arange(256, dtype=np.int64)
@@ -95,9 +77,7 @@ def prepare(ctx: KernelContext) -> LogSoftmaxParams | OptimizedLogSoftmaxParams:
                             reverse_multiplier, reverse_shift)
 
 
-def run(p: LogSoftmaxParams | OptimizedLogSoftmaxParams, x):
-    if isinstance(p, OptimizedLogSoftmaxParams):
-        return (_float32_log_softmax(p, x),)
+def run(p: LogSoftmaxParams, x):
     rows = x.reshape(-1, p.depth)
     d = rows.max(axis=1, keepdims=True).astype(np.int16) - rows  # max - x in [0, 255]
     sums = raw.wrap32(p.exp_q12[d].sum(axis=1))  # int32 accumulation, as C
@@ -105,20 +85,8 @@ def run(p: LogSoftmaxParams | OptimizedLogSoftmaxParams, x):
     shifted = raw.wrap32(log_sum + raw.INT32_MIN)  # smallest Q5.26 plus log(sum)
     adjusted_diff_min = np.maximum(
         p.diff_min - 1, raw.mbqm(shifted, p.reverse_multiplier, p.reverse_shift))
-    y = raw.rdbp(raw.wrap32(p.scaled_q5[d] - log_sum[:, None]), _OUTPUT_SHIFT) + _OUTPUT_ZERO_POINT
+    y = raw.rdbp(raw.wrap32(p.scaled_q5[d] - log_sum[:, None]), _OUTPUT_SHIFT) + OUTPUT_ZERO_POINT
     y = np.where(-d > adjusted_diff_min[:, None], np.clip(y, -128, 127), -128)
     return (y.astype(np.int8).reshape(x.shape),)
 
 
-def _float32_log_softmax(p: OptimizedLogSoftmaxParams, x: np.ndarray) -> np.ndarray:
-    """LiteRT's ``optimized_ops::LogSoftmax<int8_t>`` (``litert-opt``, ``xnnpack``; a float
-    emulation: LiteRT computes it in float32): ``clamp(rint(s_in / s_out * x - (s_in * max +
-    logf(sum_row t[d])) / s_out) + 127)``, each operation rounded to float32."""
-    rows = x.reshape(-1, p.depth)
-    peak = rows.max(axis=1, keepdims=True)
-    log_sum = fp.c_float32_function("logf", fp.float32_row_sums(p.table[peak.astype(np.int16) - rows]))
-    scale = p.input_scale / p.output_scale
-    pre = (p.input_scale * peak[:, 0].astype(np.float32) + log_sum) / p.output_scale
-    log_prob = scale * rows.astype(np.float32) - pre[:, None]  # two float32 roundings (no FMA: measured)
-    y = np.rint(log_prob).astype(np.int32) + _OUTPUT_ZERO_POINT
-    return np.clip(y, -128, 127).astype(np.int8).reshape(x.shape)

@@ -3,18 +3,15 @@
 
 TFLite has no such builtin; ONNX's MatMulInteger (opset 10) is what onnxruntime's dynamic
 quantization writes for MatMul / Gemm, and ONNX's node tests exercise it. Imported models keep it
-as this operator (:mod:`intq.frontends.from_onnx_quantized`), written back as MatMulInteger.
+as this operator (:mod:`intq.onnx_format.reader`), written back as MatMulInteger.
 
 Contract: ``a`` int8 of rank >= 2 per tensor (only its zero point is read: the op has no scales);
 ``b`` a constant int8 ``[K, N]`` in ONNX's layout, with one zero point or one per column (axis 1,
 as MatMulInteger's ``b_zero_point`` of shape ``[N]``); output int32 ``[..., M, N]``.
 
 Arithmetic: exact. ``|acc| <= 255 * max_n sum_k |b[k, n] - Z_b[n]| < 2^31`` is checked at prepare,
-so onnxruntime's int32 accumulator cannot wrap and the int64 product below is its value. Every
-target computes the same integers, except ``ort-u8s8-avx2``: MLAS's U8S8 GEMM on x86 AVX2 without
-VNNI sums the raw codes' adjacent products along K (``u8(a) b`` as stored) with int16 saturation
-and applies both zero points to the exact row and column sums afterwards
-(:mod:`intq.kernels._ort_u8s8`; measured under QEMU ``-cpu Haswell``, tests/export/test_ort_u8s8.py).
+so onnxruntime's int32 accumulator cannot wrap and the int64 product below is its value. A runtime
+that sums otherwise (with int16 saturation of adjacent products) has its variant.
 """
 
 from __future__ import annotations
@@ -23,7 +20,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from intq.kernels import _ort_u8s8
 from intq.kernels._conv_common import check_accumulator
 from intq.kernels.base import KernelContext, kernel
 
@@ -35,7 +31,6 @@ class MatMulIntegerParams:
     b: np.ndarray  # int64 [K, N]: b - Z_b
     a_zero_point: int
     out_shape: tuple[int, ...]
-    pairs: _ort_u8s8.PairSaturation | None = None  # ort-u8s8-avx2: the raw b's pairs that can saturate
 
 
 @kernel(OP)
@@ -59,15 +54,14 @@ def prepare(ctx: KernelContext) -> MatMulIntegerParams:
     out_shape = (*a_shape[:-1], b.shape[1])
     if ctx.static_shape(y, "output") != out_shape:
         raise ctx.error(f"output shape {list(y.shape)} does not match the computed {list(out_shape)}")
-    pairs = _ort_u8s8.pair_saturation(np.ascontiguousarray(b.T)) if _ort_u8s8.saturates(ctx) else None
-    return MatMulIntegerParams(centred, a_qp.tensor_zero_point, out_shape, pairs)
+    return MatMulIntegerParams(centred, a_qp.tensor_zero_point, out_shape)
+
+
+def exact_sums(p: MatMulIntegerParams, rows: np.ndarray) -> np.ndarray:
+    """``sum_k (a - Z_a) (b - Z_b)`` of the rows ``[M, K]`` of ``a``: int64, exact (|.| < 2^31, prepare)."""
+    return (rows.astype(np.int64) - p.a_zero_point) @ p.b
 
 
 def run(p: MatMulIntegerParams, a, b=None):
     rows = a.reshape(-1, p.b.shape[0])
-    acc = (rows.astype(np.int64) - p.a_zero_point) @ p.b  # exact: |acc| < 2^31 (prepare)
-    if p.pairs is not None:  # ort-u8s8-avx2: MLAS's int16-saturated pair sums (saturation shrinks |acc|)
-        corr = _ort_u8s8.saturation_correction(p.pairs, rows, 128)
-        if corr is not None:
-            acc = acc + corr
-    return (acc.astype(np.int32).reshape(p.out_shape),)
+    return (exact_sums(p, rows).astype(np.int32).reshape(p.out_shape),)

@@ -11,7 +11,10 @@ Run: the input is padded with -128 to whole windows; the window maximum is separ
 one shifted strided maximum per filter column, then one per filter row
 (:func:`intq.kernels._pool_common.window_reduce`).
 
-``tpu-mlir`` target: TPU-MLIR's max ``tpu.Pool2D`` (:mod:`intq.kernels.tpu_mlir.pool`).
+**16x8** (int16 activations, int8 weights): the maximum of each window's in-image int16 values, clamped to the fused
+activation's range. LiteRT (``reference_integer_ops::MaxPool`` for int16) and TFLM (the same
+function) agree. Contract: int16 NHWC per tensor, zero point 0, input and output with the same
+scale; Pool2DOptions as the int8 kernel.
 """
 
 from __future__ import annotations
@@ -19,9 +22,8 @@ from __future__ import annotations
 import numpy as np
 
 from intq.kernels._pool_common import PoolWindow, prepare_pool, window_reduce
-from intq.kernels.base import KernelContext, kernel
-from intq.kernels.tpu_mlir import pool as tpu_mlir_pool
-from intq.kernels.targets import Runtime as _Runtime
+from intq.kernels.base import INT16, KernelContext, kernel
+from intq.kernels._int16_common import INT16_MIN, io_int16, check_16x8
 
 OP = "MAX_POOL_2D"
 
@@ -30,13 +32,22 @@ _INT8_LOWEST = -128  # std::numeric_limits<int8_t>::lowest(): the running maximu
 
 @kernel(OP)
 def prepare(ctx: KernelContext) -> PoolWindow:
-    if ctx.target.runtime is _Runtime.TPU_MLIR:
-        return tpu_mlir_pool.prepare_max(ctx)
     return prepare_pool(ctx, ctx.per_tensor(ctx.input(0), "input"), ctx.per_tensor(ctx.outputs[0], "output"))
 
 
 def run(p: PoolWindow, x):
-    if type(p) is tpu_mlir_pool.TpuMlirMaxPoolParams:
-        return tpu_mlir_pool.run_max(p, x)
     m = window_reduce(p.geometry, x, _INT8_LOWEST, np.maximum)  # padding never wins
     return (np.clip(m, p.act_min, p.act_max).astype(np.int8),)
+
+
+# -------------------------------------------------------------------------------- 16x8
+
+@kernel(OP, INT16, run="run_int16")
+def prepare_int16(ctx: KernelContext) -> PoolWindow:
+    check_16x8(ctx)
+    return prepare_pool(ctx, *io_int16(ctx))
+
+
+def run_int16(p: PoolWindow, x):
+    m = window_reduce(p.geometry, x, INT16_MIN, np.maximum)  # padding never wins
+    return (np.clip(m, p.act_min, p.act_max).astype(np.int16),)

@@ -18,131 +18,50 @@ Contract: int8 per-tensor input (rank >= 1) and output; input 1 a constant int32
 .tflite writer refuses empty constants);
 ``keep_dims`` keeps reduced dimensions as 1. ``litert-ref`` and ``tflite`` agree.
 
-``litert-opt`` (measured on LiteRT 2.3 x86_64, explained from reduce.cc and
-``optimized_integer_ops::Mean``/``MeanImpl``): a rank-4 MEAN over axes {1, 2} with ``keep_dims``
-runs the optimized 4-D kernel, every other int8 MEAN the reference one (above). The 4-D kernel
-sums the raw int8 values (no zero point), folds the input zero point into a rounded bias and
-``1/N`` into the multiplier, both in float32::
+Runtimes that compute otherwise replace this kernel with a variant in their family's folder
+(docs/engine.md).
 
-    t    = float32(float32(Z_in * s_in) / s_out)
-    bias = Z_out - trunc(t + 0.5 sign(t))                   (float32 add, then truncation)
-    M    = float32(s_in / float32(float32(N) * s_out))      -> QuantizeMultiplier
-    y    = clamp(R(sum q_in, M) + bias)
+**16x8** (int16 activations, int8 weights): the mean of an int16 tensor over constant axes,
+requantized to the output's scale.
 
-where ``R`` rounds both steps half up (NEON ``vqrdmulh`` + ``vrshl``,
-:data:`Requant.DOUBLE_HALF_UP`) on the channels ``[0, 16 floor(C/16))`` (16 int8 lanes per step)
-and is gemmlowp's double rounding on the last ``C mod 16`` channels.
+Formula (``reference_ops::QuantizedMeanOrSum<int16_t, int32_t>``, ``compute_sum = false``, run by
+LiteRT 2.3's ``BUILTIN_REF`` MEAN and by TFLM's ``EvalMeanHelper`` for int16 — measured to agree,
+as for int8)::
 
-``xnnpack`` (measured, explained from XNNPACK's ``reduce-nd.c``: the raw int8 values summed in
-int32 by its ``rsum`` (innermost axis reduced) or ``rdsum`` (otherwise) microkernels, then the
-reference int32 -> qint8 conversion with the input zero point folded into the output's, in float32):
-XNNPACK takes every int8 MEAN::
+    acc = sum over the reduced axes of x                    (int32)
+    y   = clamp(MBQM(acc, m', shift'), -32768, 32767)
 
-    S_m = float32(float32(s_in / s_out) * float32(1 / N))
-    Y_z = float32(float32(Z_out) - float32(float32(N Z_in) * S_m))
-    y   = clamp(nearbyint(float32(float32(sum q_in) * S_m) + Y_z))        (half to even)
-
-a float32 emulation (``_float32_mean``), ``xnnpack`` target only. Folding ``N Z_in`` in float, not
-into the integer sum, matters: ``rint(float32(sum - N Z_in) * S_m + Z_out)`` differs on about 1
-random model in 130,000 (measured on 20 such models per path, rsum and rdsum: LiteRT's XNNPACK
-follows this formula on all 40).
+with ``(m', shift')`` the Q0.31 pair of ``double(s_in) / double(s_out)`` with ``1/N`` folded in by
+integer division (``k = min(floor(log2 N), 32, 31 + shift)``, ``m' = (m << k) // N``,
+``shift' = shift - k``): :func:`intq.kernels._pool_common.quantized_sum`, shared with the int8
+MEAN and SUM. Zero points are 0. Contract: ``32768 * N`` (shifted left by a positive ``shift'``)
+must fit int32 (the runtimes' accumulator).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 
 import numpy as np
 from numba import njit
 
-from intq.errors import ContractError, IntqError
-from intq.kernels._pool_common import QuantizedSumParams, prepare_quantized_sum
-from intq.kernels import _ort
-from intq.kernels.base import KernelContext, kernel
-from intq.kernels.requantize import Requantizer, make_requantizer, requantize
-from intq.kernels.targets import Requant
+from intq.errors import ContractError
+from intq.kernels._pool_common import QuantizedSumParams, prepare_quantized_sum, quantized_sum
+from intq.kernels.base import INT16, KernelContext, kernel
 from intq.qmath import multiply_by_quantized_multiplier
 from intq.qmath.compiled import mbqm_scalar
+from intq.kernels._int16_common import INT16_MAX, INT16_MIN, io_int16, check_16x8
+from intq.qmath.raw import mbqm
 
 OP = "MEAN"
-VECTOR_CHANNELS = 16  # optimized MeanImpl: one int8x16 register of channels per step
-
-
-@dataclass(frozen=True, eq=False)
-class OptimizedMean4DParams:
-    """LiteRT's optimized 4-D MEAN over axes {1, 2} (module docstring)."""
-
-    out_shape: tuple[int, ...]
-    vector_channels: int  # channels [0, vector_channels) round half up
-    vector: Requantizer  # DOUBLE_HALF_UP, zero point = the folded bias
-    tail: Requantizer  # DOUBLE, same
-
-
-@dataclass(frozen=True, eq=False)
-class XnnpackMeanParams:
-    """XNNPACK's int8 MEAN over axes that leave the innermost one (module docstring)."""
-
-    axes: tuple[int, ...]
-    keep_dims: bool
-    out_shape: tuple[int, ...]
-    scale: np.float32  # S_m (SUM: float32(s_in / s_out))
-    zero_point: np.float32  # Y_z = float32(Z_out) - float32(N Z_in) * S, in float32
 
 
 @kernel(OP)
-def prepare(ctx: KernelContext) -> QuantizedSumParams | OptimizedMean4DParams | XnnpackMeanParams:
+def prepare(ctx: KernelContext) -> QuantizedSumParams:
     ctx.check_emulated()
-    if _ort.is_ort(ctx):  # QLinearGlobalAveragePool (channels last): float32 requantization of the sum
-        return _ort.prepare_global_average_pool(ctx)
-    p = prepare_quantized_sum(ctx, mean=True)
-    if ctx.target.xnnpack:
-        return xnnpack_reduce(ctx, p, mean=True)
-    if not ctx.target.optimized or len(p.out_shape) != 4 or set(p.axes) != {1, 2} or not p.keep_dims:
-        return p
-    s_in = np.float32(ctx.input(0).qparams.tensor_scale)
-    out_qp = ctx.outputs[0].qparams
-    s_out, z_in, z_out = np.float32(out_qp.tensor_scale), ctx.input(0).qparams.tensor_zero_point, out_qp.tensor_zero_point
-    t = np.float32(np.float32(np.float32(z_in) * s_in) / s_out)
-    t = t + np.float32(0.5) if t > 0 else t - np.float32(0.5)
-    bias = z_out - int(np.trunc(t))
-    real = float(np.float32(s_in / np.float32(np.float32(p.count) * s_out)))
-    channels = p.out_shape[-1]
-    try:
-        vector = make_requantizer(real, Requant.DOUBLE_HALF_UP, bias, -128, 127)
-        tail = make_requantizer(real, Requant.DOUBLE, bias, -128, 127)
-    except IntqError as e:
-        raise ctx.error(str(e)) from None
-    if (p.count * 128) << max(int(vector.shift[0]), 0) > 2**31 - 1:
-        raise ctx.error("the optimized 4-D MEAN's multiplier shifts the sum beyond int32")
-    return OptimizedMean4DParams(p.out_shape, VECTOR_CHANNELS * (channels // VECTOR_CHANNELS), vector, tail)
+    return prepare_quantized_sum(ctx, mean=True)
 
 
-def xnnpack_reduce(ctx: KernelContext, p: QuantizedSumParams, mean: bool) -> XnnpackMeanParams:
-    """XNNPACK's int8 MEAN (``mean``) or SUM (module docstring): ``S`` and ``Y_z`` in float32. The raw
-    sum (``|sum| <= 128 N``) must be exact in float32, as XNNPACK's conversion of it is."""
-    if p.count * 128 >= 2**24:
-        raise ctx.error(f"target {ctx.target.name!r}: a sum of {p.count} elements may not be exact in float32")
-    in_qp, out_qp = ctx.input(0).qparams, ctx.outputs[0].qparams
-    scale = np.float32(np.float32(in_qp.tensor_scale) / np.float32(out_qp.tensor_scale))
-    if mean:
-        scale = np.float32(scale * (np.float32(1) / np.float32(p.count)))
-    folded = np.float32(np.float32(p.count) * np.float32(in_qp.tensor_zero_point)) * scale
-    zero_point = np.float32(np.float32(out_qp.tensor_zero_point) - np.float32(folded))
-    return XnnpackMeanParams(p.axes, p.keep_dims, p.out_shape, scale, zero_point)
-
-
-def run(p: QuantizedSumParams | OptimizedMean4DParams | XnnpackMeanParams | _ort.OrtGlobalAveragePool | _ort.OrtMeanOfOne,
-        x, axis=None):
-    if isinstance(p, (_ort.OrtGlobalAveragePool, _ort.OrtMeanOfOne)):
-        return (_ort.run_global_average_pool(p, x),)
-    if isinstance(p, XnnpackMeanParams):
-        acc = x.astype(np.int64).sum(axis=p.axes, keepdims=p.keep_dims)  # raw sum, |.| < 2^24 (prepare)
-        return (_float32_mean(acc, p.scale, p.zero_point).reshape(p.out_shape),)
-    if isinstance(p, OptimizedMean4DParams):
-        acc = x.astype(np.int64).sum(axis=(1, 2), keepdims=True)  # raw int8 sum: |.| <= 128 N < 2^31
-        head = requantize(p.vector, acc[..., :p.vector_channels])
-        rest = requantize(p.tail, acc[..., p.vector_channels:])
-        return (np.concatenate([head, rest], axis=-1).reshape(p.out_shape),)
+def run(p: QuantizedSumParams, x, axis=None):
     if p.axes == (1, 2) and x.ndim == 4 and x.dtype == np.int8:  # the spatial mean of a CNN: one compiled pass
         out = np.empty((x.shape[0], x.shape[3]), np.int8)
         if _spatial_mean(x, p.input_offset, p.multiplier, max(p.shift, 0), max(-p.shift, 0), p.zero_point, out):
@@ -178,9 +97,15 @@ def _spatial_mean(x, input_offset, multiplier, left, right, zero_point, out):
     return overflow
 
 
-def _float32_mean(acc: np.ndarray, scale: np.float32, zero_point: np.float32) -> np.ndarray:
-    """XNNPACK's float32 conversion of a MEAN's or SUM's raw sums (``xnnpack`` target only, a float
-    emulation): ``clamp(nearbyint(float32(acc) * S + Y_z))``, each step rounded to float32, ties to
-    even. ``acc`` is below 2^24 in magnitude, exact in float32."""
-    v = acc.astype(np.float32) * scale + zero_point
-    return np.clip(np.rint(v), -128, 127).astype(np.int8)
+# -------------------------------------------------------------------------------- 16x8
+
+@kernel(OP, INT16, run="run_int16")
+def prepare_int16(ctx: KernelContext) -> QuantizedSumParams:
+    check_16x8(ctx)
+    return quantized_sum(ctx, *io_int16(ctx), mean=True, max_diff=1 << 15)  # |q| <= 2^15, Z_in = 0
+
+
+def run_int16(p: QuantizedSumParams, x, axis=None):
+    acc = x.astype(np.int64).sum(axis=p.axes, keepdims=p.keep_dims)  # |acc| <= 2^15 N < 2^31; Z = 0
+    y = np.clip(mbqm(acc, p.multiplier, p.shift), INT16_MIN, INT16_MAX)
+    return (y.astype(np.int16).reshape(p.out_shape),)

@@ -12,9 +12,6 @@ rounding); the result is clamped to int8. The targets differ in Prepare's arithm
 
 Contract: int8 per-tensor input, alpha and output; alpha may be a constant or a run-time input.
 |v| <= 255 and |v * (alpha - Z_alpha)| <= 65025: left shifts up to 22 and 15 bits fit int32.
-
-``tpu-mlir`` target: TPU-MLIR's ``tpu.PReluOp`` (per-channel int8 slopes, one rshift;
-:mod:`intq.kernels.tpu_mlir.activation`).
 """
 
 from __future__ import annotations
@@ -31,15 +28,11 @@ from intq.kernels._elementwise_common import (
     make_rescale,
     requant_mode,
     rescale,
-    runtime_of,
     scale_of,
     scale_ratio,
     zero_point_of,
 )
-from intq.kernels import _ort
 from intq.kernels.base import KernelContext, kernel
-from intq.kernels.targets import Runtime as _Runtime
-from intq.kernels.tpu_mlir import activation as tpu_mlir_activation
 
 OP = "PRELU"
 
@@ -54,20 +47,15 @@ class PreluParams:
 
 
 @kernel(OP)
-def prepare(ctx: KernelContext) -> (PreluParams | _ort.OrtPrelu | tpu_mlir_activation.TpuMlirPReluParams
-                                    | tpu_mlir_activation.TpuMlirHalfPReluParams):
-    if ctx.target.runtime is _Runtime.TPU_MLIR:
-        return tpu_mlir_activation.prepare_prelu(ctx)
-    if _ort.is_ort(ctx):  # DequantizeLinear -> PRelu -> QuantizeLinear: per-slope code tables
-        return _ort.prepare_prelu(ctx)
+def prepare(ctx: KernelContext) -> PreluParams:
     io = int8_binary(ctx, "input", "alpha")
     x, alpha, qx, qa, qy = io.a, io.b, io.qa, io.qb, io.qy
     if io.shape is not None and tuple(io.shape) != tuple(x.shape):
         raise ctx.error(f"alpha {alpha.name!r} {list(alpha.shape)} must broadcast to the input's shape {list(x.shape)}")
     mode = requant_mode(ctx)
     s_in, s_alpha, s_out = scale_of(qx), scale_of(qa), scale_of(qy)
-    real_1 = scale_ratio(runtime_of(ctx), (s_in,), s_out)
-    real_2 = scale_ratio(runtime_of(ctx), (s_in, s_alpha), s_out)
+    real_1 = scale_ratio(ctx.target.scales, (s_in,), s_out)
+    real_2 = scale_ratio(ctx.target.scales, (s_in, s_alpha), s_out)
     return PreluParams(
         zero_point_in=zero_point_of(qx),
         zero_point_alpha=zero_point_of(qa),
@@ -77,14 +65,7 @@ def prepare(ctx: KernelContext) -> (PreluParams | _ort.OrtPrelu | tpu_mlir_activ
     )
 
 
-def run(p: PreluParams | _ort.OrtPrelu | tpu_mlir_activation.TpuMlirPReluParams
-        | tpu_mlir_activation.TpuMlirHalfPReluParams, x, alpha):
-    if type(p) is tpu_mlir_activation.TpuMlirPReluParams:
-        return tpu_mlir_activation.run_prelu(p, x)
-    if type(p) is tpu_mlir_activation.TpuMlirHalfPReluParams:
-        return tpu_mlir_activation.run_prelu_half(p, x)
-    if isinstance(p, _ort.OrtPrelu):
-        return (_ort.run_prelu(p, x),)
+def run(p: PreluParams, x, alpha):
     v = x.astype(np.int64) - p.zero_point_in
     prod = v * (alpha.astype(np.int64) - p.zero_point_alpha)  # broadcast to the input's shape
     out = np.where(v >= 0, rescale(p.positive, v), rescale(p.negative, prod)) + p.zero_point_out

@@ -13,20 +13,16 @@ the same shape.
 from __future__ import annotations
 
 from intq.kernels._elementwise_common import ReluParams, prepare_relu, run_relu
-from intq.kernels import _ort
 from intq.kernels.base import KernelContext, kernel
+from intq.kernels.targets import Arithmetic
 
 OP = "RELU_N1_TO_1"
 
 
 @kernel(OP)
-def prepare(ctx: KernelContext) -> ReluParams | _ort.OrtLut:
-    if _ort.is_ort(ctx):  # DequantizeLinear -> Clip -> QuantizeLinear, per code
-        return _ort.prepare_unary(ctx, _ort.clip(-1, 1))
-    return prepare_relu(ctx, "RELU_N1_TO_1", tflm_has_kernel=False)
+def prepare(ctx: KernelContext) -> ReluParams:
+    return prepare_relu(ctx, "RELU_N1_TO_1", arithmetic=Arithmetic.FLOAT32)  # LiteRT's Prepare, on every target
 
 
-def run(p: ReluParams | _ort.OrtLut, x):
-    if isinstance(p, _ort.OrtLut):
-        return (_ort.lookup(p, x),)
+def run(p: ReluParams, x):
     return (run_relu(p, x),)

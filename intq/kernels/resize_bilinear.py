@@ -29,34 +29,17 @@ Contract: int8 per-tensor input [N, H, W, C]; input 1 a constant int32 ``size`` 
 lands past the last input pixel (large upscales of tiny inputs): the C code reads outside the
 image there.
 
-``litert-opt`` runs the reference kernel above. ``xnnpack`` (measured; explained from XNNPACK's
-``xnn_indirection_init_resize_bilinear2d_hwc_q11`` and the ``s8-ibilinear`` microkernels): XNNPACK
-takes every int8 RESIZE_BILINEAR and interpolates with 11-bit weights computed in float32. Per
-axis, ``scale = float32(in - a) / float32(out - a)`` (``a = 1`` with align_corners and out > 1);
-with align_corners or neither flag (TensorFlow's legacy mapping) ``v = min(float32(i) * scale,
-in - 1)``, with half_pixel_centers ``v = clamp(float32(i) * scale + (0.5 scale - 0.5), 0, in - 1)``
-(each operation rounded to float32); ``lo = trunc(v)``, ``hi = min(lo + 1, in - 1)``,
-``alpha = lrintf((v - lo) * 2048)`` (half to even). Per pixel, in int32::
+LiteRT's optimized resolver runs this kernel. Runtimes that compute otherwise replace this kernel
+with a variant in their family's folder (docs/engine.md).
 
-    t = q[lo_y, lo_x] 2048 + (q[lo_y, hi_x] - q[lo_y, lo_x]) alpha_x        (b likewise on row hi_y)
-    y = (t 2048 + (b - t) alpha_y + 2^21) >> 22                          (arithmetic: half up)
+**16x8** (int16 activations, int8 weights): the int8 kernel's 10-bit integer interpolation on int16 values, in int64.
 
-(:class:`XnnpackResizeBilinearParams`; integer-only at run time).
-
-The ``ort`` targets (intq writes ONNX ``Resize``, mode ``linear``, on the NHWC int8 tensor, with
-``coordinate_transformation_mode`` ``half_pixel`` / ``align_corners`` / ``asymmetric`` for
-half_pixel_centers / align_corners / neither; measured, and read in onnxruntime's
-``upsamplebase.h`` / ``upsample.h``): with scales ``[1, s_h, s_w, 1]`` and ``s_h != 1`` onnxruntime
-runs ``NhwcUpsampleBilinearInteger``. Per axis, ``scale = float32(out) / float32(in)``, the source
-coordinate in float32 (``(i + 0.5) / scale - 0.5``, ``i * float32(in - 1) / float32(out - 1)`` or
-``i / scale``; ``i`` itself where ``scale == 1``), clamped to ``[0, in - 1]``; ``v10 = trunc(v 1024)``,
-``lo = trunc(v)``, ``hi = min(lo + 1, in - 1)``, weights ``d_lo = |v10 - 1024 hi|`` and ``d_hi = |v10 -
-1024 lo|`` (512 each where ``lo == hi``). Per pixel ``acc = sum X w_y w_x`` (the weights of an
-axis sum to 1024) and ``y = acc / 2^20`` in C integer division: truncated toward zero on int8
-codes, floored on uint8 codes (``ort-u8``: ``floor(acc / 2^20)`` of intq's codes, as the 128 the
-uint8 codes add comes out whole). Where only the width is resized (``s_h == 1``) onnxruntime would
-take its NCHW float path, so intq writes the resize between two H/W Transposes: the same integer
-path (:class:`OrtResizeBilinearParams`; integer-only at run time).
+LiteRT 2.3 (``resize_bilinear.cc``: ``reference_ops::ResizeBilinearInteger<int16_t>`` under every
+resolver — XNNPACK takes no int16 tensor): the taps and weights of
+:mod:`intq.kernels.resize_bilinear` (``scale_10``, ``half_pixel_centers``, ``align_corners``), the
+four-term sum in int64 (``|acc| <= 2^15 * 1536^2 < 2^37``), ``(acc +- 2^19) / 2^20``. Input and
+output int16 per tensor with the same scale and zero point 0 (:func:`int16_params`). TensorFlow Lite
+Micro has no int16 RESIZE_BILINEAR (its kernel takes float32 and int8): the reference refuses it.
 """
 
 from __future__ import annotations
@@ -66,8 +49,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from intq.kernels._pool_common import ResizeRequest, resize_request
-from intq.kernels.base import KernelContext, kernel
-from intq.kernels.targets import Runtime
+from intq.kernels.base import INT16, KernelContext, kernel
+from intq.kernels._int16_common import int16_tensor
 
 OP = "RESIZE_BILINEAR"
 
@@ -114,100 +97,20 @@ def _taps(ctx: KernelContext, in_size: int, out_size: int, align_corners: bool, 
     return AxisTaps(lo, hi, (_ONE - f).astype(np.int32), f.astype(np.int32))
 
 
-_XNN_ONE = 1 << 11  # 1.0 in XNNPACK's 11-bit interpolation weights
-_XNN_HALF = 1 << 21  # 0.5 in the 22-bit fixed point of the interpolated value
-_XNN_BITS = 22
-
-
-@dataclass(frozen=True, eq=False)
-class XnnpackAxis:
-    """XNNPACK's taps of one axis (module docstring): input indices and the 11-bit weight of ``hi``."""
-
-    lo: np.ndarray  # int64 [out]
-    hi: np.ndarray  # int64 [out]
-    alpha: np.ndarray  # int32 [out], in [0, 2048]
-
-
-@dataclass(frozen=True, eq=False)
-class XnnpackResizeBilinearParams:
-    """``xnnpack``: XNNPACK's qs8 bilinear resize with 11-bit weights (module docstring)."""
-
-    rows: XnnpackAxis
-    cols: XnnpackAxis
-    out_shape: tuple[int, ...]
-
-
-def _xnnpack_axis(in_size: int, out_size: int, align_corners: bool, half_pixel: bool) -> XnnpackAxis:
-    """XNNPACK's ``xnn_indirection_init_resize_bilinear2d_hwc_q11`` for one axis, in float32."""
-    f32 = np.float32
-    adjust = int(align_corners and out_size != 1)
-    scale = f32(f32(in_size - adjust) / f32(out_size - adjust))
-    i = np.arange(out_size).astype(f32)
-    last = f32(in_size - 1)
-    if align_corners or not half_pixel:  # XNN_FLAG_ALIGN_CORNERS or XNN_FLAG_TENSORFLOW_LEGACY_MODE
-        v = np.minimum((i * scale).astype(f32), last)
-    else:
-        offset = f32(f32(f32(0.5) * scale) - f32(0.5))
-        v = np.minimum(np.maximum(((i * scale).astype(f32) + offset).astype(f32), f32(0)), last)
-    lo = np.trunc(v).astype(np.int64)
-    alpha = np.rint(((v - lo.astype(f32)).astype(f32) * f32(_XNN_ONE)).astype(f32)).astype(np.int32)  # lrintf
-    return XnnpackAxis(lo, np.minimum(lo + 1, in_size - 1), alpha)
-
-
-@dataclass(frozen=True, eq=False)
-class OrtResizeBilinearParams:
-    """The ``ort`` targets: onnxruntime's ``NhwcUpsampleBilinearInteger`` (module docstring); the
-    taps' ``w_lo`` / ``w_hi`` are its 10-bit ``d`` weights (summing to 1024 per output index)."""
-
-    rows: AxisTaps
-    cols: AxisTaps
-    unsigned: bool  # ort-u8: uint8 codes, so C division floors; ort: int8 codes, it truncates toward 0
-    out_shape: tuple[int, ...]
-
-
-def _ort_axis(in_size: int, out_size: int, mode: str) -> AxisTaps:
-    """onnxruntime's ``SetupUpsampleBilinearInteger`` for one axis, in float32 (module docstring)."""
-    f32 = np.float32
-    scale = f32(f32(out_size) / f32(in_size))
-    i = np.arange(out_size).astype(f32)
-    if scale == 1:
-        v = i
-    elif mode == "half_pixel":
-        v = (((i + f32(0.5)).astype(f32) / scale).astype(f32) - f32(0.5)).astype(f32)
-    elif mode == "align_corners":
-        v = ((i * f32(in_size - 1)).astype(f32) / f32(out_size - 1)).astype(f32) if out_size > 1 else i * f32(0)
-    else:  # asymmetric
-        v = (i / scale).astype(f32)
-    v = np.maximum(f32(0), np.minimum(v, f32(in_size - 1)))
-    v10 = (v * f32(_ONE)).astype(np.int64)  # exact (a power of two), then truncated: v >= 0
-    lo = np.minimum(v.astype(np.int64), in_size - 1)
-    hi = np.minimum(lo + 1, in_size - 1)
-    same = lo == hi
-    d_lo = np.where(same, _ONE // 2, np.abs(v10 - _ONE * hi))  # the weight of lo: its distance to hi
-    d_hi = np.where(same, _ONE // 2, np.abs(v10 - _ONE * lo))
-    return AxisTaps(lo, hi, d_lo.astype(np.int32), d_hi.astype(np.int32))
-
-
-def ort_mode(align_corners: bool, half_pixel_centers: bool) -> str:
-    """The ONNX ``coordinate_transformation_mode`` of TFLite's flags (the exporter writes this one)."""
-    return "half_pixel" if half_pixel_centers else "align_corners" if align_corners else "asymmetric"
-
-
 @kernel(OP)
-def prepare(ctx: KernelContext) -> ResizeBilinearParams | XnnpackResizeBilinearParams | OrtResizeBilinearParams:
+def prepare(ctx: KernelContext) -> ResizeBilinearParams:
+    r = checked_request(ctx)
+    return reference_params(ctx, r)
+
+
+def checked_request(ctx: KernelContext) -> ResizeRequest:
+    """The resize contract (:func:`intq.kernels._pool_common.resize_request`) without both coordinate
+    flags set."""
     ctx.check_emulated()
     r = resize_request(ctx)
-    align, half = r.align_corners, r.half_pixel_centers
-    if align and half:
+    if r.align_corners and r.half_pixel_centers:
         raise ctx.error("align_corners and half_pixel_centers cannot both be set (TFLite rejects it)")
-    if ctx.target.runtime is Runtime.ORT:  # onnxruntime's NhwcUpsampleBilinearInteger
-        mode = ort_mode(r.align_corners, r.half_pixel_centers)
-        return OrtResizeBilinearParams(_ort_axis(r.in_shape[1], r.out_h, mode), _ort_axis(r.in_shape[2], r.out_w, mode),
-                                       ctx.target.activation_offset != 0, r.out_shape)
-    if ctx.target.xnnpack:  # XNNPACK takes every int8 RESIZE_BILINEAR
-        return XnnpackResizeBilinearParams(_xnnpack_axis(r.in_shape[1], r.out_h, align, half),
-                                           _xnnpack_axis(r.in_shape[2], r.out_w, align, half), r.out_shape)
-    return reference_params(ctx, r)
+    return r
 
 
 def reference_params(ctx: KernelContext, r: ResizeRequest) -> ResizeBilinearParams:
@@ -220,11 +123,7 @@ def reference_params(ctx: KernelContext, r: ResizeRequest) -> ResizeBilinearPara
     return ResizeBilinearParams(rows, cols, r.out_shape)
 
 
-def run(p: ResizeBilinearParams | XnnpackResizeBilinearParams | OrtResizeBilinearParams, x, size=None):
-    if isinstance(p, XnnpackResizeBilinearParams):
-        return (_xnnpack_resize(p, x),)
-    if isinstance(p, OrtResizeBilinearParams):
-        return (_ort_resize(p, x),)
+def run(p: ResizeBilinearParams, x, size=None):
     # int32 is exact for int8: weights lie in [-512, 1536] and sum to 1024 per axis, so
     # |rows| <= 128 * 2048 = 2^18 and |acc| <= 2^18 * 2048 = 2^29.
     return (interpolate(p, x, np.int32).astype(np.int8),)
@@ -241,26 +140,22 @@ def interpolate(p: ResizeBilinearParams, x: np.ndarray, acc_dtype) -> np.ndarray
     return np.where(acc < 0, -q, q)
 
 
-def _xnnpack_resize(p: XnnpackResizeBilinearParams, x: np.ndarray) -> np.ndarray:
-    """XNNPACK's ``s8-ibilinear``: each row's horizontal blend ``l 2048 + (r - l) alpha_x`` (|.| <= 2^18),
-    then the vertical one ``t 2048 + (b - t) alpha_y`` (|.| <= 2^29, int32), ``(. + 2^21) >> 22``."""
-    c = p.cols
-    xi = x.astype(np.int32)
-    left = xi[:, :, c.lo]  # [N, H, out_w, C]
-    rows = left * _XNN_ONE + (xi[:, :, c.hi] - left) * c.alpha[:, None]
-    top = rows[:, p.rows.lo]  # [N, out_h, out_w, C]
-    acc = top * _XNN_ONE + (rows[:, p.rows.hi] - top) * p.rows.alpha[:, None, None]
-    return ((acc + _XNN_HALF) >> _XNN_BITS).astype(np.int8)
+# -------------------------------------------------------------------------------- 16x8
+
+@kernel(OP, INT16, run="run_int16")
+def prepare_int16(ctx: KernelContext) -> ResizeBilinearParams:
+    """TensorFlow Lite Micro has no int16 RESIZE_BILINEAR (its kernel takes float32 and int8): the
+    reference refuses it, as its op resolver does."""
+    raise ctx.error(f"target {ctx.target.name!r} ({ctx.target.matches}) has no int16 RESIZE_BILINEAR; "
+                    f"use target 'litert-ref' (or 'litert-opt', 'xnnpack')")
 
 
-def _ort_resize(p: OrtResizeBilinearParams, x: np.ndarray) -> np.ndarray:
-    """onnxruntime's ``(sum X w_y w_x) / 2^20`` (|acc| <= 128 * 2^20 = 2^27: int32 is exact), truncated
-    toward zero on int8 codes, floored on uint8 ones (``ort-u8``)."""
-    r, c = p.rows, p.cols
-    xi = x.astype(np.int32)
-    rows = xi[:, r.lo] * r.w_lo[:, None, None] + xi[:, r.hi] * r.w_hi[:, None, None]  # [N, out_h, W, C]
-    acc = rows[:, :, c.lo] * c.w_lo[:, None] + rows[:, :, c.hi] * c.w_hi[:, None]  # [N, out_h, out_w, C]
-    if p.unsigned:
-        return (acc >> _OUT_BITS).astype(np.int8)
-    q = np.abs(acc) >> _OUT_BITS
-    return np.where(acc < 0, -q, q).astype(np.int8)
+def int16_params(ctx: KernelContext) -> ResizeBilinearParams:
+    """The 16x8 kernel's taps (the int8 kernel's), int16 input and output with the same parameters."""
+    r = resize_request(ctx, dtypes=(np.int16,))
+    int16_tensor(ctx, ctx.input(0), "input")
+    return reference_params(ctx, r)
+
+
+def run_int16(p: ResizeBilinearParams, x, size=None):
+    return (interpolate(p, x, np.int64).astype(np.int16),)

@@ -25,11 +25,6 @@ The runtimes differ only in that real (measured; their sources say the same):
 LiteRT's optimized resolver and XNNPACK (which takes float RSQRT only) run the same kernel, so
 ``litert-opt`` and ``xnnpack`` equal ``litert-ref``.
 
-The ``ort`` targets: ONNX has no integer (or float) Rsqrt; intq writes ``DequantizeLinear -> Sqrt
--> Reciprocal -> QuantizeLinear``, which onnxruntime computes per element in float32
-(:func:`intq.kernels._ort.rsqrt`): a per-code table, an input below the zero point giving NaN and
-so the lowest code (no error, unlike TFLite's kernels), the zero point +inf and so the highest.
-
 Contract: int8 per-tensor input and output of the same shape, any rank. ``data <= 2^20``, so the
 second multiply may shift left by at most 10 bits without leaving int32 and right by at most 31
 (``shift_M`` in [-11, 30]); prepare refuses scales outside it (the C code would overflow).
@@ -46,10 +41,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from intq.kernels import _fixedpoint_lut as fp
-from intq.kernels import _ort
 from intq.kernels._elementwise_common import INT8_BY_BITS, INT8_MAX, INT8_MIN, fp32, int8_table, int8_unary, lookup
 from intq.kernels.base import KernelContext, KernelError, kernel
-from intq.kernels.targets import Runtime
+from intq.kernels.targets import Arithmetic
 from intq.qmath import quantize_multiplier
 from intq.qmath.raw import mbqm
 
@@ -68,19 +62,17 @@ class RsqrtParams:
     table: np.ndarray  # int8 [256]: the output for every int8 input, indexed by its bits
 
 
-def output_real(runtime: Runtime, s_in: float, s_out: float) -> float:
-    """``1 / (sqrt(s_in) s_out)`` in the arithmetic of ``runtime``'s Prepare (module docstring)."""
-    if runtime is Runtime.LITERT:
+def output_real(arithmetic: Arithmetic, s_in: float, s_out: float) -> float:
+    """``1 / (sqrt(s_in) s_out)`` in the ``arithmetic`` of a runtime's Prepare (module docstring)."""
+    if arithmetic is Arithmetic.FLOAT32:
         return 1.0 / float(fp32(np.sqrt(fp32(s_in)) * fp32(s_out)))
     return 1.0 / (math.sqrt(float(s_in)) * float(s_out))
 
 
 @kernel(OP)
-def prepare(ctx: KernelContext) -> RsqrtParams | _ort.OrtLut:
-    if _ort.is_ort(ctx):  # DequantizeLinear -> Sqrt -> Reciprocal -> QuantizeLinear, per code
-        return _ort.prepare_unary(ctx, _ort.rsqrt)
+def prepare(ctx: KernelContext) -> RsqrtParams:
     io = int8_unary(ctx)
-    real = output_real(ctx.target.runtime, io.qx.tensor_scale, io.qy.tensor_scale)
+    real = output_real(ctx.target.scales, io.qx.tensor_scale, io.qy.tensor_scale)
     if not (np.isfinite(real) and real > 0):
         raise ctx.error(f"the output multiplier 1/(sqrt(s_in) s_out) = {real} is not a positive number; check the scales")
     qm = quantize_multiplier(real)
@@ -104,9 +96,7 @@ def _rsqrt_codes(v: np.ndarray, multiplier: int, shift: int, z_out: int) -> np.n
     return np.where(v <= 0, INT8_MAX, np.clip(y, INT8_MIN, INT8_MAX))
 
 
-def run(p: RsqrtParams | _ort.OrtLut, x):
-    if isinstance(p, _ort.OrtLut):
-        return (_ort.lookup(p, x),)
+def run(p: RsqrtParams, x):
     if x.size and int(np.min(x)) < p.zero_point_in:
         raise KernelError(f"node {p.node!r} ({OP}): an input below the zero point {p.zero_point_in} "
                           f"(a negative value, min {int(np.min(x))}); RSQRT is only defined for x >= 0 and both "

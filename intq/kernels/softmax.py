@@ -29,24 +29,31 @@ reciprocal and the per-element multiply in fixed point. Integer-only.
 Both runtimes stop (TFLITE_CHECK) when a row's sum of exps reaches 2^28 / 2^19 = 512 (the shift
 ``num_bits_over_unit + 23`` would exceed 31): long, nearly flat rows. intq raises a KernelError.
 
-``litert-opt`` and ``xnnpack`` (XNNPACK takes float SOFTMAX only, so LiteRT's optimized kernel runs
-under both): ``activations.cc`` SoftmaxPrepare<kGenericOptimized> builds a float32 table
-(``PopulateSoftmaxLookupTable``; the uint16 table of ``TFLITE_SOFTMAX_USE_UINT16_LUT`` is an
-aarch64-only build) and ``optimized_ops::Softmax`` computes, per row, in float32::
+Runtimes that compute otherwise replace this kernel with a variant in their family's folder
+(docs/engine.md).
 
-    t[d]  = expf(float32(-s_in * beta) * d)                 d = max - x in 0..255
-    sum   = t[d_0] + t[d_1] + ...                           (in order, one rounding per addition)
-    inv   = 1 / (sum * s_out)
-    y     = clamp(roundf(t[d] * inv) + Z_out)                (roundf: half away from zero)
+**16x8** (int16 activations, int8 weights): int16 in, int16 out with scale 1/32768 and zero point 0, over the last axis.
 
-(:class:`OptimizedSoftmaxParams`, the float emulation :func:`_float32_softmax`). It agrees with the
-fixed-point kernel on all but about 1 random model in 4,000 (measured: 30 of 133,089 random models
-differ, and LiteRT's optimized kernel equals this formula on all 30; e.g. input scale
-0.2359921932220459, zero point 6, logits [-91, 7, 11, 26, 13, -59, -3, 46, 9, -56] give 126 at
-index 7 where the reference gives 125). Neither the ``beta * s_in * 2^26 > 1`` check nor the
-512 limit exists on this path.
+Both runtimes run ``reference_ops::SoftmaxInt16`` (LiteRT 2.3 ``activations.cc`` SoftmaxPrepare /
+SoftmaxEval, TFLM ``softmax_common.cc`` + ``softmax.cc``); per row, integer-only::
 
-``tpu-mlir`` target: TPU-MLIR's quantized ``tpu.Softmax`` on its float exp table, input 1 (:mod:`intq.kernels.tpu_mlir.softmax`).
+    d_c   = x_c - max(x)                                        in [-65535, 0]
+    e_c   = LUT_exp(clamp(MBQM(d_c, m_in, shift_in) + 32767))   (Q0.15; [-10, 0] -> [-32768, 32767])
+    sum   = sum_c e_c                                           (int32)
+    h     = clz32(sum);  r = ((sum << (h - 1)) + 2^13) >> 14     (sum normalised to [2^16, 2^17))
+    inv   = LUT_recip(clamp(r - 98304))                          (1 / (1 + x) on [0, 1], Q0.15)
+    y_c   = clamp((e_c * inv + 2^(30 - h)) >> (31 - h), 0, 32767)
+
+with MBQM gemmlowp's double rounding and ``(m_in, shift_in) = QuantizeMultiplier(s_in * beta /
+(10 / 65535))``; the 513-entry tables and their interpolated lookup are
+:mod:`intq.kernels._int16_lut`.
+
+Prepare (TFLM): the tables from ``gen_lut<float, int16_t, int16_t>`` in **float32** with ``expf``
+on ``[-10, 0]`` and ``[0, 1]``, output range ``[-1, 1]``, and ``double(s_in) * double(beta)``.
+
+
+Contract: input int16 per tensor, zero point 0; output int16 with zero point 0 and a scale within
+0.1% of 1/32768 (both runtimes' check). TFLM takes any rank (LiteRT ranks 1 to 4: its variant).
 """
 
 from __future__ import annotations
@@ -55,18 +62,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from intq.kernels import _fixedpoint_lut as fp
-from intq.kernels import _ort
-from intq.qmath import Rounding, raw, round_float
-from intq.kernels.base import KernelContext, KernelError, kernel
-from intq.kernels.tpu_mlir import softmax as tpu_mlir_softmax
-from intq.kernels.targets import Runtime as _Runtime
+from intq.kernels import _fixedpoint_lut as fp, _int16_lut as _lut
+from intq.qmath import quantize_multiplier, raw
+from intq.kernels.base import INT16, KernelContext, KernelError, kernel
+from intq.kernels._int16_common import io_int16, check_16x8, static_shape
+from intq.qmath.raw import mbqm
 
 OP = "SOFTMAX"
 
 _ACCUMULATION_INTEGER_BITS = 12  # kAccumulationIntegerBits: the sum of exps is Q12.19
 _OUTPUT_BITS = 8  # sizeof(int8) * 8
-_DEFAULT_BETA = 0.0  # SoftmaxOptions' default: a node without ``beta`` is exported with 0 (and refused)
+DEFAULT_BETA = 0.0  # SoftmaxOptions' default: a node without ``beta`` is exported with 0 (and refused)
 
 
 @dataclass(frozen=True)
@@ -79,29 +85,17 @@ class SoftmaxParams:
     scaling: fp.SoftmaxScaling
 
 
-@dataclass(frozen=True, eq=False)
-class OptimizedSoftmaxParams:
-    """LiteRT's optimized int8 SOFTMAX (``litert-opt``, ``xnnpack``; module docstring)."""
-
-    depth: int  # length of the last axis
-    table: np.ndarray  # float32 [256]: expf(float32(-s_in * beta) * d), d = max - x
-    output_scale: np.float32
-    zero_point: int
+def check_io(ctx: KernelContext):
+    """One int8 input and output of the same static shape, the output ``(1/256, -128)`` (spec 003)."""
+    in_qp, out_qp = fp.check_int8_io(ctx)
+    fp.check_output_params(ctx, out_qp, 1.0 / 256.0, -128, "1/256")
+    return in_qp, out_qp
 
 
 @kernel(OP)
-def prepare(ctx: KernelContext) -> SoftmaxParams | OptimizedSoftmaxParams | _ort.OrtSoftmax | tpu_mlir_softmax.TpuMlirSoftmaxParams:
-    if ctx.target.runtime is _Runtime.TPU_MLIR:
-        return tpu_mlir_softmax.prepare(ctx)
-    in_qp, out_qp = fp.check_int8_io(ctx)
-    fp.check_output_params(ctx, out_qp, 1.0 / 256.0, -128, "1/256")
-    if _ort.is_ort(ctx):  # QLinearSoftmax: onnxruntime's float32 algorithm
-        return _ort.prepare_softmax(ctx)
-    beta = ctx.attr("beta", _DEFAULT_BETA)
-    if ctx.target.optimized:  # XNNPACK takes float SOFTMAX only: LiteRT's optimized kernel under both
-        return OptimizedSoftmaxParams(int(ctx.outputs[0].shape[-1]), fp.optimized_softmax_table(in_qp.tensor_scale, beta),
-                                      np.float32(out_qp.tensor_scale), out_qp.tensor_zero_point)
-    fp.runtime_for(ctx)  # TFLM and LiteRT BUILTIN_REF share reference_ops::Softmax
+def prepare(ctx: KernelContext) -> SoftmaxParams:
+    in_qp, out_qp = check_io(ctx)
+    beta = ctx.attr("beta", DEFAULT_BETA)
     scaling = fp.softmax_scaling(ctx, beta, in_qp.tensor_scale)
     exp_q0, exp_q12 = exp_tables(scaling)
     return SoftmaxParams(ctx.node.name, int(ctx.outputs[0].shape[-1]), -scaling.diff_min, exp_q0, exp_q12, scaling)
@@ -120,15 +114,7 @@ def exp_tables(scaling: fp.SoftmaxScaling) -> tuple[np.ndarray, np.ndarray]:
     return exp_q0, exp_q12
 
 
-def run(p: SoftmaxParams | OptimizedSoftmaxParams | _ort.OrtSoftmax | tpu_mlir_softmax.TpuMlirSoftmaxParams, x, table=None):
-    if isinstance(p, _ort.OrtSoftmax):
-        return (_ort.run_softmax(p, x),)
-    if type(p) is tpu_mlir_softmax.TpuMlirSoftmaxParams:
-        return tpu_mlir_softmax.run_float(p, x)
-    if type(p) is tpu_mlir_softmax.TpuMlirFloatSoftmaxParams:
-        return tpu_mlir_softmax.run_float_softmax(p, x)
-    if isinstance(p, OptimizedSoftmaxParams):
-        return (_float32_softmax(p, x),)
+def run(p: SoftmaxParams, x, table=None):
     rows = x.reshape(-1, p.depth)
     d = rows.max(axis=1, keepdims=True).astype(np.int16) - rows  # max - x in [0, 255]
     sums = raw.wrap32(p.exp_q12[d].sum(axis=1))  # int32 accumulation, as C
@@ -144,12 +130,82 @@ def run(p: SoftmaxParams | OptimizedSoftmaxParams | _ort.OrtSoftmax | tpu_mlir_s
     return (y.astype(np.int8).reshape(x.shape),)
 
 
-def _float32_softmax(p: OptimizedSoftmaxParams, x: np.ndarray) -> np.ndarray:
-    """LiteRT's ``optimized_ops::Softmax`` on int8 (``litert-opt``, ``xnnpack``; a float emulation:
-    LiteRT computes it in float32): ``clamp(roundf(t[d] * (1 / (sum_row t[d] * s_out))) + Z_out)``."""
-    rows = x.reshape(-1, p.depth)
-    values = p.table[rows.max(axis=1, keepdims=True).astype(np.int16) - rows]  # float32 [rows, depth]
-    inverse = np.float32(1) / (fp.float32_row_sums(values) * p.output_scale)
-    scaled = values * inverse[:, None]  # float32
-    y = round_float(scaled, Rounding.HALF_AWAY_FROM_ZERO).astype(np.int32) + p.zero_point
-    return np.clip(y, -128, 127).astype(np.int8).reshape(x.shape)
+# -------------------------------------------------------------------------------- 16x8
+
+_RANGE = 65535  # int16 max - min
+
+
+@dataclass(frozen=True, eq=False)
+class Softmax16x8Params:
+    multiplier: int
+    shift: int
+    exp_lut: np.ndarray  # int16 [513]
+    recip_lut: np.ndarray  # int16 [513]
+
+
+def _tflm_tables() -> tuple[np.ndarray, np.ndarray]:
+    f32 = np.float32
+    exp = _lut.populate(_lut.c_exp, -10.0, 0.0, -1.0, 1.0, np.float32)
+    recip = _lut.populate(lambda v: (f32(1.0) / (f32(1.0) + v)).astype(np.float32), 0.0, 1.0, -1.0, 1.0, np.float32)
+    return exp, recip
+
+
+@kernel(OP, INT16, run="run_int16")
+def prepare_int16(ctx: KernelContext) -> Softmax16x8Params:
+    in_qp, out_qp, shape = int16_io(ctx)
+    check_int16_output(ctx, out_qp)
+    beta = np.float32(ctx.attr("beta", 1.0))
+    s_in = np.float32(in_qp.tensor_scale)
+    real = float(s_in) * float(beta) / (10.0 / 65535.0)
+    return int16_params(ctx, real, s_in * beta, *_tflm_tables())
+
+
+def int16_io(ctx: KernelContext):
+    """int16 input and output of one shape of rank >= 1, the output scale within 0.1% of 1/32768."""
+    check_16x8(ctx)
+    in_qp, out_qp = io_int16(ctx)
+    shape = static_shape(ctx, ctx.input(0), "input")
+    if not shape or static_shape(ctx, ctx.outputs[0], "output") != shape:
+        raise ctx.error(f"input and output must have the same shape of rank >= 1, got {list(shape)}")
+    return in_qp, out_qp, shape
+
+
+def check_int16_output(ctx: KernelContext, out_qp) -> None:
+    s_out = np.float32(out_qp.tensor_scale)
+    if not abs(s_out - np.float32(1.0 / 32768)) <= np.float32(0.001 / 32768):
+        raise ctx.error(f"output scale must be 1/32768 (spec 003, 16x8), got {float(s_out)!r}")
+
+
+def int16_params(ctx: KernelContext, real: float, s_in_beta, exp_lut: np.ndarray, recip_lut: np.ndarray
+                 ) -> Softmax16x8Params:
+    """The parameters of ``real = s_in * beta / (10 / 65535)`` (its runtime's arithmetic) and tables."""
+    if not (np.isfinite(real) and real > 0):
+        raise ctx.error(f"s_in * beta must be positive and finite, got {real!r}")
+    qm = quantize_multiplier(real)
+    if int(qm.shift) > 30:
+        raise ctx.error(f"s_in * beta = {float(s_in_beta):.6g} is too large for TFLite's fixed-point multiplier")
+    return Softmax16x8Params(int(qm.multiplier), int(qm.shift), exp_lut, recip_lut)
+
+
+def _clz32(v: np.ndarray) -> np.ndarray:
+    """Count leading zeros of positive int32 values (held in int64)."""
+    n = np.zeros(v.shape, np.int64)
+    for bits in (16, 8, 4, 2, 1):
+        small = v < (np.int64(1) << (32 - bits))  # the top `bits` bits are zero
+        n = np.where(small, n + bits, n)
+        v = np.where(small, v << bits, v)
+    return n
+
+
+def run_int16(p: Softmax16x8Params, x):
+    v = x.astype(np.int64)
+    diff = v - v.max(axis=-1, keepdims=True)  # [-65535, 0]
+    scaled = np.clip(mbqm(diff, p.multiplier, p.shift) + 32767, -32768, 32767)
+    e = _lut.lookup(scaled, p.exp_lut)  # Q0.15
+    total = e.sum(axis=-1, keepdims=True)  # > 0: the row's maximum maps to the table's top
+    h = _clz32(total)
+    shifted = ((total << (h - 1)) + (1 << 13)) >> 14
+    inv = _lut.lookup(np.clip(shifted - ((1 << 15) + (1 << 16)), -32768, 32767), p.recip_lut)
+    right = 31 - h
+    y = (e * inv + (np.int64(1) << (right - 1))) >> right
+    return (np.clip(y, 0, 32767).astype(np.int16),)

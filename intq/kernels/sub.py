@@ -18,40 +18,63 @@ Contract (spec 003): both inputs and the output int8, per tensor; every multipli
 (LiteRT accepts an output multiplier above 1 and then right-shifts by a negative amount, which
 C leaves undefined; TFLM aborts. intq refuses it.) Overflow: as ADD, |difference| < 2^28.
 
-Where the targets differ: ``litert-opt`` equals ``litert-ref`` (LiteRT's optimized int8 SUB
-runs the same arithmetic; measured equal on every test model). ``xnnpack``: XNNPACK takes an
-int8 SUB whose input-to-output scale ratios lie in [2^-10, 2^8) and computes it as its ADD with
-the second multiplier negated (:class:`intq.kernels._elementwise_common.XnnpackAdd`); other SUBs
-run LiteRT's kernel, as ``litert-opt``.
+LiteRT's optimized int8 SUB runs the same arithmetic (measured equal on every test model).
 
 Run: ADD's tables and loop (:func:`intq.kernels.add.run_reference`), ``table_b`` negated.
+
+**16x8** (int16 activations, int8 weights): int16 inputs and output, numpy broadcasting; ADD's 16x8
+algorithms with a difference.
+
+**General scales** (LiteRT ``sub.cc`` PrepareGeneralSubOp + ``reference_ops::SubElementwise`` /
+``BroadcastQuantSubSlow``; TFLM ``sub_common.cc`` + the same reference functions): as the 16x8
+ADD (:mod:`intq.kernels.add`) with ``left_shift = 15``, ``T = 2 * max(s_a, s_b)``, the
+inputs rescaled by ``s_a / T`` and ``s_b / T``, the difference by ``T / (2^15 * s_y)``, each with
+MultiplyByQuantizedMultiplierSmallerThanOneExp (double rounding), then the clamp. The output
+multiplier must be below 1: LiteRT accepts a larger one and then right-shifts by a negative
+amount (undefined in C), TFLM aborts; intq refuses it.
+
+Contract: int16 per tensor, zero point 0 everywhere. ``litert-opt`` / ``xnnpack``: LiteRT's
+optimized int16 SUB (``optimized_integer_ops::Sub``, ``BroadcastSubFiveFold``) has vector code only
+under ``__AVX2__``, which the x86_64 wheel is not built with: its scalar loop is the reference
+arithmetic (measured equal on every random model of tests/kernels/test_int16x8.py); XNNPACK takes
+no int16 tensor.
 """
 
 from __future__ import annotations
 
-import numpy as np
 
-from intq.kernels._elementwise_common import XnnpackAdd, int8_binary, run_xnnpack_add, xnnpack_add
-from intq.kernels.add import AddParams, prepare_reference, run_reference
-from intq.kernels import _ort
-from intq.kernels.base import KernelContext, kernel
+from intq.kernels._elementwise_common import int8_binary
+from intq.kernels.add import (
+    Add16x8Params,
+    AddParams,
+    combine,
+    general_add_sub,
+    int16_operands,
+    prepare_reference,
+    run_reference,
+)
+from intq.kernels.base import INT16, KernelContext, kernel
+import numpy as np
 
 OP = "SUB"
 
 
 @kernel(OP)
-def prepare(ctx: KernelContext) -> AddParams | XnnpackAdd | _ort.OrtBinaryLut:
+def prepare(ctx: KernelContext) -> AddParams:
     """ADD's parameters with ``table_b`` negated: ``table_a[a] + (-table_b)[b]`` is SUB's difference."""
-    if _ort.is_ort(ctx):  # DQ, DQ -> Sub -> Q: onnxruntime subtracts in float32
-        return _ort.prepare_binary(ctx, lambda qa, qb, qy, clamp, offset: _ort.float_sub_table(qa, qb, qy, clamp))
-    io = int8_binary(ctx)
-    xnn = xnnpack_add(ctx, io, subtract=True)
-    return xnn if xnn is not None else prepare_reference(ctx, io, negate_b=True)
+    return prepare_reference(ctx, int8_binary(ctx), negate_b=True)
 
 
-def run(p: AddParams | XnnpackAdd | _ort.OrtBinaryLut, a, b):
-    if isinstance(p, _ort.OrtBinaryLut):
-        return (_ort.lookup2(p, a, b),)
-    if isinstance(p, XnnpackAdd):
-        return (run_xnnpack_add(p, a, b).reshape(np.broadcast_shapes(a.shape, b.shape)),)
+def run(p: AddParams, a, b):
     return (run_reference(p, a, b),)
+
+
+# -------------------------------------------------------------------------------- 16x8
+
+@kernel(OP, INT16, run="run_int16")
+def prepare_int16(ctx: KernelContext) -> Add16x8Params:
+    return general_add_sub(ctx, int16_operands(ctx))
+
+
+def run_int16(p: Add16x8Params, a, b):
+    return (np.broadcast_to(combine(p, a, b, -1), p.out_shape),)

@@ -39,7 +39,7 @@ runtime whose kernels it reproduces:
   s_out))``, :data:`Requant.FLOAT32_RNE`), QuantizeLinear divides in float32 and rounds half to
   even, QLinearAdd / QLinearMul compute in float32 (fma on x86), QLinearSigmoid, QLinearLeakyRelu
   and the float islands (DequantizeLinear -> op -> QuantizeLinear) are per-code tables; the
-  runtime's formulas are in :mod:`intq.kernels._ort`. Its s8s8 GEMM sums exactly on every CPU
+  runtime's formulas are the ``ort`` family's variants, :mod:`intq.kernels.ort`. Its s8s8 GEMM sums exactly on every CPU
   measured (AVX-512 VNNI; AVX2 without VNNI under QEMU ``-cpu Haswell``, int8 -128 x -128 pairs
   included).
 * ``ort-u8-vnni`` is the same on an export with uint8 activations (``activations="uint8"``;
@@ -47,14 +47,19 @@ runtime whose kernels it reproduces:
   x86-64 with AVX-VNNI, AVX-512 VNNI or AMX (measured), ARM64 (by MLAS's source).
   ``ort-u8s8-avx2`` is the same on an x86-64 CPU with AVX2 and without VNNI, where MLAS's U8S8
   GEMM sums adjacent products in int16 with saturation (``vpmaddubsw``) in QLinearConv, QGemm and
-  MatMulInteger: :mod:`intq.kernels._ort_u8s8`, measured under QEMU ``-cpu Haswell``.
+  MatMulInteger: the ``ort_u8s8_avx2`` family, :mod:`intq.kernels.ort.u8s8`, measured under QEMU
+  ``-cpu Haswell``.
 * ``ort-u8`` is *onnxruntime on this machine* (:data:`HOST_TARGETS`): :func:`get_target` resolves
   it to ``ort-u8-vnni`` or ``ort-u8s8-avx2`` by what onnxruntime computes here
   (:func:`intq.host.ort_u8s8_arithmetic`); the two names predict another machine.
 
-Kernels branch on the target's properties (``runtime``, ``kernels``, ``delegate``, the requant
-contract), never on its name; each kernel's docstring says where. Ops whose measured behaviour a
-target does not reproduce are refused for that target at prepare (``unsupported``), naming why.
+A target is one row of :data:`TARGETS`: its contracts, which the reference kernels read generically
+(the requantization of each operator, :meth:`Target.requant_for`; Prepare's floating point,
+:attr:`Target.scales`; whose acceptance rules apply, :attr:`Target.rules`), and its runtime
+families (:attr:`Target.families`), whose variant kernels (``intq/kernels/<family>/``) replace the
+reference kernels where the runtime computes otherwise (:func:`intq.kernels.base.select_kernel`).
+No kernel branches on a target's name. Ops whose measured behaviour a target does not reproduce
+are refused for that target at prepare (``unsupported``, ``no_16x8``), naming why.
 """
 
 from __future__ import annotations
@@ -65,6 +70,7 @@ from enum import Enum
 from types import MappingProxyType
 
 from intq.errors import IntqError
+from intq.host import ort_u8s8_arithmetic
 
 
 class Runtime(str, Enum):
@@ -75,23 +81,6 @@ class Runtime(str, Enum):
     TFLM = "tflm"  # TensorFlow Lite Micro (tensorflow/lite/micro/kernels/*)
     ORT = "ort"  # onnxruntime's CPU execution provider (MLAS, contrib_ops/cpu/quantization)
     TPU_MLIR = "tpu-mlir"  # TPU-MLIR's int8 tpu dialect (lib/Dialect/Tpu/Interfaces/Common/*.cpp)
-
-
-class KernelSet(str, Enum):
-    """Which of a runtime's kernel implementations run: the reference ones or the optimized ones."""
-
-    REFERENCE = "reference"  # reference_ops / reference_integer_ops (LiteRT BUILTIN_REF, TFLM)
-    OPTIMIZED = "optimized"  # optimized_ops / optimized_integer_ops, ruy (LiteRT BUILTIN*)
-    S8S8 = "s8s8"  # onnxruntime, int8 activations x int8 weights (intq's ONNX export, activations="int8")
-    U8S8 = "u8s8"  # onnxruntime, uint8 activations x int8 weights (activations="uint8")
-    U8S8_AVX2 = "u8s8-avx2"  # the same on x86 AVX2 without VNNI: int16-saturating pair sums (vpmaddubsw)
-
-
-class Delegate(str, Enum):
-    """A delegate that takes over the operators it supports."""
-
-    NONE = "none"
-    XNNPACK = "xnnpack"  # LiteRT's default delegate (OpResolverType.BUILTIN)
 
 
 class Requant(str, Enum):
@@ -109,6 +98,38 @@ class Requant(str, Enum):
         return self in (Requant.DOUBLE, Requant.SINGLE, Requant.DOUBLE_HALF_UP, Requant.MULTIPLIER_RSHIFT)
 
 
+class Arithmetic(str, Enum):
+    """The floating-point arithmetic of a runtime's Prepare where it turns scales into real
+    multipliers (``s_in / s_out``, ``s_in * s_alpha / s_out``...): read by the kernels through
+    :func:`intq.kernels._elementwise_common.scale_ratio`, as the requantization through
+    :meth:`Target.requant_for`."""
+
+    FLOAT32 = "float32"  # C++ float expressions, each step rounded to float32 (LiteRT's Prepare)
+    DOUBLE = "double"  # the float32 scales converted to double, then multiplied and divided (TFLM, as measured)
+
+
+@dataclass(frozen=True)
+class Rules:
+    """What a runtime accepts where the kernels compute the same integers (dtypes, ranks and
+    parameter forms of the data-movement operators, ARG_MAX's index types, L2_NORMALIZATION's rank):
+    each kernel's acceptance tables have a ``tflm`` and a ``litert`` column, ``tables`` says which
+    applies; refusals name ``runtime``."""
+
+    runtime: str  # as refusals name it
+    tables: str  # "tflm" or "litert": the column of the kernels' acceptance tables
+    float_data: bool = False  # its data-movement operators also move float32 and float16 tensors
+
+
+TFLM_RULES = Rules("TensorFlow Lite Micro", "tflm")
+LITERT_RULES = Rules("LiteRT (BUILTIN_REF)", "litert")
+#: onnxruntime's Reshape / Transpose / Pad / Split / Concat take what LiteRT's do, and more: LiteRT's tables
+ORT_RULES = LITERT_RULES
+#: ``tpu.Reshape``, ``tpu.Permute``... take every integer dtype, as LiteRT does, and float32 / float16 (its
+#: int8 models keep float islands: a reshape before an input's cast, an asymmetric model's float pooling,
+#: float16 PReLUs, and intq's own layout transposes around them)
+TPU_MLIR_RULES = Rules("TPU-MLIR", "litert", float_data=True)
+
+
 @dataclass(frozen=True)
 class Target:
     """A named runtime contract: the default requantization, per-operator exceptions, and the
@@ -119,9 +140,19 @@ class Target:
     runtime: Runtime
     requant: Requant = Requant.DOUBLE
     overrides: Mapping[str, Requant] = field(default_factory=dict)
-    kernels: KernelSet = KernelSet.REFERENCE
-    delegate: Delegate = Delegate.NONE
     unsupported: Mapping[str, str] = field(default_factory=dict)
+    #: the runtime families whose variant kernels replace the reference ones on this target, most
+    #: specific first (:func:`intq.kernels.base.select_kernel`); () runs the reference kernels
+    families: tuple[str, ...] = ()
+    #: the floating-point arithmetic of the runtime's Prepare for real multipliers (:class:`Arithmetic`)
+    scales: Arithmetic = Arithmetic.DOUBLE
+    #: whose acceptance rules the kernels check (:class:`Rules`)
+    rules: Rules = TFLM_RULES
+    #: what the runtime's activation codes add to intq's int8 codes: 128 where onnxruntime runs uint8
+    #: activations (``ort-u8-vnni``, ``ort-u8s8-avx2``), 0 everywhere else
+    activation_offset: int = 0
+    #: why the target refuses the 16x8 kernels (int16 activations), "" where it emulates them
+    no_16x8: str = ""
 
     def __post_init__(self):
         object.__setattr__(self, "overrides", MappingProxyType(dict(self.overrides)))
@@ -132,23 +163,20 @@ class Target:
 
     @property
     def optimized(self) -> bool:
-        """LiteRT's optimized kernels run (the ops a delegate does not take, too)."""
-        return self.kernels is KernelSet.OPTIMIZED
+        """LiteRT's optimized kernels run (family ``litert_opt``): some compute an element by its
+        position (vector lanes, scalar tail)."""
+        return "litert_opt" in self.families
 
     @property
     def xnnpack(self) -> bool:
-        """XNNPACK takes the operators it supports (each kernel checks XNNPACK's acceptance rules)."""
-        return self.delegate is Delegate.XNNPACK
-
-    @property
-    def activation_offset(self) -> int:
-        """What the runtime's activation codes add to intq's int8 codes: 128 where onnxruntime runs
-        uint8 activations (``ort-u8-vnni``, ``ort-u8s8-avx2``), 0 everywhere else."""
-        return 128 if self.kernels in (KernelSet.U8S8, KernelSet.U8S8_AVX2) else 0
+        """The XNNPACK delegate takes the operators it supports (family ``xnnpack``)."""
+        return "xnnpack" in self.families
 
     @property
     def integer_only(self) -> bool:
-        return (self.delegate is Delegate.NONE and self.requant.integer_only
+        """No kernel of the target computes in floating point: an integer-only requantization contract
+        for every operator and no delegate that requantizes in float32 (XNNPACK)."""
+        return (not self.xnnpack and self.requant.integer_only
                 and all(r.integer_only for r in self.overrides.values()))
 
 
@@ -163,7 +191,7 @@ _OPT_NOT_EMULATED: dict[str, str] = {}
 _XNNPACK_NOT_EMULATED: dict[str, str] = {**_OPT_NOT_EMULATED}
 
 #: The int8 operators the ``ort`` targets emulate: those :func:`intq.export_onnx` writes (see
-#: intq/onnx_format/ops.py) and intq.kernels._ort measures; every other kernel op is refused.
+#: intq/onnx_format/ops.py) and intq.kernels.ort measures; every other kernel op is refused.
 ORT_EMULATED = frozenset({
     "QUANTIZE", "DEQUANTIZE", "CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "ADD", "MUL", "LOGISTIC",
     "LEAKY_RELU", "HARD_SWISH", "RELU", "RELU6", "RELU_N1_TO_1", "MEAN", "MAX_POOL_2D", "CONCATENATION",
@@ -177,39 +205,46 @@ ORT_EMULATED = frozenset({
 #: Every other operator intq has a kernel for (tests/kernels/test_ort_target.py keeps this list whole).
 _ORT_NOT_EMULATED = {op: "intq writes no ONNX form for it yet (ONNX has only the float operator, whose onnxruntime "
                          "kernel sums in an order intq has not reproduced), so onnxruntime's arithmetic for it is not "
-                         "measured" for op in ("L2_NORMALIZATION", "LOG_SOFTMAX")}
+                         "measured" for op in ("L2_NORMALIZATION", "LOG_SOFTMAX", "GELU")}
+#: intq writes no 16x8 ONNX model: nothing to emulate
+_ORT_NO_16X8 = "onnxruntime's int16 arithmetic is not emulated; use target 'tflite' or 'litert-ref'"
 
 TARGETS: dict[str, Target] = {
     "tflite": Target("tflite", "TensorFlow Lite for Microcontrollers (reference kernels)", Runtime.TFLM),
     "litert-ref": Target("litert-ref", "LiteRT 2.3, OpResolverType.BUILTIN_REF", Runtime.LITERT,
-                         overrides={"FULLY_CONNECTED": Requant.DOUBLE_PRODUCT}),
+                         overrides={"FULLY_CONNECTED": Requant.DOUBLE_PRODUCT}, families=("litert",),
+                         scales=Arithmetic.FLOAT32, rules=LITERT_RULES),
     "litert-opt": Target("litert-opt", "LiteRT 2.3, OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES (x86_64)",
-                         Runtime.LITERT, kernels=KernelSet.OPTIMIZED,
+                         Runtime.LITERT,
                          overrides={"CONV_2D": Requant.DOUBLE_HALF_UP, "FULLY_CONNECTED": Requant.DOUBLE_HALF_UP,
                                     "DEPTHWISE_CONV_2D": Requant.DOUBLE_HALF_UP, "TRANSPOSE_CONV": Requant.DOUBLE_HALF_UP},
-                         unsupported=_OPT_NOT_EMULATED),
+                         unsupported=_OPT_NOT_EMULATED, families=("litert_opt", "litert"),
+                         scales=Arithmetic.FLOAT32, rules=LITERT_RULES),
     "xnnpack": Target("xnnpack", "LiteRT 2.3, OpResolverType.BUILTIN (default XNNPACK delegate, x86_64)",
-                      Runtime.LITERT, kernels=KernelSet.OPTIMIZED, delegate=Delegate.XNNPACK,
+                      Runtime.LITERT,
                       overrides={"CONV_2D": Requant.DOUBLE_HALF_UP, "FULLY_CONNECTED": Requant.DOUBLE_HALF_UP,
                                  "DEPTHWISE_CONV_2D": Requant.DOUBLE_HALF_UP, "TRANSPOSE_CONV": Requant.DOUBLE_HALF_UP},
-                      unsupported=_XNNPACK_NOT_EMULATED),
+                      unsupported=_XNNPACK_NOT_EMULATED, families=("xnnpack", "litert_opt", "litert"),
+                      scales=Arithmetic.FLOAT32, rules=LITERT_RULES),
     "ort": Target("ort", "onnxruntime CPU (MLAS), intq's ONNX export with int8 activations, x86-64 with VNNI",
-                  Runtime.ORT, requant=Requant.FLOAT32_RNE, kernels=KernelSet.S8S8, unsupported=_ORT_NOT_EMULATED),
+                  Runtime.ORT, requant=Requant.FLOAT32_RNE, unsupported=_ORT_NOT_EMULATED,
+                  families=("ort",), rules=ORT_RULES, no_16x8=_ORT_NO_16X8),
     "ort-u8-vnni": Target("ort-u8-vnni", "onnxruntime CPU (MLAS), intq's ONNX export with uint8 activations, "
                           "x86-64 with VNNI or AMX, or ARM64 (exact U8S8 GEMM)", Runtime.ORT,
-                          requant=Requant.FLOAT32_RNE, kernels=KernelSet.U8S8, unsupported=_ORT_NOT_EMULATED),
+                          requant=Requant.FLOAT32_RNE, unsupported=_ORT_NOT_EMULATED,
+                          families=("ort",), rules=ORT_RULES, activation_offset=128, no_16x8=_ORT_NO_16X8),
     "ort-u8s8-avx2": Target("ort-u8s8-avx2", "onnxruntime CPU (MLAS), intq's ONNX export with uint8 activations, "
                             "x86-64 with AVX2 and without VNNI (int16-saturating U8S8 GEMM)", Runtime.ORT,
-                            requant=Requant.FLOAT32_RNE, kernels=KernelSet.U8S8_AVX2,
-                            unsupported=_ORT_NOT_EMULATED),
+                            requant=Requant.FLOAT32_RNE,
+                            unsupported=_ORT_NOT_EMULATED, families=("ort_u8s8_avx2", "ort"),
+                            rules=ORT_RULES, activation_offset=128, no_16x8=_ORT_NO_16X8),
     "tpu-mlir": Target("tpu-mlir", "TPU-MLIR 1.30.2, int8 tpu dialect interpreter for BM1684X (= its cmodel simulator)",
-                       Runtime.TPU_MLIR, requant=Requant.MULTIPLIER_RSHIFT),
+                       Runtime.TPU_MLIR, requant=Requant.MULTIPLIER_RSHIFT, families=("tpu_mlir",),
+                       rules=TPU_MLIR_RULES),
 }
 
 
 def _host_ort_u8() -> str:
-    from intq.host import ort_u8s8_arithmetic
-
     return "ort-u8s8-avx2" if ort_u8s8_arithmetic()[0] == "pair-saturating" else "ort-u8-vnni"
 
 

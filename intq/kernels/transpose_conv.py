@@ -22,31 +22,8 @@ field lines up; TFLite Micro's ``CalculateOpData`` passes ``params->activation``
 Micro sources passed ``kTfLiteActNone``, the pinned build applies it, measured by
 tests/kernels/test_conv.py).
 
-Difference between the targets: LiteRT 2.3's Prepare also requires the input size to be the one
-a convolution of the output would produce, ``ComputeOutSize(padding, out, k, stride) == in`` per
-axis (its error "computed_input_height != SizeOfDimension(input, 1)"; measured on every
-combination of padding, k <= 4, stride <= 3, in <= 4, out <= 13), and refuses other sizes; TFLite
-Micro accepts any output size and crops or leaves zeros. The ``litert-ref`` target refuses such
-nodes as LiteRT does (:data:`SIZE_CHECKED_BY`); ``tflite`` computes them as TFLite Micro does.
-
-Where the optimized targets differ (measured with single-op models, tests/kernels/test_conv.py and
-tests/kernels/test_optimized_targets.py; explained from transpose_conv.cc and
-optimized/integer_ops/transpose_conv.h):
-
-* ``litert-opt`` (``optimized_integer_ops::TransposeConvV2``): a ruy GEMM of the raw input (its zero
-  point as the GEMM's) against the weights as ``[KH*KW*C_out, C_in]``, ``Col2im`` into the int32
-  scratch buffer, ``BiasAdd`` (skipped without bias) — the reference accumulators — then
-  ``optimized_ops::Quantize``, the output stage of the optimized DEPTHWISE_CONV_2D: output
-  channels ``[0, 8 floor(C_out/8))`` through NEON ``vqrdmulh`` + ``vrshl`` (``Requant.DOUBLE_HALF_UP``),
-  the last ``C_out mod 8`` through the scalar gemmlowp ``MultiplyByQuantizedMultiplier``
-  (``Requant.DOUBLE``): :class:`OptimizedTransposeConvParams` when both groups exist.
-* ``xnnpack``: the delegate takes an int8 TRANSPOSE_CONV (``VisitTransposeConvNode``) unless its
-  padding is SAME with a kernel smaller than the stride (:func:`xnnpack_takes`), and requantizes
-  like its convolutions: ``rint(float32(acc) * float32(float32(s_in * s_w) / s_out))``, half to
-  even, clamp from ``xnn_qs8_quantize`` (``Requant.FLOAT32_RNE``). A node it declines runs LiteRT's
-  optimized kernel, as ``litert-opt``.
-
-``tpu-mlir`` target: TPU-MLIR's ``tpu.Deconv`` with its raw int32 output (:mod:`intq.kernels.tpu_mlir.deconv`).
+Runtimes that compute otherwise replace this kernel with a variant in their family's folder
+(docs/engine.md).
 
 Arithmetic: one exact GEMM (:func:`intq.kernels.gemm.exact_matmul`) of the raw input
 ``[N*H*W, C_in]`` against the weights as ``[KH*KW*C_out, C_in]`` gives every tap's contribution;
@@ -54,6 +31,31 @@ Arithmetic: one exact GEMM (:func:`intq.kernels.gemm.exact_matmul`) of the raw i
 KH*KW taps adds each tap's contributions into a strided slice of an int32 buffer covering the
 full (uncropped) output, which is then cropped by the padding. The accumulator cannot overflow:
 ``|acc| <= 255 * sum|w_o| + |b_o|`` is checked at prepare.
+
+**16x8** (int16 activations, int8 weights): every int16 input pixel scatters ``x[n,iy,ix,c] * w[o,i,j,c]`` into
+``acc[n, iy*s_h - p_t + i, ix*s_w - p_l + j, o]`` (int64); ``y = clamp(MBQM64(acc + b[o], m_o, shift_o))``.
+
+Contract (spec 003, 16x8; LiteRT ``transpose_conv.cc`` Prepare, TFLM ``transpose_conv.cc``): inputs
+``(output_shape, weights, input[, bias])`` — output_shape a constant int32 ``[4]`` equal to the
+output's shape; weights int8 ``[C_out, KH, KW, C_in]`` constant, symmetric, per tensor or per
+output channel (axis 0); input int16 ``[N, H, W, C_in]`` per tensor, zero point 0; bias int64
+``[C_out]`` or omitted; output int16 per tensor, zero point 0. Options as the int8 kernel
+(:mod:`intq.kernels.transpose_conv`, whose contract checks and scatter geometry this kernel uses,
+including LiteRT's output-size check).
+
+Arithmetic — the same in LiteRT 2.3 (``EvalQuantizedPerChannel16x8``: with an int64 bias, or none,
+``reference_integer_ops::TransposeConv<int64_t>`` under every resolver; LiteRT's optimized path is
+taken only for an int32 bias, which intq refuses) and TFLM (the same reference function with an
+int64 scratch buffer): the int64 sum of ``x * w`` over the taps landing on each output pixel,
+plus the bias, then ``MultiplyByQuantizedMultiplier(int64 acc, m_o, shift_o)`` (the multiplier
+reduced to 16 bits, :class:`intq.kernels._int16_common.Int64Requant`) with
+``M_o = double(s_in) * double(s_w[o]) / double(s_out)``, then the fused activation's clamp.
+``|acc| <= 2^15 * sum|w_o| + |b_o| < 2^47`` (prepare). XNNPACK takes no int16 tensor, so
+``xnnpack`` computes what ``litert-opt`` does (measured: equal on every random model of
+tests/kernels/test_int16x8.py).
+
+Run: one int64 matrix product of the input pixels against the weights as ``[KH*KW*C_out, C_in]``
+gives every tap's contribution; :func:`intq.kernels.transpose_conv.scatter` adds them up.
 """
 
 from __future__ import annotations
@@ -70,18 +72,12 @@ from intq.kernels._conv_common import (
     conv_operands,
     static_shape,
 )
-from intq.kernels import _ort_u8s8
-from intq.kernels.base import KernelContext, kernel
+from intq.kernels.base import INT16, KernelContext, kernel
 from intq.kernels.gemm import PreparedGemm, exact_matmul, prepare_gemm
 from intq.kernels.requantize import Requantizer, requantize
-from intq.kernels.targets import Requant, Runtime
-from intq.kernels.tpu_mlir import deconv as tpu_mlir_deconv
+from intq.kernels._int16_common import Int64Requant, conv_int64_requant, conv_operands_16x8, int64_bias, requantize_int64
 
 OP = "TRANSPOSE_CONV"
-VECTOR_CHANNELS = 8  # optimized_ops::Quantize: output channels in groups of 8 through NEON, the rest scalar
-
-#: Targets whose runtime refuses an input size that a convolution of the output would not give.
-SIZE_CHECKED_BY = frozenset({Runtime.LITERT})
 
 
 @dataclass(frozen=True)
@@ -114,54 +110,26 @@ class TransposeConvParams:
 
 
 @dataclass(frozen=True, eq=False)
-class OptimizedTransposeConvParams:
-    """``litert-opt`` (and nodes XNNPACK declines): the reference accumulators, two output stages —
-    NEON half-up double rounding on channels ``[0, split)``, gemmlowp's on ``[split, C_out)``."""
+class TransposeParts:
+    """What every runtime's TRANSPOSE_CONV prepares before its output stage (:func:`transpose_parts`)."""
 
-    sums: TransposeConvParams  # the scatter; its ``requant`` and ``bias`` cover channels [0, split)
-    split: int  # 8 floor(C_out / 8), in (0, C_out)
-    tail: Requantizer  # channels [split, C_out): Requant.DOUBLE
-    tail_bias: np.ndarray  # int64 [C_out - split]
+    ops: ConvOperands
+    geometry: TransposeGeometry
+    gemm: PreparedGemm
+    tap_offset: np.ndarray
+    bias: np.ndarray
 
-
-@dataclass(frozen=True, eq=False)
-class OrtU8S8Avx2TransposeConvParams:
-    """``ort-u8s8-avx2``: intq's ONNX export writes TRANSPOSE_CONV as a QLinearConv (stride 1, kernel
-    flipped) of the zero-stuffed input, so MLAS's int16 pair saturation applies along that
-    convolution's im2col rows (:mod:`intq.kernels._ort_u8s8`): the exact sums plus the correction
-    computed on the stuffed input. ``rows_h`` / ``rows_w``: for each row / column of the stuffed,
-    padded input the convolution reads (``OH + KH - 1`` by ``OW + KW - 1``), the input row / column
-    it holds, or -1 for the zero point (``u[r] = x[(r - lead) / s]`` where that divides)."""
-
-    sums: TransposeConvParams
-    pairs: _ort_u8s8.PairSaturation
-    rows_h: np.ndarray  # int64 [OH + KH - 1]
-    rows_w: np.ndarray  # int64 [OW + KW - 1]
-    zero_point: int  # Z_x (intq's int8 code)
+    def params(self, requant: Requantizer, channels: slice = slice(None)) -> TransposeConvParams:
+        """The scatter's parameters with ``requant`` for the ``channels`` it covers."""
+        return TransposeConvParams(self.gemm, self.tap_offset, self.bias[channels], requant, self.geometry)
 
 
-def _stuffed_rows(out: int, k: int, top: int, stride: int, size: int) -> np.ndarray:
-    """Which input row each of the ``out + k - 1`` rows of the stuffed input the export's
-    convolution reads holds (-1: the zero point); ``lead = k - 1 - top`` as the exporter pads."""
-    t = np.arange(out + k - 1) - (k - 1 - top)
-    src = np.where(t % stride == 0, t // stride, -1)
-    return np.where((t >= 0) & (src >= 0) & (src < size), src, -1).astype(np.int64)
-
-
-def xnnpack_takes(padding: str, kernel_hw: tuple[int, int], stride_hw: tuple[int, int]) -> bool:
-    """Whether LiteRT's XNNPACK delegate takes an int8 TRANSPOSE_CONV intq accepts for LiteRT
-    (``CalculateTransposeConvPaddings``): SAME padding needs each kernel dimension >= its stride
-    (VALID's "output smaller than the kernel" cannot pass LiteRT's size check)."""
-    return padding != "SAME" or all(k >= s for k, s in zip(kernel_hw, stride_hw))
-
-
-@kernel(OP)
-def prepare(ctx: KernelContext) -> TransposeConvParams | OptimizedTransposeConvParams | tpu_mlir_deconv.TpuMlirDeconvParams:
-    if ctx.target.runtime is Runtime.TPU_MLIR:
-        return tpu_mlir_deconv.prepare(ctx)
+def transpose_parts(ctx: KernelContext, *, size_checked: bool = False) -> TransposeParts:
+    """The contract and the scatter (module docstring); ``size_checked``: the runtime also requires
+    the input size a convolution of the output gives (:func:`transpose_geometry`)."""
     ctx.check_emulated()
     ops = conv_operands(ctx, channel_axis=0, input_index=2, dilation=False)
-    geometry = transpose_geometry(ctx, ops)
+    geometry = transpose_geometry(ctx, ops, size_checked=size_checked)
     c_out = ops.w.shape[0]
     bias = conv_bias(ctx, 3, c_out)
     check_accumulator(ctx, ops.abs_weight_sums(), bias)
@@ -169,63 +137,20 @@ def prepare(ctx: KernelContext) -> TransposeConvParams | OptimizedTransposeConvP
     gemm = prepare_gemm(matrix)
     zx = ops.in_qp.tensor_zero_point
     tap_offset = (-zx * gemm.weight_sums).astype(np.int32).reshape(geometry.kh, geometry.kw, c_out)  # |.| <= 128 * 127 * C_in
-    kh, kw, opts = geometry.kh, geometry.kw, ops.opts
-
-    def params(requant: Requantizer, channels: slice = slice(None)) -> TransposeConvParams:
-        return TransposeConvParams(gemm, tap_offset, bias[channels], requant, geometry)
-
-    if _ort_u8s8.saturates(ctx):
-        _, h, w_in, c_in = ops.in_shape
-        if c_in == 1 and c_out == 1:  # onnxruntime's depthwise kernel: exact (as CONV_2D's)
-            return params(ops.requantizer(ctx, OP))
-        flipped = ops.w[:, ::-1, ::-1, :].reshape(c_out, -1)  # the export's kernel, taps then channels
-        return OrtU8S8Avx2TransposeConvParams(
-            params(ops.requantizer(ctx, OP)), _ort_u8s8.pair_saturation(flipped),
-            _stuffed_rows(geometry.out_shape[1], kh, geometry.top, geometry.stride_h, h),
-            _stuffed_rows(geometry.out_shape[2], kw, geometry.left, geometry.stride_w, w_in), zx)
-    xnnpack = ctx.target.xnnpack and xnnpack_takes(opts.padding, (kh, kw), (opts.stride_h, opts.stride_w))
-    if not ctx.target.optimized or xnnpack:
-        return params(ops.requantizer(ctx, OP))  # reference, or XNNPACK's float32 requantization
-    split = c_out - c_out % VECTOR_CHANNELS  # LiteRT's optimized kernel: two channel groups
-    vector, scalar = ctx.target.requant_for(OP), Requant.DOUBLE
-    if split in (0, c_out):
-        return params(ops.requantizer(ctx, OP, mode=vector if split else scalar))
-    head = params(ops.requantizer(ctx, OP, mode=vector, select=slice(0, split)), slice(0, split))
-    tail = ops.requantizer(ctx, OP, mode=scalar, select=slice(split, None))
-    return OptimizedTransposeConvParams(head, split, tail, bias[split:])
+    return TransposeParts(ops, geometry, gemm, tap_offset, bias)
 
 
-def run(p: TransposeConvParams | OptimizedTransposeConvParams | tpu_mlir_deconv.TpuMlirDeconvParams, output_shape, w, x,
-        b=None):
-    if type(p) is tpu_mlir_deconv.TpuMlirDeconvParams:
-        return tpu_mlir_deconv.run(p, x)
-    if type(p) is OrtU8S8Avx2TransposeConvParams:
-        acc = _sums(p.sums, x)
-        corr = _ort_u8s8.saturation_correction(p.pairs, _stuffed_im2col(p, x), 128)
-        if corr is not None:
-            acc = acc + corr
-        return (requantize(p.sums.requant, acc, p.sums.bias).reshape(p.sums.out_shape),)
-    if isinstance(p, OptimizedTransposeConvParams):
-        acc = _sums(p.sums, x)
-        out = np.empty(acc.shape, p.tail.out_dtype)
-        out[:, :p.split] = requantize(p.sums.requant, acc[:, :p.split], p.sums.bias)
-        out[:, p.split:] = requantize(p.tail, acc[:, p.split:], p.tail_bias)
-        return (out.reshape(p.sums.out_shape),)
-    return (requantize(p.requant, _sums(p, x), p.bias).reshape(p.out_shape),)  # |acc + b| < 2^31 (prepare)
+@kernel(OP)
+def prepare(ctx: KernelContext) -> TransposeConvParams:
+    parts = transpose_parts(ctx)
+    return parts.params(parts.ops.requantizer(ctx, OP))
 
 
-def _stuffed_im2col(p: OrtU8S8Avx2TransposeConvParams, x) -> np.ndarray:
-    """The im2col rows ``[N*OH*OW, KH*KW*C_in]`` (taps, then channels) of the stuffed input."""
-    g = p.sums.geometry
-    n, c = x.shape[0], x.shape[3]
-    u = np.full((n, p.rows_h.size, p.rows_w.size, c), p.zero_point, x.dtype)
-    vh, vw = np.nonzero(p.rows_h >= 0)[0], np.nonzero(p.rows_w >= 0)[0]
-    u[:, vh[:, None], vw[None, :]] = x[:, p.rows_h[vh][:, None], p.rows_w[vw][None, :]]
-    win = np.lib.stride_tricks.sliding_window_view(u, (g.kh, g.kw), axis=(1, 2))  # [N, OH, OW, C, KH, KW]
-    return np.ascontiguousarray(win.transpose(0, 1, 2, 4, 5, 3)).reshape(-1, g.kh * g.kw * c)
+def run(p: TransposeConvParams, output_shape, w, x, b=None):
+    return (requantize(p.requant, accumulators(p, x), p.bias).reshape(p.out_shape),)  # |acc + b| < 2^31 (prepare)
 
 
-def _sums(p: TransposeConvParams, x) -> np.ndarray:
+def accumulators(p: TransposeConvParams, x) -> np.ndarray:
     """The int32 accumulators ``[N*OH*OW, C_out]`` of every output pixel, bias not included."""
     g = p.geometry
     n, h, w_in, c_in = x.shape
@@ -234,11 +159,11 @@ def _sums(p: TransposeConvParams, x) -> np.ndarray:
     return scatter(g, cols)
 
 
-def transpose_geometry(ctx: KernelContext, ops: ConvOperands) -> TransposeGeometry:
+def transpose_geometry(ctx: KernelContext, ops: ConvOperands, size_checked: bool = False) -> TransposeGeometry:
     """The contract shared by the int8 and 16x8 kernels (module docstring) and the scatter geometry:
     output_shape (input 0) a constant int32 [4] equal to the output's static shape; weights
-    ``[C_out, KH, KW, C_in]`` matching the input's channels; on a target whose runtime checks it
-    (:data:`SIZE_CHECKED_BY`), the input size a convolution of the output gives."""
+    ``[C_out, KH, KW, C_in]`` matching the input's channels; with ``size_checked`` (a runtime that
+    checks it: LiteRT), the input size a convolution of the output gives."""
     n, h, w_in, c_in = ops.in_shape
     out_shape = static_shape(ctx, ctx.outputs[0], "output", 4)
     requested = ctx.constant(0, "output_shape")
@@ -257,7 +182,7 @@ def transpose_geometry(ctx: KernelContext, ops: ConvOperands) -> TransposeGeomet
     opts = ops.opts
     oh, ow = out_shape[1], out_shape[2]
     pad = compute_padding(opts.padding, (oh, ow), (kh, kw), (opts.stride_h, opts.stride_w), (1, 1))
-    if ctx.target.runtime in SIZE_CHECKED_BY and (pad.out_h, pad.out_w) != (h, w_in):
+    if size_checked and (pad.out_h, pad.out_w) != (h, w_in):
         raise ctx.error(f"target {ctx.target.name!r} ({ctx.target.matches}) refuses this output size: a {opts.padding} "
                         f"convolution of the {oh}x{ow} output gives {pad.out_h}x{pad.out_w}, not the {h}x{w_in} input")
     full_hw = (max((h - 1) * opts.stride_h + kh, pad.top + oh), max((w_in - 1) * opts.stride_w + kw, pad.left + ow))
@@ -284,3 +209,35 @@ def scatter(g: TransposeGeometry, cols: np.ndarray) -> np.ndarray:
             target = full[:, i:i + span_h:g.stride_h, j:j + span_w:g.stride_w, :]
             np.add(target, cols[:, :, :, i, j, :], out=target)
     return np.ascontiguousarray(full[:, g.top:g.top + oh, g.left:g.left + ow, :]).reshape(-1, c_out)
+
+
+# -------------------------------------------------------------------------------- 16x8
+
+@dataclass(frozen=True, eq=False)
+class TransposeConv16x8Params:
+    taps_t: np.ndarray  # int64 [C_in, KH*KW*C_out]: the weights, row (i, j, o) of tap_matrix transposed
+    bias: np.ndarray  # int64 [C_out]
+    requant: Int64Requant
+    geometry: TransposeGeometry
+
+
+@kernel(OP, INT16, run="run_int16")
+def prepare_int16(ctx: KernelContext) -> TransposeConv16x8Params:
+    return prepare_transpose_int16(ctx)
+
+
+def prepare_transpose_int16(ctx: KernelContext, *, size_checked: bool = False) -> TransposeConv16x8Params:
+    """The 16x8 scatter's parameters; ``size_checked``: as :func:`transpose_parts`'."""
+    ops = conv_operands_16x8(ctx, channel_axis=0, input_index=2, dilation=False)
+    geometry = transpose_geometry(ctx, ops, size_checked=size_checked)
+    bias = int64_bias(ctx, 3, ops.w.shape[0])
+    requant = conv_int64_requant(ctx, ops, bias)
+    return TransposeConv16x8Params(tap_matrix(ops.w).astype(np.int64).T.copy(), bias, requant, geometry)
+
+
+def run_int16(p: TransposeConv16x8Params, output_shape, w, x, b=None):
+    g = p.geometry
+    n, h, w_in, c_in = x.shape
+    cols = (x.reshape(-1, c_in).astype(np.int64) @ p.taps_t).reshape(n, h, w_in, g.kh, g.kw, g.out_shape[3])
+    acc = scatter(g, cols) + p.bias  # int64, |acc| < 2^47 (prepare)
+    return (requantize_int64(p.requant, acc).reshape(g.out_shape),)

@@ -33,13 +33,19 @@ class OnnxModelBuilder:
         self.value_infos: dict[str, onnx.ValueInfoProto] = {}
         self.metadata: dict[str, str] = {}
         self._taken: set[str] = set()
+        self._kept: set[str] = set()  # the source graph's tensor names: reserve() claims them, unique() avoids them
         self._node_names: set[str] = set()
         self.uses_ms_domain = False
+
+    def keep(self, names) -> None:
+        """Set aside the source graph's tensor names: :meth:`unique` never hands one out (a helper
+        tensor ``y/float`` must not take the name of a graph tensor written later)."""
+        self._kept.update(names)
 
     def unique(self, hint: str) -> str:
         """A tensor name not used yet, ``hint`` itself when free (``hint_1``, ``hint_2``... otherwise)."""
         name, k = hint, 1
-        while name in self._taken:
+        while name in self._taken or name in self._kept:
             name, k = f"{hint}_{k}", k + 1
         self._taken.add(name)
         return name

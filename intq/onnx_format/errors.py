@@ -1,8 +1,16 @@
-"""Errors of the ONNX writer (and reader of quantized ONNX): each names the node or file and the fix."""
+"""Errors of the ONNX format's reader and writer: each names the node or file and the fix."""
 
 from __future__ import annotations
 
-from intq.errors import GraphError, IntqError
+from intq.errors import GraphError, IntqError, UnsupportedOperatorError
+
+
+class OnnxImportError(IntqError, ValueError):
+    """The file is not a readable ONNX model, or its inputs cannot be bound."""
+
+
+class QuantizedOnnxError(UnsupportedOperatorError):
+    """A quantized ONNX model holds something intq cannot turn into its integer operators."""
 
 
 class OnnxExportError(IntqError, ValueError):
@@ -11,7 +19,3 @@ class OnnxExportError(IntqError, ValueError):
 
 class OnnxOpError(OnnxExportError, GraphError):
     """A node has no ONNX form in the chosen format / opset; the message names the node and the alternative."""
-
-
-class OnnxRuntimeRefusedError(OnnxExportError):
-    """onnxruntime refuses to load or run the written model (an intq bug; the file is removed)."""

@@ -20,7 +20,7 @@ import numpy as np
 
 from intq.ir import Graph, Node
 from intq.passes.rewrite import Const, Pattern, Rule, apply_rules
-from intq.runtime.interpreter import FUSED_ACTIVATION
+from intq.ir.facts import FUSED_ACTIVATION
 
 _RELU6_OF_X_PLUS_3 = Pattern("Clip", ("x3", Const.scalar(0.0), Const.scalar(6.0)), bind="clip")
 

@@ -15,6 +15,7 @@ import numpy as np
 
 from intq.errors import GraphError, IntqError
 from intq.ir import Graph, Node, Tensor
+from intq.ir.facts import FUSED_ACTIVATION
 
 
 def fold_constants(graph: Graph) -> Graph:
@@ -28,7 +29,7 @@ def fold_constants(graph: Graph) -> Graph:
         if n.op_type == "Shape" and n.inputs[0] not in known and graph.tensors[n.inputs[0]].is_static:
             shape = np.asarray(graph.tensors[n.inputs[0]].shape, dtype=np.int64)
             value = FLOAT_OPS["Shape"](np.empty(shape, np.uint8), **dict(n.attrs))
-        elif n.op_type in FLOAT_OPS and all((not i) or i in known for i in n.inputs) and "fused_activation" not in n.attrs:
+        elif n.op_type in FLOAT_OPS and all((not i) or i in known for i in n.inputs) and FUSED_ACTIVATION not in n.attrs:
             args = [known[i] if i else None for i in n.inputs]
             try:
                 with np.errstate(all="ignore"):

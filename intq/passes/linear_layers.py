@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from intq.ir import Graph, Node
-from intq.runtime.interpreter import FUSED_ACTIVATION
+from intq.ir.facts import FUSED_ACTIVATION
 
 #: The layers whose output is linear in their weights, per output channel.
 LINEAR_OPS = ("Conv", "ConvTranspose", "Gemm", "MatMul")

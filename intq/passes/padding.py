@@ -1,7 +1,8 @@
 """Explicit padding: every Conv, ConvTranspose, MaxPool and AveragePool node gets its ``pads``
 written out (begins then ends, one per spatial axis) and loses ``auto_pad`` (and ConvTranspose
 its ``output_shape``), so the readers of a float graph (the float runtime, convert, QAT) know one
-form of padding. Run once at import (:func:`intq.frontends.load_onnx`).
+form of padding (:func:`intq.ir.windows.pads_of` reads it, :func:`intq.ir.windows.same_pads` is
+the SAME rule below). Run once at import (:func:`intq.frontends.load_onnx`).
 
 For one spatial axis with input size ``n``, kernel ``k``, stride ``s``, dilation ``d``
 (ONNX opset 21; what onnxruntime computes)::
@@ -28,20 +29,11 @@ from typing import Any
 
 from intq.errors import GraphError, UnsupportedOperatorError
 from intq.ir import Graph, Node
+from intq.ir.windows import same_pads
 
 #: The sliding-window operators whose padding this pass writes out.
 WINDOW_OPS = frozenset({"Conv", "ConvTranspose", "MaxPool", "AveragePool"})
 AUTO_PADS = ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID")
-
-
-def same_pads(size: int, kernel: int, stride: int, dilation: int, upper: bool = True) -> tuple[int, int]:
-    """``(begin, end)`` of ONNX SAME_UPPER (``upper``) or SAME_LOWER on one axis (module formulas).
-
-    SAME_UPPER is also TFLite's SAME padding. Contract: positive ints.
-    """
-    out = -(-size // stride)
-    total = max(0, (out - 1) * stride + (kernel - 1) * dilation + 1 - size)
-    return (total // 2, total - total // 2) if upper else (total - total // 2, total // 2)
 
 
 def _ints(where: str, name: str, values, nd: int, default: int) -> list[int]:
@@ -102,31 +94,6 @@ def explicit_pad_attrs(where: str, op: str, attrs: Mapping[str, Any], in_spatial
         begin, end = pads[:nd], pads[nd:]
     out["pads"] = tuple(begin) + tuple(end)
     return out
-
-
-def pads_of(where: str, attrs: Mapping[str, Any], nd: int) -> tuple[list[int], list[int]]:
-    """``(begins, ends)`` of a window node's explicit ``pads`` (zeros when absent): what every reader
-    of a float graph (float runtime, convert, QAT) calls. An ``auto_pad`` other than NOTSET or an
-    ``output_shape`` left on the node is refused, naming :func:`explicit_pads` as the fix; pads must
-    be ``2 * nd`` non-negative ints."""
-    auto = attrs.get("auto_pad", "NOTSET")
-    auto = auto.decode() if isinstance(auto, bytes) else auto
-    shape = attrs.get("output_shape")
-    left = []
-    if auto != "NOTSET":
-        left.append(f"auto_pad={auto!r}")
-    if shape is not None and len(shape) > 0:
-        left.append(f"output_shape={list(shape)}")
-    if left:
-        raise UnsupportedOperatorError(f"{where}: {', '.join(left)}: intq reads explicit pads only; run "
-                                       "intq.passes.explicit_pads on the graph first (intq.load does)")
-    pads = attrs.get("pads")
-    p = [0] * (2 * nd) if pads is None or len(pads) == 0 else [int(v) for v in pads]
-    if len(p) != 2 * nd:
-        raise GraphError(f"{where}: pads={p} must have 2*{nd} entries (all begins, then all ends)")
-    if any(v < 0 for v in p):
-        raise GraphError(f"{where}: pads={p} must be non-negative")
-    return p[:nd], p[nd:]
 
 
 def _kernel(graph: Graph, node: Node) -> tuple[int, ...] | None:

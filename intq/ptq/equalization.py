@@ -27,7 +27,7 @@ import numpy as np
 
 from intq.ir import Graph, Node, Tensor
 from intq.passes.linear_layers import bias_vector, fresh_name
-from intq.runtime.interpreter import FUSED_ACTIVATION
+from intq.ir.facts import FUSED_ACTIVATION
 
 _HOMOGENEOUS = (None, "RELU")
 

@@ -25,7 +25,7 @@ average of the batch minimum and maximum (Jacob et al. 2018, section 3.1)::
 
 Parameters for a step come from the ranges *before* the step's update: the table of ranges goes
 through :func:`intq.calibration.reconcile_ranges` and :func:`intq.qmath.choose_qparams` exactly as in
-:func:`intq.convert.quantize`, and the plan (:mod:`intq.qat.plan`) says which tensors follow their
+:func:`intq.quantize`, and the plan (:mod:`intq.qat.plan`) says which tensors follow their
 own range, which are fixed (sigmoid, softmax, tanh) and which share an input's parameters. The
 batch's min/max then update the ranges (training mode only).
 """

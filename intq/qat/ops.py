@@ -21,7 +21,7 @@ from collections.abc import Callable
 import torch
 import torch.nn.functional as F
 
-from intq.passes.padding import pads_of
+from intq.ir.windows import pads_of
 from intq.qat.errors import QATError
 from intq.registry import Registry
 

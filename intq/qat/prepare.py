@@ -26,13 +26,12 @@ from intq.calibration import CalibrationTable
 from intq.convert import check_convertible
 from intq.frontends.from_torch import EXPORT_OPSET, load_torch
 from intq.ir import Graph
-from intq.passes import fold_constants, remove_identities, simplify
+from intq.passes import remove_identities, simplify, static_shapes
 from intq.qat.errors import QATError
 from intq.qat.layers import BatchNormState, QATLinear
 from intq.qat.module import QATModule
 from intq.qat.ops import TORCH_OPS
 from intq.qat.plan import quantization_plan
-from intq.runtime.interpreter import infer_shapes
 
 FOLDED_WEIGHT = "{}/weight_bn_folded"  # the names intq.passes.fold_batch_norms gives folded constants
 FOLDED_BIAS = "{}/bias_bn_folded"
@@ -115,7 +114,7 @@ def prepare(model: torch.nn.Module, example_inputs, *, per_channel: bool = True,
     """
     args = _as_args(example_inputs)
     raw = export_graph(model, args)
-    raw_simple = remove_identities(fold_constants(infer_shapes(raw)))
+    raw_simple = remove_identities(static_shapes(raw))
     # fold=False: QAT trains the module's own parameters; folding a constant Mul/Add into a layer's
     # weights (intq.passes.fold_linear) would detach the trained weights from the module's
     g = simplify(raw, fold=False)

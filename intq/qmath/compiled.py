@@ -53,6 +53,22 @@ def mbqm_single_scalar(x, multiplier, shift):
     return (np.int64(x) * multiplier + (np.int64(1) << (total - 1))) >> total
 
 
+@njit(cache=True, nogil=True, inline="always")
+def round_clamp_half_away_scalar(q, zero_point, f_lo, f_hi):
+    """The integer of one float32 quotient ``q = x / scale``: round half away from zero, deciding on
+    the exact fractional part ``q - trunc(q)`` as :func:`intq.qmath.round_float` does, clamp to
+    ``[f_lo, f_hi]`` (float32 ``qmin - zp``, ``qmax - zp``) in float before the integer conversion
+    (infinities saturate), add ``zero_point``. The step of :func:`quantize_float32_half_away`."""
+    one = np.float32(1)
+    zero = np.float32(0)
+    half = np.float32(0.5)
+    t = np.trunc(q)
+    frac = q - t  # exact
+    t = t + (one if frac >= half else zero) - (one if frac <= -half else zero)
+    t = min(max(t, f_lo), f_hi)
+    return np.int32(t) + zero_point
+
+
 @njit(cache=True, nogil=True)
 def quantize_float32_half_away(x, scale, zero_point, lo, hi, out):
     """:func:`intq.qmath.quantize` per tensor with its defaults (float32 division, half away from
@@ -63,18 +79,11 @@ def quantize_float32_half_away(x, scale, zero_point, lo, hi, out):
     raises; those elements are undefined). A float boundary function: QUANTIZE's float input only."""
     f_lo = np.float32(lo - zero_point)
     f_hi = np.float32(hi - zero_point)
-    one = np.float32(1)
-    zero = np.float32(0)
-    half = np.float32(0.5)
     nan = False
     for i in range(x.size):
         q = x[i] / scale
         nan |= q != q
-        t = np.trunc(q)
-        frac = q - t  # exact
-        t = t + (one if frac >= half else zero) - (one if frac <= -half else zero)
-        t = min(max(t, f_lo), f_hi)
-        out[i] = np.int32(t) + zero_point
+        out[i] = round_clamp_half_away_scalar(q, zero_point, f_lo, f_hi)
     return nan
 
 

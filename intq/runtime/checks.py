@@ -88,7 +88,7 @@ def _check_narrow_codes(graph: Graph, name: str, arr: np.ndarray) -> None:
     onnx_type = (graph.metadata.get("onnx_narrow_tensors") or {}).get(name)
     if onnx_type is None or arr.size == 0:
         return
-    from intq.kernels._ort import NARROW_RANGES
+    from intq.kernels.ort.common import NARROW_RANGES
 
     lo, hi = NARROW_RANGES[onnx_type]
     if int(arr.min()) < lo or int(arr.max()) > hi:

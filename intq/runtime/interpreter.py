@@ -33,20 +33,20 @@ import numpy as np
 
 from intq.errors import GraphError, IntqError
 from intq.ir import Graph
+from intq.ir.facts import STORED_SHAPES, batch_of
 from intq.runtime import checks
-from intq.runtime.plan import (  # noqa: F401 (FUSED_ACTIVATION, apply_fused_activation: public here too)
-    FUSED_ACTIVATION,
-    STORED_SHAPES,
-    ExecutionPlan,
-    InterpreterError,
-    apply_fused_activation,
-    rebatch,
-)
+from intq.runtime.plan import ExecutionPlan, InterpreterError, rebatch
+from intq.threads import limited
 
 #: Relative tolerance of the one-time check of a float graph's batched plan against the graph run
 #: sample by sample: BLAS sums a batch in another order (float32 rounding, ~1e-6 relative); a
 #: batch bound wrongly mixes samples and differs by the data's own scale.
 _FLOAT_BATCH_RTOL = 1e-3
+
+#: A float graph's binding of a larger batch is checked on a batch of this many samples (see
+#: Interpreter._binding_holds): the check of a one-batch calibration then costs a few sample runs
+#: instead of two passes over the batch (ResNet-50, 32 inputs: 3x the time of the batch itself).
+_FLOAT_CHECK_BATCH = 2
 
 #: Plans kept for input shapes other than the graph's own (the oldest is dropped past this many:
 #: each holds its kernels' buffers).
@@ -93,9 +93,7 @@ class Interpreter:
                             for t in graph.tensors.values() if not t.is_constant)
         base = graph
         if graph.metadata.get(STORED_SHAPES) and not all(graph.tensors[i].is_static for i in graph.inputs):
-            from intq.runtime.plan import _batch_of
-
-            b = _batch_of(graph)
+            b = batch_of(graph)
             if b is not None:
                 base = rebatch(graph, b)  # a dynamic .tflite: its stored shapes (LiteRT's default batch)
         self._base = ExecutionPlan(base, self.target, self.native, self.trace)
@@ -124,9 +122,7 @@ class Interpreter:
                for d, s in zip(t.shape, v.shape)):
             plan = base  # the shapes the graph was built for (or a float graph's free dimensions)
         else:
-            from intq.runtime.plan import _batch_of
-
-            b0 = _batch_of(base.graph)
+            b0 = batch_of(base.graph)
             batches = {v.shape[0] for v in values if v.ndim}
             if b0 is None or len(batches) != 1:
                 raise InterpreterError(f"graph {self.graph.name!r}: inputs of shapes {[v.shape for v in values]} "
@@ -159,8 +155,12 @@ class Interpreter:
         Any batch: the inputs' leading dimension binds it (the other dimensions must be the
         graph's). ``keep=False`` frees each intermediate after its last use (``tensors()`` then
         holds only inputs and outputs); ``capture(name, array)`` sees every input and computed
-        tensor.
+        tensor. BLAS and OpenMP run with :func:`intq.threads.get_threads` threads (default 1).
         """
+        with limited():
+            return self._run(inputs, keep, capture)
+
+    def _run(self, inputs, keep, capture) -> dict[str, np.ndarray]:
         values = self._check_inputs(inputs)
         key, plan = self._plan_for(values)
         if key in self._pending:
@@ -176,9 +176,7 @@ class Interpreter:
         return {k: slots[s] for k, s in plan.output_slots}
 
     def _batch0(self) -> int:
-        from intq.runtime.plan import _batch_of
-
-        return _batch_of(self._base.graph)
+        return batch_of(self._base.graph)
 
     def _position_free(self):
         """``(target, base plan)`` to check a binding with: the target itself when its kernels do
@@ -200,10 +198,23 @@ class Interpreter:
     def _binding_holds(self, plan: ExecutionPlan, values: list[np.ndarray]) -> bool:
         """The one-time check of a rebound batch: its outputs equal (integer graphs) or match
         within float32 reordering (float graphs) the graph run in pieces of its own batch, both
-        under a target whose kernels do not depend on positions (:meth:`_position_free`)."""
+        under a target whose kernels do not depend on positions (:meth:`_position_free`). A float
+        graph built for batch 1 is checked at a batch of :data:`_FLOAT_CHECK_BATCH` (the batch's
+        first and last samples) and the result applies to every batch: :func:`rebatch` binds every
+        batch by the same rule, and a wrong binding mixes samples at any batch above 1."""
         target, base = self._position_free()
         if target is None:
             return True  # no position-free target prepares this graph: the kernels' prepare checked the shapes
+        batch = values[0].shape[0]
+        if not self._integer and self._batch0() == 1 and batch > _FLOAT_CHECK_BATCH:
+            # a float graph: the binding rule (rebatch) is the same at every batch, so it is checked at
+            # a batch of 2 (this batch's first and last samples), which costs 4 sample runs, not 2 * batch
+            rows = [0, batch - 1]
+            values = [v[rows] for v in values]
+            try:
+                plan = ExecutionPlan(rebatch(self.graph, len(rows)), target, self.native, self.trace)
+            except (IntqError, ValueError):
+                return False
         try:
             if target is not self.target:
                 plan = ExecutionPlan(plan.graph, target, self.native, self.trace)
@@ -299,8 +310,11 @@ def _concat(parts: list) -> np.ndarray:
 def infer_shapes(graph: Graph) -> Graph:
     """Static shapes and dtypes of every tensor, by running the graph once on zero inputs.
 
+    For shapes that depend on data only: the shapes of a float graph come from its operators' rules
+    (:func:`intq.ir.shapes.infer_shapes`, nothing run); :func:`intq.pipeline.load_float` calls this
+    when a shape is still unknown after them and constant folding (NonZero of an activation).
     Requires every graph input to have a static shape (bind them at import). Returns a new graph
-    whose tensors carry the shapes and dtypes the executor produces — exact by construction.
+    whose tensors carry the shapes and dtypes the executor produces.
     """
     for name in graph.inputs:
         if not graph.tensors[name].is_static:

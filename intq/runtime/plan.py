@@ -37,14 +37,8 @@ import numpy as np
 
 from intq.errors import IntqError
 from intq.ir import Graph, Node, Tensor
+from intq.ir.facts import FUSED_ACTIVATION, STORED_SHAPES, batch_carriers, batch_of
 from intq.runtime.checks import check_output_ranks, check_produced
-
-#: Attributes intq adds to float nodes; the plan applies them, the op functions never see them.
-FUSED_ACTIVATION = "fused_activation"
-
-#: Graph metadata key (written by the .tflite importer): ``{tensor: stored shape}`` for tensors
-#: with a dynamic dimension (None in the graph), the shape the file stores (dynamic dims at batch 1).
-STORED_SHAPES = "stored_shapes"
 
 
 class InterpreterError(IntqError, ValueError):
@@ -80,7 +74,11 @@ def _float_step(op: Callable, node: Node) -> Callable:
             raise InterpreterError(f"node {node.name!r} ({node.op_type}) produced {len(results)} outputs, "
                                    f"the graph reads output {wanted - 1}")
         if activation is not None:
-            results = (apply_fused_activation(np.array(results[0], copy=True), activation),) + results[1:]
+            y = results[0]
+            if not (isinstance(y, np.ndarray) and y.flags.writeable
+                    and not any(isinstance(a, np.ndarray) and np.may_share_memory(y, a) for a in args)):
+                y = np.array(y, copy=True)  # never clamp an input (or a view of one) in place
+            results = (apply_fused_activation(y, activation),) + results[1:]
         return results
 
     return step
@@ -101,7 +99,7 @@ class ExecutionPlan:
     naming the node) when the graph does not fit its kernels."""
 
     def __init__(self, graph: Graph, target, native: bool = True, trace=None):
-        from intq.kernels import KERNELS, KernelContext, lookup, node_activation
+        from intq.kernels import KernelContext, operators, select_kernel
         from intq.kernels.base import prepare_node
         from intq.runtime.float_ops import FLOAT_OPS
         from intq.runtime.native.accelerate import native_run
@@ -109,7 +107,7 @@ class ExecutionPlan:
         self.graph = graph
         self.target = target
         self.native = native
-        integer_ops = {op for op, _ in KERNELS}
+        integer_ops = operators()
         missing = sorted({n.op_type for n in graph.nodes if n.op_type not in FLOAT_OPS and n.op_type not in integer_ops})
         if missing:
             raise InterpreterError(f"graph {graph.name!r} has operators intq cannot execute: {missing}")
@@ -132,19 +130,20 @@ class ExecutionPlan:
         for i, node in enumerate(graph.nodes):
             integer = node.op_type in integer_ops
             if integer:
-                # the kernel of the node's activation dtype: an int16 data input selects the 16x8
-                # kernel where the op has one (QUANTIZE included); the others (RESHAPE,
-                # CONCATENATION, DEQUANTIZE...) take int16 themselves
-                kernel = lookup(node.op_type, node_activation(node, graph.tensors))
+                # the kernel of the node's activation dtype (an int16 data input selects the 16x8
+                # kernel where the op has one; the others take int16 themselves) and the target's
+                # families: the first variant that takes the node, else the reference kernel
                 ctx = KernelContext(node, tuple(graph.tensors[t] if t else None for t in node.inputs),
                                     tuple(graph.tensors[o] for o in node.outputs), target)
                 ctx.check_emulated()  # an op the target lists as not emulated is refused, whatever its kernel
+                kernel = select_kernel(ctx)
                 params = prepare_node(kernel, ctx)  # the input count against run's signature, then prepare
-                self.kernels[node.name] = (kernel.run, params)
+                kernel_run = kernel.run_for(params)  # the parameters' own run
+                self.kernels[node.name] = (kernel_run, params)
                 if trace is not None:  # the integer-only trace watches the kernel's own run, never native code
-                    run = trace.bind(node, kernel.run, params)
+                    run = trace.bind(node, kernel_run, params)
                 else:
-                    run = (native_run(node, graph, params) if native else None) or partial(kernel.run, params)
+                    run = (native_run(node, graph, params) if native else None) or partial(kernel_run, params)
             else:
                 run = _float_step(FLOAT_OPS[node.op_type], node)
             steps.append(_Step(run, tuple(self.slot[t] if t else 0 for t in node.inputs),
@@ -262,43 +261,6 @@ def _straight_line(flat) -> Callable | None:
 # ------------------------------------------------------------------------------ batch binding
 
 
-def _batch_of(graph: Graph) -> int | None:
-    """The graph's batch: the common leading dimension of its inputs (stored shapes for dynamic
-    ones), or None when the inputs disagree or have none."""
-    stored = graph.metadata.get(STORED_SHAPES, {})
-    dims = set()
-    for name in graph.inputs:
-        shape = graph.tensors[name].shape
-        if shape is not None and shape and shape[0] is None and name in stored:
-            shape = tuple(stored[name])
-        if not shape or shape[0] is None:
-            return None
-        dims.add(int(shape[0]))
-    return dims.pop() if len(dims) == 1 else None
-
-
-#: Integer ops whose output is shape arithmetic, never the batch's data.
-_SHAPE_OPS = frozenset({"SHAPE", "Shape", "Size"})
-
-
-def batch_carriers(graph: Graph, b0: int | None = None) -> set[str]:
-    """The non-constant tensors whose leading dimension is the batch: the graph's inputs, and the
-    outputs of nodes computing from one (SHAPE's excepted) whose leading dimension is a multiple
-    of the graph's batch ``b0``. Empty when the inputs share no batch."""
-    b0 = _batch_of(graph) if b0 is None else b0
-    if b0 is None or b0 < 1:
-        return set()
-    carries = {i for i in graph.inputs if graph.tensors[i].shape}
-    for node in graph.nodes:
-        if node.op_type in _SHAPE_OPS or not any(i in carries for i in node.inputs if i):
-            continue
-        for o in node.outputs:
-            t = graph.tensors.get(o) if o else None
-            if t is not None and t.shape and t.shape[0] is not None and t.shape[0] % b0 == 0:
-                carries.add(o)
-    return carries
-
-
 def rebatch(graph: Graph, batch: int) -> Graph:
     """``graph`` bound to batch ``batch`` (every input's leading dimension).
 
@@ -314,7 +276,7 @@ def rebatch(graph: Graph, batch: int) -> Graph:
     ``prepare`` and, on its first run, against the graph run sample by sample
     (:class:`intq.runtime.Interpreter`).
     """
-    b0 = _batch_of(graph)
+    b0 = batch_of(graph)
     if b0 is None or b0 < 1:
         raise InterpreterError(f"graph {graph.name!r}: its inputs do not share a leading (batch) dimension")
     stored = graph.metadata.get(STORED_SHAPES, {})

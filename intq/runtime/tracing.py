@@ -141,11 +141,11 @@ class IntegerOnlyTrace:
     def _boundary(self, node: Node, args: Sequence) -> bool:
         """A call of a float-boundary kernel module (the module the interpreter chose) that reads
         or writes a float tensor."""
-        from intq.kernels import KERNELS, lookup, node_activation
+        from intq.kernels import kernel_activation, node_activation
 
         first = args[0] if args else None
-        module = lookup(node.op_type, node_activation(node, self.graph.tensors))
-        if not any(KERNELS.get(key) is module for key in integer_only.FLOAT_BOUNDARY_KERNELS):
+        key = (node.op_type, kernel_activation(node.op_type, node_activation(node, self.graph.tensors)))
+        if key not in integer_only.FLOAT_BOUNDARY_KERNELS:  # every family's kernel of the op and dtype
             return False
         outputs = [self.graph.tensors[o] for o in node.outputs if o]
         return (first is not None and is_float(first)) or any(np.dtype(t.dtype).kind == "f" for t in outputs)

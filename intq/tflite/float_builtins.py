@@ -26,7 +26,7 @@ import numpy as np
 
 from intq.errors import IntqError
 from intq.ir import Graph, Node, Tensor
-from intq.runtime.plan import FUSED_ACTIVATION
+from intq.ir.facts import FUSED_ACTIVATION, reshape_request
 
 #: ONNX op -> function(graph, node, new constants) -> the builtin node.
 _BUILTINS: dict[str, Callable[[Graph, Node, dict[str, Tensor]], Node]] = {}
@@ -80,8 +80,6 @@ def _concat(graph: Graph, node: Node, made) -> Node:
 
 @_register("Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity")
 def _reshape(graph: Graph, node: Node, made) -> Node:
-    from intq.convert.context import reshape_request
-
     x, y = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
     request = reshape_request(x.shape, y.shape)
     shape = _const(graph, made, f"{node.name}/shape", np.asarray(request, np.int32))

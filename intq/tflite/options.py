@@ -42,6 +42,7 @@ OPTIONS: dict[str, str | None] = {
     "FLOOR": None,
     "FULLY_CONNECTED": "FullyConnectedOptions",
     "GATHER": "GatherOptions",
+    "GELU": "GeluOptions",
     "GREATER": "GreaterOptions",
     "GREATER_EQUAL": "GreaterEqualOptions",
     "HARD_SWISH": "HardSwishOptions",

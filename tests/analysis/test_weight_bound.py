@@ -104,7 +104,7 @@ def test_a_reached_target_makes_no_claim():
 
 
 def test_channel_spans():
-    from intq.convert.precision import _spans
+    from intq.ptq.precision import _spans
 
     assert _spans((0, 4, 5, 6, 9)) == "0, 4-6, 9" and _spans(()) == ""
 

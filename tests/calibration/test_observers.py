@@ -548,6 +548,29 @@ def test_histogram_of_float32_with_negative_subnormals():
     assert np.array_equal(h.counts, expected)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("magnitude", [False, True])
+@pytest.mark.parametrize("bins", [2, 16, 2048])
+def test_compiled_binning_equals_the_vectorised_floor(dtype, magnitude, bins, rng):
+    """The one-pass compiled binning (observers._count_bins) gives the counts of the vectorised
+    floor(ldexp(x, -k)) + bincount it replaced, on data with values on bin edges, negative values
+    that underflow when scaled, subnormals and signed zeros, at every width from 2 to 2048 bins."""
+    from intq.calibration.observers import _count_bins, _floor_indices, _window
+
+    tiny = np.finfo(dtype).smallest_subnormal
+    for scale in (1e-30, 1e-3, 1.0, 7.5, 1e6):
+        x = (rng.standard_normal(4000) * scale).astype(dtype)
+        x[:100] = np.round(x[:100] * 8 / scale) * scale / 8  # on edges of coarse bins
+        x[100:110] = [-tiny, tiny, -0.0, 0.0, -tiny * 3, -scale * 1e-9, scale * 1e-9, -scale, scale, 0.0]
+        values = np.abs(x) if magnitude else x
+        lo, hi = float(values.min()), float(values.max())
+        k, first, n = _window(0.0, hi, bins) if magnitude else _window(lo, hi, bins)
+        got = np.zeros(n, np.int64)
+        _count_bins(x, k, first, got, magnitude)
+        want = np.bincount(_floor_indices(values, k) - first, minlength=n)
+        assert np.array_equal(got, want), (scale, k)
+
+
 @settings(max_examples=60, deadline=None)
 @given(
     st.lists(
@@ -779,3 +802,52 @@ def test_large_batch_update_is_vectorised(rng, cls):
     elapsed = time.perf_counter() - t
     assert elapsed < 5.0, f"{cls.__name__}.update took {elapsed:.2f}s for 2 x 6.4M elements"
     assert len(json.dumps(obs.state_dict())) < 40_000
+
+
+@pytest.mark.parametrize("kind", sorted(ALL_FACTORIES))
+def test_renamed_is_the_state_dict_round_trip_and_independent(kind, rng):
+    """``renamed`` (the calibration's copy of an observer for a tensor holding the same values)
+    gives what the state-dict round trip gives, and later updates of either leave the other as it was."""
+    batches = random_stream(rng, 4)
+    if kind == "per_channel":
+        batches = [np.broadcast_to(b[:1, :, :1], (1, 3, 2)).astype(b.dtype) for b in batches]
+    obs = feed(ALL_FACTORIES[kind](), batches)
+    ranges = obs.range()
+    copy = obs.renamed("u")
+    assert_same_state(copy, Observer.from_state_dict({**obs.state_dict(), "name": "u"}))
+    assert copy.name == "u" and obs.name == "t"
+    before = obs.state_dict()
+    copy.update(batches[0] * 3)
+    assert obs.state_dict() == before and ranges_equal(obs.range(), ranges)
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint8", "int16"])
+def test_mse_errors_are_the_vectorised_quantize_dequantize_bit_for_bit(dtype, rng):
+    """The compiled candidate errors (observers._squared_errors) equal, bit for bit, the vectorised
+    ``dequantize(quantize(v, qp), qp, float64) - v`` squared and weighted that they replaced, on
+    one-sided, signed and outlier-heavy histograms and on candidates clipping far inside the range."""
+    from intq.calibration.observers import _MSE_CHUNK_ELEMENTS
+    from intq.qmath import choose_qparams, dequantize, quantize
+
+    for data in (gaussian_with_outliers(rng, 50_000), np.maximum(rng.normal(0.3, 1, 20_000), 0),
+                 rng.uniform(-5e-3, 2e-3, 30_000), -np.abs(rng.standard_cauchy(10_000))):
+        obs = MSEObserver(bins=512, steps=30, dtype=dtype)
+        obs.update(data.astype(np.float32))
+        lo0, hi0 = min(obs.observed_range()[0], 0.0), max(obs.observed_range()[1], 0.0)
+        f = np.linspace(1.0, 0.01, 40)
+        a, b = (g.reshape(-1) for g in np.meshgrid(lo0 * f, hi0 * f, indexing="ij"))
+        keep = (b - a) > 1e-30
+        a, b = a[keep], b[keep]
+        got = obs.expected_errors(a, b)
+        left, right = obs._bin_supports()
+        nz = obs.histogram().counts > 0
+        values = ((left + right) / 2)[nz]
+        weights = obs.histogram().counts[nz] / float(obs.histogram().total)
+        want = np.empty(a.size)
+        chunk = max(1, _MSE_CHUNK_ELEMENTS // values.size)  # as before: BLAS's dot products depend on it
+        for s in range(0, a.size, chunk):
+            qp = choose_qparams(a[s:s + chunk], b[s:s + chunk], dtype, axis=0)
+            grid = np.broadcast_to(values, (qp.scale.size, values.size))
+            err = dequantize(quantize(grid, qp), qp, dtype=np.float64) - values
+            want[s:s + chunk] = (err * err) @ weights
+        assert np.array_equal(got, want)

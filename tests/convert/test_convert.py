@@ -6,10 +6,11 @@ import torch
 from onnx import TensorProto, helper, numpy_helper
 
 import intq
-from intq.convert import ConversionError, convert, quantize
+from intq.convert import ConversionError, convert
 from intq.convert.weights import quantize_linear_layer
 from intq.errors import UnsupportedOperatorError
 from intq.passes import simplify
+from intq.pipeline import quantize
 
 RNG = np.random.default_rng(4)
 

@@ -8,8 +8,8 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import intq
-from intq.convert import quantize
 from intq.export.tflite_writer import to_tflite_bytes
+from intq.pipeline import quantize
 from intq.runtime.oracles.litert import run_litert
 from intq.runtime.oracles.tflm import run_tflm
 

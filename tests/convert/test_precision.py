@@ -11,8 +11,8 @@ import pytest
 import intq
 from intq.calibration import calibrate, reconcile_ranges
 from intq.convert import ConversionError
-from intq.convert.precision import float_island, float_nodes, int16_tensors, island_candidates, load_precision, \
-    mismatched_joins
+from intq.convert.precision import float_island, float_nodes, int16_tensors, load_precision
+from intq.ptq.precision import island_candidates, mismatched_joins
 from intq.passes import simplify
 from intq.runtime.oracles.litert import run_litert
 from intq.runtime.oracles.tflm import run_tflm

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import intq
-from intq.convert import quantize
+from intq.pipeline import quantize
 from intq.runtime.oracles.litert import run_litert
 from intq.export.tflite_writer import to_tflite_bytes
 from intq.runtime.oracles.tflm import run_tflm

@@ -7,7 +7,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 import intq
-from intq.convert import quantize
+from intq.pipeline import quantize
 from intq.runtime.oracles.litert import run_litert
 from intq.export.tflite_writer import to_tflite_bytes
 from intq.runtime.oracles.tflm import run_tflm

@@ -160,7 +160,9 @@ def test_cli_quantize_on_a_corpus_model_writes_a_checked_file_or_nothing(tmp_pat
                             str(calib), "--input-shape", f"{name}={'x'.join(map(str, shape))}", "-o", str(out),
                             "--check-samples", "0", "--json"], capture_output=True, text=True, cwd=ROOT)
         if r.returncode == 0:
-            assert json.loads(r.stdout)["runtimes"] == {"LiteRT": "loaded and ran", "TFLite Micro": "loaded and ran"}
+            check = json.loads(r.stdout)["export_check"]  # equal outputs in both runtimes on calibration samples
+            assert check["equal"] and [x["runtime"] for x in check["runtimes"]] == ["LiteRT", "TFLite Micro"]
+            assert all(x["samples"] >= 1 and x["difference"] is None for x in check["runtimes"])
             intq.Interpreter(intq.load(out))  # and intq's own kernels accept what it wrote
         else:
             assert r.returncode == 1 and "Traceback" not in r.stderr and not out.exists(), r.stderr
@@ -191,7 +193,8 @@ def test_cli_fixes_a_branch_selecting_input_and_names_what_it_cannot_convert(tmp
     assert "Traceback" not in r.stderr and not out.exists()
     r = subprocess.run(cmd + ["--input-value", "sr=16000", "--json"], capture_output=True, text=True, cwd=ROOT)
     assert r.returncode == 0, r.stderr
-    assert json.loads(r.stdout)["runtimes"] == {"LiteRT": "loaded and ran", "TFLite Micro": "loaded and ran"}
+    check = json.loads(r.stdout)["export_check"]
+    assert check["equal"] and [x["runtime"] for x in check["runtimes"]] == ["LiteRT", "TFLite Micro"]
     assert "MUL" in intq.load(out).op_types()  # the 16 kHz branch: x * 2
 
     nodes = [helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Pow", ["r", "q"], ["y"], name="root4")]

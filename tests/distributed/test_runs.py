@@ -11,7 +11,9 @@ import pytest
 import intq
 from intq.analysis.compare import compare
 from intq.analysis.evaluate import evaluate
+from intq.analysis.sharded import evaluate_on_ray
 from intq.calibration import iter_batches
+from intq.calibration.sharded import calibrate_on_ray
 from intq.kernels.targets import target_names
 from intq.passes import simplify
 from intq.testing.digits import load_split
@@ -50,8 +52,8 @@ def test_calibration_on_the_cluster_equals_one_process(ray_cluster, digits, meth
     fg, _, calib, _, _ = digits
     local = intq.calibrate(fg, calib, method, batch_size=16)
     seen = []
-    on_ray = intq.distributed.calibrate(fg, calib, method, batch_size=16, shard_runs=2, cluster=ray_cluster.cluster,
-                                        progress=seen.append)
+    on_ray = calibrate_on_ray(fg, calib, method, batch_size=16, shard_runs=2, cluster=ray_cluster.cluster,
+                              progress=seen.append)
     assert on_ray.ranges == local.ranges and on_ray.states == local.states and on_ray.num_samples == 300
     assert [p.shards for p in seen] == list(range(1, 11)) and {p.shards_total for p in seen} == {10}
     assert seen[-1].samples == 300 and seen[-1].eta == 0 and seen[0].eta > 0
@@ -75,8 +77,8 @@ def test_evaluation_on_the_cluster_equals_one_process_for_every_target(ray_clust
     runs = list(iter_batches(test, fg, 32))
     local = evaluate(fg, qg, runs, labels, target=target)
     seen = []
-    on_ray = intq.distributed.evaluate(fg, qg, iter(runs), labels, target=target, cluster=ray_cluster.cluster,
-                                       total=len(test), progress=seen.append, shard_runs=4)
+    on_ray = evaluate_on_ray(fg, qg, iter(runs), labels, target=target, cluster=ray_cluster.cluster,
+                             total=len(test), progress=seen.append, shard_runs=4)
     assert on_ray.samples == local.samples == 450 and on_ray.rows == local.rows
     assert on_ray.outputs == local.outputs  # SQNR, max |err|, top-1 agreement: bit for bit
     assert (on_ray.float_accuracy, on_ray.int_accuracy) == (local.float_accuracy, local.int_accuracy)
@@ -111,7 +113,7 @@ def test_a_worker_killed_mid_run_is_restarted_and_the_result_is_unchanged(ray_cl
             killed.append(before[1])
             os.kill(before[1], signal.SIGKILL)
 
-    on_ray = intq.distributed.evaluate(fg, qg, runs, labels, cluster=c, shard_runs=1, progress=kill_once)
+    on_ray = evaluate_on_ray(fg, qg, runs, labels, cluster=c, shard_runs=1, progress=kill_once)
     assert killed and on_ray.outputs == local.outputs and on_ray.int_accuracy == local.int_accuracy
     after = c.worker_pids()
     assert after[0] == before[0] and after[1] != before[1]  # the killed worker is a new process
@@ -119,8 +121,8 @@ def test_a_worker_killed_mid_run_is_restarted_and_the_result_is_unchanged(ray_cl
 
 def test_workers_compute_float_sums_with_the_drivers_blas_threads(ray_cluster):
     """OpenBLAS sums a float GEMM differently with 1 and 2 threads; the workers (1 CPU each, where
-    Ray would give them one thread) adopt the driver's count, so a MatMul's calibrated ranges still
-    equal the local ones."""
+    Ray would give them one thread) adopt the driver's count (``intq.set_threads``, or with 0 the
+    BLAS pool's own count), so a MatMul's calibrated ranges still equal the local ones."""
     from onnx import TensorProto, helper, numpy_helper
     from threadpoolctl import threadpool_limits
 
@@ -131,10 +133,17 @@ def test_workers_compute_float_sums_with_the_drivers_blas_threads(ray_cluster):
                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [w])
     graph = intq.load(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), input_shapes={"x": (1, 1024)})
     data = [rng.normal(size=(1, 1024)).astype(np.float32) for _ in range(128)]
-    with threadpool_limits(1, user_api="blas"):
+    previous = intq.set_threads(1)
+    try:
         one = intq.calibrate(graph, data, "percentile")
-    with threadpool_limits(2, user_api="blas"):
+        intq.set_threads(2)
         two = intq.calibrate(graph, data, "percentile")
         on_ray = intq.calibrate(graph, data, "percentile", cluster=ray_cluster.cluster)
+        intq.set_threads(0)  # the pools as they are: the workers take the driver's pool size
+        with threadpool_limits(2, user_api="blas"):
+            pool_two = intq.calibrate(graph, data, "percentile", cluster=ray_cluster.cluster)
+    finally:
+        intq.set_threads(previous)
     assert one.states != two.states  # the thread count shows in the sums (else this test shows nothing)
     assert on_ray.states == two.states and on_ray.ranges == two.ranges
+    assert pool_two.states == two.states

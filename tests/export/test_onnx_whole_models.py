@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 import torch
 
-from intq.convert import quantize
+from intq.pipeline import quantize
 from intq.testing.digits import load_split
 from intq.testing.torch_models import build
 

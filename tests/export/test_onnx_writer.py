@@ -9,10 +9,10 @@ import pytest
 from onnx import numpy_helper
 
 import intq
-from intq.convert import quantize
 from intq.ir import Graph, Node
 from intq.onnx_format import metadata
 from intq.onnx_format.errors import OnnxExportError, OnnxOpError
+from intq.pipeline import quantize
 from intq.testing.digits import load_split
 
 from .onnx_harness import const, q, single

@@ -1,5 +1,5 @@
 """QLinearAdd on every pair of codes: intq's ``ort`` / ``ort-u8`` ADD equals onnxruntime's MLAS AVX2
-kernel (``intq.kernels._ort.qlinear_add_table``) on all 65536 input pairs, for same-shape inputs and
+kernel (``intq.kernels.ort.add.qlinear_add_table``) on all 65536 input pairs, for same-shape inputs and
 for either input broadcast as a scalar span (QOperator under ORT_DISABLE_ALL and QDQ under
 ORT_ENABLE_ALL, int8 and uint8; one thread).
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from intq.kernels._ort import add_scalar_input, qlinear_add_table
+from intq.kernels.ort.add import add_scalar_input, qlinear_add_table
 from intq.qmath import QuantParams
 
 from .onnx_harness import compare, merge, q, single

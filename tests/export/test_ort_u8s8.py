@@ -94,7 +94,7 @@ def test_ort_u8_resolves_to_what_onnxruntime_computes_here():
 
 def test_weights_within_64_never_saturate():
     """255 (64 + 64) = 32640 fits int16: onnxruntime's documented safe range gives the exact sums."""
-    from intq.kernels._ort_u8s8 import pair_saturation, saturation_correction
+    from intq.kernels.ort.saturation import pair_saturation, saturation_correction
 
     rng = np.random.default_rng(0)
     assert pair_saturation(rng.integers(-64, 65, size=(8, 33)).astype(np.int8)).first.size == 0

@@ -4,7 +4,7 @@ Fixtures (tests/fixtures/tflite, made by tools/make_tflite_fixtures.py with Tens
 small Keras CNNs trained on digits, each converted int8 per-channel, int8 per-tensor, int8 I/O,
 dynamic batch and 16x8. For every fixture, target and committed test input, every tensor intq
 computes must equal the runtime's: ``tflite`` == TensorFlow Lite Micro, ``litert-ref`` == LiteRT
-BUILTIN_REF. The 16x8 fixtures run with the int16 kernels of ``intq.kernels.int16x8``.
+BUILTIN_REF. The 16x8 fixtures run with the kernels' int16 entries (``INT16`` in :data:`intq.kernels.KERNELS`).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from ai_edge_litert.interpreter import Interpreter as LiteRtInterpreter
 from ai_edge_litert.interpreter import OpResolverType
 
 import intq
-from intq.convert import quantize
+from intq.pipeline import quantize
 from intq.runtime.oracles.litert import run_litert
 from intq.tflite.builder import TfliteModelBuilder
 from intq.export.tflite_writer import to_tflite_bytes

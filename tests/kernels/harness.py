@@ -96,11 +96,11 @@ def single_op_graph(op: str, inputs: Sequence[Tensor | None], outputs: Sequence[
 
 
 def kernel_key(graph: Graph, node: Node) -> tuple[str, str]:
-    """The (op, activation dtype) kernel the interpreter runs ``node`` with (:func:`intq.kernels.lookup`)."""
-    from intq.kernels import INT8, KERNELS, node_activation
+    """The (op, activation dtype) of the kernels the interpreter runs ``node`` with
+    (:func:`intq.kernels.kernel_activation`: an op without a 16x8 kernel runs its int8 one)."""
+    from intq.kernels import kernel_activation, node_activation
 
-    key = (node.op_type, node_activation(node, graph.tensors))
-    return key if key in KERNELS else (node.op_type, INT8)
+    return node.op_type, kernel_activation(node.op_type, node_activation(node, graph.tensors))
 
 
 def same_params(a, b) -> bool:

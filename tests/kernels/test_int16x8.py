@@ -1,6 +1,6 @@
 """16x8 kernels (int16 activations, int8 weights, int64 biases) against both runtimes.
 
-For each operator of :mod:`intq.kernels.int16x8`, random single-op models (int16 activations with
+For each operator with a 16x8 kernel (an ``INT16`` entry of :data:`intq.kernels.KERNELS`), random single-op models (int16 activations with
 zero point 0; per-channel or per-tensor int8 weights; int64 biases; random scales, shapes and
 fused activations) are written with intq's .tflite writer and run by LiteRT ``BUILTIN_REF``
 (target ``litert-ref``) and TensorFlow Lite Micro (target ``tflite``): every tensor intq computes
@@ -20,7 +20,7 @@ from intq.runtime.oracles.litert import run_litert
 from intq.runtime.oracles.tflm import run_tflm
 from intq.kernels import KernelError
 from intq.kernels._conv_common import compute_padding
-from intq.kernels import INT8, INT16, KERNELS, activation_of, lookup
+from intq.kernels import INT8, INT16, KERNELS, REFERENCE, activation_of, reference
 from intq.qmath import quantize_multiplier
 
 from .harness import assert_matches_oracles, single_op_graph, tensor
@@ -305,6 +305,18 @@ def _relu_case(rng, i, op):
     return g, {"x": _x(rng, shape)}
 
 
+# ----------------------------------------------------------------------------------------- GELU
+
+def _gelu_case(rng, i):
+    """GELU (exact and tanh forms alternate) on every int16 code, output scale around the input's
+    (LiteRT's 513-entry interpolated table; TensorFlow Lite Micro has no GELU: LiteRT only)."""
+    s_in = _f32(10 ** rng.uniform(-5, -2))
+    s_out = _f32(s_in * 10 ** rng.uniform(-0.7, 0.3))
+    g = single_op_graph("GELU", [tensor("x", (65536,), I16, s_in)], [tensor("y", (65536,), I16, s_out)],
+                        {"approximate": bool(i % 2)})
+    return g, {"x": rng.permutation(np.arange(-32768, 32768).astype(I16))}
+
+
 # ----------------------------------------------------------------------------- TRANSPOSE_CONV
 
 def _transpose_conv_case(rng, i):
@@ -381,9 +393,10 @@ CASES = {"FULLY_CONNECTED": _fc_case,
          "RELU": lambda rng, i: _relu_case(rng, i, "RELU"),
          "RELU6": lambda rng, i: _relu_case(rng, i, "RELU6"),
          "TRANSPOSE_CONV": _transpose_conv_case,
-         "RESIZE_BILINEAR": _resize_bilinear_case}
+         "RESIZE_BILINEAR": _resize_bilinear_case,
+         "GELU": _gelu_case}
 #: Operators TensorFlow Lite Micro has no int16 kernel for (its target refuses them): LiteRT only.
-LITERT_ONLY = {"RESIZE_BILINEAR"}
+LITERT_ONLY = {"RESIZE_BILINEAR", "GELU"}
 
 
 ALL_INT16 = np.arange(-32768, 32768).astype(I16)
@@ -478,7 +491,8 @@ def test_converter_16x8_fixtures_every_tensor_equals_both_runtimes(model):
     path = os.path.join(FIXTURES, f"{model}.tflite")
     data = open(path, "rb").read()
     graph = intq.load(path)
-    assert {n.op_type for n in graph.nodes if (n.op_type, activation_of(graph.tensors[n.inputs[0]].dtype)) in KERNELS
+    assert {n.op_type for n in graph.nodes
+            if (n.op_type, activation_of(graph.tensors[n.inputs[0]].dtype), REFERENCE) in KERNELS
             and activation_of(graph.tensors[n.inputs[0]].dtype) == INT16}
     xs = np.load(os.path.join(FIXTURES, "inputs.npz"))["x"][:FIXTURE_INPUTS]
     for target, oracle in (("tflite", run_tflm), ("litert-ref", run_litert)):
@@ -515,17 +529,17 @@ def test_power_of_two_add_that_broadcasts_is_refused_for_litert_only():
 
 
 def test_every_16x8_kernel_is_tested():
-    assert set(CASES) == {op for op, activation in KERNELS if activation == INT16}
+    assert set(CASES) == {op for op, activation, _ in KERNELS if activation == INT16}
 
 
 def test_the_registry_selects_16x8_kernels_for_int16_activations_only():
     assert activation_of(np.int16) == INT16
     assert activation_of(np.int8) == activation_of(np.float32) == activation_of(None) == INT8
-    assert lookup("FULLY_CONNECTED", INT16) is KERNELS[("FULLY_CONNECTED", INT16)]
-    assert lookup("FULLY_CONNECTED", INT16) is not lookup("FULLY_CONNECTED", INT8)
-    assert lookup("RESHAPE", INT16) is KERNELS[("RESHAPE", INT8)]  # data movement takes int16 itself
+    assert reference("FULLY_CONNECTED", INT16) is KERNELS[("FULLY_CONNECTED", INT16, REFERENCE)]
+    assert reference("FULLY_CONNECTED", INT16) is not reference("FULLY_CONNECTED", INT8)
+    assert reference("RESHAPE", INT16) is KERNELS[("RESHAPE", INT8, REFERENCE)]  # data movement takes int16 itself
     with pytest.raises(KernelError, match="no integer kernel for 'NO_SUCH_OP/int8'; available: ADD/int16, ADD/int8"):
-        lookup("NO_SUCH_OP")
+        reference("NO_SUCH_OP")
 
 
 def test_int16_with_a_zero_point_is_refused_naming_the_node():

@@ -27,7 +27,7 @@ import textwrap
 
 import pytest
 
-from intq.kernels import INT8, INT16, KERNELS, TARGETS, integer_only, requantize
+from intq.kernels import INT8, INT16, KERNELS, TARGETS, integer_only, reference, requantize
 
 FLOAT_NAMES = {"float", "float16", "float32", "float64", "floating", "longdouble", "half", "single", "double"}
 FLOAT_FUNCS = {"exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "cbrt", "rint", "round", "around",
@@ -100,43 +100,56 @@ def _run_path(module, entry: str = "run") -> dict[str, ast.FunctionDef]:
     return reached
 
 
-@pytest.mark.parametrize("key", sorted(set(KERNELS) - BOUNDARY), ids="-".join)
+def _kernel_path(kernel) -> dict[str, ast.FunctionDef]:
+    """:func:`_run_path` of every run of a registry entry (one, or one per parameter class)."""
+    path: dict[str, ast.FunctionDef] = {}
+    for fn in kernel.runs:
+        fn = getattr(fn, "py_func", fn)
+        path.update(_run_path(sys.modules[fn.__module__], fn.__name__))
+    return path
+
+
+@pytest.mark.parametrize("key", sorted(k for k in KERNELS if k[:2] not in BOUNDARY), ids="-".join)
 def test_run_is_integer_only(key):
-    module = KERNELS[key]
-    path = _run_path(module)
-    assert any(k.endswith(".run") for k in path), f"{module.__name__} has no run()"
+    kernel = KERNELS[key]
+    path = _kernel_path(kernel)
+    assert kernel.runs, f"{kernel} has no run()"
+    for fn in kernel.runs:  # each run is walked, or is itself an exempt float emulation
+        name = integer_only.qualified_name(fn)
+        assert name in path or name in integer_only.FLOAT_FUNCTIONS, f"{kernel}: {name} is not walked"
     problems = {name: v for name, fn in sorted(path.items()) if (v := _violations(fn))}
-    assert not problems, f"{module.__name__}: float arithmetic in the run path: {problems}"
+    assert not problems, f"{kernel}: float arithmetic in the run path: {problems}"
 
 
 def test_the_run_path_reaches_helper_modules():
-    path = _run_path(KERNELS[("FULLY_CONNECTED", INT8)])
+    path = _kernel_path(reference("FULLY_CONNECTED"))
     assert "intq.kernels.requantize.requantize" in path
     assert "intq.qmath.compiled.requantize_rows_double" in path  # the walk descends into intq.qmath
     assert "intq.qmath.compiled.mbqm_scalar" in path
     assert not any(k.endswith("exact_matmul") for k in path)  # decision 6, exempt by its qualified name
-    assert "intq.kernels._ort_u8s8.saturation_correction" in path  # ort-u8s8-avx2's int16 pair saturation
+    u8s8 = _kernel_path(KERNELS[("FULLY_CONNECTED", INT8, "ort_u8s8_avx2")])
+    assert "intq.kernels.ort.saturation.saturation_correction" in u8s8  # ort-u8s8-avx2's int16 pair saturation
     for op in ("CONV_2D", "DEPTHWISE_CONV_2D", "TRANSPOSE_CONV"):
-        assert "intq.kernels._ort_u8s8.saturation_correction" in _run_path(KERNELS[(op, INT8)])
+        assert "intq.kernels.ort.saturation.saturation_correction" in _kernel_path(KERNELS[(op, INT8, "ort_u8s8_avx2")])
 
 
 def test_the_walk_reaches_the_compiled_fast_paths():
     """The compiled loops the run paths take for speed are checked like the rest."""
-    assert "intq.kernels.mul._fused_mul" in _run_path(KERNELS[("MUL", INT8)])
-    assert "intq.qmath.compiled.mbqm_scalar" in _run_path(KERNELS[("MUL", INT8)])
-    assert "intq.kernels._elementwise_common._gather" in _run_path(KERNELS[("HARD_SWISH", INT8)])
-    assert "intq.kernels.add._fused_add" in _run_path(KERNELS[("ADD", INT8)])
-    assert "intq.qmath.compiled.mbqm_right_scalar" in _run_path(KERNELS[("ADD", INT8)])
-    assert "intq.kernels.depthwise_conv_2d._accumulate" in _run_path(KERNELS[("DEPTHWISE_CONV_2D", INT8)])
-    assert "intq.kernels.mean._spatial_mean" in _run_path(KERNELS[("MEAN", INT8)])
-    assert "intq.kernels._conv_common._fill_windows" in _run_path(KERNELS[("CONV_2D", INT8)])
+    assert "intq.kernels.mul._fused_mul" in _kernel_path(reference("MUL"))
+    assert "intq.qmath.compiled.mbqm_scalar" in _kernel_path(reference("MUL"))
+    assert "intq.kernels._elementwise_common._gather" in _kernel_path(reference("HARD_SWISH"))
+    assert "intq.kernels.add._fused_add" in _kernel_path(reference("ADD"))
+    assert "intq.qmath.compiled.mbqm_right_scalar" in _kernel_path(reference("ADD"))
+    assert "intq.kernels.depthwise_conv_2d._accumulate" in _kernel_path(reference("DEPTHWISE_CONV_2D"))
+    assert "intq.kernels.mean._spatial_mean" in _kernel_path(reference("MEAN"))
+    assert "intq.kernels._conv_common._fill_windows" in _kernel_path(reference("CONV_2D"))
 
 
 def test_the_walk_reaches_the_16x8_helpers():
-    assert "intq.kernels.int16x8._common.requantize_int64" in _run_path(KERNELS[("CONV_2D", INT16)])
-    assert "intq.qmath.raw.mbqm_int64" in _run_path(KERNELS[("CONV_2D", INT16)])
-    assert "intq.kernels.int16x8._lut.lookup" in _run_path(KERNELS[("SOFTMAX", INT16)])
-    assert "intq.kernels.int16x8._sigmoid.interpolate" in _run_path(KERNELS[("TANH", INT16)])
+    assert "intq.kernels._int16_common.requantize_int64" in _kernel_path(reference("CONV_2D", INT16))
+    assert "intq.qmath.raw.mbqm_int64" in _kernel_path(reference("CONV_2D", INT16))
+    assert "intq.kernels._int16_lut.lookup" in _kernel_path(reference("SOFTMAX", INT16))
+    assert "intq.kernels._int16_sigmoid.interpolate" in _kernel_path(reference("TANH", INT16))
 
 
 def test_the_integer_requantization_path_is_integer_only():
@@ -152,11 +165,12 @@ def test_the_integer_requantization_path_is_integer_only():
 
 
 def test_the_double_product_is_litert_only():
-    """The 16x8 FULLY_CONNECTED selects the float emulation only where the target's runtime is LiteRT."""
-    src = inspect.getsource(KERNELS[("FULLY_CONNECTED", INT16)].prepare)
-    assert "Requant.DOUBLE_PRODUCT" in src
-    before = src.split("Requant.DOUBLE_PRODUCT")[0].splitlines()[-3:]
-    assert any("Runtime.LITERT" in line for line in before), before
+    """The 16x8 FULLY_CONNECTED selects the float emulation only where the target's runtime is LiteRT:
+    its reference prepare never names it; the ``litert`` family's variant does."""
+    from intq.kernels.base import KERNELS
+
+    assert "Requant.DOUBLE_PRODUCT" not in inspect.getsource(reference("FULLY_CONNECTED", INT16).prepare)
+    assert "Requant.DOUBLE_PRODUCT" in inspect.getsource(KERNELS[("FULLY_CONNECTED", INT16, "litert")].prepare)
 
 
 def test_the_default_target_never_selects_a_float_requantization():
@@ -167,24 +181,29 @@ def test_the_default_target_never_selects_a_float_requantization():
 
 
 def test_float32_requantization_is_selected_only_for_the_float_targets():
-    """``Requant.FLOAT32_RNE`` appears in kernel sources only next to a ``target.xnnpack`` or an
-    ``Runtime.ORT`` check, or in :mod:`intq.kernels._ort` (onnxruntime's arithmetic, whose
-    functions kernels call only under ``_ort.is_ort(ctx)``: checked below)."""
+    """``Requant.FLOAT32_RNE`` is chosen only for the runtimes that requantize in float32: by a target
+    row's contract only where the target runs onnxruntime's family, and in kernel code only inside
+    the ``xnnpack`` and ``ort`` families' folders. A reference kernel (or helper) names it only to
+    read the target's contract (``mode is Requant.FLOAT32_RNE``: that contract's own float32 scale),
+    never as a mode it picks."""
     import pathlib
 
+    from intq.kernels.targets import Requant
+
+    for target in TARGETS.values():
+        if Requant.FLOAT32_RNE in (target.requant, *target.overrides.values()):
+            assert "ort" in target.families, target.name
     import intq.kernels as pkg
-    for path in pathlib.Path(pkg.__file__).parent.glob("*.py"):
-        if path.name in ("targets.py", "requantize.py", "_ort.py"):
+    root = pathlib.Path(pkg.__file__).parent
+    for path in sorted(root.rglob("*.py")):
+        if path.name in ("targets.py", "requantize.py") or path.parent.name in ("xnnpack", "ort"):
             continue
-        lines = path.read_text().splitlines()
-        for i, line in enumerate(lines):
-            if "Requant.FLOAT32_RNE" in line and "import" not in line:
-                window = "\n".join(lines[max(0, i - 12):i + 1])
-                assert "xnnpack" in window or "Runtime.ORT" in window, \
-                    f"{path.name}:{i + 1} selects FLOAT32_RNE without an xnnpack or ORT check"
-            if "_ort.prepare_" in line:
-                window = "\n".join(lines[max(0, i - 2):i + 1])
-                assert "_ort.is_ort(ctx)" in window, f"{path.name}:{i + 1} prepares onnxruntime's arithmetic unguarded"
+        tree = ast.parse(path.read_text())
+        reads = {id(c.comparators[0]) for c in ast.walk(tree) if isinstance(c, ast.Compare)
+                 and isinstance(c.ops[0], (ast.Is, ast.IsNot, ast.Eq)) and len(c.comparators) == 1}
+        for n in ast.walk(tree):
+            if isinstance(n, ast.Attribute) and n.attr == "FLOAT32_RNE":
+                assert id(n) in reads, f"{path.relative_to(root)}:{n.lineno} selects FLOAT32_RNE outside xnnpack/ and ort/"
 
 
 def test_the_checker_catches_float_arithmetic():
@@ -222,7 +241,7 @@ def test_every_exemption_exists_and_is_documented():
         assert integer_only.qualified_name(obj) == name or integer_only.class_name(obj) == name, name
         assert reason and f"`{name}" in docs, f"docs/engine.md does not name the exemption {name}"
     for (op, act), reason in integer_only.FLOAT_BOUNDARY_KERNELS.items():
-        assert (op, act) in KERNELS and reason and op in docs
+        assert reference(op, act).activation == act and reason and op in docs
 
 
 def test_a_helper_with_an_exempt_bare_name_is_still_checked():

@@ -104,14 +104,14 @@ def _tpu_mlir_mutant(delta: int = 0, rounding: Rounding | None = None):
 def _no_pair_saturation():
     """ort-u8s8-avx2 computed like ort-u8: MLAS's int16 saturation of adjacent u8*s8 product pairs
     (the target's contract) left out."""
-    from intq.kernels import _ort_u8s8
+    from intq.kernels.ort import saturation
 
-    original = _ort_u8s8.saturation_correction
-    _ort_u8s8.saturation_correction = lambda pairs, rows, offset: None
+    original = saturation.saturation_correction
+    saturation.saturation_correction = lambda pairs, rows, offset: None
     try:
         yield
     finally:
-        _ort_u8s8.saturation_correction = original
+        saturation.saturation_correction = original
 
 
 def _mutants():

@@ -200,7 +200,8 @@ def test_lut_xnnpack_where_its_table_differs_from_litert(op, out):
     """XNNPACK's float-built tables (``xnnpack_float_lut``: half to even, zero point added in float,
     correctly rounded sigmoid / the C library's tanhf), on every input code of input quantizations
     where they differ from LiteRT's (expf-based, half away from zero)."""
-    from intq.kernels._fixedpoint_lut import litert_float_lut, xnnpack_float_lut
+    from intq.kernels.litert.logistic import litert_float_lut
+    from intq.kernels.xnnpack.logistic import xnnpack_float_lut
     from intq.qmath import QuantParams
 
     out_qp = QuantParams(np.float32([out[0]]), np.array([out[1]]), np.int8)

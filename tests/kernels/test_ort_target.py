@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 import intq
-from intq.export.onnx_writer import EMITTERS
+from intq.onnx_format.writer import EMITTERS
 from intq.kernels import INT8, KERNELS, KernelError
-from intq.kernels import _ort
+from intq.kernels.ort import add as ort_add, common as ort_common
 from intq.kernels.targets import ORT_EMULATED, TARGETS
 from intq.qmath import QuantParams
 
@@ -18,7 +18,7 @@ from tests.export.onnx_harness import q, single
 
 
 def test_every_int8_kernel_is_emulated_or_refused_by_name():
-    ops = {op for op, act in KERNELS if act == INT8}
+    ops = {op for op, act, _ in KERNELS if act == INT8}
     for name in ("ort", "ort-u8-vnni", "ort-u8s8-avx2"):
         refused = set(TARGETS[name].unsupported)
         assert refused.isdisjoint(ORT_EMULATED)
@@ -56,7 +56,7 @@ def test_fma32_is_one_rounding():
     rng = np.random.default_rng(0)
     a, b, c = (rng.standard_normal(2000).astype(np.float32) * np.float32(10) ** rng.integers(-3, 4, 2000)
                for _ in range(3))
-    got = _ort.fma32(a, b, c)
+    got = ort_common.fma32(a, b, c)
     want = np.array([_exact_fma32(x, y, z) for x, y, z in zip(a, b, c)], np.float32)
     assert np.array_equal(got, want)
 
@@ -64,7 +64,7 @@ def test_fma32_is_one_rounding():
 def test_quantize_linear_rounds_half_to_even_in_float32():
     qp = QuantParams(np.float32(0.5), 3, np.int8)
     x = np.array([0.25, 0.75, -0.25, -0.75, 1.25, 1e30, -1e30], np.float32)  # x / 0.5 = 0.5, 1.5, ...
-    assert _ort.quantize_linear(x, qp).tolist() == [3, 5, 3, 1, 5, 127, -128]
+    assert ort_common.quantize_linear(x, qp).tolist() == [3, 5, 3, 1, 5, 127, -128]
 
 
 def test_ort_u8_adds_differently_on_some_codes():
@@ -72,6 +72,6 @@ def test_ort_u8_adds_differently_on_some_codes():
     search over 300 random parameter sets found 85 with such a code pair; these are the first)."""
     qa, qb, qy = (QuantParams(np.float32(s), z, np.int8) for s, z in
                   ((0.03431348875164986, 65), (0.0027069412171840668, 115), (0.7013718485832214, -65)))
-    s8 = _ort.qlinear_add_table(qa, qb, qy, (-128, 127), 0).table
-    u8 = _ort.qlinear_add_table(qa, qb, qy, (-128, 127), 128).table
+    s8 = ort_add.qlinear_add_table(qa, qb, qy, (-128, 127), 0).table
+    u8 = ort_add.qlinear_add_table(qa, qb, qy, (-128, 127), 128).table
     assert 0 < np.count_nonzero(s8 != u8) < 256 and np.abs(s8.astype(int) - u8).max() == 1

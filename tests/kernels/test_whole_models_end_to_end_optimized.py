@@ -156,7 +156,7 @@ REFUSED_EXPORTS: dict[tuple[str, str], str] = {}
 
 @functools.lru_cache(maxsize=1)  # the two targets' tests of one model run one after the other
 def _exported(model: str):
-    from intq.convert import quantize
+    from intq.pipeline import quantize
 
     if model == "digits_cnn":
         from intq.testing.digits import load_split

@@ -18,9 +18,9 @@ import pytest
 import torch
 
 import intq
-from intq.convert import quantize
 from intq.ir import Graph, Node
 from intq.kernels import KernelError
+from intq.pipeline import quantize
 from intq.testing.digits import load_split
 from intq.testing.torch_models import build
 
@@ -45,7 +45,7 @@ def _check_every_node(qg: Graph, feeds: dict) -> Counter:
     values = it.tensors()
     tally = Counter()
     for node in qg.nodes:
-        if node.op_type not in {op for op, _ in intq.kernels.KERNELS}:  # float nodes are not compared
+        if node.op_type not in intq.kernels.operators():  # float nodes are not compared
             continue
         single, single_feeds = _cut(qg, node, values)
         for target in ("litert-opt", "xnnpack"):

@@ -10,7 +10,8 @@ import intq
 from intq.errors import GraphError, UnsupportedOperatorError
 from intq.ir import Graph, Node, Tensor
 from intq.passes import explicit_pads
-from intq.passes.padding import WINDOW_OPS, same_pads
+from intq.ir.windows import same_pads
+from intq.passes.padding import WINDOW_OPS
 
 from ..onnx_helpers import assert_close_to_reference, ort_session
 
@@ -141,7 +142,7 @@ def test_an_unknown_auto_pad_is_refused_by_name():
 
 
 def test_pads_of_is_what_every_reader_calls():
-    from intq.passes.padding import pads_of
+    from intq.ir.windows import pads_of
 
     assert pads_of("n", {"pads": (1, 2, 3, 4)}, 2) == ([1, 2], [3, 4])
     assert pads_of("n", {}, 1) == ([0], [0])

@@ -80,7 +80,7 @@ def test_bias_correction_brings_digits_closer_to_float():
 
 
 def test_a_method_that_moves_the_outputs_away_from_float_is_not_kept():
-    from intq.convert import _closer_to_float
+    from intq.pipeline import _closer_to_float
 
     (xt, _), _ = load_split()
     fg = simplify(intq.load("intq/data/digits_cnn.onnx", input_shapes={"image": (50, 1, 8, 8)}))

@@ -120,7 +120,7 @@ def test_only_a_float_emulation_may_read_a_constant_float_table():
     whose parameters are of an exempt emulation class; an integer kernel given one, or an emulation
     given a float that is not a constant of the graph, is caught."""
     from intq.ir import Graph, Node, Tensor
-    from intq.kernels._ort import OrtConcat
+    from intq.kernels.ort.concatenation import OrtConcat
     from intq.kernels.tpu_mlir.softmax import TpuMlirSoftmaxParams
     from intq.runtime.tracing import IntegerOnlyTrace
 

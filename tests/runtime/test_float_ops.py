@@ -10,6 +10,7 @@ from __future__ import annotations
 import zlib
 
 import numpy as np
+import onnxruntime as ort
 import pytest
 from onnx import TensorProto
 
@@ -17,7 +18,7 @@ from intq.errors import GraphError, IntqError, UnsupportedOperatorError
 from intq.passes.padding import explicit_pad_attrs
 from intq.runtime.float_ops import FLOAT_OPS, lookup
 
-from .ort_harness import Case, assert_matches, check, f32, i64, rand, randint, randn, run_onnxruntime
+from .ort_harness import IR_VERSION, Case, assert_matches, check, f32, i64, rand, randint, randn, run_onnxruntime
 
 CASES: list = []
 
@@ -267,7 +268,7 @@ case("Clip", [randint(3, 5, low=-9, high=9), i64(-2).reshape(()), i64(4).reshape
 # ---------------------------------------------------------------- linalg
 for a, b, label in (((3, 4), (4, 5), "2d"), ((2, 3, 4), (4, 5), "batch-broadcast"),
                     ((2, 1, 3, 4), (5, 4, 6), "4d-broadcast"), ((4,), (4, 5), "vector-matrix"),
-                    ((3, 4), (4,), "matrix-vector"), ((4,), (4,), "dot")):
+                    ((3, 4), (4,), "matrix-vector"), ((4,), (4,), "dot"), ((2, 3, 5, 4), (4, 6), "stack-times-matrix")):
     case("MatMul", [randn(*a), randn(*b)], label)
 for ta in (0, 1):
     for tb in (0, 1):
@@ -340,6 +341,11 @@ case("Slice", [randint(7), i64(-2**63), i64(2**63 - 1), i64(0), i64(2)], "int-ex
 case("Gather", [randn(5, 4), i64(0, 4, -1, 2)], "axis0")
 case("Gather", [randn(3, 5, 2), i64(1, -2, 0, 4).reshape(2, 2)], "axis1-2d-indices", axis=1)
 case("Gather", [randint(4), np.array(-1, np.int64)], "scalar-index")
+case("GatherND", [randn(2, 3, 4), np.array([[0, 1], [-1, 2], [1, -3]], np.int64)], "k2")
+case("GatherND", [randn(2, 3, 4), np.array([[[1], [0]], [[2], [2]]], np.int64)], "batch_dims1", batch_dims=1)
+case("GatherND", [randn(2, 3, 4, 5), np.array([[0, 1, 2], [1, 2, 3]], np.int64)], "k3")
+case("GatherND", [randint(1, 32), np.stack(np.meshgrid([0], np.arange(32), indexing="ij"), -1).reshape(1, 1, 1, 32, 2)
+                  .astype(np.int64)], "dynamo-mask-unsqueeze")  # torch's mask[:, None, None, :] (dynamo exporter)
 case("GatherElements", [randn(3, 4), lambda rng: rng.integers(-4, 4, (3, 2)).astype(np.int64)],
      "axis1", axis=1)
 case("GatherElements", [randn(3, 4), lambda rng: rng.integers(-3, 3, (2, 4)).astype(np.int64)], "axis0")
@@ -481,8 +487,42 @@ def test_rsqrt_is_reciprocal_of_sqrt_as_litert_computes_it(rng):
     np.testing.assert_array_equal(FLOAT_OPS["Rsqrt"](x)[0], np.float32(1) / ref)
 
 
+@pytest.mark.parametrize("fill, keep", [(-np.inf, 1), (np.float32(np.finfo(np.float32).min), 1), (-1e4, 1),
+                                        (-np.inf, 0)])
+def test_masked_softmax_is_softmax_of_the_masked_sum(rng, fill, keep):
+    """MaskedSoftmax (intq domain, from intq.passes.attention) equals intq's Softmax(S + Where(c, 0, fill))
+    bit for bit on every row with a kept position (exp of the fill underflows to 0 in float32), for the
+    fills exporters write, and onnxruntime's within the float ops' tolerance (its Softmax rounds its
+    sum differently); a row with nothing kept is 0 (the -inf exports' NaN guard)."""
+    from onnx import TensorProto, helper
+
+    s = rng.normal(0, 4, (2, 3, 5, 7)).astype(np.float32)
+    ids = rng.integers(0, 2, (2, 1, 1, 7)).astype(np.int64)
+    ids[0, 0, 0, 0] = keep  # at least one kept position in the first batch row
+    ids[1] = 1 - keep  # the second batch row keeps nothing
+    cond = ids != 0  # keep=1: kept where it holds (Where(c, 0, fill)); keep=0: masked there (Where(c, fill, 0))
+    a, b = (0.0, fill) if keep else (fill, 0.0)
+    nodes = [helper.make_node("Where", ["c", "a", "b"], ["m"]), helper.make_node("Add", ["s", "m"], ["t"]),
+             helper.make_node("Softmax", ["t"], ["y"], axis=-1)]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("s", TensorProto.FLOAT, s.shape),
+                                       helper.make_tensor_value_info("c", TensorProto.BOOL, cond.shape)],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, s.shape)],
+                          [helper.make_tensor("a", TensorProto.FLOAT, [], [a]), helper.make_tensor("b", TensorProto.FLOAT, [], [b])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=IR_VERSION)
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 1
+    ref = ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"]).run(None, {"s": s, "c": cond})[0]
+    got = FLOAT_OPS["MaskedSoftmax"](s, ids, keep=keep)[0]  # the integer ids, read as non-zero = True
+    with np.errstate(invalid="ignore"):
+        mine = FLOAT_OPS["Softmax"](s + np.where(cond, np.float32(a), np.float32(b)), axis=-1)[0]
+    np.testing.assert_array_equal(got[0], mine[0])
+    assert_matches(got[0], ref[0], "MaskedSoftmax")
+    np.testing.assert_array_equal(got[1], 0)
+    np.testing.assert_array_equal(FLOAT_OPS["MaskedSoftmax"](s, ids != 0, keep=keep)[0], got)
+
+
 def test_every_op_is_covered():
-    covered = {p.values[0].op for p in CASES} | {"SiLU", "Rsqrt"}  # the intq-domain ops: tests above
+    covered = {p.values[0].op for p in CASES} | {"SiLU", "Rsqrt", "MaskedSoftmax"}  # the intq-domain ops: tests above
     assert sorted(set(FLOAT_OPS) - covered) == []
 
 
@@ -674,3 +714,142 @@ def test_float32_transcendentals_are_the_c_librarys(op, c_name, rng):
         got = FLOAT_OPS[op](x.reshape(8, -1))[0].reshape(-1)
     want = np.array([fn(float(v)) for v in x], np.float32)
     np.testing.assert_array_equal(got, want)
+
+
+# ---------------------------------------------------------------- batched convolution paths
+def _conv_reference(x, w, group, strides, dilations, pads):
+    """Conv in float64 by its formula (module docstring of float_ops.conv): a window view and one
+    einsum per group. An oracle independent of the im2col/GEMM layouts under test."""
+    from intq.runtime.float_ops._windows import geometry, pad, windows
+
+    g = geometry("Conv", x.shape[2:], w.shape[2:], strides=strides, dilations=dilations, pads=pads)
+    view = windows(pad(x.astype(np.float64), g.pads_begin, g.reach_end), g)  # (N, C, *K, *out)
+    m, cg = w.shape[:2]
+    parts = []
+    for k in range(group):
+        v = view[:, k * cg:(k + 1) * cg].reshape(x.shape[0], -1, *g.out_shape)
+        wk = w[k * (m // group):(k + 1) * (m // group)].reshape(m // group, -1).astype(np.float64)
+        parts.append(np.einsum("mr,nr...->nm...", wk, v))
+    return np.concatenate(parts, axis=1)
+
+
+def _close(got, want, what):
+    """Within float32 accumulation error: rtol 1e-5 and atol 1e-5 * max|want| (ort_harness)."""
+    scale = float(np.max(np.abs(want)))
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * scale, err_msg=what)
+
+
+# (input shape, output channels, kernel, group, strides, dilations, pads): 1x1 (strided, padded),
+# 3x3 (dilated, strided, asymmetric pads), grouped, depthwise (stride 1 and 2, multiplier 2), 1-D, 3-D
+_BATCHED_GEOMETRIES = [
+    ((5, 4, 9, 9), 6, (3, 3), 1, (1, 1), (1, 1), (1, 1, 1, 1)),
+    ((5, 4, 9, 8), 6, (3, 3), 1, (2, 1), (1, 1), (0, 1, 2, 1)),
+    ((4, 3, 11, 10), 4, (3, 3), 1, (1, 1), (2, 2), (2, 2, 2, 2)),
+    ((4, 6, 8, 8), 9, (3, 3), 3, (1, 1), (1, 2), (1, 2, 1, 2)),
+    ((4, 8, 7, 7), 5, (1, 1), 1, (1, 1), (1, 1), (0, 0, 0, 0)),
+    ((4, 8, 7, 7), 5, (1, 1), 1, (2, 2), (1, 1), (0, 0, 0, 0)),
+    ((4, 3, 5, 5), 4, (1, 1), 1, (1, 1), (1, 1), (1, 0, 0, 1)),
+    ((3, 6, 9, 9), 6, (3, 3), 6, (1, 1), (1, 1), (1, 1, 1, 1)),
+    ((3, 4, 9, 9), 8, (3, 3), 4, (2, 2), (1, 1), (1, 1, 1, 1)),
+    ((3, 4, 12, 12), 4, (5, 5), 4, (1, 1), (2, 2), (4, 4, 3, 3)),
+    ((6, 3, 20), 4, (3,), 1, (1,), (1,), (1, 2)),
+    ((6, 3, 20), 4, (3,), 1, (2,), (2,), (2, 0)),
+    ((2, 2, 5, 6, 7), 3, (3, 3, 3), 1, (1, 1, 1), (1, 1, 1), (1, 1, 1, 1, 0, 1)),
+]
+
+# the layout choices of float_ops.conv, forced: (wide layout, im2col block bytes, per-image GEMMs
+# from this many columns) — blocks of one output row, of one image, of several images and of the
+# whole batch; one GEMM per block (threshold above every size) or one per image (threshold 1)
+_CONV_PATHS = [(wide, block, stacked) for wide in (True, False) for block in (64, 4096, 1 << 30)
+               for stacked in (1, 1 << 30)]
+
+
+@pytest.mark.parametrize("geometry", _BATCHED_GEOMETRIES, ids=lambda g: f"{g[0]}-k{g[2]}-g{g[3]}-s{g[4]}-d{g[5]}")
+def test_batched_conv_equals_the_formula_and_per_image_runs_on_every_path(geometry, monkeypatch):
+    """Every way float_ops.conv lays out a batch (wide or window im2col; blocks of rows, images or
+    the whole batch; one GEMM per block or per image) gives the convolution's formula (float64
+    oracle) within float32 tolerance, and the batch equals its images run one at a time."""
+    from intq.runtime.float_ops import conv as conv_module
+
+    shape, m, kernel, group, strides, dilations, pads = geometry
+    rng = np.random.default_rng(zlib.crc32(repr(geometry).encode()))
+    x = rng.standard_normal(shape).astype(np.float32)
+    w = rng.standard_normal((m, shape[1] // group, *kernel)).astype(np.float32)
+    b = rng.standard_normal(m).astype(np.float32)
+    attrs = dict(group=group, strides=list(strides), dilations=list(dilations), pads=list(pads))
+    want = _conv_reference(x, w, group, strides, dilations, pads) + b.reshape((m,) + (1,) * len(kernel))
+    for wide, block, stacked in _CONV_PATHS:
+        monkeypatch.setattr(conv_module, "_wide_pays", lambda g, mg, wide=wide: wide and all(s == 1 for s in g.strides))
+        monkeypatch.setattr(conv_module, "_IM2COL_BLOCK", block)
+        monkeypatch.setattr(conv_module, "_STACKED_MIN_COLUMNS", stacked)
+        what = f"wide={wide} block={block} stacked>={stacked}"
+        got = FLOAT_OPS["Conv"](x, w, b, **attrs)[0]
+        assert got.shape == want.shape and got.dtype == np.float32, what
+        _close(got, want, what)
+        for i in range(shape[0]):
+            _close(got[i:i + 1], FLOAT_OPS["Conv"](x[i:i + 1], w, b, **attrs)[0], f"{what}, image {i}")
+
+
+@pytest.mark.parametrize("kernel, group, strides, pads", [
+    ((3, 3), 1, (2, 2), (1, 1, 1, 1)), ((4, 4), 2, (2, 2), (1, 1, 1, 1)), ((3,), 1, (3,), (1, 2)),
+])
+def test_batched_conv_transpose_equals_per_image_runs(kernel, group, strides, pads, monkeypatch):
+    """ConvTranspose over blocks of images (the block size forced to one image, a few, the batch)
+    equals its images run one at a time; onnxruntime checks the batched result."""
+    from intq.runtime.float_ops import conv as conv_module
+
+    rng = np.random.default_rng(len(kernel) * 10 + group)
+    x = rng.standard_normal((5, 4) + (6,) * len(kernel)).astype(np.float32)
+    w = rng.standard_normal((4, 3) + kernel).astype(np.float32)
+    attrs = dict(group=group, strides=list(strides), pads=list(pads))
+    check(Case("ConvTranspose", [x, w], attrs), rng)
+    for block in (64, 20000, 1 << 30):
+        monkeypatch.setattr(conv_module, "_IM2COL_BLOCK", block)
+        got = FLOAT_OPS["ConvTranspose"](x, w, **attrs)[0]
+        for i in range(x.shape[0]):
+            _close(got[i:i + 1], FLOAT_OPS["ConvTranspose"](x[i:i + 1], w, **attrs)[0], f"block={block}, image {i}")
+
+
+def test_the_wide_layout_is_chosen_where_its_junk_columns_cost_less_than_window_copies():
+    """The layout rule: wide rows for stride-1 layers on wide images (a 32x32 CNN layer wastes 2
+    columns in 34), window copies for strided layers and for 7x7 maps feeding many channels
+    (22% junk columns of a GEMM that dominates)."""
+    from intq.runtime.float_ops._windows import geometry
+    from intq.runtime.float_ops.conv import _wide_pays
+
+    assert _wide_pays(geometry("Conv", (32, 32), (3, 3), pads=[1, 1, 1, 1]), 16)
+    assert _wide_pays(geometry("Conv", (56, 56), (3, 3), pads=[1, 1, 1, 1]), 64)
+    assert not _wide_pays(geometry("Conv", (7, 7), (3, 3), pads=[1, 1, 1, 1]), 512)
+    assert not _wide_pays(geometry("Conv", (32, 32), (3, 3), strides=[2, 2], pads=[1, 1, 1, 1]), 16)
+
+
+@pytest.mark.parametrize("shape, mult, kernel, strides, dilations, pads", [
+    ((3, 5, 9, 11), 1, (3, 3), (1, 1), (1, 1), (1, 1, 1, 1)),
+    ((2, 4, 10, 9), 2, (3, 3), (2, 2), (1, 1), (1, 1, 1, 1)),
+    ((2, 3, 12, 12), 1, (5, 5), (1, 2), (2, 1), (4, 2, 3, 2)),
+    ((2, 3, 12, 12), 3, (3, 3), (2, 1), (2, 2), (2, 2, 2, 2)),
+    ((4, 6, 17), 1, (5,), (1,), (1,), (2, 2)),
+    ((4, 6, 17), 2, (3,), (2,), (3,), (3, 3)),
+])
+def test_compiled_depthwise_sums_taps_in_order_bit_for_bit(shape, mult, kernel, strides, dilations, pads):
+    """The compiled depthwise loops compute ``w_0 * x_0``, then add ``w_t * x_t`` tap by tap in C
+    order, each a float32 product and sum (no fused multiply-add): equal bit for bit to that sum
+    written with numpy ufuncs on window views (the vectorised form they replaced)."""
+    from intq.runtime.float_ops._windows import geometry, pad, taps
+
+    rng = np.random.default_rng(len(shape) * 100 + mult)
+    x = rng.standard_normal(shape).astype(np.float32)
+    c = shape[1]
+    w = rng.standard_normal((c * mult, 1, *kernel)).astype(np.float32)
+    g = geometry("Conv", shape[2:], kernel, strides=strides, dilations=dilations, pads=pads)
+    xp = pad(x, g.pads_begin, g.reach_end)
+    want = np.empty((shape[0], c, mult) + g.out_shape, np.float32)
+    wt = w.reshape(c, mult, -1)
+    for t, view in taps(xp, g):  # view[n, c, *out]
+        term = view[:, :, None] * wt[:, :, t].reshape((1, c, mult) + (1,) * len(kernel))
+        if t == 0:
+            want[...] = term
+        else:
+            want += term
+    got = FLOAT_OPS["Conv"](x, w, group=c, strides=list(strides), dilations=list(dilations), pads=list(pads))[0]
+    np.testing.assert_array_equal(got, want.reshape(got.shape))

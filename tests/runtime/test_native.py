@@ -22,6 +22,7 @@ and TensorFlow Lite Micro there.
 """
 
 import itertools
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -33,7 +34,8 @@ from intq.kernels import get_target
 from intq.kernels._conv_common import compute_padding
 from intq.runtime import native
 from intq.runtime.native.accelerate import _Bound, native_run
-from intq.runtime.plan import ExecutionPlan, _batch_of, rebatch
+from intq.ir.facts import batch_of as _batch_of
+from intq.runtime.plan import ExecutionPlan, rebatch
 from intq.testing.digits import load_split
 
 from ..kernels.harness import single_op_graph, tensor
@@ -50,31 +52,39 @@ needs_library = pytest.mark.skipif(native.library() is None, reason=f"no native 
 
 
 @pytest.fixture(scope="module")
-def variants():
-    """``label -> Native``: the process library under each path this CPU has (array-object entry
-    points where they work), on its own path with pointer arguments, and the portable build."""
+def builds():
+    """``label -> Native``: one library per matrix-product path this CPU has, each compiled as
+    ``INTQ_NATIVE_PATH=<path>`` compiles it (without the features above that path: the ``avx2``
+    build has no AVX-512 or AVX-VNNI code, the ``c`` build is the portable one, scalar loops), and
+    the process library with pointer arguments instead of array objects."""
     lib = native.library()
-    best = lib.lib.intq_native_init(-1)
-    out = {}
-    for name, number in native.PATHS.items():
-        if number <= best:
-            out[name] = native.Native(lib.lib, name, lib.file, gemm=True, objects=lib.objects)
-    out[f"{lib.path}, pointers"] = native.Native(lib.lib, lib.path, lib.file, gemm=True, objects=False)
-    portable, status = native.load(portable=True)
-    assert portable is not None, status
-    portable.lib.intq_native_init(native.PATHS["c"])
-    out["portable"] = native.Native(portable.lib, "c", portable.file, gemm=True, objects=portable.objects)
+    out = {f"{lib.path}, pointers": replace(lib, gemm=True, objects=False)}
+    for path in lib.paths:
+        built, status = native.load(cap=path)
+        assert built is not None and built.path == path, (path, status)
+        out[f"{path} build"] = built
     yield out
-    lib.lib.intq_native_init(native.PATHS[lib.path])  # the process library's own path again
+    lib.use()  # the process library's own path again
+
+
+@pytest.fixture(scope="module")
+def variants(builds):
+    """:func:`builds` and the process library on each of its other matrix-product paths (what the
+    measurement may choose: e.g. an AVX-512 build with AVX2 products where the CPU has no VNNI)."""
+    lib = native.library()
+    out = dict(builds)
+    for path in lib.paths:
+        if path != lib.path:
+            out[f"{lib.path}-level build, {path} products"] = lib.on(path)
+    return out
 
 
 def _call(variant: native.Native, bound, x):
-    variant.lib.intq_native_init(native.PATHS[variant.path])  # the path is library state: set it per call
+    variant.use()  # the path is library state: set it per call
     try:
         return bound(x)[0]
     finally:
-        lib = native.library()
-        lib.lib.intq_native_init(native.PATHS[lib.path])
+        native.library().use()
 
 
 def _wide_case(rng, i):
@@ -212,21 +222,14 @@ def test_direct_amx_convolutions_equal_the_kernel(variants, case, monkeypatch):
         for label, variant in variants.items():
             bound = native_run(node, graph, params, variant)
             assert bound is not None
-            if label == "amx":
-                variant.lib.intq_native_init(native.PATHS["amx"])
+            if variant.path == "amx":
+                variant.use()
                 assert variant.lib.intq_conv_direct(bound.address) == 1, case
             np.testing.assert_array_equal(_call(variant, bound, x), want, err_msg=f"{case} [{target}, {label}]")
 
 
-@needs_library
-def test_depthwise_windows_clipped_by_small_maps_equal_the_kernel(variants, depthwise_mode):
-    """DEPTHWISE_CONV_2D on maps as small as its kernel or smaller (PP-OCR's 2 x 96 under 5 x 5
-    taps, MobileNetV3's 7 x 7): the native loop runs each pixel (a pair where two neighbours share
-    the window) on its in-image taps only, from an offset per clipped window (a cache of 8: more
-    windows than that recompute); every stride, dilation, padding and odd width against the
-    kernel's run."""
-    rng = np.random.default_rng(23)
-    taken = 0
+def _small_map_cases(rng):
+    """DEPTHWISE_CONV_2D on maps as small as its kernel or smaller: ``(graph, x)``, 40 of them."""
     for i in range(40):
         n = int(rng.choice([1, 2]))
         h, w = int(rng.integers(1, 5)), int(rng.integers(1, 12))
@@ -247,7 +250,18 @@ def test_depthwise_windows_clipped_by_small_maps_equal_the_kernel(variants, dept
             [tensor("y", (n, pad.out_h, pad.out_w, c), scale=s_out, zero_point=zp_out)],
             {"padding": "SAME", "stride_h": sh, "stride_w": sw, "dilation_h_factor": dh, "dilation_w_factor": dw,
              "depth_multiplier": 1, "fused_activation_function": ("NONE", "RELU", "RELU6")[i % 3]})
-        x = rng.integers(-128, 128, (n, h, w, c)).astype(np.int8)
+        yield graph, rng.integers(-128, 128, (n, h, w, c)).astype(np.int8)
+
+
+@needs_library
+def test_depthwise_windows_clipped_by_small_maps_equal_the_kernel(variants, depthwise_mode):
+    """DEPTHWISE_CONV_2D on maps as small as its kernel or smaller (PP-OCR's 2 x 96 under 5 x 5
+    taps, MobileNetV3's 7 x 7): the native loop runs each pixel (a pair where two neighbours share
+    the window) on its in-image taps only, from an offset per clipped window (a cache of 8: more
+    windows than that recompute); every stride, dilation, padding and odd width against the
+    kernel's run."""
+    taken = 0
+    for i, (graph, x) in enumerate(_small_map_cases(np.random.default_rng(23))):
         node = graph.nodes[0]
         plan = ExecutionPlan(graph, get_target("tflite"), native=False)
         run, params = plan.kernels[node.name]
@@ -261,15 +275,9 @@ def test_depthwise_windows_clipped_by_small_maps_equal_the_kernel(variants, dept
     assert taken >= 40 * len(variants)
 
 
-@needs_library
-def test_spatial_mean_equals_the_kernel(variants):
-    """MEAN over axes {1, 2} (written 1, 2 / 2, 1 / -3, -2; keep_dims or not) on random int8 maps
-    from 1 x 1 to 56 x 56 pixels, scales with the output finer and coarser than the input (the
-    multiplier's right shift from 0 to about 20), every zero point extreme: equal to the kernel's
-    run; the other MEANs (other axes, a multiplier with a left shift) keep the kernel's."""
-    rng = np.random.default_rng(29)
-    taken = declined = 0
-    forms = set()
+def _mean_cases(rng):
+    """MEAN over axes {1, 2} written three ways, keep_dims or not, and two other MEANs (declined):
+    ``(graph, x, axes)``, 40 of them."""
     for i in range(40):
         n, h, w = int(rng.choice([1, 2])), int(rng.integers(1, 57)), int(rng.integers(1, 57))
         c = int(rng.choice([1, 3, 16, 40, 200]))
@@ -285,6 +293,19 @@ def test_spatial_mean_equals_the_kernel(variants):
                                 [tensor("y", out_shape, scale=s_out, zero_point=zp_out)], {"keep_dims": keep})
         x = (rng.choice([-128, 127], size=(n, h, w, c)) if i % 7 == 0
              else rng.integers(-128, 128, (n, h, w, c))).astype(np.int8)
+        yield graph, x, axes
+
+
+@needs_library
+def test_spatial_mean_equals_the_kernel(variants):
+    """MEAN over axes {1, 2} (written 1, 2 / 2, 1 / -3, -2; keep_dims or not) on random int8 maps
+    from 1 x 1 to 56 x 56 pixels, scales with the output finer and coarser than the input (the
+    multiplier's right shift from 0 to about 20), every zero point extreme: equal to the kernel's
+    run; the other MEANs (other axes, a multiplier with a left shift) keep the kernel's."""
+    taken = declined = 0
+    forms = set()
+    for i, (graph, x, axes) in enumerate(_mean_cases(np.random.default_rng(29))):
+        keep = graph.nodes[0].attrs["keep_dims"]
         node = graph.nodes[0]
         plan = ExecutionPlan(graph, get_target("tflite"), native=False)
         run, params = plan.kernels[node.name]
@@ -376,7 +397,7 @@ def _binary_cases(rng):
 
 
 @needs_library
-def test_add_sub_mul_equal_the_kernels_on_every_build(variants):
+def test_add_sub_mul_equal_the_kernels_on_every_build(builds):
     rng = np.random.default_rng(5)
     taken = {"ADD": 0, "SUB": 0, "MUL": 0}
     for k, (graph, feeds) in enumerate(_binary_cases(rng)):
@@ -389,10 +410,8 @@ def test_add_sub_mul_equal_the_kernels_on_every_build(variants):
                 continue  # a multiplier the target's runtime refuses
             run, params = plan.kernels[node.name]
             want = np.array(run(params, *operands)[0])
-            for label in (native.library().path, f"{native.library().path}, pointers", "portable"):
-                if label not in variants:
-                    continue
-                bound = native_run(node, graph, params, variants[label])
+            for label, build in builds.items():
+                bound = native_run(node, graph, params, build)
                 if bound is None:
                     continue
                 taken[node.op_type] += 1
@@ -407,7 +426,7 @@ def test_add_sub_mul_equal_the_kernels_on_every_build(variants):
 
 
 @needs_library
-def test_max_pool_equals_the_kernel(variants):
+def test_max_pool_equals_the_kernel(builds):
     """The pooling suite's random geometries (global windows, windows larger than the image, strides
     above the filter) plus wide channels (more than one 64-lane step)."""
     rng = np.random.default_rng(13)
@@ -425,16 +444,16 @@ def test_max_pool_equals_the_kernel(variants):
             plan = ExecutionPlan(graph, get_target(target), native=False)
             run, params = plan.kernels[graph.nodes[0].name]
             want = np.array(run(params, feeds["x"])[0])
-            for label in (native.library().path, f"{native.library().path}, pointers", "portable"):
-                bound = native_run(graph.nodes[0], graph, params, variants[label])
+            for label, build in builds.items():
+                bound = native_run(graph.nodes[0], graph, params, build)
                 assert bound is not None
                 taken += 1
                 np.testing.assert_array_equal(bound(feeds["x"])[0], want, err_msg=f"case {i} [{target}, {label}]")
-    assert taken == 40 * len(TARGETS) * 3
+    assert taken == 40 * len(TARGETS) * len(builds)
 
 
 @needs_library
-def test_transpose_equals_the_kernel(variants):
+def test_transpose_equals_the_kernel(builds):
     rng = np.random.default_rng(17)
     taken = 0
     for shape in [(1, 3, 224, 224), (1, 2, 5, 130), (2, 4, 3, 200), (2, 5, 7, 3), (4, 6, 5), (7, 9), (33,), (1, 1, 8, 1)]:
@@ -446,8 +465,8 @@ def test_transpose_equals_the_kernel(variants):
             x = rng.integers(-128, 128, shape).astype(np.int8)
             plan = ExecutionPlan(graph, get_target("tflite"), native=False)
             run, params = plan.kernels[graph.nodes[0].name]
-            for label in (native.library().path, f"{native.library().path}, pointers", "portable"):
-                bound = native_run(graph.nodes[0], graph, params, variants[label])
+            for label, build in builds.items():
+                bound = native_run(graph.nodes[0], graph, params, build)
                 assert bound is not None, (shape, perm)
                 taken += 1
                 np.testing.assert_array_equal(bound(x, perm)[0], run(params, x)[0], err_msg=f"{shape} {perm} [{label}]")
@@ -456,7 +475,7 @@ def test_transpose_equals_the_kernel(variants):
 
 @needs_library
 @pytest.mark.parametrize("op", ["PAD", "PADV2"])
-def test_pad_equals_the_kernel(variants, op):
+def test_pad_equals_the_kernel(builds, op):
     """The data-movement suite's random PAD / PADV2 models (ranks 1-5, every dtype: the native path
     takes the int8 ones of rank <= 4 with a constant pad value) plus a MobileNet-sized one."""
     rng = np.random.default_rng(19)
@@ -477,8 +496,8 @@ def test_pad_equals_the_kernel(variants, op):
             continue
         run, params = plan.kernels[node.name]
         want = np.array(run(params, *operands)[0])
-        for label in (native.library().path, f"{native.library().path}, pointers", "portable"):
-            bound = native_run(node, graph, params, variants[label])
+        for label, build in builds.items():
+            bound = native_run(node, graph, params, build)
             if bound is None:
                 continue
             taken += 1
@@ -491,7 +510,7 @@ _FIXED_OUTPUT = {"LOGISTIC": (1 / 256, -128), "TANH": (1 / 128, 0)}  # the int8 
 
 @needs_library
 @pytest.mark.parametrize("op", ["HARD_SWISH", "LEAKY_RELU", "LOGISTIC", "TANH", "RELU", "RELU6", "RELU_N1_TO_1"])
-def test_tables_equal_the_kernels(variants, op):
+def test_tables_equal_the_kernels(builds, op):
     """The ops whose int8 kernels are a 256-entry table: every int8 input, at sizes that are and
     are not a multiple of the 64-lane step."""
     rng = np.random.default_rng(7)
@@ -512,13 +531,62 @@ def test_tables_equal_the_kernels(variants, op):
                 continue
             run, params = plan.kernels[graph.nodes[0].name]
             want = np.array(run(params, x)[0])
-            for label in (native.library().path, f"{native.library().path}, pointers", "portable"):
-                bound = native_run(graph.nodes[0], graph, params, variants[label])
+            for label, build in builds.items():
+                bound = native_run(graph.nodes[0], graph, params, build)
                 if bound is None:
                     continue
                 taken += 1
                 np.testing.assert_array_equal(bound(x)[0], want, err_msg=f"{op} case {i} [{target}, {label}]")
     assert taken >= 6
+
+
+@needs_library
+def test_prelu_with_a_constant_slope_equals_the_kernel(builds):
+    """PRELU with a constant slope of one value or one per channel is tabulated per channel from the
+    kernel's own run (accelerate._prelu): the elementwise suite's random shapes and every int8 input
+    against every int8 slope; slopes of other shapes, or given at run time, keep the kernel's run."""
+    from intq.runtime.native.accelerate import _BoundChannelTables, _BoundTable
+
+    from ..kernels.test_elementwise import _prelu_alpha_shape, _scale, _shape, _unary_scales, _values
+    from ..kernels.test_elementwise import _zero_point as _zp
+
+    rng = np.random.default_rng(47)
+    cases = []
+    for i in range(40):
+        shape = _shape(rng, max_rank=4, min_rank=1)
+        a_shape = _prelu_alpha_shape(rng, shape)
+        s_in, s_out = _unary_scales(rng, i)
+        constant = i % 5 != 0
+        alpha = (tensor("alpha", None, data=_values(rng, a_shape), scale=_scale(rng, -3, 0), zero_point=_zp(rng))
+                 if constant else tensor("alpha", a_shape, scale=_scale(rng, -3, 0), zero_point=_zp(rng)))
+        graph = single_op_graph("PRELU", [tensor("x", shape, scale=s_in, zero_point=_zp(rng)), alpha],
+                                [tensor("y", shape, scale=s_out, zero_point=_zp(rng))])
+        cases.append((graph, _values(rng, shape), None if constant else _values(rng, a_shape)))
+    for s_in, s_alpha, s_out, zps in [(0.05, 0.004, 0.05, (0, 0, 0)), (0.3, 0.01, 0.02, (127, -128, -20))]:
+        graph = single_op_graph("PRELU", [tensor("x", (256, 256), scale=s_in, zero_point=zps[0]),
+                                          tensor("alpha", None, data=ALL_INT8.reshape(1, 256), scale=s_alpha,
+                                                 zero_point=zps[1])],
+                                [tensor("y", (256, 256), scale=s_out, zero_point=zps[2])])
+        cases.append((graph, np.repeat(ALL_INT8[:, None], 256, axis=1), None))
+    kinds = set()
+    for k, (graph, x, alpha) in enumerate(cases):
+        node = graph.nodes[0]
+        a = graph.tensors["alpha"].data if alpha is None else alpha
+        for target in TARGETS:
+            plan = ExecutionPlan(graph, get_target(target), native=False)
+            run, params = plan.kernels[node.name]
+            want = np.array(run(params, x, a)[0])
+            for label, build in builds.items():
+                bound = native_run(node, graph, params, build)
+                taken = alpha is None and np.asarray(a).size in (1, x.shape[-1]) and np.asarray(a).shape[-1:] in (
+                    (), (1,), x.shape[-1:])
+                if not taken:
+                    assert bound is None, (k, np.asarray(a).shape, x.shape)
+                    continue
+                assert type(bound) in (_BoundTable, _BoundChannelTables), (k, label)
+                kinds.add(type(bound))
+                np.testing.assert_array_equal(bound(x, a)[0], want, err_msg=f"PRELU case {k} [{target}, {label}]")
+    assert kinds == {_BoundTable, _BoundChannelTables}
 
 
 @pytest.mark.parametrize("shape", [(1, 2), (3, 5, 2), (256, 256, 2)])
@@ -549,9 +617,28 @@ def _corpus_graphs():
     return files
 
 
+def _libraries():
+    """The process library as measured here and, when the measurement left CONV_2D / FULLY_CONNECTED
+    to the kernels' GEMM, the same library running them natively too (what another host chooses)."""
+    lib = native.library()
+    return [lib] if lib.gemm else [lib, replace(lib, gemm=True)]
+
+
+def _follows_the_choice(plan, lib, context):
+    """The plan's native steps follow ``lib``'s choice: CONV_2D / FULLY_CONNECTED natively exactly
+    when its matrix path was measured (or forced) faster than the kernels' GEMM."""
+    ops = {n.op_type for n, s in zip(plan.graph.nodes, plan.steps) if isinstance(s.run, _Bound)}
+    gemm_ops = {"CONV_2D", "FULLY_CONNECTED"} & {n.op_type for n in plan.graph.nodes}
+    if lib.gemm:
+        assert not gemm_ops or ops & gemm_ops, (context, ops)
+    else:
+        assert not ops & gemm_ops, (context, ops)
+    return ops
+
+
 @needs_library
 @pytest.mark.parametrize("path", _corpus_graphs(), ids=lambda p: p.stem)
-def test_models_equal_the_kernels_every_tensor(path):
+def test_models_equal_the_kernels_every_tensor(path, monkeypatch):
     graph = intq.load(path)
     if not all(graph.tensors[i].is_static for i in graph.inputs):
         graph = rebatch(graph, _batch_of(graph))  # a dynamic batch: the stored shapes, as the interpreter does
@@ -561,49 +648,55 @@ def test_models_equal_the_kernels_every_tensor(path):
                  for _ in range(2)]
         graph = intq.quantize(graph, calib)
     target = get_target("tflite")
-    fast = ExecutionPlan(graph, target)
-    assert any(isinstance(s.run, _Bound) for s in fast.steps), path.name
     slow = ExecutionPlan(graph, target, native=False)
-    rng = np.random.default_rng(0)
-    values = []
-    for name in graph.inputs:
-        t = graph.tensors[name]
-        shape = tuple(d or 1 for d in t.shape)
-        if np.issubdtype(t.dtype, np.integer):
-            info = np.iinfo(t.dtype)
-            values.append(rng.integers(info.min, info.max + 1, size=shape).astype(t.dtype))
-        else:
-            values.append(rng.standard_normal(shape).astype(t.dtype))
-    a, b = fast.execute(values), slow.execute(values)
-    for i, name in enumerate(fast.names):
-        if name is not None and a[i] is not None:
-            np.testing.assert_array_equal(a[i], b[i], err_msg=f"{path.name}: tensor {name}")
-    # the second run takes the hot path: runs of native steps as step programs (one C call each)
-    values = [v[::-1].copy() if v.ndim and v.shape[0] > 1 else (v ^ 0x55 if v.dtype == np.int8 else -v)
-              for v in values]
-    a, b = fast.execute(values), slow.execute(values)
-    for i, name in enumerate(fast.names):
-        if name is not None and a[i] is not None:
-            np.testing.assert_array_equal(a[i], b[i], err_msg=f"{path.name}: tensor {name} (hot path)")
+    for lib in _libraries():
+        monkeypatch.setattr(native, "library", lambda lib=lib: lib)
+        fast = ExecutionPlan(graph, target)
+        ops = _follows_the_choice(fast, lib, path.name)
+        if lib.gemm:
+            assert ops, path.name
+        rng = np.random.default_rng(0)
+        values = []
+        for name in graph.inputs:
+            t = graph.tensors[name]
+            shape = tuple(d or 1 for d in t.shape)
+            if np.issubdtype(t.dtype, np.integer):
+                info = np.iinfo(t.dtype)
+                values.append(rng.integers(info.min, info.max + 1, size=shape).astype(t.dtype))
+            else:
+                values.append(rng.standard_normal(shape).astype(t.dtype))
+        a, b = fast.execute(values), slow.execute(values)
+        for i, name in enumerate(fast.names):
+            if name is not None and a[i] is not None:
+                np.testing.assert_array_equal(a[i], b[i], err_msg=f"{path.name}: tensor {name}")
+        # the second run takes the hot path: runs of native steps as step programs (one C call each)
+        values = [v[::-1].copy() if v.ndim and v.shape[0] > 1 else (v ^ 0x55 if v.dtype == np.int8 else -v)
+                  for v in values]
+        a, b = fast.execute(values), slow.execute(values)
+        for i, name in enumerate(fast.names):
+            if name is not None and a[i] is not None:
+                np.testing.assert_array_equal(a[i], b[i], err_msg=f"{path.name}: tensor {name} (hot path)")
 
 
 @needs_library
-def test_quantized_digits_equal_and_native_steps_are_bound():
+def test_quantized_digits_equal_and_native_steps_are_bound(monkeypatch):
     (x_train, _), (x_test, _) = load_split()
     calib = [x[None].astype(np.float32) for x in x_train[:16]]
     qg = intq.quantize(onnx.load(ROOT / "intq/data/digits_cnn.onnx"), calib, input_shapes={"image": (4, 1, 8, 8)})
     x = x_test[:4].reshape(4, 1, 8, 8).astype(np.float32)
-    for target in TARGETS:
-        fast = intq.Interpreter(qg, target=target)
-        slow = intq.Interpreter(qg, target=target, native=False)
-        fast.run({"image": x})
-        slow.run({"image": x})
-        got, want = fast.tensors(), slow.tensors()
-        assert got.keys() == want.keys()
-        for name in want:
-            np.testing.assert_array_equal(got[name], want[name], err_msg=f"[{target}] {name}")
-        assert any(isinstance(s.run, _Bound) for s in fast._base.steps)
-        assert not any(isinstance(s.run, _Bound) for s in slow._base.steps)
+    for lib in _libraries():
+        monkeypatch.setattr(native, "library", lambda lib=lib: lib)
+        for target in TARGETS:
+            fast = intq.Interpreter(qg, target=target)
+            slow = intq.Interpreter(qg, target=target, native=False)
+            fast.run({"image": x})
+            slow.run({"image": x})
+            got, want = fast.tensors(), slow.tensors()
+            assert got.keys() == want.keys()
+            for name in want:
+                np.testing.assert_array_equal(got[name], want[name], err_msg=f"[{target}] {name}")
+            assert _follows_the_choice(fast._base, lib, target) or not lib.gemm
+            assert not any(isinstance(s.run, _Bound) for s in slow._base.steps)
 
 
 def _conv_table_model(rng) -> onnx.ModelProto:
@@ -636,33 +729,37 @@ def _conv_table_model(rng) -> onnx.ModelProto:
 
 
 @needs_library
-def test_convolutions_fused_with_their_table_ops_equal_the_kernels():
+def test_convolutions_fused_with_their_table_ops_equal_the_kernels(monkeypatch):
     """A native convolution whose output a table op reads computes the table too, in one C call
     (accelerate.fuse_tables): every tensor of the plan equal to the kernels' run, the
-    convolution's own output included; the table step given any other array looks it up itself."""
+    convolution's own output included; the table step given any other array looks it up itself.
+    Three pairs where CONV_2D and FULLY_CONNECTED run natively here, else the depthwise one."""
     from intq.runtime.native.accelerate import _TableAfter
 
     rng = np.random.default_rng(31)
     proto = _conv_table_model(rng)
     calib = [rng.standard_normal((1, 3, 20, 30)).astype(np.float32) for _ in range(4)]
     qg = intq.quantize(proto, calib)
-    fast, slow = intq.Interpreter(qg), intq.Interpreter(qg, native=False)
-    for k in range(3):
-        x = rng.standard_normal((1, 3, 20, 30)).astype(np.float32) * (1 + k)
-        fast.run({"x": x})
-        slow.run({"x": x})
-        got, want = fast.tensors(), slow.tensors()
-        assert got.keys() == want.keys()
-        for name in want:
-            np.testing.assert_array_equal(got[name], want[name], err_msg=f"run {k}: {name}")
-    steps = fast._base.steps
-    fused = [(i, s) for i, s in enumerate(steps) if isinstance(s.run, _TableAfter)]
-    assert len(fused) == 3, [fast._base.graph.nodes[i].op_type for i, _ in fused]
-    for i, s in fused:  # another input than the fused output: the step's own lookup
-        node = fast._base.graph.nodes[i]
-        x = rng.integers(-128, 128, qg.tensors[node.inputs[0]].shape).astype(np.int8)
-        run, params = fast._base.kernels[node.name]
-        np.testing.assert_array_equal(s.run(x)[0], run(params, x)[0], err_msg=node.name)
+    slow = intq.Interpreter(qg, native=False)
+    for lib in _libraries():
+        monkeypatch.setattr(native, "library", lambda lib=lib: lib)
+        fast = intq.Interpreter(qg)
+        for k in range(3):
+            x = rng.standard_normal((1, 3, 20, 30)).astype(np.float32) * (1 + k)
+            fast.run({"x": x})
+            slow.run({"x": x})
+            got, want = fast.tensors(), slow.tensors()
+            assert got.keys() == want.keys()
+            for name in want:
+                np.testing.assert_array_equal(got[name], want[name], err_msg=f"run {k}: {name}")
+        steps = fast._base.steps
+        fused = [(i, s) for i, s in enumerate(steps) if isinstance(s.run, _TableAfter)]
+        assert len(fused) == (3 if lib.gemm else 1), [fast._base.graph.nodes[i].op_type for i, _ in fused]
+        for i, s in fused:  # another input than the fused output: the step's own lookup
+            node = fast._base.graph.nodes[i]
+            x = rng.integers(-128, 128, qg.tensors[node.inputs[0]].shape).astype(np.int8)
+            run, params = fast._base.kernels[node.name]
+            np.testing.assert_array_equal(s.run(x)[0], run(params, x)[0], err_msg=node.name)
 
 
 # ------------------------------------------------------------------------------ step programs
@@ -786,6 +883,162 @@ def test_a_program_refuses_unverified_inputs_and_the_plan_falls_back():
     got = fast.run({"x": x})
     for k in want:
         np.testing.assert_array_equal(got[k], want[k])
+
+
+# ------------------------------------------------------------------------------ the measured choice
+
+
+@needs_library
+def test_the_matrix_path_is_measured_and_never_slower_than_float32_blas(monkeypatch, tmp_path):
+    """Every matrix-product path of the library and every exact GEMM backend of the kernels are
+    timed; the library takes its fastest path, and CONV_2D / FULLY_CONNECTED run natively only if
+    that path beats every kernel backend (float32 BLAS included); the numbers are cached next to
+    the library and read back."""
+    from intq.kernels import gemm
+    from intq.runtime.native import measure
+
+    monkeypatch.setenv("INTQ_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(gemm, "SHAPES", ((256, 288, 32), (49, 1152, 64), (1, 256, 100)))  # small: fast
+    lib, status = native.load()
+    assert lib is not None, status
+    m = measure.measure(lib)
+    assert not m.cached and Path(m.file).parent == lib.file.parent
+    assert set(m.seconds) == {f"native-{p}" for p in lib.paths} | set(gemm.available_backends())
+    assert m.seconds["blas-float32"] is not None  # the anchor is always timed
+    timed = {k[7:]: t for k, t in m.seconds.items() if k.startswith("native-") and t is not None}
+    kernels = [t for k, t in m.seconds.items() if not k.startswith("native-") and t is not None]
+    assert timed and m.path == min(timed, key=timed.get)
+    assert m.native_gemm == (timed[m.path] <= min(kernels))
+    again = measure.measure(lib)
+    assert again.cached and again.seconds == m.seconds and (again.path, again.native_gemm) == (m.path, m.native_gemm)
+
+
+@needs_library
+def test_a_native_path_slower_than_blas_is_not_chosen(monkeypatch, tmp_path):
+    """With every native path measured slower than float32 BLAS the library keeps its path for the
+    other kernels but CONV_2D and FULLY_CONNECTED run on the kernels' GEMM, and status() says so."""
+    from intq.kernels import gemm
+    from intq.runtime.native import measure
+
+    lib = native.library()
+    fake = {f"native-{p}": 0.002 + 0.001 * k for k, p in enumerate(reversed(lib.paths))}
+    fake |= {b: None for b in gemm.available_backends()} | {"blas-float32": 0.0015}
+    monkeypatch.setattr(gemm, "time_candidates", lambda factories, **_: {k: fake[k] for k in factories})
+    m = measure.measure(replace(lib, file=tmp_path / lib.file.name))
+    assert (m.path, m.native_gemm) == (lib.paths[-1], False)
+    native.library.cache_clear()
+    try:
+        with monkeypatch.context() as patch:
+            patch.delenv("INTQ_NATIVE_PATH", raising=False)  # measured, not forced
+            patch.setattr(measure, "measure", lambda _lib: m)
+            chosen = native.library()
+            assert chosen.gemm is False and "the kernels'" in native.status() and "measured" in native.status()
+            graph, x = _wide_case(np.random.default_rng(3), 2)  # a CONV_2D
+            plan = ExecutionPlan(graph, get_target("tflite"))
+            assert not any(isinstance(s.run, _Bound) for s in plan.steps)
+    finally:
+        native.library.cache_clear()
+        native.library()  # the process library again (the environment's), for the tests after this one
+
+
+@needs_library
+def test_status_and_report_say_what_runs_here():
+    from intq.host import describe
+
+    lib = native.library()
+    text = native.status()
+    assert lib.file.name in text and lib.path in text
+    assert "measured" in text or "INTQ_NATIVE_PATH" in text
+    r = native.report()
+    assert r["cpu_class"] == describe().cpu_class and r["path"] == lib.path and r["native_conv"] == lib.gemm
+    assert set(r["paths"]) == set(lib.paths) and lib.path in lib.paths
+    assert r["measurement"] is None or r["measurement"]["path"] == lib.path
+    assert r["ort_u8s8"]["arithmetic"] in ("exact", "pair-saturating") and r["ort_u8s8"]["how"]
+    import json
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "intq.cli", "inspect", str(ROOT / "intq/data/digits_cnn.onnx"),
+                           "--input-shape", "image=1x1x8x8", "--json"], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    shown = json.loads(done.stdout)["native"]  # the command's own process: under QEMU user mode a child
+    assert shown["path"] in shown["paths"] and shown["status"] and shown["cpu_class"]  # runs natively
+
+
+# ------------------------------------------------------------------------------ mutants
+
+#: (what breaks, the path whose build runs it, text of native.c, its replacement): each must make at
+#: least one of _mutant_suite's comparisons differ (a suite that cannot tell would pass them all)
+MUTANTS = [
+    ("AVX2 product: one row's second 8 channels on the first 8's weights", "avx2",
+     "c31 = _mm256_add_epi32(c31, _mm256_madd_epi16(v, w1));", "c31 = _mm256_add_epi32(c31, _mm256_madd_epi16(v, w0));"),
+    ("AVX-VNNI product: one row's second 8 channels on the first 8's weights", "avxvnni",
+     "c31 = _mm256_dpbusd_avx_epi32(c31, v, w1);", "c31 = _mm256_dpbusd_avx_epi32(c31, v, w0);"),
+    ("AVX2 SRDHM: the rounding half 2^29", "avx2",
+     "const __m256i half = _mm256_set1_epi64x((int64_t)1 << 30);",
+     "const __m256i half = _mm256_set1_epi64x((int64_t)1 << 29);"),
+    ("vector requantization: ties never away from zero", "avx2",
+     "const vi32 threshold = v_add(v->half, v_and(v->away, v_sign_bit(h)));", "const vi32 threshold = v->half;"),
+    ("vector depthwise: the fourth pixel of a quad reads the third's taps", "avxvnni",
+     "a3 = v_madd16(a3, v_load_i8(r + 3 * step), wv);", "a3 = v_madd16(a3, v_load_i8(r + 2 * step), wv);"),
+    ("AVX2 table lookup: the last 16 entries never looked up", "avx2",
+     "for (int32_t k = 0; k < 16; ++k, s = _mm256_sub_epi8(s, sixteen))",
+     "for (int32_t k = 0; k < 15; ++k, s = _mm256_sub_epi8(s, sixteen))"),
+    ("AVX-512 product: one row's second 16 channels on the first 16's weights", "vnni",
+     "c31 = _mm512_dpbusd_epi32(c31, v, w1);", "c31 = _mm512_dpbusd_epi32(c31, v, w0);"),
+]
+
+
+def _mutant_suite(lib: native.Native) -> int:
+    """Comparisons with the kernels' run that differ on ``lib``: convolutions, depthwise and fully
+    connected single ops (the first seed of the random suite), ADD / SUB / MUL on every int8 pair
+    (ties of the requantization's rounding), the table ops on every input."""
+    differ = 0
+    for graph, feeds in _binary_cases(np.random.default_rng(5)):
+        node = graph.nodes[0]
+        if graph.tensors[node.inputs[0]].shape != (256, 256):
+            continue
+        plan = ExecutionPlan(graph, get_target("tflite"), native=False)
+        run, params = plan.kernels[node.name]
+        bound = native_run(node, graph, params, lib)
+        if bound is not None:
+            differ += not np.array_equal(bound(feeds["a"], feeds["b"])[0], run(params, feeds["a"], feeds["b"])[0])
+    for graph, x in itertools.islice(_cases(0), 24):
+        node = graph.nodes[0]
+        plan = ExecutionPlan(graph, get_target("tflite"), native=False)
+        run, params = plan.kernels[node.name]
+        bound = native_run(node, graph, params, lib)
+        if bound is not None:
+            differ += not np.array_equal(_call(lib, bound, x), run(params, x)[0])
+    for op in ("HARD_SWISH", "LOGISTIC"):
+        s_out, z_out = _FIXED_OUTPUT.get(op, (0.02, 3))
+        graph = single_op_graph(op, [tensor("x", (4, 64), scale=0.05, zero_point=-5)],
+                                [tensor("y", (4, 64), scale=s_out, zero_point=z_out)])
+        plan = ExecutionPlan(graph, get_target("tflite"), native=False)
+        run, params = plan.kernels[graph.nodes[0].name]
+        x = ALL_INT8.reshape(4, 64)
+        differ += not np.array_equal(native_run(graph.nodes[0], graph, params, lib)(x)[0], run(params, x)[0])
+    return differ
+
+
+@needs_library
+@pytest.mark.parametrize("mutant", MUTANTS, ids=lambda m: m[0])
+def test_every_mutant_of_a_path_is_killed(mutant, builds, monkeypatch, tmp_path):
+    what, path, text, replacement = mutant
+    if f"{path} build" not in builds:
+        pytest.skip(f"no {path} build in this run: the CPU lacks it or INTQ_NATIVE_PATH caps the builds")
+    source = native.SOURCE.read_text()
+    assert source.count(text) == 1, f"the mutated text must occur once in native.c: {text}"
+    mutated = tmp_path / "native.c"
+    mutated.write_text(source.replace(text, replacement))
+    monkeypatch.setenv("INTQ_CACHE_DIR", str(tmp_path / "cache"))
+    lib, status = native.load(cap=path, source=mutated)
+    assert lib is not None and lib.path == path, status
+    try:
+        assert _mutant_suite(lib) > 0, f"mutant not killed: {what}"
+    finally:
+        native.library().use()
+    assert _mutant_suite(builds[f"{path} build"]) == 0  # the same comparisons pass on the real source
 
 
 # ------------------------------------------------------------------------------ fallbacks, build

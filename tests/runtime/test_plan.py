@@ -80,16 +80,20 @@ def test_exported_file_resizes_in_litert_as_intq_runs_it(digits, built_at):
     assert back.tensors["image"].shape == (built_at, 1, 8, 8)
 
 
-def test_a_batch_that_cannot_be_rebound_runs_in_pieces():
-    """Reshape to [4] folds the batch away and ReduceSum over axis 0 then mixes samples: the
-    rebound plan disagrees with the samples run one by one, so the interpreter splits the batch."""
+def _folding_graph():
+    """Reshape to [4] folds the batch away and ReduceSum over axis 0 then mixes samples."""
     g = helper.make_graph(
         [helper.make_node("Reshape", ["x", "s"], ["r"]), helper.make_node("ReduceSum", ["r", "a"], ["y"], keepdims=1)],
         "fold", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
         [numpy_helper.from_array(np.array([4], np.int64), "s"), numpy_helper.from_array(np.array([0], np.int64), "a")])
-    graph = intq.load(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]))
-    it = intq.Interpreter(graph)
+    return intq.load(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]))
+
+
+def test_a_batch_that_cannot_be_rebound_runs_in_pieces():
+    """Reshape to [4] folds the batch away and ReduceSum over axis 0 then mixes samples: the
+    rebound plan disagrees with the samples run one by one, so the interpreter splits the batch."""
+    it = intq.Interpreter(_folding_graph())
     x = np.arange(12, dtype=np.float32).reshape(3, 4)
     got = it.run({"x": x})["y"]
     np.testing.assert_array_equal(got, x.sum(axis=1))  # each sample alone: ReduceSum over its one row
@@ -166,3 +170,44 @@ def test_plans_are_kept_for_a_few_shapes_only():
         x = np.linspace(-1, 1, 4 * batch, dtype=np.float32).reshape(batch, 4)
         np.testing.assert_array_equal(it.run({"x": x})["y"], np.maximum(x, 0))
     assert len(it._plans) == _MAX_PLANS and ((2 + 3 * _MAX_PLANS - 1, 4),) in it._plans
+
+
+def test_a_float_graph_checks_a_large_batch_at_batch_2():
+    """A float graph's rebound batch is checked once, at a batch of 2 (its first and last
+    samples, 2 sample runs), not by running every sample of the batch alone; a binding that mixes
+    samples is still refused (the Reshape + ReduceSum graph above, at batch 16)."""
+    x = np.arange(64, dtype=np.float32).reshape(16, 4)
+    it = intq.Interpreter(_folding_graph())
+    np.testing.assert_array_equal(it.run({"x": x})["y"], x.sum(axis=1))
+    assert isinstance(it._plans[((16, 4),)], _Split)
+
+    g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "relu",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])])
+    it = intq.Interpreter(intq.load(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])))
+    batches = []
+    real = ExecutionPlan.execute
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(ExecutionPlan, "execute", lambda self, values, **kw: (batches.append(values[0].shape[0]),
+                                                                         real(self, values, **kw))[1])
+        np.testing.assert_array_equal(it.run({"x": x - 30})["y"], np.maximum(x - 30, 0))
+    assert sorted(batches) == [1, 1, 2, 16]  # the check: batch 2 and two samples; then the run
+    assert isinstance(it._plans[((16, 4),)], ExecutionPlan)
+
+
+def test_a_fused_activation_clamps_fresh_outputs_in_place_and_never_an_input():
+    """The float step applies a fused activation to its op's output in place (no copy of every
+    activation) unless the output is, or views, one of the op's inputs: those stay untouched."""
+    from intq.ir import Node
+    from intq.runtime.plan import FUSED_ACTIVATION, _float_step
+
+    node = Node("Conv", "n", ["x"], ["y"], {FUSED_ACTIVATION: "RELU"})
+    x = np.array([[-1.0, 2.0, -3.0, 4.0]], np.float32)
+    fresh = np.array([-5.0, 5.0], np.float32)
+    y, = _float_step(lambda a: (fresh,), node)(x)
+    assert y is fresh and np.array_equal(y, [0.0, 5.0])
+    for passthrough in (lambda a: (a,), lambda a: (a[:, ::2],), lambda a: (a.reshape(2, 2),)):
+        before = x.copy()
+        y, = _float_step(passthrough, node)(x)
+        np.testing.assert_array_equal(x, before)
+        assert y.min() >= 0 and not np.may_share_memory(y, x)

@@ -1,11 +1,14 @@
-"""``export_c``: write a graph as ``<prefix>.c`` + ``<prefix>.h`` after compiling them once.
+"""``export_c``: write a graph as ``<prefix>.c`` + ``<prefix>.h`` after compiling and running them.
 
-DESIGN decision 9 (an export is done when its runtime loads it): the files are generated in a
-temporary folder, compiled with the strict flags (:data:`intq.export.c.runner.STRICT_FLAGS`)
-when a C compiler is installed, and only then written into ``out_dir``, both files or neither
-(:class:`intq.files.StagedOutputs`: unique temporary names, atomic placement). Nothing is written
-when the graph cannot be generated, the arena exceeds ``arena_limit`` or the compiler refuses the
-code; an existing file is replaced only with ``overwrite=True``.
+DESIGN decision 9 (an export is done when its runtime computes what intq says): the files are
+generated, compiled exactly as they will be written with the strict flags
+(:data:`intq.export.c.runner.STRICT_FLAGS`) when a C compiler is installed, and run on a few
+samples (:mod:`intq.export.check`: calibration samples when given, else random inputs within the
+input ranges); their outputs must equal intq's target. Only then are they written into
+``out_dir``, both files or neither (:class:`intq.files.StagedOutputs`: unique temporary names,
+atomic placement). Nothing is written when the graph cannot be generated, the arena exceeds
+``arena_limit``, the compiler refuses the code or the compiled code computes other outputs
+(unless ``check="warn"``); an existing file is replaced only with ``overwrite=True``.
 """
 
 from __future__ import annotations
@@ -16,9 +19,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from intq.export.c import emit
+from intq.export.c.compiled import CompiledInterpreter
 from intq.export.c.lower import CExportError
 from intq.export.c.model import CModel, build
-from intq.export.c.runner import compile_shared, find_compiler
+from intq.export.c.runner import CompiledModel, compile_shared, find_compiler
+from intq.export.check import ExportCheck, check_c, check_mode
 from intq.files import StagedOutputs
 from intq.ir import Graph
 
@@ -36,20 +41,26 @@ class CExportResult:
     constant_bytes: int  # weights, tables, multipliers, parameter structs (flash)
     compiled_with: str | None  # the compiler that accepted the files (None: none installed)
     model: CModel
+    check: ExportCheck | None = None  # the compiled files run against the target (None: check=False)
 
 
 def export_c(graph: Graph, out_dir, prefix: str = "model", *, target="tflite", arena_limit: int | None = None,
-             overwrite: bool = False, check_compile: bool = True,
+             overwrite: bool = False, check_compile: bool = True, check=True, samples=None,
              outputs: StagedOutputs | None = None) -> CExportResult:
     """Write ``graph`` (an integer graph) as C99 into ``out_dir``: ``<prefix>.c`` and ``<prefix>.h``.
 
     ``target`` names the arithmetic the code implements (default ``"tflite"``: TensorFlow Lite
     Micro); ``arena_limit`` (bytes) refuses a plan that needs more, naming its size.
     Raises :class:`CExportError` before writing anything for a node the C backend cannot
-    generate (naming it) or an arena over the limit. ``outputs``: a command's
-    :class:`~intq.files.StagedOutputs` to stage the two files into (they land when it commits);
-    by default they are written at once, both or neither.
+    generate (naming it) or an arena over the limit. The files are compiled as written
+    (``check_compile``; False: neither compiled nor run) and run on a few ``samples`` (dicts ``{input: array}``, e.g. calibration
+    samples; default random inputs within the input ranges): ``check=True`` raises
+    :class:`~intq.export.check.ExportCheckError` when they compute other outputs than ``target``
+    (nothing is written), ``"warn"`` writes them and reports it in ``result.check``, ``False``
+    skips the run. ``outputs``: a command's :class:`~intq.files.StagedOutputs` to stage the two
+    files into (they land when it commits); by default they are written at once, both or neither.
     """
+    mode = check_mode(check)
     if not _IDENTIFIER.match(prefix):
         raise CExportError(f"prefix {prefix!r} is not a C identifier")
     out_dir = Path(out_dir)
@@ -62,11 +73,17 @@ def export_c(graph: Graph, out_dir, prefix: str = "model", *, target="tflite", a
         if t.exists() and not overwrite:
             raise CExportError(f"{t} exists; pass overwrite=True (--force) to replace it")
     files = {f"{prefix}.h": emit.header(m, prefix), f"{prefix}.c": emit.source([(m, prefix)], f"{prefix}.h")}
-    compiled = None
-    if check_compile and find_compiler() is not None:
-        with tempfile.TemporaryDirectory(prefix="intq-c-") as tmp:
-            compile_shared(files, Path(tmp) / f"lib{prefix}.so")
-        compiled = find_compiler()
+    compiler = find_compiler() if check_compile else None  # check_compile=False: neither compiled nor run
+    report = None
+    with tempfile.TemporaryDirectory(prefix="intq-c-") as tmp:
+        library = compile_shared(files, Path(tmp) / f"lib{prefix}.so") if compiler is not None else None
+        if mode and check_compile:  # the written files, compiled as they are, against the target
+            def runner():
+                compiled = CompiledModel(library, prefix, m.arena_bytes, m.inputs, m.outputs)
+                return CompiledInterpreter.of_library(graph, target, m, compiled)
+
+            report = check_c(graph, runner if library is not None else None, target=str(target), compiler=compiler,
+                             samples=samples, mode=mode, where=f"the C files of {graph.name!r}")
     if outputs is not None:
         for name, text in files.items():
             outputs.stage(out_dir / name, text)
@@ -74,7 +91,8 @@ def export_c(graph: Graph, out_dir, prefix: str = "model", *, target="tflite", a
         with StagedOutputs(overwrite=overwrite) as staged:
             for name, text in files.items():
                 staged.stage(out_dir / name, text)
-    return CExportResult(targets[0], targets[1], m.arena_bytes, m.arena_lower_bound, constant_bytes(m), compiled, m)
+    return CExportResult(targets[0], targets[1], m.arena_bytes, m.arena_lower_bound, constant_bytes(m), compiler, m,
+                         report)
 
 
 def constant_bytes(m: CModel) -> int:

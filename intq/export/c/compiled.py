@@ -20,7 +20,10 @@ from pathlib import Path
 import numpy as np
 
 from intq.errors import IntqError
+from intq.export.c.model import build
+from intq.export.c import runner as c_runner
 from intq.ir import Graph
+from intq.runtime.interpreter import Interpreter
 
 
 class NoCompilerError(IntqError, RuntimeError):
@@ -31,19 +34,28 @@ class CompiledInterpreter:
     """A graph compiled by the C backend (:func:`compile_c`); ``run`` as :meth:`intq.Interpreter.run`."""
 
     def __init__(self, graph: Graph, target="tflite", *, compiler: str | None = None, flags=("-O2",)):
-        from intq.export.c.model import build
-        from intq.export.c.runner import build_library, find_compiler
-        from intq.runtime.interpreter import Interpreter
-
-        if find_compiler(compiler) is None:
+        if c_runner.find_compiler(compiler) is None:
             raise NoCompilerError(
                 f"no C compiler found ({compiler or '$CC, cc, gcc or clang'}): install one (e.g. `apt-get install gcc`) "
                 "or run the graph with intq.Interpreter, which computes the same integers")
-        self.graph = graph
-        self.model = build(graph, target, "model")  # CExportError names a node the backend cannot generate
+        model = build(graph, target, "model")  # CExportError names a node the backend cannot generate
         with tempfile.TemporaryDirectory(prefix="intq-c-") as tmp:  # dlopen keeps the library once loaded
-            _, runners = build_library([(self.model, "model")], Path(tmp), compiler, flags, name="model")
-        self._runner = runners["model"]
+            _, runners = c_runner.build_library([(model, "model")], Path(tmp), compiler, flags, name="model")
+        self._bind(graph, target, model, runners["model"])
+
+    @classmethod
+    def of_library(cls, graph: Graph, target, model, runner) -> "CompiledInterpreter":
+        """The interpreter of an already compiled model (``runner``: a
+        :class:`~intq.export.c.runner.CompiledModel` of ``model``), e.g. the files :func:`intq.export_c`
+        is about to write, compiled as they are."""
+        self = cls.__new__(cls)
+        self._bind(graph, target, model, runner)
+        return self
+
+    def _bind(self, graph: Graph, target, model, runner) -> None:
+        self.graph = graph
+        self.model = model
+        self._runner = runner
         # the float boundary: intq's own QUANTIZE / DEQUANTIZE nodes, run by its interpreter
         quantize = [p for p in self.model.inputs if p.float_name is not None]
         dequantize = [p for p in self.model.outputs if p.float_name is not None]

@@ -8,8 +8,17 @@ definitions (weights, per-channel multipliers and shifts, tables, the parameter 
 place over an input, a scratch buffer, a view that needs no code, strided copies whose inputs or
 outputs may alias).
 
-The operators live in one module per family, each registering its lowerings in :data:`LOWERINGS`
-with ``@lowering(OP, ...)``: :mod:`~intq.export.c.lower_conv` (CONV_2D, FULLY_CONNECTED,
+A node binds to C through the kernel registry, as the interpreter binds it to a ``run``: the
+kernel :func:`intq.kernels.select_kernel` picks for the target (``tflite``: the reference kernels;
+``litert-ref``: the ``litert`` family's variants where LiteRT computes otherwise) has a C form when
+:data:`LOWERINGS` holds a lowering under the same key (op, activation dtype, family); a kernel
+without one (a 16x8 kernel, another family's variant) is refused by name. The lowering reads the
+kernel's prepared parameters, and the requantization contract they hold names its C output stage
+(:data:`REQUANT_C`; the C fixed-point primitives and the intq rule each implements:
+:data:`intq.export.c.rules.C_RULES`).
+
+The lowerings live in one module per family of operators, each registering its lowerings in
+:data:`LOWERINGS` with ``@lowering(OP, ..., families=...)``: :mod:`~intq.export.c.lower_conv` (CONV_2D, FULLY_CONNECTED,
 DEPTHWISE_CONV_2D, TRANSPOSE_CONV, BATCH_MATMUL), :mod:`~intq.export.c.lower_elementwise` (tables,
 ADD/SUB/MUL, comparisons, SELECT_V2, PRELU, ...), :mod:`~intq.export.c.lower_reduce` (pooling,
 reductions, SOFTMAX, LOG_SOFTMAX, L2_NORMALIZATION, resizes) and
@@ -28,7 +37,9 @@ import numpy as np
 
 from intq.errors import IntqError
 from intq.ir import Graph, Node
-from intq.kernels import KernelContext, Target, activation_of, lookup
+from intq.kernels import INT8 as INT8_ACTIVATIONS
+from intq.kernels import REFERENCE, KernelContext, Target, select_kernel
+from intq.export.c.rules import REQUANT_C
 from intq.registry import Registry
 
 INT8 = np.dtype(np.int8)
@@ -80,13 +91,21 @@ class AbsorbedPad:
     source: str  # the PAD's input: what the convolution reads now
 
 
-#: op -> its lowering ``fn(step, node, graph, target, sym)``, filled by the lower_* modules.
+#: (op, activation dtype, family) -> the lowering ``fn(step, node, graph, target, sym)`` of the kernel
+#: :data:`intq.kernels.KERNELS` holds under that key; filled by the lower_* modules.
 LOWERINGS: Registry = Registry("C lowering", CExportError)
 
 
-def lowering(*ops: str):
-    """Register the decorated function as the lowering of ``ops``."""
-    return LOWERINGS.register(*ops)
+def lowering(*ops: str, families: tuple[str, ...] = (REFERENCE,)):
+    """Register the decorated function as the C form of the int8 kernels of ``ops`` in ``families``
+    (default: the reference kernels; ``"litert"`` too where the lowering implements that family's
+    variant, whose parameters it reads the same way)."""
+    return LOWERINGS.register(*((op, INT8_ACTIVATIONS, f) for op in ops for f in families))
+
+
+def lowered_ops() -> frozenset[str]:
+    """Every operator with at least one C form."""
+    return frozenset(op for op, _, _ in LOWERINGS)
 
 
 # ------------------------------------------------------------------------------------ C literals
@@ -130,12 +149,15 @@ def _c_value(v) -> str:
 
 # ------------------------------------------------------------------------------------ helpers
 
+def context(node: Node, graph: Graph, target: Target) -> KernelContext:
+    return KernelContext(node, tuple(graph.tensors[i] if i else None for i in node.inputs),
+                         tuple(graph.tensors[o] for o in node.outputs), target)
+
+
 def prepare(node: Node, graph: Graph, target: Target):
     """The node's kernel and its prepared parameters for ``target`` (as the interpreter selects them)."""
-    first = graph.tensors[node.inputs[0]] if node.inputs and node.inputs[0] else None
-    kernel = lookup(node.op_type, activation_of(first.dtype if first is not None else None))
-    ctx = KernelContext(node, tuple(graph.tensors[i] if i else None for i in node.inputs),
-                        tuple(graph.tensors[o] for o in node.outputs), target)
+    ctx = context(node, graph, target)
+    kernel = select_kernel(ctx)
     return kernel, kernel.prepare(ctx)
 
 
@@ -163,7 +185,7 @@ def requant(node: Node, r, channels: int) -> tuple[np.ndarray, np.ndarray, int, 
     double-rounding requantizer (intq.kernels.requantize.DoubleRounding), broadcast to ``channels``."""
     from intq.kernels.requantize import DoubleRounding
 
-    if type(r) is not DoubleRounding or r.out_dtype != INT8:
+    if REQUANT_C.get(r.mode) != "intq_requant" or type(r) is not DoubleRounding or r.out_dtype != INT8:
         raise error(node, f"requantization {type(r).__name__} to {r.out_dtype} is not implemented in C "
                           "(the C backend implements gemmlowp double rounding to int8: target 'tflite')")
     m = np.broadcast_to(r.multiplier, (channels,)).astype(np.int32)
@@ -304,10 +326,22 @@ def absorbable_pads(graph: Graph, target: Target) -> dict[str, AbsorbedPad]:
 def lower_node(node: Node, graph: Graph, target: Target, sym: str, absorbed: AbsorbedPad | None = None) -> Step:
     """The :class:`Step` of one integer node; ``sym`` prefixes its constants' C names. With
     ``absorbed``, the step reads the PAD's input (``step.node`` says so) and pads itself."""
-    fn = LOWERINGS.get(node.op_type)
+    ops = lowered_ops()
+    if node.op_type not in ops:
+        raise error(node, f"the C backend does not implement {node.op_type}; it implements {', '.join(sorted(ops))}")
+    try:
+        key = select_kernel(context(node, graph, target)).key
+    except CExportError:
+        raise
+    except IntqError as e:  # the registry refused the node: the same message, as a C export error
+        raise CExportError(str(e)) from None
+    fn = LOWERINGS.get(key)
     if fn is None:
-        raise error(node, f"the C backend does not implement {node.op_type}; it implements "
-                          f"{', '.join(sorted(LOWERINGS))}")
+        op, act, family = key
+        has = sorted(f"{a}/{f}" for o, a, f in LOWERINGS if o == op)
+        raise error(node, f"the C backend implements {op}'s kernels {', '.join(has)}, not the {act} kernel of "
+                          f"family {family!r} that target {target.name!r} runs here"
+                          + (" (TFLite's int8 scheme, not 16x8)" if act != INT8_ACTIVATIONS else ""))
     step = Step(node, sym=sym)
     if absorbed is not None:
         step.node = node.with_(inputs=(absorbed.source, *node.inputs[1:]))

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from intq.export.c.lower import (
+    REQUANT_C,
     Step,
     box_fields,
     c_array,
@@ -23,13 +24,13 @@ from intq.export.c.lower import (
     shape_of,
 )
 from intq.ir import Graph, Node
-from intq.kernels import Target
-from intq.kernels.requantize import DoubleProduct
+from intq.kernels import REFERENCE, Target
 
 BLOCKS = (8, 4, 1)  # output channels per step of intq_conv (csrc/conv.c): blocks of 8, one of 4, singles
 
 
-@lowering("CONV_2D", "FULLY_CONNECTED")
+@lowering("CONV_2D", families=(REFERENCE, "litert"))  # LiteRT's: the reference's parameters, bias required
+@lowering("FULLY_CONNECTED")
 def conv(step: Step, node: Node, graph: Graph, target: Target, sym: str) -> None:
     """CONV_2D / FULLY_CONNECTED (csrc/conv.c); an absorbed PAD (``step.pad``) moves the window's
     origin and the input is the PAD's (smaller) input."""
@@ -55,7 +56,7 @@ def conv(step: Step, node: Node, graph: Graph, target: Target, sym: str) -> None
         geom = dict(batch=1, in_h=rows, in_w=1, in_c=k, out_h=rows, out_w=1, out_c=c_out, kh=1, kw=1, stride_h=1,
                     stride_w=1, dil_h=1, dil_w=1, pad_top=0, pad_left=0, groups=1)
     zx = graph.tensors[node.inputs[0]].qparams.tensor_zero_point
-    if type(p.requant) is DoubleProduct:  # litert-ref's FULLY_CONNECTED
+    if REQUANT_C.get(p.requant.mode) == "intq_double_product":  # litert-ref's FULLY_CONNECTED contract
         mant, k, zp, lo, hi = double_product(node, p.requant, c_out)
         step.data += [c_array("int8_t", f"{sym}_w", w.reshape(c_out, -1)),
                       c_array("int32_t", f"{sym}_offset", int32(node, p.offset, "the folded bias")),
@@ -114,7 +115,7 @@ def depthwise(step: Step, node: Node, graph: Graph, target: Target, sym: str) ->
     kernel, p = prepare(node, graph, target)
     expect(node, p, depthwise_conv_2d.DepthwiseConv2DParams)
     if p.tail is not None:
-        raise error(node, "two requantizations per layer (LiteRT's optimized kernel) are not implemented in C")
+        raise error(node, "two requantizations per layer (channel groups rounded apart) are not implemented in C")
     t = p.taps
     n, h, wd, c = shape_of(graph, step.node.inputs[0])  # the absorbed PAD's input, if any
     top, left = t.padded.top + step.pad[0], t.padded.left + step.pad[1]
@@ -145,7 +146,7 @@ def depthwise(step: Step, node: Node, graph: Graph, target: Target, sym: str) ->
         step.inplace = (0,)
 
 
-@lowering("TRANSPOSE_CONV")
+@lowering("TRANSPOSE_CONV", families=(REFERENCE, "litert"))  # LiteRT's: the reference's parameters, size checked
 def transpose_conv(step: Step, node: Node, graph: Graph, target: Target, sym: str) -> None:
     """TRANSPOSE_CONV (csrc/conv.c ``intq_transpose_conv``): each output pixel gathers the taps that
     scatter into it; per tap the kernel's ``tap_offset`` (``-Z_x * sum_c w``), bias and requantizer."""

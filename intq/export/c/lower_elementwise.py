@@ -30,7 +30,7 @@ from intq.export.c.lower import (
     shape_of,
 )
 from intq.ir import Graph, Node
-from intq.kernels import Target
+from intq.kernels import REFERENCE, Target
 
 UNARY_TABLE_OPS = ("LOGISTIC", "TANH", "HARD_SWISH", "LEAKY_RELU", "RELU", "RELU6", "RELU_N1_TO_1", "QUANTIZE")
 
@@ -38,7 +38,8 @@ UNARY_TABLE_OPS = ("LOGISTIC", "TANH", "HARD_SWISH", "LEAKY_RELU", "RELU", "RELU
 BYTES = (np.dtype(np.int8), np.dtype(np.uint8))
 
 
-@lowering(*UNARY_TABLE_OPS)
+@lowering("LOGISTIC", "TANH", "RELU6", families=(REFERENCE, "litert"))  # LiteRT's: its own table, the same C
+@lowering(*(op for op in UNARY_TABLE_OPS if op not in ("LOGISTIC", "TANH", "RELU6")))
 def unary_table(step: Step, node: Node, graph: Graph, target: Target, sym: str) -> None:
     """y = table[byte of x]: the kernel's own run on every code of the input dtype, in byte order (an
     8-bit -> 8-bit elementwise operator: int8 -> int8, and QUANTIZE between int8 and uint8)."""
@@ -50,7 +51,7 @@ def unary_table(step: Step, node: Node, graph: Graph, target: Target, sym: str) 
     kernel, p = prepare(node, graph, target)
     extra = [None] * (len(node.inputs) - 1)
     codes = np.arange(256, dtype=np.uint8).view(x.dtype)  # every input code, indexed by its byte
-    table = np.asarray(kernel.run(p, codes, *extra)[0])
+    table = np.asarray(kernel.run_for(p)(p, codes, *extra)[0])
     assert table.shape == (256,) and table.dtype == y.dtype, (node.name, table.shape, table.dtype)
     step.data.append(c_array("uint8_t", f"{sym}_table", table.view(np.uint8)))
     step.blocks = ("intq_lut",)

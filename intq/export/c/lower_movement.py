@@ -63,7 +63,7 @@ def copies(step: Step, node: Node, graph: Graph, target: Target, sym: str) -> No
                               "(the copies are planned at code generation)")
     consts = [t.data if t is not None and t.is_constant else None for t in tensors]
     shapes = [None if t is None or t.is_constant else shape_of(graph, t.name) for t in tensors]
-    maps = mv.index_map(kernel.run, p, consts, shapes)
+    maps = mv.index_map(kernel.run_for(p), p, consts, shapes)
     try:
         movements = tuple(mv.decompose(y) for y in maps)
     except mv.Fragmented as e:

@@ -23,7 +23,7 @@ from intq.export.c.lower import (
     shape_of,
 )
 from intq.ir import Graph, Node
-from intq.kernels import Target
+from intq.kernels import REFERENCE, Target
 
 
 @lowering("MAX_POOL_2D", "AVERAGE_POOL_2D")
@@ -66,7 +66,8 @@ def _reduce_box(node: Node, graph: Graph, axes) -> list[tuple[str, object]]:
             ("red_dims", rd), ("red_strides", rs)]
 
 
-@lowering("MEAN", "SUM")
+@lowering("SUM", families=(REFERENCE, "litert"))  # LiteRT's reference SUM: the bytes read as uint8 (as_uint8)
+@lowering("MEAN")
 def mean(step: Step, node: Node, graph: Graph, target: Target, sym: str) -> None:
     """MEAN and SUM: ``clamp(mbqm(sum - Z_in count, m, shift) + Z_out)`` with (m, shift) from prepare
     (MEAN's 1/count folded in); ``as_uint8``: LiteRT 2.3's reference SUM, which reads the bytes as

@@ -27,9 +27,9 @@ import numpy as np
 
 from intq.errors import IntqError
 from intq.ir import Graph, Node, Tensor
-from intq.kernels import KernelContext, Target, activation_of, get_target, lookup
+from intq.kernels import KernelContext, Target, get_target, select_kernel
 from intq.export.c import plan as arena
-from intq.export.c.lower import C_TYPES, INT8, LOWERINGS, CExportError, Step, absorbable_pads, lower_node
+from intq.export.c.lower import C_TYPES, INT8, CExportError, Step, absorbable_pads, lower_node, lowered_ops
 from intq.export.c.lower_movement import COPIES, VIEWS
 
 #: The targets whose arithmetic the generated C implements: ``tflite`` (TensorFlow Lite Micro) and
@@ -93,10 +93,9 @@ def fold_constants(graph: Graph, target: Target) -> Graph:
         static_shape = node.op_type == "SHAPE" and graph.tensors[node.inputs[0]].is_static
         if not static_shape and not all((not i) or i in values for i in node.inputs):
             continue
-        first = graph.tensors[node.inputs[0]] if node.inputs and node.inputs[0] else None
-        kernel = lookup(node.op_type, activation_of(first.dtype if first is not None else None))
         ctx = KernelContext(node, tuple(graph.tensors[i] if i else None for i in node.inputs),
                             tuple(graph.tensors[o] for o in node.outputs), target)
+        kernel = select_kernel(ctx)
         args = []
         for i in node.inputs:
             if not i:
@@ -106,7 +105,8 @@ def fold_constants(graph: Graph, target: Target) -> Graph:
             else:  # SHAPE's input: only its static shape matters
                 t = graph.tensors[i]
                 args.append(np.zeros(t.shape, t.dtype))
-        outs = kernel.run(kernel.prepare(ctx), *args)
+        params = kernel.prepare(ctx)
+        outs = kernel.run_for(params)(params, *args)
         for name, v in zip(node.outputs, outs):
             if name:
                 values[name] = np.asarray(v)
@@ -191,9 +191,9 @@ def build(graph: Graph, target="tflite", prefix: str = "model") -> CModel:
     for node in g.nodes:  # an operator without a lowering is named first, whatever else is wrong
         boundary = node.op_type in ("QUANTIZE", "DEQUANTIZE") and any(
             g.tensors[t].dtype == np.float32 for t in (*node.inputs[:1], *node.outputs[:1]))
-        if node.op_type not in LOWERINGS and not boundary:
+        if node.op_type not in lowered_ops() and not boundary:
             raise CExportError(f"node {node.name!r} ({node.op_type}): the C backend does not implement "
-                               f"{node.op_type}; it implements {', '.join(sorted(LOWERINGS))}")
+                               f"{node.op_type}; it implements {', '.join(sorted(lowered_ops()))}")
         for o in node.outputs:
             dtype = g.tensors[o].dtype if o else INT8
             if dtype == np.int16 and node.op_type not in MOVES_ANY_DTYPE:

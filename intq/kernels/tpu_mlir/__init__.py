@@ -1,11 +1,13 @@
-"""The ``tpu-mlir`` target's variants of intq's kernels: TPU-MLIR 1.30.2's int8 ``tpu`` dialect for
-BM1684X (``lib/Dialect/Tpu/Interfaces/Common/*.cpp``, ``inference()``), bit for bit.
+"""The ``tpu_mlir`` family: TPU-MLIR 1.30.2's int8 ``tpu`` dialect for BM1684X
+(``lib/Dialect/Tpu/Interfaces/Common/*.cpp``, ``inference()``), bit for bit (target ``tpu-mlir``).
 
-Each module holds the prepared-parameter classes and the ``prepare``/``run`` of one family; the
-operator's own kernel module (``intq/kernels/conv_2d.py``...) selects them when
-``ctx.target.runtime is Runtime.TPU_MLIR`` (its ``prepare`` returns these classes, its ``run``
-dispatches on them), so one registry entry serves every target. They read the ``tpu_*``
-attributes :func:`intq.frontends.tpu_mlir.load_tpu_mlir` writes: TPU-MLIR states its integers
-(multipliers, shifts, rounding modes, tables) in the model, and intq applies them as they are.
-Nothing here registers a kernel.
+Each module holds the prepared-parameter classes, ``prepare`` and runs of one group of operators
+and registers them as the family's variants (:func:`intq.kernels.base.variant`), which replace the
+reference kernels on every target that lists the family. They read the ``tpu_*`` attributes
+:func:`intq.frontends.tpu_mlir.load_tpu_mlir` writes: TPU-MLIR states its integers (multipliers,
+shifts, rounding modes, tables) in the model, and intq applies them as they are. An operator TPU-MLIR
+never emits (its importer writes the ops registered here and data movement) runs the reference
+kernel, with the target's rules (:data:`intq.kernels.targets.TPU_MLIR_RULES`: float data moves too).
 """
+
+FAMILY = "tpu_mlir"

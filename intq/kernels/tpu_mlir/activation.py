@@ -25,7 +25,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from intq.kernels.base import KernelContext, static_shape
+from intq.kernels.base import KernelContext, static_shape, variant
+from intq.kernels.tpu_mlir import FAMILY
 from intq.kernels.tpu_mlir.common import activation, attr
 from intq.qmath import Rounding, raw
 
@@ -68,13 +69,13 @@ def prepare_prelu(ctx: KernelContext) -> TpuMlirPReluParams | TpuMlirHalfPReluPa
                               ctx.outputs[0].dtype)
 
 
-def run_prelu(p: TpuMlirPReluParams, x):
+def run_prelu(p: TpuMlirPReluParams, x, alpha=None):
     v = x.astype(np.int64)
     neg = raw.multiply_rshift(v, p.slope, p.rshift, PRELU_ROUNDING)  # |x slope| <= 128 * 128
     return (np.clip(np.where(v >= 0, v, neg), p.qmin, p.qmax).astype(p.out_dtype),)
 
 
-def run_prelu_half(p: TpuMlirHalfPReluParams, x):
+def run_prelu_half(p: TpuMlirHalfPReluParams, x, alpha=None):
     """TPU-MLIR's float32 PReLU on float16 values, rounded to float16 (it computes this op in float)."""
     v = x.astype(np.float32)
     return (np.where(np.signbit(v), v * p.slope, v).astype(np.float16),)
@@ -123,3 +124,9 @@ def run_float_leaky_relu(p: TpuMlirFloatLeakyReluParams, x):
     v = x.astype(np.float32)
     y = np.where(v > 0, v, p.alpha * v)
     return (y.astype(np.float16) if p.half else y.astype(np.float32),)
+
+
+variant("PRELU", family=FAMILY, run={TpuMlirPReluParams: run_prelu, TpuMlirHalfPReluParams: run_prelu_half})(
+    prepare_prelu)
+variant("RELU", family=FAMILY, run=run_float_relu)(prepare_float_relu)
+variant("LEAKY_RELU", family=FAMILY, run=run_float_leaky_relu)(prepare_float_leaky_relu)

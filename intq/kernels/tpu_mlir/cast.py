@@ -26,7 +26,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from intq.kernels.base import KernelContext
+from intq.kernels.base import KernelContext, variant
+from intq.kernels.tpu_mlir import FAMILY
 from intq.kernels.requantize import MultiplierRShift, requantize
 from intq.kernels.tpu_mlir.common import activation, f16, rounding
 from intq.qmath import Rounding, raw, round_float
@@ -190,3 +191,24 @@ def run_dequantize(p: TpuMlirDequantizeParams, x):
 
 def run_from_half(p: TpuMlirFromHalfParams, x):
     return (x.astype(np.float32),)
+
+
+def quantizes_per_tensor(ctx: KernelContext) -> bool:
+    """TPU-MLIR's casts take every QUANTIZE but an imported ONNX per-axis or narrow-type one (the
+    reference kernel refuses those: onnxruntime's forms)."""
+    y_qp = ctx.outputs[0].qparams
+    return not (y_qp is not None and y_qp.per_axis) and ctx.attr("onnx_type") is None
+
+
+def dequantizes_per_tensor(ctx: KernelContext) -> bool:
+    """Every DEQUANTIZE but an imported ONNX per-axis one of an activation (onnxruntime's form)."""
+    x = ctx.inputs[0] if ctx.inputs else None
+    return not (x is not None and x.data is None and x.qparams is not None and x.qparams.per_axis)
+
+
+variant("QUANTIZE", family=FAMILY, applies=quantizes_per_tensor,
+        run={TpuMlirQuantizeParams: run_quantize, TpuMlirRescaleParams: run_rescale,
+             TpuMlirAxisRescaleParams: run_axis_rescale, TpuMlirHalfQuantizeParams: run_quantize_half,
+             TpuMlirToHalfParams: run_to_half})(prepare_quantize)
+variant("DEQUANTIZE", family=FAMILY, applies=dequantizes_per_tensor,
+        run={TpuMlirDequantizeParams: run_dequantize, TpuMlirFromHalfParams: run_from_half})(prepare_dequantize)

@@ -22,11 +22,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from intq.kernels._conv_common import Im2col, Padding2D, WindowOptions, fill_im2col, make_im2col
-from intq.kernels.base import KernelContext, static_shape
+from intq.kernels.base import KernelContext, static_shape, variant
 from intq.kernels.gemm import PreparedGemm, exact_matmul, prepare_gemm
 from intq.kernels.requantize import Requantizer, requantize
 from intq.kernels.tpu_mlir.common import activation, as_int8, attr, requantizer
 from intq.kernels._conv_common import make_padded
+from intq.kernels.depthwise_conv_2d import DepthwiseTaps, depthwise_sums
+from intq.kernels.tpu_mlir import FAMILY
 
 
 #: TPU-MLIR stores a layer whose weights are all non-negative as uint8 (one more bit), else int8.
@@ -130,7 +132,7 @@ def prepare_conv(ctx: KernelContext) -> TpuMlirConv2DParams:
                                (in_shape[0], win.pad.out_h, win.pad.out_w, c_out), uint8)
 
 
-def run_conv(p: TpuMlirConv2DParams, x):
+def run_conv(p: TpuMlirConv2DParams, x, w=None, b=None):
     cols = fill_im2col(p.im2col, as_int8(x) if p.uint8_input else x)
     acc = exact_matmul(cols, p.gemm)  # int32: sum of raw products (uint8: of x - 128)
     return (requantize(p.requant, acc, p.offset).reshape(p.out_shape),)
@@ -141,13 +143,11 @@ class TpuMlirDepthwiseParams:
     """DEPTHWISE_CONV_2D under ``tpu-mlir``: the int32 tap loop (padded with ``Z_x``, starting from
     the bias) and the model's multiplier/rshift requantizer."""
 
-    taps: "DepthwiseTaps"  # intq.kernels.depthwise_conv_2d's (imported late: that module imports this one)
+    taps: DepthwiseTaps  # intq.kernels.depthwise_conv_2d's tap loop
     requant: Requantizer
 
 
 def prepare_depthwise(ctx: KernelContext) -> TpuMlirDepthwiseParams:
-    from intq.kernels.depthwise_conv_2d import DepthwiseTaps
-
     in_qp = activation(ctx, 0, "input")
     activation(ctx, -1, "output")
     x = ctx.input(0)
@@ -170,7 +170,9 @@ def prepare_depthwise(ctx: KernelContext) -> TpuMlirDepthwiseParams:
     return TpuMlirDepthwiseParams(taps, requantizer(ctx, c))
 
 
-def run_depthwise(p: TpuMlirDepthwiseParams, x):
-    from intq.kernels.depthwise_conv_2d import depthwise_sums
-
+def run_depthwise(p: TpuMlirDepthwiseParams, x, w=None, b=None):
     return (requantize(p.requant, depthwise_sums(p.taps, x)),)
+
+
+variant("CONV_2D", family=FAMILY, run=run_conv)(prepare_conv)
+variant("DEPTHWISE_CONV_2D", family=FAMILY, run=run_depthwise)(prepare_depthwise)

@@ -25,10 +25,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from intq.kernels.base import KernelContext, static_shape
+from intq.kernels.base import KernelContext, static_shape, variant
+from intq.kernels.tpu_mlir import FAMILY
 from intq.kernels.gemm import PreparedGemm, exact_matmul
 from intq.kernels.tpu_mlir.common import activation, as_int8, attr
 from intq.kernels.tpu_mlir.conv import WEIGHT_DTYPES, gemm_of
+from intq.kernels.transpose_conv import TransposeGeometry, scatter, tap_matrix
 
 #: oneDNN sums in float32: every partial sum below 2^24 keeps the int32 result exact.
 FLOAT32_EXACT = 1 << 24
@@ -43,7 +45,7 @@ class TpuMlirDeconvParams:
     gemm: PreparedGemm  # weights [KH*KW*C_out, C_in]
     tap_offset: np.ndarray  # int64 [KH, KW, C_out]
     channel_offset: np.ndarray  # int64 [C_out]
-    geometry: "TransposeGeometry"  # intq.kernels.transpose_conv's (imported late: it imports this module)
+    geometry: TransposeGeometry  # intq.kernels.transpose_conv's scatter geometry
     uint8_input: bool
     relu: bool
 
@@ -52,8 +54,6 @@ def prepare(ctx: KernelContext) -> TpuMlirDeconvParams:
     """Inputs ``(output_shape, weights [C_out, KH, KW, C_in], input NHWC[, bias int32])`` as TFLite's
     TRANSPOSE_CONV orders them; attributes ``stride_h``/``stride_w`` and ``tpu_pads`` (top, left,
     bottom, right); the output int32 (TPU-MLIR's raw accumulator)."""
-    from intq.kernels.transpose_conv import TransposeGeometry, tap_matrix
-
     x = ctx.input(2)
     in_qp = activation(ctx, 2, "input")
     n, h, w_in, c_in = static_shape(ctx, x, "input", 4)
@@ -96,9 +96,7 @@ def prepare(ctx: KernelContext) -> TpuMlirDeconvParams:
     return TpuMlirDeconvParams(gemm, tap_offset, channel_offset, geometry, uint8, bool(ctx.attr("tpu_do_relu", False)))
 
 
-def run(p: TpuMlirDeconvParams, x) -> tuple[np.ndarray]:
-    from intq.kernels.transpose_conv import scatter
-
+def run(p: TpuMlirDeconvParams, output_shape, w, x, b=None) -> tuple[np.ndarray]:
     g = p.geometry
     n, h, w_in, c_in = x.shape
     xs = as_int8(x) if p.uint8_input else x
@@ -107,3 +105,6 @@ def run(p: TpuMlirDeconvParams, x) -> tuple[np.ndarray]:
     if p.relu:
         acc = np.maximum(acc, 0)
     return (acc.astype(np.int32).reshape(g.out_shape),)
+
+
+variant("TRANSPOSE_CONV", family=FAMILY)(prepare)

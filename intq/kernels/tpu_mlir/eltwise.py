@@ -21,7 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from intq.kernels.base import KernelContext, static_shape
+from intq.kernels.base import KernelContext, static_shape, variant
+from intq.kernels.tpu_mlir import FAMILY
 from intq.kernels.tpu_mlir.common import activation, attr
 from intq.qmath import Rounding, raw
 
@@ -140,7 +141,7 @@ def prepare_float_add_const(ctx: KernelContext) -> TpuMlirFloatAddConstParams:
                                       limit if limit > 0 else None, x.dtype == np.float16)
 
 
-def run_float_add_const(p: TpuMlirFloatAddConstParams, x):
+def run_float_add_const(p: TpuMlirFloatAddConstParams, x, c=None):
     """TPU-MLIR's float AddConst (module docstring; TPU-MLIR computes it in float)."""
     y = (x.astype(np.float64) + p.const).astype(np.float32)
     if p.relu:
@@ -148,3 +149,8 @@ def run_float_add_const(p: TpuMlirFloatAddConstParams, x):
         if p.relu_limit is not None:
             y = np.minimum(y, np.float32(p.relu_limit))
     return (y.astype(np.float16) if p.half else y,)
+
+
+variant("ADD", family=FAMILY, run={TpuMlirAddParams: run_add, TpuMlirFloatAddConstParams: run_float_add_const})(
+    prepare_add)
+variant("MUL", family=FAMILY, run=run_mul)(prepare_mul)

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from intq.kernels.base import KernelContext, static_shape
+from intq.kernels.base import KernelContext, static_shape, variant
+from intq.kernels.tpu_mlir import FAMILY
 from intq.kernels.gemm import PreparedGemm, exact_matmul
 from intq.kernels.requantize import Requantizer, requantize
 from intq.kernels.tpu_mlir.common import activation, as_int8, requantizer
@@ -59,7 +60,10 @@ def prepare(ctx: KernelContext) -> TpuMlirMatMulParams:
     return TpuMlirMatMulParams(gemm, offset, requantizer(ctx, n, MATMUL_ROUNDING), out_shape, uint8)
 
 
-def run(p: TpuMlirMatMulParams, x):
+def run(p: TpuMlirMatMulParams, x, w=None, b=None):
     rows = x.reshape(-1, p.gemm.k)
     acc = exact_matmul(as_int8(rows) if p.uint8_input else rows, p.gemm)
     return (requantize(p.requant, acc, p.offset).reshape(p.out_shape),)
+
+
+variant("FULLY_CONNECTED", family=FAMILY)(prepare)

@@ -30,7 +30,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from intq.kernels.base import KernelContext, static_shape
+from intq.kernels.base import KernelContext, static_shape, variant
+from intq.kernels.tpu_mlir import FAMILY
 from intq.kernels.tpu_mlir.common import activation, attr, rounding
 from intq.qmath import Rounding, round_float, raw
 
@@ -222,3 +223,9 @@ def run_avg_float32(p: TpuMlirFloat32AvgPoolParams, x):
     if p.relu:
         mean = np.maximum(mean, np.float32(0))
     return (mean.astype(np.float32),)
+
+
+variant("MAX_POOL_2D", family=FAMILY, run=run_max)(prepare_max)
+variant("AVERAGE_POOL_2D", family=FAMILY,
+        run={TpuMlirAvgPoolParams: run_avg, TpuMlirFloatAvgPoolParams: run_avg_float,
+             TpuMlirFloat32AvgPoolParams: run_avg_float32})(prepare_avg)

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from intq.kernels.base import KernelContext, static_shape
+from intq.kernels.base import KernelContext, static_shape, variant
+from intq.kernels.tpu_mlir import FAMILY
 from intq.kernels.tpu_mlir.common import activation
 from intq.qmath import Rounding, round_float
 
@@ -62,7 +63,7 @@ def prepare(ctx: KernelContext) -> TpuMlirSoftmaxParams | TpuMlirFloatSoftmaxPar
                                 qy.qmax, ctx.outputs[0].dtype)
 
 
-def run_float(p: TpuMlirSoftmaxParams, x):
+def run_float(p: TpuMlirSoftmaxParams, x, table=None):
     """TPU-MLIR's float32 softmax on the table (a float emulation)."""
     xi = np.moveaxis(x.astype(np.int32), p.axis, 0)  # [C, ...]
     d = xi.max(axis=0, keepdims=True) - xi  # in [0, 255]
@@ -79,7 +80,7 @@ def run_float(p: TpuMlirSoftmaxParams, x):
     return (np.ascontiguousarray(np.moveaxis(y, 0, p.axis)),)
 
 
-def run_float_softmax(p: TpuMlirFloatSoftmaxParams, x):
+def run_float_softmax(p: TpuMlirFloatSoftmaxParams, x, table=None):
     """TPU-MLIR's float softmax (module docstring; TPU-MLIR computes it in float)."""
     v = np.moveaxis(x.astype(np.float32), p.axis, 0)  # [C, ...]
     d = v - v.max(axis=0, keepdims=True)  # float32
@@ -89,3 +90,7 @@ def run_float_softmax(p: TpuMlirFloatSoftmaxParams, x):
         total = total + e[c]
     y = np.ascontiguousarray(np.moveaxis(e / total, 0, p.axis))
     return (y.astype(np.float16) if p.half else y,)
+
+
+variant("SOFTMAX", family=FAMILY, run={TpuMlirSoftmaxParams: run_float, TpuMlirFloatSoftmaxParams: run_float_softmax})(
+    prepare)

@@ -24,10 +24,11 @@ reduce         ReduceMean/Max/Min/Sum/Prod/L1/L2/SumSquare/LogSumExp, ArgMax, Ar
 resize         Resize
 softmax        Softmax, LogSoftmax
 rnn            LSTM (unrolled into the ops above by intq.passes.rnn before conversion)
+attention      GatherND, and the intq-domain MaskedSoftmax (written by intq.passes.attention)
 =============  ==========================================================================
 """
 
-from . import activation, conv, elementwise, linalg, norm, pool, reduce, resize, rnn, shape, softmax  # noqa: F401
+from . import activation, attention, conv, elementwise, linalg, norm, pool, reduce, resize, rnn, shape, softmax  # noqa: F401
 from .registry import FLOAT_OPS
 
 lookup = FLOAT_OPS.lookup

@@ -12,6 +12,7 @@ call site uses its own key, so one op can hold several buffers at once.
 
 from __future__ import annotations
 
+import math
 import threading
 
 import numpy as np
@@ -23,7 +24,7 @@ def buffer(key: str, shape: tuple[int, ...], dtype) -> np.ndarray:
     """An uninitialised C-contiguous array of ``shape`` and ``dtype`` backed by the calling
     thread's buffer ``key`` (grown when too small, never shrunk)."""
     dtype = np.dtype(dtype)
-    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    nbytes = math.prod(shape) * dtype.itemsize
     pool = getattr(_LOCAL, "pool", None)
     if pool is None:
         pool = _LOCAL.pool = {}

@@ -7,12 +7,15 @@ at ``o*s + t*d`` for taps ``t`` in [0, k), and::
 
     out = floor((n + b + e - (k-1)*d - 1) / s) + 1          (ceil instead of floor: ceil_mode)
 
-Pads are explicit (:func:`intq.passes.padding.pads_of`: ``auto_pad`` other than NOTSET is
+(the one copy: :func:`intq.ir.windows.window_output_size`, which the static shape inference uses).
+
+Pads are explicit (:func:`intq.ir.windows.pads_of`: ``auto_pad`` other than NOTSET is
 refused); the importer wrote every node's pads out (:func:`intq.passes.explicit_pads`).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Iterator, Sequence
 
@@ -20,7 +23,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from intq.errors import GraphError
-from intq.passes.padding import pads_of
+from intq.ir.windows import pads_of, window_output_size
 
 from . import _scratch
 from ._checks import ints, output_size
@@ -52,7 +55,7 @@ class Geometry:
     @property
     def taps(self) -> int:
         """Number of kernel taps, prod(kernel)."""
-        return int(np.prod(self.kernel, dtype=np.int64))
+        return math.prod(self.kernel)
 
 
 def per_axis(op: str, name: str, values, nd: int, default: int) -> tuple[int, ...]:
@@ -83,19 +86,9 @@ def geometry(op: str, in_shape: Sequence[int], kernel: Sequence[int], *, strides
     strides = per_axis(op, "strides", strides, nd, 1)
     dilations = per_axis(op, "dilations", dilations, nd, 1)
     begin, end = pads_of(op, {"auto_pad": auto_pad, "pads": ints(pads)}, nd)
-    p = begin + end
     reach = [(k - 1) * d + 1 for k, d in zip(kernel, dilations)]  # extent of one window
-    out = []
-    for n, b, e, r, s in zip(in_shape, begin, end, reach, strides):
-        span = n + b + e - r
-        if span < 0:
-            raise GraphError(f"{op}: the window (kernel {list(kernel)}, dilations "
-                             f"{list(dilations)}) is larger than the padded input "
-                             f"{list(in_shape)} + pads {p}")
-        o = (-(-span // s) if ceil_mode else span // s) + 1
-        if ceil_mode and (o - 1) * s >= n + b:
-            o -= 1  # the last window would start inside the end padding: dropped
-        out.append(o)
+    out = [window_output_size(op, n, k, s, d, b, e, bool(ceil_mode))
+           for n, k, s, d, b, e in zip(in_shape, kernel, strides, dilations, begin, end)]
     reach_end = [max(e, (o - 1) * s + r - n - b)
                  for o, s, r, n, b, e in zip(out, strides, reach, in_shape, begin, end)]
     return Geometry(kernel, strides, dilations, tuple(begin), tuple(end), tuple(reach_end),
@@ -115,9 +108,22 @@ def pad(x: np.ndarray, begin: Sequence[int], end: Sequence[int], value: float = 
     shape = x.shape[:2] + tuple(n + b + e for n, b, e in zip(spatial, begin, end))
     output_size("window op", shape, x.dtype, "padded input")
     out = _scratch.buffer(scratch, shape, x.dtype) if scratch else np.empty(shape, x.dtype)
-    out.fill(value)
+    fill_border(out, begin, spatial, value)
     out[(slice(None), slice(None)) + tuple(slice(b, b + n) for b, n in zip(begin, spatial))] = x
     return out
+
+
+def fill_border(out: np.ndarray, begin: Sequence[int], inner: Sequence[int], value: float = 0.0) -> None:
+    """Set every element of ``out`` (N, C, *spatial) outside the box ``[begin, begin + inner)`` of
+    its spatial axes to ``value``: two slabs per axis (the box itself is left for the caller to
+    write), a fraction of a whole fill of a padded input."""
+    lead = (slice(None), slice(None))
+    for a, (b, n) in enumerate(zip(begin, inner)):
+        before = (slice(None),) * a
+        if b > 0:
+            out[lead + before + (slice(0, b),)] = value
+        if b + n < out.shape[2 + a]:
+            out[lead + before + (slice(b + n, None),)] = value
 
 
 def windows(xp: np.ndarray, g: Geometry) -> np.ndarray:

@@ -1,4 +1,6 @@
-"""Matrix products: MatMul (numpy matmul semantics, as ONNX) and Gemm. One BLAS call each."""
+"""Matrix products: MatMul (numpy matmul semantics, as ONNX) and Gemm. One BLAS call each (a stack
+of matrices times one matrix, a transformer's activations times a weight, is one GEMM over all
+the stack's rows)."""
 
 from __future__ import annotations
 
@@ -21,6 +23,9 @@ def MatMul(A, B):
             batch = ()  # np.matmul reports the mismatch below
         output_size("MatMul", batch + (A.shape[-2], B.shape[-1]), np.result_type(A, B))
     try:
+        if A.ndim > 2 and B.ndim == 2 and A.flags.c_contiguous and A.shape[-1] == B.shape[0]:
+            # a stack times one matrix: one GEMM over every row of the stack, not one per matrix
+            return (np.matmul(A.reshape(-1, A.shape[-1]), B).reshape(A.shape[:-1] + B.shape[1:]),)
         return (np.asarray(np.matmul(A, B)),)
     except ValueError:
         raise GraphError(f"MatMul: shapes {list(A.shape)} and {list(B.shape)} do not multiply") from None

@@ -16,7 +16,8 @@ from .registry import FLOAT_OPS
 
 def _shifted(op: str, x: np.ndarray, axis: int) -> tuple[np.ndarray, int]:
     axis = _checks.axis(op, axis, x.ndim)
-    return x - np.max(x, axis=axis, keepdims=True), axis
+    with np.errstate(invalid="ignore"):  # a row of -inf (a fully masked attention row): NaN, as in ONNX
+        return x - np.max(x, axis=axis, keepdims=True), axis
 
 
 @FLOAT_OPS.register()

@@ -10,8 +10,10 @@ zero; ``Requant.DOUBLE_HALF_UP``: ties up) to int8:
 * CONV_2D (:class:`~intq.kernels.conv_2d.Conv2DParams`, grouped included: the block-diagonal
   matrix of :func:`~intq.kernels._conv_common.conv_matrix`) and FULLY_CONNECTED
   (:class:`~intq.kernels.fully_connected.FullyConnectedParams`, as the 1x1 convolution of its
-  rows), no left shift (every real multiplier below 1), when the library's matrix path is AMX or
-  VNNI (:attr:`intq.runtime.native.Native.gemm`);
+  rows), no left shift (every real multiplier below 1), when the library's matrix path was measured
+  faster than the kernels' exact GEMM here, or is forced by ``INTQ_NATIVE_PATH``
+  (:attr:`intq.runtime.native.Native.gemm`, :mod:`intq.runtime.native.measure`); the weights packed
+  for that path (int16 for AVX2's VPMADDWD);
 * DEPTHWISE_CONV_2D with depth multiplier 1 (:class:`~intq.kernels.depthwise_conv_2d.DepthwiseConv2DParams`;
   ``litert-opt``'s two channel groups become a per-channel tie rule), no left shift;
 * MUL (:class:`~intq.kernels.mul.MulParams`, the reference kernel: per-tensor multiplier, left
@@ -21,6 +23,9 @@ zero; ``Requant.DOUBLE_HALF_UP``: ties up) to int8:
   TRANSPOSE and PAD / PADV2 (constant value) of rank <= 4 (data movement: the same bytes);
 * the table ops (HARD_SWISH, LEAKY_RELU, LOGISTIC, TANH, RELU, RELU6, RELU_N1_TO_1): the kernel's
   own 256-entry int8 table, looked up natively;
+* PRELU (:class:`~intq.kernels.prelu.PreluParams`) with a constant slope of one value or one per
+  channel (the last axis): each channel's function of x tabulated at plan time from the kernel's own
+  run on all 256 int8 values, looked up natively (one table, or one table per channel);
 * SOFTMAX over rows of two values (:class:`~intq.kernels.softmax.SoftmaxParams`): the kernel's own
   run tabulated on all 65536 rows at plan time, looked up with numpy (no C library needed).
 
@@ -126,8 +131,9 @@ def _rq_struct(offset: np.ndarray, arrays, keep: list) -> native.Requant:
     return native.Requant(offset.ctypes.data, mult.ctypes.data, expo.ctypes.data, away.ctypes.data, zp, lo, hi)
 
 
-def _gemm_operands(lib, matrix: np.ndarray, offset: np.ndarray, zx: int, keep: list):
-    """Packed weights and the two offsets (signed path; VNNI's x + 128 path) of ``matrix`` [N, K]."""
+def _gemm_operands(lib, matrix: np.ndarray, offset: np.ndarray, keep: list, path: str):
+    """Packed weights (and the AVX2 path's int16 ones) and the two offsets (signed path; VNNI's
+    x + 128 path) of ``matrix`` [N, K], or None when an offset leaves int32."""
     n, k = matrix.shape
     packed = np.empty(int(lib.intq_packed_bytes(k, n)), np.int8)
     w = np.ascontiguousarray(matrix, dtype=np.int8)
@@ -138,24 +144,33 @@ def _gemm_operands(lib, matrix: np.ndarray, offset: np.ndarray, zx: int, keep: l
     if off is None or off_u8 is None:
         return None
     keep.append(packed)
-    return packed, _padded(off, n), _padded(off_u8, n)
+    packed16 = None
+    if path == "avx2":  # VPMADDWD multiplies int16: its own packing (native.c intq_pack16)
+        packed16 = np.empty(int(lib.intq_packed16_bytes(k, n)) // 2, np.int16)
+        lib.intq_pack16(k, n, w.ctypes.data, packed16.ctypes.data)
+        keep.append(packed16)
+    return packed, packed16, _padded(off, n), _padded(off_u8, n)
 
 
-def _conv_struct(lib, matrix, offset, arrays, geometry: dict, zx: int, keep: list) -> native.ConvParams | None:
-    ops = _gemm_operands(lib, matrix, offset, zx, keep)
+def _conv_struct(lib, matrix, offset, arrays, geometry: dict, zx: int, keep: list,
+                 path: str) -> native.ConvParams | None:
+    ops = _gemm_operands(lib, matrix, offset, keep, path)
     if ops is None:
         return None
-    packed, off, off_u8 = ops
+    packed, packed16, off, off_u8 = ops
     n, k = matrix.shape
     kp = -(-k // 64) * 64
     a = np.zeros((_MB, kp), np.int8)
     c = np.zeros((_MB, 32), np.int32)
-    keep += [off_u8, a, c]
+    a16 = np.zeros((_MB, kp), np.int16) if packed16 is not None else None
+    keep += [off_u8, a, c] + ([a16] if a16 is not None else [])
     return native.ConvParams(**geometry, k=k, kp=kp, in_zp=zx, w=packed.ctypes.data, rq=_rq_struct(off, arrays, keep),
-                             offset_u8=off_u8.ctypes.data, a=a.ctypes.data, c=c.ctypes.data)
+                             offset_u8=off_u8.ctypes.data, a=a.ctypes.data, c=c.ctypes.data,
+                             w16=None if packed16 is None else packed16.ctypes.data,
+                             a16=None if a16 is None else a16.ctypes.data)
 
 
-def _conv_2d(lib, node: Node, graph: Graph, p) -> _Bound | None:
+def _conv_2d(lib, node: Node, graph: Graph, p, path: str) -> _Bound | None:
     from intq.kernels._conv_common import conv_matrix
 
     g = p.im2col
@@ -176,7 +191,7 @@ def _conv_2d(lib, node: Node, graph: Graph, p) -> _Bound | None:
         # 16 consecutive pixels as one tile)
         geometry.update(batch=1, in_h=1, in_w=g.n * oh * ow, out_h=1, out_w=g.n * oh * ow)
     keep: list = []
-    params = _conv_struct(lib, matrix, p.offset, arrays, geometry, zx, keep)
+    params = _conv_struct(lib, matrix, p.offset, arrays, geometry, zx, keep, path)
     if params is None:
         return None
     span = g.kw * g.c
@@ -203,24 +218,39 @@ def _direct_pays(k4: int, channels: int, pixels: int) -> bool:
     return k4 <= max_k and pixels >= min_pixels and channels <= max_channels
 
 
-def _fully_connected(lib, node: Node, graph: Graph, p) -> _Bound | None:
+def _fully_connected(lib, node: Node, graph: Graph, p, path: str) -> _Bound | None:
     w = graph.tensors[node.inputs[1]].data  # [N, K]
     n_out, k = w.shape
     out_size = int(np.prod(p.out_shape))
     if out_size % n_out:
         return None
-    rows = out_size // n_out
-    arrays = _requant_arrays([(p.requant, n_out)], n_out)
+    zx = graph.tensors[node.inputs[0]].qparams.tensor_zero_point
+    return _matrix(lib, w, p.offset, p.requant, out_size // n_out, zx, path, tuple(p.out_shape))
+
+
+def _matrix(lib, w: np.ndarray, offset, requant, rows: int, zx: int, path: str, out_shape) -> _Bound | None:
+    """``intq_conv`` as the product of ``rows`` input rows by ``w`` [N, K] (a 1x1 convolution of a
+    rows x 1 image): y = requant(x @ w.T + offset), or None where native.c does not take it."""
+    n_out, k = w.shape
+    arrays = _requant_arrays([(requant, n_out)], n_out)
     if arrays is None:
         return None
-    zx = graph.tensors[node.inputs[0]].qparams.tensor_zero_point
     geometry = dict(batch=1, in_h=rows, in_w=1, in_c=k, out_h=rows, out_w=1, out_c=n_out, kh=1, kw=1, stride_h=1,
                     stride_w=1, dil_h=1, dil_w=1, pad_top=0, pad_left=0)
     keep: list = []
-    params = _conv_struct(lib, w, p.offset, arrays, geometry, zx, keep)
+    params = _conv_struct(lib, w, np.asarray(offset, dtype=np.int64), arrays, geometry, zx, keep, path)
     if params is None:
         return None
-    return _Bound(lib.intq_conv, params, keep, rows * k, tuple(p.out_shape))
+    return _Bound(lib.intq_conv, params, keep, rows * k, out_shape)
+
+
+def bind_matrix(nat: native.Native, w: np.ndarray, offset, requant, rows: int, zx: int) -> _Bound:
+    """The native product of ``rows`` int8 rows by ``w`` [N, K] int8 on ``nat``'s path, requantized
+    by ``requant`` (a per-channel fixed-point double rounding) after ``+ offset``: FULLY_CONNECTED's
+    call, for :mod:`intq.runtime.native.measure`."""
+    bound = _matrix(nat.lib, w, offset, requant, rows, zx, nat.path, (rows, w.shape[0]))
+    assert bound is not None, "a double-rounding requantizer to int8 without left shift binds"
+    return bound
 
 
 def _depthwise(lib, node: Node, graph: Graph, p) -> _Bound | None:
@@ -439,6 +469,58 @@ def _table(lib, node: Node, graph: Graph, p) -> _BoundTable | None:
     return _BoundTable(lib, np.ascontiguousarray(table), tuple(shape))
 
 
+class _BoundChannelTables:
+    """A native lookup with one 256-entry table per channel (``y[r, c] = tables[c, uint8(x[r, c])]``)."""
+
+    def __init__(self, lib, tables: np.ndarray, shape: tuple[int, ...]):
+        self.fn, self.fn_obj = lib.intq_lut_channels, None
+        self.tables = tables  # int8 [C, 256]
+        self.address = tables.ctypes.data
+        self.size = int(np.prod(shape, dtype=np.int64))
+        self.cols = int(shape[-1])
+        self.rows = self.size // self.cols
+        self.shape = shape
+
+    def __call__(self, x, *_constants):
+        if type(x) is not np.ndarray or x.dtype is not _INT8 or not x.flags.c_contiguous or x.size != self.size:
+            if np.asarray(x).size != self.size:
+                raise ValueError(f"native kernel: input of {np.asarray(x).size} elements, prepared for {self.size}")
+            x = np.ascontiguousarray(x, dtype=np.int8)
+        y = np.empty(self.shape, _INT8)
+        if self.fn_obj is not None:
+            self.fn_obj(self.address, self.rows, self.cols, x, y)
+        else:
+            self.fn(self.address, self.rows, self.cols, x.ctypes.data, y.ctypes.data)
+        return (y,)
+
+
+def _prelu(lib, node: Node, graph: Graph, p) -> _BoundTable | _BoundChannelTables | None:
+    """PRELU of the reference kernel with a constant slope that is one value or one per channel (a
+    [..., C] tensor whose other axes are 1): the kernel's ``run`` is then, per channel, a function of
+    x alone, tabulated here on all 256 values (index: the uint8 bits of x)."""
+    from intq.kernels import prelu
+
+    x, alpha = graph.tensors[node.inputs[0]], graph.tensors[node.inputs[1]]
+    shape = graph.tensors[node.outputs[0]].shape
+    if (type(p) is not prelu.PreluParams or not alpha.is_constant or alpha.data is None or not shape or 0 in shape
+            or x.shape is None or tuple(x.shape) != tuple(shape)):
+        return None
+    a = np.asarray(alpha.data)
+    c = shape[-1]
+    if a.size not in (1, c) or (a.size == c and a.ndim and a.shape[-1] != c):
+        return None
+    values = np.arange(256, dtype=np.uint8).view(np.int8)  # index u holds the int8 of bits u
+    try:
+        got = np.asarray(prelu.run(p, np.repeat(values[:, None], c, axis=1), a.reshape(1, -1))[0])
+    except (IntqError, ValueError):
+        return None
+    if got.dtype != np.int8 or got.shape != (256, c):
+        return None
+    if a.size == 1:
+        return _BoundTable(lib, np.ascontiguousarray(got[:, 0]), tuple(shape))
+    return _BoundChannelTables(lib, np.ascontiguousarray(got.T), tuple(shape))
+
+
 class _PairTable:
     """SOFTMAX over rows of two int8 values as one lookup: ``table[(uint8(a) << 8) | uint8(b)]`` is
     the kernel's own output row for the input row ``(a, b)``, evaluated at plan time on all 65536
@@ -637,11 +719,12 @@ def native_run(node: Node, graph: Graph, params, lib: native.Native | None = Non
     if lib is None:
         return None
     builders = {depthwise_conv_2d.DepthwiseConv2DParams: _depthwise}
-    if lib.gemm:
-        builders.update({conv_2d.Conv2DParams: _conv_2d, fully_connected.FullyConnectedParams: _fully_connected})
+    if lib.gemm:  # measured faster than the kernels' own GEMM here (intq.runtime.native.measure), or forced
+        builders.update({conv_2d.Conv2DParams: partial(_conv_2d, path=lib.path),
+                         fully_connected.FullyConnectedParams: partial(_fully_connected, path=lib.path)})
     build = builders.get(type(params))
     if build is None:
-        build = {"MUL": _mul, "ADD": _add, "SUB": _add, "MAX_POOL_2D": _max_pool,
+        build = {"MUL": _mul, "ADD": _add, "SUB": _add, "PRELU": _prelu, "MAX_POOL_2D": _max_pool,
                  "TRANSPOSE": _transpose, "PAD": _pad, "PADV2": _pad, "MEAN": _mean}.get(node.op_type)
         if (node.op_type in _TABLE_OPS or node.op_type in _ONE_INPUT) and len(node.outputs) == 1:
             build = build or _table
@@ -655,9 +738,9 @@ def native_run(node: Node, graph: Graph, params, lib: native.Native | None = Non
         return None
     bound = build(lib.lib, node, graph, params)
     if bound is not None and node.op_type in ("MUL", "ADD", "SUB"):
-        from intq.kernels.base import lookup
+        from intq.kernels.base import reference
 
-        table = _constant_operand_table(lib.lib, node, graph, params, partial(lookup(node.op_type).run, params))
+        table = _constant_operand_table(lib.lib, node, graph, params, partial(reference(node.op_type).run, params))
         bound = table or bound
     if bound is not None and lib.objects:
         bound.fn_obj = getattr(lib.lib, bound.fn.__name__ + "_obj")
@@ -668,7 +751,7 @@ def native_run(node: Node, graph: Graph, params, lib: native.Native | None = Non
 
 #: native.c's step kinds (intq_run_program), by entry point
 _KIND = {"intq_conv": 0, "intq_depthwise": 1, "intq_mul": 4, "intq_add": 5, "intq_lut": 6, "intq_max_pool": 7,
-         "intq_transpose": 8, "intq_pad": 9, "intq_mean": 10}
+         "intq_transpose": 8, "intq_pad": 9, "intq_mean": 10, "intq_lut_channels": 11}
 _FUSED_KIND = {0: 2, 1: 3}  # a convolution computing its table op's output too
 _MAX_DYNAMIC = 4  # array objects intq_run_program takes
 _ARENA_CAP = 8 << 20  # bytes of step outputs per program run (one buffer per run); a bigger step runs alone
@@ -759,7 +842,7 @@ def _describe(run, lib) -> tuple | None:
     """``(kind, params address, n, data input sizes, output shape, bound)`` of a native step run a
     program can take (the process library's own entry points), or None."""
     conv = run.conv if type(run) is _BoundWithTable else run
-    if type(conv) in (_Bound, _BoundBinary, _BoundTable):
+    if type(conv) in (_Bound, _BoundBinary, _BoundTable, _BoundChannelTables):
         kind = _KIND.get(conv.fn.__name__)
         if kind is None or getattr(lib, conv.fn.__name__, None) is not conv.fn:
             return None
@@ -767,6 +850,8 @@ def _describe(run, lib) -> tuple | None:
             return kind, conv.address, 0, (conv.in_size,), conv.out_shape, conv
         if type(conv) is _BoundBinary:
             return kind, conv.address, 0, conv.sizes, conv.out_shape, conv
+        if type(conv) is _BoundChannelTables:  # n: rows (the step's cols: channels, set by _take)
+            return kind, conv.address, conv.rows, (conv.size,), conv.shape, conv
         return kind, conv.address, conv.size, (conv.size,), conv.shape, conv
     return None
 
@@ -852,6 +937,8 @@ def _take(b: _Builder, i: int, run, args, outs, constants, lib) -> bool | None:
     codes = [-(1 << 40) - c[1] if isinstance(c, tuple) else c for c in codes]  # constants: resolved in close()
     step = native.Step(kind=kind, params=address, table=None, n=n, in0=codes[0], in1=codes[1] if len(codes) > 1 else 0,
                        out0=0, out1=0)
+    if type(bound) is _BoundChannelTables:
+        step.cols = bound.cols
     step.out0 = _arena(b, outs[0], size, shape)
     b.steps.append(step)
     b.keep.append(bound)

@@ -1,23 +1,36 @@
 /* intq's native run paths: the interpreter's hottest integer kernels compiled for the host CPU.
  *
- * Compiled on first use by intq.runtime.native (the system C compiler, -O3 -march=native) and
- * called through ctypes by the execution plan in place of the kernels' numpy/numba run paths.
- * Integer arithmetic only: no float or double appears in this file (tests/kernels/
- * test_integer_only.py checks it). Every function computes exactly what the kernel it stands for
- * computes (tests/runtime/test_native.py requires equality):
+ * Compiled on first use by intq.runtime.native (the system C compiler, -O3 and the -m flags of the
+ * CPU's features) and called through ctypes by the execution plan in place of the kernels'
+ * numpy/numba run paths. Integer arithmetic only: no float or double appears in this file
+ * (tests/kernels/test_integer_only.py checks it). Every function computes exactly what the kernel
+ * it stands for computes (tests/runtime/test_native.py requires equality, on every path):
  *
  *   intq_conv       CONV_2D and FULLY_CONNECTED (intq.kernels.conv_2d, fully_connected): im2col of a
  *                   block of output pixels, an int8 x int8 -> int32 product, the requantization —
  *                   one pass per block, no int32 tensor in memory;
  *   intq_depthwise  DEPTHWISE_CONV_2D with depth multiplier 1 (intq.kernels.depthwise_conv_2d);
- *   intq_requant    the fused requantization alone (intq.qmath.compiled.requantize_rows_double_right).
+ *   intq_requant    the fused requantization alone (intq.qmath.compiled.requantize_rows_double_right);
+ *   intq_mul, intq_add, intq_max_pool, intq_transpose, intq_pad, intq_mean, intq_lut (one table),
+ *   intq_lut_channels (one table per channel: PRELU) — see each.
  *
  * Accumulators. acc = offset[o] + sum over taps of x * w with offset = b - Z_x * sum(w) (the
  * zero-point expansion, Jacob et al. 2.3): a tap outside the image reads Z_x, whose Z_x * w the
  * offset cancels, so the sum equals TFLite's b + sum over in-image taps of (x - Z_x) * w. The
  * kernels' prepare checks |acc| <= 255 sum|w| + |b| < 2^31, and every partial sum here is bounded
- * by the same quantity, so int32 additions are exact (the VNNI and AMX instructions add without
- * saturation: an intermediate wrap would still leave the exact final sum).
+ * by the same quantity, so int32 additions are exact (the dot-product instructions add without
+ * saturation: an intermediate wrap would still leave the exact final sum). Each product
+ * instruction is exact on its operands:
+ *   AMX TDPBSSD, NEON SDOT: int8 x int8 summed four at a time into int32;
+ *   VPDPBUSD (AVX-512 VNNI, and AVX-VNNI's 256-bit VEX form): uint8 x int8, four at a time into
+ *     int32 without saturation — the activations are read as x + 128 (int8 bits xor 0x80) and the
+ *     offset holds - 128 * sum(w) more;
+ *   VPMADDWD (AVX2, and VPDPWSSD): int16 x int16 pairs summed into int32 — the operands are int8
+ *     values sign-extended to int16, so each pair sum is at most 2 * 128 * 128 = 2^15 in magnitude
+ *     (the instruction's one overflow, -2^15 * -2^15 twice, needs int16 operands int8 never gives);
+ *   NEON SMULL (int8 x int8 -> int16, |x w| <= 2^14) then SADALP (pairs added into int32);
+ *   VPMADDUBSW (uint8 x int8 pairs summed in int16 *with saturation*) is not used: x + 128 <= 255
+ *     times |w| <= 127, twice, reaches 64770 > 32767 (what onnxruntime's AVX2 U8S8 kernel does).
  *
  * Requantization (gemmlowp's MultiplyByQuantizedMultiplier with no left shift, i.e. every real
  * multiplier below 1; the caller falls back otherwise): h = SRDHM(x, m) = (x * m + 2^30) >> 31 in
@@ -25,13 +38,24 @@
  * RoundingDivideByPOT in 32 bits, r = (h >> e) + ((h & mask) > (mask >> 1) + (away & (h < 0))),
  * mask = 2^e - 1: ties away from zero with away = 1 (Requant.DOUBLE), up with away = 0
  * (Requant.DOUBLE_HALF_UP); then + Z_y, clamped to [act_min, act_max]. Per output channel: m, e,
- * away, offset (arrays padded to the channel block).
+ * away, offset (arrays padded to the channel block). rq_scalar is the one definition; the vector
+ * forms (v_rq, below: AVX-512, AVX2, NEON) compute the same integers lane by lane.
  *
- * Matrix product: weights packed per block of 16 output channels, [block][K/4][16][4] (four
- * consecutive K values of one channel are one 32-bit lane), K padded to 64 and channels to 32 with
- * zeros. Three paths, chosen once (intq_native_init): AMX (TDPBSSD, int8 x int8 tiles), AVX-512
- * VNNI (VPDPBUSD: unsigned x signed, so the activations are read as x + 128 and the offset holds
- * - 128 * sum(w) more), and portable C.
+ * Paths. The build holds the vector code of the features it was compiled for (intq.runtime.native
+ * compiles one library per capped feature set: INTQ_NATIVE_PATH=avx2 builds without AVX-512, ...).
+ * Every kernel uses the widest vectors of its build; the matrix product (CONV_2D, FULLY_CONNECTED)
+ * has one routine per instruction set, chosen at run time among those the build and the CPU have
+ * (intq_native_init; intq.runtime.native measures them on first use):
+ *   PATH_AMX      AMX tiles (TDPBSSD), im2col blocks of 32 rows, or straight from the input;
+ *   PATH_VNNI     AVX-512 VNNI (VPDPBUSD on zmm), 4 rows x 32 channels per step;
+ *   PATH_AVXVNNI  AVX-VNNI (VPDPBUSD on ymm, VEX), 4 rows x 16 channels;
+ *   PATH_AVX2     AVX2 (VPMADDWD on int16 operands), 4 rows x 16 channels;
+ *   PATH_DOTPROD  ARMv8.2 dot product (SDOT by element), 4 rows x 16 channels;
+ *   PATH_NEON     ARMv8 NEON (SMULL + SADALP), 2 rows x 16 channels;
+ *   PATH_C        portable C (the compiler vectorizes what it can).
+ * Weights are packed once for all but AVX2: [n/16][kp/4][16][4] int8 (four consecutive K values of
+ * one channel are one 32-bit lane), K padded to 64 and channels to 32 with zeros; AVX2 multiplies
+ * int16, packed [n/8][kp/2][8][2] (intq_pack16).
  */
 #define _GNU_SOURCE
 #include <stdint.h>
@@ -41,6 +65,13 @@
 #include <immintrin.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#endif
+#if defined(__aarch64__) && defined(__ARM_NEON)
+#include <arm_neon.h>
+#define INTQ_NEON 1
+#if defined(__ARM_FEATURE_DOTPROD)
+#define INTQ_DOTPROD 1
+#endif
 #endif
 
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__)
@@ -52,8 +83,16 @@
 #if defined(INTQ_AVX512) && defined(__AMX_TILE__) && defined(__AMX_INT8__) && defined(__linux__)
 #define INTQ_AMX 1
 #endif
+#if defined(__AVX2__)
+#define INTQ_AVX2 1
+#endif
+#if defined(INTQ_AVX2) && defined(__AVXVNNI__)
+#define INTQ_AVXVNNI 1
+#endif
 
-enum { PATH_C = 0, PATH_VNNI = 1, PATH_AMX = 2 };
+/* The matrix-product paths (intq.runtime.native.PATHS has the same numbers); the best of a build is
+ * its highest available number (x86 and ARM never share a build). */
+enum { PATH_C = 0, PATH_AVX2 = 1, PATH_AVXVNNI = 2, PATH_VNNI = 3, PATH_AMX = 4, PATH_NEON = 5, PATH_DOTPROD = 6 };
 static int intq_path = PATH_C;
 
 #define MB 32 /* output pixels per block: two AMX tiles of 16 rows */
@@ -68,28 +107,6 @@ static inline int32_t rq_scalar(int32_t x, int32_t m, int32_t e, int32_t away, i
     return y < lo ? lo : (y > hi ? hi : y);
 }
 
-#ifdef INTQ_AVX512
-/* rq_scalar on 16 lanes. SRDHM: the even lanes' 64-bit products (vpmuldq), then the odd lanes';
- * the logical shift keeps bits 31..62 of x * m + 2^30 in each even lane's low half, which is the
- * arithmetic shift's low 32 bits; a left shift by one puts the same bits in each odd lane's high
- * half. */
-static inline __m512i rq16(__m512i x, __m512i m, __m512i e, __m512i away, __m512i zp, __m512i lo, __m512i hi) {
-    const __m512i half = _mm512_set1_epi64((int64_t)1 << 30);
-    __m512i even = _mm512_srli_epi64(_mm512_add_epi64(_mm512_mul_epi32(x, m), half), 31);
-    __m512i odd = _mm512_add_epi64(_mm512_mul_epi32(_mm512_srli_epi64(x, 32), _mm512_srli_epi64(m, 32)), half);
-    odd = _mm512_slli_epi64(odd, 1); /* bits 31..62 of x * m + 2^30 into the high half */
-    const __m512i h = _mm512_mask_blend_epi32((__mmask16)0xAAAA, even, odd);
-    const __m512i one = _mm512_set1_epi32(1);
-    const __m512i mask = _mm512_sub_epi32(_mm512_sllv_epi32(one, e), one);
-    const __m512i threshold = _mm512_add_epi32(_mm512_srli_epi32(mask, 1),
-                                               _mm512_and_si512(away, _mm512_srli_epi32(h, 31)));
-    const __mmask16 up = _mm512_cmpgt_epi32_mask(_mm512_and_si512(h, mask), threshold);
-    __m512i y = _mm512_mask_add_epi32(_mm512_srav_epi32(h, e), up, _mm512_srav_epi32(h, e), one);
-    y = _mm512_add_epi32(y, zp);
-    return _mm512_max_epi32(_mm512_min_epi32(y, hi), lo);
-}
-#endif
-
 typedef struct {
     const int32_t *offset; /* per channel, padded to a multiple of 32 */
     const int32_t *mult;
@@ -98,20 +115,233 @@ typedef struct {
     int32_t out_zp, act_min, act_max;
 } intq_rq;
 
+/* ------------------------------------------------------------------------------ vector layer
+ *
+ * VL lanes of int32 (vi32): 16 on AVX-512, 8 on AVX2, 4 on NEON; none on other builds (their kernels
+ * keep the scalar loops). vvalid says which lanes of a partial block are in use (loads read nothing
+ * beyond them, stores write nothing beyond them). The kernels below are written once on this layer.
+ *
+ *   v_load_i8 / v_load_i8n   VL (n) int8 sign-extended to int32 lanes (n: zeros beyond)
+ *   v_store_i8n              n lanes (values already in [-128, 127]) as int8
+ *   v_madd16(acc, x, w)      acc + x * w: x an int8 value sign-extended, w an int32 lane holding an
+ *                            int16 in its low half and 0 above (w & 0xFFFF): VPMADDWD / VPDPWSSD on
+ *                            the pairs (x, sign) . (w, 0); NEON recovers the int16 and multiplies
+ *   v_gather(table, idx, n)  table[idx] for the lanes in use
+ *   v_rq(acc, rq_vec)        rq_scalar lane by lane (the vectors of rq_vec_load: one block of channels)
+ */
+#if defined(INTQ_AVX512)
+#define VL 16
+typedef __m512i vi32;
+typedef __mmask16 vvalid;
+static inline vvalid v_valid(int32_t n) { return n >= 16 ? (vvalid)0xFFFF : (vvalid)((1u << n) - 1u); }
+static inline int v_full(vvalid k) { return k == (vvalid)0xFFFF; }
+static inline vi32 v_set1(int32_t a) { return _mm512_set1_epi32(a); }
+static inline vi32 v_zero(void) { return _mm512_setzero_si512(); }
+static inline vi32 v_load(const int32_t *p) { return _mm512_loadu_si512((const void *)p); }
+static inline void v_store(int32_t *p, vi32 a) { _mm512_storeu_si512((void *)p, a); }
+static inline vi32 v_load_i8(const int8_t *p) { return _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)p)); }
+static inline vi32 v_load_i8n(const int8_t *p, vvalid k) { return _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(k, p)); }
+static inline void v_store_i8n(int8_t *p, vvalid k, vi32 y) { _mm512_mask_cvtsepi32_storeu_epi8(p, k, y); }
+static inline vi32 v_add(vi32 a, vi32 b) { return _mm512_add_epi32(a, b); }
+static inline vi32 v_sub(vi32 a, vi32 b) { return _mm512_sub_epi32(a, b); }
+static inline vi32 v_mullo(vi32 a, vi32 b) { return _mm512_mullo_epi32(a, b); }
+static inline vi32 v_shl(vi32 a, vi32 n) { return _mm512_sllv_epi32(a, n); }
+static inline vi32 v_min(vi32 a, vi32 b) { return _mm512_min_epi32(a, b); }
+static inline vi32 v_max(vi32 a, vi32 b) { return _mm512_max_epi32(a, b); }
+static inline vi32 v_madd16(vi32 acc, vi32 x, vi32 w) {
+#ifdef INTQ_VNNI
+    return _mm512_dpwssd_epi32(acc, x, w);
+#else
+    return _mm512_add_epi32(acc, _mm512_madd_epi16(x, w));
+#endif
+}
+static inline vi32 v_gather(const int32_t *table, const int8_t *idx, vvalid k) {
+    return _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), k, _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(k, idx)),
+                                       (const void *)table, 4);
+}
+/* SRDHM: the even lanes' 64-bit products (vpmuldq), then the odd lanes'; the logical shift keeps
+ * bits 31..62 of x * m + 2^30 in each even lane's low half, which is the arithmetic shift's low 32
+ * bits; a left shift by one puts the same bits in each odd lane's high half. m_odd = m >> 32. */
+static inline vi32 v_srdhm(vi32 x, vi32 m, vi32 m_odd) {
+    const __m512i half = _mm512_set1_epi64((int64_t)1 << 30);
+    const __m512i even = _mm512_srli_epi64(_mm512_add_epi64(_mm512_mul_epi32(x, m), half), 31);
+    __m512i odd = _mm512_add_epi64(_mm512_mul_epi32(_mm512_srli_epi64(x, 32), m_odd), half);
+    odd = _mm512_slli_epi64(odd, 1); /* bits 31..62 of x * m + 2^30 into the high half */
+    return _mm512_mask_blend_epi32((__mmask16)0xAAAA, even, odd);
+}
+static inline vi32 v_odd(vi32 m) { return _mm512_srli_epi64(m, 32); }
+/* (h >> e) + (rem > threshold), e per lane */
+static inline vi32 v_shift_round(vi32 h, vi32 e, vi32 rem, vi32 threshold) {
+    const __mmask16 up = _mm512_cmpgt_epi32_mask(rem, threshold);
+    const __m512i s = _mm512_srav_epi32(h, e);
+    return _mm512_mask_add_epi32(s, up, s, _mm512_set1_epi32(1));
+}
+static inline vi32 v_and(vi32 a, vi32 b) { return _mm512_and_si512(a, b); }
+static inline vi32 v_sign_bit(vi32 h) { return _mm512_srli_epi32(h, 31); }
+static inline vi32 v_mask_of(vi32 e) { return _mm512_sub_epi32(_mm512_sllv_epi32(_mm512_set1_epi32(1), e), _mm512_set1_epi32(1)); }
+static inline vi32 v_half_of(vi32 mask) { return _mm512_srli_epi32(mask, 1); }
+
+#elif defined(INTQ_AVX2)
+#define VL 8
+typedef __m256i vi32;
+typedef int32_t vvalid; /* lanes in use, 1..8 */
+static inline vvalid v_valid(int32_t n) { return n >= 8 ? 8 : n; }
+static inline int v_full(vvalid k) { return k == 8; }
+static inline vi32 v_set1(int32_t a) { return _mm256_set1_epi32(a); }
+static inline vi32 v_zero(void) { return _mm256_setzero_si256(); }
+static inline vi32 v_load(const int32_t *p) { return _mm256_loadu_si256((const __m256i *)p); }
+static inline void v_store(int32_t *p, vi32 a) { _mm256_storeu_si256((__m256i *)p, a); }
+static inline vi32 v_load_i8(const int8_t *p) { return _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)p)); }
+static inline vi32 v_load_i8n(const int8_t *p, vvalid k) {
+    if (k == 8) return v_load_i8(p);
+    int8_t t[8] = {0};
+    memcpy(t, p, (size_t)k);
+    return v_load_i8(t);
+}
+static inline void v_store_i8n(int8_t *p, vvalid k, vi32 y) { /* saturating packs: exact on [-128, 127] */
+    const __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(y), _mm256_extracti128_si256(y, 1));
+    const __m128i b = _mm_packs_epi16(w, w);
+    if (k == 8) {
+        _mm_storel_epi64((__m128i *)p, b);
+    } else {
+        int8_t t[16];
+        _mm_storeu_si128((__m128i *)t, b);
+        memcpy(p, t, (size_t)k);
+    }
+}
+static inline vi32 v_add(vi32 a, vi32 b) { return _mm256_add_epi32(a, b); }
+static inline vi32 v_sub(vi32 a, vi32 b) { return _mm256_sub_epi32(a, b); }
+static inline vi32 v_mullo(vi32 a, vi32 b) { return _mm256_mullo_epi32(a, b); }
+static inline vi32 v_shl(vi32 a, vi32 n) { return _mm256_sllv_epi32(a, n); }
+static inline vi32 v_min(vi32 a, vi32 b) { return _mm256_min_epi32(a, b); }
+static inline vi32 v_max(vi32 a, vi32 b) { return _mm256_max_epi32(a, b); }
+static inline vi32 v_madd16(vi32 acc, vi32 x, vi32 w) {
+#ifdef INTQ_AVXVNNI
+    return _mm256_dpwssd_avx_epi32(acc, x, w);
+#else
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(x, w));
+#endif
+}
+static inline vi32 v_gather(const int32_t *table, const int8_t *idx, vvalid k) {
+    if (k == 8) {
+        const __m256i i = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)idx));
+        return _mm256_i32gather_epi32((const int *)table, i, 4);
+    }
+    int32_t t[8] = {0};
+    for (int32_t j = 0; j < k; ++j) t[j] = table[(uint8_t)idx[j]];
+    return v_load(t);
+}
+static inline vi32 v_srdhm(vi32 x, vi32 m, vi32 m_odd) { /* as AVX-512's, on 8 lanes */
+    const __m256i half = _mm256_set1_epi64x((int64_t)1 << 30);
+    const __m256i even = _mm256_srli_epi64(_mm256_add_epi64(_mm256_mul_epi32(x, m), half), 31);
+    __m256i odd = _mm256_add_epi64(_mm256_mul_epi32(_mm256_srli_epi64(x, 32), m_odd), half);
+    odd = _mm256_slli_epi64(odd, 1);
+    return _mm256_blend_epi32(even, odd, 0xAA);
+}
+static inline vi32 v_odd(vi32 m) { return _mm256_srli_epi64(m, 32); }
+static inline vi32 v_shift_round(vi32 h, vi32 e, vi32 rem, vi32 threshold) {
+    return _mm256_sub_epi32(_mm256_srav_epi32(h, e), _mm256_cmpgt_epi32(rem, threshold)); /* - (-1) adds 1 */
+}
+static inline vi32 v_and(vi32 a, vi32 b) { return _mm256_and_si256(a, b); }
+static inline vi32 v_sign_bit(vi32 h) { return _mm256_srli_epi32(h, 31); }
+static inline vi32 v_mask_of(vi32 e) { return _mm256_sub_epi32(_mm256_sllv_epi32(_mm256_set1_epi32(1), e), _mm256_set1_epi32(1)); }
+static inline vi32 v_half_of(vi32 mask) { return _mm256_srli_epi32(mask, 1); }
+
+#elif defined(INTQ_NEON)
+#define VL 4
+typedef int32x4_t vi32;
+typedef int32_t vvalid; /* lanes in use, 1..4 */
+static inline vvalid v_valid(int32_t n) { return n >= 4 ? 4 : n; }
+static inline int v_full(vvalid k) { return k == 4; }
+static inline vi32 v_set1(int32_t a) { return vdupq_n_s32(a); }
+static inline vi32 v_zero(void) { return vdupq_n_s32(0); }
+static inline vi32 v_load(const int32_t *p) { return vld1q_s32(p); }
+static inline void v_store(int32_t *p, vi32 a) { vst1q_s32(p, a); }
+static inline vi32 v_load_i8(const int8_t *p) {
+    int32_t t;
+    memcpy(&t, p, 4);
+    return vmovl_s16(vget_low_s16(vmovl_s8(vreinterpret_s8_s32(vdup_n_s32(t)))));
+}
+static inline vi32 v_load_i8n(const int8_t *p, vvalid k) {
+    if (k == 4) return v_load_i8(p);
+    int8_t t[4] = {0};
+    memcpy(t, p, (size_t)k);
+    return v_load_i8(t);
+}
+static inline void v_store_i8n(int8_t *p, vvalid k, vi32 y) {
+    const int8x8_t b = vmovn_s16(vcombine_s16(vmovn_s32(y), vmovn_s32(y))); /* in [-128, 127]: exact */
+    int8_t t[8];
+    vst1_s8(t, b);
+    memcpy(p, t, (size_t)k);
+}
+static inline vi32 v_add(vi32 a, vi32 b) { return vaddq_s32(a, b); }
+static inline vi32 v_sub(vi32 a, vi32 b) { return vsubq_s32(a, b); }
+static inline vi32 v_mullo(vi32 a, vi32 b) { return vmulq_s32(a, b); }
+static inline vi32 v_shl(vi32 a, vi32 n) { return vshlq_s32(a, n); } /* n in [0, 31]: a left shift */
+static inline vi32 v_min(vi32 a, vi32 b) { return vminq_s32(a, b); }
+static inline vi32 v_max(vi32 a, vi32 b) { return vmaxq_s32(a, b); }
+static inline vi32 v_madd16(vi32 acc, vi32 x, vi32 w) { /* the int16 in w's low half, sign-extended */
+    return vmlaq_s32(acc, x, vshrq_n_s32(vshlq_n_s32(w, 16), 16));
+}
+static inline vi32 v_gather(const int32_t *table, const int8_t *idx, vvalid k) {
+    int32_t t[4] = {0};
+    for (int32_t j = 0; j < k; ++j) t[j] = table[(uint8_t)idx[j]];
+    return vld1q_s32(t);
+}
+/* SQRDMULH is SRDHM: (2 x m + 2^31) >> 32 = (x m + 2^30) >> 31, saturating only for INT32_MIN^2
+ * (m >= 0 here). */
+static inline vi32 v_srdhm(vi32 x, vi32 m, vi32 m_odd) { (void)m_odd; return vqrdmulhq_s32(x, m); }
+static inline vi32 v_odd(vi32 m) { return m; }
+static inline vi32 v_shift_round(vi32 h, vi32 e, vi32 rem, vi32 threshold) {
+    const vi32 s = vshlq_s32(h, vnegq_s32(e)); /* arithmetic right shift by e */
+    return vsubq_s32(s, vreinterpretq_s32_u32(vcgtq_s32(rem, threshold)));
+}
+static inline vi32 v_and(vi32 a, vi32 b) { return vandq_s32(a, b); }
+static inline vi32 v_sign_bit(vi32 h) { return vreinterpretq_s32_u32(vshrq_n_u32(vreinterpretq_u32_s32(h), 31)); }
+static inline vi32 v_mask_of(vi32 e) { return vsubq_s32(vshlq_s32(vdupq_n_s32(1), e), vdupq_n_s32(1)); }
+static inline vi32 v_half_of(vi32 mask) { return vshrq_n_s32(mask, 1); }
+#endif
+
+#ifdef VL
+/* One block of VL channels' requantization vectors (offset, multiplier, exponent, rounding mask,
+ * half mask, tie rule), loaded once and used for every row of the block. */
+typedef struct {
+    vi32 off, m, m_odd, e, mask, half, away;
+} rq_vec;
+
+static inline void rq_vec_set(rq_vec *v, vi32 off, vi32 m, vi32 e, vi32 away) {
+    v->off = off;
+    v->m = m;
+    v->m_odd = v_odd(m);
+    v->e = e;
+    v->mask = v_mask_of(e);
+    v->half = v_half_of(v->mask);
+    v->away = away;
+}
+
+/* Channels [c0, c0 + VL) of q (arrays padded to 32: whole vectors are in bounds). */
+static inline void rq_vec_load(rq_vec *v, const intq_rq *q, int32_t c0) {
+    rq_vec_set(v, v_load(q->offset + c0), v_load(q->mult + c0), v_load(q->exponent + c0), v_load(q->away + c0));
+}
+
+/* rq_scalar(acc + off, ...) on every lane. */
+static inline vi32 v_rq(vi32 acc, const rq_vec *v, vi32 zp, vi32 lo, vi32 hi) {
+    const vi32 h = v_srdhm(v_add(acc, v->off), v->m, v->m_odd);
+    const vi32 threshold = v_add(v->half, v_and(v->away, v_sign_bit(h)));
+    const vi32 y = v_add(v_shift_round(h, v->e, v_and(h, v->mask), threshold), zp);
+    return v_max(v_min(y, hi), lo);
+}
+#endif
+
 /* y[c] = requant(acc[c] + offset[c0 + c]) for c < n (acc: n values of one row, channels c0...). */
 static void rq_row(const intq_rq *q, const int32_t *acc, int32_t c0, int32_t n, int8_t *y) {
     int32_t c = 0;
-#ifdef INTQ_AVX512
-    const __m512i zp = _mm512_set1_epi32(q->out_zp), lo = _mm512_set1_epi32(q->act_min),
-                  hi = _mm512_set1_epi32(q->act_max);
-    for (; c < n; c += 16) {
-        const __mmask16 valid = n - c >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - c)) - 1u);
-        const __m512i x = _mm512_add_epi32(_mm512_maskz_loadu_epi32(valid, acc + c),
-                                           _mm512_loadu_si512((const void *)(q->offset + c0 + c)));
-        const __m512i r = rq16(x, _mm512_loadu_si512((const void *)(q->mult + c0 + c)),
-                               _mm512_loadu_si512((const void *)(q->exponent + c0 + c)),
-                               _mm512_loadu_si512((const void *)(q->away + c0 + c)), zp, lo, hi);
-        _mm512_mask_cvtsepi32_storeu_epi8(y + c, valid, r);
+#ifdef VL
+    const vi32 zp = v_set1(q->out_zp), lo = v_set1(q->act_min), hi = v_set1(q->act_max);
+    for (; c + VL <= n; c += VL) {
+        rq_vec v;
+        rq_vec_load(&v, q, c0 + c);
+        v_store_i8n(y + c, v_valid(VL), v_rq(v_load(acc + c), &v, zp, lo, hi));
     }
 #endif
     for (; c < n; ++c)
@@ -120,56 +350,18 @@ static void rq_row(const intq_rq *q, const int32_t *acc, int32_t c0, int32_t n, 
 }
 
 /* Requantize a block: acc int32 [rows][32] (channels c0 .. c0 + n - 1, n <= 32) -> y rows of
- * y_stride bytes. The per-channel vectors (offset, multiplier, exponent, mask, half mask, tie rule)
- * are loaded once for the block's rows. */
-#ifdef INTQ_AVX512
-typedef struct {
-    __m512i off, m, m_odd, e, mask, half, away;
-    __mmask16 valid;
-} rq_vec;
-
-static inline void rq_vec_load(rq_vec *v, const intq_rq *q, int32_t c0, int32_t n) {
-    const __m512i one = _mm512_set1_epi32(1);
-    v->valid = n >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << n) - 1u);
-    v->off = _mm512_loadu_si512((const void *)(q->offset + c0));
-    v->m = _mm512_loadu_si512((const void *)(q->mult + c0));
-    v->m_odd = _mm512_srli_epi64(v->m, 32);
-    v->e = _mm512_loadu_si512((const void *)(q->exponent + c0));
-    v->mask = _mm512_sub_epi32(_mm512_sllv_epi32(one, v->e), one);
-    v->half = _mm512_srli_epi32(v->mask, 1);
-    v->away = _mm512_loadu_si512((const void *)(q->away + c0));
-}
-
-/* rq16 with the per-channel vectors prepared (and the offset added here). */
-static inline __m512i rq16v(__m512i acc, const rq_vec *v, __m512i zp, __m512i lo, __m512i hi) {
-    const __m512i x = _mm512_add_epi32(acc, v->off), half30 = _mm512_set1_epi64((int64_t)1 << 30);
-    const __m512i even = _mm512_srli_epi64(_mm512_add_epi64(_mm512_mul_epi32(x, v->m), half30), 31);
-    __m512i odd = _mm512_add_epi64(_mm512_mul_epi32(_mm512_srli_epi64(x, 32), v->m_odd), half30);
-    odd = _mm512_slli_epi64(odd, 1); /* bits 31..62 of x * m + 2^30 into the high half */
-    const __m512i h = _mm512_mask_blend_epi32((__mmask16)0xAAAA, even, odd);
-    const __m512i threshold = _mm512_add_epi32(v->half, _mm512_and_si512(v->away, _mm512_srli_epi32(h, 31)));
-    const __mmask16 up = _mm512_cmpgt_epi32_mask(_mm512_and_si512(h, v->mask), threshold);
-    const __m512i s = _mm512_srav_epi32(h, v->e);
-    const __m512i y = _mm512_add_epi32(_mm512_mask_add_epi32(s, up, s, _mm512_set1_epi32(1)), zp);
-    return _mm512_max_epi32(_mm512_min_epi32(y, hi), lo);
-}
-#endif
-
+ * y_stride bytes. The per-channel vectors are loaded once for the block's rows. */
 static inline void rq_block(const intq_rq *q, const int32_t *acc, int32_t rows, int32_t c0, int32_t n, int8_t *y,
-                     int64_t y_stride) {
-#ifdef INTQ_AVX512
-    const __m512i zp = _mm512_set1_epi32(q->out_zp), lo = _mm512_set1_epi32(q->act_min),
-                  hi = _mm512_set1_epi32(q->act_max);
-    rq_vec v0, v1;
-    rq_vec_load(&v0, q, c0, n < 16 ? n : 16);
-    if (n > 16) rq_vec_load(&v1, q, c0 + 16, n - 16);
-    for (int32_t r = 0; r < rows; ++r) {
-        const int32_t *a = acc + r * 32;
-        int8_t *out = y + r * y_stride;
-        _mm512_mask_cvtsepi32_storeu_epi8(out, v0.valid, rq16v(_mm512_maskz_loadu_epi32(v0.valid, a), &v0, zp, lo, hi));
-        if (n > 16)
-            _mm512_mask_cvtsepi32_storeu_epi8(out + 16, v1.valid,
-                                              rq16v(_mm512_maskz_loadu_epi32(v1.valid, a + 16), &v1, zp, lo, hi));
+                            int64_t y_stride) {
+#ifdef VL
+    const vi32 zp = v_set1(q->out_zp), lo = v_set1(q->act_min), hi = v_set1(q->act_max);
+    for (int32_t b = 0; b < n; b += VL) { /* one block of channels at a time: its vectors stay in registers */
+        rq_vec v;
+        rq_vec_load(&v, q, c0 + b);
+        const vvalid valid = v_valid(n - b);
+        const int32_t *a = acc + b; /* whole vectors: rows are 32 wide */
+        int8_t *out = y + b;
+        for (int32_t r = 0; r < rows; ++r, a += 32, out += y_stride) v_store_i8n(out, valid, v_rq(v_load(a), &v, zp, lo, hi));
     }
 #else
     for (int32_t r = 0; r < rows; ++r) rq_row(q, acc + r * 32, c0, n, y + r * y_stride);
@@ -187,22 +379,47 @@ void intq_requant(const intq_rq *q, int64_t rows, int32_t cols, const int32_t *a
 #define ARCH_REQ_XCOMP_PERM 0x1023
 #define XFEATURE_XTILEDATA 18
 
-/* Choose the matrix-product path: ``force`` = -1 the best this CPU and OS allow, else that path
- * (if compiled in). Returns the path. AMX needs the kernel's permission for the tile state
- * (arch_prctl ARCH_REQ_XCOMP_PERM, Linux >= 5.16). */
-int intq_native_init(int force) {
-    int best = PATH_C;
+/* Bit p set: the matrix-product path p is compiled into this build and usable on this CPU and OS.
+ * AMX needs the kernel's permission for the tile state (arch_prctl ARCH_REQ_XCOMP_PERM, Linux >=
+ * 5.16), asked once. */
+int intq_native_paths(void) {
+    static int paths = -1;
+    if (paths >= 0) return paths;
+    int mask = 1 << PATH_C;
+#ifdef INTQ_AVX2
+    mask |= 1 << PATH_AVX2;
+#endif
+#ifdef INTQ_AVXVNNI
+    mask |= 1 << PATH_AVXVNNI;
+#endif
 #ifdef INTQ_VNNI
-    best = PATH_VNNI;
+    mask |= 1 << PATH_VNNI;
 #endif
 #ifdef INTQ_AMX
-    if (syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) == 0) best = PATH_AMX;
+    if (syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) == 0) mask |= 1 << PATH_AMX;
 #endif
-    intq_path = (force >= 0 && force < best) ? force : best;
+#ifdef INTQ_NEON
+    mask |= 1 << PATH_NEON;
+#endif
+#ifdef INTQ_DOTPROD
+    mask |= 1 << PATH_DOTPROD;
+#endif
+    paths = mask;
+    return paths;
+}
+
+/* Choose the matrix-product path: ``force`` if it is available (intq_native_paths), else the best
+ * available (-1: the best). Returns the path. */
+int intq_native_init(int force) {
+    const int mask = intq_native_paths();
+    int best = PATH_C;
+    for (int p = 0; p < 31; ++p)
+        if (mask & (1 << p)) best = p;
+    intq_path = (force >= 0 && force < 31 && (mask & (1 << force))) ? force : best;
     return intq_path;
 }
 
-/* Bytes of the packed weights of an [n][k] matrix (every path packs alike). */
+/* Bytes of the packed weights of an [n][k] matrix (intq_pack). */
 int64_t intq_packed_bytes(int32_t k, int32_t n) {
     const int64_t kp = (k + 63) / 64 * 64, np = (n + 31) / 32 * 32;
     return kp * np;
@@ -217,6 +434,18 @@ void intq_pack(int32_t k, int32_t n, const int8_t *w, int8_t *packed) {
             packed[((size_t)(o / 16) * (kp / 4) + i / 4) * 64 + (o % 16) * 4 + i % 4] = w[(size_t)o * k + i];
 }
 
+/* Bytes of intq_pack16's output (the AVX2 path's int16 weights). */
+int64_t intq_packed16_bytes(int32_t k, int32_t n) { return 2 * intq_packed_bytes(k, n); }
+
+/* w int8 [n][k] -> int16 [n/8][kp/2][8][2] (two consecutive K values of one channel are one 32-bit
+ * lane, VPMADDWD's pair), zeros beyond k and n. */
+void intq_pack16(int32_t k, int32_t n, const int8_t *w, int16_t *packed) {
+    const int32_t kp = (k + 63) / 64 * 64, np = (n + 31) / 32 * 32;
+    memset(packed, 0, (size_t)kp * np * sizeof(int16_t));
+    for (int32_t o = 0; o < n; ++o)
+        for (int32_t i = 0; i < k; ++i)
+            packed[((size_t)(o / 8) * (kp / 2) + i / 2) * 16 + (o % 8) * 2 + i % 2] = w[(size_t)o * k + i];
+}
 /* ------------------------------------------------------------------------------ convolution */
 
 typedef struct {
@@ -233,6 +462,8 @@ typedef struct {
     int8_t *z;         /* [batch][out_h][out_w][out_c]: lut[uint8(y)] (intq_conv_lut_obj) */
     const int8_t *w_rows; /* NULL, or the weights per tap row (intq_pack_rows): the AMX direct path */
     int32_t span4;        /* kw * in_c rounded up to 4 (w_rows' K per tap row, <= 64) */
+    const int16_t *w16;   /* NULL, or the weights as int16 (intq_pack16): the AVX2 path */
+    int16_t *a16;         /* NULL, or scratch [MB][kp] int16, zeroed once: the AVX2 path's block */
 } intq_conv_params;
 
 void intq_lut(const int8_t *table, int64_t n, const int8_t *x, int8_t *y);
@@ -413,6 +644,260 @@ static void conv_vnni(const intq_conv_params *p, const int8_t *x, int8_t *y, int
 }
 #endif
 
+#ifdef INTQ_AVXVNNI
+/* Rows [r, r + 4) x channels [o, o + 16) of the block into p->c's rows r..r + 3: VPDPBUSD on ymm
+ * (VEX), (x + 128, w); the 64 bytes of one K quad of a 16-channel block are two vectors of 8 channels. */
+static void avxvnni_tile(const intq_conv_params *p, int32_t r, int32_t o) {
+    const int32_t k4 = p->kp / 4, kq = (p->k + 3) / 4;
+    const int8_t *b = p->w + (size_t)(o / 16) * k4 * 64;
+    const int32_t *a0 = (const int32_t *)(p->a + (size_t)r * p->kp);
+    const int32_t stride = p->kp / 4;
+    __m256i c00 = _mm256_setzero_si256(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00,
+            c31 = c00;
+    for (int32_t q = 0; q < kq; ++q, b += 64) {
+        const __m256i w0 = _mm256_loadu_si256((const __m256i *)b), w1 = _mm256_loadu_si256((const __m256i *)(b + 32));
+        __m256i v = _mm256_set1_epi32(a0[q]);
+        c00 = _mm256_dpbusd_avx_epi32(c00, v, w0);
+        c01 = _mm256_dpbusd_avx_epi32(c01, v, w1);
+        v = _mm256_set1_epi32(a0[stride + q]);
+        c10 = _mm256_dpbusd_avx_epi32(c10, v, w0);
+        c11 = _mm256_dpbusd_avx_epi32(c11, v, w1);
+        v = _mm256_set1_epi32(a0[2 * stride + q]);
+        c20 = _mm256_dpbusd_avx_epi32(c20, v, w0);
+        c21 = _mm256_dpbusd_avx_epi32(c21, v, w1);
+        v = _mm256_set1_epi32(a0[3 * stride + q]);
+        c30 = _mm256_dpbusd_avx_epi32(c30, v, w0);
+        c31 = _mm256_dpbusd_avx_epi32(c31, v, w1);
+    }
+    int32_t *c = p->c + (size_t)r * 32;
+    _mm256_storeu_si256((__m256i *)c, c00);
+    _mm256_storeu_si256((__m256i *)(c + 8), c01);
+    _mm256_storeu_si256((__m256i *)(c + 32), c10);
+    _mm256_storeu_si256((__m256i *)(c + 40), c11);
+    _mm256_storeu_si256((__m256i *)(c + 64), c20);
+    _mm256_storeu_si256((__m256i *)(c + 72), c21);
+    _mm256_storeu_si256((__m256i *)(c + 96), c30);
+    _mm256_storeu_si256((__m256i *)(c + 104), c31);
+}
+
+/* One row r x channels [o, o + 16) into p->c's row r, for blocks of fewer than 4 rows (a batch-1
+ * FULLY_CONNECTED, a squeeze-excitation convolution on one pixel): no row computed in vain. Two
+ * accumulator chains per 8 channels (even and odd K quads), added at the end. */
+static void avxvnni_row(const intq_conv_params *p, int32_t r, int32_t o) {
+    const int32_t k4 = p->kp / 4, kq = (p->k + 3) / 4;
+    const int8_t *b = p->w + (size_t)(o / 16) * k4 * 64;
+    const int32_t *a = (const int32_t *)(p->a + (size_t)r * p->kp);
+    __m256i c0 = _mm256_setzero_si256(), c1 = c0, d0 = c0, d1 = c0;
+    int32_t q = 0;
+    for (; q + 2 <= kq; q += 2, b += 128) {
+        const __m256i v = _mm256_set1_epi32(a[q]), u = _mm256_set1_epi32(a[q + 1]);
+        c0 = _mm256_dpbusd_avx_epi32(c0, v, _mm256_loadu_si256((const __m256i *)b));
+        c1 = _mm256_dpbusd_avx_epi32(c1, v, _mm256_loadu_si256((const __m256i *)(b + 32)));
+        d0 = _mm256_dpbusd_avx_epi32(d0, u, _mm256_loadu_si256((const __m256i *)(b + 64)));
+        d1 = _mm256_dpbusd_avx_epi32(d1, u, _mm256_loadu_si256((const __m256i *)(b + 96)));
+    }
+    if (q < kq) {
+        const __m256i v = _mm256_set1_epi32(a[q]);
+        c0 = _mm256_dpbusd_avx_epi32(c0, v, _mm256_loadu_si256((const __m256i *)b));
+        c1 = _mm256_dpbusd_avx_epi32(c1, v, _mm256_loadu_si256((const __m256i *)(b + 32)));
+    }
+    int32_t *c = p->c + (size_t)r * 32;
+    _mm256_storeu_si256((__m256i *)c, _mm256_add_epi32(c0, d0));
+    _mm256_storeu_si256((__m256i *)(c + 8), _mm256_add_epi32(c1, d1));
+}
+
+/* Per 16-channel block, the block's rows four at a time (the weights stay in cache), then one
+ * requantization of all its rows (the per-channel vectors loaded once per block). */
+static void conv_avxvnni(const intq_conv_params *p, const int8_t *x, int8_t *y, int64_t m) {
+    intq_rq q8 = p->rq;
+    q8.offset = p->offset_u8;
+    for (int64_t r0 = 0; r0 < m; r0 += MB) {
+        const int32_t rows = m - r0 < MB ? (int32_t)(m - r0) : MB;
+        fill_block(p, x, r0, rows, 0x80);
+        for (int32_t o = 0; o < p->out_c; o += 16) {
+            if (rows < 4) {
+                for (int32_t r = 0; r < rows; ++r) avxvnni_row(p, r, o);
+            } else {
+                for (int32_t r = 0; r < rows; r += 4) avxvnni_tile(p, r, o);
+            }
+            rq_block(&q8, p->c, rows, o, p->out_c - o < 16 ? p->out_c - o : 16, y + (size_t)r0 * p->out_c + o, p->out_c);
+        }
+        lut_rows(p, y, r0, rows);
+    }
+}
+#endif
+
+#ifdef INTQ_AVX2
+/* Rows [r, r + 4) x channels [o, o + 16) of the block into p->c's rows r..r + 3: VPMADDWD of the
+ * rows' int16 pairs (x_k, x_k+1), broadcast, by the channels' int16 pairs (w_k, w_k+1)
+ * (intq_pack16: 8 channels a vector). */
+static void avx2_tile(const intq_conv_params *p, int32_t r, int32_t o) {
+    const int32_t k2 = p->kp / 2, kq = (p->k + 1) / 2;
+    const int16_t *b0 = p->w16 + (size_t)(o / 8) * k2 * 16, *b1 = b0 + (size_t)k2 * 16;
+    const int32_t *a0 = (const int32_t *)(p->a16 + (size_t)r * p->kp);
+    const int32_t stride = p->kp / 2;
+    __m256i c00 = _mm256_setzero_si256(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00,
+            c31 = c00;
+    for (int32_t q = 0; q < kq; ++q) {
+        const __m256i w0 = _mm256_loadu_si256((const __m256i *)(b0 + (size_t)q * 16)),
+                      w1 = _mm256_loadu_si256((const __m256i *)(b1 + (size_t)q * 16));
+        __m256i v = _mm256_set1_epi32(a0[q]);
+        c00 = _mm256_add_epi32(c00, _mm256_madd_epi16(v, w0));
+        c01 = _mm256_add_epi32(c01, _mm256_madd_epi16(v, w1));
+        v = _mm256_set1_epi32(a0[stride + q]);
+        c10 = _mm256_add_epi32(c10, _mm256_madd_epi16(v, w0));
+        c11 = _mm256_add_epi32(c11, _mm256_madd_epi16(v, w1));
+        v = _mm256_set1_epi32(a0[2 * stride + q]);
+        c20 = _mm256_add_epi32(c20, _mm256_madd_epi16(v, w0));
+        c21 = _mm256_add_epi32(c21, _mm256_madd_epi16(v, w1));
+        v = _mm256_set1_epi32(a0[3 * stride + q]);
+        c30 = _mm256_add_epi32(c30, _mm256_madd_epi16(v, w0));
+        c31 = _mm256_add_epi32(c31, _mm256_madd_epi16(v, w1));
+    }
+    int32_t *c = p->c + (size_t)r * 32;
+    _mm256_storeu_si256((__m256i *)c, c00);
+    _mm256_storeu_si256((__m256i *)(c + 8), c01);
+    _mm256_storeu_si256((__m256i *)(c + 32), c10);
+    _mm256_storeu_si256((__m256i *)(c + 40), c11);
+    _mm256_storeu_si256((__m256i *)(c + 64), c20);
+    _mm256_storeu_si256((__m256i *)(c + 72), c21);
+    _mm256_storeu_si256((__m256i *)(c + 96), c30);
+    _mm256_storeu_si256((__m256i *)(c + 104), c31);
+}
+
+/* One row r x channels [o, o + 16) into p->c's row r, for blocks of fewer than 4 rows (as
+ * avxvnni_row), from the int8 weights (intq_pack: half the bytes of the int16 ones, what a row reads
+ * once): per K quad, the 16 channels' 64 bytes sign-extended to int16 in four vectors of 4 channels,
+ * VPMADDWD by the quad (x_k .. x_k+3) broadcast — two int32 lanes per channel (k, k+1 and k+2,
+ * k+3), added pairwise at the end (VPHADDD, then the 64-bit lanes back in channel order). */
+static void avx2_row(const intq_conv_params *p, int32_t r, int32_t o) {
+    const int32_t k4 = p->kp / 4, kq = (p->k + 3) / 4;
+    const int8_t *b = p->w + (size_t)(o / 16) * k4 * 64;
+    const int16_t *a = p->a16 + (size_t)r * p->kp;
+    __m256i acc0 = _mm256_setzero_si256(), acc1 = acc0, acc2 = acc0, acc3 = acc0;
+    for (int32_t q = 0; q < kq; ++q, b += 64) {
+        int64_t quad;
+        memcpy(&quad, a + 4 * q, 8);
+        const __m256i v = _mm256_set1_epi64x(quad);
+        acc0 = _mm256_add_epi32(acc0, _mm256_madd_epi16(_mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)b)), v));
+        acc1 = _mm256_add_epi32(acc1, _mm256_madd_epi16(_mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(b + 16))), v));
+        acc2 = _mm256_add_epi32(acc2, _mm256_madd_epi16(_mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(b + 32))), v));
+        acc3 = _mm256_add_epi32(acc3, _mm256_madd_epi16(_mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(b + 48))), v));
+    }
+    /* acc0 lanes: channel 0's two halves, channel 1's | channels 2, 3; hadd(acc0, acc1): channels
+     * 0, 1, 4, 5 | 2, 3, 6, 7 */
+    int32_t *c = p->c + (size_t)r * 32;
+    _mm256_storeu_si256((__m256i *)c, _mm256_permute4x64_epi64(_mm256_hadd_epi32(acc0, acc1), 0xD8));
+    _mm256_storeu_si256((__m256i *)(c + 8), _mm256_permute4x64_epi64(_mm256_hadd_epi32(acc2, acc3), 0xD8));
+}
+
+static void conv_avx2(const intq_conv_params *p, const int8_t *x, int8_t *y, int64_t m) {
+    const int32_t k16 = (p->k + 15) / 16 * 16; /* the columns the tiles read (beyond: zeros, never written) */
+    for (int64_t r0 = 0; r0 < m; r0 += MB) {
+        const int32_t rows = m - r0 < MB ? (int32_t)(m - r0) : MB;
+        fill_block(p, x, r0, rows, 0);
+        for (int32_t r = 0; r < rows; ++r) { /* the block's rows sign-extended to int16, once */
+            const int8_t *src = p->a + (size_t)r * p->kp;
+            int16_t *dst = p->a16 + (size_t)r * p->kp;
+            for (int32_t i = 0; i < k16; i += 16)
+                _mm256_storeu_si256((__m256i *)(dst + i), _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(src + i))));
+        }
+        for (int32_t o = 0; o < p->out_c; o += 16) { /* as conv_avxvnni */
+            if (rows < 4) {
+                for (int32_t r = 0; r < rows; ++r) avx2_row(p, r, o);
+            } else {
+                for (int32_t r = 0; r < rows; r += 4) avx2_tile(p, r, o);
+            }
+            rq_block(&p->rq, p->c, rows, o, p->out_c - o < 16 ? p->out_c - o : 16, y + (size_t)r0 * p->out_c + o,
+                     p->out_c);
+        }
+        lut_rows(p, y, r0, rows);
+    }
+}
+#endif
+
+#ifdef INTQ_DOTPROD
+/* Rows [r, r + 4) x channels [o, o + 16) of the block: SDOT by element — one K quad of a 16-channel
+ * block is four vectors of 4 channels, each multiplied by the matching quad of a row's 16 bytes. */
+static void dot_tile(const intq_conv_params *p, int32_t r, int32_t rows, int32_t o, int8_t *y, int64_t row0) {
+    const int32_t k4 = p->kp / 4, kq = (p->k + 3) / 4;
+    const int8_t *b = p->w + (size_t)(o / 16) * k4 * 64;
+    const int8_t *a = p->a + (size_t)r * p->kp;
+    int32x4_t acc[4][4];
+    for (int32_t i = 0; i < 4; ++i)
+        for (int32_t j = 0; j < 4; ++j) acc[i][j] = vdupq_n_s32(0);
+    for (int32_t q = 0; q < kq; q += 4) { /* 16 bytes of each row: quads q .. q + 3 (kp is a multiple of 64) */
+        const int8x16_t a0 = vld1q_s8(a + 4 * q), a1 = vld1q_s8(a + p->kp + 4 * q),
+                        a2 = vld1q_s8(a + 2 * p->kp + 4 * q), a3 = vld1q_s8(a + 3 * p->kp + 4 * q);
+#define INTQ_DOT_QUAD(l)                                                                                              \
+    for (int32_t j = 0; j < 4; ++j) {                                                                                 \
+        const int8x16_t w = vld1q_s8(b + (size_t)(q + (l)) * 64 + 16 * j);                                           \
+        acc[0][j] = vdotq_laneq_s32(acc[0][j], w, a0, (l));                                                           \
+        acc[1][j] = vdotq_laneq_s32(acc[1][j], w, a1, (l));                                                           \
+        acc[2][j] = vdotq_laneq_s32(acc[2][j], w, a2, (l));                                                           \
+        acc[3][j] = vdotq_laneq_s32(acc[3][j], w, a3, (l));                                                           \
+    }
+        INTQ_DOT_QUAD(0)
+        INTQ_DOT_QUAD(1)
+        INTQ_DOT_QUAD(2)
+        INTQ_DOT_QUAD(3)
+#undef INTQ_DOT_QUAD
+    }
+    for (int32_t i = 0; i < 4; ++i)
+        for (int32_t j = 0; j < 4; ++j) vst1q_s32(p->c + i * 32 + 4 * j, acc[i][j]);
+    const int32_t n = p->out_c - o < 16 ? p->out_c - o : 16;
+    rq_block(&p->rq, p->c, rows, o, n, y + (size_t)(row0 + r) * p->out_c + o, p->out_c);
+}
+
+static void conv_dot(const intq_conv_params *p, const int8_t *x, int8_t *y, int64_t m) {
+    for (int64_t r0 = 0; r0 < m; r0 += MB) {
+        const int32_t rows = m - r0 < MB ? (int32_t)(m - r0) : MB;
+        fill_block(p, x, r0, rows, 0);
+        for (int32_t r = 0; r < rows; r += 4)
+            for (int32_t o = 0; o < p->out_c; o += 16) dot_tile(p, r, rows - r < 4 ? rows - r : 4, o, y, r0);
+        lut_rows(p, y, r0, rows);
+    }
+}
+#endif
+
+#ifdef INTQ_NEON
+/* Rows [r, r + 2) x channels [o, o + 16) of the block without dot products: per K quad, SMULL of
+ * 4 channels' weights by the row's quad (broadcast) gives 8 int16 products (|x w| <= 2^14), SADALP
+ * adds adjacent pairs into int32 lanes (two lanes per channel); one pairwise add at the end. */
+static void neon_tile(const intq_conv_params *p, int32_t r, int32_t rows, int32_t o, int8_t *y, int64_t row0) {
+    const int32_t k4 = p->kp / 4, kq = (p->k + 3) / 4;
+    const int8_t *b = p->w + (size_t)(o / 16) * k4 * 64;
+    const int32_t *a0 = (const int32_t *)(p->a + (size_t)r * p->kp), *a1 = a0 + p->kp / 4;
+    int32x4_t lo[2][4], hi[2][4];
+    for (int32_t i = 0; i < 2; ++i)
+        for (int32_t j = 0; j < 4; ++j) lo[i][j] = hi[i][j] = vdupq_n_s32(0);
+    for (int32_t q = 0; q < kq; ++q, b += 64) {
+        const int8x16_t x0 = vreinterpretq_s8_s32(vdupq_n_s32(a0[q])), x1 = vreinterpretq_s8_s32(vdupq_n_s32(a1[q]));
+        for (int32_t j = 0; j < 4; ++j) {
+            const int8x16_t w = vld1q_s8(b + 16 * j); /* channels 4j .. 4j + 3, one quad each */
+            lo[0][j] = vpadalq_s16(lo[0][j], vmull_s8(vget_low_s8(w), vget_low_s8(x0)));
+            hi[0][j] = vpadalq_s16(hi[0][j], vmull_high_s8(w, x0));
+            lo[1][j] = vpadalq_s16(lo[1][j], vmull_s8(vget_low_s8(w), vget_low_s8(x1)));
+            hi[1][j] = vpadalq_s16(hi[1][j], vmull_high_s8(w, x1));
+        }
+    }
+    for (int32_t i = 0; i < 2; ++i)
+        for (int32_t j = 0; j < 4; ++j) vst1q_s32(p->c + i * 32 + 4 * j, vpaddq_s32(lo[i][j], hi[i][j]));
+    const int32_t n = p->out_c - o < 16 ? p->out_c - o : 16;
+    rq_block(&p->rq, p->c, rows, o, n, y + (size_t)(row0 + r) * p->out_c + o, p->out_c);
+}
+
+static void conv_neon(const intq_conv_params *p, const int8_t *x, int8_t *y, int64_t m) {
+    for (int64_t r0 = 0; r0 < m; r0 += MB) {
+        const int32_t rows = m - r0 < MB ? (int32_t)(m - r0) : MB;
+        fill_block(p, x, r0, rows, 0);
+        for (int32_t r = 0; r < rows; r += 2)
+            for (int32_t o = 0; o < p->out_c; o += 16) neon_tile(p, r, rows - r < 2 ? rows - r : 2, o, y, r0);
+        lut_rows(p, y, r0, rows);
+    }
+}
+#endif
+
 #if defined(INTQ_AMX) && defined(INTQ_VNNI)
 /* The AMX path without im2col, for convolutions whose every window lies inside the image (no
  * padding: e.g. the first 3x3 convolution on 3 channels after an explicit PAD, or a 1x1, which the
@@ -526,36 +1011,62 @@ static void conv_c(const intq_conv_params *p, const int8_t *x, int8_t *y, int64_
     }
 }
 
-/* CONV_2D / FULLY_CONNECTED: x int8 NHWC [batch][in_h][in_w][in_c] -> y int8 [batch][out_h][out_w][out_c]. */
+
+/* CONV_2D / FULLY_CONNECTED: x int8 NHWC [batch][in_h][in_w][in_c] -> y int8 [batch][out_h][out_w][out_c],
+ * on the matrix-product path chosen by intq_native_init. */
 void intq_conv(const intq_conv_params *p, const int8_t *x, int8_t *y) {
     const int64_t m = (int64_t)p->batch * p->out_h * p->out_w;
+    switch (intq_path) {
 #ifdef INTQ_AMX
-    /* fewer rows than one tile (a FULLY_CONNECTED row, a tiny feature map): the tile set-up costs
-     * more than it saves (measured: FC 1x1280x1000 27.5 us AMX, 22.3 us VNNI) */
+    case PATH_AMX:
 #ifdef INTQ_VNNI
-    if (intq_path == PATH_AMX && direct_fits(p)) {
-        conv_amx_direct(p, x, y);
-        return;
-    }
-    if (intq_path == PATH_AMX && m < 16) {
-        conv_vnni(p, x, y, m);
-        return;
-    }
+        if (direct_fits(p)) {
+            conv_amx_direct(p, x, y);
+            return;
+        }
+        /* fewer rows than one tile (a FULLY_CONNECTED row, a tiny feature map): the tile set-up costs
+         * more than it saves (measured: FC 1x1280x1000 27.5 us AMX, 22.3 us VNNI) */
+        if (m < 16) {
+            conv_vnni(p, x, y, m);
+            return;
+        }
 #endif
-    if (intq_path == PATH_AMX) {
         conv_amx(p, x, y, m);
         return;
-    }
 #endif
 #ifdef INTQ_VNNI
-    if (intq_path == PATH_VNNI) {
+    case PATH_VNNI:
         conv_vnni(p, x, y, m);
         return;
-    }
 #endif
+#ifdef INTQ_AVXVNNI
+    case PATH_AVXVNNI:
+        conv_avxvnni(p, x, y, m);
+        return;
+#endif
+#ifdef INTQ_AVX2
+    case PATH_AVX2:
+        if (p->w16 && p->a16) { /* packed for this path (intq.runtime.native.accelerate) */
+            conv_avx2(p, x, y, m);
+            return;
+        }
+        break;
+#endif
+#ifdef INTQ_DOTPROD
+    case PATH_DOTPROD:
+        conv_dot(p, x, y, m);
+        return;
+#endif
+#ifdef INTQ_NEON
+    case PATH_NEON:
+        conv_neon(p, x, y, m);
+        return;
+#endif
+    default:
+        break;
+    }
     conv_c(p, x, y, m);
 }
-
 /* ------------------------------------------------------------------------------ depthwise */
 
 typedef struct {
@@ -575,21 +1086,13 @@ typedef struct {
 /* DEPTHWISE_CONV_2D, depth multiplier 1: y[n,oy,ox,c] = requant(offset[c] + sum_taps x * w).
  *
  * Weights: int32 [taps][cp] holding w & 0xFFFF (the int16 bits of w, high half zero); (int16_t)
- * recovers w. AVX-512: per pair of output pixels, one pointer per in-image tap and pixel (the taps
- * outside the image folded into the offset, see intq_depthwise), then 16 channels at a time over
- * the taps, each weight vector loaded once for both pixels. The product x * w is VPDPWSSD (or
- * VPMADDWD) on int16 pairs: x sign-extended to 32 bits is the pair (x, sign), the weight the pair
- * (w, 0), so the pair sum is x * w exactly. */
-
-#ifdef INTQ_AVX512
-static inline __m512i dw_product(__m512i acc, __m512i x, __m512i w) {
-#ifdef INTQ_VNNI
-    return _mm512_dpwssd_epi32(acc, x, w);
-#else
-    return _mm512_add_epi32(acc, _mm512_madd_epi16(x, w));
-#endif
-}
-#endif
+ * recovers w. Vectors (the layer above: AVX-512, AVX2, NEON): per pair of output pixels, one
+ * pointer per in-image tap and pixel (the taps outside the image folded into the offset, see
+ * intq_depthwise), then VL channels at a time over the taps, each weight vector loaded once for
+ * both pixels; four pixels per weight load where their windows are whole in the row direction. The
+ * product x * w is v_madd16: VPDPWSSD / VPMADDWD on int16 pairs — x sign-extended to 32 bits is
+ * the pair (x, sign), the weight the pair (w, 0), so the pair sum is x * w exactly; NEON multiplies
+ * the sign-extended int16 by x (|x w| <= 2^22). */
 
 /* The tap indices [*lo, *hi) of one axis whose input coordinate o * stride - pad + i * dil lies in
  * [0, size) (a contiguous range; empty: lo = hi). */
@@ -603,55 +1106,92 @@ static inline void dw_inside(int32_t o, int32_t stride, int32_t pad, int32_t dil
     *hi = b;
 }
 
-#ifdef INTQ_AVX512
-/* 16-channel blocks of one pixel pair over `taps` taps: acc = offset + sum_t x(tap_t) w(t). */
-static inline void dw_pair(const intq_dw_params *p, const int32_t *offset, int32_t taps, const int8_t *const *tap0,
-                           const int8_t *const *tap1, const int32_t *widx, int pair, int8_t *out0, int8_t *out1,
-                           __m512i zp, __m512i lo, __m512i hi) {
-    const int32_t c = p->c, cp = (c + 15) / 16 * 16;
-    for (int32_t ch = 0; ch < c; ch += 16) {
-        const __mmask16 valid = c - ch >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (c - ch)) - 1u);
-        __m512i acc0 = _mm512_loadu_si512((const void *)(offset + ch)), acc1 = acc0;
-        const int32_t *w = p->w + ch;
-        for (int32_t t = 0; t < taps; ++t) {
-            const __m512i wv = _mm512_loadu_si512((const void *)(w + (size_t)widx[t] * cp));
-            acc0 = dw_product(acc0, _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(valid, tap0[t] + ch)), wv);
-            if (pair) acc1 = dw_product(acc1, _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(valid, tap1[t] + ch)), wv);
-        }
-        const __m512i m = _mm512_loadu_si512((const void *)(p->rq.mult + ch)),
-                      e = _mm512_loadu_si512((const void *)(p->rq.exponent + ch)),
-                      away = _mm512_loadu_si512((const void *)(p->rq.away + ch));
-        _mm512_mask_cvtsepi32_storeu_epi8(out0 + ch, valid, rq16(acc0, m, e, away, zp, lo, hi));
-        if (pair) _mm512_mask_cvtsepi32_storeu_epi8(out1 + ch, valid, rq16(acc1, m, e, away, zp, lo, hi));
-    }
-}
-#endif
-
 #define DW_CACHE 8 /* offsets of the clipped tap windows kept per call */
 
-#ifdef INTQ_AVX512
+#ifdef VL
+/* VL-channel blocks of one pixel pair over `taps` taps: acc = offset + sum_t x(tap_t) w(t). */
+static inline void dw_pair(const intq_dw_params *p, const int32_t *offset, int32_t taps, const int8_t *const *tap0,
+                           const int8_t *const *tap1, const int32_t *widx, int pair, int8_t *out0, int8_t *out1,
+                           vi32 zp, vi32 lo, vi32 hi) {
+    const int32_t c = p->c, cp = (c + 15) / 16 * 16;
+    for (int32_t ch = 0; ch < c; ch += VL) {
+        const vvalid valid = v_valid(c - ch);
+        rq_vec v;
+        rq_vec_load(&v, &p->rq, ch);
+        v.off = v_load(offset + ch);
+        vi32 acc0 = v_zero(), acc1 = acc0;
+        const int32_t *w = p->w + ch;
+        for (int32_t t = 0; t < taps; ++t) {
+            const vi32 wv = v_load(w + (size_t)widx[t] * cp);
+            acc0 = v_madd16(acc0, v_load_i8n(tap0[t] + ch, valid), wv);
+            if (pair) acc1 = v_madd16(acc1, v_load_i8n(tap1[t] + ch, valid), wv);
+        }
+        v_store_i8n(out0 + ch, valid, v_rq(acc0, &v, zp, lo, hi));
+        if (pair) v_store_i8n(out1 + ch, valid, v_rq(acc1, &v, zp, lo, hi));
+    }
+}
+
+/* Four neighbouring output pixels whose windows span every tap column inside the image and the tap
+ * rows [i0, i1) (x0: the first one's tap (i0, 0); offset: that window's, see intq_depthwise): per
+ * VL-channel block, each weight vector loaded once for the four, the tap addresses by arithmetic;
+ * the same sums as dw_pair (offset + sum over the window's taps x * w). */
 static inline void dw_quad(const intq_dw_params *p, const int8_t *x0, int32_t in_w, int32_t i0, int32_t i1,
-                           const int32_t *offset, int8_t *out, __m512i zp, __m512i lo, __m512i hi);
+                           const int32_t *offset, int8_t *out, vi32 zp, vi32 lo, vi32 hi) {
+    const int32_t c = p->c, cp = (c + 15) / 16 * 16;
+    const size_t step = (size_t)p->stride_w * c, drow = (size_t)p->dil_h * in_w * c, dcol = (size_t)p->dil_w * c;
+    for (int32_t ch = 0; ch < c; ch += VL) {
+        const vvalid valid = v_valid(c - ch);
+        rq_vec v; /* the block's requantization vectors, for the four pixels (v_rq adds the offset) */
+        rq_vec_load(&v, &p->rq, ch);
+        v.off = v_load(offset + ch);
+        vi32 a0 = v_zero(), a1 = a0, a2 = a0, a3 = a0;
+        const int32_t *w = p->w + (size_t)i0 * p->kw * cp + ch;
+        if (v_full(valid)) { /* a whole block: plain loads */
+            for (int32_t i = 0; i < i1 - i0; ++i) {
+                const int8_t *r = x0 + i * drow + ch;
+                for (int32_t j = 0; j < p->kw; ++j, w += cp, r += dcol) {
+                    const vi32 wv = v_load(w);
+                    a0 = v_madd16(a0, v_load_i8(r), wv);
+                    a1 = v_madd16(a1, v_load_i8(r + step), wv);
+                    a2 = v_madd16(a2, v_load_i8(r + 2 * step), wv);
+                    a3 = v_madd16(a3, v_load_i8(r + 3 * step), wv);
+                }
+            }
+        } else { /* the last channels: partial loads (nothing read beyond them) */
+            for (int32_t i = 0; i < i1 - i0; ++i) {
+                const int8_t *r = x0 + i * drow + ch;
+                for (int32_t j = 0; j < p->kw; ++j, w += cp, r += dcol) {
+                    const vi32 wv = v_load(w);
+                    a0 = v_madd16(a0, v_load_i8n(r, valid), wv);
+                    a1 = v_madd16(a1, v_load_i8n(r + step, valid), wv);
+                    a2 = v_madd16(a2, v_load_i8n(r + 2 * step, valid), wv);
+                    a3 = v_madd16(a3, v_load_i8n(r + 3 * step, valid), wv);
+                }
+            }
+        }
+        v_store_i8n(out + ch, valid, v_rq(a0, &v, zp, lo, hi));
+        v_store_i8n(out + c + ch, valid, v_rq(a1, &v, zp, lo, hi));
+        v_store_i8n(out + 2 * c + ch, valid, v_rq(a2, &v, zp, lo, hi));
+        v_store_i8n(out + 3 * c + ch, valid, v_rq(a3, &v, zp, lo, hi));
+    }
+}
 
 /* One output pixel on its whole window (x0: its tap (0, 0); rows in_w pixels apart): dw_quad's sums
  * for a single pixel. */
-static void dw_one(const intq_dw_params *p, const int8_t *x0, int32_t in_w, int8_t *out, __m512i zp, __m512i lo,
-                   __m512i hi) {
+static void dw_one(const intq_dw_params *p, const int8_t *x0, int32_t in_w, int8_t *out, vi32 zp, vi32 lo, vi32 hi) {
     const int32_t c = p->c, cp = (c + 15) / 16 * 16;
     const size_t drow = (size_t)p->dil_h * in_w * c, dcol = (size_t)p->dil_w * c;
-    for (int32_t ch = 0; ch < c; ch += 16) {
-        const __mmask16 valid = c - ch >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (c - ch)) - 1u);
+    for (int32_t ch = 0; ch < c; ch += VL) {
+        const vvalid valid = v_valid(c - ch);
         rq_vec v;
-        rq_vec_load(&v, &p->rq, ch, c - ch < 16 ? c - ch : 16);
-        __m512i a0 = _mm512_setzero_si512();
+        rq_vec_load(&v, &p->rq, ch);
+        vi32 a0 = v_zero();
         const int32_t *w = p->w + ch;
         for (int32_t i = 0; i < p->kh; ++i) {
             const int8_t *r = x0 + i * drow + ch;
-            for (int32_t j = 0; j < p->kw; ++j, w += cp, r += dcol)
-                a0 = dw_product(a0, _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(valid, r)),
-                                _mm512_loadu_si512((const void *)w));
+            for (int32_t j = 0; j < p->kw; ++j, w += cp, r += dcol) a0 = v_madd16(a0, v_load_i8n(r, valid), v_load(w));
         }
-        _mm512_mask_cvtsepi32_storeu_epi8(out + ch, valid, rq16v(a0, &v, zp, lo, hi));
+        v_store_i8n(out + ch, valid, v_rq(a0, &v, zp, lo, hi));
     }
 }
 
@@ -661,8 +1201,7 @@ static void dw_one(const intq_dw_params *p, const int8_t *x0, int32_t in_w, int8
  * time. For small maps, where most pixels' windows are clipped. */
 static void dw_from_padded(const intq_dw_params *p, const int8_t *x, int8_t *y) {
     const int32_t c = p->c, pw = p->pad_w;
-    const __m512i zp = _mm512_set1_epi32(p->rq.out_zp), lo = _mm512_set1_epi32(p->rq.act_min),
-                  hi = _mm512_set1_epi32(p->rq.act_max);
+    const vi32 zp = v_set1(p->rq.out_zp), lo = v_set1(p->rq.act_min), hi = v_set1(p->rq.act_max);
     for (int32_t n = 0; n < p->batch; ++n) {
         memset(p->padded, (int)(int8_t)p->in_zp, (size_t)p->pad_h * pw * c);
         const int8_t *xb = x + (size_t)n * p->in_h * p->in_w * c;
@@ -685,56 +1224,9 @@ static void dw_from_padded(const intq_dw_params *p, const int8_t *x, int8_t *y) 
 }
 #endif
 
-#ifdef INTQ_AVX512
-/* Four neighbouring output pixels whose windows span every tap column inside the image and the tap
- * rows [i0, i1) (x0: the first one's tap (i0, 0); offset: that window's, see intq_depthwise): per
- * 16-channel block, each weight vector loaded once for the four, the tap addresses by arithmetic;
- * the same sums as dw_pair (offset + sum over the window's taps x * w). */
-static inline void dw_quad(const intq_dw_params *p, const int8_t *x0, int32_t in_w, int32_t i0, int32_t i1,
-                           const int32_t *offset, int8_t *out, __m512i zp, __m512i lo, __m512i hi) {
-    const int32_t c = p->c, cp = (c + 15) / 16 * 16;
-    const size_t step = (size_t)p->stride_w * c, drow = (size_t)p->dil_h * in_w * c, dcol = (size_t)p->dil_w * c;
-    for (int32_t ch = 0; ch < c; ch += 16) {
-        const __mmask16 valid = c - ch >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (c - ch)) - 1u);
-        rq_vec v; /* the block's requantization vectors, for the four pixels (rq16v adds the offset) */
-        rq_vec_load(&v, &p->rq, ch, c - ch < 16 ? c - ch : 16);
-        v.off = _mm512_loadu_si512((const void *)(offset + ch));
-        __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0;
-        const int32_t *w = p->w + (size_t)i0 * p->kw * cp + ch;
-        if (valid == (__mmask16)0xFFFF) { /* a whole block: plain loads (folded into the sign extension) */
-            for (int32_t i = 0; i < i1 - i0; ++i) {
-                const int8_t *r = x0 + i * drow + ch;
-                for (int32_t j = 0; j < p->kw; ++j, w += cp, r += dcol) {
-                    const __m512i wv = _mm512_loadu_si512((const void *)w);
-                    a0 = dw_product(a0, _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)r)), wv);
-                    a1 = dw_product(a1, _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(r + step))), wv);
-                    a2 = dw_product(a2, _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(r + 2 * step))), wv);
-                    a3 = dw_product(a3, _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(r + 3 * step))), wv);
-                }
-            }
-        } else { /* the last channels: loads under the mask (nothing read beyond them) */
-            for (int32_t i = 0; i < i1 - i0; ++i) {
-                const int8_t *r = x0 + i * drow + ch;
-                for (int32_t j = 0; j < p->kw; ++j, w += cp, r += dcol) {
-                    const __m512i wv = _mm512_loadu_si512((const void *)w);
-                    a0 = dw_product(a0, _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(valid, r)), wv);
-                    a1 = dw_product(a1, _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(valid, r + step)), wv);
-                    a2 = dw_product(a2, _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(valid, r + 2 * step)), wv);
-                    a3 = dw_product(a3, _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(valid, r + 3 * step)), wv);
-                }
-            }
-        }
-        _mm512_mask_cvtsepi32_storeu_epi8(out + ch, valid, rq16v(a0, &v, zp, lo, hi));
-        _mm512_mask_cvtsepi32_storeu_epi8(out + c + ch, valid, rq16v(a1, &v, zp, lo, hi));
-        _mm512_mask_cvtsepi32_storeu_epi8(out + 2 * c + ch, valid, rq16v(a2, &v, zp, lo, hi));
-        _mm512_mask_cvtsepi32_storeu_epi8(out + 3 * c + ch, valid, rq16v(a3, &v, zp, lo, hi));
-    }
-}
-#endif
-
 void intq_depthwise(const intq_dw_params *p, const int8_t *x, int8_t *y) {
     const int32_t c = p->c, cp = (c + 15) / 16 * 16;
-#ifdef INTQ_AVX512
+#ifdef VL
     if (p->padded) {
         dw_from_padded(p, x, y);
         return;
@@ -750,8 +1242,7 @@ void intq_depthwise(const intq_dw_params *p, const int8_t *x, int8_t *y) {
     int32_t cache[DW_CACHE][cp];
     int32_t key[DW_CACHE][4];
     int32_t cached = 0, next = 0;
-    const __m512i zp = _mm512_set1_epi32(p->rq.out_zp), lo = _mm512_set1_epi32(p->rq.act_min),
-                  hi = _mm512_set1_epi32(p->rq.act_max);
+    const vi32 zp = v_set1(p->rq.out_zp), lo = v_set1(p->rq.act_min), hi = v_set1(p->rq.act_max);
     for (int32_t n = 0; n < p->batch; ++n) {
         const int8_t *xb = x + (size_t)n * p->in_h * p->in_w * c;
         for (int32_t oy = 0; oy < p->out_h; ++oy) {
@@ -783,17 +1274,12 @@ void intq_depthwise(const intq_dw_params *p, const int8_t *x, int8_t *y) {
                                       *a01 = p->prefix + (size_t)i0 * row + (size_t)j1 * cp,
                                       *a10 = p->prefix + (size_t)i1 * row + (size_t)j0 * cp,
                                       *a00 = p->prefix + (size_t)i0 * row + (size_t)j0 * cp;
-                        const __m512i zx = _mm512_set1_epi32(p->in_zp);
-                        for (int32_t q = 0; q < cp; q += 16) {
-                            const __m512i inside = _mm512_add_epi32(
-                                _mm512_sub_epi32(_mm512_loadu_si512((const void *)(a11 + q)),
-                                                 _mm512_loadu_si512((const void *)(a01 + q))),
-                                _mm512_sub_epi32(_mm512_loadu_si512((const void *)(a00 + q)),
-                                                 _mm512_loadu_si512((const void *)(a10 + q))));
-                            const __m512i outside = _mm512_sub_epi32(_mm512_loadu_si512((const void *)(all + q)), inside);
-                            _mm512_storeu_si512((void *)(off + q),
-                                                _mm512_add_epi32(_mm512_loadu_si512((const void *)(p->rq.offset + q)),
-                                                                 _mm512_mullo_epi32(zx, outside)));
+                        const vi32 zx = v_set1(p->in_zp);
+                        for (int32_t q = 0; q < cp; q += VL) {
+                            const vi32 inside = v_add(v_sub(v_load(a11 + q), v_load(a01 + q)),
+                                                      v_sub(v_load(a00 + q), v_load(a10 + q)));
+                            const vi32 outside = v_sub(v_load(all + q), inside);
+                            v_store(off + q, v_add(v_load(p->rq.offset + q), v_mullo(zx, outside)));
                         }
                     }
                     offset = cache[slot];
@@ -876,47 +1362,37 @@ typedef struct {
  * RDBPOT right + Z_y); |(a - Z_a)(b - Z_b)| << left fits int32 (the kernel's prepare). a and b are
  * [rows][cols] operands or one broadcast row ([1][cols] or [1][1]). */
 void intq_mul(const intq_binary_params *p, const int8_t *a, const int8_t *b, int8_t *y) {
-#ifdef INTQ_AVX512
+#ifdef VL
+    rq_vec v;
+    rq_vec_set(&v, v_zero(), v_set1(p->mult), v_set1(p->right), v_set1(p->away));
+    const vi32 left = v_set1(p->left), zp = v_set1(p->out_zp), lo = v_set1(p->act_min), hi = v_set1(p->act_max);
     const int a_full = p->a_rows == p->rows && p->a_cols == p->cols, b_full = p->b_rows == p->rows && p->b_cols == p->cols;
     if (p->rows > 1 && p->cols <= 2048 &&
         ((a_full && p->b_rows == 1 && p->b_cols == p->cols) || (b_full && p->a_rows == 1 && p->a_cols == p->cols))) {
-        /* one operand a row [1, C] broadcast over the other's rows (the squeeze-excitation product),
-         * C a multiple of 16: the row's (b - Z_b) vectors made once, the other operand in one flat
-         * pass of 16 lanes (the product commutes) */
+        /* one operand a row [1, C] broadcast over the other's rows (the squeeze-excitation product):
+         * the row's (b - Z_b) vectors made once, the other operand in one flat pass of VL lanes when
+         * C is a multiple of VL (the product commutes), else row by row */
         const int8_t *full = a_full ? a : b, *row = a_full ? b : a;
-        const __m512i zf = _mm512_set1_epi32(a_full ? p->za : p->zb), zr = _mm512_set1_epi32(a_full ? p->zb : p->za);
-        const __m512i left = _mm512_set1_epi32(p->left), m = _mm512_set1_epi32(p->mult),
-                      e = _mm512_set1_epi32(p->right), away = _mm512_set1_epi32(p->away),
-                      zp = _mm512_set1_epi32(p->out_zp), lo = _mm512_set1_epi32(p->act_min),
-                      hi = _mm512_set1_epi32(p->act_max);
-        const int32_t nb = (p->cols + 15) / 16;
-        __m512i rv[nb];
-        for (int32_t k = 0; k < nb; ++k) {
-            const int32_t left_k = p->cols - 16 * k;
-            const __mmask16 valid = left_k >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left_k) - 1u);
-            rv[k] = _mm512_sub_epi32(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(valid, row + 16 * k)), zr);
-        }
-        if (p->cols % 16 == 0) { /* one flat pass of 16 lanes */
+        const vi32 zf = v_set1(a_full ? p->za : p->zb), zr = v_set1(a_full ? p->zb : p->za);
+        const int32_t nb = (p->cols + VL - 1) / VL;
+        vi32 rv[nb];
+        for (int32_t k = 0; k < nb; ++k) rv[k] = v_sub(v_load_i8n(row + VL * k, v_valid(p->cols - VL * k)), zr);
+        if (p->cols % VL == 0) {
             const int64_t total = p->rows * (int64_t)p->cols;
-            for (int64_t i = 0, k = 0; i < total; i += 16) {
-                const __m512i fv = _mm512_sub_epi32(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(full + i))), zf);
-                const __m512i prod = _mm512_mullo_epi32(fv, rv[k]);
-                _mm512_mask_cvtsepi32_storeu_epi8(y + i, (__mmask16)0xFFFF,
-                                                  rq16(_mm512_sllv_epi32(prod, left), m, e, away, zp, lo, hi));
+            for (int64_t i = 0, k = 0; i < total; i += VL) {
+                const vi32 prod = v_mullo(v_sub(v_load_i8(full + i), zf), rv[k]);
+                v_store_i8n(y + i, v_valid(VL), v_rq(v_shl(prod, left), &v, zp, lo, hi));
                 if (++k == nb) k = 0;
             }
             return;
         }
-        for (int64_t r = 0; r < p->rows; ++r) { /* row by row, the last block of each under a mask */
+        for (int64_t r = 0; r < p->rows; ++r) { /* row by row, the last block of each partial */
             const int8_t *fr = full + r * p->cols;
             int8_t *yr = y + r * p->cols;
             for (int32_t k = 0; k < nb; ++k) {
-                const int32_t left_k = p->cols - 16 * k;
-                const __mmask16 valid = left_k >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left_k) - 1u);
-                const __m512i fv = _mm512_sub_epi32(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(valid, fr + 16 * k)), zf);
-                const __m512i prod = _mm512_mullo_epi32(fv, rv[k]);
-                _mm512_mask_cvtsepi32_storeu_epi8(yr + 16 * k, valid,
-                                                  rq16(_mm512_sllv_epi32(prod, left), m, e, away, zp, lo, hi));
+                const vvalid valid = v_valid(p->cols - VL * k);
+                const vi32 prod = v_mullo(v_sub(v_load_i8n(fr + VL * k, valid), zf), rv[k]);
+                v_store_i8n(yr + VL * k, valid, v_rq(v_shl(prod, left), &v, zp, lo, hi));
             }
         }
         return;
@@ -926,19 +1402,14 @@ void intq_mul(const intq_binary_params *p, const int8_t *a, const int8_t *b, int
         const int8_t *ar = a + (p->a_rows > 1 ? r * p->a_cols : 0), *br = b + (p->b_rows > 1 ? r * p->b_cols : 0);
         int8_t *yr = y + r * p->cols;
         int32_t c = 0;
-#ifdef INTQ_AVX512
-        const __m512i za = _mm512_set1_epi32(p->za), zb = _mm512_set1_epi32(p->zb), left = _mm512_set1_epi32(p->left),
-                      m = _mm512_set1_epi32(p->mult), e = _mm512_set1_epi32(p->right),
-                      away = _mm512_set1_epi32(p->away), zp = _mm512_set1_epi32(p->out_zp),
-                      lo = _mm512_set1_epi32(p->act_min), hi = _mm512_set1_epi32(p->act_max);
-        const __m512i a1 = _mm512_set1_epi32(ar[0]), b1 = _mm512_set1_epi32(br[0]);
-        for (; c < p->cols; c += 16) {
-            const __mmask16 valid = p->cols - c >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (p->cols - c)) - 1u);
-            const __m512i av = p->a_cols > 1 ? _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(valid, ar + c)) : a1;
-            const __m512i bv = p->b_cols > 1 ? _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(valid, br + c)) : b1;
-            const __m512i prod = _mm512_mullo_epi32(_mm512_sub_epi32(av, za), _mm512_sub_epi32(bv, zb));
-            const __m512i res = rq16(_mm512_sllv_epi32(prod, left), m, e, away, zp, lo, hi);
-            _mm512_mask_cvtsepi32_storeu_epi8(yr + c, valid, res);
+#ifdef VL
+        const vi32 za = v_set1(p->za), zb = v_set1(p->zb), a1 = v_set1(ar[0]), b1 = v_set1(br[0]);
+        for (; c < p->cols; c += VL) {
+            const vvalid valid = v_valid(p->cols - c);
+            const vi32 av = p->a_cols > 1 ? v_load_i8n(ar + c, valid) : a1;
+            const vi32 bv = p->b_cols > 1 ? v_load_i8n(br + c, valid) : b1;
+            const vi32 prod = v_mullo(v_sub(av, za), v_sub(bv, zb));
+            v_store_i8n(yr + c, valid, v_rq(v_shl(prod, left), &v, zp, lo, hi));
         }
 #endif
         for (; c < p->cols; ++c) {
@@ -952,24 +1423,22 @@ void intq_mul(const intq_binary_params *p, const int8_t *a, const int8_t *b, int
 /* ADD and SUB (intq.kernels.add's reference kernel): y = clamp(requant(table_a[a] + table_b[b]) +
  * Z_y) with no left shift (|sum| < 2^28); a and b as MUL's ([rows][cols] or one broadcast row). */
 void intq_add(const intq_binary_params *p, const int8_t *a, const int8_t *b, int8_t *y) {
+#ifdef VL
+    rq_vec v;
+    rq_vec_set(&v, v_zero(), v_set1(p->mult), v_set1(p->right), v_set1(p->away));
+    const vi32 zp = v_set1(p->out_zp), lo = v_set1(p->act_min), hi = v_set1(p->act_max);
+#endif
     for (int64_t r = 0; r < p->rows; ++r) {
         const int8_t *ar = a + (p->a_rows > 1 ? r * p->a_cols : 0), *br = b + (p->b_rows > 1 ? r * p->b_cols : 0);
         int8_t *yr = y + r * p->cols;
         int32_t c = 0;
-#ifdef INTQ_AVX512
-        const __m512i m = _mm512_set1_epi32(p->mult), e = _mm512_set1_epi32(p->right),
-                      away = _mm512_set1_epi32(p->away), zp = _mm512_set1_epi32(p->out_zp),
-                      lo = _mm512_set1_epi32(p->act_min), hi = _mm512_set1_epi32(p->act_max);
-        const __m512i a1 = _mm512_set1_epi32(p->table_a[(uint8_t)ar[0]]), b1 = _mm512_set1_epi32(p->table_b[(uint8_t)br[0]]);
-        for (; c < p->cols; c += 16) {
-            const __mmask16 valid = p->cols - c >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (p->cols - c)) - 1u);
-            const __m512i av = p->a_cols > 1 ? _mm512_mask_i32gather_epi32(
-                _mm512_setzero_si512(), valid, _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(valid, ar + c)),
-                (const void *)p->table_a, 4) : a1;
-            const __m512i bv = p->b_cols > 1 ? _mm512_mask_i32gather_epi32(
-                _mm512_setzero_si512(), valid, _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(valid, br + c)),
-                (const void *)p->table_b, 4) : b1;
-            _mm512_mask_cvtsepi32_storeu_epi8(yr + c, valid, rq16(_mm512_add_epi32(av, bv), m, e, away, zp, lo, hi));
+#ifdef VL
+        const vi32 a1 = v_set1(p->table_a[(uint8_t)ar[0]]), b1 = v_set1(p->table_b[(uint8_t)br[0]]);
+        for (; c < p->cols; c += VL) {
+            const vvalid valid = v_valid(p->cols - c);
+            const vi32 av = p->a_cols > 1 ? v_gather(p->table_a, ar + c, valid) : a1;
+            const vi32 bv = p->b_cols > 1 ? v_gather(p->table_b, br + c, valid) : b1;
+            v_store_i8n(yr + c, valid, v_rq(v_add(av, bv), &v, zp, lo, hi));
         }
 #endif
         for (; c < p->cols; ++c)
@@ -1010,6 +1479,22 @@ void intq_max_pool(const intq_pool_params *p, const int8_t *x, int8_t *y) {
                     m = _mm512_min_epi8(_mm512_max_epi8(m, _mm512_set1_epi8((char)p->act_min)),
                                         _mm512_set1_epi8((char)p->act_max));
                     _mm512_mask_storeu_epi8(out + ch, valid, m);
+                }
+#elif defined(INTQ_AVX2)
+                for (; ch + 32 <= c; ch += 32) {
+                    __m256i m = _mm256_set1_epi8(-128);
+                    for (int32_t iy = iy0; iy < iy1; ++iy)
+                        for (int32_t ix = ix0; ix < ix1; ++ix)
+                            m = _mm256_max_epi8(m, _mm256_loadu_si256((const __m256i *)(xb + ((size_t)iy * p->in_w + ix) * c + ch)));
+                    m = _mm256_min_epi8(_mm256_max_epi8(m, _mm256_set1_epi8((char)p->act_min)), _mm256_set1_epi8((char)p->act_max));
+                    _mm256_storeu_si256((__m256i *)(out + ch), m);
+                }
+#elif defined(INTQ_NEON)
+                for (; ch + 16 <= c; ch += 16) {
+                    int8x16_t m = vdupq_n_s8(-128);
+                    for (int32_t iy = iy0; iy < iy1; ++iy)
+                        for (int32_t ix = ix0; ix < ix1; ++ix) m = vmaxq_s8(m, vld1q_s8(xb + ((size_t)iy * p->in_w + ix) * c + ch));
+                    vst1q_s8(out + ch, vminq_s8(vmaxq_s8(m, vdupq_n_s8((int8_t)p->act_min)), vdupq_n_s8((int8_t)p->act_max)));
                 }
 #endif
                 for (; ch < c; ++ch) {
@@ -1186,7 +1671,11 @@ void intq_add_obj(const intq_binary_params *p, const void *a, const void *b, voi
 
 /* y[i] = table[(uint8_t)x[i]]: the int8 functions of one int8 input that intq's kernels tabulate at
  * prepare (HARD_SWISH, LEAKY_RELU, LOGISTIC, TANH, RELU, RELU6, RELU_N1_TO_1). AVX-512 VBMI: 64
- * lookups per step, two 128-entry permutes chosen by the index's top bit. */
+ * lookups per step, two 128-entry permutes chosen by the index's top bit. AVX2: 32 lookups per step
+ * in 16 byte shuffles of 16 entries each: in shuffle i the index minus 16 i, plus 0x70 with unsigned
+ * saturation, keeps its low nibble with bit 7 clear exactly when it was in [0, 16) (bit 7 set:
+ * VPSHUFB writes 0), so one shuffle per index contributes. NEON: four 64-entry TBL lookups of the
+ * index minus 0, 64, 128, 192 (TBL writes 0 beyond its 64 entries). */
 void intq_lut(const int8_t *table, int64_t n, const int8_t *x, int8_t *y) {
     int64_t i = 0;
 #if defined(INTQ_AVX512) && defined(__AVX512VBMI__)
@@ -1199,13 +1688,46 @@ void intq_lut(const int8_t *table, int64_t n, const int8_t *x, int8_t *y) {
         const __m512i low = _mm512_permutex2var_epi8(t0, v, t1), high = _mm512_permutex2var_epi8(t2, v, t3);
         _mm512_mask_storeu_epi8(y + i, valid, _mm512_mask_blend_epi8(_mm512_movepi8_mask(v), low, high));
     }
+#elif defined(INTQ_AVX2)
+    __m256i t[16];
+    for (int32_t k = 0; k < 16; ++k) t[k] = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(table + 16 * k)));
+    const __m256i bias = _mm256_set1_epi8(0x70), sixteen = _mm256_set1_epi8(16);
+    for (; i + 32 <= n; i += 32) {
+        __m256i s = _mm256_loadu_si256((const __m256i *)(x + i)), r = _mm256_setzero_si256();
+        for (int32_t k = 0; k < 16; ++k, s = _mm256_sub_epi8(s, sixteen))
+            r = _mm256_or_si256(r, _mm256_shuffle_epi8(t[k], _mm256_adds_epu8(s, bias)));
+        _mm256_storeu_si256((__m256i *)(y + i), r);
+    }
+#elif defined(INTQ_NEON)
+    const uint8x16x4_t t0 = vld1q_u8_x4((const uint8_t *)table), t1 = vld1q_u8_x4((const uint8_t *)table + 64),
+                       t2 = vld1q_u8_x4((const uint8_t *)table + 128), t3 = vld1q_u8_x4((const uint8_t *)table + 192);
+    const uint8x16_t q64 = vdupq_n_u8(64);
+    for (; i + 16 <= n; i += 16) {
+        const uint8x16_t v0 = vld1q_u8((const uint8_t *)x + i), v1 = vsubq_u8(v0, q64), v2 = vsubq_u8(v1, q64),
+                         v3 = vsubq_u8(v2, q64);
+        const uint8x16_t r = vorrq_u8(vorrq_u8(vqtbl4q_u8(t0, v0), vqtbl4q_u8(t1, v1)),
+                                      vorrq_u8(vqtbl4q_u8(t2, v2), vqtbl4q_u8(t3, v3)));
+        vst1q_u8((uint8_t *)y + i, r);
+    }
 #endif
     for (; i < n; ++i) y[i] = table[(uint8_t)x[i]];
+}
+
+/* y[r][c] = tables[c][(uint8_t)x[r][c]]: an int8 function per channel of one int8 input, each
+ * tabulated at plan time from the kernel's own run (PRELU with a per-channel constant slope). */
+void intq_lut_channels(const int8_t *tables, int64_t rows, int32_t cols, const int8_t *x, int8_t *y) {
+    for (int64_t r = 0; r < rows; ++r, x += cols, y += cols)
+        for (int32_t c = 0; c < cols; ++c) y[c] = tables[(size_t)c * 256 + (uint8_t)x[c]];
 }
 
 void intq_lut_obj(const int8_t *table, int64_t n, const void *x, void *y) {
     intq_lut(table, n, (const int8_t *)intq_array_data(x), (int8_t *)intq_array_data(y));
 }
+
+void intq_lut_channels_obj(const int8_t *tables, int64_t rows, int32_t cols, const void *x, void *y) {
+    intq_lut_channels(tables, rows, cols, (const int8_t *)intq_array_data(x), (int8_t *)intq_array_data(y));
+}
+
 
 void intq_max_pool_obj(const intq_pool_params *p, const void *x, void *y) {
     intq_max_pool(p, (const int8_t *)intq_array_data(x), (int8_t *)intq_array_data(y));
@@ -1249,14 +1771,14 @@ void intq_depthwise_lut_obj(const intq_dw_params *p, const int8_t *table, const 
  * The same calls, in the same order, on the same bytes as the steps one by one. */
 enum {
     OP_CONV = 0, OP_DEPTHWISE = 1, OP_CONV_LUT = 2, OP_DEPTHWISE_LUT = 3, OP_MUL = 4, OP_ADD = 5, OP_LUT = 6,
-    OP_MAX_POOL = 7, OP_TRANSPOSE = 8, OP_PAD = 9, OP_MEAN = 10
+    OP_MAX_POOL = 7, OP_TRANSPOSE = 8, OP_PAD = 9, OP_MEAN = 10, OP_LUT_CHANNELS = 11
 };
 
 typedef struct {
-    int32_t kind, unused;
-    const void *params; /* the step's parameter structure (OP_LUT: the table) */
+    int32_t kind, cols; /* cols: OP_LUT_CHANNELS's channels */
+    const void *params; /* the step's parameter structure (OP_LUT: the table; OP_LUT_CHANNELS: the tables) */
     const int8_t *table; /* OP_CONV_LUT, OP_DEPTHWISE_LUT: the fused table */
-    int64_t n;           /* OP_LUT: elements */
+    int64_t n;           /* OP_LUT: elements; OP_LUT_CHANNELS: rows */
     int64_t in0, in1, out0, out1; /* operand codes (in1 / out1: -> unused where the op has none) */
 } intq_step;
 
@@ -1302,6 +1824,7 @@ void intq_run_program(const intq_program *prog, void *arena_obj, void *x0, void 
         case OP_TRANSPOSE: intq_transpose((const intq_transpose_params *)s->params, a, y); break;
         case OP_PAD: intq_pad((const intq_pad_params *)s->params, a, y); break;
         case OP_MEAN: intq_mean((const intq_mean_params *)s->params, a, y); break;
+        case OP_LUT_CHANNELS: intq_lut_channels((const int8_t *)s->params, s->n, s->cols, a, y); break;
         default: break;
         }
     }

@@ -25,6 +25,12 @@ from intq.tflite.schema import TENSOR_TYPE_DTYPES
 _ARENA_BYTES = 64 * 1024 * 1024  # host runs: generous; microcontroller arena sizing is not tested here
 
 
+#: TFLite builtins intq writes that this TensorFlow Lite Micro (tflite-micro 0.dev20261023) has no kernel
+#: for, measured (its op resolver refuses the model: "Didn't find op for builtin opcode ..."): a .tflite
+#: holding one runs in LiteRT only. tests/kernels/test_gelu.py and test_elementwise.py check the refusals.
+TFLM_HAS_NO_KERNEL = frozenset({"GELU", "RELU_N1_TO_1"})
+
+
 class TflmOracleError(IntqError, ValueError):
     """TFLite Micro could not load or run the model, or the inputs do not fit it."""
 

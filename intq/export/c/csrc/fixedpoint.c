@@ -2,8 +2,10 @@
  *
  * Each block below (a line "@@ name: dependencies" in a comment opens it) is emitted into a
  * generated model only when an operator needs it, so the file compiles without unused-function
- * warnings. Every function is the C form of one intq.qmath.raw function, on int32 values, and is
- * tested against the big-integer reference tests/qmath/reference.py (tests/export/c_primitives).
+ * warnings. Every function is the C form of one intq rule (mostly intq.qmath.raw), on int32 values:
+ * intq/export/c/rules.py (C_RULES) names the rule of each, and tests/export/c/test_rules.py runs
+ * each body against it bit for bit; tests/export/c/test_primitives.py checks them against the
+ * big-integer reference tests/qmath/reference.py.
  *
  * Portability: C99 leaves >> of a negative value implementation-defined and makes << of a negative
  * value undefined. Right shifts here go through intq_asr32 / intq_asr64, which shift only

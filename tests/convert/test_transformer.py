@@ -1,0 +1,162 @@
+"""A transformer block as torch.onnx writes it (legacy and dynamo exporters): import, float parity with
+onnxruntime, the exporter's forms recognised (attention mask, LayerNormalization, GELU), conversion,
+and the .tflite equal to LiteRT BUILTIN_REF (and TensorFlow Lite Micro, which has no GELU, on the
+ReLU variant) on every tensor.
+
+The block: token embedding + positions, pre-norm attention through ``F.scaled_dot_product_attention``
+with a boolean padding mask read from the integer ``mask`` input (exported as ``Where(keep, 0, -inf)``,
+``Add``, ``Softmax`` and the ``Where(IsNaN(p), 0, p)`` guard), LayerNorms, and a GELU MLP.
+"""
+
+import io
+from collections import Counter
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+
+torch = pytest.importorskip("torch")
+import torch.nn as nn  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+import intq  # noqa: E402
+from intq.export.tflite_writer import to_tflite_bytes  # noqa: E402
+from intq.passes import simplify  # noqa: E402
+from intq.runtime.oracles.litert import run_litert  # noqa: E402
+from intq.runtime.oracles.tflm import TflmOracleError, run_tflm  # noqa: E402
+
+T, VOCAB = 16, 50
+
+
+class Block(nn.Module):
+    def __init__(self, act="gelu", d=32, heads=4):
+        super().__init__()
+        self.heads, self.act = heads, act
+        self.emb = nn.Embedding(VOCAB, d)
+        self.pos = nn.Parameter(torch.randn(1, T, d) * 0.1)
+        self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.qkv, self.o = nn.Linear(d, 3 * d), nn.Linear(d, d)
+        self.f1, self.f2 = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
+
+    def forward(self, ids, mask):
+        x = self.emb(ids) + self.pos
+        b, t, d = x.shape
+        q, k, v = self.qkv(self.ln1(x)).reshape(b, t, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
+        a = F.scaled_dot_product_attention(q, k, v, attn_mask=mask[:, None, None, :].bool())
+        x = x + self.o(a.transpose(1, 2).reshape(b, t, d))
+        h = self.f1(self.ln2(x))
+        h = F.gelu(h) if self.act == "gelu" else F.gelu(h, approximate="tanh") if self.act == "tanh" else F.relu(h)
+        return x + self.f2(h)
+
+
+def _export(act: str, dynamo: bool) -> onnx.ModelProto:
+    torch.manual_seed(0)
+    m = Block(act).eval()
+    ids, mask = torch.zeros(1, T, dtype=torch.int64), torch.ones(1, T, dtype=torch.int64)
+    f = io.BytesIO()
+    torch.onnx.export(m, (ids, mask), f, dynamo=dynamo, opset_version=18 if dynamo else 17,
+                      input_names=["ids", "mask"], output_names=["y"])
+    return onnx.load_from_string(f.getvalue())
+
+
+def _samples(n, seed):
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(n):
+        length = int(rng.integers(3, T + 1))
+        mask = np.zeros((1, T), np.int64)
+        mask[0, :length] = 1
+        out.append({"ids": rng.integers(0, VOCAB, (1, T)).astype(np.int64), "mask": mask})
+    return out
+
+
+def _checked(proto: onnx.ModelProto):
+    """The float graph after simplify, its ops, and float parity with onnxruntime on padded samples."""
+    g = simplify(intq.load(proto))
+    ops = Counter(n.op_type for n in g.nodes)
+    sess = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
+    it = intq.Interpreter(g)
+    for s in _samples(4, 1):
+        want = sess.run(None, s)[0]
+        got = it.run(s)["y"]
+        # float32 sums in another order (MatMul, LayerNorm's mean and variance): 1e-5 of the output's scale
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-5 * float(np.abs(want).max()))
+    return g, ops
+
+
+@pytest.mark.parametrize("dynamo", [False, True], ids=["legacy", "dynamo"])
+def test_exported_block_imports_with_its_forms_recognised(dynamo):
+    proto = _export("gelu", dynamo)
+    raw = Counter(n.op_type for n in proto.graph.node)
+    assert raw["LayerNormalization"] == 2 and raw["Erf"] == 1 and raw["IsNaN"] == 1  # what the exporter wrote
+    g, ops = _checked(proto)
+    assert ops["MaskedSoftmax"] == 1 and ops["Gelu"] == 1 and ops["Rsqrt"] == 2
+    assert not {"LayerNormalization", "Erf", "Where", "IsNaN", "Softmax", "Cast", "GatherND"} & set(ops), ops
+    masked = next(n for n in g.nodes if n.op_type == "MaskedSoftmax")
+    assert g.tensors[masked.inputs[1]].dtype == np.int64  # the ids themselves, not a float mask
+
+
+def _quantized(act: str):
+    proto = _export(act, dynamo=False)
+    g, _ = _checked(proto)
+    return g, intq.quantize(g, _samples(16, 2))
+
+
+def _every_tensor_equal(qg, blob, feed, target, oracle):
+    it = intq.Interpreter(qg, target=target)
+    it.run(feed)
+    mine, theirs = it.tensors(), oracle(blob, [feed[n].astype(np.int32) for n in qg.inputs])["tensors"]
+    common = [k for k in mine if k in theirs]
+    assert len(common) >= len(qg.nodes)
+    bad = [k for k in common if not np.array_equal(mine[k], theirs[k])]
+    assert not bad, f"[{target}] tensors differ: {bad[:5]}"
+
+
+@pytest.mark.parametrize("act", ["gelu", "tanh"])
+def test_gelu_block_converts_and_equals_litert(act):
+    g, qg = _quantized(act)
+    ops = Counter(n.op_type for n in qg.nodes)
+    assert ops["GELU"] == 1 and ops["SOFTMAX"] == 1 and ops["MINIMUM"] == 1 and ops["BATCH_MATMUL"] == 2
+    assert ops["MEAN"] == 4 and ops["RSQRT"] == 2
+    assert next(n for n in qg.nodes if n.op_type == "GELU").attrs["approximate"] == (act == "tanh")
+    blob = to_tflite_bytes(qg)
+    for feed in _samples(3, 5):
+        _every_tensor_equal(qg, blob, feed, "litert-ref", run_litert)
+    with pytest.raises(TflmOracleError, match="GELU"):  # TensorFlow Lite Micro has no GELU kernel
+        run_tflm(blob, [np.zeros((1, T), np.int32)] * 2)
+
+
+def test_relu_block_equals_litert_and_tflite_micro():
+    """The masked attention (GATHER of the mask table by the ids, MINIMUM, SOFTMAX), the written-out
+    LayerNorms and the embeddings, in both runtimes."""
+    g, qg = _quantized("relu")
+    blob = to_tflite_bytes(qg)
+    for feed in _samples(3, 6):
+        _every_tensor_equal(qg, blob, feed, "litert-ref", run_litert)
+        _every_tensor_equal(qg, blob, feed, "tflite", run_tflm)
+
+
+def test_masked_positions_get_no_probability():
+    """The int8 softmax gives 0 to every masked key (the masked grid's margin), as float does."""
+    g, qg = _quantized("relu")
+    soft = next(n for n in qg.nodes if n.op_type == "SOFTMAX")
+    it = intq.Interpreter(qg, trace=True)
+    for feed in _samples(4, 7):
+        it.run(feed)
+        p = it.tensors()[soft.outputs[0]]
+        masked = feed["mask"][0] == 0
+        assert np.all(p[..., masked] == -128), "a masked key got probability"  # -128 is 0 at (1/256, -128)
+
+
+def test_gelu_in_int16():
+    """``precision={GELU node: "int16"}``: a 16x8 GELU (the interpolated table), equal to LiteRT."""
+    proto = _export("gelu", dynamo=False)
+    g, _ = _checked(proto)
+    gelu = next(n for n in g.nodes if n.op_type == "Gelu")
+    qg = intq.quantize(g, _samples(16, 2), precision={gelu.name: "int16"})
+    node = next(n for n in qg.nodes if n.op_type == "GELU")
+    assert qg.tensors[node.inputs[0]].dtype == np.int16 and qg.tensors[node.outputs[0]].dtype == np.int16
+    blob = to_tflite_bytes(qg)
+    for feed in _samples(2, 8):
+        _every_tensor_equal(qg, blob, feed, "litert-ref", run_litert)
