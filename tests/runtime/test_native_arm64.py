@@ -34,7 +34,7 @@ import pytest
 import intq
 from intq.kernels import get_target
 from intq.runtime import native
-from intq.runtime.native import accelerate
+from intq.runtime.native import forms_conv
 from intq.runtime.native.accelerate import native_run
 from intq.runtime.plan import ExecutionPlan
 
@@ -168,7 +168,7 @@ def _bind(graph, target: str, arm: native.Native, operands):
     node = graph.nodes[0]
     plan = ExecutionPlan(graph, get_target(target), native=False)
     run, params = plan.kernels[node.name]
-    bound = native_run(node, graph, params, arm)
+    bound = native_run(plan.keys[node.name], node, graph, params, arm)
     if bound is None or not hasattr(bound, "fn"):
         return None
     want = np.asarray(run(params, *operands)[0])
@@ -196,7 +196,7 @@ def _suite(arm: native.Native, monkeypatch) -> list[tuple[str, object, list, lis
 
     rng = np.random.default_rng(99)
     for mode in (1e9, 0.0):  # depthwise from a bordered copy, and on the clipped windows
-        monkeypatch.setattr(accelerate, "PADDED_MAX_WORK_RATIO", mode)
+        monkeypatch.setattr(forms_conv, "PADDED_MAX_WORK_RATIO", mode)
         for seed in range(3):
             for k, (graph, x) in enumerate(_cases(seed)):
                 if mode == 0.0 and graph.nodes[0].op_type != "DEPTHWISE_CONV_2D":

@@ -304,6 +304,7 @@ def _declare(lib: ctypes.CDLL) -> None:
         fn = getattr(lib, name)
         fn.argtypes, fn.restype = [vp, obj, obj, obj], None
     lib.intq_run_program.argtypes, lib.intq_run_program.restype = [vp, obj, obj, obj, obj, obj], None
+    lib.intq_rule.argtypes, lib.intq_rule.restype = [i32, i32, i64, vp, vp, vp, vp, vp], ctypes.c_int
 
 
 def _objects_work(lib: ctypes.CDLL) -> bool:

@@ -39,7 +39,13 @@
  * mask = 2^e - 1: ties away from zero with away = 1 (Requant.DOUBLE), up with away = 0
  * (Requant.DOUBLE_HALF_UP); then + Z_y, clamped to [act_min, act_max]. Per output channel: m, e,
  * away, offset (arrays padded to the channel block). rq_scalar is the one definition; the vector
- * forms (v_rq, below: AVX-512, AVX2, NEON) compute the same integers lane by lane.
+ * forms (v_rq, below: AVX-512, AVX2, NEON) compute the same integers lane by lane; rq_shl_scalar and
+ * v_rq_shl take a left shift first (MUL, MEAN: a real multiplier of 1 or more).
+ *
+ * Every rounding body of this file is marked "@rule NAME" and named in one table,
+ * intq.runtime.native.rules.NATIVE_RULES, with the intq rule it computes; intq_rule runs each on
+ * arrays, and tests/runtime/test_native_rules.py compares it with that rule bit for bit, on every
+ * build (the vector forms of each instruction set, the portable scalar one).
  *
  * Paths. The build holds the vector code of the features it was compiled for (intq.runtime.native
  * compiles one library per capped feature set: INTQ_NATIVE_PATH=avx2 builds without AVX-512, ...).
@@ -99,12 +105,19 @@ static int intq_path = PATH_C;
 
 /* ------------------------------------------------------------------------------ requantization */
 
+/*@rule rq_scalar */
 static inline int32_t rq_scalar(int32_t x, int32_t m, int32_t e, int32_t away, int32_t zp, int32_t lo, int32_t hi) {
     const int32_t h = (int32_t)(((int64_t)x * m + ((int64_t)1 << 30)) >> 31);
     const int32_t mask = (int32_t)((((uint32_t)1) << e) - 1u);
     const int32_t threshold = (mask >> 1) + (away & (h < 0));
     int32_t y = (h >> e) + ((h & mask) > threshold) + zp;
     return y < lo ? lo : (y > hi ? hi : y);
+}
+
+/*@rule rq_shl_scalar: rq_scalar of x << left (left in [0, 31], x << left within int32: the callers' bound) */
+static inline int32_t rq_shl_scalar(int32_t x, int32_t left, int32_t m, int32_t e, int32_t away, int32_t zp, int32_t lo,
+                                    int32_t hi) {
+    return rq_scalar((int32_t)((uint32_t)x << left), m, e, away, zp, lo, hi);
 }
 
 typedef struct {
@@ -324,12 +337,17 @@ static inline void rq_vec_load(rq_vec *v, const intq_rq *q, int32_t c0) {
     rq_vec_set(v, v_load(q->offset + c0), v_load(q->mult + c0), v_load(q->exponent + c0), v_load(q->away + c0));
 }
 
-/* rq_scalar(acc + off, ...) on every lane. */
+/*@rule v_rq: rq_scalar(acc + off, ...) on every lane */
 static inline vi32 v_rq(vi32 acc, const rq_vec *v, vi32 zp, vi32 lo, vi32 hi) {
     const vi32 h = v_srdhm(v_add(acc, v->off), v->m, v->m_odd);
     const vi32 threshold = v_add(v->half, v_and(v->away, v_sign_bit(h)));
     const vi32 y = v_add(v_shift_round(h, v->e, v_and(h, v->mask), threshold), zp);
     return v_max(v_min(y, hi), lo);
+}
+
+/*@rule v_rq_shl: rq_shl_scalar on every lane (v->off = 0) */
+static inline vi32 v_rq_shl(vi32 x, vi32 left, const rq_vec *v, vi32 zp, vi32 lo, vi32 hi) {
+    return v_rq(v_shl(x, left), v, zp, lo, hi);
 }
 #endif
 
@@ -1381,7 +1399,7 @@ void intq_mul(const intq_binary_params *p, const int8_t *a, const int8_t *b, int
             const int64_t total = p->rows * (int64_t)p->cols;
             for (int64_t i = 0, k = 0; i < total; i += VL) {
                 const vi32 prod = v_mullo(v_sub(v_load_i8(full + i), zf), rv[k]);
-                v_store_i8n(y + i, v_valid(VL), v_rq(v_shl(prod, left), &v, zp, lo, hi));
+                v_store_i8n(y + i, v_valid(VL), v_rq_shl(prod, left, &v, zp, lo, hi));
                 if (++k == nb) k = 0;
             }
             return;
@@ -1392,7 +1410,7 @@ void intq_mul(const intq_binary_params *p, const int8_t *a, const int8_t *b, int
             for (int32_t k = 0; k < nb; ++k) {
                 const vvalid valid = v_valid(p->cols - VL * k);
                 const vi32 prod = v_mullo(v_sub(v_load_i8n(fr + VL * k, valid), zf), rv[k]);
-                v_store_i8n(yr + VL * k, valid, v_rq(v_shl(prod, left), &v, zp, lo, hi));
+                v_store_i8n(yr + VL * k, valid, v_rq_shl(prod, left, &v, zp, lo, hi));
             }
         }
         return;
@@ -1409,12 +1427,12 @@ void intq_mul(const intq_binary_params *p, const int8_t *a, const int8_t *b, int
             const vi32 av = p->a_cols > 1 ? v_load_i8n(ar + c, valid) : a1;
             const vi32 bv = p->b_cols > 1 ? v_load_i8n(br + c, valid) : b1;
             const vi32 prod = v_mullo(v_sub(av, za), v_sub(bv, zb));
-            v_store_i8n(yr + c, valid, v_rq(v_shl(prod, left), &v, zp, lo, hi));
+            v_store_i8n(yr + c, valid, v_rq_shl(prod, left, &v, zp, lo, hi));
         }
 #endif
         for (; c < p->cols; ++c) {
             const int32_t prod = (ar[p->a_cols > 1 ? c : 0] - p->za) * (br[p->b_cols > 1 ? c : 0] - p->zb);
-            yr[c] = (int8_t)rq_scalar((int32_t)((uint32_t)prod << p->left), p->mult, p->right, p->away, p->out_zp,
+            yr[c] = (int8_t)rq_shl_scalar(prod, p->left, p->mult, p->right, p->away, p->out_zp,
                                       p->act_min, p->act_max);
         }
     }
@@ -1827,5 +1845,55 @@ void intq_run_program(const intq_program *prog, void *arena_obj, void *x0, void 
         case OP_LUT_CHANNELS: intq_lut_channels((const int8_t *)s->params, s->n, s->cols, a, y); break;
         default: break;
         }
+    }
+}
+
+/* ------------------------------------------------------------------------------ the rounding bodies on arrays */
+
+/* The bodies marked "@rule" above, element by element on int64 operand arrays (their C arguments
+ * converted as each says), for tests/runtime/test_native_rules.py: body `which` (RULE_*, the
+ * order of intq.runtime.native.rules.NATIVE_RULES) on element i of a..d into y[i] (and y[n + i]).
+ * The vector bodies run whole vectors of VL lanes and the scalar body on the last n % VL elements.
+ * Returns the vector width used (lanes; 1: the scalar loop), -1 for an unknown body. */
+enum { RULE_RQ_SCALAR = 0, RULE_V_RQ = 1, RULE_RQ_SHL_SCALAR = 2, RULE_V_RQ_SHL = 3 };
+
+int intq_rule(int32_t which, int32_t away, int64_t n, const int64_t *a, const int64_t *b, const int64_t *c,
+              const int64_t *d, int64_t *y) {
+    int64_t i = 0;
+    int32_t lanes = 1;
+    switch (which) {
+    case RULE_V_RQ:
+    case RULE_V_RQ_SHL:
+#ifdef VL
+        lanes = VL;
+        for (; i + VL <= n; i += VL) { /* a: acc, b: m, c: e (v_rq) or the left shift (v_rq_shl), d: Z_y */
+            int32_t t[4][VL];
+            for (int32_t k = 0; k < VL; ++k)
+                t[0][k] = (int32_t)a[i + k], t[1][k] = (int32_t)b[i + k], t[2][k] = (int32_t)c[i + k],
+                t[3][k] = (int32_t)d[i + k];
+            rq_vec v;
+            const int shl = which == RULE_V_RQ_SHL;
+            rq_vec_set(&v, v_zero(), v_load(t[1]), shl ? v_zero() : v_load(t[2]), v_set1(away));
+            const vi32 lo = v_set1(-128), hi = v_set1(127);
+            int32_t out[VL];
+            v_store(out, shl ? v_rq_shl(v_load(t[0]), v_load(t[2]), &v, v_load(t[3]), lo, hi)
+                             : v_rq(v_load(t[0]), &v, v_load(t[3]), lo, hi));
+            for (int32_t k = 0; k < VL; ++k) y[i + k] = out[k];
+        }
+#endif
+        for (; i < n; ++i)
+            y[i] = which == RULE_V_RQ_SHL
+                       ? rq_shl_scalar((int32_t)a[i], (int32_t)c[i], (int32_t)b[i], 0, away, (int32_t)d[i], -128, 127)
+                       : rq_scalar((int32_t)a[i], (int32_t)b[i], (int32_t)c[i], away, (int32_t)d[i], -128, 127);
+        return lanes;
+    case RULE_RQ_SCALAR:
+        for (; i < n; ++i) y[i] = rq_scalar((int32_t)a[i], (int32_t)b[i], (int32_t)c[i], away, (int32_t)d[i], -128, 127);
+        return 1;
+    case RULE_RQ_SHL_SCALAR:
+        for (; i < n; ++i)
+            y[i] = rq_shl_scalar((int32_t)a[i], (int32_t)c[i], (int32_t)b[i], 0, away, (int32_t)d[i], -128, 127);
+        return 1;
+    default:
+        return -1;
     }
 }

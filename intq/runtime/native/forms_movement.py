@@ -1,0 +1,89 @@
+"""The native forms of pooling, reductions and data movement: MAX_POOL_2D, MEAN, TRANSPOSE, PAD /
+PADV2 (native.c ``intq_max_pool``, ``intq_mean``, ``intq_transpose``, ``intq_pad``).
+"""
+
+from __future__ import annotations
+
+import ctypes
+
+import numpy as np
+
+from intq.ir import Graph, Node
+from intq.kernels import REFERENCE
+from intq.kernels._pool_common import PoolWindow, QuantizedSumParams
+from intq.kernels.pad import PadParams
+from intq.kernels.transpose import TransposeParams
+from intq.runtime import native
+from intq.runtime.native.bound import Bound
+from intq.runtime.native.registry import int8_io, native_form
+
+
+@native_form("MAX_POOL_2D")
+def max_pool_2d(nat: native.Native, node: Node, graph: Graph, p: PoolWindow) -> Bound | None:
+    """MAX_POOL_2D (the reference kernel) of a rank-4 tensor."""
+    if not int8_io(node, graph):
+        return None
+    lib = nat.lib
+    g = p.geometry
+    shape = graph.tensors[node.inputs[0]].shape
+    out = graph.tensors[node.outputs[0]].shape
+    if shape is None or out is None or len(shape) != 4 or tuple(out) != (shape[0], g.out_h, g.out_w, shape[3]):
+        return None
+    params = native.PoolParams(batch=shape[0], in_h=g.in_h, in_w=g.in_w, c=shape[3], out_h=g.out_h, out_w=g.out_w,
+                               filter_h=g.filter_h, filter_w=g.filter_w, stride_h=g.stride_h, stride_w=g.stride_w,
+                               pad_h=g.pad_h, pad_w=g.pad_w, act_min=p.act_min, act_max=p.act_max)
+    return Bound(lib.intq_max_pool, params, [], int(np.prod(shape)), tuple(out))
+
+
+@native_form("TRANSPOSE")
+def transpose(nat: native.Native, node: Node, graph: Graph, p: TransposeParams) -> Bound | None:
+    """TRANSPOSE of an int8 tensor of rank <= 4 (data movement: the same bytes)."""
+    lib = nat.lib
+    shape = graph.tensors[node.inputs[0]].shape
+    out = graph.tensors[node.outputs[0]].shape
+    if not int8_io(node, graph) or shape is None or out is None or not 1 <= len(shape) <= 4 or 0 in shape:
+        return None
+    perm = tuple(p.perm)
+    if tuple(out) != tuple(shape[k] for k in perm):
+        return None
+    pad = 4 - len(shape)
+    strides = [int(np.prod(shape[k + 1:], dtype=np.int64)) for k in range(len(shape))]
+    params = native.TransposeParams((ctypes.c_int64 * 4)(*([1] * pad + list(out))),
+                                    (ctypes.c_int64 * 4)(*([0] * pad + [strides[k] for k in perm])))
+    return Bound(lib.intq_transpose, params, [], int(np.prod(shape)), tuple(out))
+
+
+@native_form("PAD", "PADV2")
+def pad(nat: native.Native, node: Node, graph: Graph, p: PadParams) -> Bound | None:
+    """PAD / PADV2 of an int8 tensor of rank <= 4 with a constant value (data movement)."""
+    lib = nat.lib
+    shape = graph.tensors[node.inputs[0]].shape
+    out = graph.tensors[node.outputs[0]].shape
+    if (not int8_io(node, graph) or p.value is None or not -128 <= int(p.value) <= 127 or shape is None
+            or out is None or not 1 <= len(shape) <= 4 or 0 in shape):
+        return None
+    if tuple(out) != tuple(d + a + b for d, (a, b) in zip(shape, p.widths)):
+        return None
+    pad = 4 - len(shape)
+    c4 = ctypes.c_int64 * 4
+    params = native.PadParams(c4(*([1] * pad + list(shape))), c4(*([1] * pad + list(out))),
+                              c4(*([0] * pad + [a for a, _ in p.widths])), int(p.value))
+    return Bound(lib.intq_pad, params, [], int(np.prod(shape)), tuple(out))
+
+
+@native_form("MEAN", families=(REFERENCE, "litert_opt"))
+def mean(nat: native.Native, node: Node, graph: Graph, p: QuantizedSumParams) -> Bound | None:
+    """MEAN over axes {1, 2} of a rank-4 tensor (QuantizedMeanOrSum of the reference kernel, which
+    LiteRT's optimized kernel runs too where it prepares the reference's parameters), the
+    multiplier without left shift."""
+    lib = nat.lib
+    shape = graph.tensors[node.inputs[0]].shape
+    if (type(p) is not QuantizedSumParams or not int8_io(node, graph) or p.bytes_as_uint8 or sorted(p.axes) != [1, 2] or shape is None or len(shape) != 4
+            or 0 in shape or p.shift > 0 or -p.shift > 31 or not 0 <= p.multiplier < 2**31
+            or 256 * p.count >= 2**31 or int(np.prod(p.out_shape)) != shape[0] * shape[3]):
+        return None  # 256 count < 2^31: every partial sum from -Z_in count fits int32 in native.c
+    acc = np.zeros(shape[3], np.int32)
+    params = native.MeanParams(batch=shape[0], pixels=shape[1] * shape[2], c=shape[3], offset=int(p.input_offset),
+                               mult=int(p.multiplier), right=-int(p.shift), out_zp=int(p.zero_point),
+                               acc=acc.ctypes.data)
+    return Bound(lib.intq_mean, params, [acc], int(np.prod(shape)), tuple(p.out_shape))
