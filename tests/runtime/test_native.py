@@ -43,7 +43,7 @@ from ..kernels.harness import single_op_graph, tensor
 from ..kernels.test_elementwise import ALL_INT8, _arith_case
 from ..kernels.test_data_movement import _pad_case
 from ..kernels.test_pool_reduce import _pool_case
-from ..kernels.test_conv import _bias, _conv_case, _depthwise_case, _scales, _weights, _zero_points
+from ..kernels.test_conv import _batch_matmul_case, _bias, _conv_case, _depthwise_case, _scales, _weights, _zero_points
 from ..kernels.test_fully_connected import _case as _fc_case
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -277,12 +277,12 @@ def test_depthwise_windows_clipped_by_small_maps_equal_the_kernel(variants, dept
 
 
 def _mean_cases(rng):
-    """MEAN over axes {1, 2} written three ways, keep_dims or not, and two other MEANs (declined):
-    ``(graph, x, axes)``, 40 of them."""
-    for i in range(40):
+    """MEAN over axes {1, 2} written three ways, the last axis (LayerNorm's) two ways, axes {2, 3},
+    keep_dims or not, and axes {1, 3} (not contiguous: declined): ``(graph, x, axes)``, 56 of them."""
+    for i in range(56):
         n, h, w = int(rng.choice([1, 2])), int(rng.integers(1, 57)), int(rng.integers(1, 57))
-        c = int(rng.choice([1, 3, 16, 40, 200]))
-        axes = [(1, 2), (2, 1), (-3, -2), (1, 3), (3,)][i % 5]
+        c = int(rng.choice([1, 3, 16, 40, 200, 384]))
+        axes = [(1, 2), (2, 1), (-3, -2), (1, 3), (3,), (-1,), (2, 3)][i % 7]
         keep = bool(i % 2)
         s_in = float(10 ** rng.uniform(-3, 0))
         s_out = s_in * float(10 ** rng.uniform(-2.5, 0.5))
@@ -298,12 +298,13 @@ def _mean_cases(rng):
 
 
 @needs_library
-def test_spatial_mean_equals_the_kernel(variants):
-    """MEAN over axes {1, 2} (written 1, 2 / 2, 1 / -3, -2; keep_dims or not) on random int8 maps
-    from 1 x 1 to 56 x 56 pixels, scales with the output finer and coarser than the input (the
-    multiplier's right shift from 0 to about 20), every zero point extreme: equal to the kernel's
-    run; the other MEANs (other axes, a multiplier with a left shift) keep the kernel's."""
-    taken = declined = 0
+def test_mean_over_contiguous_axes_equals_the_kernel(variants):
+    """MEAN over axes {1, 2} (written 1, 2 / 2, 1 / -3, -2), the last axis (3 / -1) and {2, 3},
+    keep_dims or not, on random int8 maps from 1 x 1 to 56 x 56 pixels, scales with the output
+    finer and coarser than the input (the multiplier's right shift from 0 to about 20), every zero
+    point extreme, multipliers of 1 or more (a left shift) included: equal to the kernel's run;
+    axes {1, 3} (not contiguous) keep the kernel's."""
+    taken = declined = shifted = 0
     forms = set()
     for i, (graph, x, axes) in enumerate(_mean_cases(np.random.default_rng(29))):
         keep = graph.nodes[0].attrs["keep_dims"]
@@ -317,10 +318,13 @@ def test_spatial_mean_equals_the_kernel(variants):
                 declined += 1
                 continue
             taken += 1
+            shifted += params.shift > 0
             forms.add((axes, keep))
             np.testing.assert_array_equal(_call(variant, bound, x), want, err_msg=f"case {i} {axes} [{label}]")
+    assert shifted >= 2 * len(variants), shifted
     assert taken >= 12 * len(variants) and declined >= 8 * len(variants), (taken, declined)
-    assert {a for a, _ in forms} == {(1, 2), (2, 1), (-3, -2)} and {k for _, k in forms} == {True, False}, forms
+    assert {a for a, _ in forms} == {(1, 2), (2, 1), (-3, -2), (3,), (-1,), (2, 3)}, forms
+    assert {k for _, k in forms} == {True, False}, forms
 
 
 @needs_library
@@ -431,6 +435,62 @@ def test_add_sub_mul_equal_the_kernels_on_every_build(builds):
     for op, count in taken.items():
         assert count >= 12, (op, count)
     assert columns["taken"] >= 3 * 6 * len(builds) and columns["declined"] >= 3 * len(builds), columns
+
+
+def _attention_cases(rng):
+    """BATCH_MATMUL as attention writes it: Q K^T ([1, H, T, D] x [1, H, T, D], adj_y) and P V
+    ([1, H, T, T] x [1, H, T, D]), both operands activations, extreme zero points (the uint8-like
+    -128 of a softmax output), products deeper than one vector and than 64."""
+    for heads, tokens, depth in ((12, 32, 32), (2, 17, 64), (3, 5, 200), (1, 70, 8)):
+        for qk in (True, False):
+            a_shape = (1, heads, tokens, depth if qk else tokens)
+            b_shape = (1, heads, tokens, depth)
+            out = (1, heads, tokens, tokens if qk else depth)
+            s_a, s_b = float(10 ** rng.uniform(-2, 0)), float(10 ** rng.uniform(-3, -1))
+            k = a_shape[-1]
+            s_y = s_a * s_b * float(np.sqrt(k)) * float(10 ** rng.uniform(0.5, 1.5))
+            zps = [int(v) for v in rng.choice([-128, -5, 0, 9, 127], size=3)]
+            graph = single_op_graph("BATCH_MATMUL", [tensor("a", a_shape, scale=s_a, zero_point=zps[0]),
+                                                     tensor("b", b_shape, scale=s_b, zero_point=zps[1])],
+                                    [tensor("y", out, scale=s_y, zero_point=zps[2])], {"adj_x": False, "adj_y": qk})
+            extreme = rng.random() < 0.3
+            feeds = {name: (rng.choice([-128, 127], size=shape) if extreme else rng.integers(-128, 128, shape)).astype(np.int8)
+                     for name, shape in (("a", a_shape), ("b", b_shape))}
+            yield graph, feeds
+
+
+@needs_library
+def test_batch_matmul_equals_the_kernel(builds):
+    """BATCH_MATMUL on the kernels' oracle suite's random cases (adj_x / adj_y, ranks 2-5, batch axes
+    broadcast whole or in part, constant right-hand sides, long sums) and attention's two products:
+    equal to the kernel's run on every build and target; a partial batch broadcast and a multiplier
+    of 1 or more keep the kernel's run (declined), and most cases are taken."""
+    rng = np.random.default_rng(61)
+    cases = [_batch_matmul_case(rng, i)[:2] for i in range(60)] + list(_attention_cases(rng))
+    taken = declined = attention = 0
+    for k, (graph, feeds) in enumerate(cases):
+        node = graph.nodes[0]
+        operands = [feeds[t] if t in feeds else graph.tensors[t].data for t in node.inputs]
+        for target in TARGETS:
+            try:
+                plan = ExecutionPlan(graph, get_target(target), native=False)
+            except intq.IntqError:
+                continue
+            run, params = plan.kernels[node.name]
+            want = np.array(run(params, *operands)[0])
+            for label, build in builds.items():
+                bound = native_run(plan.keys[node.name], node, graph, params, build)
+                if bound is None:
+                    declined += 1
+                    continue
+                taken += 1
+                attention += k >= 60
+                got = bound(*operands)[0]
+                assert got.dtype == want.dtype and got.shape == want.shape
+                if not np.array_equal(got, want):
+                    raise AssertionError(f"case {k} [{target}, {label}]: {int((got != want).sum())} of {got.size} differ")
+    assert attention == 8 * len(TARGETS) * len(builds), attention
+    assert taken >= 2 * declined and declined >= len(builds), (taken, declined)
 
 
 @needs_library

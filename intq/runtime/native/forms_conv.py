@@ -1,5 +1,5 @@
 """The native forms of the convolutions and matrix products: CONV_2D, FULLY_CONNECTED,
-DEPTHWISE_CONV_2D (native.c ``intq_conv``, ``intq_depthwise``).
+DEPTHWISE_CONV_2D, BATCH_MATMUL (native.c ``intq_conv``, ``intq_depthwise``, ``intq_batch_matmul``).
 
 Prepared here, once: the weights packed for the library's matrix path (int16 for AVX2's VPMADDWD),
 the per-channel requantization arrays (padded to 32 channels), the C parameter structure and its
@@ -15,12 +15,14 @@ import numpy as np
 from intq.ir import Graph, Node
 from intq.kernels import REFERENCE
 from intq.kernels._conv_common import conv_matrix
+from intq.kernels.batch_matmul import BatchMatMulParams
 from intq.kernels.conv_2d import Conv2DParams
 from intq.kernels.depthwise_conv_2d import DepthwiseConv2DParams
 from intq.kernels.fully_connected import FullyConnectedParams
 from intq.runtime import native
-from intq.runtime.native.bound import Bound
-from intq.runtime.native.registry import channel_requant, int32_or_none, int8_io, native_form, padded
+from intq.runtime.native.bound import Bound, BoundBinary
+from intq.runtime.native.registry import (channel_requant, int32_or_none, int8_io, native_form, padded,
+                                          scalar_requant)
 
 _MB = 32  # output pixels per block (native.c MB)
 
@@ -229,3 +231,43 @@ def _border_copy(in_h, in_w, out_h, out_w, kh, kw, sh, sw, dh, dw, top, left, c)
             or pad_h * pad_w * c > _PADDED_MAX_BYTES):
         return None, 0, 0
     return np.zeros(pad_h * pad_w * c, np.int8), pad_h, pad_w
+
+
+@native_form("BATCH_MATMUL")
+def batch_matmul(nat: native.Native, node: Node, graph: Graph, p: BatchMatMulParams) -> BoundBinary | None:
+    """BATCH_MATMUL (the reference kernel; attention's two products, both operands activations):
+    each operand's batch axes either the output's or all 1 (broadcast whole), a per-tensor
+    multiplier below 1 (no left shift) of a :data:`~intq.runtime.native.registry.NATIVE_REQUANT`
+    contract; other broadcasts keep the kernel's run."""
+    rq = scalar_requant(p.requant)
+    if (not int8_io(node, graph, 2) or rq is None or rq[1] or len(node.inputs) != 2
+            or (p.requant.act_min, p.requant.act_max) != (-128, 127)):
+        return None
+    mult, _, right, away = rq
+    shapes = [graph.tensors[t].shape for t in node.inputs]
+    out = tuple(p.out_shape)
+    if any(s is None for s in shapes) or 0 in out:
+        return None
+    batch, batches = out[:-2], int(np.prod(out[:-2], dtype=np.int64))
+    m, n = out[-2:]
+    a_shape, b_shape = (tuple(s) for s in shapes)
+    k = a_shape[-2] if p.adj_x else a_shape[-1]
+    steps = []
+    for shape, size in ((a_shape, m * k), (b_shape, k * n)):
+        lead = (1,) * (len(batch) - len(shape[:-2])) + shape[:-2]
+        if lead == batch:
+            steps.append(size)
+        elif all(d == 1 for d in lead):
+            steps.append(0)
+        else:
+            return None  # a partial broadcast of the batch axes
+    a_row, a_col = (1, m) if p.adj_x else (k, 1)  # A[i, q] = a[i * a_row + q * a_col]
+    b_row, b_col = (1, k) if p.adj_y else (n, 1)  # B[q, j] = b[q * b_row + j * b_col]
+    sa, sb = np.zeros(m * k, np.int16), np.zeros(k * n, np.int16)
+    acc = np.zeros(-(-n // 32) * 32, np.int32)
+    params = native.BatchMatMulParams(
+        batches=batches, m=m, k=k, n=n, a_step=steps[0], b_step=steps[1], a_row=a_row, a_col=a_col, b_row=b_row,
+        b_col=b_col, za=p.lhs_zero_point, zb=p.rhs_zero_point, mult=mult, right=right, away=away,
+        out_zp=p.requant.zero_point, sa=sa.ctypes.data, sb=sb.ctypes.data, acc=acc.ctypes.data)
+    sizes = (int(np.prod(a_shape, dtype=np.int64)), int(np.prod(b_shape, dtype=np.int64)))
+    return BoundBinary(nat.lib.intq_batch_matmul, params, [sa, sb, acc], sizes, out)

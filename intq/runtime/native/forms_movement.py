@@ -73,17 +73,23 @@ def pad(nat: native.Native, node: Node, graph: Graph, p: PadParams) -> Bound | N
 
 @native_form("MEAN", families=(REFERENCE, "litert_opt"))
 def mean(nat: native.Native, node: Node, graph: Graph, p: QuantizedSumParams) -> Bound | None:
-    """MEAN over axes {1, 2} of a rank-4 tensor (QuantizedMeanOrSum of the reference kernel, which
-    LiteRT's optimized kernel runs too where it prepares the reference's parameters), the
-    multiplier without left shift."""
+    """MEAN over a contiguous block of axes (QuantizedMeanOrSum of the reference kernel, which
+    LiteRT's optimized kernel runs too where it prepares the reference's parameters): the input as
+    [batch, pixels, c] with the reduced axes in the middle — axes {1, 2} of NHWC (a CNN's spatial
+    mean), the last axis (LayerNorm's mean and variance, c = 1) — the multiplier without left shift."""
     lib = nat.lib
     shape = graph.tensors[node.inputs[0]].shape
-    if (type(p) is not QuantizedSumParams or not int8_io(node, graph) or p.bytes_as_uint8 or sorted(p.axes) != [1, 2] or shape is None or len(shape) != 4
-            or 0 in shape or p.shift > 0 or -p.shift > 31 or not 0 <= p.multiplier < 2**31
-            or 256 * p.count >= 2**31 or int(np.prod(p.out_shape)) != shape[0] * shape[3]):
-        return None  # 256 count < 2^31: every partial sum from -Z_in count fits int32 in native.c
-    acc = np.zeros(shape[3], np.int32)
-    params = native.MeanParams(batch=shape[0], pixels=shape[1] * shape[2], c=shape[3], offset=int(p.input_offset),
-                               mult=int(p.multiplier), right=-int(p.shift), out_zp=int(p.zero_point),
-                               acc=acc.ctypes.data)
+    axes = sorted(p.axes) if type(p) is QuantizedSumParams else []
+    if (not axes or not int8_io(node, graph) or p.bytes_as_uint8 or shape is None or 0 in shape
+            or axes != list(range(axes[0], axes[-1] + 1)) or axes[-1] >= len(shape)
+            or not -31 <= p.shift <= 31 or not 0 <= p.multiplier < 2**31 or (256 * p.count) << max(p.shift, 0) >= 2**31):
+        return None  # (256 count) << left < 2^31: every partial sum from -Z_in count, shifted, fits int32
+    batch, pixels, c = (int(np.prod(part, dtype=np.int64)) for part in (
+        shape[:axes[0]], shape[axes[0]:axes[-1] + 1], shape[axes[-1] + 1:]))
+    if pixels != p.count or int(np.prod(p.out_shape, dtype=np.int64)) != batch * c:
+        return None
+    acc = np.zeros(c, np.int32)
+    params = native.MeanParams(batch=batch, pixels=pixels, c=c, offset=int(p.input_offset),
+                               mult=int(p.multiplier), right=max(-int(p.shift), 0), out_zp=int(p.zero_point),
+                               left=max(int(p.shift), 0), acc=acc.ctypes.data)
     return Bound(lib.intq_mean, params, [acc], int(np.prod(shape)), tuple(p.out_shape))

@@ -11,6 +11,7 @@
  *                   one pass per block, no int32 tensor in memory;
  *   intq_depthwise  DEPTHWISE_CONV_2D with depth multiplier 1 (intq.kernels.depthwise_conv_2d);
  *   intq_requant    the fused requantization alone (intq.qmath.compiled.requantize_rows_double_right);
+ *   intq_batch_matmul  BATCH_MATMUL of two activations (intq.kernels.batch_matmul);
  *   intq_mul, intq_add, intq_max_pool, intq_transpose, intq_pad, intq_mean, intq_lut (one table),
  *   intq_lut_channels (one table per channel: PRELU) — see each.
  *
@@ -1632,25 +1633,95 @@ void intq_pad(const intq_pad_params *p, const int8_t *x, int8_t *y) {
 
 /* ------------------------------------------------------------------------------ MEAN */
 
-/* MEAN over axes {1, 2} of an int8 NHWC tensor (intq.kernels.mean, the reference kernel's spatial
- * mean): y[n, c] = clamp(SRDHM(sum_{h,w} x[n,h,w,c] - offset, m) RDBPOT right + Z_y, -128, 127), ties
- * away from zero; |sum - offset| <= 255 * pixels < 2^31 (the kernel's prepare). */
+/* MEAN over a contiguous block of axes of an int8 tensor seen as [batch][pixels][c] (intq.kernels.mean,
+ * the reference kernel: axes {1, 2} of NHWC, the spatial mean; the last axis, c = 1, LayerNorm's
+ * mean and variance): y[n, c] = clamp(SRDHM(sum_p x[n,p,c] - offset, m) RDBPOT right + Z_y, -128,
+ * 127), ties away from zero (after << left where the multiplier is 1 or more); |sum - offset| <= 255 *
+ * pixels < 2^31 (the kernel's prepare), and the caller takes a left shift only where 255 * pixels << left
+ * fits int32 (where the kernel's run cannot refuse an input). */
 typedef struct {
     int32_t batch, pixels, c;
-    int32_t offset, mult, right, out_zp;
+    int32_t offset, mult, right, out_zp, left; /* left: a multiplier of 1 or more (255 pixels << left < 2^31) */
     int32_t *acc; /* scratch [c] */
 } intq_mean_params;
 
 void intq_mean(const intq_mean_params *p, const int8_t *x, int8_t *y) {
     const int32_t c = p->c;
     int32_t *acc = p->acc;
+    if (c == 1) { /* one sum per row: a reduction the compiler vectorizes */
+        for (int32_t n = 0; n < p->batch; ++n) {
+            const int8_t *xb = x + (size_t)n * p->pixels;
+            int32_t sum = -p->offset;
+            for (int32_t i = 0; i < p->pixels; ++i) sum += xb[i];
+            y[n] = (int8_t)rq_shl_scalar(sum, p->left, p->mult, p->right, 1, p->out_zp, -128, 127);
+        }
+        return;
+    }
     for (int32_t n = 0; n < p->batch; ++n) {
         for (int32_t q = 0; q < c; ++q) acc[q] = -p->offset;
         const int8_t *xb = x + (size_t)n * p->pixels * c;
         for (int32_t i = 0; i < p->pixels; ++i, xb += c)
             for (int32_t q = 0; q < c; ++q) acc[q] += xb[q];
         for (int32_t q = 0; q < c; ++q)
-            y[(size_t)n * c + q] = (int8_t)rq_scalar(acc[q], p->mult, p->right, 1, p->out_zp, -128, 127);
+            y[(size_t)n * c + q] = (int8_t)rq_shl_scalar(acc[q], p->left, p->mult, p->right, 1, p->out_zp, -128, 127);
+    }
+}
+
+/* ------------------------------------------------------------------------------ BATCH_MATMUL */
+
+/* BATCH_MATMUL (intq.kernels.batch_matmul, the reference kernel): for each batch b,
+ * y[b, i, j] = clamp(SRDHM(sum_q (A[i, q] - Z_a)(B[q, j] - Z_b), m) RDBPOT right + Z_y), both
+ * operands activations (or constants) read through strides: A[i, q] = a[b * a_step + i * a_row +
+ * q * a_col] (adj_x swaps a_row and a_col), B[q, j] = b[b * b_step + q * b_row + j * b_col]
+ * (adj_y), a_step / b_step 0 where that operand broadcasts over the batch. The differences are
+ * made once per batch as int16 ([m][k] and [k][n] in the scratch sa, sb), each row of y is an
+ * int32 accumulator row acc[n] += (A[i, q] - Z_a) * (B[q, :] - Z_b) (the compiler's vectors over
+ * j), requantized by rq_scalar's rule (v_rq on whole vectors). |acc| <= K * 255 * 255 < 2^31
+ * (the kernel's prepare: K <= 33025), so every int32 partial sum is exact; no left shift (the
+ * caller declines a real multiplier of 1 or more). */
+typedef struct {
+    int32_t batches, m, k, n;
+    int64_t a_step, b_step;
+    int32_t a_row, a_col, b_row, b_col;
+    int32_t za, zb, mult, right, away, out_zp;
+    int16_t *sa; /* scratch [m][k] */
+    int16_t *sb; /* scratch [k][n] */
+    int32_t *acc; /* scratch [n], padded to a whole vector */
+} intq_bmm_params;
+
+void intq_batch_matmul(const intq_bmm_params *p, const int8_t *a, const int8_t *b, int8_t *y) {
+    const int32_t m = p->m, k = p->k, n = p->n;
+    int16_t *sa = p->sa, *sb = p->sb;
+    int32_t *acc = p->acc;
+#ifdef VL
+    rq_vec v;
+    rq_vec_set(&v, v_zero(), v_set1(p->mult), v_set1(p->right), v_set1(p->away));
+    const vi32 zp = v_set1(p->out_zp), lo = v_set1(-128), hi = v_set1(127);
+#endif
+    for (int32_t t = 0; t < p->batches; ++t) {
+        const int8_t *ab = a + t * p->a_step, *bb = b + t * p->b_step;
+        if (t == 0 || p->a_step)
+            for (int32_t i = 0; i < m; ++i)
+                for (int32_t q = 0; q < k; ++q) sa[(size_t)i * k + q] = (int16_t)(ab[(size_t)i * p->a_row + (size_t)q * p->a_col] - p->za);
+        if (t == 0 || p->b_step)
+            for (int32_t q = 0; q < k; ++q)
+                for (int32_t j = 0; j < n; ++j) sb[(size_t)q * n + j] = (int16_t)(bb[(size_t)q * p->b_row + (size_t)j * p->b_col] - p->zb);
+        int8_t *yb = y + (size_t)t * m * n;
+        for (int32_t i = 0; i < m; ++i) {
+            for (int32_t j = 0; j < n; ++j) acc[j] = 0;
+            const int16_t *ar = sa + (size_t)i * k;
+            for (int32_t q = 0; q < k; ++q) {
+                const int32_t s = ar[q];
+                const int16_t *br = sb + (size_t)q * n;
+                for (int32_t j = 0; j < n; ++j) acc[j] += s * (int32_t)br[j];
+            }
+            int8_t *yr = yb + (size_t)i * n;
+            int32_t j = 0;
+#ifdef VL
+            for (; j + VL <= n; j += VL) v_store_i8n(yr + j, v_valid(VL), v_rq(v_load(acc + j), &v, zp, lo, hi));
+#endif
+            for (; j < n; ++j) yr[j] = (int8_t)rq_scalar(acc[j], p->mult, p->right, p->away, p->out_zp, -128, 127);
+        }
     }
 }
 
@@ -1683,6 +1754,11 @@ void intq_mul_obj(const intq_binary_params *p, const void *a, const void *b, voi
 
 void intq_add_obj(const intq_binary_params *p, const void *a, const void *b, void *y) {
     intq_add(p, (const int8_t *)intq_array_data(a), (const int8_t *)intq_array_data(b), (int8_t *)intq_array_data(y));
+}
+
+void intq_batch_matmul_obj(const intq_bmm_params *p, const void *a, const void *b, void *y) {
+    intq_batch_matmul(p, (const int8_t *)intq_array_data(a), (const int8_t *)intq_array_data(b),
+                      (int8_t *)intq_array_data(y));
 }
 
 /* ------------------------------------------------------------------------------ tables */
@@ -1789,7 +1865,7 @@ void intq_depthwise_lut_obj(const intq_dw_params *p, const int8_t *table, const 
  * The same calls, in the same order, on the same bytes as the steps one by one. */
 enum {
     OP_CONV = 0, OP_DEPTHWISE = 1, OP_CONV_LUT = 2, OP_DEPTHWISE_LUT = 3, OP_MUL = 4, OP_ADD = 5, OP_LUT = 6,
-    OP_MAX_POOL = 7, OP_TRANSPOSE = 8, OP_PAD = 9, OP_MEAN = 10, OP_LUT_CHANNELS = 11
+    OP_MAX_POOL = 7, OP_TRANSPOSE = 8, OP_PAD = 9, OP_MEAN = 10, OP_LUT_CHANNELS = 11, OP_BATCH_MATMUL = 12
 };
 
 typedef struct {
@@ -1843,6 +1919,9 @@ void intq_run_program(const intq_program *prog, void *arena_obj, void *x0, void 
         case OP_PAD: intq_pad((const intq_pad_params *)s->params, a, y); break;
         case OP_MEAN: intq_mean((const intq_mean_params *)s->params, a, y); break;
         case OP_LUT_CHANNELS: intq_lut_channels((const int8_t *)s->params, s->n, s->cols, a, y); break;
+        case OP_BATCH_MATMUL:
+            intq_batch_matmul((const intq_bmm_params *)s->params, a, step_ptr(arena, prog->ext, s->in1), y);
+            break;
         default: break;
         }
     }

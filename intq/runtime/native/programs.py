@@ -40,7 +40,8 @@ def fuse_tables(runs: list, args: list[tuple[int, ...]], outs: list[tuple[int, .
 
 #: native.c's step kinds (intq_run_program), by entry point
 _KIND = {"intq_conv": 0, "intq_depthwise": 1, "intq_mul": 4, "intq_add": 5, "intq_lut": 6, "intq_max_pool": 7,
-         "intq_transpose": 8, "intq_pad": 9, "intq_mean": 10, "intq_lut_channels": 11}
+         "intq_transpose": 8, "intq_pad": 9, "intq_mean": 10, "intq_lut_channels": 11,
+         "intq_batch_matmul": 12}
 _FUSED_KIND = {0: 2, 1: 3}  # a convolution computing its table op's output too
 _MAX_DYNAMIC = 4  # array objects intq_run_program takes
 _ARENA_CAP = 8 << 20  # bytes of step outputs per program run (one buffer per run); a bigger step runs alone
