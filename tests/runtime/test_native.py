@@ -732,6 +732,44 @@ def test_two_class_softmax_table_equals_the_kernel(shape):
                     np.testing.assert_array_equal(bound(row)[0], run(params, row)[0], err_msg=f"{row} [{target}]")
 
 
+@needs_library
+def test_softmax_rows_equal_the_kernel(builds):
+    """SOFTMAX over rows of 1 to 300 values (attention's rows, classifier heads) on every build and
+    target: equal to the kernel's run on random rows, rows of one repeated value, rows holding
+    both extremes and every difference 0..255; betas and input scales from the steep (most
+    differences beyond the radius: -128) to the flat; a row whose sum of exps reaches 512 raises
+    the kernel's error, natively as in the kernel."""
+    rng = np.random.default_rng(71)
+    taken = refused = 0
+    for i in range(24):
+        depth = [1, 3, 7, 16, 32, 33, 64, 128, 256, 300, 600, 1000][i % 12]
+        shape = ((1, 12, 5, depth), (4, depth), (depth,))[i % 3]
+        beta, s_in = float(rng.choice([0.5, 1.0, 2.0])), float(10 ** rng.uniform(-3, -0.3))
+        graph = single_op_graph("SOFTMAX", [tensor("x", shape, scale=s_in, zero_point=int(rng.integers(-128, 128)))],
+                                [tensor("y", shape, scale=1 / 256, zero_point=-128)], {"beta": beta})
+        xs = [rng.integers(-128, 128, shape), np.full(shape, int(rng.integers(-128, 128))),
+              rng.choice([-128, 127], size=shape), np.resize(np.arange(-128, 128), shape)]
+        for target in ("tflite", "litert-ref"):
+            plan = ExecutionPlan(graph, get_target(target), native=False)
+            node = graph.nodes[0]
+            run, params = plan.kernels[node.name]
+            for label, build in builds.items():
+                bound = native_run(plan.keys[node.name], node, graph, params, build)
+                assert bound is not None, (shape, label)
+                for x in xs:
+                    x = x.astype(np.int8)
+                    try:
+                        want = run(params, x)[0]
+                    except intq.IntqError as e:
+                        with pytest.raises(type(e), match="sum of exponentials"):
+                            bound(x)
+                        refused += 1
+                        continue
+                    taken += 1
+                    np.testing.assert_array_equal(bound(x)[0], want, err_msg=f"case {i} {shape} [{target}, {label}]")
+    assert taken >= 150 and refused >= 2, (taken, refused)
+
+
 def _corpus_graphs():
     files = sorted((ROOT / "tests/fixtures/corpus").glob("*.tflite")) + sorted(
         (ROOT / "tests/fixtures/tflite").glob("*int8*.tflite"))

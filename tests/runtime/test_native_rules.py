@@ -21,7 +21,7 @@ from intq.runtime import native
 from intq.runtime.native.registry import NATIVE_REQUANT
 from intq.runtime.native.rules import NATIVE_RULES, REQUANTIZER
 
-from ..export.c.test_rules import _requant_inputs, _requant_want
+from ..export.c.test_rules import I32_MIN, _i32, _like, _positive, _requant_inputs, _requant_want
 
 needs_library = pytest.mark.skipif(native.library() is None, reason=f"no native library: {native.status()}")
 
@@ -62,6 +62,12 @@ PROBES: dict[str, Probe] = {
     "v_rq": Probe(_no_left, _rq_want),
     "rq_shl_scalar": Probe(_left, _rq_shl_want),
     "v_rq_shl": Probe(_left, _rq_shl_want),
+    "fx_srdhm": Probe(lambda rng: (np.append(_i32(rng), I32_MIN), np.append(_i32(rng)[::-1], I32_MIN)),
+                      lambda f, a, b: f(a, b)),
+    "fx_rdbp": Probe(lambda rng: (x := _i32(rng), _like(rng, x, 0, 31)), lambda f, x, e: f(x, e)),
+    # every int32 sum: positive (a row's Q12.19 sum of exps) and wrapped past 2^31 (C's int32 sum)
+    "softmax_reciprocal": Probe(lambda rng: (np.concatenate([_positive(rng), _i32(rng), [0]]),),
+                                lambda f, x: f(x, 12), outputs=2),
 }
 
 
@@ -110,6 +116,7 @@ def test_the_native_body_equals_its_rule(builds, name):
     probe = PROBES[name]
     operands = [np.ascontiguousarray(v, np.int64) for v in probe.inputs(rng)]
     n = operands[0].size
+    args = operands + [np.zeros(n, np.int64)] * (4 - len(operands))  # intq_rule's a..d
     widths = set()
     for mode, away in NATIVE_REQUANT.items():
         rule = resolve(NATIVE_RULES[name].rule)
@@ -119,7 +126,7 @@ def test_the_native_body_equals_its_rule(builds, name):
         want = want if isinstance(want, tuple) else (want,)
         for label, lib in builds.items():
             y = np.zeros(n * probe.outputs, np.int64)
-            lanes = lib.lib.intq_rule(list(NATIVE_RULES).index(name), away, n, *(v.ctypes.data for v in operands),
+            lanes = lib.lib.intq_rule(list(NATIVE_RULES).index(name), away, n, *(v.ctypes.data for v in args),
                                       y.ctypes.data)
             assert lanes >= 1, (name, label)
             widths.add(lanes)

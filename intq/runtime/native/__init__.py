@@ -300,6 +300,8 @@ def _declare(lib: ctypes.CDLL) -> None:
     lib.intq_lut.argtypes, lib.intq_lut.restype = [vp, i64, vp, vp], None
     lib.intq_lut_obj.argtypes, lib.intq_lut_obj.restype = [vp, i64, obj, obj], None
     lib.intq_lut_channels_obj.argtypes, lib.intq_lut_channels_obj.restype = [vp, i64, i32, obj, obj], None
+    lib.intq_softmax.argtypes, lib.intq_softmax.restype = [vp, vp, vp], i64
+    lib.intq_softmax_obj.argtypes, lib.intq_softmax_obj.restype = [vp, obj, obj], i64
     for name in ("intq_mul_obj", "intq_add_obj", "intq_batch_matmul_obj"):
         fn = getattr(lib, name)
         fn.argtypes, fn.restype = [vp, obj, obj, obj], None
@@ -373,6 +375,13 @@ class BatchMatMulParams(ctypes.Structure):
                 *((name, ctypes.c_int32) for name in ("a_row", "a_col", "b_row", "b_col", "za", "zb", "mult", "right",
                                                      "away", "out_zp")),
                 ("sa", ctypes.c_void_p), ("sb", ctypes.c_void_p), ("acc", ctypes.c_void_p)]
+
+
+class SoftmaxParams(ctypes.Structure):
+    """``intq_softmax_params`` (SOFTMAX int8 over the last axis)."""
+
+    _fields_ = [("rows", ctypes.c_int64), ("depth", ctypes.c_int32), ("radius", ctypes.c_int32),
+                ("exp_q0", ctypes.c_void_p), ("exp_q12", ctypes.c_void_p)]
 
 
 class PoolParams(ctypes.Structure):

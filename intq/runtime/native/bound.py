@@ -43,6 +43,25 @@ class Bound:
         return (y,)
 
 
+class BoundChecked(Bound):
+    """A native call that reports an input its kernel refuses (a nonzero return): the kernel's own
+    ``run`` (``refuse``) then computes, or raises its error naming the node, on the same input."""
+
+    def __init__(self, fn, params, keep: list, in_size: int, out_shape: tuple[int, ...], refuse):
+        super().__init__(fn, params, keep, in_size, out_shape)
+        self.refuse = refuse
+
+    def __call__(self, x, *_constants):
+        if type(x) is not np.ndarray or x.dtype is not INT8_DTYPE or not x.flags.c_contiguous or x.size != self.in_size:
+            if np.asarray(x).size != self.in_size:
+                raise ValueError(f"native kernel: input of {np.asarray(x).size} elements, prepared for {self.in_size}")
+            x = np.ascontiguousarray(x, dtype=np.int8)
+        y = np.empty(self.out_shape, INT8_DTYPE)
+        status = self.fn_obj(self.address, x, y) if self.fn_obj is not None else self.fn(
+            self.address, x.ctypes.data, y.ctypes.data)
+        return self.refuse(x) if status else (y,)
+
+
 class BoundBinary:
     """A native two-operand call (MUL, ADD, SUB) bound to its parameter structure."""
 

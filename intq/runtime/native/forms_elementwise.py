@@ -1,7 +1,8 @@
 """The native forms of the elementwise operators: ADD, SUB, MUL (native.c ``intq_add``,
 ``intq_mul``), the int8 functions of one input (one 256-entry table, ``intq_lut``: the table ops,
 GELU, RSQRT, an int8 QUANTIZE, a binary op with a one-value constant), PRELU with a constant slope
-(one table per channel, ``intq_lut_channels``) and SOFTMAX over pairs (a numpy lookup).
+(one table per channel, ``intq_lut_channels``) and SOFTMAX (pairs: a numpy lookup; longer rows:
+``intq_softmax``).
 
 A table is either the kernel's own prepared table (``params.table``: its run is that lookup) or the
 kernel's own run evaluated at plan time on all 256 int8 values (:func:`tabulated`), which is exact
@@ -26,7 +27,7 @@ from intq.kernels.quantize import RequantizeParams
 from intq.kernels.rsqrt import RsqrtParams
 from intq.kernels.softmax import SoftmaxParams
 from intq.runtime import native
-from intq.runtime.native.bound import BoundBinary, BoundChannelTables, BoundTable, PairTable
+from intq.runtime.native.bound import BoundBinary, BoundChannelTables, BoundChecked, BoundTable, PairTable
 from intq.runtime.native.registry import int8_io, native_form, scalar_requant
 
 ALL_INT8 = np.arange(-128, 128, dtype=np.int64)
@@ -221,9 +222,28 @@ def softmax_pairs(node: Node, graph: Graph, p: SoftmaxParams) -> PairTable | Non
     return PairTable(table, tuple(shape))
 
 
+def softmax_rows(nat: native.Native, node: Node, graph: Graph, p: SoftmaxParams) -> BoundChecked | None:
+    """SOFTMAX over the last axis in native.c (``intq_softmax``: the kernel's prepared exp tables,
+    the row sums, GetReciprocal and the output multiply per row); a row the kernel refuses (a sum
+    of exps >= 512) is handed to the kernel's run, which raises its error."""
+    shape = graph.tensors[node.outputs[0]].shape
+    if not shape or 0 in shape or graph.tensors[node.inputs[0]].shape != shape or not int8_io(node, graph):
+        return None
+    if shape[-1] != p.depth or p.radius < 0:
+        return None
+    q0, q12 = (np.ascontiguousarray(t, dtype=np.int32) for t in (p.exp_q0, p.exp_q12))
+    size = int(np.prod(shape, dtype=np.int64))
+    params = native.SoftmaxParams(rows=size // p.depth, depth=p.depth, radius=min(p.radius, 255), exp_q0=q0.ctypes.data,
+                                  exp_q12=q12.ctypes.data)
+    return BoundChecked(nat.lib.intq_softmax, params, [q0, q12], size, tuple(shape), lambda x: softmax.run(p, x))
+
+
 @native_form("SOFTMAX", library=False)
 def softmax_form(nat: native.Native | None, node: Node, graph: Graph, p: SoftmaxParams):
     """SOFTMAX (the reference kernel): rows of two values as a pair table (numpy: taken with or
-    without the C library)."""
-    return softmax_pairs(node, graph, p)
+    without the C library), other rows in native.c (:func:`softmax_rows`)."""
+    pairs = softmax_pairs(node, graph, p)
+    if pairs is not None or nat is None:
+        return pairs
+    return softmax_rows(nat, node, graph, p)
 

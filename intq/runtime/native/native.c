@@ -12,6 +12,7 @@
  *   intq_depthwise  DEPTHWISE_CONV_2D with depth multiplier 1 (intq.kernels.depthwise_conv_2d);
  *   intq_requant    the fused requantization alone (intq.qmath.compiled.requantize_rows_double_right);
  *   intq_batch_matmul  BATCH_MATMUL of two activations (intq.kernels.batch_matmul);
+ *   intq_softmax    SOFTMAX int8 over the last axis (intq.kernels.softmax);
  *   intq_mul, intq_add, intq_max_pool, intq_transpose, intq_pad, intq_mean, intq_lut (one table),
  *   intq_lut_channels (one table per channel: PRELU) — see each.
  *
@@ -1667,6 +1668,84 @@ void intq_mean(const intq_mean_params *p, const int8_t *x, int8_t *y) {
     }
 }
 
+/* ------------------------------------------------------------------------------ SOFTMAX */
+
+/* gemmlowp's fixed-point steps on int32 raws held in int64 (intq.qmath.raw computes them the same
+ * way: products and sums in 64 bits, no intermediate wrap). */
+
+/*@rule fx_srdhm: SaturatingRoundingDoublingHighMul, floor((a b + 2^30) / 2^31), INT32_MIN^2 -> INT32_MAX */
+static inline int64_t fx_srdhm(int64_t a, int64_t b) {
+    if (a == INT32_MIN && b == INT32_MIN) return INT32_MAX;
+    return (a * b + ((int64_t)1 << 30)) >> 31;
+}
+
+/*@rule fx_rdbp: RoundingDivideByPOT, ties away from zero, e in [0, 62] */
+static inline int64_t fx_rdbp(int64_t x, int32_t e) {
+    return (x + ((((int64_t)1) << e) >> 1) - (x < 0 && e > 0)) >> e;
+}
+
+/* SaturatingRoundingMultiplyByPOT<e> for e in [1, 30]: x << e saturated to int32. */
+static inline int64_t fx_mul_by_pot(int64_t x, int32_t e) {
+    const int64_t threshold = (((int64_t)1) << (31 - e)) - 1;
+    return x > threshold ? INT32_MAX : (x < -threshold ? INT32_MIN : x * (((int64_t)1) << e));
+}
+
+/*@rule softmax_reciprocal: TFLite's GetReciprocal(sum, 12): 1 / sum in Q0.31 and num_bits_over_unit */
+static inline int64_t softmax_reciprocal(int32_t sum, int32_t *bits_over_unit) {
+    const uint32_t u = (uint32_t)sum;
+    const int32_t h = u ? __builtin_clz(u) : 32; /* headroom plus one */
+    *bits_over_unit = 12 - h;
+    const int64_t a = (int64_t)(int32_t)((h >= 32 ? 0u : u << h) - 0x80000000u); /* in [0, 1): Q0.31 */
+    /* one_over_one_plus_x_for_x_in_0_1(a): the half denominator (RoundingHalfSum(a, 1)), three
+     * Newton-Raphson steps from 48/17 - 32/17 d in Q2.29, then back to Q0.31 */
+    const int64_t s = a + INT32_MAX, t = s + (s >= 0 ? 1 : -1);
+    const int64_t half = t >= 0 ? t >> 1 : -((-t) >> 1);
+    int64_t x = 1515870810 + fx_srdhm(half, -1010580540);
+    for (int32_t k = 0; k < 3; ++k) {
+        const int64_t one_minus = ((int64_t)1 << 29) - fx_srdhm(half, x);
+        x = x + fx_mul_by_pot(fx_srdhm(x, one_minus), 2);
+    }
+    return fx_mul_by_pot(x, 1);
+}
+
+/* SOFTMAX over the last axis (intq.kernels.softmax, the reference kernel: reference_ops::Softmax),
+ * rows of depth int8 values, output (1/256, -128): per row, d = max - x in [0, 255]; the Q12.19
+ * sum of exp_q12[d] in int32 (wrapping as C's); its reciprocal (softmax_reciprocal); y =
+ * clamp(RDBPOT(SRDHM(1/sum, exp_q0[d]), bits_over_unit + 23) - 128) for d <= radius, -128 beyond.
+ * The per-difference tables are the kernel's prepared ones. Returns 0, or 1 + the first row whose
+ * shift leaves [0, 31] (a sum of exps >= 512: the runtimes abort, the kernel's run raises). */
+typedef struct {
+    int64_t rows;
+    int32_t depth, radius;
+    const int32_t *exp_q0, *exp_q12; /* [256] */
+} intq_softmax_params;
+
+int64_t intq_softmax(const intq_softmax_params *p, const int8_t *x, int8_t *y) {
+    const int32_t depth = p->depth;
+    for (int64_t r = 0; r < p->rows; ++r) {
+        const int8_t *xr = x + r * depth;
+        int8_t *yr = y + r * depth;
+        int32_t top = -128;
+        for (int32_t c = 0; c < depth; ++c) top = xr[c] > top ? xr[c] : top;
+        uint32_t sum = 0;
+        for (int32_t c = 0; c < depth; ++c) sum += (uint32_t)p->exp_q12[top - xr[c]];
+        int32_t bits;
+        const int64_t inverse = softmax_reciprocal((int32_t)sum, &bits);
+        const int32_t e = bits + 31 - 8;
+        if (e < 0 || e > 31) return r + 1;
+        for (int32_t c = 0; c < depth; ++c) {
+            const int32_t d = top - xr[c];
+            int64_t v = -128;
+            if (d <= p->radius) {
+                v = fx_rdbp(fx_srdhm(inverse, p->exp_q0[d]), e) - 128;
+                v = v < -128 ? -128 : (v > 127 ? 127 : v);
+            }
+            yr[c] = (int8_t)v;
+        }
+    }
+    return 0;
+}
+
 /* ------------------------------------------------------------------------------ BATCH_MATMUL */
 
 /* BATCH_MATMUL (intq.kernels.batch_matmul, the reference kernel): for each batch b,
@@ -1754,6 +1833,10 @@ void intq_mul_obj(const intq_binary_params *p, const void *a, const void *b, voi
 
 void intq_add_obj(const intq_binary_params *p, const void *a, const void *b, void *y) {
     intq_add(p, (const int8_t *)intq_array_data(a), (const int8_t *)intq_array_data(b), (int8_t *)intq_array_data(y));
+}
+
+int64_t intq_softmax_obj(const intq_softmax_params *p, const void *x, void *y) {
+    return intq_softmax(p, (const int8_t *)intq_array_data(x), (int8_t *)intq_array_data(y));
 }
 
 void intq_batch_matmul_obj(const intq_bmm_params *p, const void *a, const void *b, void *y) {
@@ -1934,7 +2017,10 @@ void intq_run_program(const intq_program *prog, void *arena_obj, void *x0, void 
  * order of intq.runtime.native.rules.NATIVE_RULES) on element i of a..d into y[i] (and y[n + i]).
  * The vector bodies run whole vectors of VL lanes and the scalar body on the last n % VL elements.
  * Returns the vector width used (lanes; 1: the scalar loop), -1 for an unknown body. */
-enum { RULE_RQ_SCALAR = 0, RULE_V_RQ = 1, RULE_RQ_SHL_SCALAR = 2, RULE_V_RQ_SHL = 3 };
+enum {
+    RULE_RQ_SCALAR = 0, RULE_V_RQ = 1, RULE_RQ_SHL_SCALAR = 2, RULE_V_RQ_SHL = 3, RULE_FX_SRDHM = 4, RULE_FX_RDBP = 5,
+    RULE_SOFTMAX_RECIPROCAL = 6
+};
 
 int intq_rule(int32_t which, int32_t away, int64_t n, const int64_t *a, const int64_t *b, const int64_t *c,
               const int64_t *d, int64_t *y) {
@@ -1971,6 +2057,19 @@ int intq_rule(int32_t which, int32_t away, int64_t n, const int64_t *a, const in
     case RULE_RQ_SHL_SCALAR:
         for (; i < n; ++i)
             y[i] = rq_shl_scalar((int32_t)a[i], (int32_t)c[i], (int32_t)b[i], 0, away, (int32_t)d[i], -128, 127);
+        return 1;
+    case RULE_FX_SRDHM: /* a, b: int32 raws */
+        for (; i < n; ++i) y[i] = fx_srdhm(a[i], b[i]);
+        return 1;
+    case RULE_FX_RDBP: /* a: x, b: e */
+        for (; i < n; ++i) y[i] = fx_rdbp(a[i], (int32_t)b[i]);
+        return 1;
+    case RULE_SOFTMAX_RECIPROCAL: /* a: the int32 sum; y: 1 / sum, then y[n + i]: bits over unit */
+        for (; i < n; ++i) {
+            int32_t bits;
+            y[i] = softmax_reciprocal((int32_t)a[i], &bits);
+            y[n + i] = bits;
+        }
         return 1;
     default:
         return -1;

@@ -40,4 +40,8 @@ NATIVE_RULES: dict[str, NativeRule] = {
     "rq_shl_scalar": NativeRule(REQUANTIZER, "(x, left, m, 0, away, zp, lo, hi) = r.reference(x) for r with "
                                              "multiplier m, shift left >= 0"),
     "v_rq_shl": NativeRule(REQUANTIZER, "rq_shl_scalar lane by lane"),
+    "fx_srdhm": NativeRule("intq.qmath.raw.srdhm", "(a, b) on int32 raws"),
+    "fx_rdbp": NativeRule("intq.qmath.raw.rdbp", "(x, e), e in [0, 62]"),
+    "softmax_reciprocal": NativeRule("intq.kernels._fixedpoint_lut.get_reciprocal",
+                                     "(sum) = get_reciprocal(sum, 12): (1 / sum in Q0.31, num_bits_over_unit)"),
 }
