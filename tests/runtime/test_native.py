@@ -975,6 +975,29 @@ def _split_model(rng) -> onnx.ModelProto:
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 
 
+def _attention_model(rng) -> onnx.ModelProto:
+    """An attention head's shape: MatMul by a constant (FULLY_CONNECTED) -> Reshape to heads ->
+    Transpose -> Q K^T (BATCH_MATMUL of two activations) -> Softmax -> its Reshape: a program that
+    runs on through the reshapes (views of its arena) and holds the batch product."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    nodes = [
+        helper.make_node("MatMul", ["x", "w"], ["h"]),
+        helper.make_node("Reshape", ["h", "heads"], ["r"]),
+        helper.make_node("Transpose", ["r"], ["q"], perm=[0, 2, 1, 3]),
+        helper.make_node("Transpose", ["r"], ["k"], perm=[0, 2, 3, 1]),
+        helper.make_node("MatMul", ["q", "k"], ["s"]),
+        helper.make_node("Reshape", ["s", "flat"], ["f"]),
+        helper.make_node("Softmax", ["f"], ["y"], axis=-1),
+    ]
+    inits = [numpy_helper.from_array((rng.standard_normal((32, 32)) * 0.3).astype(np.float32), "w"),
+             numpy_helper.from_array(np.array([1, 6, 4, 8], np.int64), "heads"),
+             numpy_helper.from_array(np.array([1, 4, 36], np.int64), "flat")]
+    graph = helper.make_graph(nodes, "attention", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 6, 32])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
 @needs_library
 @pytest.mark.parametrize("cap", [None, 1])
 def test_step_programs_equal_the_kernels_and_keep_each_runs_tensors(monkeypatch, cap):
@@ -991,13 +1014,17 @@ def test_step_programs_equal_the_kernels_and_keep_each_runs_tensors(monkeypatch,
                         lambda self, *xs, _call=programs.Program.__call__: calls.append(self) or _call(self, *xs))
     rng = np.random.default_rng(41)
     for proto, shape in ((_conv_table_model(rng), (1, 3, 20, 30)), (_squeeze_model(rng), (1, 3, 19, 23)),
-                         (_split_model(rng), (1, 3, 9, 11))):
+                         (_split_model(rng), (1, 3, 9, 11)), (_attention_model(rng), (1, 6, 32))):
         calib = [rng.standard_normal(shape).astype(np.float32) for _ in range(4)]
         qg = intq.quantize(proto, calib)
         fast, slow = intq.Interpreter(qg), intq.Interpreter(qg, native=False)
         progs = _program_steps(fast._base)
         if cap is None:
             assert progs and max(len(p.outs) for p in progs) >= 2, [len(p.outs) for p in progs]
+            if proto.graph.name == "attention":  # one program from the product to the batch product
+                ops = {n.op_type for n in qg.nodes}
+                assert {"BATCH_MATMUL", "RESHAPE", "SOFTMAX"} <= ops, ops
+                assert max(len(p.outs) for p in progs) >= 5, [len(p.outs) for p in progs]
         else:
             assert not progs  # one-step programs are left as the steps themselves
         calls.clear()

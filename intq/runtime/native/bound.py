@@ -192,3 +192,16 @@ class TableAfter:
             self.producer.last = None
             return (last[1],)
         return self.producer.table(x, *constants)
+
+
+class Alias:
+    """RESHAPE of a C-contiguous tensor: the same bytes under the output's shape (the kernel's run,
+    ``ascontiguousarray(x).reshape(shape)``). A step program takes it without a C call: its output
+    is a second view of its input's arena bytes (:func:`intq.runtime.native.programs.programs`)."""
+
+    def __init__(self, shape: tuple[int, ...]):
+        self.shape = shape
+        self.size = int(np.prod(shape, dtype=np.int64))
+
+    def __call__(self, x, *_constants):
+        return (np.ascontiguousarray(x).reshape(self.shape),)

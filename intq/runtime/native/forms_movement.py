@@ -1,5 +1,6 @@
 """The native forms of pooling, reductions and data movement: MAX_POOL_2D, MEAN, TRANSPOSE, PAD /
-PADV2 (native.c ``intq_max_pool``, ``intq_mean``, ``intq_transpose``, ``intq_pad``).
+PADV2 (native.c ``intq_max_pool``, ``intq_mean``, ``intq_transpose``, ``intq_pad``), RESHAPE (no
+C call: a view, which a step program keeps inside its arena).
 """
 
 from __future__ import annotations
@@ -12,9 +13,10 @@ from intq.ir import Graph, Node
 from intq.kernels import REFERENCE
 from intq.kernels._pool_common import PoolWindow, QuantizedSumParams
 from intq.kernels.pad import PadParams
+from intq.kernels.reshape import ReshapeParams
 from intq.kernels.transpose import TransposeParams
 from intq.runtime import native
-from intq.runtime.native.bound import Bound
+from intq.runtime.native.bound import Alias, Bound
 from intq.runtime.native.registry import int8_io, native_form
 
 
@@ -93,3 +95,13 @@ def mean(nat: native.Native, node: Node, graph: Graph, p: QuantizedSumParams) ->
                                mult=int(p.multiplier), right=max(-int(p.shift), 0), out_zp=int(p.zero_point),
                                left=max(int(p.shift), 0), acc=acc.ctypes.data)
     return Bound(lib.intq_mean, params, [acc], int(np.prod(shape)), tuple(p.out_shape))
+
+
+@native_form("RESHAPE", library=False)
+def reshape(nat: native.Native | None, node: Node, graph: Graph, p: ReshapeParams) -> Alias | None:
+    """RESHAPE of an int8 tensor whose output shape is fixed at plan time (no shape input to check
+    at run time): :class:`~intq.runtime.native.bound.Alias`, so that a step program runs on
+    through it instead of ending at it."""
+    if p.check_shape_input or not int8_io(node, graph):
+        return None
+    return Alias(tuple(p.out_shape))

@@ -10,7 +10,8 @@ import ctypes
 import numpy as np
 
 from intq.runtime import native
-from intq.runtime.native.bound import Bound, BoundBinary, BoundChannelTables, BoundTable, BoundWithTable, TableAfter
+from intq.runtime.native.bound import (Alias, Bound, BoundBinary, BoundChannelTables, BoundTable, BoundWithTable,
+                                      TableAfter)
 from intq.runtime.native.registry import INT8_DTYPE
 
 
@@ -159,7 +160,7 @@ def programs(flat: tuple, constants: dict[int, object]) -> tuple:
 
     def close():
         nonlocal b
-        if len(b.members) >= 2:
+        if len(b.steps) >= 2:  # two C calls or more (a reshape's view adds none)
             codes = {slot: -1 - (len(b.dynamic) + k) for k, slot in enumerate(b.constant_codes)}
             for s in b.steps:  # the constants' codes, now that the dynamic inputs are known
                 for field in ("in0", "in1"):
@@ -187,6 +188,15 @@ def programs(flat: tuple, constants: dict[int, object]) -> tuple:
 
 def _take(b: _Builder, i: int, run, args, outs, constants, lib) -> bool | None:
     """Add plan step ``i`` to ``b`` if it fits (True), else None (``b`` unchanged)."""
+    if type(run) is Alias:  # a reshape of a step output of this program: a second view of its bytes
+        source = b.offsets.get(args[0]) if args else None
+        if source is None or source[1] != run.size or len(outs) != 1 or outs[0] <= 0:
+            return None
+        b.offsets[outs[0]] = source
+        b.views.append((source[0], source[1], run.shape))
+        b.outs.append(outs[0])
+        b.members.append(i)
+        return True
     if type(run) is TableAfter:
         producer = run.producer
         fused = b.fusable.get(args[0]) if args else None
