@@ -37,20 +37,44 @@ def max_pool_2d(nat: native.Native, node: Node, graph: Graph, p: PoolWindow) -> 
     return Bound(lib.intq_max_pool, params, [], int(np.prod(shape)), tuple(out))
 
 
+def merged_transpose(shape: tuple[int, ...], perm: tuple[int, ...]) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The same byte permutation on fewer axes: axes of length 1 dropped, and input axes that stay
+    neighbours in the same order in the output merged into one (the [1, T, 3, H, D] -> [3, 1, H, T, D]
+    of attention's heads is a rank-4 transpose of [T, 3, H, D]). Returns ``(shape, perm)``."""
+    kept = [a for a in range(len(shape)) if shape[a] != 1]
+    if not kept:
+        return (1,), (0,)
+    position = {a: i for i, a in enumerate(kept)}
+    order = [position[a] for a in perm if shape[a] != 1]  # kept input axes, in output order
+    groups: list[list[int]] = []
+    for q in order:
+        if groups and q == groups[-1][-1] + 1:
+            groups[-1].append(q)
+        else:
+            groups.append([q])
+    by_input = sorted(range(len(groups)), key=lambda g: groups[g][0])
+    dims = tuple(int(np.prod([shape[kept[q]] for q in groups[g]], dtype=np.int64)) for g in by_input)
+    rank_of = {g: i for i, g in enumerate(by_input)}
+    return dims, tuple(rank_of[g] for g in range(len(groups)))
+
+
 @native_form("TRANSPOSE")
 def transpose(nat: native.Native, node: Node, graph: Graph, p: TransposeParams) -> Bound | None:
-    """TRANSPOSE of an int8 tensor of rank <= 4 (data movement: the same bytes)."""
+    """TRANSPOSE of an int8 tensor whose permutation is one of rank <= 4 after
+    :func:`merged_transpose` (data movement: the same bytes)."""
     lib = nat.lib
     shape = graph.tensors[node.inputs[0]].shape
     out = graph.tensors[node.outputs[0]].shape
-    if not int8_io(node, graph) or shape is None or out is None or not 1 <= len(shape) <= 4 or 0 in shape:
+    if not int8_io(node, graph) or shape is None or out is None or not shape or 0 in shape:
         return None
-    perm = tuple(p.perm)
-    if tuple(out) != tuple(shape[k] for k in perm):
+    if tuple(out) != tuple(shape[k] for k in p.perm):
         return None
-    pad = 4 - len(shape)
-    strides = [int(np.prod(shape[k + 1:], dtype=np.int64)) for k in range(len(shape))]
-    params = native.TransposeParams((ctypes.c_int64 * 4)(*([1] * pad + list(out))),
+    dims, perm = merged_transpose(tuple(shape), tuple(p.perm))
+    if len(dims) > 4:
+        return None
+    pad = 4 - len(dims)
+    strides = [int(np.prod(dims[k + 1:], dtype=np.int64)) for k in range(len(dims))]
+    params = native.TransposeParams((ctypes.c_int64 * 4)(*([1] * pad + [dims[k] for k in perm])),
                                     (ctypes.c_int64 * 4)(*([0] * pad + [strides[k] for k in perm])))
     return Bound(lib.intq_transpose, params, [], int(np.prod(shape)), tuple(out))
 
