@@ -25,8 +25,6 @@ for _k in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_
     os.environ[_k] = "1"
 
 import argparse  # noqa: E402
-import statistics  # noqa: E402
-import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
@@ -34,8 +32,10 @@ import numpy as np  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tools"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import intq  # noqa: E402
+from engine import _time_round_robin  # noqa: E402 (benchmarks/engine.py: one timing for both scripts)
 from intq.passes import simplify  # noqa: E402
 
 MODELS = ("minilm_l6_legacy", "minilm_l6_dynamo", "vit_digits")
@@ -49,19 +49,6 @@ def _feeds(entry_id: str, path: Path) -> tuple[list[dict], dict]:
                  for i in range(len(d["input_ids"]))]
         return feeds[:32], feeds[40]
     return [{"image": x[None]} for x in d["train_images"][:64]], {"image": d["images"][:1]}
-
-
-def _timed(fns: dict, repeat: int) -> dict[str, tuple[float, float, float]]:
-    times: dict[str, list[float]] = {k: [] for k in fns}
-    for fn in fns.values():
-        fn()
-        fn()
-    for _ in range(repeat):
-        for k, fn in fns.items():
-            t0 = time.thread_time()
-            fn()
-            times[k].append(time.thread_time() - t0)
-    return {k: (statistics.median(v) * 1e3, min(v) * 1e3, max(v) * 1e3) for k, v in times.items()}
 
 
 def bench(entry_id: str, repeat: int) -> dict | None:
@@ -86,13 +73,13 @@ def bench(entry_id: str, repeat: int) -> dict | None:
     sess = ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
     plan = native_it._last_plan  # noqa: SLF001 - which integer steps the native paths took
     bound = sum(1 for s in plan.steps if s.integer and not hasattr(s.run, "func"))
-    t = _timed({"intq": lambda: native_it.run(feed), "intq_kernels": lambda: kernels_it.run(feed),
-                "ort_float": lambda: sess.run(None, feed)}, repeat)
-    row = {"model": entry_id, "nodes": len(qg.nodes), "native_steps": bound, **{k: v for k, v in t.items()}}
-    print(f"{entry_id:>18}: intq {t['intq'][0]:.3f} ms [{t['intq'][1]:.3f}-{t['intq'][2]:.3f}] | kernels-only "
-          f"{t['intq_kernels'][0]:.3f} | ort f32 {t['ort_float'][0]:.3f} [{t['ort_float'][1]:.3f}-"
-          f"{t['ort_float'][2]:.3f}] | intq/f32 {t['intq'][0] / t['ort_float'][0]:.2f} | kernels/f32 "
-          f"{t['intq_kernels'][0] / t['ort_float'][0]:.2f} | native steps {bound} of {len(qg.nodes)} nodes", flush=True)
+    t = {k: v * 1e3 for k, v in _time_round_robin({"intq": lambda: native_it.run(feed),
+                                                    "intq_kernels": lambda: kernels_it.run(feed),
+                                                    "ort_float": lambda: sess.run(None, feed)}, repeat).items()}
+    row = {"model": entry_id, "nodes": len(qg.nodes), "native_steps": bound, **t}
+    print(f"{entry_id:>18}: intq {t['intq']:.3f} ms | kernels-only {t['intq_kernels']:.3f} | ort f32 "
+          f"{t['ort_float']:.3f} | intq/f32 {t['intq'] / t['ort_float']:.2f} | kernels/f32 "
+          f"{t['intq_kernels'] / t['ort_float']:.2f} | native steps {bound} of {len(qg.nodes)} nodes", flush=True)
     return row
 
 
@@ -115,8 +102,8 @@ def main() -> None:
         print(f"\n| model | intq int8 ms | intq kernels-only ms | ORT float32 ms | intq/ORT f32 | native steps |")
         print("|---|---|---|---|---|---|")
         for r in rows:
-            print(f"| {r['model']} | {r['intq'][0]:.3f} | {r['intq_kernels'][0]:.3f} | {r['ort_float'][0]:.3f} | "
-                  f"{r['intq'][0] / r['ort_float'][0]:.2f} | {r['native_steps']} of {r['nodes']} |")
+            print(f"| {r['model']} | {r['intq']:.3f} | {r['intq_kernels']:.3f} | {r['ort_float']:.3f} | "
+                  f"{r['intq'] / r['ort_float']:.2f} | {r['native_steps']} of {r['nodes']} |")
 
 
 if __name__ == "__main__":

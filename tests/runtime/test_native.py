@@ -459,6 +459,21 @@ def _attention_cases(rng):
             yield graph, feeds
 
 
+def _bindings(graph, feeds, target: str, builds):
+    """``(label, bound or None, operands, the kernel's output)`` of a single-op graph's node per build,
+    nothing where the target refuses the node."""
+    node = graph.nodes[0]
+    operands = [feeds[t] if t in feeds else graph.tensors[t].data for t in node.inputs]
+    try:
+        plan = ExecutionPlan(graph, get_target(target), native=False)
+    except intq.IntqError:
+        return
+    run, params = plan.kernels[node.name]
+    want = np.array(run(params, *operands)[0])
+    for label, build in builds.items():
+        yield label, native_run(plan.keys[node.name], node, graph, params, build), operands, want
+
+
 @needs_library
 def test_batch_matmul_equals_the_kernel(builds):
     """BATCH_MATMUL on the kernels' oracle suite's random cases (adj_x / adj_y, ranks 2-5, batch axes
@@ -469,17 +484,8 @@ def test_batch_matmul_equals_the_kernel(builds):
     cases = [_batch_matmul_case(rng, i)[:2] for i in range(60)] + list(_attention_cases(rng))
     taken = declined = attention = 0
     for k, (graph, feeds) in enumerate(cases):
-        node = graph.nodes[0]
-        operands = [feeds[t] if t in feeds else graph.tensors[t].data for t in node.inputs]
         for target in TARGETS:
-            try:
-                plan = ExecutionPlan(graph, get_target(target), native=False)
-            except intq.IntqError:
-                continue
-            run, params = plan.kernels[node.name]
-            want = np.array(run(params, *operands)[0])
-            for label, build in builds.items():
-                bound = native_run(plan.keys[node.name], node, graph, params, build)
+            for label, bound, operands, want in _bindings(graph, feeds, target, builds):
                 if bound is None:
                     declined += 1
                     continue
@@ -520,43 +526,44 @@ def test_max_pool_equals_the_kernel(builds):
     assert taken == 40 * len(TARGETS) * len(builds)
 
 
+def _transpose_case(rng, shape, perm):
+    out = tuple(shape[k] for k in perm)
+    graph = single_op_graph("TRANSPOSE", [tensor("x", shape, scale=0.1, zero_point=3),
+                                          tensor("perm", None, np.int32, data=np.array(perm, np.int32))],
+                            [tensor("y", out, scale=0.1, zero_point=3)])
+    plan = ExecutionPlan(graph, get_target("tflite"), native=False)
+    run, params = plan.kernels[graph.nodes[0].name]
+    x = rng.integers(-128, 128, shape).astype(np.int8)
+    return graph, plan, x, run(params, x)[0]
+
+
 @needs_library
 def test_transpose_equals_the_kernel(builds):
     rng = np.random.default_rng(17)
     taken = 0
     for shape in [(1, 3, 224, 224), (1, 2, 5, 130), (2, 4, 3, 200), (2, 5, 7, 3), (4, 6, 5), (7, 9), (33,), (1, 1, 8, 1)]:
         for perm in itertools.permutations(range(len(shape))):
-            out = tuple(shape[k] for k in perm)
-            graph = single_op_graph("TRANSPOSE", [tensor("x", shape, scale=0.1, zero_point=3),
-                                                  tensor("perm", None, np.int32, data=np.array(perm, np.int32))],
-                                    [tensor("y", out, scale=0.1, zero_point=3)])
-            x = rng.integers(-128, 128, shape).astype(np.int8)
-            plan = ExecutionPlan(graph, get_target("tflite"), native=False)
-            run, params = plan.kernels[graph.nodes[0].name]
+            graph, plan, x, want = _transpose_case(rng, shape, perm)
+            node = graph.nodes[0]
             for label, build in builds.items():
-                bound = native_run(plan.keys[graph.nodes[0].name], graph.nodes[0], graph, params, build)
+                bound = native_run(plan.keys[node.name], node, graph, plan.kernels[node.name][1], build)
                 assert bound is not None, (shape, perm)
                 taken += 1
-                np.testing.assert_array_equal(bound(x, perm)[0], run(params, x)[0], err_msg=f"{shape} {perm} [{label}]")
+                np.testing.assert_array_equal(bound(x, perm)[0], want, err_msg=f"{shape} {perm} [{label}]")
     assert taken > 0
-    # rank 5 (the most TFLM takes): taken where axes of length 1 and neighbours kept in order leave rank <= 4
-    # (attention's heads), declined otherwise
+    # rank 5 (the most TFLM takes): taken where axes of length 1 and neighbours kept in order leave
+    # rank <= 4 (attention's heads), declined otherwise
     merged = declined = 0
     for shape in [(1, 17, 3, 2, 8), (2, 3, 1, 4, 5), (2, 3, 4, 5, 6), (1, 2, 3, 1, 4)]:
         for perm in itertools.permutations(range(len(shape))):
-            out = tuple(shape[k] for k in perm)
-            graph = single_op_graph("TRANSPOSE", [tensor("x", shape, scale=0.1, zero_point=3),
-                                                  tensor("perm", None, np.int32, data=np.array(perm, np.int32))],
-                                    [tensor("y", out, scale=0.1, zero_point=3)])
-            x = rng.integers(-128, 128, shape).astype(np.int8)
-            plan = ExecutionPlan(graph, get_target("tflite"), native=False)
-            run, params = plan.kernels[graph.nodes[0].name]
-            bound = native_run(plan.keys[graph.nodes[0].name], graph.nodes[0], graph, params)
+            graph, plan, x, want = _transpose_case(rng, shape, perm)
+            node = graph.nodes[0]
+            bound = native_run(plan.keys[node.name], node, graph, plan.kernels[node.name][1])
             if bound is None:
                 declined += 1
                 continue
             merged += 1
-            np.testing.assert_array_equal(bound(x, perm)[0], run(params, x)[0], err_msg=f"{shape} {perm}")
+            np.testing.assert_array_equal(bound(x, perm)[0], want, err_msg=f"{shape} {perm}")
     assert merged >= 300 and declined >= 50, (merged, declined)  # 427 and 53
 
 
@@ -575,16 +582,7 @@ def test_pad_equals_the_kernel(builds, op):
                           [tensor("y", (1, 113, 113, 16), scale=0.1, zero_point=-3)])
     cases.append((big, {"x": rng.integers(-128, 128, (1, 112, 112, 16)).astype(np.int8)}))
     for k, (graph, feeds) in enumerate(cases):
-        node = graph.nodes[0]
-        operands = [feeds[t] if t in feeds else graph.tensors[t].data for t in node.inputs]
-        try:
-            plan = ExecutionPlan(graph, get_target("litert-ref"), native=False)
-        except intq.IntqError:
-            continue
-        run, params = plan.kernels[node.name]
-        want = np.array(run(params, *operands)[0])
-        for label, build in builds.items():
-            bound = native_run(plan.keys[node.name], node, graph, params, build)
+        for label, bound, operands, want in _bindings(graph, feeds, "litert-ref", builds):
             if bound is None:
                 continue
             taken += 1

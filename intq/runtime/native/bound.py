@@ -17,6 +17,14 @@ import numpy as np
 from intq.runtime.native.registry import INT8_DTYPE
 
 
+def converted(x, size: int) -> np.ndarray:
+    """``x`` as a C-contiguous int8 array of ``size`` elements (the slow path of the bindings' input
+    check), or ValueError for another size than prepared."""
+    if np.asarray(x).size != size:
+        raise ValueError(f"native kernel: input of {np.asarray(x).size} elements, prepared for {size}")
+    return np.ascontiguousarray(x, dtype=np.int8)
+
+
 class Bound:
     """A native call bound to its C parameter structure and the arrays it points into (kept alive)."""
 
@@ -29,37 +37,27 @@ class Bound:
         self.out_shape = out_shape
 
     fn_obj = None  # the entry point taking the array objects (native.Native.objects), when usable
+    refuse = None  # BoundChecked: the kernel's run, for an input the C call reports (a nonzero return)
 
     def __call__(self, x, *_constants):
         if type(x) is not np.ndarray or x.dtype is not INT8_DTYPE or not x.flags.c_contiguous or x.size != self.in_size:
-            if np.asarray(x).size != self.in_size:
-                raise ValueError(f"native kernel: input of {np.asarray(x).size} elements, prepared for {self.in_size}")
-            x = np.ascontiguousarray(x, dtype=np.int8)
+            x = converted(x, self.in_size)
         y = np.empty(self.out_shape, INT8_DTYPE)
         if self.fn_obj is not None:
-            self.fn_obj(self.address, x, y)
+            status = self.fn_obj(self.address, x, y)
         else:
-            self.fn(self.address, x.ctypes.data, y.ctypes.data)
-        return (y,)
+            status = self.fn(self.address, x.ctypes.data, y.ctypes.data)
+        return self.refuse(x) if status else (y,)
 
 
 class BoundChecked(Bound):
     """A native call that reports an input its kernel refuses (a nonzero return): the kernel's own
-    ``run`` (``refuse``) then computes, or raises its error naming the node, on the same input."""
+    ``run`` (``refuse``) then computes, or raises its error naming the node, on the same input.
+    Never part of a step program (whose calls return nothing)."""
 
     def __init__(self, fn, params, keep: list, in_size: int, out_shape: tuple[int, ...], refuse):
         super().__init__(fn, params, keep, in_size, out_shape)
         self.refuse = refuse
-
-    def __call__(self, x, *_constants):
-        if type(x) is not np.ndarray or x.dtype is not INT8_DTYPE or not x.flags.c_contiguous or x.size != self.in_size:
-            if np.asarray(x).size != self.in_size:
-                raise ValueError(f"native kernel: input of {np.asarray(x).size} elements, prepared for {self.in_size}")
-            x = np.ascontiguousarray(x, dtype=np.int8)
-        y = np.empty(self.out_shape, INT8_DTYPE)
-        status = self.fn_obj(self.address, x, y) if self.fn_obj is not None else self.fn(
-            self.address, x.ctypes.data, y.ctypes.data)
-        return self.refuse(x) if status else (y,)
 
 
 class BoundBinary:
@@ -79,9 +77,7 @@ class BoundBinary:
         ops = []
         for v, size in zip((a, b), self.sizes):
             if type(v) is not np.ndarray or v.dtype is not INT8_DTYPE or not v.flags.c_contiguous or v.size != size:
-                if np.asarray(v).size != size:
-                    raise ValueError(f"native kernel: operand of {np.asarray(v).size} elements, prepared for {size}")
-                v = np.ascontiguousarray(v, dtype=np.int8)
+                v = converted(v, size)
             ops.append(v)
         y = np.empty(self.out_shape, INT8_DTYPE)
         if self.fn_obj is not None:
@@ -103,9 +99,7 @@ class BoundTable:
 
     def __call__(self, x, *_constants):
         if type(x) is not np.ndarray or x.dtype is not INT8_DTYPE or not x.flags.c_contiguous or x.size != self.size:
-            if np.asarray(x).size != self.size:
-                raise ValueError(f"native kernel: input of {np.asarray(x).size} elements, prepared for {self.size}")
-            x = np.ascontiguousarray(x, dtype=np.int8)
+            x = converted(x, self.size)
         y = np.empty(self.shape, INT8_DTYPE)
         if self.fn_obj is not None:
             self.fn_obj(self.address, self.size, x, y)
@@ -128,9 +122,7 @@ class BoundChannelTables:
 
     def __call__(self, x, *_constants):
         if type(x) is not np.ndarray or x.dtype is not INT8_DTYPE or not x.flags.c_contiguous or x.size != self.size:
-            if np.asarray(x).size != self.size:
-                raise ValueError(f"native kernel: input of {np.asarray(x).size} elements, prepared for {self.size}")
-            x = np.ascontiguousarray(x, dtype=np.int8)
+            x = converted(x, self.size)
         y = np.empty(self.shape, INT8_DTYPE)
         if self.fn_obj is not None:
             self.fn_obj(self.address, self.rows, self.cols, x, y)
