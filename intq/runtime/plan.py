@@ -7,8 +7,9 @@ slots, so running it does no per-node dictionary, attribute or validation work:
 * every integer node's kernel is looked up and prepared once (``prepare`` does all float work and
   every contract check), and its ``run`` is bound to the prepared parameters
   (``functools.partial(run, params)``), or, with ``native`` (the default), to the compiled C run
-  of :mod:`intq.runtime.native` where that library is available and implements the prepared
-  variant (the same integers; :func:`intq.runtime.native.accelerate.native_run`); every float
+  of :mod:`intq.runtime.native` where that library is available and holds a native form under
+  the chosen kernel's registry key (op, activation dtype, family), which computes the same integers
+  from the same prepared parameters (:func:`intq.runtime.native.accelerate.native_run`); every float
   node's operator is bound to its attributes and fused activation the same way;
 * liveness: for each step, the slots whose last reader it is (``keep=False`` releases them there,
   so numpy reuses their memory for the next tensors);
@@ -116,6 +117,7 @@ class ExecutionPlan:
         self.names = names
         self.constants = [(self.slot[k], t.data) for k, t in graph.tensors.items() if t.is_constant]
         self.kernels: dict[str, tuple[Callable, object]] = {}  # node name -> (run, prepared params)
+        self.keys: dict[str, tuple[str, str, str]] = {}  # node name -> its kernel's registry key
         last_use: dict[int, int] = {}
         for i, n in enumerate(graph.nodes):
             for t in n.inputs:
@@ -140,17 +142,19 @@ class ExecutionPlan:
                 params = prepare_node(kernel, ctx)  # the input count against run's signature, then prepare
                 kernel_run = kernel.run_for(params)  # the parameters' own run
                 self.kernels[node.name] = (kernel_run, params)
+                self.keys[node.name] = kernel.key
                 if trace is not None:  # the integer-only trace watches the kernel's own run, never native code
                     run = trace.bind(node, kernel_run, params)
                 else:
-                    run = (native_run(node, graph, params) if native else None) or partial(kernel_run, params)
+                    bound = native_run(kernel.key, node, graph, params) if native else None
+                    run = bound or partial(kernel_run, params)
             else:
                 run = _float_step(FLOAT_OPS[node.op_type], node)
             steps.append(_Step(run, tuple(self.slot[t] if t else 0 for t in node.inputs),
                                tuple(self.slot[o] if o else -1 for o in node.outputs),
                                tuple(frees.get(i, ())), integer))
         if native and trace is None:  # a native convolution and the table op reading its output: one C call
-            from intq.runtime.native.accelerate import fuse_tables
+            from intq.runtime.native.programs import fuse_tables
 
             runs = fuse_tables([s.run for s in steps], [s.args for s in steps], [s.outs for s in steps])
             steps = [s if r is s.run else replace(s, run=r) for s, r in zip(steps, runs)]
@@ -158,7 +162,7 @@ class ExecutionPlan:
         self._flat = tuple((s.run, s.args, s.outs) for s in steps)
         hot = self._flat
         if native and trace is None:  # runs of consecutive native steps: one C call each (the hot path)
-            from intq.runtime.native.accelerate import programs
+            from intq.runtime.native.programs import programs
 
             hot = programs(self._flat, dict(self.constants))
         self._straight = _straight_line(hot)

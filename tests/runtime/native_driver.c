@@ -36,8 +36,13 @@ void intq_mul(const void *p, const int8_t *a, const int8_t *b, int8_t *y);
 void intq_add(const void *p, const int8_t *a, const int8_t *b, int8_t *y);
 void intq_lut(const int8_t *table, int64_t n, const int8_t *x, int8_t *y);
 void intq_lut_channels(const int8_t *tables, int64_t rows, int32_t cols, const int8_t *x, int8_t *y);
+void intq_batch_matmul(const void *p, const int8_t *a, const int8_t *b, int8_t *y);
+int64_t intq_softmax(const void *p, const int8_t *x, int8_t *y);
 
-enum { K_CONV, K_DEPTHWISE, K_MAX_POOL, K_TRANSPOSE, K_PAD, K_MEAN, K_MUL, K_ADD, K_LUT, K_LUT_CHANNELS };
+enum {
+    K_CONV, K_DEPTHWISE, K_MAX_POOL, K_TRANSPOSE, K_PAD, K_MEAN, K_MUL, K_ADD, K_LUT, K_LUT_CHANNELS, K_BATCH_MATMUL,
+    K_SOFTMAX
+};
 
 static FILE *in;
 
@@ -116,6 +121,10 @@ int main(int argc, char **argv) {
         case K_ADD: intq_add(ptr[0], ptr[1], ptr[2], ptr[3]); break;
         case K_LUT: intq_lut(ptr[0], num[1], ptr[2], ptr[3]); break;
         case K_LUT_CHANNELS: intq_lut_channels(ptr[0], num[1], (int32_t)num[2], ptr[3], ptr[4]); break;
+        case K_BATCH_MATMUL: intq_batch_matmul(ptr[0], ptr[1], ptr[2], ptr[3]); break;
+        case K_SOFTMAX:
+            if (intq_softmax(ptr[0], ptr[1], ptr[2]) != 0) fail("softmax refused a row of a case the kernel takes");
+            break;
         default: fail("unknown kind");
         }
         fwrite(&taken, 4, 1, out);

@@ -33,7 +33,8 @@ import intq
 from intq.kernels import get_target
 from intq.kernels._conv_common import compute_padding
 from intq.runtime import native
-from intq.runtime.native.accelerate import _Bound, native_run
+from intq.runtime.native.accelerate import native_run
+from intq.runtime.native.bound import Bound
 from intq.ir.facts import batch_of as _batch_of
 from intq.runtime.plan import ExecutionPlan, rebatch
 from intq.testing.digits import load_split
@@ -42,7 +43,7 @@ from ..kernels.harness import single_op_graph, tensor
 from ..kernels.test_elementwise import ALL_INT8, _arith_case
 from ..kernels.test_data_movement import _pad_case
 from ..kernels.test_pool_reduce import _pool_case
-from ..kernels.test_conv import _bias, _conv_case, _depthwise_case, _scales, _weights, _zero_points
+from ..kernels.test_conv import _batch_matmul_case, _bias, _conv_case, _depthwise_case, _scales, _weights, _zero_points
 from ..kernels.test_fully_connected import _case as _fc_case
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -136,9 +137,9 @@ def depthwise_mode(request, monkeypatch):
     """Both ways native.c's depthwise treats windows clipped by the image's edge: from a copy of the
     image inside a border of Z_x (every map with a clipped window) and on the clipped windows (never
     the copy)."""
-    from intq.runtime.native import accelerate
+    from intq.runtime.native import forms_conv
 
-    monkeypatch.setattr(accelerate, "PADDED_MAX_WORK_RATIO", request.param)
+    monkeypatch.setattr(forms_conv, "PADDED_MAX_WORK_RATIO", request.param)
     return request.param
 
 
@@ -158,7 +159,7 @@ def test_single_ops_equal_the_kernels_on_every_path(variants, seed, depthwise_mo
             second = rng.integers(-128, 128, size=x.shape).astype(np.int8)
             want = [np.array(run(params, v)[0]) for v in (x, second)]
             for label, variant in variants.items():
-                bound = native_run(node, graph, params, variant)
+                bound = native_run(plan.keys[node.name], node, graph, params, variant)
                 if bound is None:
                     continue
                 taken[node.op_type] += 1
@@ -209,9 +210,9 @@ DIRECT_CASES = [(1, 33, 33, 3, 16, 3, 2), (2, 9, 37, 3, 8, 3, 1), (1, 5, 34, 3, 
 @needs_library
 @pytest.mark.parametrize("case", DIRECT_CASES, ids=str)
 def test_direct_amx_convolutions_equal_the_kernel(variants, case, monkeypatch):
-    from intq.runtime.native import accelerate
+    from intq.runtime.native import forms_conv
 
-    monkeypatch.setattr(accelerate, "DIRECT_LIMITS", (10**9, 0, 10**9))  # wherever the geometry fits
+    monkeypatch.setattr(forms_conv, "DIRECT_LIMITS", (10**9, 0, 10**9))  # wherever the geometry fits
     rng = np.random.default_rng(sum(case))
     graph, x = _valid_conv(rng, *case)
     node = graph.nodes[0]
@@ -220,7 +221,7 @@ def test_direct_amx_convolutions_equal_the_kernel(variants, case, monkeypatch):
         run, params = plan.kernels[node.name]
         want = run(params, x)[0]
         for label, variant in variants.items():
-            bound = native_run(node, graph, params, variant)
+            bound = native_run(plan.keys[node.name], node, graph, params, variant)
             assert bound is not None
             if variant.path == "amx":
                 variant.use()
@@ -267,7 +268,7 @@ def test_depthwise_windows_clipped_by_small_maps_equal_the_kernel(variants, dept
         run, params = plan.kernels[node.name]
         want = np.array(run(params, x)[0])
         for label, variant in variants.items():
-            bound = native_run(node, graph, params, variant)
+            bound = native_run(plan.keys[node.name], node, graph, params, variant)
             if bound is None:
                 continue
             taken += 1
@@ -276,12 +277,12 @@ def test_depthwise_windows_clipped_by_small_maps_equal_the_kernel(variants, dept
 
 
 def _mean_cases(rng):
-    """MEAN over axes {1, 2} written three ways, keep_dims or not, and two other MEANs (declined):
-    ``(graph, x, axes)``, 40 of them."""
-    for i in range(40):
+    """MEAN over axes {1, 2} written three ways, the last axis (LayerNorm's) two ways, axes {2, 3},
+    keep_dims or not, and axes {1, 3} (not contiguous: declined): ``(graph, x, axes)``, 56 of them."""
+    for i in range(56):
         n, h, w = int(rng.choice([1, 2])), int(rng.integers(1, 57)), int(rng.integers(1, 57))
-        c = int(rng.choice([1, 3, 16, 40, 200]))
-        axes = [(1, 2), (2, 1), (-3, -2), (1, 3), (3,)][i % 5]
+        c = int(rng.choice([1, 3, 16, 40, 200, 384]))
+        axes = [(1, 2), (2, 1), (-3, -2), (1, 3), (3,), (-1,), (2, 3)][i % 7]
         keep = bool(i % 2)
         s_in = float(10 ** rng.uniform(-3, 0))
         s_out = s_in * float(10 ** rng.uniform(-2.5, 0.5))
@@ -297,12 +298,13 @@ def _mean_cases(rng):
 
 
 @needs_library
-def test_spatial_mean_equals_the_kernel(variants):
-    """MEAN over axes {1, 2} (written 1, 2 / 2, 1 / -3, -2; keep_dims or not) on random int8 maps
-    from 1 x 1 to 56 x 56 pixels, scales with the output finer and coarser than the input (the
-    multiplier's right shift from 0 to about 20), every zero point extreme: equal to the kernel's
-    run; the other MEANs (other axes, a multiplier with a left shift) keep the kernel's."""
-    taken = declined = 0
+def test_mean_over_contiguous_axes_equals_the_kernel(variants):
+    """MEAN over axes {1, 2} (written 1, 2 / 2, 1 / -3, -2), the last axis (3 / -1) and {2, 3},
+    keep_dims or not, on random int8 maps from 1 x 1 to 56 x 56 pixels, scales with the output
+    finer and coarser than the input (the multiplier's right shift from 0 to about 20), every zero
+    point extreme, multipliers of 1 or more (a left shift) included: equal to the kernel's run;
+    axes {1, 3} (not contiguous) keep the kernel's."""
+    taken = declined = shifted = 0
     forms = set()
     for i, (graph, x, axes) in enumerate(_mean_cases(np.random.default_rng(29))):
         keep = graph.nodes[0].attrs["keep_dims"]
@@ -311,15 +313,18 @@ def test_spatial_mean_equals_the_kernel(variants):
         run, params = plan.kernels[node.name]
         want = np.array(run(params, x, axes)[0])
         for label, variant in variants.items():
-            bound = native_run(node, graph, params, variant)
+            bound = native_run(plan.keys[node.name], node, graph, params, variant)
             if bound is None:
                 declined += 1
                 continue
             taken += 1
+            shifted += params.shift > 0
             forms.add((axes, keep))
             np.testing.assert_array_equal(_call(variant, bound, x), want, err_msg=f"case {i} {axes} [{label}]")
+    assert shifted >= 2 * len(variants), shifted
     assert taken >= 12 * len(variants) and declined >= 8 * len(variants), (taken, declined)
-    assert {a for a, _ in forms} == {(1, 2), (2, 1), (-3, -2)} and {k for _, k in forms} == {True, False}, forms
+    assert {a for a, _ in forms} == {(1, 2), (2, 1), (-3, -2), (3,), (-1,), (2, 3)}, forms
+    assert {k for _, k in forms} == {True, False}, forms
 
 
 @needs_library
@@ -328,7 +333,7 @@ def test_a_one_value_constant_operand_is_a_table_equal_to_the_kernel(variants, o
     """MUL / ADD / SUB of a tensor and a one-value constant (a hard sigmoid's scale and offset) is
     tabulated from the kernel's own run at plan time: every int8 input, shapes smaller and larger
     than the table, against the kernel's run; a constant first operand keeps the binary path."""
-    from intq.runtime.native.accelerate import _BoundTable
+    from intq.runtime.native.bound import BoundTable
 
     rng = np.random.default_rng(37)
     taken = 0
@@ -347,13 +352,13 @@ def test_a_one_value_constant_operand_is_a_table_equal_to_the_kernel(variants, o
             run, params = plan.kernels[node.name]
             x = np.resize(ALL_INT8, int(np.prod(shape))).reshape(shape)
             for label, variant in variants.items():
-                bound = native_run(node, graph, params, variant)
+                bound = native_run(plan.keys[node.name], node, graph, params, variant)
                 if bound is None:
                     continue
                 if first is const:
-                    assert type(bound) is not _BoundTable
+                    assert type(bound) is not BoundTable
                     continue
-                assert type(bound) is _BoundTable, (op, shape, label)
+                assert type(bound) is BoundTable, (op, shape, label)
                 taken += 1
                 for v in (x, np.roll(x, 7)):
                     np.testing.assert_array_equal(_call(variant, bound, v), run(params, v, const.data)[0],
@@ -363,8 +368,10 @@ def test_a_one_value_constant_operand_is_a_table_equal_to_the_kernel(variants, o
 
 def _binary_cases(rng):
     """ADD, SUB, MUL: the oracle suite's random cases (most broadcast as the native loop does not:
-    declined), every int8 pair at equal shapes (with MUL multipliers above 1: a left shift), and
-    the squeeze-excitation MUL ([1, H, W, C] x [1, 1, 1, C] and x a scalar)."""
+    declined), every int8 pair at equal shapes (with MUL multipliers above 1: a left shift), the
+    squeeze-excitation MUL ([1, H, W, C] x [1, 1, 1, C] and x a scalar) and LayerNorm's columns
+    ([1, H, W, C] x [1, H, W, 1], the leading 1 dropped or not; [1, 1, W, 1] broadcasts over H:
+    declined)."""
     for op in ("ADD", "SUB", "MUL"):
         for i in range(20):
             graph, feeds = _arith_case(rng, op, i)
@@ -380,7 +387,7 @@ def _binary_cases(rng):
             yield graph, {"a": np.repeat(ALL_INT8, 256).reshape(256, 256), "b": np.tile(ALL_INT8, 256).reshape(256, 256)}
     for op in ("MUL", "ADD", "SUB"):
         for c, b_shape in ((37, (1, 1, 1, 37)), (16, (1, 1, 1, 1)), (200, (200,)), (16, (1, 1, 1, 16)),
-                           (48, (1, 1, 1, 48))):
+                           (48, (1, 1, 1, 48)), (384, (1, 5, 7, 1)), (33, (5, 7, 1)), (8, (1, 1, 7, 1))):
             for k in range(3):
                 s_a, s_b = float(10 ** rng.uniform(-3, 0)), float(10 ** rng.uniform(-3, 0))
                 s_y = (s_a * s_b if op == "MUL" else max(s_a, s_b)) * float(10 ** rng.uniform(-1.5, 1))
@@ -400,9 +407,11 @@ def _binary_cases(rng):
 def test_add_sub_mul_equal_the_kernels_on_every_build(builds):
     rng = np.random.default_rng(5)
     taken = {"ADD": 0, "SUB": 0, "MUL": 0}
+    columns = {"taken": 0, "declined": 0}  # an operand [..., H, W, 1] of the output [..., H, W, C]
     for k, (graph, feeds) in enumerate(_binary_cases(rng)):
         node = graph.nodes[0]
         operands = [feeds[t] if t in feeds else graph.tensors[t].data for t in node.inputs]
+        column = any(np.shape(v)[-1:] == (1,) and np.size(v) > 1 for v in operands)
         for target in TARGETS:
             try:
                 plan = ExecutionPlan(graph, get_target(target), native=False)
@@ -411,7 +420,9 @@ def test_add_sub_mul_equal_the_kernels_on_every_build(builds):
             run, params = plan.kernels[node.name]
             want = np.array(run(params, *operands)[0])
             for label, build in builds.items():
-                bound = native_run(node, graph, params, build)
+                bound = native_run(plan.keys[node.name], node, graph, params, build)
+                if column and target == "tflite":
+                    columns["declined" if bound is None else "taken"] += 1
                 if bound is None:
                     continue
                 taken[node.op_type] += 1
@@ -423,6 +434,69 @@ def test_add_sub_mul_equal_the_kernels_on_every_build(builds):
                                          f"{got.size} differ, first at {bad.tolist()}")
     for op, count in taken.items():
         assert count >= 12, (op, count)
+    assert columns["taken"] >= 3 * 6 * len(builds) and columns["declined"] >= 3 * len(builds), columns
+
+
+def _attention_cases(rng):
+    """BATCH_MATMUL as attention writes it: Q K^T ([1, H, T, D] x [1, H, T, D], adj_y) and P V
+    ([1, H, T, T] x [1, H, T, D]), both operands activations, extreme zero points (the uint8-like
+    -128 of a softmax output), products deeper than one vector and than 64."""
+    for heads, tokens, depth in ((12, 32, 32), (2, 17, 64), (3, 5, 200), (1, 70, 8)):
+        for qk in (True, False):
+            a_shape = (1, heads, tokens, depth if qk else tokens)
+            b_shape = (1, heads, tokens, depth)
+            out = (1, heads, tokens, tokens if qk else depth)
+            s_a, s_b = float(10 ** rng.uniform(-2, 0)), float(10 ** rng.uniform(-3, -1))
+            k = a_shape[-1]
+            s_y = s_a * s_b * float(np.sqrt(k)) * float(10 ** rng.uniform(0.5, 1.5))
+            zps = [int(v) for v in rng.choice([-128, -5, 0, 9, 127], size=3)]
+            graph = single_op_graph("BATCH_MATMUL", [tensor("a", a_shape, scale=s_a, zero_point=zps[0]),
+                                                     tensor("b", b_shape, scale=s_b, zero_point=zps[1])],
+                                    [tensor("y", out, scale=s_y, zero_point=zps[2])], {"adj_x": False, "adj_y": qk})
+            extreme = rng.random() < 0.3
+            feeds = {name: (rng.choice([-128, 127], size=shape) if extreme else rng.integers(-128, 128, shape)).astype(np.int8)
+                     for name, shape in (("a", a_shape), ("b", b_shape))}
+            yield graph, feeds
+
+
+def _bindings(graph, feeds, target: str, builds):
+    """``(label, bound or None, operands, the kernel's output)`` of a single-op graph's node per build,
+    nothing where the target refuses the node."""
+    node = graph.nodes[0]
+    operands = [feeds[t] if t in feeds else graph.tensors[t].data for t in node.inputs]
+    try:
+        plan = ExecutionPlan(graph, get_target(target), native=False)
+    except intq.IntqError:
+        return
+    run, params = plan.kernels[node.name]
+    want = np.array(run(params, *operands)[0])
+    for label, build in builds.items():
+        yield label, native_run(plan.keys[node.name], node, graph, params, build), operands, want
+
+
+@needs_library
+def test_batch_matmul_equals_the_kernel(builds):
+    """BATCH_MATMUL on the kernels' oracle suite's random cases (adj_x / adj_y, ranks 2-5, batch axes
+    broadcast whole or in part, constant right-hand sides, long sums) and attention's two products:
+    equal to the kernel's run on every build and target; a partial batch broadcast and a multiplier
+    of 1 or more keep the kernel's run (declined), and most cases are taken."""
+    rng = np.random.default_rng(61)
+    cases = [_batch_matmul_case(rng, i)[:2] for i in range(60)] + list(_attention_cases(rng))
+    taken = declined = attention = 0
+    for k, (graph, feeds) in enumerate(cases):
+        for target in TARGETS:
+            for label, bound, operands, want in _bindings(graph, feeds, target, builds):
+                if bound is None:
+                    declined += 1
+                    continue
+                taken += 1
+                attention += k >= 60
+                got = bound(*operands)[0]
+                assert got.dtype == want.dtype and got.shape == want.shape
+                if not np.array_equal(got, want):
+                    raise AssertionError(f"case {k} [{target}, {label}]: {int((got != want).sum())} of {got.size} differ")
+    assert attention == 8 * len(TARGETS) * len(builds), attention
+    assert taken >= 2 * declined and declined >= len(builds), (taken, declined)
 
 
 @needs_library
@@ -445,11 +519,22 @@ def test_max_pool_equals_the_kernel(builds):
             run, params = plan.kernels[graph.nodes[0].name]
             want = np.array(run(params, feeds["x"])[0])
             for label, build in builds.items():
-                bound = native_run(graph.nodes[0], graph, params, build)
+                bound = native_run(plan.keys[graph.nodes[0].name], graph.nodes[0], graph, params, build)
                 assert bound is not None
                 taken += 1
                 np.testing.assert_array_equal(bound(feeds["x"])[0], want, err_msg=f"case {i} [{target}, {label}]")
     assert taken == 40 * len(TARGETS) * len(builds)
+
+
+def _transpose_case(rng, shape, perm):
+    out = tuple(shape[k] for k in perm)
+    graph = single_op_graph("TRANSPOSE", [tensor("x", shape, scale=0.1, zero_point=3),
+                                          tensor("perm", None, np.int32, data=np.array(perm, np.int32))],
+                            [tensor("y", out, scale=0.1, zero_point=3)])
+    plan = ExecutionPlan(graph, get_target("tflite"), native=False)
+    run, params = plan.kernels[graph.nodes[0].name]
+    x = rng.integers(-128, 128, shape).astype(np.int8)
+    return graph, plan, x, run(params, x)[0]
 
 
 @needs_library
@@ -458,19 +543,28 @@ def test_transpose_equals_the_kernel(builds):
     taken = 0
     for shape in [(1, 3, 224, 224), (1, 2, 5, 130), (2, 4, 3, 200), (2, 5, 7, 3), (4, 6, 5), (7, 9), (33,), (1, 1, 8, 1)]:
         for perm in itertools.permutations(range(len(shape))):
-            out = tuple(shape[k] for k in perm)
-            graph = single_op_graph("TRANSPOSE", [tensor("x", shape, scale=0.1, zero_point=3),
-                                                  tensor("perm", None, np.int32, data=np.array(perm, np.int32))],
-                                    [tensor("y", out, scale=0.1, zero_point=3)])
-            x = rng.integers(-128, 128, shape).astype(np.int8)
-            plan = ExecutionPlan(graph, get_target("tflite"), native=False)
-            run, params = plan.kernels[graph.nodes[0].name]
+            graph, plan, x, want = _transpose_case(rng, shape, perm)
+            node = graph.nodes[0]
             for label, build in builds.items():
-                bound = native_run(graph.nodes[0], graph, params, build)
+                bound = native_run(plan.keys[node.name], node, graph, plan.kernels[node.name][1], build)
                 assert bound is not None, (shape, perm)
                 taken += 1
-                np.testing.assert_array_equal(bound(x, perm)[0], run(params, x)[0], err_msg=f"{shape} {perm} [{label}]")
+                np.testing.assert_array_equal(bound(x, perm)[0], want, err_msg=f"{shape} {perm} [{label}]")
     assert taken > 0
+    # rank 5 (the most TFLM takes): taken where axes of length 1 and neighbours kept in order leave
+    # rank <= 4 (attention's heads), declined otherwise
+    merged = declined = 0
+    for shape in [(1, 17, 3, 2, 8), (2, 3, 1, 4, 5), (2, 3, 4, 5, 6), (1, 2, 3, 1, 4)]:
+        for perm in itertools.permutations(range(len(shape))):
+            graph, plan, x, want = _transpose_case(rng, shape, perm)
+            node = graph.nodes[0]
+            bound = native_run(plan.keys[node.name], node, graph, plan.kernels[node.name][1])
+            if bound is None:
+                declined += 1
+                continue
+            merged += 1
+            np.testing.assert_array_equal(bound(x, perm)[0], want, err_msg=f"{shape} {perm}")
+    assert merged >= 300 and declined >= 50, (merged, declined)  # 427 and 53
 
 
 @needs_library
@@ -488,16 +582,7 @@ def test_pad_equals_the_kernel(builds, op):
                           [tensor("y", (1, 113, 113, 16), scale=0.1, zero_point=-3)])
     cases.append((big, {"x": rng.integers(-128, 128, (1, 112, 112, 16)).astype(np.int8)}))
     for k, (graph, feeds) in enumerate(cases):
-        node = graph.nodes[0]
-        operands = [feeds[t] if t in feeds else graph.tensors[t].data for t in node.inputs]
-        try:
-            plan = ExecutionPlan(graph, get_target("litert-ref"), native=False)
-        except intq.IntqError:
-            continue
-        run, params = plan.kernels[node.name]
-        want = np.array(run(params, *operands)[0])
-        for label, build in builds.items():
-            bound = native_run(node, graph, params, build)
+        for label, bound, operands, want in _bindings(graph, feeds, "litert-ref", builds):
             if bound is None:
                 continue
             taken += 1
@@ -532,7 +617,7 @@ def test_tables_equal_the_kernels(builds, op):
             run, params = plan.kernels[graph.nodes[0].name]
             want = np.array(run(params, x)[0])
             for label, build in builds.items():
-                bound = native_run(graph.nodes[0], graph, params, build)
+                bound = native_run(plan.keys[graph.nodes[0].name], graph.nodes[0], graph, params, build)
                 if bound is None:
                     continue
                 taken += 1
@@ -541,11 +626,64 @@ def test_tables_equal_the_kernels(builds, op):
 
 
 @needs_library
+def test_transformer_tables_equal_the_kernels(builds):
+    """GELU (exact and tanh forms), RSQRT and an int8 -> int8 QUANTIZE as 256-entry tables: every
+    int8 input against the kernel's run, on every build and target; RSQRT only where no input lies
+    below its zero point (Z_in = -128: its run refuses such inputs, a lookup would not), and a
+    float QUANTIZE keeps its run."""
+    rng = np.random.default_rng(53)
+    taken: dict[str, int] = {}
+    for i in range(12):
+        shape = ((4, 64), (3, 7, 5), (1, 300))[i % 3]
+        s_in, z_in = float(10 ** rng.uniform(-3, 0)), int(rng.integers(-128, 128))
+        cases = [("GELU", single_op_graph("GELU", [tensor("x", shape, scale=s_in, zero_point=z_in)],
+                                          [tensor("y", shape, scale=s_in * float(10 ** rng.uniform(-0.5, 0.3)),
+                                                  zero_point=int(rng.integers(-128, 128)))],
+                                          {"approximate": bool(i % 2)}), True),
+                 ("QUANTIZE", single_op_graph("QUANTIZE", [tensor("x", shape, scale=s_in, zero_point=z_in)],
+                                              [tensor("y", shape, scale=s_in * float(10 ** rng.uniform(-1, 1)),
+                                                      zero_point=int(rng.integers(-128, 128)))]), True),
+                 ("QUANTIZE float", single_op_graph("QUANTIZE", [tensor("x", shape, np.float32)],
+                                                    [tensor("y", shape, scale=s_in, zero_point=z_in)]), False)]
+        z_rsqrt = -128 if i % 2 else int(rng.integers(-127, 100))
+        s_rsqrt = float(10 ** rng.uniform(-4, 1))
+        cases.append(("RSQRT", single_op_graph(
+            "RSQRT", [tensor("x", shape, scale=s_rsqrt, zero_point=z_rsqrt)],
+            [tensor("y", shape, scale=float(10 ** rng.uniform(-0.5, 0.5) / (255 * np.sqrt(s_rsqrt))),
+                    zero_point=int(rng.integers(-128, 128)))]), z_rsqrt == -128))
+        for op, graph, native_form in cases:
+            node = graph.nodes[0]
+            x = np.resize(ALL_INT8, shape)
+            rng.shuffle(x.reshape(-1))
+            if op == "RSQRT":
+                x = np.maximum(x, z_rsqrt).astype(np.int8)
+            if op == "QUANTIZE float":
+                x = rng.standard_normal(shape).astype(np.float32)
+            for target in TARGETS:
+                try:
+                    plan = ExecutionPlan(graph, get_target(target), native=False)
+                except intq.IntqError:
+                    continue  # TFLM has no GELU
+                run, params = plan.kernels[node.name]
+                want = np.array(run(params, x)[0])
+                for label, build in builds.items():
+                    bound = native_run(plan.keys[node.name], node, graph, params, build)
+                    if not native_form or target == "litert-opt" and op == "QUANTIZE":
+                        assert native_form or bound is None, (op, target, label)
+                        if bound is None:
+                            continue
+                    assert bound is not None, (op, target, label)
+                    taken[op] = taken.get(op, 0) + 1
+                    np.testing.assert_array_equal(bound(x)[0], want, err_msg=f"{op} case {i} [{target}, {label}]")
+    assert set(taken) == {"GELU", "QUANTIZE", "RSQRT"}, taken
+
+
+@needs_library
 def test_prelu_with_a_constant_slope_equals_the_kernel(builds):
     """PRELU with a constant slope of one value or one per channel is tabulated per channel from the
-    kernel's own run (accelerate._prelu): the elementwise suite's random shapes and every int8 input
+    kernel's own run (forms_elementwise.prelu_form): the elementwise suite's random shapes and every int8 input
     against every int8 slope; slopes of other shapes, or given at run time, keep the kernel's run."""
-    from intq.runtime.native.accelerate import _BoundChannelTables, _BoundTable
+    from intq.runtime.native.bound import BoundChannelTables, BoundTable
 
     from ..kernels.test_elementwise import _prelu_alpha_shape, _scale, _shape, _unary_scales, _values
     from ..kernels.test_elementwise import _zero_point as _zp
@@ -577,16 +715,16 @@ def test_prelu_with_a_constant_slope_equals_the_kernel(builds):
             run, params = plan.kernels[node.name]
             want = np.array(run(params, x, a)[0])
             for label, build in builds.items():
-                bound = native_run(node, graph, params, build)
+                bound = native_run(plan.keys[node.name], node, graph, params, build)
                 taken = alpha is None and np.asarray(a).size in (1, x.shape[-1]) and np.asarray(a).shape[-1:] in (
                     (), (1,), x.shape[-1:])
                 if not taken:
                     assert bound is None, (k, np.asarray(a).shape, x.shape)
                     continue
-                assert type(bound) in (_BoundTable, _BoundChannelTables), (k, label)
+                assert type(bound) in (BoundTable, BoundChannelTables), (k, label)
                 kinds.add(type(bound))
                 np.testing.assert_array_equal(bound(x, a)[0], want, err_msg=f"PRELU case {k} [{target}, {label}]")
-    assert kinds == {_BoundTable, _BoundChannelTables}
+    assert kinds == {BoundTable, BoundChannelTables}
 
 
 @pytest.mark.parametrize("shape", [(1, 2), (3, 5, 2), (256, 256, 2)])
@@ -602,13 +740,51 @@ def test_two_class_softmax_table_equals_the_kernel(shape):
         for target in ("tflite", "litert-ref"):
             plan = ExecutionPlan(graph, get_target(target), native=False)
             run, params = plan.kernels[graph.nodes[0].name]
-            bound = native_run(graph.nodes[0], graph, params)
+            bound = native_run(plan.keys[graph.nodes[0].name], graph.nodes[0], graph, params)
             assert bound is not None
             np.testing.assert_array_equal(bound(x)[0], run(params, x)[0], err_msg=f"{shape} beta {beta} [{target}]")
             if x.size == 2:  # one row: the scalar lookup, on every row
                 rows = np.stack(np.meshgrid(ALL_INT8, ALL_INT8, indexing="ij"), axis=-1).reshape(-1, *shape)
                 for row in rows[::97]:
                     np.testing.assert_array_equal(bound(row)[0], run(params, row)[0], err_msg=f"{row} [{target}]")
+
+
+@needs_library
+def test_softmax_rows_equal_the_kernel(builds):
+    """SOFTMAX over rows of 1 to 300 values (attention's rows, classifier heads) on every build and
+    target: equal to the kernel's run on random rows, rows of one repeated value, rows holding
+    both extremes and every difference 0..255; betas and input scales from the steep (most
+    differences beyond the radius: -128) to the flat; a row whose sum of exps reaches 512 raises
+    the kernel's error, natively as in the kernel."""
+    rng = np.random.default_rng(71)
+    taken = refused = 0
+    for i in range(24):
+        depth = [1, 3, 7, 16, 32, 33, 64, 128, 256, 300, 600, 1000][i % 12]
+        shape = ((1, 12, 5, depth), (4, depth), (depth,))[i % 3]
+        beta, s_in = float(rng.choice([0.5, 1.0, 2.0])), float(10 ** rng.uniform(-3, -0.3))
+        graph = single_op_graph("SOFTMAX", [tensor("x", shape, scale=s_in, zero_point=int(rng.integers(-128, 128)))],
+                                [tensor("y", shape, scale=1 / 256, zero_point=-128)], {"beta": beta})
+        xs = [rng.integers(-128, 128, shape), np.full(shape, int(rng.integers(-128, 128))),
+              rng.choice([-128, 127], size=shape), np.resize(np.arange(-128, 128), shape)]
+        for target in ("tflite", "litert-ref"):
+            plan = ExecutionPlan(graph, get_target(target), native=False)
+            node = graph.nodes[0]
+            run, params = plan.kernels[node.name]
+            for label, build in builds.items():
+                bound = native_run(plan.keys[node.name], node, graph, params, build)
+                assert bound is not None, (shape, label)
+                for x in xs:
+                    x = x.astype(np.int8)
+                    try:
+                        want = run(params, x)[0]
+                    except intq.IntqError as e:
+                        with pytest.raises(type(e), match="sum of exponentials"):
+                            bound(x)
+                        refused += 1
+                        continue
+                    taken += 1
+                    np.testing.assert_array_equal(bound(x)[0], want, err_msg=f"case {i} {shape} [{target}, {label}]")
+    assert taken >= 150 and refused >= 2, (taken, refused)
 
 
 def _corpus_graphs():
@@ -627,7 +803,7 @@ def _libraries():
 def _follows_the_choice(plan, lib, context):
     """The plan's native steps follow ``lib``'s choice: CONV_2D / FULLY_CONNECTED natively exactly
     when its matrix path was measured (or forced) faster than the kernels' GEMM."""
-    ops = {n.op_type for n, s in zip(plan.graph.nodes, plan.steps) if isinstance(s.run, _Bound)}
+    ops = {n.op_type for n, s in zip(plan.graph.nodes, plan.steps) if isinstance(s.run, Bound)}
     gemm_ops = {"CONV_2D", "FULLY_CONNECTED"} & {n.op_type for n in plan.graph.nodes}
     if lib.gemm:
         assert not gemm_ops or ops & gemm_ops, (context, ops)
@@ -696,7 +872,7 @@ def test_quantized_digits_equal_and_native_steps_are_bound(monkeypatch):
             for name in want:
                 np.testing.assert_array_equal(got[name], want[name], err_msg=f"[{target}] {name}")
             assert _follows_the_choice(fast._base, lib, target) or not lib.gemm
-            assert not any(isinstance(s.run, _Bound) for s in slow._base.steps)
+            assert not any(isinstance(s.run, Bound) for s in slow._base.steps)
 
 
 def _conv_table_model(rng) -> onnx.ModelProto:
@@ -731,10 +907,10 @@ def _conv_table_model(rng) -> onnx.ModelProto:
 @needs_library
 def test_convolutions_fused_with_their_table_ops_equal_the_kernels(monkeypatch):
     """A native convolution whose output a table op reads computes the table too, in one C call
-    (accelerate.fuse_tables): every tensor of the plan equal to the kernels' run, the
+    (programs.fuse_tables): every tensor of the plan equal to the kernels' run, the
     convolution's own output included; the table step given any other array looks it up itself.
     Three pairs where CONV_2D and FULLY_CONNECTED run natively here, else the depthwise one."""
-    from intq.runtime.native.accelerate import _TableAfter
+    from intq.runtime.native.bound import TableAfter
 
     rng = np.random.default_rng(31)
     proto = _conv_table_model(rng)
@@ -753,7 +929,7 @@ def test_convolutions_fused_with_their_table_ops_equal_the_kernels(monkeypatch):
             for name in want:
                 np.testing.assert_array_equal(got[name], want[name], err_msg=f"run {k}: {name}")
         steps = fast._base.steps
-        fused = [(i, s) for i, s in enumerate(steps) if isinstance(s.run, _TableAfter)]
+        fused = [(i, s) for i, s in enumerate(steps) if isinstance(s.run, TableAfter)]
         assert len(fused) == (3 if lib.gemm else 1), [fast._base.graph.nodes[i].op_type for i, _ in fused]
         for i, s in fused:  # another input than the fused output: the step's own lookup
             node = fast._base.graph.nodes[i]
@@ -766,7 +942,7 @@ def test_convolutions_fused_with_their_table_ops_equal_the_kernels(monkeypatch):
 
 
 def _program_steps(plan):
-    from intq.runtime.native.accelerate import Program, programs
+    from intq.runtime.native.programs import Program, programs
 
     return [p for p, _, _ in programs(plan._flat, dict(plan.constants)) if isinstance(p, Program)]
 
@@ -816,29 +992,56 @@ def _split_model(rng) -> onnx.ModelProto:
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 
 
+def _attention_model(rng) -> onnx.ModelProto:
+    """An attention head's shape: MatMul by a constant (FULLY_CONNECTED) -> Reshape to heads ->
+    Transpose -> Q K^T (BATCH_MATMUL of two activations) -> Softmax -> its Reshape: a program that
+    runs on through the reshapes (views of its arena) and holds the batch product."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    nodes = [
+        helper.make_node("MatMul", ["x", "w"], ["h"]),
+        helper.make_node("Reshape", ["h", "heads"], ["r"]),
+        helper.make_node("Transpose", ["r"], ["q"], perm=[0, 2, 1, 3]),
+        helper.make_node("Transpose", ["r"], ["k"], perm=[0, 2, 3, 1]),
+        helper.make_node("MatMul", ["q", "k"], ["s"]),
+        helper.make_node("Reshape", ["s", "flat"], ["f"]),
+        helper.make_node("Softmax", ["f"], ["y"], axis=-1),
+    ]
+    inits = [numpy_helper.from_array((rng.standard_normal((32, 32)) * 0.3).astype(np.float32), "w"),
+             numpy_helper.from_array(np.array([1, 6, 4, 8], np.int64), "heads"),
+             numpy_helper.from_array(np.array([1, 4, 36], np.int64), "flat")]
+    graph = helper.make_graph(nodes, "attention", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 6, 32])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
 @needs_library
 @pytest.mark.parametrize("cap", [None, 1])
 def test_step_programs_equal_the_kernels_and_keep_each_runs_tensors(monkeypatch, cap):
-    """The plan's hot path runs consecutive native steps as one C call (accelerate.programs): every
+    """The plan's hot path runs consecutive native steps as one C call (programs.programs): every
     tensor of every run equal to the kernels' plan (fused convolution + table, constant operands,
     inputs read twice), each run's tensors still intact after the next run (a fresh buffer per
     run); ``cap`` 1 byte: every program one step (the arena limit splits them)."""
-    from intq.runtime.native import accelerate
+    from intq.runtime.native import programs
 
     if cap is not None:
-        monkeypatch.setattr(accelerate, "_ARENA_CAP", cap)
+        monkeypatch.setattr(programs, "_ARENA_CAP", cap)
     calls = []
-    monkeypatch.setattr(accelerate.Program, "__call__",  # counted: the programs are what the hot path runs
-                        lambda self, *xs, _call=accelerate.Program.__call__: calls.append(self) or _call(self, *xs))
+    monkeypatch.setattr(programs.Program, "__call__",  # counted: the programs are what the hot path runs
+                        lambda self, *xs, _call=programs.Program.__call__: calls.append(self) or _call(self, *xs))
     rng = np.random.default_rng(41)
     for proto, shape in ((_conv_table_model(rng), (1, 3, 20, 30)), (_squeeze_model(rng), (1, 3, 19, 23)),
-                         (_split_model(rng), (1, 3, 9, 11))):
+                         (_split_model(rng), (1, 3, 9, 11)), (_attention_model(rng), (1, 6, 32))):
         calib = [rng.standard_normal(shape).astype(np.float32) for _ in range(4)]
         qg = intq.quantize(proto, calib)
         fast, slow = intq.Interpreter(qg), intq.Interpreter(qg, native=False)
         progs = _program_steps(fast._base)
         if cap is None:
             assert progs and max(len(p.outs) for p in progs) >= 2, [len(p.outs) for p in progs]
+            if proto.graph.name == "attention":  # one program from the product to the batch product
+                ops = {n.op_type for n in qg.nodes}
+                assert {"BATCH_MATMUL", "RESHAPE", "SOFTMAX"} <= ops, ops
+                assert max(len(p.outs) for p in progs) >= 5, [len(p.outs) for p in progs]
         else:
             assert not progs  # one-step programs are left as the steps themselves
         calls.clear()
@@ -860,7 +1063,7 @@ def test_step_programs_equal_the_kernels_and_keep_each_runs_tensors(monkeypatch,
 
 @needs_library
 def test_a_program_refuses_unverified_inputs_and_the_plan_falls_back():
-    from intq.runtime.native.accelerate import _NotProgram
+    from intq.runtime.native.programs import NotProgram
 
     rng = np.random.default_rng(43)
     qg = intq.quantize(_squeeze_model(rng), [rng.standard_normal((1, 3, 19, 23)).astype(np.float32)])
@@ -870,14 +1073,14 @@ def test_a_program_refuses_unverified_inputs_and_the_plan_falls_back():
     good = np.zeros(prog.sizes[0], np.int8)
     assert len(prog(good)) == len(prog.outs)
     for bad in (good.astype(np.int16), np.zeros(2 * prog.sizes[0], np.int8)[::2], good[1:], list(good)):
-        with pytest.raises(_NotProgram):
+        with pytest.raises(NotProgram):
             prog(bad)
     # a failing hot path (here: a program raising) reruns the steps one by one: the same outputs
     x = rng.standard_normal((1, 3, 19, 23)).astype(np.float32)
     want = intq.Interpreter(qg, native=False).run({"x": x})
 
     def broken(s):
-        raise _NotProgram
+        raise NotProgram
 
     fast._base._straight = broken
     got = fast.run({"x": x})
@@ -935,7 +1138,7 @@ def test_a_native_path_slower_than_blas_is_not_chosen(monkeypatch, tmp_path):
             assert chosen.gemm is False and "the kernels'" in native.status() and "measured" in native.status()
             graph, x = _wide_case(np.random.default_rng(3), 2)  # a CONV_2D
             plan = ExecutionPlan(graph, get_target("tflite"))
-            assert not any(isinstance(s.run, _Bound) for s in plan.steps)
+            assert not any(isinstance(s.run, Bound) for s in plan.steps)
     finally:
         native.library.cache_clear()
         native.library()  # the process library again (the environment's), for the tests after this one
@@ -1000,14 +1203,14 @@ def _mutant_suite(lib: native.Native) -> int:
             continue
         plan = ExecutionPlan(graph, get_target("tflite"), native=False)
         run, params = plan.kernels[node.name]
-        bound = native_run(node, graph, params, lib)
+        bound = native_run(plan.keys[node.name], node, graph, params, lib)
         if bound is not None:
             differ += not np.array_equal(bound(feeds["a"], feeds["b"])[0], run(params, feeds["a"], feeds["b"])[0])
     for graph, x in itertools.islice(_cases(0), 24):
         node = graph.nodes[0]
         plan = ExecutionPlan(graph, get_target("tflite"), native=False)
         run, params = plan.kernels[node.name]
-        bound = native_run(node, graph, params, lib)
+        bound = native_run(plan.keys[node.name], node, graph, params, lib)
         if bound is not None:
             differ += not np.array_equal(_call(lib, bound, x), run(params, x)[0])
     for op in ("HARD_SWISH", "LOGISTIC"):
@@ -1017,7 +1220,7 @@ def _mutant_suite(lib: native.Native) -> int:
         plan = ExecutionPlan(graph, get_target("tflite"), native=False)
         run, params = plan.kernels[graph.nodes[0].name]
         x = ALL_INT8.reshape(4, 64)
-        differ += not np.array_equal(native_run(graph.nodes[0], graph, params, lib)(x)[0], run(params, x)[0])
+        differ += not np.array_equal(native_run(plan.keys[graph.nodes[0].name], graph.nodes[0], graph, params, lib)(x)[0], run(params, x)[0])
     return differ
 
 
@@ -1054,7 +1257,7 @@ def test_no_compiler_no_library_and_the_plan_runs_the_kernels(monkeypatch, tmp_p
     calib = [x[None].astype(np.float32) for x in x_train[:8]]
     qg = intq.quantize(onnx.load(ROOT / "intq/data/digits_cnn.onnx"), calib, input_shapes={"image": (1, 1, 8, 8)})
     plan = ExecutionPlan(qg, get_target("tflite"))
-    assert not any(isinstance(s.run, _Bound) for s in plan.steps)
+    assert not any(isinstance(s.run, Bound) for s in plan.steps)
     x = calib[0]
     np.testing.assert_array_equal(intq.Interpreter(qg).run({"image": x})[qg.outputs[0]],
                                   plan.execute([x])[plan.output_slots[0][1]])

@@ -13,7 +13,8 @@ Builds and CPUs: ``-march=armv8.2-a+dotprod`` under ``-cpu max`` (paths ``dotpro
 ``c``; asking for ``dotprod`` gives ``neon``). Cases: the same suites as tests/runtime/test_native.py
 (the random CONV_2D / DEPTHWISE_CONV_2D / FULLY_CONNECTED single ops with the wide ones, both
 depthwise border modes, ADD / SUB / MUL on every int8 pair and broadcast rows, the table ops on every
-input, a convolution computing its table op, MAX_POOL_2D, MEAN, TRANSPOSE, PAD, PRELU), and
+input, a convolution computing its table op, MAX_POOL_2D, MEAN, TRANSPOSE, PAD, PRELU, BATCH_MATMUL,
+SOFTMAX), and
 mutants of the ARM code that must be killed. Speed on ARM64 cannot be measured here (TCG emulation).
 
 Needs the Debian packages ``gcc-aarch64-linux-gnu``, ``libc6-dev-arm64-cross`` and ``qemu-user``
@@ -34,7 +35,7 @@ import pytest
 import intq
 from intq.kernels import get_target
 from intq.runtime import native
-from intq.runtime.native import accelerate
+from intq.runtime.native import forms_conv
 from intq.runtime.native.accelerate import native_run
 from intq.runtime.plan import ExecutionPlan
 
@@ -42,8 +43,9 @@ from ..kernels.harness import single_op_graph, tensor
 from ..kernels.test_data_movement import _pad_case
 from ..kernels.test_elementwise import ALL_INT8
 from ..kernels.test_pool_reduce import _pool_case
-from .test_native import (DIRECT_CASES, TARGETS, _FIXED_OUTPUT, _binary_cases, _cases, _mean_cases, _small_map_cases,
-                          _valid_conv)
+from ..kernels.test_conv import _batch_matmul_case
+from .test_native import (DIRECT_CASES, TARGETS, _FIXED_OUTPUT, _attention_cases, _binary_cases, _cases, _mean_cases,
+                          _small_map_cases, _valid_conv)
 
 DRIVER = Path(__file__).with_name("native_driver.c")
 SYSROOT = Path("/usr/aarch64-linux-gnu")
@@ -59,7 +61,7 @@ pytestmark = pytest.mark.skipif(
            "libc6-dev-arm64-cross qemu-user; tools/install_test_tools.sh)" if _MISSING else "no native library here")
 
 KINDS = {"intq_conv": 0, "intq_depthwise": 1, "intq_max_pool": 2, "intq_transpose": 3, "intq_pad": 4, "intq_mean": 5,
-         "intq_mul": 6, "intq_add": 7, "intq_lut": 8, "intq_lut_channels": 9}
+         "intq_mul": 6, "intq_add": 7, "intq_lut": 8, "intq_lut_channels": 9, "intq_batch_matmul": 10, "intq_softmax": 11}
 
 
 # ------------------------------------------------------------------------------ case files
@@ -168,7 +170,7 @@ def _bind(graph, target: str, arm: native.Native, operands):
     node = graph.nodes[0]
     plan = ExecutionPlan(graph, get_target(target), native=False)
     run, params = plan.kernels[node.name]
-    bound = native_run(node, graph, params, arm)
+    bound = native_run(plan.keys[node.name], node, graph, params, arm)
     if bound is None or not hasattr(bound, "fn"):
         return None
     want = np.asarray(run(params, *operands)[0])
@@ -196,7 +198,7 @@ def _suite(arm: native.Native, monkeypatch) -> list[tuple[str, object, list, lis
 
     rng = np.random.default_rng(99)
     for mode in (1e9, 0.0):  # depthwise from a bordered copy, and on the clipped windows
-        monkeypatch.setattr(accelerate, "PADDED_MAX_WORK_RATIO", mode)
+        monkeypatch.setattr(forms_conv, "PADDED_MAX_WORK_RATIO", mode)
         for seed in range(3):
             for k, (graph, x) in enumerate(_cases(seed)):
                 if mode == 0.0 and graph.nodes[0].op_type != "DEPTHWISE_CONV_2D":
@@ -241,6 +243,18 @@ def _suite(arm: native.Native, monkeypatch) -> list[tuple[str, object, list, lis
             node = graph.nodes[0]
             add(f"{op} case {k}", graph, "litert-ref", [feeds[t] if t in feeds else graph.tensors[t].data
                                                         for t in node.inputs])
+    bmm_rng = np.random.default_rng(61)  # BATCH_MATMUL: the oracle suite's cases and attention's products
+    for k, (graph, feeds) in enumerate([_batch_matmul_case(bmm_rng, i)[:2] for i in range(40)]
+                                       + list(_attention_cases(bmm_rng))):
+        node = graph.nodes[0]
+        add(f"BATCH_MATMUL case {k}", graph, "tflite", [feeds[t] if t in feeds else graph.tensors[t].data
+                                                         for t in node.inputs])
+    for k, depth in enumerate((3, 32, 33, 300)):  # SOFTMAX over rows (attention's)
+        shape = (5, depth)
+        graph = single_op_graph("SOFTMAX", [tensor("x", shape, scale=0.02 * (k + 1), zero_point=k - 3)],
+                                [tensor("y", shape, scale=1 / 256, zero_point=-128)], {"beta": 1.0})
+        for x in (rng.integers(-128, 128, shape), np.resize(np.arange(-128, 128), shape)):
+            add(f"SOFTMAX {shape} case {k}", graph, "tflite", [x.astype(np.int8)])
     for c in (1, 37):  # PRELU: one slope, a slope per channel
         graph = single_op_graph("PRELU", [tensor("x", (256, c), scale=0.05, zero_point=7),
                                           tensor("alpha", None, data=rng.integers(-128, 128, (c,)).astype(np.int8),

@@ -284,7 +284,7 @@ def _declare(lib: ctypes.CDLL) -> None:
         fn = getattr(lib, name)
         fn.argtypes, fn.restype = [vp, vp, vp], None
     lib.intq_requant.argtypes, lib.intq_requant.restype = [vp, i64, i32, vp, vp], None
-    for name in ("intq_mul", "intq_add"):
+    for name in ("intq_mul", "intq_add", "intq_batch_matmul"):
         fn = getattr(lib, name)
         fn.argtypes, fn.restype = [vp, vp, vp, vp], None
     obj = ctypes.py_object
@@ -300,10 +300,13 @@ def _declare(lib: ctypes.CDLL) -> None:
     lib.intq_lut.argtypes, lib.intq_lut.restype = [vp, i64, vp, vp], None
     lib.intq_lut_obj.argtypes, lib.intq_lut_obj.restype = [vp, i64, obj, obj], None
     lib.intq_lut_channels_obj.argtypes, lib.intq_lut_channels_obj.restype = [vp, i64, i32, obj, obj], None
-    for name in ("intq_mul_obj", "intq_add_obj"):
+    lib.intq_softmax.argtypes, lib.intq_softmax.restype = [vp, vp, vp], i64
+    lib.intq_softmax_obj.argtypes, lib.intq_softmax_obj.restype = [vp, obj, obj], i64
+    for name in ("intq_mul_obj", "intq_add_obj", "intq_batch_matmul_obj"):
         fn = getattr(lib, name)
         fn.argtypes, fn.restype = [vp, obj, obj, obj], None
     lib.intq_run_program.argtypes, lib.intq_run_program.restype = [vp, obj, obj, obj, obj, obj], None
+    lib.intq_rule.argtypes, lib.intq_rule.restype = [i32, i32, i64, vp, vp, vp, vp, vp], ctypes.c_int
 
 
 def _objects_work(lib: ctypes.CDLL) -> bool:
@@ -364,6 +367,23 @@ class BinaryParams(ctypes.Structure):
             "mult", "left", "right", "away", "out_zp", "act_min", "act_max")]
 
 
+class BatchMatMulParams(ctypes.Structure):
+    """``intq_bmm_params`` (BATCH_MATMUL)."""
+
+    _fields_ = [*((name, ctypes.c_int32) for name in ("batches", "m", "k", "n")),
+                ("a_step", ctypes.c_int64), ("b_step", ctypes.c_int64),
+                *((name, ctypes.c_int32) for name in ("a_row", "a_col", "b_row", "b_col", "za", "zb", "mult", "right",
+                                                     "away", "out_zp")),
+                ("sa", ctypes.c_void_p), ("sb", ctypes.c_void_p), ("acc", ctypes.c_void_p)]
+
+
+class SoftmaxParams(ctypes.Structure):
+    """``intq_softmax_params`` (SOFTMAX int8 over the last axis)."""
+
+    _fields_ = [("rows", ctypes.c_int64), ("depth", ctypes.c_int32), ("radius", ctypes.c_int32),
+                ("exp_q0", ctypes.c_void_p), ("exp_q12", ctypes.c_void_p)]
+
+
 class PoolParams(ctypes.Structure):
     """``intq_pool_params`` (MAX_POOL_2D)."""
 
@@ -386,9 +406,10 @@ class PadParams(ctypes.Structure):
 
 
 class MeanParams(ctypes.Structure):
-    """``intq_mean_params`` (MEAN over axes {1, 2})."""
+    """``intq_mean_params`` (MEAN over a contiguous block of axes)."""
 
-    _fields_ = [*((name, ctypes.c_int32) for name in ("batch", "pixels", "c", "offset", "mult", "right", "out_zp")),
+    _fields_ = [*((name, ctypes.c_int32) for name in ("batch", "pixels", "c", "offset", "mult", "right", "out_zp",
+                                                     "left")),
                 ("acc", ctypes.c_void_p)]
 
 

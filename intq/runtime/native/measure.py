@@ -63,7 +63,7 @@ def _native_factory(lib, path: str):
     """:func:`intq.kernels.gemm.time_candidates` factory: ``intq_conv`` on path ``path`` for one shape."""
     from intq.kernels.requantize import make_requantizer
     from intq.kernels.targets import Requant
-    from intq.runtime.native.accelerate import bind_matrix
+    from intq.runtime.native.forms_conv import bind_matrix
 
     def make(m, k, n):
         x, w = gemm.operands(m, k, n)

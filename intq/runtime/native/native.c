@@ -11,6 +11,8 @@
  *                   one pass per block, no int32 tensor in memory;
  *   intq_depthwise  DEPTHWISE_CONV_2D with depth multiplier 1 (intq.kernels.depthwise_conv_2d);
  *   intq_requant    the fused requantization alone (intq.qmath.compiled.requantize_rows_double_right);
+ *   intq_batch_matmul  BATCH_MATMUL of two activations (intq.kernels.batch_matmul);
+ *   intq_softmax    SOFTMAX int8 over the last axis (intq.kernels.softmax);
  *   intq_mul, intq_add, intq_max_pool, intq_transpose, intq_pad, intq_mean, intq_lut (one table),
  *   intq_lut_channels (one table per channel: PRELU) — see each.
  *
@@ -39,7 +41,13 @@
  * mask = 2^e - 1: ties away from zero with away = 1 (Requant.DOUBLE), up with away = 0
  * (Requant.DOUBLE_HALF_UP); then + Z_y, clamped to [act_min, act_max]. Per output channel: m, e,
  * away, offset (arrays padded to the channel block). rq_scalar is the one definition; the vector
- * forms (v_rq, below: AVX-512, AVX2, NEON) compute the same integers lane by lane.
+ * forms (v_rq, below: AVX-512, AVX2, NEON) compute the same integers lane by lane; rq_shl_scalar and
+ * v_rq_shl take a left shift first (MUL, MEAN: a real multiplier of 1 or more).
+ *
+ * Every rounding body of this file is marked "@rule NAME" and named in one table,
+ * intq.runtime.native.rules.NATIVE_RULES, with the intq rule it computes; intq_rule runs each on
+ * arrays, and tests/runtime/test_native_rules.py compares it with that rule bit for bit, on every
+ * build (the vector forms of each instruction set, the portable scalar one).
  *
  * Paths. The build holds the vector code of the features it was compiled for (intq.runtime.native
  * compiles one library per capped feature set: INTQ_NATIVE_PATH=avx2 builds without AVX-512, ...).
@@ -99,12 +107,19 @@ static int intq_path = PATH_C;
 
 /* ------------------------------------------------------------------------------ requantization */
 
+/*@rule rq_scalar */
 static inline int32_t rq_scalar(int32_t x, int32_t m, int32_t e, int32_t away, int32_t zp, int32_t lo, int32_t hi) {
     const int32_t h = (int32_t)(((int64_t)x * m + ((int64_t)1 << 30)) >> 31);
     const int32_t mask = (int32_t)((((uint32_t)1) << e) - 1u);
     const int32_t threshold = (mask >> 1) + (away & (h < 0));
     int32_t y = (h >> e) + ((h & mask) > threshold) + zp;
     return y < lo ? lo : (y > hi ? hi : y);
+}
+
+/*@rule rq_shl_scalar: rq_scalar of x << left (left in [0, 31], x << left within int32: the callers' bound) */
+static inline int32_t rq_shl_scalar(int32_t x, int32_t left, int32_t m, int32_t e, int32_t away, int32_t zp, int32_t lo,
+                                    int32_t hi) {
+    return rq_scalar((int32_t)((uint32_t)x << left), m, e, away, zp, lo, hi);
 }
 
 typedef struct {
@@ -324,12 +339,17 @@ static inline void rq_vec_load(rq_vec *v, const intq_rq *q, int32_t c0) {
     rq_vec_set(v, v_load(q->offset + c0), v_load(q->mult + c0), v_load(q->exponent + c0), v_load(q->away + c0));
 }
 
-/* rq_scalar(acc + off, ...) on every lane. */
+/*@rule v_rq: rq_scalar(acc + off, ...) on every lane */
 static inline vi32 v_rq(vi32 acc, const rq_vec *v, vi32 zp, vi32 lo, vi32 hi) {
     const vi32 h = v_srdhm(v_add(acc, v->off), v->m, v->m_odd);
     const vi32 threshold = v_add(v->half, v_and(v->away, v_sign_bit(h)));
     const vi32 y = v_add(v_shift_round(h, v->e, v_and(h, v->mask), threshold), zp);
     return v_max(v_min(y, hi), lo);
+}
+
+/*@rule v_rq_shl: rq_shl_scalar on every lane (v->off = 0) */
+static inline vi32 v_rq_shl(vi32 x, vi32 left, const rq_vec *v, vi32 zp, vi32 lo, vi32 hi) {
+    return v_rq(v_shl(x, left), v, zp, lo, hi);
 }
 #endif
 
@@ -1381,7 +1401,7 @@ void intq_mul(const intq_binary_params *p, const int8_t *a, const int8_t *b, int
             const int64_t total = p->rows * (int64_t)p->cols;
             for (int64_t i = 0, k = 0; i < total; i += VL) {
                 const vi32 prod = v_mullo(v_sub(v_load_i8(full + i), zf), rv[k]);
-                v_store_i8n(y + i, v_valid(VL), v_rq(v_shl(prod, left), &v, zp, lo, hi));
+                v_store_i8n(y + i, v_valid(VL), v_rq_shl(prod, left, &v, zp, lo, hi));
                 if (++k == nb) k = 0;
             }
             return;
@@ -1392,7 +1412,7 @@ void intq_mul(const intq_binary_params *p, const int8_t *a, const int8_t *b, int
             for (int32_t k = 0; k < nb; ++k) {
                 const vvalid valid = v_valid(p->cols - VL * k);
                 const vi32 prod = v_mullo(v_sub(v_load_i8n(fr + VL * k, valid), zf), rv[k]);
-                v_store_i8n(yr + VL * k, valid, v_rq(v_shl(prod, left), &v, zp, lo, hi));
+                v_store_i8n(yr + VL * k, valid, v_rq_shl(prod, left, &v, zp, lo, hi));
             }
         }
         return;
@@ -1409,12 +1429,12 @@ void intq_mul(const intq_binary_params *p, const int8_t *a, const int8_t *b, int
             const vi32 av = p->a_cols > 1 ? v_load_i8n(ar + c, valid) : a1;
             const vi32 bv = p->b_cols > 1 ? v_load_i8n(br + c, valid) : b1;
             const vi32 prod = v_mullo(v_sub(av, za), v_sub(bv, zb));
-            v_store_i8n(yr + c, valid, v_rq(v_shl(prod, left), &v, zp, lo, hi));
+            v_store_i8n(yr + c, valid, v_rq_shl(prod, left, &v, zp, lo, hi));
         }
 #endif
         for (; c < p->cols; ++c) {
             const int32_t prod = (ar[p->a_cols > 1 ? c : 0] - p->za) * (br[p->b_cols > 1 ? c : 0] - p->zb);
-            yr[c] = (int8_t)rq_scalar((int32_t)((uint32_t)prod << p->left), p->mult, p->right, p->away, p->out_zp,
+            yr[c] = (int8_t)rq_shl_scalar(prod, p->left, p->mult, p->right, p->away, p->out_zp,
                                       p->act_min, p->act_max);
         }
     }
@@ -1614,25 +1634,173 @@ void intq_pad(const intq_pad_params *p, const int8_t *x, int8_t *y) {
 
 /* ------------------------------------------------------------------------------ MEAN */
 
-/* MEAN over axes {1, 2} of an int8 NHWC tensor (intq.kernels.mean, the reference kernel's spatial
- * mean): y[n, c] = clamp(SRDHM(sum_{h,w} x[n,h,w,c] - offset, m) RDBPOT right + Z_y, -128, 127), ties
- * away from zero; |sum - offset| <= 255 * pixels < 2^31 (the kernel's prepare). */
+/* MEAN over a contiguous block of axes of an int8 tensor seen as [batch][pixels][c] (intq.kernels.mean,
+ * the reference kernel: axes {1, 2} of NHWC, the spatial mean; the last axis, c = 1, LayerNorm's
+ * mean and variance): y[n, c] = clamp(SRDHM(sum_p x[n,p,c] - offset, m) RDBPOT right + Z_y, -128,
+ * 127), ties away from zero (after << left where the multiplier is 1 or more); |sum - offset| <= 255 *
+ * pixels < 2^31 (the kernel's prepare), and the caller takes a left shift only where 255 * pixels << left
+ * fits int32 (where the kernel's run cannot refuse an input). */
 typedef struct {
     int32_t batch, pixels, c;
-    int32_t offset, mult, right, out_zp;
+    int32_t offset, mult, right, out_zp, left; /* left: a multiplier of 1 or more (255 pixels << left < 2^31) */
     int32_t *acc; /* scratch [c] */
 } intq_mean_params;
 
 void intq_mean(const intq_mean_params *p, const int8_t *x, int8_t *y) {
     const int32_t c = p->c;
     int32_t *acc = p->acc;
+    if (c == 1) { /* one sum per row: a reduction the compiler vectorizes */
+        for (int32_t n = 0; n < p->batch; ++n) {
+            const int8_t *xb = x + (size_t)n * p->pixels;
+            int32_t sum = -p->offset;
+            for (int32_t i = 0; i < p->pixels; ++i) sum += xb[i];
+            y[n] = (int8_t)rq_shl_scalar(sum, p->left, p->mult, p->right, 1, p->out_zp, -128, 127);
+        }
+        return;
+    }
     for (int32_t n = 0; n < p->batch; ++n) {
         for (int32_t q = 0; q < c; ++q) acc[q] = -p->offset;
         const int8_t *xb = x + (size_t)n * p->pixels * c;
         for (int32_t i = 0; i < p->pixels; ++i, xb += c)
             for (int32_t q = 0; q < c; ++q) acc[q] += xb[q];
         for (int32_t q = 0; q < c; ++q)
-            y[(size_t)n * c + q] = (int8_t)rq_scalar(acc[q], p->mult, p->right, 1, p->out_zp, -128, 127);
+            y[(size_t)n * c + q] = (int8_t)rq_shl_scalar(acc[q], p->left, p->mult, p->right, 1, p->out_zp, -128, 127);
+    }
+}
+
+/* ------------------------------------------------------------------------------ SOFTMAX */
+
+/* gemmlowp's fixed-point steps on int32 raws held in int64 (intq.qmath.raw computes them the same
+ * way: products and sums in 64 bits, no intermediate wrap). */
+
+/*@rule fx_srdhm: SaturatingRoundingDoublingHighMul, floor((a b + 2^30) / 2^31), INT32_MIN^2 -> INT32_MAX */
+static inline int64_t fx_srdhm(int64_t a, int64_t b) {
+    if (a == INT32_MIN && b == INT32_MIN) return INT32_MAX;
+    return (a * b + ((int64_t)1 << 30)) >> 31;
+}
+
+/*@rule fx_rdbp: RoundingDivideByPOT, ties away from zero, e in [0, 62] */
+static inline int64_t fx_rdbp(int64_t x, int32_t e) {
+    return (x + ((((int64_t)1) << e) >> 1) - (x < 0 && e > 0)) >> e;
+}
+
+/* SaturatingRoundingMultiplyByPOT<e> for e in [1, 30]: x << e saturated to int32. */
+static inline int64_t fx_mul_by_pot(int64_t x, int32_t e) {
+    const int64_t threshold = (((int64_t)1) << (31 - e)) - 1;
+    return x > threshold ? INT32_MAX : (x < -threshold ? INT32_MIN : x * (((int64_t)1) << e));
+}
+
+/*@rule softmax_reciprocal: TFLite's GetReciprocal(sum, 12): 1 / sum in Q0.31 and num_bits_over_unit */
+static inline int64_t softmax_reciprocal(int32_t sum, int32_t *bits_over_unit) {
+    const uint32_t u = (uint32_t)sum;
+    const int32_t h = u ? __builtin_clz(u) : 32; /* headroom plus one */
+    *bits_over_unit = 12 - h;
+    const int64_t a = (int64_t)(int32_t)((h >= 32 ? 0u : u << h) - 0x80000000u); /* in [0, 1): Q0.31 */
+    /* one_over_one_plus_x_for_x_in_0_1(a): the half denominator (RoundingHalfSum(a, 1)), three
+     * Newton-Raphson steps from 48/17 - 32/17 d in Q2.29, then back to Q0.31 */
+    const int64_t s = a + INT32_MAX, t = s + (s >= 0 ? 1 : -1);
+    const int64_t half = t >= 0 ? t >> 1 : -((-t) >> 1);
+    int64_t x = 1515870810 + fx_srdhm(half, -1010580540);
+    for (int32_t k = 0; k < 3; ++k) {
+        const int64_t one_minus = ((int64_t)1 << 29) - fx_srdhm(half, x);
+        x = x + fx_mul_by_pot(fx_srdhm(x, one_minus), 2);
+    }
+    return fx_mul_by_pot(x, 1);
+}
+
+/* SOFTMAX over the last axis (intq.kernels.softmax, the reference kernel: reference_ops::Softmax),
+ * rows of depth int8 values, output (1/256, -128): per row, d = max - x in [0, 255]; the Q12.19
+ * sum of exp_q12[d] in int32 (wrapping as C's); its reciprocal (softmax_reciprocal); y =
+ * clamp(RDBPOT(SRDHM(1/sum, exp_q0[d]), bits_over_unit + 23) - 128) for d <= radius, -128 beyond.
+ * The per-difference tables are the kernel's prepared ones. Returns 0, or 1 + the first row whose
+ * shift leaves [0, 31] (a sum of exps >= 512: the runtimes abort, the kernel's run raises). */
+typedef struct {
+    int64_t rows;
+    int32_t depth, radius;
+    const int32_t *exp_q0, *exp_q12; /* [256] */
+} intq_softmax_params;
+
+int64_t intq_softmax(const intq_softmax_params *p, const int8_t *x, int8_t *y) {
+    const int32_t depth = p->depth;
+    for (int64_t r = 0; r < p->rows; ++r) {
+        const int8_t *xr = x + r * depth;
+        int8_t *yr = y + r * depth;
+        int32_t top = -128;
+        for (int32_t c = 0; c < depth; ++c) top = xr[c] > top ? xr[c] : top;
+        uint32_t sum = 0;
+        for (int32_t c = 0; c < depth; ++c) sum += (uint32_t)p->exp_q12[top - xr[c]];
+        int32_t bits;
+        const int64_t inverse = softmax_reciprocal((int32_t)sum, &bits);
+        const int32_t e = bits + 31 - 8;
+        if (e < 0 || e > 31) return r + 1;
+        for (int32_t c = 0; c < depth; ++c) {
+            const int32_t d = top - xr[c];
+            int64_t v = -128;
+            if (d <= p->radius) {
+                v = fx_rdbp(fx_srdhm(inverse, p->exp_q0[d]), e) - 128;
+                v = v < -128 ? -128 : (v > 127 ? 127 : v);
+            }
+            yr[c] = (int8_t)v;
+        }
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------------------ BATCH_MATMUL */
+
+/* BATCH_MATMUL (intq.kernels.batch_matmul, the reference kernel): for each batch b,
+ * y[b, i, j] = clamp(SRDHM(sum_q (A[i, q] - Z_a)(B[q, j] - Z_b), m) RDBPOT right + Z_y), both
+ * operands activations (or constants) read through strides: A[i, q] = a[b * a_step + i * a_row +
+ * q * a_col] (adj_x swaps a_row and a_col), B[q, j] = b[b * b_step + q * b_row + j * b_col]
+ * (adj_y), a_step / b_step 0 where that operand broadcasts over the batch. The differences are
+ * made once per batch as int16 ([m][k] and [k][n] in the scratch sa, sb), each row of y is an
+ * int32 accumulator row acc[n] += (A[i, q] - Z_a) * (B[q, :] - Z_b) (the compiler's vectors over
+ * j), requantized by rq_scalar's rule (v_rq on whole vectors). |acc| <= K * 255 * 255 < 2^31
+ * (the kernel's prepare: K <= 33025), so every int32 partial sum is exact; no left shift (the
+ * caller declines a real multiplier of 1 or more). */
+typedef struct {
+    int32_t batches, m, k, n;
+    int64_t a_step, b_step;
+    int32_t a_row, a_col, b_row, b_col;
+    int32_t za, zb, mult, right, away, out_zp;
+    int16_t *sa; /* scratch [m][k] */
+    int16_t *sb; /* scratch [k][n] */
+    int32_t *acc; /* scratch [n], padded to a whole vector */
+} intq_bmm_params;
+
+void intq_batch_matmul(const intq_bmm_params *p, const int8_t *a, const int8_t *b, int8_t *y) {
+    const int32_t m = p->m, k = p->k, n = p->n;
+    int16_t *sa = p->sa, *sb = p->sb;
+    int32_t *acc = p->acc;
+#ifdef VL
+    rq_vec v;
+    rq_vec_set(&v, v_zero(), v_set1(p->mult), v_set1(p->right), v_set1(p->away));
+    const vi32 zp = v_set1(p->out_zp), lo = v_set1(-128), hi = v_set1(127);
+#endif
+    for (int32_t t = 0; t < p->batches; ++t) {
+        const int8_t *ab = a + t * p->a_step, *bb = b + t * p->b_step;
+        if (t == 0 || p->a_step)
+            for (int32_t i = 0; i < m; ++i)
+                for (int32_t q = 0; q < k; ++q) sa[(size_t)i * k + q] = (int16_t)(ab[(size_t)i * p->a_row + (size_t)q * p->a_col] - p->za);
+        if (t == 0 || p->b_step)
+            for (int32_t q = 0; q < k; ++q)
+                for (int32_t j = 0; j < n; ++j) sb[(size_t)q * n + j] = (int16_t)(bb[(size_t)q * p->b_row + (size_t)j * p->b_col] - p->zb);
+        int8_t *yb = y + (size_t)t * m * n;
+        for (int32_t i = 0; i < m; ++i) {
+            for (int32_t j = 0; j < n; ++j) acc[j] = 0;
+            const int16_t *ar = sa + (size_t)i * k;
+            for (int32_t q = 0; q < k; ++q) {
+                const int32_t s = ar[q];
+                const int16_t *br = sb + (size_t)q * n;
+                for (int32_t j = 0; j < n; ++j) acc[j] += s * (int32_t)br[j];
+            }
+            int8_t *yr = yb + (size_t)i * n;
+            int32_t j = 0;
+#ifdef VL
+            for (; j + VL <= n; j += VL) v_store_i8n(yr + j, v_valid(VL), v_rq(v_load(acc + j), &v, zp, lo, hi));
+#endif
+            for (; j < n; ++j) yr[j] = (int8_t)rq_scalar(acc[j], p->mult, p->right, p->away, p->out_zp, -128, 127);
+        }
     }
 }
 
@@ -1665,6 +1833,15 @@ void intq_mul_obj(const intq_binary_params *p, const void *a, const void *b, voi
 
 void intq_add_obj(const intq_binary_params *p, const void *a, const void *b, void *y) {
     intq_add(p, (const int8_t *)intq_array_data(a), (const int8_t *)intq_array_data(b), (int8_t *)intq_array_data(y));
+}
+
+int64_t intq_softmax_obj(const intq_softmax_params *p, const void *x, void *y) {
+    return intq_softmax(p, (const int8_t *)intq_array_data(x), (int8_t *)intq_array_data(y));
+}
+
+void intq_batch_matmul_obj(const intq_bmm_params *p, const void *a, const void *b, void *y) {
+    intq_batch_matmul(p, (const int8_t *)intq_array_data(a), (const int8_t *)intq_array_data(b),
+                      (int8_t *)intq_array_data(y));
 }
 
 /* ------------------------------------------------------------------------------ tables */
@@ -1771,7 +1948,7 @@ void intq_depthwise_lut_obj(const intq_dw_params *p, const int8_t *table, const 
  * The same calls, in the same order, on the same bytes as the steps one by one. */
 enum {
     OP_CONV = 0, OP_DEPTHWISE = 1, OP_CONV_LUT = 2, OP_DEPTHWISE_LUT = 3, OP_MUL = 4, OP_ADD = 5, OP_LUT = 6,
-    OP_MAX_POOL = 7, OP_TRANSPOSE = 8, OP_PAD = 9, OP_MEAN = 10, OP_LUT_CHANNELS = 11
+    OP_MAX_POOL = 7, OP_TRANSPOSE = 8, OP_PAD = 9, OP_MEAN = 10, OP_LUT_CHANNELS = 11, OP_BATCH_MATMUL = 12
 };
 
 typedef struct {
@@ -1825,7 +2002,76 @@ void intq_run_program(const intq_program *prog, void *arena_obj, void *x0, void 
         case OP_PAD: intq_pad((const intq_pad_params *)s->params, a, y); break;
         case OP_MEAN: intq_mean((const intq_mean_params *)s->params, a, y); break;
         case OP_LUT_CHANNELS: intq_lut_channels((const int8_t *)s->params, s->n, s->cols, a, y); break;
+        case OP_BATCH_MATMUL:
+            intq_batch_matmul((const intq_bmm_params *)s->params, a, step_ptr(arena, prog->ext, s->in1), y);
+            break;
         default: break;
         }
+    }
+}
+
+/* ------------------------------------------------------------------------------ the rounding bodies on arrays */
+
+/* The bodies marked "@rule" above, element by element on int64 operand arrays (their C arguments
+ * converted as each says), for tests/runtime/test_native_rules.py: body `which` (RULE_*, the
+ * order of intq.runtime.native.rules.NATIVE_RULES) on element i of a..d into y[i] (and y[n + i]).
+ * The vector bodies run whole vectors of VL lanes and the scalar body on the last n % VL elements.
+ * Returns the vector width used (lanes; 1: the scalar loop), -1 for an unknown body. */
+enum {
+    RULE_RQ_SCALAR = 0, RULE_V_RQ = 1, RULE_RQ_SHL_SCALAR = 2, RULE_V_RQ_SHL = 3, RULE_FX_SRDHM = 4, RULE_FX_RDBP = 5,
+    RULE_SOFTMAX_RECIPROCAL = 6
+};
+
+int intq_rule(int32_t which, int32_t away, int64_t n, const int64_t *a, const int64_t *b, const int64_t *c,
+              const int64_t *d, int64_t *y) {
+    int64_t i = 0;
+    int32_t lanes = 1;
+    switch (which) {
+    case RULE_V_RQ:
+    case RULE_V_RQ_SHL:
+#ifdef VL
+        lanes = VL;
+        for (; i + VL <= n; i += VL) { /* a: acc, b: m, c: e (v_rq) or the left shift (v_rq_shl), d: Z_y */
+            int32_t t[4][VL];
+            for (int32_t k = 0; k < VL; ++k)
+                t[0][k] = (int32_t)a[i + k], t[1][k] = (int32_t)b[i + k], t[2][k] = (int32_t)c[i + k],
+                t[3][k] = (int32_t)d[i + k];
+            rq_vec v;
+            const int shl = which == RULE_V_RQ_SHL;
+            rq_vec_set(&v, v_zero(), v_load(t[1]), shl ? v_zero() : v_load(t[2]), v_set1(away));
+            const vi32 lo = v_set1(-128), hi = v_set1(127);
+            int32_t out[VL];
+            v_store(out, shl ? v_rq_shl(v_load(t[0]), v_load(t[2]), &v, v_load(t[3]), lo, hi)
+                             : v_rq(v_load(t[0]), &v, v_load(t[3]), lo, hi));
+            for (int32_t k = 0; k < VL; ++k) y[i + k] = out[k];
+        }
+#endif
+        for (; i < n; ++i)
+            y[i] = which == RULE_V_RQ_SHL
+                       ? rq_shl_scalar((int32_t)a[i], (int32_t)c[i], (int32_t)b[i], 0, away, (int32_t)d[i], -128, 127)
+                       : rq_scalar((int32_t)a[i], (int32_t)b[i], (int32_t)c[i], away, (int32_t)d[i], -128, 127);
+        return lanes;
+    case RULE_RQ_SCALAR:
+        for (; i < n; ++i) y[i] = rq_scalar((int32_t)a[i], (int32_t)b[i], (int32_t)c[i], away, (int32_t)d[i], -128, 127);
+        return 1;
+    case RULE_RQ_SHL_SCALAR:
+        for (; i < n; ++i)
+            y[i] = rq_shl_scalar((int32_t)a[i], (int32_t)c[i], (int32_t)b[i], 0, away, (int32_t)d[i], -128, 127);
+        return 1;
+    case RULE_FX_SRDHM: /* a, b: int32 raws */
+        for (; i < n; ++i) y[i] = fx_srdhm(a[i], b[i]);
+        return 1;
+    case RULE_FX_RDBP: /* a: x, b: e */
+        for (; i < n; ++i) y[i] = fx_rdbp(a[i], (int32_t)b[i]);
+        return 1;
+    case RULE_SOFTMAX_RECIPROCAL: /* a: the int32 sum; y: 1 / sum, then y[n + i]: bits over unit */
+        for (; i < n; ++i) {
+            int32_t bits;
+            y[i] = softmax_reciprocal((int32_t)a[i], &bits);
+            y[n + i] = bits;
+        }
+        return 1;
+    default:
+        return -1;
     }
 }
