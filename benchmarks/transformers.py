@@ -13,7 +13,9 @@ Metrics, float graph vs integer graph, both run by intq:
 
 Methods (``--methods``): ``int8`` (defaults: minmax, per-channel weights), ``sqnr25`` (``target_sqnr=25``:
 the automatic int16 growth of :mod:`intq.ptq.precision`), ``int16`` (every node whose op has a 16x8
-form in int16: ``precision`` = each of them by name). Calibration: the first 32 sentences / 64 training
+form in int16: ``precision`` = each of them by name); for the encoders also onnxruntime's
+``ort_static`` (``quantize_static``: QDQ, per-channel, MinMax) and ``ort_dynamic`` (``quantize_dynamic``:
+int8 weights, float activations) on the ONNX file, run by onnxruntime. Calibration: the first 32 sentences / 64 training
 digits. Single-threaded, every number measured in this process.
 """
 
@@ -62,18 +64,55 @@ def _quantize(fg, calib, method: str):
     raise SystemExit(f"unknown method {method!r}")
 
 
+def _ort(path: Path, calib, method: str):
+    """onnxruntime's quantizer on the ONNX file: ``quantize_dynamic`` (int8 weights, float
+    activations) or ``quantize_static`` (QDQ, per-channel, MinMax on ``calib``). Returns a function
+    feed -> first output, run single-threaded, and the seconds the quantizer took."""
+    import tempfile
+
+    import onnxruntime as ort
+    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, quantize_dynamic, quantize_static
+
+    class Reader(CalibrationDataReader):
+        def __init__(self):
+            self.it = iter(calib)
+
+        def get_next(self):
+            return next(self.it, None)
+
+    out = Path(tempfile.mkdtemp()) / "q.onnx"
+    t = time.perf_counter()
+    if method == "ort_dynamic":
+        quantize_dynamic(str(path), str(out))
+    else:
+        quantize_static(str(path), str(out), Reader(), quant_format=QuantFormat.QDQ, per_channel=True)
+    seconds = time.perf_counter() - t
+    so = ort.SessionOptions()
+    so.intra_op_num_threads, so.log_severity_level = 1, 3
+    sess = ort.InferenceSession(str(out), so, providers=["CPUExecutionProvider"])
+    return (lambda feed: sess.run(None, feed)[0]), seconds
+
+
 def encoder(entry_id: str, method: str) -> dict:
     path, fg = _load(entry_id)
     d = np.load(path.with_suffix(".npz"))
     feeds = [{"input_ids": d["input_ids"][i:i + 1], "attention_mask": d["attention_mask"][i:i + 1]}
              for i in range(len(d["input_ids"]))]
-    t = time.perf_counter()
-    qg = _quantize(fg, feeds[:CALIBRATION["encoder"]], method)
-    seconds = time.perf_counter() - t
-    fi, qi = intq.Interpreter(fg), intq.Interpreter(qg)
-    out = fg.outputs[0]
+    calib = feeds[:CALIBRATION["encoder"]]
+    fi, out = intq.Interpreter(fg), fg.outputs[0]
+    qg = None
+    if method.startswith("ort_"):
+        run, seconds = _ort(path, calib, method)
+    else:
+        t = time.perf_counter()
+        qg = _quantize(fg, calib, method)
+        seconds = time.perf_counter() - t
+        qi = intq.Interpreter(qg)
+
+        def run(feed):
+            return qi.run(feed)[out]
     f_emb = np.stack([_pooled(fi.run(s)[out], s["attention_mask"]) for s in feeds])
-    q_emb = np.stack([_pooled(qi.run(s)[out], s["attention_mask"]) for s in feeds])
+    q_emb = np.stack([_pooled(run(s), s["attention_mask"]) for s in feeds])
     cosine = np.sum(f_emb * q_emb, axis=1)
     f_sim, q_sim = f_emb @ f_emb.T, q_emb @ q_emb.T
     np.fill_diagonal(f_sim, -2)
@@ -81,7 +120,8 @@ def encoder(entry_id: str, method: str) -> dict:
     return {"model": entry_id, "method": method, "cosine mean": round(float(cosine.mean()), 4),
             "cosine min": round(float(cosine.min()), 4),
             "nn agreement": round(float(np.mean(f_sim.argmax(1) == q_sim.argmax(1))), 3),
-            "sentences": len(feeds), "int16 nodes": _int16_nodes(qg), "quantize s": round(seconds, 1)}
+            "sentences": len(feeds), "int16 nodes": None if qg is None else _int16_nodes(qg),
+            "quantize s": round(seconds, 1)}
 
 
 def vit(entry_id: str, method: str) -> dict:
