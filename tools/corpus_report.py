@@ -141,7 +141,9 @@ def runtimes_equal(qg: intq.Graph, blob: bytes, feeds: dict | list[dict], statef
         try:
             runner = StatefulInterpreter(qg, target=target) if stateful else intq.Interpreter(qg, target=target)
             names = runner.inputs if stateful else qg.inputs
-            theirs_all = oracle(blob, [[f[n] for n in names] for f in feeds])
+            # int64 ids (token ids, masks) are int32 inputs in the .tflite file: the runtimes take int32
+            theirs_all = oracle(blob, [[f[n].astype(np.int32) if f[n].dtype == np.int64 else f[n] for n in names]
+                                       for f in feeds])
             compared, bad = 0, []
             for feed, theirs in zip(feeds, theirs_all):
                 runner.run({n: feed[n] for n in names})
@@ -238,7 +240,43 @@ def _run_stages(entry: Entry, path: Path) -> Row:
 #: What the error text alone does not say: the cause behind a blocker, diagnosed by hand on the
 #: corpus (re-check when the row changes; the table above it is always measured). Empty while every
 #: row is green.
-DIAGNOSIS: dict[str, str] = {}
+_NO_TFLM_GELU = ("TensorFlow Lite Micro has no GELU kernel (int8 or int16); the file runs in LiteRT only, equal "
+                 "to intq there. Follow-up: intq could lower GELU's tanh form to TANH, MUL and ADD for the `tflite` "
+                 "target (not done).")
+DIAGNOSIS: dict[str, str] = {k: _NO_TFLM_GELU for k in ("ppocr_det_v6_small", "ppocr_rec_v6_small",
+                                                         "minilm_l6_legacy", "minilm_l6_dynamo", "vit_digits")}
+
+#: The transformer rows' task metric (the synthetic-data SQNR above says little for them), measured by
+#: ``benchmarks/transformers.py`` (not re-measured by this tool: rerun that and update these lines).
+TRANSFORMER_METRICS = """## Transformers: task metric
+
+Measured by `OMP_WAIT_POLICY=PASSIVE python benchmarks/transformers.py --methods int8,sqnr25,int16,ort_static,ort_dynamic`
+(single-threaded; float and integer graphs both run by intq, onnxruntime's quantized files by onnxruntime).
+Encoder: all-MiniLM-L6-v2 on the 64 sentences the corpus tool stores (32 calibrate), cosine of the
+mean-pooled, L2-normalised embedding to float's, and nearest-neighbour agreement (the most similar other
+sentence unchanged). ViT: accuracy on 450 held-out digits (64 training digits calibrate). Method `16x8`:
+every node with a 16x8 form in int16 (`precision` = each by name; the masked softmax, RSQRT and the
+embedding GATHER stay int8); `--target-sqnr 25`: intq's automatic int16 growth from the outputs.
+Equality: every tensor of the `.tflite` file in LiteRT BUILTIN_REF equal to intq's `litert-ref`
+target (`tests/corpus/test_transformers.py`); TensorFlow Lite Micro has no GELU kernel.
+
+| model | method | cosine mean / min | NN agreement | accuracy (float) | LiteRT BUILTIN_REF |
+|---|---|---|---|---|---|
+| minilm_l6_legacy | int8 (minmax) | 0.8232 / 0.6614 | 62.5% | - | equal (349 tensors) |
+| minilm_l6_legacy | `--target-sqnr 25` (178 int16 nodes) | 0.9178 / 0.8119 | 75.0% | - | not checked |
+| minilm_l6_legacy | **16x8** (304 int16 nodes) | **0.9966 / 0.9916** | **95.3%** | - | equal (388 tensors) |
+| minilm_l6_legacy | onnxruntime `quantize_static` (QDQ, per-channel MinMax) | 0.4202 / 0.2038 | 39.1% | - | n/a |
+| minilm_l6_legacy | onnxruntime `quantize_dynamic` (int8 weights, float activations) | 0.9662 / 0.9458 | 84.4% | - | n/a |
+| minilm_l6_dynamo | int8 / `--target-sqnr 25` / 16x8 | 0.8232 / 0.9178 / 0.9966 (same as legacy) | 62.5% / 75.0% / 95.3% | - | equal (int8, 16x8) |
+| vit_digits | int8 | - | - | 98.0% (98.0%) | equal (129 tensors) |
+| vit_digits | 16x8 (115 int16 nodes) | - | - | 98.2% (98.0%) | equal (141 tensors) |
+
+Issue 25's goals: the encoder's cosine >= 0.99 is met by 16x8, nearest-neighbour agreement >= 97% is not
+(95.3%: the int8 masked softmax, RSQRT and embeddings remain; 64 sentences, so one sentence is 1.6 points);
+the ViT is within 1 point of float. The SVTR/attention text recognizer (ppocr_rec_v6_small) has no
+labelled text data in the corpus: its row above gives the SQNR on noise only.
+
+"""
 
 
 def _cell(text: str) -> str:
@@ -291,7 +329,7 @@ def markdown(rows: list[Row], entries: dict[str, Entry], origins: dict[str, dict
         table_o.append(f"| {e.id} | {e.package} | {e.version} | `{e.wheel_path}` | {e.licence} | {_cell(declared)} | "
                        f"`{e.sha256}` |")
     notes = [f"- **{r.id}**: " + "; ".join(_cell(n) for n in r.notes) for r in rows if r.notes]
-    return head + "## Results\n\n" + "\n".join(table) + "\n\n## Blockers\n\n" + (
+    return head + "## Results\n\n" + "\n".join(table) + "\n\n" + TRANSFORMER_METRICS + "## Blockers\n\n" + (
         "\n".join(blockers) or "None: every row is green.") + "\n\n## Conversion notes\n\n" + (
         "What intq's converter reports it changed or approximated (`graph.metadata['conversion_notes']`):\n\n"
         + "\n".join(notes) if notes else "None.") + "\n\n## Origins\n\n" + "\n".join(table_o) + (

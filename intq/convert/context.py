@@ -35,6 +35,7 @@ FIXED_OUTPUT = {
 FIXED_OUTPUT_INT16 = {
     "LOGISTIC": (1.0 / 32768.0, 0),
     "TANH": (1.0 / 32768.0, 0),
+    "SOFTMAX": (1.0 / 32768.0, 0),  # SoftmaxInt16's output (both runtimes)
 }
 
 

@@ -61,9 +61,12 @@ MOVEMENT = frozenset({"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose",
 #: Float ops a single node in int16 may be (16x8: int16 activations, int8 weights, int64 biases):
 #: their rules emit only builtins that have a 16x8 kernel in intq (the kernels' ``INT16`` entries (:data:`intq.kernels.KERNELS`)) and
 #: that LiteRT and TFLite Micro run on int16 — CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED,
-#: LOGISTIC + MUL (SiLU), LOGISTIC, ADD, MUL, MAX_POOL_2D, CONCATENATION, SPLIT / SPLIT_V and the
-#: data movement. Int8 neighbours are requantized by QUANTIZE (int8 <-> int16) where the types change.
-INT16_NODES = frozenset({"Conv", "Gemm", "SiLU", "Sigmoid", "Add", "Mul", "MaxPool", "Concat", "Split", "Gelu"}) | MOVEMENT
+#: LOGISTIC + MUL (SiLU), LOGISTIC, ADD, SUB, MUL (also Pow's x*x and Div's x * 1/c), MAX_POOL_2D,
+#: CONCATENATION, SPLIT / SPLIT_V, the data movement, and the transformer ops BATCH_MATMUL (MatMul of
+#: two activations), MEAN (ReduceMean), SOFTMAX (output 1/32768), TANH (TFLite Micro has no int16
+#: GELU: LiteRT only). Int8 neighbours are requantized by QUANTIZE (int8 <-> int16) where the types change.
+INT16_NODES = frozenset({"Conv", "Gemm", "SiLU", "Sigmoid", "Add", "Sub", "Mul", "Div", "Pow", "MaxPool", "Concat",
+                         "Split", "Gelu", "MatMul", "ReduceMean", "Softmax", "Tanh"}) | MOVEMENT
 #: Characters that make a precision table's name a glob pattern over node names (fnmatch).
 GLOB_CHARS = frozenset("*?[")
 PRECISIONS = ("int8", "int16", "float")

@@ -797,7 +797,7 @@ def _softmax(cx: ConversionContext, node: Node, op: str) -> None:
     v = cx.value(x)
     perm = v.perm if v.perm.index(axis) == rank - 1 else tuple([a for a in range(rank) if a != axis] + [axis])
     x_int = cx.value_as(x, perm)
-    y = cx.output_tensor(node.outputs[0], perm, cx.fixed_qparams(op))
+    y = cx.output_tensor(node.outputs[0], perm, cx.fixed_qparams(op, cx.activation_dtype(node.outputs[0])))
     cx.emit(op, node.name, [x_int], [y], {"beta": 1.0} if op == "SOFTMAX" else {})
 
 
@@ -1101,6 +1101,8 @@ def Pow(cx, node):
         raise _fail(node, f"exponent {None if e is None else np.ravel(e).tolist()}: only a constant 2 (MUL x*x), 1 "
                           "or 0.5 (x * RSQRT(x)) has an int8 TFLite form; keep this part in float or rewrite the model")
     if float(np.ravel(e)[0]) == 0.5:
+        if cx.activation_dtype(node.outputs[0]) == np.int16:
+            raise _fail(node, "x ** 0.5 (RSQRT then MUL) has no int16 (16x8) form in intq; keep this node in int8")
         Sqrt(cx, node)
         return
     x = node.inputs[0]
@@ -1168,7 +1170,8 @@ def Div(cx, node):
     x = node.inputs[0]
     perm = cx.value(x).perm
     rank = len(perm)
-    recip = _constant_operand(cx, node, 1.0 / np.asarray(divisor, np.float64), rank, perm, "reciprocal")
+    recip = _constant_operand(cx, node, 1.0 / np.asarray(divisor, np.float64), rank, perm, "reciprocal",
+                              dtype=cx.activation_dtype(node.outputs[0]))
     y = cx.output_tensor(node.outputs[0], perm, cx.activation_qparams(node.outputs[0]))
     cx.emit("MUL", node.name, [cx.value_as(x, perm), recip], [y], {"fused_activation_function": "NONE"})
 

@@ -35,15 +35,15 @@ def huge_range_model():
     return _onnx(nodes, {"w": w}, (1, 8, 6, 6), ["out"]), data
 
 
-def _exact_weight_tanh():
+def _exact_weight_hardswish():
     """A conv whose weights are integers with 127 (63.5 in channel 1: halves) as the largest in every
-    output channel (int8 per channel represents them exactly: the bound is the 60 dB cap) then Tanh, which has no 16x8 kernel in intq,
+    output channel (int8 per channel represents them exactly: the bound is the 60 dB cap) then HardSwish, which has no 16x8 kernel (in intq nor in either runtime),
     at the output: int8 activations stay well below 60 dB and the int16 region cannot grow."""
     rng = np.random.default_rng(4)
     w = rng.integers(-127, 128, (4, 3, 3, 3)).astype(F32)
     w[:, 0, 0, 0] = 127.0
     w[1] = w[1] / 2  # max 63.5: exact per channel (steps of 0.5), not per tensor (steps of 1)
-    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]), helper.make_node("Tanh", ["c"], ["out"])]
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]), helper.make_node("HardSwish", ["c"], ["out"])]
     g = simplify(intq.load(_onnx(nodes, {"w": w * F32(1e-3)}, (1, 3, 8, 8), ["out"])))
     data = [{"x": rng.normal(0, 1, (1, 3, 8, 8)).astype(F32)} for _ in range(8)]
     return g, data
@@ -63,7 +63,7 @@ def test_the_bound_is_low_when_int8_rounding_destroys_the_small_weights():
 
 
 def test_the_bound_is_the_cap_when_int8_weights_are_exact():
-    g, data = _exact_weight_tanh()
+    g, data = _exact_weight_hardswish()
     b = weight_only_bound(g, data)
     assert b["out"].channels_db == (60.0,) * 4 and b.bound_db == 60.0
     # per tensor, channel 1's half-integer weights round to the tensor's integer steps
@@ -85,18 +85,18 @@ def test_target_sqnr_below_the_bound_says_no_activation_choice_can_reach_it():
 
 
 def test_target_sqnr_above_what_int8_reaches_but_below_the_bound_names_the_blocking_ops():
-    g, data = _exact_weight_tanh()
+    g, data = _exact_weight_hardswish()
     q = intq.quantize(g, data, target_sqnr=55)
     short = q.metadata["target_shortfall"]
     assert short is not None and len(short.outputs) == 1
     row = short.outputs[0]
     assert row.bound_db == 60.0 and row.reached_db < 55
     assert "cap" not in row.message and "more int16 layers could reach it" in row.message
-    assert short.int8_ops == ("Tanh",) and row.message.endswith("stayed int8: Tanh") and row.capped_channels == ()
+    assert short.int8_ops == ("HardSwish",) and row.message.endswith("stayed int8: HardSwish") and row.capped_channels == ()
 
 
 def test_a_reached_target_makes_no_claim():
-    g, data = _exact_weight_tanh()
+    g, data = _exact_weight_hardswish()
     q = intq.quantize(g, data, target_sqnr=10)
     assert q.metadata["target_shortfall"] is None
     assert not any("not reached" in n for n in q.metadata["conversion_notes"])
@@ -128,5 +128,5 @@ def test_sensitivity_report_carries_the_bound_and_its_hint():
     assert rep.weight_only_db["out"] < 5
     assert len(rep.hints) == 1 and "weight precision caps output out" in rep.hints[0]
     assert "hint: weight precision caps output out" in rep.table()
-    g2, data2 = _exact_weight_tanh()
+    g2, data2 = _exact_weight_hardswish()
     assert sensitivity(g2, intq.quantize(g2, data2), data2[:2]).hints == ()

@@ -103,12 +103,12 @@ def test_precision_errors_name_the_layer_and_the_rule(yolo, tmp_path):
     nodes = [helper.make_node("Concat", ["x", "x"], ["c"], axis=1), helper.make_node("Conv", ["c", "w"], ["out"])]
     inner = simplify(intq.load(_onnx(nodes, {"w": np.ones((2, 2, 1, 1), f32)}, (1, 1, 4, 4), ["out"])))
     assert int16_tensors(inner, {"c": "int16"}) == {"c"}  # a join inside the graph: alone, int8 after it
-    nodes = [helper.make_node("Conv", ["x", "w"], ["c"]), helper.make_node("Softmax", ["c"], ["out"], axis=1)]
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"]), helper.make_node("LogSoftmax", ["c"], ["out"], axis=1)]
     soft = simplify(intq.load(_onnx(nodes, {"w": np.ones((2, 1, 1, 1), f32)}, (1, 1, 4, 4), ["out"])))
     name = soft.nodes[1].name
-    with pytest.raises(ConversionError, match=f"'{name}' is a Softmax, which intq cannot convert to int16"):
+    with pytest.raises(ConversionError, match=f"'{name}' is a LogSoftmax, which intq cannot convert to int16"):
         int16_tensors(soft, {name: "int16"})
-    with pytest.raises(ConversionError, match="is a Softmax"):  # a pattern is checked node by node
+    with pytest.raises(ConversionError, match="is a LogSoftmax"):  # a pattern is checked node by node
         int16_tensors(soft, {"*": "int16"})
     assert int16_tensors(fg, {"cat": "int8"}) == frozenset()
     (tmp_path / "p.json").write_text(json.dumps({"cat": "int16"}))

@@ -106,7 +106,8 @@ def _quantized(act: str):
 def _every_tensor_equal(qg, blob, feed, target, oracle):
     it = intq.Interpreter(qg, target=target)
     it.run(feed)
-    mine, theirs = it.tensors(), oracle(blob, [feed[n].astype(np.int32) for n in qg.inputs])["tensors"]
+    ordered = [feed[n].astype(np.int32) if feed[n].dtype == np.int64 else feed[n] for n in qg.inputs]
+    mine, theirs = it.tensors(), oracle(blob, ordered)["tensors"]
     common = [k for k in mine if k in theirs]
     assert len(common) >= len(qg.nodes)
     bad = [k for k in common if not np.array_equal(mine[k], theirs[k])]
@@ -160,3 +161,60 @@ def test_gelu_in_int16():
     blob = to_tflite_bytes(qg)
     for feed in _samples(2, 8):
         _every_tensor_equal(qg, blob, feed, "litert-ref", run_litert)
+
+
+class VitBlock(nn.Module):
+    """A pre-norm ViT block on float tokens (no mask: plain Softmax), the ops of issue 25's 16x8 list:
+    LayerNorm (MEAN, SUB, MUL, RSQRT, ADD), q k^T / sqrt(d) and p v (BATCH_MATMUL of two activations),
+    Softmax, a Tanh and a ReLU MLP (FULLY_CONNECTED)."""
+
+    def __init__(self, d=32, heads=4):
+        super().__init__()
+        self.heads = heads
+        self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.qkv, self.o = nn.Linear(d, 3 * d), nn.Linear(d, d)
+        self.f1, self.f2 = nn.Linear(d, 2 * d), nn.Linear(2 * d, d)
+
+    def forward(self, x):
+        b, t, d = x.shape
+        q, k, v = self.qkv(self.ln1(x)).reshape(b, t, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
+        p = torch.softmax(q @ k.transpose(-1, -2) / (d // self.heads) ** 0.5, dim=-1)
+        x = x + self.o(torch.tanh(p @ v).transpose(1, 2).reshape(b, t, d))
+        return x + self.f2(torch.relu(self.f1(self.ln2(x))))
+
+
+def _vit_block():
+    torch.manual_seed(1)
+    f = io.BytesIO()
+    torch.onnx.export(VitBlock().eval(), (torch.zeros(1, T, 32),), f, dynamo=False, opset_version=17,
+                      input_names=["x"], output_names=["y"])
+    g = simplify(intq.load(onnx.load_from_string(f.getvalue())))
+    rng = np.random.default_rng(3)
+    return g, [{"x": rng.normal(0, 1, (1, T, 32)).astype(np.float32)} for _ in range(12)]
+
+
+def test_attention_and_layer_norm_in_int16_equal_both_runtimes():
+    """Every node with a 16x8 form in int16 (``precision``): BATCH_MATMUL of two int16 activations,
+    SOFTMAX (output 1/32768), MEAN, SUB, MUL, ADD, TANH and FULLY_CONNECTED in 16x8; RSQRT (no 16x8
+    kernel in intq) stays int8 between QUANTIZEs. Every tensor equal in LiteRT BUILTIN_REF and
+    TensorFlow Lite Micro, and the output closer to float than int8's."""
+    from intq.convert.precision import INT16_NODES
+
+    g, samples = _vit_block()
+    table = {n.name: "int16" for n in g.nodes if n.op_type in INT16_NODES}
+    q8, q16 = intq.quantize(g, samples[:8]), intq.quantize(g, samples[:8], precision=table)
+    wide = Counter(n.op_type for n in q16.nodes if q16.tensors[n.outputs[0]].dtype == np.int16)
+    assert {"BATCH_MATMUL": 2, "SOFTMAX": 1, "MEAN": 4, "SUB": 2, "TANH": 1, "FULLY_CONNECTED": 4}.items() <= wide.items(), wide
+    assert all(q16.tensors[n.outputs[0]].dtype == np.int8 for n in q16.nodes if n.op_type == "RSQRT")
+    blob = to_tflite_bytes(q16)
+    for feed in samples[8:10]:
+        _every_tensor_equal(q16, blob, feed, "litert-ref", run_litert)
+        _every_tensor_equal(q16, blob, feed, "tflite", run_tflm)
+    fi, i8, i16 = intq.Interpreter(g), intq.Interpreter(q8), intq.Interpreter(q16)
+
+    def sqnr(it):
+        ref = np.concatenate([fi.run(s)["y"] for s in samples[8:]])
+        got = np.concatenate([it.run(s)["y"] for s in samples[8:]])
+        return 10 * np.log10(np.sum(ref.astype(np.float64) ** 2) / np.sum((ref - got).astype(np.float64) ** 2))
+
+    assert sqnr(i16) > sqnr(i8) + 6, (sqnr(i8), sqnr(i16))

@@ -265,6 +265,56 @@ def test_random_batch_matmul_models(seed):
         assert_matches_oracles(graph, feeds, targets=targets, context=f"case {seed}/{i}")
 
 
+def product_split_case(rng, dtype):
+    """A BATCH_MATMUL whose multiplier differs between the float32 product ``float(s_a * s_b)``
+    (LiteRT) and the double product (TensorFlow Lite Micro), with an accumulator that rounds to
+    different outputs under the two: ``a`` [1, K] sums to that accumulator against ``b`` = ones [K, 1]
+    (zero points 0). ``dtype`` int8 (the double-rounding MBQM) or int16 (the int64 MBQM of the
+    16-bit reduced multiplier). Returns the graph and its feeds."""
+    from intq.qmath import effective_scale, quantize_multiplier
+    from intq.qmath.raw import mbqm, mbqm_int64, reduce_multiplier
+
+    top = int(np.iinfo(dtype).max)
+    while True:
+        s_a, s_b = (float(np.float32(10 ** rng.uniform(-4, -1))) for _ in range(2))
+        s_y = float(np.float32(s_a * s_b * 10 ** rng.uniform(3, 4.5)))  # M ~ 1e-3.. 3e-5
+        ms = [quantize_multiplier(effective_scale(s_a, s_b, s_y, product_dtype=t)) for t in (np.float32, np.float64)]
+        if dtype == np.int8:
+            pairs = [(int(m.multiplier), int(m.shift)) for m in ms]
+        else:  # the int64 MBQM's 16-bit multiplier: most splits of the 31-bit one vanish here
+            pairs = [tuple(int(v) for v in reduce_multiplier(int(m.multiplier), int(m.shift))) for m in ms]
+        if pairs[0] == pairs[1]:
+            continue
+        limit = int(top / (s_a * s_b / s_y))  # the accumulators whose output is in range
+        # every accumulator where that is cheap (int8: up to ~4M), else a sample (int16: up to ~1e9,
+        # where a 2^-15 multiplier step moves a large fraction of the outputs)
+        acc = (np.arange(1, limit, dtype=np.int64) if limit <= 1 << 23
+               else np.unique(rng.integers(1, limit, size=1 << 18, dtype=np.int64)))
+        f = mbqm if dtype == np.int8 else mbqm_int64
+        ys = [f(acc, *p) for p in pairs]
+        split = np.flatnonzero(ys[0] != ys[1])
+        if split.size:
+            break
+    target = int(acc[split[rng.integers(0, split.size)]])
+    depth = -(-target // top) + 1
+    a = np.zeros((1, depth), np.int64)
+    a[0, :target // top] = top
+    a[0, target // top] = target % top
+    graph = single_op_graph("BATCH_MATMUL", [tensor("a", (1, depth), dtype, s_a), tensor("b", (depth, 1), dtype, s_b)],
+                            [tensor("y", (1, 1), dtype, s_y)])
+    return graph, {"a": a.astype(dtype), "b": np.ones((depth, 1), dtype)}
+
+
+def test_batch_matmul_targets_follow_their_runtimes_where_the_products_differ():
+    """TFLite Micro computes the multiplier from the double product s_a * s_b, LiteRT from the float32
+    one: on models where the two round differently, each target equals its runtime."""
+    rng = np.random.default_rng(11)
+    for i in range(8):
+        graph, feeds = product_split_case(rng, np.int8)
+        outs = assert_matches_oracles(graph, feeds, context=f"product split {i}")
+        assert not np.array_equal(outs["tflite"]["y"], outs["litert-ref"]["y"]), "not a discriminating model"
+
+
 # -------------------------------------------------------------------------- bad contracts
 
 def _conv_graph(op="CONV_2D", x_dtype=np.int8, w_axis=0, w_const=True, attrs=None, w_shape=(4, 3, 3, 2)):

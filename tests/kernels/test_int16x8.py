@@ -24,6 +24,7 @@ from intq.kernels import INT8, INT16, KERNELS, REFERENCE, activation_of, referen
 from intq.qmath import quantize_multiplier
 
 from .harness import assert_matches_oracles, single_op_graph, tensor
+from .test_conv import product_split_case
 
 BOTH = ("litert-ref", "tflite")
 MODELS = 200  # per operator, each compared with both runtimes
@@ -317,6 +318,37 @@ def _gelu_case(rng, i):
     return g, {"x": rng.permutation(np.arange(-32768, 32768).astype(I16))}
 
 
+# ------------------------------------------------------------------------------ BATCH_MATMUL
+
+def _batch_matmul_case(rng, i):
+    """Two int16 activations (or a constant right operand), ranks 2-5 with broadcast batch axes,
+    adj_x / adj_y, a few long sums; the output scale from the inputs' magnitudes (both runtimes:
+    ``reference_ops::BatchMatMul<int16_t, int64_t>``)."""
+    rows, depth, cols = (int(v) for v in rng.integers(1, 9, size=3))
+    if i % 10 == 3:
+        depth = int(rng.choice([64, 300, 1100]))
+    rank_a, rank_b = (int(v) for v in rng.integers(2, 6, size=2))
+    batch = [int(v) for v in rng.integers(1, 4, size=3)]
+
+    def batch_dims(rank):
+        dims = batch[3 - (rank - 2):] if rank > 2 else []
+        return [d if rng.random() < 0.7 else 1 for d in dims]
+
+    adj_x, adj_y = bool(rng.integers(0, 2)), bool(rng.integers(0, 2))
+    a_shape = (*batch_dims(rank_a), *((depth, rows) if adj_x else (rows, depth)))
+    b_shape = (*batch_dims(rank_b), *((cols, depth) if adj_y else (depth, cols)))
+    out_shape = (*np.broadcast_shapes(a_shape[:-2], b_shape[:-2]), rows, cols)
+    s_a, s_b = (_f32(10 ** rng.uniform(-5, -1)) for _ in range(2))
+    a, b = _x(rng, a_shape), _x(rng, b_shape)
+    extent = float(np.abs(a.astype(np.int64)).max(initial=1)) * float(np.abs(b.astype(np.int64)).max(initial=1))
+    s_out = _out_scale(rng, extent * s_a * s_b * np.sqrt(depth))
+    constant_rhs = rng.random() < 0.3
+    rhs = tensor("b", None, I16, s_b, data=b) if constant_rhs else tensor("b", b_shape, I16, s_b)
+    g = single_op_graph("BATCH_MATMUL", [tensor("a", a_shape, I16, s_a), rhs], [tensor("y", out_shape, I16, s_out)],
+                        {"adj_x": adj_x, "adj_y": adj_y})
+    return g, {"a": a} if constant_rhs else {"a": a, "b": b}
+
+
 # ----------------------------------------------------------------------------- TRANSPOSE_CONV
 
 def _transpose_conv_case(rng, i):
@@ -394,7 +426,8 @@ CASES = {"FULLY_CONNECTED": _fc_case,
          "RELU6": lambda rng, i: _relu_case(rng, i, "RELU6"),
          "TRANSPOSE_CONV": _transpose_conv_case,
          "RESIZE_BILINEAR": _resize_bilinear_case,
-         "GELU": _gelu_case}
+         "GELU": _gelu_case,
+         "BATCH_MATMUL": _batch_matmul_case}
 #: Operators TensorFlow Lite Micro has no int16 kernel for (its target refuses them): LiteRT only.
 LITERT_ONLY = {"RESIZE_BILINEAR", "GELU"}
 
@@ -441,6 +474,7 @@ def _add_power_of_two(rng):
 #: ``litert-ref`` results differ, so each runtime is matched where the other's rule would fail.
 TARGETS_DIFFER = {
     "ADD": _add_power_of_two,  # LiteRT's power-of-two path, TFLM's general one
+    "BATCH_MATMUL": lambda rng: product_split_case(rng, I16),  # TFLM's double product, LiteRT's float32
     "FULLY_CONNECTED": lambda rng: _fc_case(rng, 1),  # per tensor, float32 / double products split
     "LEAKY_RELU": _leaky_relu_all_values,
     "MUL": _mul_all_values,
