@@ -412,15 +412,15 @@ def cmd_quantize(args) -> dict:
     out = _plan_outputs(args, {"-o": args.output, "-o (its header)": header, "--calib-table": args.calib_table},
                         {"MODEL": args.model, "--calib": args.calib})["-o"]
     fmt = "onnx" if out.suffix.lower() == ".onnx" else "c" if out.suffix == ".c" else "tflite"  # else: a .tflite
-    if fmt != "onnx" and (args.format or args.opset or args.activations != "int8"):
-        raise UsageError("--format, --activations and --opset apply to an .onnx output; -o names "
+    if fmt != "onnx" and (args.format or args.opset or args.activations != "int8" or args.portable):
+        raise UsageError("--format, --activations, --opset and --portable apply to an .onnx output; -o names "
                          f"{out.suffix or 'no suffix'}")
     limit = _parse_bytes(args.arena_limit) if args.arena_limit else None
     r = _quantized(args, "quantize its float model, or use `intq eval` / `intq compare` / `intq run` / `intq diff` on it",
                    out, format=fmt, onnx_format=args.format or "qdq", activations=args.activations,
                    opset=args.opset or DEFAULT_OPSET, arena_limit=limit,
                    check="warn" if args.keep_unverified else True, layer_samples=args.check_samples,
-                   outputs=args.outputs, overwrite=args.force)
+                   outputs=args.outputs, overwrite=args.force, portable=args.portable)
     qg, table, exported, check = r.graph, r.table, r.export, r.layers
     if args.calib_table:
         args.outputs.stage(args.calib_table, table.dumps())
@@ -435,6 +435,11 @@ def cmd_quantize(args) -> dict:
         _out(args, f"quantized {args.model} -> {out} ({exported.bytes:,} bytes, {params:,} parameters)")
     _out(args, "  ops: " + ", ".join(f"{k}x{v}" for k, v in qg.op_types().items()))
     _out(args, "  runs in: " + "; ".join(f"{k} ({v})" for k, v in runtimes.items()))
+    if result.get("portable"):
+        pc = result["portable"]
+        _out(args, f"  portable: {pc['channels_rescaled']} of {pc['channels']} output channels rescaled in "
+                   f"{pc['nodes_changed']} of {pc['nodes']} nodes so that no int16 pair sum can saturate"
+                   + (f" (worst weight SQNR {pc['worst_weight_sqnr_db']} dB: {pc['worst_node']})" if pc["worst_node"] else ""))
     if exported.check is not None and not exported.check.equal:  # --keep-unverified: written, but say so loudly
         _out(args, "  WARNING: written unverified (--keep-unverified): the runtime computes other outputs than intq "
                    "says; please report it with the model")
@@ -912,6 +917,10 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--activations", choices=["int8", "uint8"], default="int8",
                    help="ONNX activation dtype (default int8: target ort; uint8: target ort-u8)")
     q.add_argument("--opset", type=int, help="ONNX opset to write (default 21; 13 or more)")
+    q.add_argument("--portable", action="store_true",
+                   help="ONNX: bound the weights so that no int16 pair sum of onnxruntime's x86 kernels can saturate: "
+                        "the file computes the same on AVX2 CPUs without VNNI as on VNNI and ARM64 ones (only the "
+                        "channels that need it are rescaled; the cost is reported)")
     q.add_argument("--calib-table", help="also write the calibration table (JSON)")
     q.add_argument("--check-samples", type=_nonnegative_int, default=8, metavar="N",
                    help="compare float and int8 layer by layer on the first N calibration samples (0: skip)")

@@ -214,7 +214,8 @@ def _equalized(graph: Graph, equalization: bool, table) -> Graph:
 class Export:
     """What :func:`export` produced: the ``paths`` staged or written (``.c`` and ``.h`` for C), the
     model's ``bytes`` (0 for C, whose constants are in ``c.constant_bytes``), the check of the export
-    by output, and the C export's report (``c``) for C."""
+    by output, the C export's report (``c``) for C, and for a portable ONNX export the weights it
+    changed per node (``portable``: :class:`~intq.export.portable.PortableChange`)."""
 
     path: Path
     format: str
@@ -222,6 +223,7 @@ class Export:
     bytes: int
     check: ExportCheck | None
     c: CExportResult | None = None
+    portable: list | None = None
 
 
 def export_format(path: str | Path) -> str:
@@ -236,14 +238,15 @@ def export(graph: Graph, path: str | Path, *, format: str | None = None,  # noqa
            onnx_format: str = "qdq", activations: str = "int8",
            opset: int = DEFAULT_OPSET, c_target: str = "tflite", arena_limit: int | None = None, check=True,
            samples: Iterable[dict] | None = None, outputs: StagedOutputs | None = None,
-           overwrite: bool = False) -> Export:
+           overwrite: bool = False, portable: bool = False) -> Export:
     """Stages export and check the export: ``graph`` written as ``format`` (default: ``path``'s
     suffix; ``"tflite"``, ``"onnx"`` with ``onnx_format`` / ``activations`` / ``opset``, ``"c"``: ``.c``
     + ``.h`` for ``c_target`` with ``arena_limit``), checked by output on ``samples`` (the first :data:`DEFAULT_SAMPLES`;
     default random inputs within the input ranges) before anything is written (``check``: True
     raises on a difference, ``"warn"`` keeps the file and reports it, False skips the check).
     ``outputs``: a command's :class:`~intq.files.StagedOutputs` to stage the files into (they land
-    when it commits); by default they are written at once."""
+    when it commits); by default they are written at once. ``portable`` (ONNX): weights bounded so
+    that the file computes the same on every onnxruntime host (:func:`intq.export.export_onnx`)."""
     path = Path(path)
     fmt = format or export_format(path)
     if fmt not in FORMATS.values():
@@ -252,25 +255,40 @@ def export(graph: Graph, path: str | Path, *, format: str | None = None,  # noqa
     if outputs is None:  # written at once: both C files or neither
         with StagedOutputs(overwrite=overwrite) as staged:
             result = _export(graph, path, fmt, staged, onnx_format, activations, opset, c_target, arena_limit, check,
-                             samples, overwrite)
+                             samples, overwrite, portable)
         return result
     return _export(graph, path, fmt, outputs, onnx_format, activations, opset, c_target, arena_limit, check, samples,
-                   overwrite)
+                   overwrite, portable)
 
 
 def _export(graph, path, fmt, staged, onnx_format, activations, opset, c_target, arena_limit, check, samples,
-            overwrite) -> Export:
+            overwrite, portable=False) -> Export:
+    if portable and fmt != "onnx":
+        raise ConversionError(f"portable applies to an ONNX export (onnxruntime's x86 kernels); {path} is {fmt}")
     if fmt == "c":
         r = export_c(graph, path.parent, path.stem, target=c_target, arena_limit=arena_limit, overwrite=overwrite,
                      check=check, samples=samples, outputs=staged)
         return Export(path, fmt, (r.source, r.header), 0, r.check, r)
     if fmt == "onnx":
         data = export_onnx(graph, format=onnx_format, activations=activations, opset=opset, check=check,
-                           samples=samples)
-    else:
-        data = export_tflite(graph, check=check, samples=samples)
+                           samples=samples, portable=portable)
+        staged.stage(path, data)
+        return Export(path, fmt, (path,), len(data), data.check, portable=data.portable)
+    data = export_tflite(graph, check=check, samples=samples)
     staged.stage(path, data)
     return Export(path, fmt, (path,), len(data), data.check)
+
+
+def _portable_dict(changes) -> dict | None:
+    """A portable export's cost: channels rescaled, nodes touched, the worst weight SQNR (dB)."""
+    if changes is None:
+        return None
+    touched = [c for c in changes if c.channels]
+    worst = min(touched, key=lambda c: c.sqnr_db) if touched else None
+    return {"channels_rescaled": sum(c.channels for c in changes), "channels": sum(c.total for c in changes),
+            "nodes_changed": len(touched), "nodes": len(changes),
+            "worst_weight_sqnr_db": None if worst is None else round(worst.sqnr_db, 2),
+            "worst_node": None if worst is None else worst.node}
 
 
 # ------------------------------------------------------------------------------- every stage
@@ -305,6 +323,7 @@ class Result:
                "per_channel": self.per_channel,
                "seconds": {"check": 0.0, **{k: round(v, 2) for k, v in self.seconds.items()}},
                "runtimes": check.messages() if check is not None else {},
+               "portable": _portable_dict(self.export.portable) if self.export is not None else None,
                "export_check": check.as_dict() if check is not None else None,
                "notes": list(q.metadata.get("conversion_notes", ()))}
         shortfall = q.metadata.get("target_shortfall")
@@ -327,7 +346,7 @@ def run(model, data, output: str | Path | None = None, *, input_shapes=None, con
         activations: str = "int8",
         opset: int = DEFAULT_OPSET, c_target: str = "tflite", arena_limit: int | None = None, check=True,
         layer_samples: int = 0, outputs: StagedOutputs | None = None, overwrite: bool = False,
-        **observer_options) -> Result:
+        portable: bool = False, **observer_options) -> Result:
     """Every stage, in order (module docstring): ``model`` and calibration ``data`` to ``output``
     (``.tflite``, ``.onnx`` or ``.c``; None: no export), checked by output on the first calibration
     samples.
@@ -364,7 +383,7 @@ def run(model, data, output: str | Path | None = None, *, input_shapes=None, con
         samples = itertools.islice(iter_samples(data, graph, preprocess), DEFAULT_SAMPLES)
         exported = export(q, output, format=format, onnx_format=onnx_format, activations=activations, opset=opset,
                           c_target=c_target, arena_limit=arena_limit, check=check, samples=samples,
-                          outputs=outputs, overwrite=overwrite)
+                          outputs=outputs, overwrite=overwrite, portable=portable)
         seconds["export"] = time.perf_counter() - t
     layers = None
     if layer_samples:

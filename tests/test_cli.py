@@ -115,6 +115,23 @@ def test_quantize_reports_layers(digits_files):
     assert again.returncode == 2 and "already an integer model" in again.stderr
 
 
+def test_quantize_to_onnx_default_and_portable(digits_files):
+    """The default ONNX export (QDQ int8) passes its check by output, and ``--portable`` reports
+    what bounding the weights cost (a .tflite output refuses the flag)."""
+    d, _, _ = digits_files
+    r = run("quantize", MODEL, "--calib", str(d / "calib.npz"), "--input-shape", "image=1x1x8x8",
+            "-o", str(d / "q.onnx"))
+    assert r.returncode == 0 and "runs in: onnxruntime (equal to target ort" in r.stdout, r.stdout + r.stderr
+    r = run("quantize", MODEL, "--calib", str(d / "calib.npz"), "--input-shape", "image=1x1x8x8",
+            "-o", str(d / "p.onnx"), "--activations", "uint8", "--portable", "--json")
+    assert r.returncode == 0, r.stderr
+    p = json.loads(r.stdout)["portable"]
+    assert 0 < p["channels_rescaled"] <= p["channels"] and p["nodes"] == 4 and p["worst_weight_sqnr_db"] > 30
+    bad = run("quantize", MODEL, "--calib", str(d / "calib.npz"), "--input-shape", "image=1x1x8x8",
+              "-o", str(d / "p.tflite"), "--portable")
+    assert bad.returncode == 2 and "--portable" in bad.stderr
+
+
 def test_eval_with_tflite_and_labels(digits_files):
     d, (x, y), _ = digits_files
     r = run("eval", MODEL, str(d / "q.tflite"), "--data", str(d / "val.npz"), "--labels", str(d / "labels.npy"),
