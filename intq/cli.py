@@ -11,6 +11,7 @@
     intq diff QMODEL.tflite --targets tflite,litert-ref --data DATA [--limit N] [--json]
     intq run MODEL (.tflite | .onnx) --input x.npy|x.npz [-o y.npy|y.npz] [--target T] [--json]
     intq export QMODEL.tflite --c DIR [--prefix model] [--arena-limit 64k] [--force] [--json]
+    intq verify QMODEL (.tflite | .onnx) [--target T] [--html report.html] [--json]
 
 DATA (for --calib and --data) is a folder of images (resized and normalised by --size, --mean,
 --std, --layout), a folder of .npy/.npz files, or one .npz with an array per input; it runs
@@ -74,6 +75,7 @@ EXAMPLES = """examples:
   intq run model_int8.tflite --input x.npy -o y.npy
   intq export model_int8.tflite --c out/ --arena-limit 64k
   intq quantize model.onnx --calib calib.npz -o model.c
+  intq verify model_int8.onnx --target ort-u8s8-avx2
 """
 
 
@@ -496,6 +498,36 @@ def cmd_inspect(args) -> dict:
                                     "axis": t.qparams.axis}
                              for name, t in g.tensors.items() if t.qparams is not None},
             "requantization": [r.as_dict() for r in rows]}
+
+
+def cmd_verify(args) -> dict:
+    """``intq verify``: :func:`intq.analysis.certificate.certify` on an integer model; exit 1 when an
+    intermediate can overflow on the target."""
+    from intq.analysis.certificate import certificate_html, certify
+
+    out = _plan_outputs(args, {"--html": args.html}, {"MODEL": args.model}).get("--html")
+    g = _load(args)
+    if not any(t.qparams is not None for t in g.tensors.values()):
+        raise UsageError(f"{args.model} is a float model; quantize it first (`intq quantize`), then verify the result")
+    _resolve_target(args, g)
+    cert = certify(g, args.target)
+    if out is not None:
+        args.outputs.stage(out, certificate_html(cert).encode())
+    _out(args, f"{args.model} on target {cert.target}: " + ("no intermediate can overflow" if cert.ok else
+               f"{len({c.node for c in cert.failures})} node(s) can overflow"))
+    for rule, r in cert.rules().items():
+        m = r["min_margin_bits"]
+        margin = "" if m is None else f"; min margin {m:.2f} bits ({r['worst_node']})"
+        bad = f"; CAN OVERFLOW: {', '.join(r['overflows'][:6])}" + (" ..." if len(r["overflows"]) > 6 else "") \
+            if r["overflows"] else ""
+        _out(args, f"  {rule:16s} {r['checked']:4d} checks{margin}{bad}")
+    for c in cert.failures[:10]:
+        _out(args, f"  node {c.node!r} ({c.op}): {c.rule}: {c.detail}: up to {c.bound} > {c.limit}")
+    if out is not None:
+        _out(args, f"  wrote {out}")
+    if not cert.ok:
+        args.exit_code = EXIT_FAILURE
+    return {"model": args.model, **cert.as_dict(), **({"html": str(out)} if out is not None else {})}
 
 
 def _shape(g, name):
@@ -1026,6 +1058,21 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the runtime the C equals bit for bit: tflite (TensorFlow Lite Micro, default) or "
                    "litert-ref (LiteRT's reference kernels)")
     x.set_defaults(func=cmd_export)
+
+    v = sub.add_parser("verify", parents=[common, shapes, target],
+                       help="certify that no integer intermediate can overflow on the target",
+                       description="A static overflow and saturation certificate of an integer model: every "
+                       "accumulator, requantization shift and product, ADD's left shift, pooling / reduction / "
+                       "softmax sum and the target's ISA intermediates (x86 vpmaddubsw int16 pairs on "
+                       "ort-u8s8-avx2, Cortex-M SMLAD on tflite, TPU-MLIR's int16 Add) bounded from the integer "
+                       "ranges (no data), each with its margin in bits; exit 1 when one can overflow.",
+                       epilog="examples:\n  intq verify model_int8.tflite\n"
+                       "  intq verify model_u8.onnx --target ort-u8s8-avx2 --html cert.html --json",
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    v.add_argument("model", help="an integer model (.tflite, or a quantized .onnx)")
+    v.add_argument("--html", help="also write the certificate as a self-contained HTML page")
+    v.add_argument("--force", action="store_true", help="overwrite an existing HTML file")
+    v.set_defaults(func=cmd_verify)
     return parser
 
 
@@ -1105,7 +1152,7 @@ def _execute(args) -> int:
             sys.stdout.flush()
         except BrokenPipeError:  # `intq ... | head`: the reader left; not an error of ours
             sys.stdout = open(os.devnull, "w")
-        return EXIT_OK
+        return getattr(args, "exit_code", EXIT_OK)  # a command may end in EXIT_FAILURE after reporting (verify)
     except (KeyboardInterrupt, Interrupted) as e:  # while reporting (after the commit)
         return _interrupted(name, e, args.outputs)
 

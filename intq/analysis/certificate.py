@@ -567,4 +567,35 @@ def certify(graph: Graph, target="tflite") -> Certificate:
     return Certificate(graph.name, tgt.name, tuple(checks))
 
 
-__all__ = ["Certificate", "CertificateError", "Check", "OP_RULES", "RULES", "certify"]
+def certificate_html(cert: Certificate) -> str:
+    """A self-contained HTML page of ``cert``: the verdict, one row per rule (checked nodes, smallest
+    margin, nodes that can overflow) and one row per check, failures first."""
+    from html import escape
+
+    def margin(c: Check) -> str:
+        m = c.margin_bits
+        return "" if m is None else ("inf" if math.isinf(m) else f"{m:.2f}")
+
+    verdict = ("no intermediate can overflow" if cert.ok else
+               f"{len({c.node for c in cert.failures})} node(s) can overflow")
+    rules = "".join(
+        f"<tr><td>{escape(k)}</td><td class=l>{escape(RULES[k])}</td><td>{v['checked']}</td>"
+        f"<td>{'' if v['min_margin_bits'] is None else _round(v['min_margin_bits'])}</td>"
+        f"<td class=l>{escape(', '.join(v['overflows']))}</td></tr>" for k, v in cert.rules().items())
+    rows = "".join(
+        f"<tr class={'bad' if not c.ok else 'ok'}><td class=l>{escape(c.node)}</td><td>{escape(c.op)}</td>"
+        f"<td>{escape(c.rule)}</td><td>{'' if c.bound is None else c.bound}</td>"
+        f"<td>{'' if c.limit is None else c.limit}</td><td>{margin(c)}</td><td class=l>{escape(c.detail)}</td></tr>"
+        for c in sorted(cert.checks, key=lambda c: (c.ok, c.margin_bits if c.margin_bits is not None else math.inf)))
+    style = ("body{font-family:sans-serif}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 6px;"
+             "text-align:right}.l{text-align:left}.bad{background:#fdd}")
+    return (f"<!doctype html><html><head><meta charset=utf-8><title>intq verify {escape(cert.graph)}</title>"
+            f"<style>{style}</style></head><body><h1>Overflow certificate: {escape(cert.graph)} on "
+            f"{escape(cert.target)}</h1><p>{escape(verdict)}; margin = log2((limit + 1) / bound) bits.</p>"
+            "<h2>Rules</h2><table><tr><th>rule</th><th class=l>bound</th><th>checks</th><th>min margin</th>"
+            f"<th class=l>can overflow</th></tr>{rules}</table><h2>Checks</h2><table><tr><th class=l>node</th>"
+            "<th>op</th><th>rule</th><th>bound</th><th>limit</th><th>margin (bits)</th><th class=l>intermediate</th>"
+            f"</tr>{rows}</table></body></html>")
+
+
+__all__ = ["Certificate", "CertificateError", "Check", "OP_RULES", "RULES", "certificate_html", "certify"]
