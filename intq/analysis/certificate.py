@@ -83,6 +83,7 @@ RULES: dict[str, str] = {
     "vpmaddubsw-pair": "255 * (|w_a| + |w_b|) of MLAS's adjacent pairs against int16 (x86 AVX2 U8S8, no VNNI)",
     "smlad-pair": "2 * d * max|w| against int32, operands as int16 halves (Cortex-M SMLAD)",
     "tpu-add-int16": "d_a |M_a| + d_b |M_b| against int16 (TPU-MLIR symmetric Add, spec 002)",
+    "refused": "the target's kernel refuses the node at prepare (its message says why): not certified",
     "none": "no intermediate beyond int8/int16 (or saturating by construction: see the kernel's docstring)",
 }
 
@@ -128,13 +129,14 @@ class Check:
     node: str
     op: str
     rule: str
-    bound: int | None  # None: rule "none" (nothing to bound)
+    bound: int | None  # None: rule "none" (nothing to bound), or a refused node
     limit: int | None
     detail: str = ""
+    refused: bool = False  # the target's kernel refuses the node at prepare (detail: its message): not certified
 
     @property
     def ok(self) -> bool:
-        return self.bound is None or self.bound <= self.limit
+        return not self.refused and (self.bound is None or self.bound <= self.limit)
 
     @property
     def margin_bits(self) -> float | None:
@@ -149,7 +151,7 @@ class Check:
         m = self.margin_bits
         return {"node": self.node, "op": self.op, "rule": self.rule, "bound": self.bound, "limit": self.limit,
                 "margin_bits": None if m is None else ("inf" if math.isinf(m) else round(m, 2)), "ok": self.ok,
-                "detail": self.detail}
+                "refused": self.refused, "detail": self.detail}
 
 
 @dataclass(frozen=True)
@@ -166,6 +168,7 @@ class Certificate:
 
     @property
     def ok(self) -> bool:
+        """No intermediate can overflow and every node was prepared (certified) on the target."""
         return not self.failures
 
     def rules(self) -> dict[str, dict]:
@@ -190,7 +193,8 @@ class Certificate:
         """The refusal: the first nodes that can overflow, with their rule and bound; ``--portable``
         suggested when every failure is an x86 pair saturation (which it repairs)."""
         fails = self.failures
-        lines = [f"node {c.node!r} ({c.op}): {c.rule} {c.detail}: |value| up to {c.bound} > {c.limit}"
+        lines = [f"node {c.node!r} ({c.op}): " + (f"refused by the target's kernel ({c.detail})" if c.refused else
+                                                   f"{c.rule} {c.detail}: |value| up to {c.bound} > {c.limit}")
                  for c in fails[:5]]
         more = f" (and {len(fails) - 5} more)" if len(fails) > 5 else ""
         fix = ("quantize with --portable (portable=True), which bounds those weights so that no int16 pair sum can "
@@ -408,24 +412,29 @@ def _pool(n, graph, ranges, params) -> list[Check]:
     from intq.kernels._pool_common import PoolWindow
 
     pool = next(_walk(params, PoolWindow), None)
-    if pool is None:
-        return []
+    if pool is not None:
+        fh, fw = pool.geometry.filter_h, pool.geometry.filter_w
+    else:  # refused at prepare: the window from the node's options
+        fh, fw = int(n.attrs.get("filter_height", 0)), int(n.attrs.get("filter_width", 0))
     x = graph.tensors[n.inputs[0]]
     lo, hi = ranges.get(x.name, _dtype_range(x))
-    g = pool.geometry
     q = max(abs(lo), abs(hi))
-    return [Check(n.name, n.op_type, "pool-sum", g.filter_h * g.filter_w * q, INT32_MAX,
-                  f"{g.filter_h}x{g.filter_w} window * max|q|={q}")]
+    return [Check(n.name, n.op_type, "pool-sum", fh * fw * q, INT32_MAX, f"{fh}x{fw} window * max|q|={q}")]
 
 
 def _reduce(n, graph, ranges, params) -> list[Check]:
     from intq.kernels._pool_common import QuantizedSumParams
 
     p = next(_walk(params, QuantizedSumParams), None)
-    if p is None:
-        return []
     x = graph.tensors[n.inputs[0]]
     d = _offset_max(ranges.get(x.name, _dtype_range(x)), _zp(x))
+    if p is None:  # another runtime's kernel, or refused at prepare: the count from the shapes
+        axes = graph.tensors.get(n.inputs[1]) if len(n.inputs) > 1 and n.inputs[1] else None
+        if x.shape is None or axes is None or axes.data is None or any(not isinstance(v, int) for v in x.shape):
+            return []
+        count = int(np.prod([x.shape[int(a)] for a in np.unique(np.asarray(axes.data).reshape(-1) % len(x.shape))],
+                            dtype=np.int64))
+        return [Check(n.name, n.op_type, "reduce-sum", count * d, INT32_MAX, f"{count} elements * d={d}")]
     total = p.count * d
     left = max(int(p.shift), 0)
     return [Check(n.name, n.op_type, "reduce-sum", total, INT32_MAX, f"{p.count} elements * d={d}"),
@@ -444,10 +453,12 @@ def _softmax(n, params) -> list[Check]:
 
 
 def _square_sum(n, graph, ranges, params) -> list[Check]:
+    x = graph.tensors[n.inputs[0]]
     depth = getattr(params, "depth", None)
+    if depth is None and x.shape and isinstance(x.shape[-1], int):  # refused at prepare: the last axis
+        depth = x.shape[-1]
     if depth is None:
         return []
-    x = graph.tensors[n.inputs[0]]
     d = _offset_max(ranges.get(x.name, _dtype_range(x)), getattr(params, "input_zero_point", _zp(x)))
     return [Check(n.name, n.op_type, "square-sum", depth * d * d, INT32_MAX, f"depth {depth} * d^2, d={d}")]
 
@@ -499,6 +510,7 @@ def _prepare_all(graph: Graph, target) -> tuple[dict, dict]:
         ctx = KernelContext(n, tuple(graph.tensors[i] if i else None for i in n.inputs),
                             tuple(graph.tensors[o] for o in n.outputs), target)
         try:
+            ctx.check_emulated()
             kernel = select_kernel(ctx)
             params[n.name] = (kernel, prepare_node(kernel, ctx))
         except (KernelError, IntqError) as e:
@@ -511,8 +523,10 @@ def certify(graph: Graph, target="tflite") -> Certificate:
     :class:`~intq.kernels.Target`): every rule of :data:`OP_RULES` for every integer node (module
     docstring). Float nodes (float islands) have no integer intermediate and are skipped.
 
-    A node whose kernel refuses it at prepare (e.g. an accumulator TFLite would overflow) still gets
-    the checks computable from the graph alone (``accumulator``, ``mul-product``, ``smlad-pair``)."""
+    A node the target's kernel refuses at prepare (e.g. an accumulator TFLite would overflow, an
+    operator the target does not emulate) is not certified: a ``refused`` check carrying the kernel's
+    message, plus the checks computable from the graph alone (``accumulator``, ``mul-product``,
+    ``pool-sum``, ``reduce-sum``, ``square-sum``, ``smlad-pair``)."""
     from intq.kernels import get_target, operators
 
     tgt = get_target(target)
@@ -533,8 +547,11 @@ def certify(graph: Graph, target="tflite") -> Certificate:
         start = len(checks)
         x0 = graph.tensors.get(n.inputs[0]) if n.inputs and n.inputs[0] else None
         act16 = x0 is not None and x0.dtype == np.int16
+        if n.name in errors:
+            checks.append(Check(n.name, op, "refused", None, None, errors[n.name], refused=True))
         if rules == ("none",):
-            checks.append(Check(n.name, op, "none", None, None, "no intermediate beyond int8/int16"))
+            if n.name not in errors:
+                checks.append(Check(n.name, op, "none", None, None, "no intermediate beyond int8/int16"))
             continue
         if "accumulator" in rules:
             acc_checks, acc = _accumulator(n, graph, ranges, act16)
@@ -560,10 +577,9 @@ def certify(graph: Graph, target="tflite") -> Certificate:
         elif op == "L2_NORMALIZATION":
             checks += _square_sum(n, graph, ranges, p)
         if len(checks) == start:  # the target's kernel has none of the op's intermediates
-            why = (f"not prepared on this target ({errors[n.name]})" if n.name in errors else
-                   f"{prepared[n.name][0].family} kernel: no integer intermediate of rule(s) {', '.join(rules)} "
-                   "(computed in floating point or tables)")
-            checks.append(Check(n.name, op, "none", None, None, why))
+            checks.append(Check(n.name, op, "none", None, None,
+                                f"{prepared[n.name][0].family} kernel: no integer intermediate of rule(s) "
+                                f"{', '.join(rules)} (computed in floating point or tables)"))
     return Certificate(graph.name, tgt.name, tuple(checks))
 
 
