@@ -442,6 +442,15 @@ def cmd_quantize(args) -> dict:
         _out(args, f"  portable: {pc['channels_rescaled']} of {pc['channels']} output channels rescaled in "
                    f"{pc['nodes_changed']} of {pc['nodes']} nodes so that no int16 pair sum can saturate"
                    + (f" (worst weight SQNR {pc['worst_weight_sqnr_db']} dB: {pc['worst_node']})" if pc["worst_node"] else ""))
+    for target, c in (result.get("certificate") or {}).items():
+        if c["ok"]:
+            worst = min(c["min_margin_bits"].items(), key=lambda kv: kv[1] if kv[1] != "inf" else float("inf"),
+                        default=None)
+            _out(args, f"  overflow certificate ({target}): no intermediate can overflow"
+                       + (f" (least headroom: {worst[0]}, {worst[1]} bits)" if worst else ""))
+        else:  # --keep-unverified: written, but say so loudly
+            _out(args, f"  WARNING: overflow certificate ({target}): can overflow in {', '.join(c['overflows'][:6])} "
+                       "(`intq verify` names the rule; --portable repairs x86 pair saturation)")
     if exported.check is not None and not exported.check.equal:  # --keep-unverified: written, but say so loudly
         _out(args, "  WARNING: written unverified (--keep-unverified): the runtime computes other outputs than intq "
                    "says; please report it with the model")
@@ -959,7 +968,8 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--force", action="store_true", help="overwrite existing output files")
     q.add_argument("--keep-unverified", action="store_true",
                    help="write the model even when its runtime computes other outputs than intq's target on the "
-                   "check samples (reported as a warning; default: an error, nothing written)")
+                   "check samples, or when its overflow certificate (`intq verify`) names an intermediate that can "
+                   "overflow on the target (reported as a warning; default: an error, nothing written)")
     q.add_argument("--arena-limit", metavar="BYTES", help="with -o model.c: refuse a plan whose arena exceeds BYTES "
                    "(e.g. 64k)")
     q.set_defaults(func=cmd_quantize)
