@@ -34,7 +34,8 @@ a prepared multiplier (``s > 0``: a left shift). The rules (:data:`RULES`):
 * ``softmax-exp-sum`` (SOFTMAX, LOG_SOFTMAX on the reference kernels): the row's sum of
   ``exp(x - max)`` in Q12.19, every term at most ``exp(0) = 2^19`` (the prepared table's first
   entry), ``depth * 2^19 <= 2^31 - 1`` (the sum wraps in int32 beyond; TFLite's kernels also stop at
-  a sum of 512, i.e. 2^28, which is a runtime check, not a silent overflow).
+  a sum of 512, i.e. 2^28, which is a runtime check, not a silent overflow); 16x8: the int32 sum of
+  Q0.15 table values, ``depth * 32767``.
 * ``square-sum`` (L2_NORMALIZATION): ``depth * d^2 <= 2^31 - 1``.
 * ``vpmaddubsw-pair`` (target ``ort-u8s8-avx2``: MLAS's AVX2 U8S8 GEMM without VNNI): every pair of
   adjacent products in MLAS's order ``u_a w_a + u_b w_b`` (``u`` uint8 codes <= 255) is summed with
@@ -115,6 +116,10 @@ OP_RULES: dict[str, tuple[str, ...]] = {
 _PASS_THROUGH = frozenset({"RESHAPE", "SQUEEZE", "TRANSPOSE", "MAX_POOL_2D", "SLICE", "STRIDED_SLICE", "GATHER",
                            "SPACE_TO_DEPTH", "DEPTH_TO_SPACE", "BROADCAST_TO", "SPLIT", "SPLIT_V", "REDUCE_MAX",
                            "BATCH_TO_SPACE_ND", "RESIZE_NEAREST_NEIGHBOR"})
+
+
+#: operators whose output is their one prepared requantization's (``clamp(..., act_min, act_max)``)
+_CLAMPED = frozenset(op for op, rules in OP_RULES.items() if "requant-shift" in rules)
 
 
 class CertificateError(IntqError):
@@ -245,7 +250,7 @@ def _code_ranges(graph: Graph, prepared: dict) -> dict[str, tuple[int, int]]:
                 continue
             t = graph.tensors[o]
             lo, hi = _dtype_range(t)
-            req = next(_walk(p, Requantizer), None) if p is not None else None
+            req = next(_walk(p, Requantizer), None) if p is not None and n.op_type in _CLAMPED else None
             if req is not None and i == 0:
                 lo, hi = max(lo, int(req.act_min)), min(hi, int(req.act_max))
             elif n.op_type in _PASS_THROUGH and n.inputs and n.inputs[0] in ranges:
@@ -441,11 +446,18 @@ def _reduce(n, graph, ranges, params) -> list[Check]:
             Check(n.name, n.op_type, "reduce-sum", total << left, INT32_MAX, f"sum << {left}")]
 
 
-def _softmax(n, params) -> list[Check]:
-    from intq.kernels.softmax import SoftmaxParams
+def _softmax(n, graph, params) -> list[Check]:
+    from intq.kernels.softmax import Softmax16x8Params, SoftmaxParams
 
-    p = next(_walk(params, SoftmaxParams), None)
-    if p is None:  # 16x8 (tables, int32 sums of int16 terms) and float32 runtimes: bounded elsewhere
+    if next(_walk(params, Softmax16x8Params), None) is not None:  # SoftmaxInt16: int32 sum of Q0.15 exps
+        x = graph.tensors[n.inputs[0]]
+        depth = int(x.shape[-1])
+        return [Check(n.name, n.op_type, "softmax-exp-sum", depth * 32767, INT32_MAX,
+                      f"depth {depth} * exp(0)=32767 (Q0.15)")]
+    from intq.kernels.log_softmax import LogSoftmaxParams
+
+    p = next(_walk(params, (SoftmaxParams, LogSoftmaxParams)), None)
+    if p is None:  # the runtime computes it in float32 (LiteRT's optimized kernels, onnxruntime)
         return []
     one = int(p.exp_q12[0])  # exp(0) in Q12.19
     return [Check(n.name, n.op_type, "softmax-exp-sum", p.depth * one, INT32_MAX,
@@ -473,10 +485,11 @@ def _vpmaddubsw(n, params) -> list[Check]:
     if p.first.size == 0:  # the kernel keeps the pairs with |w_a| + |w_b| >= 129: none, so each is <= 128
         return [Check(n.name, n.op_type, "vpmaddubsw-pair", 255 * 128, I16,
                       "every pair in MLAS's order has |w_a| + |w_b| <= 128")]
+    other = 128 if n.op_type == "CONV_INTEGER" else 255  # ConvInteger: the uint8 weights are MLAS's uint8 side
     s = np.abs(p.w_first.astype(np.int64)) + np.abs(p.w_second.astype(np.int64))
     i = int(s.argmax())
     ch = int(p.channels[np.searchsorted(p.starts, i, side="right") - 1])
-    return [Check(n.name, n.op_type, "vpmaddubsw-pair", 255 * int(s[i]), I16,
+    return [Check(n.name, n.op_type, "vpmaddubsw-pair", other * int(s[i]), I16,
                   f"{p.first.size} pairs can saturate; worst: channel {ch}, |w| {abs(int(p.w_first[i]))} + "
                   f"{abs(int(p.w_second[i]))}")]
 
@@ -518,6 +531,19 @@ def _prepare_all(graph: Graph, target) -> tuple[dict, dict]:
     return params, errors
 
 
+def _static(graph: Graph) -> Graph:
+    """A dynamic ``.tflite``'s graph bound to its stored shapes, as :class:`intq.Interpreter` binds it
+    (no bound depends on the batch)."""
+    from intq.ir.facts import STORED_SHAPES, batch_of
+    from intq.runtime.plan import rebatch
+
+    if graph.metadata.get(STORED_SHAPES) and not all(graph.tensors[i].is_static for i in graph.inputs):
+        b = batch_of(graph)
+        if b is not None:
+            return rebatch(graph, b)
+    return graph
+
+
 def certify(graph: Graph, target="tflite") -> Certificate:
     """The certificate of the integer ``graph`` on ``target`` (a name or an
     :class:`~intq.kernels.Target`): every rule of :data:`OP_RULES` for every integer node (module
@@ -530,6 +556,7 @@ def certify(graph: Graph, target="tflite") -> Certificate:
     from intq.kernels import get_target, operators
 
     tgt = get_target(target)
+    graph = _static(graph)
     prepared, errors = _prepare_all(graph, tgt)
     params = {k: v[1] for k, v in prepared.items()}
     ranges = _code_ranges(graph, params)
@@ -573,7 +600,7 @@ def certify(graph: Graph, target="tflite") -> Certificate:
         elif op in ("MEAN", "SUM"):
             checks += _reduce(n, graph, ranges, p)
         elif op in ("SOFTMAX", "LOG_SOFTMAX"):
-            checks += _softmax(n, p)
+            checks += _softmax(n, graph, p)
         elif op == "L2_NORMALIZATION":
             checks += _square_sum(n, graph, ranges, p)
         if len(checks) == start:  # the target's kernel has none of the op's intermediates

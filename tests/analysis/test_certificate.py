@@ -210,3 +210,12 @@ def test_export_refuses_what_overflows_on_its_target(monkeypatch, tmp_path):
     warned = pipeline.certify_export(g, "onnx", "uint8", check="warn")
     assert not warned[0].ok
     assert [c.target for c in pipeline.certify_export(g, "tflite")] == ["tflite", "litert-ref"]
+
+
+def test_log_softmax_and_16x8_softmax_sums():
+    x, y = q("x", (1, 5000), 0.1, 0), q("y", (1, 5000), 16 / 256, 127)
+    bad = _rule(certify(single("LOG_SOFTMAX", [x], [y]), "tflite"), "softmax-exp-sum")[0]
+    assert not bad.ok and bad.bound == 5000 << 19
+    x16, y16 = q("x", (1, 70000), 0.001, 0, np.int16), q("y", (1, 70000), 1 / 32768, 0, np.int16)
+    c16 = _rule(certify(single("SOFTMAX", [x16], [y16], dict(beta=1.0)), "tflite"), "softmax-exp-sum")[0]
+    assert not c16.ok and c16.bound == 70000 * 32767  # > 2^31 - 1
