@@ -103,7 +103,7 @@ OP_RULES: dict[str, tuple[str, ...]] = {
     "ADD": ("add-shift", "requant-shift", "requant-product", "tpu-add-int16"),
     "SUB": ("add-shift", "requant-shift", "requant-product"),
     "MUL": ("mul-product", "requant-shift", "requant-product"),
-    "AVERAGE_POOL_2D": ("pool-sum",),
+    "AVERAGE_POOL_2D": ("pool-sum", "requant-product"),
     "MEAN": ("reduce-sum",),
     "SUM": ("reduce-sum",),
     "SOFTMAX": ("softmax-exp-sum",),
@@ -416,15 +416,26 @@ def _mul(n, graph, ranges, params) -> list[Check]:
 def _pool(n, graph, ranges, params) -> list[Check]:
     from intq.kernels._pool_common import PoolWindow
 
+    from intq.kernels.tpu_mlir.pool import TpuMlirAvgPoolParams
+
     pool = next(_walk(params, PoolWindow), None)
+    tpu = params if isinstance(params, TpuMlirAvgPoolParams) else None
     if pool is not None:
         fh, fw = pool.geometry.filter_h, pool.geometry.filter_w
-    else:  # refused at prepare: the window from the node's options
+    elif tpu is not None:  # TPU-MLIR's own window: RightShiftRound(sum * multiplier, rshift) in int64
+        fh, fw = tpu.window.kh, tpu.window.kw
+    else:  # refused at prepare, or a float kernel: the window from the node's options
         fh, fw = int(n.attrs.get("filter_height", 0)), int(n.attrs.get("filter_width", 0))
+    if fh * fw == 0:
+        return []
     x = graph.tensors[n.inputs[0]]
     lo, hi = ranges.get(x.name, _dtype_range(x))
     q = max(abs(lo), abs(hi))
-    return [Check(n.name, n.op_type, "pool-sum", fh * fw * q, INT32_MAX, f"{fh}x{fw} window * max|q|={q}")]
+    checks = [Check(n.name, n.op_type, "pool-sum", fh * fw * q, INT32_MAX, f"{fh}x{fw} window * max|q|={q}")]
+    if tpu is not None:
+        m = abs(int(tpu.multiplier))
+        checks.append(Check(n.name, n.op_type, "requant-product", fh * fw * q * m, INT64_MAX, f"|sum| * m={m}"))
+    return checks
 
 
 def _reduce(n, graph, ranges, params) -> list[Check]:
@@ -606,7 +617,7 @@ def certify(graph: Graph, target="tflite") -> Certificate:
         if len(checks) == start:  # the target's kernel has none of the op's intermediates
             checks.append(Check(n.name, op, "none", None, None,
                                 f"{prepared[n.name][0].family} kernel: no integer intermediate of rule(s) "
-                                f"{', '.join(rules)} (computed in floating point or tables)"))
+                                f"{', '.join(rules)} in its prepared parameters (it computes in floating point)"))
     return Certificate(graph.name, tgt.name, tuple(checks))
 
 
