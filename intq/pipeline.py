@@ -241,15 +241,17 @@ def certify_export(graph: Graph, fmt: str, activations: str = "int8", c_target: 
                    portable: bool = False, check=True) -> tuple[Certificate, ...]:
     """The overflow certificates of ``graph`` (after :func:`~intq.export.portable.portable_weights`
     when ``portable``) on :func:`export_targets`; with ``check`` True a certificate that is not ok
-    raises its :class:`~intq.analysis.certificate.CertificateError` (naming the nodes, suggesting
-    ``--portable`` for an ONNX export it repairs); otherwise they are returned to be reported."""
+    raises its :class:`~intq.analysis.certificate.CertificateError` when an intermediate can overflow
+    (naming the nodes, suggesting ``--portable`` for an ONNX export it repairs; nodes a target's kernel
+    refuses are left to the export's check, which names the runtime); otherwise they are returned to
+    be reported."""
     if portable and fmt == "onnx":
         from intq.export.portable import portable_weights
 
         graph = portable_weights(graph)[0]
     certs = tuple(certify(graph, t) for t in export_targets(fmt, activations, c_target))
-    for c in certs:
-        if check is True and not c.ok:
+    for c in certs:  # a node the target's kernel refuses is the export check's to report (it names the runtime)
+        if check is True and c.overflows:
             raise c.error(portable_repairs=fmt == "onnx" and not portable)
     return certs
 
@@ -325,7 +327,7 @@ def _certificate_dict(certs) -> dict:
     out = {}
     for c in certs:
         d = c.as_dict()
-        out[c.target] = {"ok": d["ok"], "overflows": sorted({f["node"] for f in d["failures"]}),
+        out[c.target] = {"ok": not c.overflows, "overflows": sorted({x.node for x in c.overflows}),
                          "min_margin_bits": {k: v["min_margin_bits"] for k, v in d["rules"].items()
                                              if v["min_margin_bits"] is not None}}
     return out

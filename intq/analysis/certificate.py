@@ -172,6 +172,11 @@ class Certificate:
         return tuple(c for c in self.checks if not c.ok)
 
     @property
+    def overflows(self) -> tuple[Check, ...]:
+        """The checks whose intermediate can overflow (the failures but the refused nodes)."""
+        return tuple(c for c in self.failures if not c.refused)
+
+    @property
     def ok(self) -> bool:
         """No intermediate can overflow and every node was prepared (certified) on the target."""
         return not self.failures
