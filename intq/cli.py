@@ -12,6 +12,7 @@
     intq diff QMODEL.tflite --targets tflite,litert-ref --data DATA [--limit N] [--json]
     intq run MODEL (.tflite | .onnx) --input x.npy|x.npz [-o y.npy|y.npz] [--target T] [--json]
     intq export QMODEL.tflite --c DIR [--prefix model] [--arena-limit 64k] [--force] [--json]
+    intq verify QMODEL (.tflite | .onnx) [--target T] [--html report.html] [--json]
 
 DATA (for --calib and --data) is a folder of images (resized and normalised by --size, --mean,
 --std, --layout), a folder of .npy/.npz files, or one .npz with an array per input; it runs
@@ -76,6 +77,7 @@ EXAMPLES = """examples:
   intq run model_int8.tflite --input x.npy -o y.npy
   intq export model_int8.tflite --c out/ --arena-limit 64k
   intq quantize model.onnx --calib calib.npz -o model.c
+  intq verify model_int8.onnx --target ort-u8s8-avx2
 """
 
 
@@ -428,15 +430,15 @@ def cmd_quantize(args) -> dict:
     out = _plan_outputs(args, {"-o": args.output, "-o (its header)": header, "--calib-table": args.calib_table},
                         {"MODEL": args.model, "--calib": args.calib})["-o"]
     fmt = "onnx" if out.suffix.lower() == ".onnx" else "c" if out.suffix == ".c" else "tflite"  # else: a .tflite
-    if fmt != "onnx" and (args.format or args.opset or args.activations != "int8"):
-        raise UsageError("--format, --activations and --opset apply to an .onnx output; -o names "
+    if fmt != "onnx" and (args.format or args.opset or args.activations != "int8" or args.portable):
+        raise UsageError("--format, --activations, --opset and --portable apply to an .onnx output; -o names "
                          f"{out.suffix or 'no suffix'}")
     limit = _parse_bytes(args.arena_limit) if args.arena_limit else None
     r = _quantized(args, "quantize its float model, or use `intq eval` / `intq compare` / `intq run` / `intq diff` on it",
                    out, format=fmt, onnx_format=args.format or "qdq", activations=args.activations,
                    opset=args.opset or DEFAULT_OPSET, arena_limit=limit,
                    check="warn" if args.keep_unverified else True, layer_samples=args.check_samples,
-                   outputs=args.outputs, overwrite=args.force)
+                   outputs=args.outputs, overwrite=args.force, portable=args.portable)
     qg, table, exported, check = r.graph, r.table, r.export, r.layers
     if args.calib_table:
         args.outputs.stage(args.calib_table, table.dumps())
@@ -451,6 +453,20 @@ def cmd_quantize(args) -> dict:
         _out(args, f"quantized {args.model} -> {out} ({exported.bytes:,} bytes, {params:,} parameters)")
     _out(args, "  ops: " + ", ".join(f"{k}x{v}" for k, v in qg.op_types().items()))
     _out(args, "  runs in: " + "; ".join(f"{k} ({v})" for k, v in runtimes.items()))
+    if result.get("portable"):
+        pc = result["portable"]
+        _out(args, f"  portable: {pc['channels_rescaled']} of {pc['channels']} output channels rescaled in "
+                   f"{pc['nodes_changed']} of {pc['nodes']} nodes so that no int16 pair sum can saturate"
+                   + (f" (worst weight SQNR {pc['worst_weight_sqnr_db']} dB: {pc['worst_node']})" if pc["worst_node"] else ""))
+    for target, c in (result.get("certificate") or {}).items():
+        if c["ok"]:
+            worst = min(c["min_margin_bits"].items(), key=lambda kv: kv[1] if kv[1] != "inf" else float("inf"),
+                        default=None)
+            _out(args, f"  overflow certificate ({target}): no intermediate can overflow"
+                       + (f" (least headroom: {worst[0]}, {worst[1]} bits)" if worst else ""))
+        else:  # --keep-unverified: written, but say so loudly
+            _out(args, f"  WARNING: overflow certificate ({target}): can overflow in {', '.join(c['overflows'][:6])} "
+                       "(`intq verify` names the rule; --portable repairs x86 pair saturation)")
     if exported.check is not None and not exported.check.equal:  # --keep-unverified: written, but say so loudly
         _out(args, "  WARNING: written unverified (--keep-unverified): the runtime computes other outputs than intq "
                    "says; please report it with the model")
@@ -507,6 +523,36 @@ def cmd_inspect(args) -> dict:
                                     "axis": t.qparams.axis}
                              for name, t in g.tensors.items() if t.qparams is not None},
             "requantization": [r.as_dict() for r in rows]}
+
+
+def cmd_verify(args) -> dict:
+    """``intq verify``: :func:`intq.analysis.certificate.certify` on an integer model; exit 1 when an
+    intermediate can overflow on the target."""
+    from intq.analysis.certificate import certificate_html, certify
+
+    out = _plan_outputs(args, {"--html": args.html}, {"MODEL": args.model}).get("--html")
+    g = _load(args)
+    if not any(t.qparams is not None for t in g.tensors.values()):
+        raise UsageError(f"{args.model} is a float model; quantize it first (`intq quantize`), then verify the result")
+    _resolve_target(args, g)
+    cert = certify(g, args.target)
+    if out is not None:
+        args.outputs.stage(out, certificate_html(cert).encode())
+    _out(args, f"{args.model} on target {cert.target}: " + ("no intermediate can overflow" if cert.ok else
+               f"{len({c.node for c in cert.failures})} node(s) can overflow"))
+    for rule, r in cert.rules().items():
+        m = r["min_margin_bits"]
+        margin = "" if m is None else f"; min margin {m:.2f} bits ({r['worst_node']})"
+        bad = f"; CAN OVERFLOW: {', '.join(r['overflows'][:6])}" + (" ..." if len(r["overflows"]) > 6 else "") \
+            if r["overflows"] else ""
+        _out(args, f"  {rule:16s} {r['checked']:4d} checks{margin}{bad}")
+    for c in cert.failures[:10]:
+        _out(args, f"  node {c.node!r} ({c.op}): {c.rule}: {c.detail}: up to {c.bound} > {c.limit}")
+    if out is not None:
+        _out(args, f"  wrote {out}")
+    if not cert.ok:
+        args.exit_code = EXIT_FAILURE
+    return {"model": args.model, **cert.as_dict(), **({"html": str(out)} if out is not None else {})}
 
 
 def _shape(g, name):
@@ -938,13 +984,18 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--activations", choices=["int8", "uint8"], default="int8",
                    help="ONNX activation dtype (default int8: target ort; uint8: target ort-u8)")
     q.add_argument("--opset", type=int, help="ONNX opset to write (default 21; 13 or more)")
+    q.add_argument("--portable", action="store_true",
+                   help="ONNX: bound the weights so that no int16 pair sum of onnxruntime's x86 kernels can saturate: "
+                        "the file computes the same on AVX2 CPUs without VNNI as on VNNI and ARM64 ones (only the "
+                        "channels that need it are rescaled; the cost is reported)")
     q.add_argument("--calib-table", help="also write the calibration table (JSON)")
     q.add_argument("--check-samples", type=_nonnegative_int, default=8, metavar="N",
                    help="compare float and int8 layer by layer on the first N calibration samples (0: skip)")
     q.add_argument("--force", action="store_true", help="overwrite existing output files")
     q.add_argument("--keep-unverified", action="store_true",
                    help="write the model even when its runtime computes other outputs than intq's target on the "
-                   "check samples (reported as a warning; default: an error, nothing written)")
+                   "check samples, or when its overflow certificate (`intq verify`) names an intermediate that can "
+                   "overflow on the target (reported as a warning; default: an error, nothing written)")
     q.add_argument("--arena-limit", metavar="BYTES", help="with -o model.c: refuse a plan whose arena exceeds BYTES "
                    "(e.g. 64k)")
     q.set_defaults(func=cmd_quantize)
@@ -1043,6 +1094,21 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the runtime the C equals bit for bit: tflite (TensorFlow Lite Micro, default) or "
                    "litert-ref (LiteRT's reference kernels)")
     x.set_defaults(func=cmd_export)
+
+    v = sub.add_parser("verify", parents=[common, shapes, target],
+                       help="certify that no integer intermediate can overflow on the target",
+                       description="A static overflow and saturation certificate of an integer model: every "
+                       "accumulator, requantization shift and product, ADD's left shift, pooling / reduction / "
+                       "softmax sum and the target's ISA intermediates (x86 vpmaddubsw int16 pairs on "
+                       "ort-u8s8-avx2, Cortex-M SMLAD on tflite, TPU-MLIR's int16 Add) bounded from the integer "
+                       "ranges (no data), each with its margin in bits; exit 1 when one can overflow.",
+                       epilog="examples:\n  intq verify model_int8.tflite\n"
+                       "  intq verify model_u8.onnx --target ort-u8s8-avx2 --html cert.html --json",
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    v.add_argument("model", help="an integer model (.tflite, or a quantized .onnx)")
+    v.add_argument("--html", help="also write the certificate as a self-contained HTML page")
+    v.add_argument("--force", action="store_true", help="overwrite an existing HTML file")
+    v.set_defaults(func=cmd_verify)
     return parser
 
 
@@ -1124,7 +1190,7 @@ def _execute(args) -> int:
             sys.stdout.flush()
         except BrokenPipeError:  # `intq ... | head`: the reader left; not an error of ours
             sys.stdout = open(os.devnull, "w")
-        return EXIT_OK
+        return getattr(args, "exit_code", EXIT_OK)  # a command may end in EXIT_FAILURE after reporting (verify)
     except (KeyboardInterrupt, Interrupted) as e:  # while reporting (after the commit)
         return _interrupted(name, e, args.outputs)
 

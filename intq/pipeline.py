@@ -10,7 +10,7 @@
 | check | :func:`check_graph` | **before any calibration**: an integer model, every operator with no integer rule, every node a rule refuses from shapes, types and constants alone (:func:`intq.convert.check_convertible`) |
 | calibrate | :func:`intq.calibrate` | the range of every float tensor over the data (after :func:`intq.ptq.equalize` when asked) |
 | convert | :func:`convert` | the data-driven methods (mixed precision, bias correction, AdaRound), range reconciliation, :func:`intq.convert.convert`, and every kernel's ``prepare`` (a graph intq itself refuses is not exported) |
-| export, check the export | :func:`export` | ``.tflite`` / ``.onnx`` / ``.c`` by the output's suffix; each exporter runs the file in its runtime on the first calibration samples and compares with the target that claims it (:mod:`intq.export.check`) |
+| export, check the export | :func:`export` | first the static overflow certificate of the graph on the targets the file claims (:func:`intq.analysis.certificate.certify`: a graph whose intermediates can overflow or saturate there is refused, naming the node; ``--portable`` suggested where it repairs it); then ``.tflite`` / ``.onnx`` / ``.c`` by the output's suffix; each exporter runs the file in its runtime on the first calibration samples and compares with the target that claims it (:mod:`intq.export.check`) |
 
 :func:`quantize` (``intq.quantize``) runs load to convert and returns the integer graph;
 :func:`run` (the ``intq quantize`` command) runs every stage and returns a :class:`Result`
@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from intq.analysis.certificate import Certificate, certify
 from intq.analysis.compare import Report, compare
 from intq.analysis.sensitivity import output_sqnr
 from intq.calibration import CalibrationTable, calibrate, iter_batches, iter_samples, method_per_tensor, reconcile_ranges
@@ -225,7 +226,8 @@ def _equalized(graph: Graph, equalization: bool, table) -> Graph:
 class Export:
     """What :func:`export` produced: the ``paths`` staged or written (``.c`` and ``.h`` for C), the
     model's ``bytes`` (0 for C, whose constants are in ``c.constant_bytes``), the check of the export
-    by output, and the C export's report (``c``) for C."""
+    by output, the C export's report (``c``) for C, and for a portable ONNX export the weights it
+    changed per node (``portable``: :class:`~intq.export.portable.PortableChange`)."""
 
     path: Path
     format: str
@@ -233,6 +235,36 @@ class Export:
     bytes: int
     check: ExportCheck | None
     c: CExportResult | None = None
+    portable: list | None = None
+    certificates: tuple[Certificate, ...] = ()  # the overflow certificate per target the file claims
+
+
+def export_targets(fmt: str, activations: str = "int8", c_target: str = "tflite") -> tuple[str, ...]:
+    """The targets an export claims (those its check compares with): ``.tflite`` TFLite Micro and
+    LiteRT's reference kernels, ONNX onnxruntime on this machine (``ort`` / ``ort-u8``, resolved per
+    host), C its ``c_target``."""
+    if fmt == "onnx":
+        return ("ort-u8" if activations == "uint8" else "ort",)
+    return (c_target,) if fmt == "c" else ("tflite", "litert-ref")
+
+
+def certify_export(graph: Graph, fmt: str, activations: str = "int8", c_target: str = "tflite",
+                   portable: bool = False, check=True) -> tuple[Certificate, ...]:
+    """The overflow certificates of ``graph`` (after :func:`~intq.export.portable.portable_weights`
+    when ``portable``) on :func:`export_targets`; with ``check`` True a certificate that is not ok
+    raises its :class:`~intq.analysis.certificate.CertificateError` when an intermediate can overflow
+    (naming the nodes, suggesting ``--portable`` for an ONNX export it repairs; nodes a target's kernel
+    refuses are left to the export's check, which names the runtime); otherwise they are returned to
+    be reported."""
+    if portable and fmt == "onnx":
+        from intq.export.portable import portable_weights
+
+        graph = portable_weights(graph)[0]
+    certs = tuple(certify(graph, t) for t in export_targets(fmt, activations, c_target))
+    for c in certs:  # a node the target's kernel refuses is the export check's to report (it names the runtime)
+        if check is True and c.overflows:
+            raise c.error(portable_repairs=fmt == "onnx" and not portable)
+    return certs
 
 
 def export_format(path: str | Path) -> str:
@@ -247,14 +279,15 @@ def export(graph: Graph, path: str | Path, *, format: str | None = None,  # noqa
            onnx_format: str = "qdq", activations: str = "int8",
            opset: int = DEFAULT_OPSET, c_target: str = "tflite", arena_limit: int | None = None, check=True,
            samples: Iterable[dict] | None = None, outputs: StagedOutputs | None = None,
-           overwrite: bool = False) -> Export:
+           overwrite: bool = False, portable: bool = False) -> Export:
     """Stages export and check the export: ``graph`` written as ``format`` (default: ``path``'s
     suffix; ``"tflite"``, ``"onnx"`` with ``onnx_format`` / ``activations`` / ``opset``, ``"c"``: ``.c``
     + ``.h`` for ``c_target`` with ``arena_limit``), checked by output on ``samples`` (the first :data:`DEFAULT_SAMPLES`;
     default random inputs within the input ranges) before anything is written (``check``: True
     raises on a difference, ``"warn"`` keeps the file and reports it, False skips the check).
     ``outputs``: a command's :class:`~intq.files.StagedOutputs` to stage the files into (they land
-    when it commits); by default they are written at once."""
+    when it commits); by default they are written at once. ``portable`` (ONNX): weights bounded so
+    that the file computes the same on every onnxruntime host (:func:`intq.export.export_onnx`)."""
     path = Path(path)
     fmt = format or export_format(path)
     if fmt not in FORMATS.values():
@@ -263,25 +296,52 @@ def export(graph: Graph, path: str | Path, *, format: str | None = None,  # noqa
     if outputs is None:  # written at once: both C files or neither
         with StagedOutputs(overwrite=overwrite) as staged:
             result = _export(graph, path, fmt, staged, onnx_format, activations, opset, c_target, arena_limit, check,
-                             samples, overwrite)
+                             samples, overwrite, portable)
         return result
     return _export(graph, path, fmt, outputs, onnx_format, activations, opset, c_target, arena_limit, check, samples,
-                   overwrite)
+                   overwrite, portable)
 
 
 def _export(graph, path, fmt, staged, onnx_format, activations, opset, c_target, arena_limit, check, samples,
-            overwrite) -> Export:
+            overwrite, portable=False) -> Export:
+    if portable and fmt != "onnx":
+        raise ConversionError(f"portable applies to an ONNX export (onnxruntime's x86 kernels); {path} is {fmt}")
+    certs = certify_export(graph, fmt, activations, c_target, portable, check)
     if fmt == "c":
         r = export_c(graph, path.parent, path.stem, target=c_target, arena_limit=arena_limit, overwrite=overwrite,
                      check=check, samples=samples, outputs=staged)
-        return Export(path, fmt, (r.source, r.header), 0, r.check, r)
+        return Export(path, fmt, (r.source, r.header), 0, r.check, r, certificates=certs)
     if fmt == "onnx":
         data = export_onnx(graph, format=onnx_format, activations=activations, opset=opset, check=check,
-                           samples=samples)
-    else:
-        data = export_tflite(graph, check=check, samples=samples)
+                           samples=samples, portable=portable)
+        staged.stage(path, data)
+        return Export(path, fmt, (path,), len(data), data.check, portable=data.portable, certificates=certs)
+    data = export_tflite(graph, check=check, samples=samples)
     staged.stage(path, data)
-    return Export(path, fmt, (path,), len(data), data.check)
+    return Export(path, fmt, (path,), len(data), data.check, certificates=certs)
+
+
+def _portable_dict(changes) -> dict | None:
+    """A portable export's cost: channels rescaled, nodes touched, the worst weight SQNR (dB)."""
+    if changes is None:
+        return None
+    touched = [c for c in changes if c.channels]
+    worst = min(touched, key=lambda c: c.sqnr_db) if touched else None
+    return {"channels_rescaled": sum(c.channels for c in changes), "channels": sum(c.total for c in changes),
+            "nodes_changed": len(touched), "nodes": len(changes),
+            "worst_weight_sqnr_db": None if worst is None else round(worst.sqnr_db, 2),
+            "worst_node": None if worst is None else worst.node}
+
+
+def _certificate_dict(certs) -> dict:
+    """Per target: ok, the nodes that can overflow, and per rule the smallest margin (bits)."""
+    out = {}
+    for c in certs:
+        d = c.as_dict()
+        out[c.target] = {"ok": not c.overflows, "overflows": sorted({x.node for x in c.overflows}),
+                         "min_margin_bits": {k: v["min_margin_bits"] for k, v in d["rules"].items()
+                                             if v["min_margin_bits"] is not None}}
+    return out
 
 
 # ------------------------------------------------------------------------------- every stage
@@ -316,6 +376,8 @@ class Result:
                "per_channel": self.per_channel,
                "seconds": {"check": 0.0, **{k: round(v, 2) for k, v in self.seconds.items()}},
                "runtimes": check.messages() if check is not None else {},
+               "portable": _portable_dict(self.export.portable) if self.export is not None else None,
+               "certificate": _certificate_dict(self.export.certificates) if self.export is not None else None,
                "export_check": check.as_dict() if check is not None else None,
                "notes": list(q.metadata.get("conversion_notes", ()))}
         shortfall = q.metadata.get("target_shortfall")
@@ -339,7 +401,7 @@ def run(model, data, output: str | Path | None = None, *, input_shapes=None, con
         activations: str = "int8",
         opset: int = DEFAULT_OPSET, c_target: str = "tflite", arena_limit: int | None = None, check=True,
         layer_samples: int = 0, outputs: StagedOutputs | None = None, overwrite: bool = False,
-        cluster=None, **observer_options) -> Result:
+        portable: bool = False, cluster=None, **observer_options) -> Result:
     """Every stage, in order (module docstring): ``model`` and calibration ``data`` to ``output``
     (``.tflite``, ``.onnx`` or ``.c``; None: no export), checked by output on the first calibration
     samples.
@@ -377,7 +439,7 @@ def run(model, data, output: str | Path | None = None, *, input_shapes=None, con
         samples = itertools.islice(iter_samples(data, graph, preprocess), DEFAULT_SAMPLES)
         exported = export(q, output, format=format, onnx_format=onnx_format, activations=activations, opset=opset,
                           c_target=c_target, arena_limit=arena_limit, check=check, samples=samples,
-                          outputs=outputs, overwrite=overwrite)
+                          outputs=outputs, overwrite=overwrite, portable=portable)
         seconds["export"] = time.perf_counter() - t
     layers = None
     if layer_samples:
@@ -388,5 +450,6 @@ def run(model, data, output: str | Path | None = None, *, input_shapes=None, con
     return Result(graph, q, table, exported, layers, seconds, per_channel)
 
 
-__all__ = ["load_float", "check_graph", "convert", "quantize", "export", "export_format", "run", "held_samples", "Result",
+__all__ = ["load_float", "check_graph", "convert", "quantize", "export", "export_format", "export_targets",
+           "certify_export", "run", "held_samples", "Result",
            "Export", "AlreadyQuantizedError", "CHECK_SAMPLES"]

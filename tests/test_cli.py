@@ -115,6 +115,46 @@ def test_quantize_reports_layers(digits_files):
     assert again.returncode == 2 and "already an integer model" in again.stderr
 
 
+def test_quantize_to_onnx_default_and_portable(digits_files):
+    """The default ONNX export (QDQ int8) passes its check by output, and ``--portable`` reports
+    what bounding the weights cost (a .tflite output refuses the flag)."""
+    d, _, _ = digits_files
+    r = run("quantize", MODEL, "--calib", str(d / "calib.npz"), "--input-shape", "image=1x1x8x8",
+            "-o", str(d / "q.onnx"))
+    assert r.returncode == 0 and "runs in: onnxruntime (equal to target ort" in r.stdout, r.stdout + r.stderr
+    r = run("quantize", MODEL, "--calib", str(d / "calib.npz"), "--input-shape", "image=1x1x8x8",
+            "-o", str(d / "p.onnx"), "--activations", "uint8", "--portable", "--json")
+    assert r.returncode == 0, r.stderr
+    p = json.loads(r.stdout)["portable"]
+    assert 0 < p["channels_rescaled"] <= p["channels"] and p["nodes"] == 4 and p["worst_weight_sqnr_db"] > 30
+    bad = run("quantize", MODEL, "--calib", str(d / "calib.npz"), "--input-shape", "image=1x1x8x8",
+              "-o", str(d / "p.tflite"), "--portable")
+    assert bad.returncode == 2 and "--portable" in bad.stderr
+
+
+def test_verify_names_the_saturating_nodes_and_portable_repairs_them(digits_files):
+    """``intq verify``: the certificate of the quantize command's own exports; the uint8 ONNX export of
+    the digits CNN saturates MLAS's int16 pairs on an AVX2 CPU without VNNI (exit 1, nodes named),
+    its --portable export does not; the .tflite passes on tflite with every rule's margin."""
+    d, _, _ = digits_files
+    r = run("verify", str(d / "q.tflite"))
+    assert r.returncode == 0 and "no intermediate can overflow" in r.stdout and "accumulator" in r.stdout, r.stderr
+    u8 = run("quantize", MODEL, "--calib", str(d / "calib.npz"), "--input-shape", "image=1x1x8x8",
+             "-o", str(d / "u8.onnx"), "--activations", "uint8", "--format", "qoperator")
+    assert u8.returncode == 0 and "overflow certificate" in u8.stdout, u8.stdout + u8.stderr
+    bad = run("verify", str(d / "u8.onnx"), "--target", "ort-u8s8-avx2", "--json", "--html", str(d / "cert.html"))
+    assert bad.returncode == 1, bad.stderr
+    cert = json.loads(bad.stdout)
+    assert cert["ok"] is False and cert["target"] == "ort-u8s8-avx2"
+    assert cert["rules"]["vpmaddubsw-pair"]["overflows"] and "vpmaddubsw-pair" in (d / "cert.html").read_text()
+    p = run("quantize", MODEL, "--calib", str(d / "calib.npz"), "--input-shape", "image=1x1x8x8",
+            "-o", str(d / "u8p.onnx"), "--activations", "uint8", "--format", "qoperator", "--portable")
+    assert p.returncode == 0, p.stderr
+    assert run("verify", str(d / "u8p.onnx"), "--target", "ort-u8s8-avx2").returncode == 0
+    flt = run("verify", MODEL, "--input-shape", "image=1x1x8x8")
+    assert flt.returncode == 2 and "float model" in flt.stderr  # quantize it first
+
+
 def test_eval_with_tflite_and_labels(digits_files):
     d, (x, y), _ = digits_files
     r = run("eval", MODEL, str(d / "q.tflite"), "--data", str(d / "val.npz"), "--labels", str(d / "labels.npy"),

@@ -5,10 +5,14 @@
 
 Per model: its integer graph (``intq.load`` of an int8 ``.tflite``; ``intq.quantize`` of a float
 model on tools/corpus_report.py's synthetic calibration samples), written by
-:func:`intq.export_onnx` as QOperator int8 and uint8 and QDQ uint8, run by onnxruntime (one
-thread; QOperator under ORT_DISABLE_ALL and ORT_ENABLE_ALL, QDQ under ORT_ENABLE_ALL) on one
-synthetic sample: every output must EQUAL intq's target ``ort`` / ``ort-u8``. A model intq cannot
-import, quantize or export records the error, which names the blocking op.
+:func:`intq.export_onnx` as QOperator and QDQ, each with int8 and uint8 activations, run by
+onnxruntime (one thread) under ORT_ENABLE_ALL and ORT_DISABLE_ALL (QOperator) / ORT_ENABLE_ALL
+(QDQ: under ORT_DISABLE_ALL onnxruntime runs its convolutions in float, tests/export/onnx_harness.py)
+on one synthetic sample: every output must EQUAL intq under the target that claims onnxruntime on
+this machine for that file and level (:func:`intq.runtime.oracles.ort.host_target`). Then each
+file is **read back** (``intq.load`` of the bytes) and run under the same target: every output must
+equal onnxruntime's. A model intq cannot import, quantize or export records the error, which
+names the blocking op.
 """
 
 from __future__ import annotations
@@ -32,7 +36,8 @@ from intq.passes import simplify  # noqa: E402
 from intq.runtime.oracles.ort import host_target, ort_session, run_ort, to_runtime_codes  # noqa: E402
 
 COMBOS = [("qoperator", "int8", "disable_all"), ("qoperator", "int8", "enable_all"),
-          ("qoperator", "uint8", "disable_all"), ("qoperator", "uint8", "enable_all"), ("qdq", "uint8", "enable_all")]
+          ("qoperator", "uint8", "disable_all"), ("qoperator", "uint8", "enable_all"),
+          ("qdq", "int8", "enable_all"), ("qdq", "uint8", "enable_all")]
 
 
 def run(entry, path: Path) -> dict:
@@ -51,10 +56,13 @@ def run(entry, path: Path) -> dict:
         return row
     feed = samples(entry, qg, 1, 3)[0]
     mine = {}
-    results = []
+    results, back = [], []
+    blobs = {}
     try:
         for fmt, act, level in COMBOS:
-            blob = intq.export_onnx(qg, format=fmt, activations=act, check=False)
+            if (fmt, act) not in blobs:
+                blobs[(fmt, act)] = intq.export_onnx(qg, format=fmt, activations=act, check=False)
+            blob = blobs[(fmt, act)]
             target = host_target(blob, level)  # onnxruntime on this machine for this file and level
             if target not in mine:
                 it = intq.Interpreter(qg, target=target)
@@ -65,13 +73,35 @@ def run(entry, path: Path) -> dict:
             bad = [n for n, v in zip(got["names"], got["outputs"])
                    if not np.array_equal(v, to_runtime_codes(np.asarray(mine[target][n]), offset))]
             results.append(f"{fmt}/{act}/{level}: " + ("equal" if not bad else f"DIFFERS in {bad}"))
+            if level == "enable_all":
+                back.append(f"{fmt}/{act}: " + read_back(blob, feed, offset, target, dict(zip(got["names"],
+                                                                                         got["outputs"]))))
         row["result"] = "; ".join(results)
+        row["read_back"] = "; ".join(back)
         row["equal"] = all(r.endswith("equal") for r in results)
+        row["read_back_equal"] = all(r.endswith("equal") for r in back)
         row["outputs"] = len(qg.outputs)
     except Exception as e:
         row["result"] = "; ".join(results + [error_text(e, 250)])
+        row["read_back"] = "; ".join(back)
     row["seconds"] = round(time.perf_counter() - t0, 1)
     return row
+
+
+def read_back(blob: bytes, feed, offset: int, target: str, ort_out: dict) -> str:
+    """``intq.load`` of the written bytes, run under ``target``: "equal" when every output equals
+    onnxruntime's, else what differs."""
+    import onnx
+
+    try:
+        g = intq.load(onnx.load_from_string(bytes(blob)))
+        fed = {i: to_runtime_codes(np.asarray(feed[i]), 128) if g.tensors[i].dtype == np.uint8 else feed[i]
+               for i in g.inputs}
+        out = intq.Interpreter(g, target=target).run(fed)
+    except Exception as e:
+        return error_text(e, 200)
+    bad = [n for n, v in ort_out.items() if not np.array_equal(v, to_runtime_codes(np.asarray(out[n]), offset))]
+    return "equal" if not bad else f"DIFFERS in {bad}"
 
 
 def main(argv=None) -> int:
@@ -89,10 +119,12 @@ def main(argv=None) -> int:
             continue
         row = run(entry, path)
         rows.append(row)
-        print(f"{row['id']:26s} {row.get('graph', '-'):18s} {row.get('result')}", flush=True)
+        print(f"{row['id']:26s} {row.get('graph', '-'):18s} {row.get('result')} | read back: {row.get('read_back')}",
+              flush=True)
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1))
-    print(f"{sum(bool(r.get('equal')) for r in rows)}/{len(rows)} models equal to onnxruntime on every output")
+    print(f"{sum(bool(r.get('equal')) for r in rows)}/{len(rows)} models equal to onnxruntime on every output; "
+          f"{sum(bool(r.get('read_back_equal')) for r in rows)}/{len(rows)} read back equal")
     return 0
 
 

@@ -107,10 +107,16 @@ class OnnxModelBuilder:
         model = helper.make_model(graph, opset_imports=imports, ir_version=IR_VERSION, producer_name=self.producer)
         for k, v in self.metadata.items():
             model.metadata_props.add(key=k, value=v)
-        try:
-            model = onnx.shape_inference.infer_shapes(model, check_type=True, strict_mode=True)
-            onnx.checker.check_model(model, full_check=True)
-        except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as e:
-            raise OnnxExportError(f"the ONNX model intq built for {self.name!r} is invalid ({e}); this is an intq "
-                                  "bug: please report it with the model") from None
-        return model
+        return checked_model(model, self.name)
+
+
+def checked_model(model: onnx.ModelProto, name: str) -> onnx.ModelProto:
+    """``model`` with its shapes inferred (strict), after ``onnx.checker``; an invalid model is an intq
+    bug (:class:`~intq.onnx_format.errors.OnnxExportError`)."""
+    try:
+        model = onnx.shape_inference.infer_shapes(model, check_type=True, strict_mode=True)
+        onnx.checker.check_model(model, full_check=True)
+    except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as e:
+        raise OnnxExportError(f"the ONNX model intq built for {name!r} is invalid ({e}); this is an intq "
+                              "bug: please report it with the model") from None
+    return model

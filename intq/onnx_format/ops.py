@@ -48,13 +48,10 @@ UNITS: tuple[Unit, ...] = (
     Unit("RELU", "Relu", None),
     Unit("RELU6", "Clip", None),
     Unit("RELU_N1_TO_1", "Clip", None),
-    Unit("AVERAGE_POOL_2D", "AveragePool", "QLinearAveragePool", read=False),
+    Unit("AVERAGE_POOL_2D", "AveragePool", "QLinearAveragePool"),
 )
 #: Units the writer emits that the reader does not read back as their integer operator yet.
-UNREAD: dict[str, str] = {
-    "AVERAGE_POOL_2D": "QLinearAveragePool is not read, and a QDQ AveragePool is read as a float operator "
-                       "(onnxruntime fuses it into its integer QLinearAveragePool)",
-}
+UNREAD: dict[str, str] = {}
 #: intq operator -> its unit.
 UNIT_OF: dict[str, Unit] = {u.op: u for u in UNITS}
 
@@ -82,4 +79,8 @@ MS_SCHEMAS: dict[str, tuple[int, int, dict[str, int]]] = {
     "QLinearSoftmax": (4, 5, {"axis": _INT, "opset": _INT}),
     "QLinearConcat": (5, 2 + 3 * 2**16, {"axis": _INT}),
     "QLinearGlobalAveragePool": (5, 5, {"channels_last": _INT}),
+    "QLinearAveragePool": (5, 5, {"channels_last": _INT, "kernel_shape": onnx.AttributeProto.INTS,
+                                  "strides": onnx.AttributeProto.INTS, "pads": onnx.AttributeProto.INTS,
+                                  "count_include_pad": _INT, "auto_pad": onnx.AttributeProto.STRING,
+                                  "ceil_mode": _INT, "dilations": onnx.AttributeProto.INTS}),
 }

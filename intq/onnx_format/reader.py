@@ -38,7 +38,7 @@ QUANTIZE / DEQUANTIZE run under the ort targets only).
 Refused, naming the node: per-axis activations elsewhere than the float boundary, blocked ones,
 float8 / float4 types, 4-bit / 2-bit tensors anywhere but at the float boundary,
 DynamicQuantizeLinear (a run-time float scale: intq's integer graphs have fixed parameters),
-QLinearAveragePool, and operators neither the integer units nor intq's float executor know.
+and operators neither the integer units nor intq's float executor know.
 """
 
 from __future__ import annotations
@@ -461,6 +461,80 @@ def _global_average_pool(im: _Import, node, x: str, y: str, y_qp, float_name, ch
         im.back_to_nchw(out, y, node.name)
 
 
+def _average_pool(im: _Import, node, x: str, y: str, y_qp, float_name, a: dict, channels_last: bool) -> bool:
+    """AveragePool (QDQ) / QLinearAveragePool as AVERAGE_POOL_2D (on the NHWC tensor: ``channels_last``,
+    or a TRANSPOSE of the NCHW one and back): windows averaging their in-image pixels
+    (``count_include_pad`` 0), padded as TFLite's SAME or VALID; False where the node is not such a
+    window (other padding is not TFLite's: the pads would be counted or the window shifted)."""
+    shape = im.t(x).shape
+    if len(shape) != 4 or int(a.get("ceil_mode", 0)) or int(a.get("count_include_pad", 0)) \
+            or any(int(d) != 1 for d in a.get("dilations", (1, 1))) or "kernel_shape" not in a \
+            or a.get("auto_pad", b"NOTSET") not in (b"NOTSET", "NOTSET"):
+        return False
+    k = _ints(im, node, a["kernel_shape"], "kernel_shape", 2, 1)
+    st = _ints(im, node, a.get("strides", (1, 1)), "strides", 2, 1)
+    pads = list(_ints(im, node, a.get("pads", (0, 0, 0, 0)), "pads", 4, 0))
+    hw = shape[1:3] if channels_last else shape[2:]
+    padding, (oh, ow) = _window(im, node, hw, k, st, (1, 1), pads)
+    if padding is None:
+        return False
+    opts = dict(padding=padding, stride_h=st[0], stride_w=st[1], filter_height=k[0], filter_width=k[1],
+                fused_activation_function="NONE")
+    if channels_last:
+        im.output(y, (shape[0], oh, ow, shape[3]), y_qp, float_name)
+        im.add("AVERAGE_POOL_2D", node.name or f"AveragePool_{y}", [im.name(x)], [y], **opts)
+        return True
+    n, c = shape[0], shape[1]
+    xin = im.nhwc(im.name(x), node.name)
+    out = im.tensor(im.unique(f"{y}/nhwc"), (n, oh, ow, c), y_qp)
+    im.add("AVERAGE_POOL_2D", node.name or f"AveragePool_{y}", [xin], [out], **opts)
+    im.output(y, (n, c, oh, ow), y_qp)
+    im.map_nhwc(out, float_name)
+    im.back_to_nchw(out, y, node.name)
+    return True
+
+
+#: ONNX Resize's ``coordinate_transformation_mode`` -> TFLite's (align_corners, half_pixel_centers)
+#: (intq.kernels.ort.resize_bilinear.ort_mode's inverse).
+_RESIZE_MODES = {"half_pixel": (False, True), "align_corners": (True, False), "asymmetric": (False, False)}
+
+
+def _integer_resize(im: _Import, node, a: dict) -> None:
+    """A linear Resize of 8-bit NHWC codes as RESIZE_BILINEAR: what onnxruntime runs in 10-bit
+    integers (``NhwcUpsampleBilinearInteger``: scales ``[1, s_h, s_w, 1]``, ``s_h != 1``; intq's
+    writer swaps H and W around a resize of the width only) — the codes keep their parameters.
+    Other forms (NCHW scales, which onnxruntime resizes in float) are refused by name."""
+    x, y = node.input[0], node.output[0]
+    t = im.t(x)
+    mode = a.get("mode", b"nearest")
+    mode = mode.decode() if isinstance(mode, bytes) else mode
+    ctm = a.get("coordinate_transformation_mode", b"half_pixel")
+    ctm = ctm.decode() if isinstance(ctm, bytes) else ctm
+    if mode != "linear" or ctm not in _RESIZE_MODES or int(a.get("antialias", 0)) or "axes" in a \
+            or len(t.shape) != 4:
+        raise im.error(node, f"a Resize of 8-bit codes is read in mode 'linear' on a 4-D NHWC tensor with "
+                             f"coordinate_transformation_mode {sorted(_RESIZE_MODES)} (got mode {mode!r}, {ctm!r}, "
+                             f"shape {list(t.shape)}); other resizes of codes are not integer arithmetic intq "
+                             "reproduces")
+    sizes = node.input[3] if len(node.input) > 3 and node.input[3] else ""
+    if sizes:
+        out = [int(v) for v in np.asarray(im.const(sizes, node)).reshape(-1)]
+    elif len(node.input) > 2 and node.input[2]:
+        scales = np.asarray(im.const(node.input[2], node), np.float32).reshape(-1)
+        out = [int(np.floor(np.float32(d) * sc)) for d, sc in zip(t.shape, scales)] if scales.size == 4 else []
+    else:
+        out = []
+    if len(out) != 4 or out[0] != t.shape[0] or out[3] != t.shape[3] or min(out) < 1 \
+            or (out[1] == t.shape[1] and out[2] != t.shape[2]):
+        raise im.error(node, f"resizes {list(t.shape)} to {out}: intq reads the integer NHWC resize onnxruntime runs "
+                             "(batch and channels kept, the height resized or nothing)")
+    align, half = _RESIZE_MODES[ctm]
+    im.output(y, out, t.qparams, _float_name(y, im.float_names))
+    im.add("RESIZE_BILINEAR", node.name or f"Resize_{y}", [im.name(x), im.constant(f"{node.name or y}/size",
+                                                                                   np.array(out[1:3], np.int32))],
+           [y], align_corners=align, half_pixel_centers=half)
+
+
 def _concat(im: _Import, node, inputs: list[str], y: str, y_qp, axis: int, float_name) -> None:
     shapes = [im.t(i).shape for i in inputs]
     axis %= len(shapes[0])
@@ -875,6 +949,9 @@ def _read_node(im: _Import, node) -> None:
     if op == "Clip" and node.input and im.tensors.get(im.name(node.input[0])) is not None \
             and im.t(node.input[0]).dtype == np.int8:
         return _integer_clip(im, node)
+    if op == "Resize" and node.input and im.tensors.get(im.name(node.input[0])) is not None \
+            and im.t(node.input[0]).dtype == np.int8 and im.t(node.input[0]).qparams is not None:
+        return _integer_resize(im, node, a)
     if op in QDQ_UNITS:
         unit = _qdq_unit(im, node, i)
         if unit is not None:
@@ -1080,6 +1157,12 @@ def _read_qoperator(im: _Import, node, a, i) -> None:
         _check_input(im, node, i[0], im.qparams(i[1], i[2], node))
         return _global_average_pool(im, node, i[0], y, im.qparams(i[3], i[4], node), fname,
                                     bool(a.get("channels_last", 0)))
+    if op == "QLinearAveragePool":
+        _check_input(im, node, i[0], im.qparams(i[1], i[2], node))
+        if not _average_pool(im, node, i[0], y, im.qparams(i[3], i[4], node), fname, a,
+                             channels_last=bool(a.get("channels_last", 0))):
+            raise im.error(node, "only windows without ceil_mode, dilations or count_include_pad, padded as TFLite's "
+                                 "SAME or VALID, are read")
 
 
 def _integer_qparams(im: _Import, node, zero_point: str, operand: str, axis: int | None = None) -> QuantParams:
@@ -1296,6 +1379,10 @@ def _qdq_unit(im: _Import, node, i):
         return _consumed(im, q)
     if op == "GlobalAveragePool":
         _global_average_pool(im, node, x0, y, y_qp, fname, False)
+        return _consumed(im, q)
+    if op == "AveragePool":
+        if not _average_pool(im, node, x0, y, y_qp, fname, a, channels_last=False):
+            return None
         return _consumed(im, q)
     return None
 

@@ -56,8 +56,9 @@ from intq.kernels.ort.common import global_average_pool_scale, sum_as_mean_scale
 from intq.kernels.requantize import activation_range
 from intq.kernels.ort.resize_bilinear import ort_mode
 from intq.onnx_format import metadata
-from intq.onnx_format.builder import OnnxModelBuilder
+from intq.onnx_format.builder import OnnxModelBuilder, checked_model
 from intq.onnx_format.errors import OnnxExportError, OnnxOpError
+from intq.onnx_format.links import link, separate
 from intq.onnx_format.ops import UNIT_OF
 from intq.onnx_format.schema import DEFAULT_OPSET, MAX_OPSET, MIN_OPSET, MS_DOMAIN, OP_SINCE, element_type
 from intq.qmath import QuantParams
@@ -365,8 +366,9 @@ def _transpose_conv(w: _Writer, n: Node) -> None:
     """A convolution of the zero-stuffed input with the spatially flipped kernel — the same int32
     sums as TFLite's scatter, run by QLinearConv / a fused QDQ Conv (onnxruntime has no integer
     ConvTranspose on CPU, and its float ConvTranspose between DequantizeLinear and QuantizeLinear is
-    not integer arithmetic). Stuffing: Reshape ``[N, C, H, 1, W, 1]``, Pad with the zero point to
-    ``[N, C, H, s_h, W, s_w]``, Reshape ``[N, C, H s_h, W s_w]``; then the convolution's pads put the
+    not integer arithmetic). Stuffing (:func:`_stuff`, one axis at a time, rank 4 at most): Reshape
+    ``[N C H, W, 1]``, Pad with the zero point to ``[N C H, W, s_w]``, Reshape ``[N, C, H, W s_w]``;
+    the same for H (``[N C, H, 1, W s_w]``); then the convolution's pads put the
     kernel's taps where TFLite's padding puts the output window (a Slice first where a side is cropped).
 
     With ``u`` the stuffed input (``u[i s] = x[i]``) and ``top`` TFLite's padding (the kernel's
@@ -387,20 +389,10 @@ def _transpose_conv(w: _Writer, n: Node) -> None:
     dt = w.dtype(xt)
     cur = w.to_nchw(x, n)
     stuffed = (h * sh, wd * sw)
-    if (sh, sw) != (1, 1):
-        zp = np.array(xt.qparams.tensor_zero_point + w.offset, dt)
-        six = w.temp(f"{y}/unstuffed", dt, (nb, c, h, 1, wd, 1))
-        w.use("Reshape", n)
-        w.b.node("Reshape", [cur, w.b.constant(f"{n.name}/unstuffed_shape", np.array([nb, c, h, 1, wd, 1], np.int64))],
-                 [six], f"{n.name}/unstuffed")
-        padded = w.temp(f"{y}/stuffed6", dt, (nb, c, h, sh, wd, sw))
-        w.use("Pad", n)
-        w.b.node("Pad", [six, w.b.constant(f"{n.name}/stuff_pads", np.array([0, 0, 0, 0, 0, 0, 0, 0, 0, sh - 1, 0, sw - 1],
-                                                                             np.int64)),
-                         w.b.constant(f"{n.name}/stuff_value", zp)], [padded], f"{n.name}/stuff", mode="constant")
-        cur = w.temp(f"{y}/stuffed", dt, (nb, c, *stuffed))
-        w.b.node("Reshape", [padded, w.b.constant(f"{n.name}/stuffed_shape", np.array([nb, c, *stuffed], np.int64))],
-                 [cur], f"{n.name}/stuffed")
+    if sw != 1:  # stuff W: [N C H, W, 1] padded to [N C H, W, s_w] by the zero point
+        cur = _stuff(w, n, cur, dt, xt, (nb * c * h, wd, 1), [0, 0, 0, 0, 0, sw - 1], (nb, c, h, wd * sw), "w")
+    if sh != 1:  # then H: [N C, H, 1, W s_w] padded to [N C, H, s_h, W s_w]
+        cur = _stuff(w, n, cur, dt, xt, (nb * c, h, 1, wd * sw), [0, 0, 0, 0, 0, 0, sh - 1, 0], (nb, c, *stuffed), "h")
     # the stuffed tensor holds (H - 1) s + 1 real rows and s - 1 trailing zero rows
     lead = [kh - 1 - pad.top, kw - 1 - pad.left]
     trail = [oh + kh - 1 - stuffed[0] - lead[0], ow + kw - 1 - stuffed[1] - lead[1]]
@@ -416,6 +408,27 @@ def _transpose_conv(w: _Writer, n: Node) -> None:
     attrs = dict(kernel_shape=[kh, kw], strides=[1, 1], dilations=[1, 1], group=1,
                  pads=[lead[0], lead[1], trail[0], trail[1]])
     _emit_conv(w, n, x, cur, weights, wtt, bias, attrs, y)
+
+
+def _stuff(w: _Writer, n: Node, src: str, dt, xt: Tensor, grouped: tuple[int, ...], pads: list[int],
+           result: tuple[int, ...], axis: str) -> str:
+    """Zero-stuff one spatial axis of the NCHW codes ``src``: Reshape to ``grouped`` (a trailing axis
+    of 1 after the stuffed one), Pad that axis with the input's zero point, Reshape to ``result``
+    (rank 4 at most: every step is an operator intq's kernels run, so the file reads back)."""
+    zp = np.array(xt.qparams.tensor_zero_point + w.offset, dt)
+    a = w.temp(f"{n.outputs[0]}/unstuffed_{axis}", dt, grouped)
+    w.use("Reshape", n)
+    w.b.node("Reshape", [src, w.b.constant(f"{n.name}/unstuffed_{axis}_shape", np.array(grouped, np.int64))], [a],
+             f"{n.name}/unstuffed_{axis}")
+    padded_shape = tuple(d + p for d, p in zip(grouped, pads[len(grouped):]))
+    b = w.temp(f"{n.outputs[0]}/padded_{axis}", dt, padded_shape)
+    w.use("Pad", n)
+    w.b.node("Pad", [a, w.b.constant(f"{n.name}/stuff_{axis}_pads", np.array(pads, np.int64)),
+                     w.b.constant(f"{n.name}/stuff_value", zp)], [b], f"{n.name}/stuff_{axis}", mode="constant")
+    out = w.temp(f"{n.outputs[0]}/stuffed_{axis}", dt, result)
+    w.b.node("Reshape", [b, w.b.constant(f"{n.name}/stuffed_{axis}_shape", np.array(result, np.int64))], [out],
+             f"{n.name}/stuffed_{axis}")
+    return out
 
 
 def _fold_pad(w: _Writer, x: str, pads: list[int]) -> tuple[str, list[int]]:
@@ -1250,4 +1263,7 @@ def to_onnx_model(graph: Graph, format: str = "qdq", activations: str = "int8", 
         {"format": format, "activations": activations, "opset": opset,
          "target": "ort" if activations == "int8" else "ort-u8",
          "lowest_opset": max([MIN_OPSET, *needed.values()])})
-    return w.b.to_model(opset)
+    model = w.b.to_model(opset)
+    if format == "qdq" and activations == "int8":  # the form onnxruntime fuses whole on x86 too (links.py)
+        model = link(model)
+    return checked_model(separate(model), w.b.name)

@@ -1,6 +1,7 @@
 """The ONNX reader reads back every operator the ONNX writer emits: written (QDQ and QOperator, int8
 and uint8 activations) and read again, a graph computes what onnxruntime computes on the file and
-what the graph intq wrote computes (each under its target: ``ort`` / ``ort-u8``), on every output.
+what the graph intq wrote computes (each under the target that claims onnxruntime on this machine
+for the file: :func:`intq.runtime.oracles.ort.host_target`), on every output.
 
 The models are the conformance cases of ``tests/export/test_onnx_conformance.py`` (random single-op
 graphs, 3 per operator, merged), given a float boundary as intq's own graphs have (QUANTIZE of
@@ -19,20 +20,21 @@ from intq.ir import Node, Tensor
 from intq.onnx_format.ops import UNREAD
 from intq.onnx_format.writer import EMITTERS
 from intq.qmath import dequantize
-from intq.runtime.oracles.ort import ort_session, to_runtime_codes
+from intq.runtime.oracles.ort import host_target, ort_session, to_runtime_codes
 from tests.export.onnx_harness import merge
 from tests.export.test_onnx_conformance import MAKERS
 
 COMBOS = [("qdq", "int8"), ("qdq", "uint8"), ("qoperator", "int8"), ("qoperator", "uint8")]
 CASES = 3
 #: Operators the writer emits that do not read back equal yet (each failure asserted, so that a fix
-#: is noticed and the entry removed): the units of intq.onnx_format.ops.UNREAD, and two more.
-KNOWN = {
-    **UNREAD,
-    "RESIZE_BILINEAR": "an integer linear Resize is read as a float operator, which intq's float runtime refuses "
-                       "on int8 codes (it needs a RESIZE_BILINEAR reader with onnxruntime's arithmetic)",
-    "TRANSPOSE_CONV": "read back as the writer's decomposition, whose 6-D PAD no kernel runs (it needs a "
-                      "ConvTranspose / QLinearConvTranspose reader)",
+#: is noticed and the entry removed): the units of intq.onnx_format.ops.UNREAD.
+KNOWN = dict(UNREAD)
+#: (operator, format, activations) that do not read back equal yet, each failure asserted too.
+KNOWN_COMBOS = {
+    ("RESIZE_BILINEAR", "qdq", "int8"): "in the linked int8 QDQ form onnxruntime on x86 runs the units around the "
+    "Resize on uint8 codes and the Resize on int8 ones (C division truncating, where target ort-u8-vnni floors: "
+    "1 LSB on negative sums); it does not drop DequantizeLinear -> Resize -> QuantizeLinear (1.32), so the "
+    "Resize cannot follow the links to uint8",
 }
 
 
@@ -78,7 +80,7 @@ def _round_trip(graph, feeds, fmt: str, acts: str) -> list[str]:
     session = ort_session(blob, "enable_all")
     ins = {i.name: to_runtime_codes(np.asarray(feeds[i.name]), offset) for i in session.get_inputs()}
     ort = dict(zip([o.name for o in session.get_outputs()], session.run(None, ins)))
-    target = "ort" if acts == "int8" else "ort-u8"
+    target = host_target(blob, "enable_all")  # onnxruntime on this machine for this file
     written = intq.Interpreter(graph, target=target).run(dict(feeds))
     back = intq.load(onnx.load_from_string(blob))
     fed = {i: to_runtime_codes(np.asarray(feeds[i]), 128) if back.tensors[i].dtype == np.uint8 else feeds[i]
@@ -101,7 +103,7 @@ def test_every_written_operator_reads_back_equal(op):
     feeds = {f"c{i}/{name}": v for i, (_, f) in enumerate(cases) for name, v in f.items()}
     graph, feeds = with_float_boundary(graph, feeds)
     for fmt, acts in COMBOS:
-        if op in KNOWN:  # still failing, as recorded
+        if op in KNOWN or (op, fmt, acts) in KNOWN_COMBOS:  # still failing, as recorded
             with pytest.raises((intq.IntqError, AssertionError)):
                 assert not _round_trip(graph, feeds, fmt, acts)
             continue
@@ -110,4 +112,4 @@ def test_every_written_operator_reads_back_equal(op):
 
 def test_every_emitter_has_a_round_trip_case():
     assert set(EMITTERS) <= set(MAKERS), sorted(set(EMITTERS) - set(MAKERS))
-    assert set(KNOWN) <= set(EMITTERS)
+    assert set(KNOWN) | {op for op, _, _ in KNOWN_COMBOS} <= set(EMITTERS)
