@@ -21,6 +21,7 @@ The command line only parses arguments, prints and chooses exit codes.
 from __future__ import annotations
 
 import itertools
+import logging
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -29,6 +30,7 @@ from pathlib import Path
 from intq.analysis.compare import Report, compare
 from intq.analysis.sensitivity import output_sqnr
 from intq.calibration import CalibrationTable, calibrate, iter_batches, iter_samples, method_per_tensor, reconcile_ranges
+from intq.calibration.adapters import input_shapes_from_data, source
 from intq.calibration.data import DEFAULT_BATCH_SIZE
 from intq.convert import ConversionError, check_convertible
 from intq.convert import convert as convert_nodes
@@ -37,7 +39,7 @@ from intq.export.c import CExportResult, export_c
 from intq.export.check import DEFAULT_SAMPLES, ExportCheck
 from intq.export.tflite_writer import export_tflite
 from intq.files import StagedOutputs
-from intq.frontends import load
+from intq.frontends import InputShapeError, load
 from intq.ir import Graph
 from intq.ir.shapes import unknown_shapes
 from intq.onnx_format.schema import DEFAULT_OPSET
@@ -48,8 +50,12 @@ from intq.ptq import correct_biases, equalize
 from intq.ptq.precision import auto_precision, target_shortfall
 from intq.runtime import Interpreter, infer_shapes
 
+log = logging.getLogger(__name__)
+
 #: Calibration samples a PTQ method's effect is checked on before it is kept.
 CHECK_SAMPLES = 8
+#: "every sample" for a one-pass source's replay (intq.calibration.adapters.Source keep=)
+_ALL = 2**62
 #: Output suffix -> export format.
 FORMATS = {".tflite": "tflite", ".onnx": "onnx", ".c": "c"}
 
@@ -60,20 +66,62 @@ class AlreadyQuantizedError(ConversionError):
 
 # ------------------------------------------------------------------------------- load, simplify
 
-def load_float(model, *, input_shapes=None, example_inputs=None, constant_inputs=None) -> Graph:
+def load_float(model, *, input_shapes=None, example_inputs=None, constant_inputs=None, data=None) -> Graph:
     """Stages load and simplify: ``model`` (a path, an ONNX proto, a torch module, or a Graph,
     which is not loaded again) as a simplified float graph with static shapes.
+
+    A dynamic input dimension ``input_shapes`` does not bind (other than a batch alone, which the
+    importer binds to 1) takes its size from the first sample of ``data`` when data is given
+    (:func:`intq.calibration.adapters.input_shapes_from_data`: the batch 1, every other dynamic
+    dimension the data's), and a log record says so; without data it is an
+    :class:`~intq.frontends.InputShapeError` suggesting sizes.
 
     Shapes are inferred statically (:mod:`intq.ir.shapes`, alternating with constant folding in
     :func:`intq.passes.simplify`); a shape that still depends on data (NonZero of an activation...)
     is measured once by running the graph on zeros (:func:`intq.runtime.infer_shapes`): the one
     place the pipeline runs a graph for its shapes."""
-    graph = model if isinstance(model, Graph) else load(model, input_shapes=input_shapes,
-                                                        example_inputs=example_inputs, constant_inputs=constant_inputs)
+    if isinstance(model, Graph):
+        graph = model
+    else:
+        try:
+            graph = load(model, input_shapes=input_shapes, example_inputs=example_inputs,
+                         constant_inputs=constant_inputs)
+        except InputShapeError:
+            bound = _shapes_from_data(model, data, input_shapes) if data is not None else None
+            if not bound:
+                raise
+            log.info("dynamic input dimensions bound from the data: %s",
+                     ", ".join(f"{k}={'x'.join(map(str, v))}" for k, v in bound.items()))
+            graph = load(model, input_shapes={**(input_shapes or {}), **bound}, example_inputs=example_inputs,
+                         constant_inputs=constant_inputs)
     graph = simplify(graph)
     if unknown_shapes(graph):
         graph = infer_shapes(graph)
     return graph
+
+
+def _shapes_from_data(model, data, given) -> dict[str, tuple[int, ...]]:
+    """The shapes of an ONNX model's inputs with dynamic dimensions, from the first sample of ``data``."""
+    import onnx
+
+    if isinstance(model, onnx.ModelProto):
+        proto = model
+    elif isinstance(model, (str, Path)) and str(model).lower().endswith(".onnx"):
+        try:
+            proto = onnx.load(str(model), load_external_data=False)
+        except Exception:  # noqa: BLE001 (the first load reported what is wrong with the file)
+            return {}
+    else:
+        return {}
+    weights = {t.name for t in proto.graph.initializer}
+    declared = {}
+    for i in proto.graph.input:
+        if i.name in weights:
+            continue
+        t = i.type.tensor_type
+        declared[i.name] = (tuple(d.dim_value if d.HasField("dim_value") and d.dim_value > 0 else None
+                                  for d in t.shape.dim) if t.HasField("shape") else None)
+    return input_shapes_from_data(data, declared, given)
 
 
 # ------------------------------------------------------------------------------- check
@@ -142,6 +190,8 @@ def convert(graph: Graph, table: CalibrationTable, *, samples: list[dict] | None
         q = q.replace(metadata={**q.metadata, "target_shortfall": shortfall,
                                 "conversion_notes": (*q.metadata["conversion_notes"], *notes)})
     Interpreter(q)  # prepares every kernel: a graph intq itself refuses (KernelError) goes no further
+    for note in q.metadata.get("conversion_notes", ()):  # what the user should know: the library is not silent
+        log.warning("%s", note)
     return q
 
 
@@ -185,16 +235,17 @@ def quantize(model, data=None, *, method: str = "minmax", per_channel: bool = Tr
     ready ``table``, whose ranges would no longer apply); ``precision``, ``target_sqnr``,
     ``bias_correction`` and ``adaround`` as in :func:`convert` (measured on every sample of ``data``).
     """
+    needs_samples = target_sqnr is not None or bias_correction or adaround
+    data = source(data, keep=_ALL if needs_samples else 0) if data is not None else None  # arrays, DataLoaders...
     graph = load_float(model, input_shapes=input_shapes, example_inputs=example_inputs,
-                       constant_inputs=constant_inputs)
+                       constant_inputs=constant_inputs, data=data)
     graph = _equalized(graph, equalization, table)
     check_graph(graph, precision)
     if table is None:
         if data is None:
             raise ConversionError("quantize needs calibration data (or a calibration table=)")
         table = calibrate(graph, data, method, progress=progress, **observer_options)
-    samples = held_samples(data, graph) if data is not None and (target_sqnr is not None or bias_correction
-                                                                 or adaround) else None
+    samples = held_samples(data, graph) if data is not None and needs_samples else None
     return convert(graph, table, samples=samples, per_channel=per_channel, input_type=input_type,
                    output_type=output_type, precision=precision, target_sqnr=target_sqnr,
                    bias_correction=bias_correction, adaround=adaround)
@@ -342,7 +393,12 @@ def run(model, data, output: str | Path | None = None, *, input_shapes=None, con
     seconds: dict[str, float] = {}
     if output is not None and format is None:
         export_format(output)  # an unknown suffix is refused before any work
-    graph = load_float(model, input_shapes=input_shapes, constant_inputs=constant_inputs)
+    needs_samples = target_sqnr is not None or bias_correction or adaround
+    # a one-pass source (a generator, a reader) keeps what the later passes read: the export check's
+    # samples, the layer report's, and the data-driven methods' (intq.calibration.adapters.Source)
+    keep = max(DEFAULT_SAMPLES, layer_samples, (ptq_samples or _ALL) if needs_samples else 0)
+    data = source(data, keep=keep)
+    graph = load_float(model, input_shapes=input_shapes, constant_inputs=constant_inputs, data=data)
     check_graph(graph, precision)
     seconds["load"] = time.perf_counter() - t0
     if preprocess_for is not None:
@@ -353,7 +409,6 @@ def run(model, data, output: str | Path | None = None, *, input_shapes=None, con
                       **observer_options)
     seconds["calibrate"] = time.perf_counter() - t
     t = time.perf_counter()
-    needs_samples = target_sqnr is not None or bias_correction or adaround
     q = convert(graph, table, samples=held_samples(data, graph, preprocess, ptq_samples) if needs_samples else None,
                 per_channel=per_channel, precision=precision, target_sqnr=target_sqnr,
                 bias_correction=bias_correction, adaround=adaround)

@@ -20,12 +20,14 @@ of the int8 grid, the position in the graph) and, per graph output, the top-1 ag
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
 import numpy as np
 
+from intq.calibration.data import DEFAULT_BATCH_SIZE
 from intq.calibration.observers import AlignedHistogram, HistogramObserver
 from intq.errors import IntqError
 from intq.ir import Graph
@@ -66,7 +68,9 @@ class TensorDetail:
     beyond it saturate. ``histogram`` counts every float value of every sample (power-of-two
     aligned bins, see :class:`~intq.calibration.observers.HistogramObserver`); ``float_range`` is
     their exact (min, max). ``position`` is the index in ``int_graph.nodes`` of the node that
-    produced the integer tensor (-1 for a graph input): the graph order.
+    produced the integer tensor (-1 for a graph input): the graph order. ``channel_low`` /
+    ``channel_high``: each channel's float range, against the one (per-tensor) clip range every
+    channel of an activation shares.
     """
 
     name: str  # the float tensor's name, as in TensorStats
@@ -76,10 +80,19 @@ class TensorDetail:
     clip: tuple[float, float]
     float_range: tuple[float, float]
     histogram: AlignedHistogram
+    #: per channel (the integer tensor's last axis: NHWC channels, features), the float values' min
+    #: and max over every sample; None for a tensor of rank < 2
+    channel_low: np.ndarray | None = None
+    channel_high: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
 class Report:
+    """The comparison of every mapped tensor on ``samples`` samples (every figure of it on the same
+    ones), worst SQNR first; the settings the integer graph was made with (``settings``: calibration
+    method, weight granularity, conversion notes: what the hints took into account); with labels,
+    each model's top-1 ``accuracy`` ``(float, int8)`` over ``labelled_rows`` rows."""
+
     rows: tuple[TensorStats, ...]  # worst SQNR first
     samples: int
     target: str = "tflite"
@@ -87,10 +100,14 @@ class Report:
     details: Mapping[str, TensorDetail] = field(default_factory=dict)
     #: graph output name -> fraction of argmax decisions (over the last axis) float and int8 share
     output_agreement: Mapping[str, float] = field(default_factory=dict)
+    accuracy: tuple[float, float] | None = None
+    labelled_rows: int = 0
+    settings: Mapping[str, object] = field(default_factory=dict)
 
     def __post_init__(self):
         object.__setattr__(self, "details", MappingProxyType(dict(self.details)))
         object.__setattr__(self, "output_agreement", MappingProxyType(dict(self.output_agreement)))
+        object.__setattr__(self, "settings", MappingProxyType(dict(self.settings)))
 
     def worst(self, n: int = 5) -> tuple[TensorStats, ...]:
         return self.rows[:n]
@@ -121,6 +138,8 @@ class _Accumulator:
     observer: HistogramObserver | None = None
     channel_max: np.ndarray | None = None  # per output channel (last axis of the integer tensor): max |f|
     channel_beyond: np.ndarray | None = None  # per channel: float values beyond the int8 grid
+    channel_low: np.ndarray | None = None  # per channel (every tensor of rank >= 2): min f
+    channel_high: np.ndarray | None = None  # per channel: max f
 
 
 def _worst_upstream(int_graph: Graph, producers: dict, name: str, sqnrs: dict[str, float]) -> str | None:
@@ -223,18 +242,41 @@ def _detail(int_graph: Graph, int_name: str, float_name: str, a: _Accumulator, p
     """The plotting data of one accumulated tensor (its observer has seen finite values)."""
     qp = int_graph.tensors[int_name].qparams
     return TensorDetail(float_name, int_name, position, qp.tensor_scale, _clip_range(qp),
-                        a.observer.range(), a.observer.histogram())
+                        a.observer.range(), a.observer.histogram(), a.channel_low, a.channel_high)
 
 
-def compare(float_graph: Graph, int_graph: Graph, samples, target: str = "tflite", *,
-            histogram_bins: int = 128) -> Report:
-    """Run both graphs on each sample (dicts ``{input: array}``; one may hold a batch of samples,
-    :func:`intq.calibration.iter_batches`) and compare every mapped tensor.
+def _channel_ranges(a: _Accumulator, f: np.ndarray, perm) -> None:
+    """Fold ``f``'s per-channel (the integer tensor's last axis) min and max into ``a``."""
+    if f.ndim < 2:
+        return
+    ft = f.transpose(perm)
+    axes = tuple(range(ft.ndim - 1))
+    finite = np.isfinite(ft)
+    lo = np.where(finite, ft, np.inf).min(axis=axes)
+    hi = np.where(finite, ft, -np.inf).max(axis=axes)
+    a.channel_low = lo if a.channel_low is None else np.minimum(a.channel_low, lo)
+    a.channel_high = hi if a.channel_high is None else np.maximum(a.channel_high, hi)
 
+
+def compare(float_graph: Graph, int_graph: Graph, data, target: str = "tflite", *,
+            histogram_bins: int = 128, labels=None, batch_size: int = DEFAULT_BATCH_SIZE,
+            preprocess: Callable | None = None, limit: int | None = None, progress: Callable | None = None,
+            total: int | None = None) -> Report:
+    """Run both graphs on the samples of ``data`` and compare every mapped tensor.
+
+    ``data``: anything :func:`intq.calibration.iter_samples` reads (files, folders, arrays, dicts,
+    ``(x, y)`` pairs, a torch ``DataLoader``, a reader with ``get_next()``, a function returning an
+    iterator: :mod:`intq.calibration.adapters`), ``batch_size`` samples per run, at most ``limit``.
     Besides the metrics, each tensor's float values are histogrammed (at most ``histogram_bins``
-    bins) for :func:`intq.analysis.write_html_report`.
+    bins) and ranged per channel for :func:`intq.analysis.write_html_report`. ``labels`` (one
+    integer class per row of the first output; default the ``y`` of ``(x, y)`` items) give each
+    model's top-1 accuracy. ``progress(Progress)`` after every run (``total``: default the data's
+    count when cheap to tell).
     """
-    from intq.calibration.data import samples_in
+    from intq.analysis.evaluate import Accuracy
+    from intq.calibration.adapters import count, source
+    from intq.calibration.data import iter_batches, samples_in
+    from intq.calibration.calibrate import Progress
     from intq.runtime import Interpreter
 
     mapping = int_graph.metadata.get("float_tensor_of")
@@ -245,10 +287,20 @@ def compare(float_graph: Graph, int_graph: Graph, samples, target: str = "tflite
     fi, qi = Interpreter(float_graph), Interpreter(int_graph, target=target)
     acc: dict[str, _Accumulator] = {}
     agree: dict[str, list[int]] = {}
+    first_output = float_graph.outputs[0]
+    top1 = Accuracy(first_output)
+    data = source(data)
+    if total is None:
+        total = count(data, float_graph)
+    if total is not None and limit is not None:
+        total = min(total, limit)
+    t0 = time.perf_counter()
     n = 0
-    for sample in samples:
+    for sample in iter_batches(data, float_graph, batch_size, preprocess, limit=limit):
         fo = fi.run(sample)
         qo = qi.run(sample)
+        if first_output in qo:
+            top1.add(np.asarray(fo[first_output]), np.asarray(qo[first_output]))
         for name, value in fo.items():
             counts = _argmax_agreement(value, qo[name]) if name in qo else None
             if counts is not None:
@@ -282,6 +334,7 @@ def compare(float_graph: Graph, int_graph: Graph, samples, target: str = "tflite
             beyond = (f < lo) | (f > hi)
             a.saturated += int(np.sum(beyond))
             a.codes.update(np.unique(q).tolist())
+            _channel_ranges(a, f, perm)
             if int_name in producers and producers[int_name].op_type in LINEAR_INT_OPS and f.ndim >= 2:
                 axes = tuple(range(f.ndim - 1))  # channels are the integer tensor's last axis
                 fi_, bi = np.abs(f).transpose(perm), beyond.transpose(perm)
@@ -289,8 +342,15 @@ def compare(float_graph: Graph, int_graph: Graph, samples, target: str = "tflite
                 a.channel_max = cmax if a.channel_max is None else np.maximum(a.channel_max, cmax)
                 a.channel_beyond = cbeyond if a.channel_beyond is None else a.channel_beyond + cbeyond
         n += samples_in(sample, float_graph)
+        if progress is not None:
+            progress(Progress(n, total, time.perf_counter() - t0))
     if n == 0:
         raise IntqError("compare needs at least one sample")
+    if labels is None and getattr(data, "labels", None) is not None:
+        labels = data.labels()  # the y of (x, y) items
+    accuracy = top1.result(labels, n) if labels is not None else None
+    settings = {"calibration": int_graph.metadata.get("calibration"), "per_channel": int_graph.metadata.get("per_channel"),
+                "notes": tuple(int_graph.metadata.get("conversion_notes", ()))}
     sqnrs = {k: (10 * np.log10(a.signal / a.noise) if a.noise > 0 else float("inf")) for k, a in acc.items()}
     rows = []
     for int_name, a in acc.items():
@@ -304,6 +364,7 @@ def compare(float_graph: Graph, int_graph: Graph, samples, target: str = "tflite
         up = _worst_upstream(int_graph, producers, int_name, sqnrs)
         upstream = (mapping[up][0], sqnrs[up]) if up is not None else None
         facts = TensorFacts(op, float(sqnr), sat, used, method=str(int_graph.metadata.get("calibration", "")),
+                            per_channel=settings["per_channel"], notes=settings["notes"],
                             scale=t.qparams.tensor_scale, upstream=upstream,
                             input_ranges=_joined_ranges(int_graph, producers, int_name, acc, mapping),
                             affine_after=_affine_after(int_graph, producers, int_name),
@@ -315,4 +376,5 @@ def compare(float_graph: Graph, int_graph: Graph, samples, target: str = "tflite
                for k, a in acc.items() if a.observer.count]
     details.sort(key=lambda d: d.position)
     agreement = {k: c[0] / c[1] for k, c in agree.items() if c[1]}
-    return Report(tuple(rows), n, qi.target.name, {d.name: d for d in details}, agreement)
+    return Report(tuple(rows), n, qi.target.name, {d.name: d for d in details}, agreement, accuracy,
+                  top1.rows if accuracy is not None else 0, settings)

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from intq.calibration.calibrate import Progress
+from intq.calibration.data import DEFAULT_BATCH_SIZE
 from intq.errors import IntqError
 from intq.ir import Graph
 
@@ -37,7 +38,7 @@ class OutputStats:
 
     float_name: str
     int_name: str
-    shape: tuple[int, ...]
+    shape: tuple[int, ...]  # the float model's output shape (its inputs' batch), not a run's
     sqnr_db: float
     max_abs_err: float
     top1_agreement: float | None  # None when the output is not a class-score tensor
@@ -98,77 +99,121 @@ def is_class_scores(shape: tuple[int, ...]) -> bool:
     return len(shape) >= 2 and shape[-1] > 1 and all(d == 1 for d in shape[1:-1])
 
 
-def evaluate(float_graph: Graph, int_graph: Graph, samples: Iterable[Mapping[str, np.ndarray]],
-             labels: np.ndarray | None = None, *, target: str = "tflite",
-             progress: Callable[[Progress], None] | None = None, total: int | None = None) -> Evaluation:
-    """Run both graphs on each sample ``{input: array}`` and compare their outputs.
+class Accuracy:
+    """Top-1 accuracy of the float and the integer model against labels, accumulated run by run:
+    :meth:`add` the argmax decisions of the first class-score output, :meth:`result` checks the
+    labels (one integer class per decision, in order) and gives ``(float, int)`` accuracies."""
 
-    A sample may hold a batch of samples (:func:`intq.calibration.iter_batches`): they run together
-    and count one by one.
+    def __init__(self, output: str):
+        self.output = output
+        self.float_pred: list[np.ndarray] = []
+        self.int_pred: list[np.ndarray] = []
+        self.shape: tuple[int, ...] = ()
 
-    ``labels``: integer classes, one per row of the first output over all samples (checked
-    once every sample has run). ``progress`` is called after each sample (``total`` for its ETA).
+    def add(self, f: np.ndarray, q: np.ndarray) -> None:
+        self.shape = f.shape
+        if is_class_scores(f.shape):
+            self.float_pred.append(f.argmax(-1).ravel())
+            self.int_pred.append(q.argmax(-1).ravel())
+
+    @property
+    def rows(self) -> int:
+        return int(sum(p.size for p in self.float_pred))
+
+    def result(self, labels, samples: int) -> tuple[float, float]:
+        labels = np.asarray(labels).ravel()
+        if not self.float_pred:
+            raise EvaluationError(f"labels were given but the first output {self.output!r} (shape {self.shape}) "
+                                  "is not a class-score tensor [N, C]")
+        if labels.size != self.rows:
+            raise EvaluationError(f"{labels.size} labels for {self.rows} predictions of output {self.output!r} "
+                                  f"({samples} samples): give one label per sample row, in the data's order")
+        if not np.issubdtype(labels.dtype, np.integer):
+            raise EvaluationError(f"labels must be integer classes, got {labels.dtype}")
+        return (float(np.mean(np.concatenate(self.float_pred) == labels)),
+                float(np.mean(np.concatenate(self.int_pred) == labels)))
+
+
+def evaluate(float_graph: Graph, int_graph: Graph, data, labels: np.ndarray | None = None, *,
+             target: str = "tflite", progress: Callable[[Progress], None] | None = None, total: int | None = None,
+             batch_size: int = DEFAULT_BATCH_SIZE, preprocess: Callable | None = None,
+             limit: int | None = None) -> Evaluation:
+    """Run both graphs on the samples of ``data`` and compare their outputs.
+
+    ``data``: anything :func:`intq.calibration.iter_samples` reads — files, folders, arrays, dicts,
+    ``(x, y)`` pairs, a torch ``DataLoader``, a reader with ``get_next()``, a function returning an
+    iterator (:mod:`intq.calibration.adapters`) —, run ``batch_size`` samples at a time (at most
+    ``limit``). ``labels``: integer classes, one per row of the first output over all samples
+    (checked once every sample has run); when not given, the ``y`` of ``(x, y)`` items (or a
+    ``label`` key) are the labels. ``progress`` is called after each run (``total``, default the
+    data's count when cheap to tell, for its ETA).
     """
-    from intq.calibration.data import samples_in
+    from intq.calibration.adapters import count, source
+    from intq.calibration.data import CalibrationDataError, iter_batches, samples_in
     from intq.runtime import Interpreter
 
     pairs = pair_outputs(float_graph, int_graph)
     fi, qi = Interpreter(float_graph), Interpreter(int_graph, target=target)
     acc = {p: _OutputAccumulator() for p in pairs}
     first = pairs[0]
-    fpred, qpred = [], []
+    top1 = Accuracy(first[0])
+    data = source(data)
+    if total is None:
+        total = count(data, float_graph)
+    if total is not None and limit is not None:
+        total = min(total, limit)
     t_float = t_int = 0.0
     n = 0
     t0 = time.perf_counter()
-    for sample in samples:
-        t = time.perf_counter()
-        fout = fi.run(sample, keep=False)
-        t_float += time.perf_counter() - t
-        t = time.perf_counter()
-        qout = qi.run(sample, keep=False)
-        t_int += time.perf_counter() - t
-        for (fname, qname), a in acc.items():
-            f = np.asarray(fout[fname], dtype=np.float64)
-            q = np.asarray(qout[qname], dtype=np.float64)
-            if f.shape != q.shape:
-                raise EvaluationError(f"output {fname!r} of the float model has shape {f.shape} but the integer "
-                                      f"model's {qname!r} has {q.shape} (sample {n})")
-            a.shape = f.shape
-            a.signal += float((f * f).sum())
-            a.noise += float(((f - q) ** 2).sum())
-            a.max_err = max(a.max_err, float(np.abs(f - q).max(initial=0.0)))
-            if is_class_scores(f.shape):
-                fa, qa = f.argmax(-1).ravel(), q.argmax(-1).ravel()
-                a.agree += int((fa == qa).sum())
-                a.rows += fa.size
+    try:
+        for sample in iter_batches(data, float_graph, batch_size, preprocess, limit=limit):
+            t = time.perf_counter()
+            fout = fi.run(sample, keep=False)
+            t_float += time.perf_counter() - t
+            t = time.perf_counter()
+            qout = qi.run(sample, keep=False)
+            t_int += time.perf_counter() - t
+            for (fname, qname), a in acc.items():
+                f = np.asarray(fout[fname], dtype=np.float64)
+                q = np.asarray(qout[qname], dtype=np.float64)
+                if f.shape != q.shape:
+                    raise EvaluationError(f"output {fname!r} of the float model has shape {f.shape} but the integer "
+                                          f"model's {qname!r} has {q.shape} (sample {n})")
+                a.shape = f.shape
+                a.signal += float((f * f).sum())
+                a.noise += float(((f - q) ** 2).sum())
+                a.max_err = max(a.max_err, float(np.abs(f - q).max(initial=0.0)))
+                if is_class_scores(f.shape):
+                    fa, qa = f.argmax(-1).ravel(), q.argmax(-1).ravel()
+                    a.agree += int((fa == qa).sum())
+                    a.rows += fa.size
                 if (fname, qname) == first:
-                    fpred.append(fa)
-                    qpred.append(qa)
-        n += samples_in(sample, float_graph)
-        if progress is not None:
-            progress(Progress(n, total, time.perf_counter() - t0))
-    if n == 0:
-        raise EvaluationError("the evaluation data is empty: give at least one sample")
+                    top1.add(f, q)
+            n += samples_in(sample, float_graph)
+            if progress is not None:
+                progress(Progress(n, total, time.perf_counter() - t0))
+    except CalibrationDataError as e:
+        if "empty" in str(e):
+            raise EvaluationError("the evaluation data is empty: give at least one sample") from None
+        raise
+    if labels is None and getattr(data, "labels", None) is not None:
+        labels = data.labels()  # the y of (x, y) items
     outputs = tuple(
-        OutputStats(fname, qname, a.shape,
+        OutputStats(fname, qname, _output_shape(float_graph, fname, a.shape),
                     float(10 * np.log10(a.signal / a.noise)) if a.noise > 0 else float("inf"),
                     a.max_err, a.agree / a.rows if a.rows else None)
         for (fname, qname), a in acc.items())
-    rows = acc[first].rows
     f_acc = q_acc = None
     if labels is not None:
-        labels = np.asarray(labels).ravel()
-        if not fpred:
-            raise EvaluationError(f"labels were given but the first output {first[0]!r} (shape {acc[first].shape}) "
-                                  "is not a class-score tensor [N, C]")
-        if labels.size != rows:
-            raise EvaluationError(f"{labels.size} labels for {rows} predictions of output {first[0]!r} "
-                                  f"({n} samples): give one label per sample row, in the data's order")
-        if not np.issubdtype(labels.dtype, np.integer):
-            raise EvaluationError(f"labels must be integer classes, got {labels.dtype}")
-        f_acc = float(np.mean(np.concatenate(fpred) == labels))
-        q_acc = float(np.mean(np.concatenate(qpred) == labels))
-    return Evaluation(n, outputs, f_acc, q_acc, rows, {"float": t_float, "int": t_int})
+        f_acc, q_acc = top1.result(labels, n)
+    return Evaluation(n, outputs, f_acc, q_acc, acc[first].rows, {"float": t_float, "int": t_int})
+
+
+def _output_shape(graph: Graph, name: str, last_run: tuple[int, ...]) -> tuple[int, ...]:
+    """An output's shape as the model declares it (at the batch its inputs were bound to), not the
+    shape of the last run (a last, shorter batch); the last run's when the model declares none."""
+    declared = graph.tensors[name].shape
+    return tuple(declared) if declared is not None and all(isinstance(d, int) for d in declared) else last_run
 
 
 def load_labels(path) -> np.ndarray:

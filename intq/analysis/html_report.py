@@ -27,8 +27,9 @@ from pathlib import Path
 import numpy as np
 
 from intq.analysis.compare import POOR_SQNR_DB, Report, TensorDetail, TensorStats
-from intq.ir import Graph
+from intq.extras import require
 from intq.files import write_file
+from intq.ir import Graph
 from intq.qmath import dequantize
 
 #: A channel that spans fewer codes than this on a per-tensor weight grid keeps under 3 bits of
@@ -151,6 +152,7 @@ def _figure(width: float, height: float, **margins):
 
     Margins are fixed (``subplots_adjust`` fractions): a layout engine costs more than the drawing.
     """
+    require("matplotlib", "html", "the HTML report's plots")
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 

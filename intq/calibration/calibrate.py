@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from intq.calibration.adapters import count
 from intq.calibration.data import DEFAULT_BATCH_SIZE, grouped, iter_samples
 from intq.calibration.observers import MovingAverageMinMaxObserver, Observer, make_observer
 from intq.errors import QuantizationError
@@ -33,11 +34,15 @@ TABLE_FORMAT = "intq-calibration-table/1"
 
 @dataclass(frozen=True)
 class Progress:
-    """What a progress callback receives after each sample."""
+    """What a progress callback receives after each step of a long loop: ``samples`` done of
+    ``total`` (None when unknown), ``elapsed`` seconds, and what is counted (``unit``: samples for
+    calibration, evaluation and comparison; layers for a sensitivity ranking, candidates for a
+    precision search)."""
 
     samples: int
     total: int | None
     elapsed: float
+    unit: str = "samples"
 
     @property
     def rate(self) -> float:
@@ -288,9 +293,9 @@ def _calibrate(graph, data, method, progress, preprocess, limit, batch_size, obs
             obs.update(value)
 
     interpreter = Interpreter(graph)
-    total = limit
-    if total is None and hasattr(data, "__len__") and not isinstance(data, (str, Path, np.ndarray, Mapping)):
-        total = len(data)
+    total = count(data, graph)  # the ETA's total, when it is cheap to tell (headers, lengths)
+    if limit is not None:
+        total = limit if total is None else min(total, limit)
     start = time.perf_counter()
     n = 0
     for batch, sizes in grouped(iter_samples(data, graph, preprocess), graph, batch_size, limit):
