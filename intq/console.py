@@ -90,6 +90,12 @@ class ProgressLine:
             _ACTIVE.remove(self)
 
 
+def end_lines() -> None:
+    """End every progress line on screen (the command prints its report next)."""
+    for line in list(_ACTIVE):
+        line.close()
+
+
 def _is_terminal(stream) -> bool:
     try:
         return stream.isatty()
@@ -136,5 +142,4 @@ def logging_to_stderr(command: str, level: int):
         yield handler
     finally:
         logger.handlers, logger.level, logger.propagate = saved[0], saved[1], saved[2]
-        for line in list(_ACTIVE):
-            line.close()
+        end_lines()

@@ -147,7 +147,8 @@ def held_samples(data, graph: Graph, preprocess: Callable | None = None, limit: 
 
 def convert(graph: Graph, table: CalibrationTable, *, samples: list[dict] | None = None, per_channel: bool = True,
             input_type: str = "float32", output_type: str = "float32", precision=None,
-            target_sqnr: float | None = None, bias_correction: bool = False, adaround: bool = False) -> Graph:
+            target_sqnr: float | None = None, bias_correction: bool = False, adaround: bool = False,
+            progress=None) -> Graph:
     """Stage convert: the float graph and its ranges become the integer graph.
 
     ``samples`` (calibration samples in memory, :func:`held_samples`) feed the data-driven methods:
@@ -159,7 +160,9 @@ def convert(graph: Graph, table: CalibrationTable, *, samples: list[dict] | None
     conversion note says which; AdaRound is checked against the result of bias correction's check).
     ``precision`` (``{node or tensor: "int16" | "float"}``) keeps chosen joins in int16 or float.
     Then every kernel is prepared (:class:`intq.Interpreter`): a graph intq itself refuses
-    (:class:`~intq.kernels.KernelError`) is refused here, before any export."""
+    (:class:`~intq.kernels.KernelError`) is refused here, before any export. ``progress(Progress)``
+    follows the ``target_sqnr`` search (:func:`intq.ptq.precision.auto_precision`). Every conversion
+    note is logged as a warning (logger ``intq.pipeline``)."""
     for method, wanted in (("target_sqnr", target_sqnr is not None), ("bias_correction", bias_correction),
                            ("adaround", adaround)):
         if wanted and not samples:
@@ -170,7 +173,7 @@ def convert(graph: Graph, table: CalibrationTable, *, samples: list[dict] | None
     if target_sqnr is not None:
         first = samples[:8]
         auto, reached = auto_precision(graph, table, first, target_sqnr, convert_options={"per_channel": per_channel},
-                                       base=precision)
+                                       base=precision, progress=progress)
         precision.update(auto)
         if reached < target_sqnr:
             shortfall = target_shortfall(graph, table, first, target_sqnr, precision, per_channel=per_channel)
@@ -378,7 +381,7 @@ def run(model, data, output: str | Path | None = None, *, input_shapes=None, con
         activations: str = "int8",
         opset: int = DEFAULT_OPSET, c_target: str = "tflite", arena_limit: int | None = None, check=True,
         layer_samples: int = 0, outputs: StagedOutputs | None = None, overwrite: bool = False,
-        **observer_options) -> Result:
+        search_progress=None, **observer_options) -> Result:
     """Every stage, in order (module docstring): ``model`` and calibration ``data`` to ``output``
     (``.tflite``, ``.onnx`` or ``.c``; None: no export), checked by output on the first calibration
     samples.
@@ -388,7 +391,8 @@ def run(model, data, output: str | Path | None = None, *, input_shapes=None, con
     size comes from the input's shape); ``ptq_samples``: the calibration samples held in memory for
     ``target_sqnr``, ``bias_correction`` and ``adaround`` (the first 256; None: all);
     ``layer_samples`` > 0 compares float and integer layer by layer on that many first calibration
-    samples (``Result.layers``). The export options and ``check`` are :func:`export`'s."""
+    samples (``Result.layers``). The export options and ``check`` are :func:`export`'s. ``progress``
+    follows calibration, ``search_progress`` the ``target_sqnr`` search."""
     t0 = time.perf_counter()
     seconds: dict[str, float] = {}
     if output is not None and format is None:
@@ -411,7 +415,7 @@ def run(model, data, output: str | Path | None = None, *, input_shapes=None, con
     t = time.perf_counter()
     q = convert(graph, table, samples=held_samples(data, graph, preprocess, ptq_samples) if needs_samples else None,
                 per_channel=per_channel, precision=precision, target_sqnr=target_sqnr,
-                bias_correction=bias_correction, adaround=adaround)
+                bias_correction=bias_correction, adaround=adaround, progress=search_progress)
     seconds["convert"] = time.perf_counter() - t
     exported = None
     if output is not None:

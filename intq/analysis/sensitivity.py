@@ -178,11 +178,15 @@ def _with_fake_quant(graph: Graph, active: set[str], qparams: Mapping[str, Quant
 
 
 def sensitivity(float_graph: Graph, int_graph: Graph, samples: Iterable[Mapping[str, np.ndarray]],
-                layers: Iterable[str] | None = None) -> SensitivityReport:
+                layers: Iterable[str] | None = None, *, progress=None) -> SensitivityReport:
     """Rank the layers of ``float_graph`` (simplified, as quantized) by how much keeping each out
     of int8 gains (see the module docstring). ``int_graph`` is the integer graph intq made of it
     (its ``float_tensor_of`` mapping gives each float tensor's integer parameters). ``layers``
-    limits the layers tried (node names)."""
+    limits the layers tried (node names). ``progress(Progress)`` after each layer (unit ``layers``)."""
+    import time
+
+    from intq.calibration.calibrate import Progress
+
     mapping = int_graph.metadata.get("float_tensor_of")
     if not mapping:
         raise IntqError(f"graph {int_graph.name!r} has no float-tensor mapping: sensitivity needs a graph made "
@@ -224,13 +228,16 @@ def sensitivity(float_graph: Graph, int_graph: Graph, samples: Iterable[Mapping[
         return out
 
     everything = {n.name for n in candidates}
+    t0 = time.perf_counter()
     ref = run(set(), False)
     all_int8 = output_sqnr(ref, run(everything, True))
     rows = []
-    for n in candidates:
+    for i, n in enumerate(candidates):
         alone_int8 = output_sqnr(ref, run({n.name}, False))
         alone_float = output_sqnr(ref, run(everything - {n.name}, True))
         rows.append(LayerSensitivity(n.name, n.op_type, n.outputs[0], alone_int8, alone_float, alone_float - all_int8))
+        if progress is not None:
+            progress(Progress(i + 1, len(candidates), time.perf_counter() - t0, "layers"))
     rows.sort(key=lambda r: (-r.gain_db, r.alone_int8_db))
     from intq.analysis.hints import weight_bound_hints
     from intq.analysis.weight_bound import weight_only_bound

@@ -111,15 +111,24 @@ def int16_levels(graph: Graph, precision: Mapping[str, str] | None, max_levels: 
 
 def auto_precision(graph: Graph, table: CalibrationTable, samples, target_sqnr: float, *,
                    ratio: float = DEFAULT_RATIO, convert_options: Mapping | None = None,
-                   base: Mapping[str, str] | None = None) -> tuple[dict[str, str], float]:
+                   base: Mapping[str, str] | None = None, progress=None) -> tuple[dict[str, str], float]:
     """The fewest range-mismatched joins in int16, added to ``base`` (the user's choices), that
     bring the output SQNR on ``samples`` to ``target_sqnr`` dB (see the module docstring), then,
     if they do not, float islands (:func:`island_candidates`, smallest first) until it does:
     ``(precision table, SQNR reached)``. ``table`` is the calibration table *before*
     :func:`~intq.calibration.reconcile_ranges` (a Concat's union hides its inputs' ranges). If
     every candidate together does not reach the target, all of them are returned with the SQNR
-    they give. A candidate that does not raise the SQNR is not kept."""
+    they give. A candidate that does not raise the SQNR is not kept. ``progress(Progress)`` after each
+    candidate tried (unit ``candidates``; the total is an upper bound: the search stops once the
+    target is reached)."""
+    import math
+    import time
+
+    from intq.calibration.calibrate import Progress
+
     samples = list(samples)
+    t0 = time.perf_counter()
+    tried = [0]
     ref_it = Interpreter(graph)
     ref: dict[str, list] = {o: [] for o in graph.outputs}
     for s in samples:
@@ -127,6 +136,9 @@ def auto_precision(graph: Graph, table: CalibrationTable, samples, target_sqnr: 
             ref[k].append(v)
 
     def score(precision: dict[str, str]) -> float:
+        tried[0] += 1
+        if progress is not None:
+            progress(Progress(tried[0], bound, time.perf_counter() - t0, "candidates"))
         keep = int16_tensors(graph, precision) | island_tensors(graph, precision)
         q = convert(graph, reconcile_ranges(graph, table, keep=keep), precision=precision,
                     **dict(convert_options or {}))
@@ -138,9 +150,11 @@ def auto_precision(graph: Graph, table: CalibrationTable, samples, target_sqnr: 
         return output_sqnr(ref, got)
 
     chosen: dict[str, str] = dict(base or {})
-    reached = score(chosen)
     candidates = [(n, "int16") for n, _ in mismatched_joins(graph, table, ratio)]
     candidates += [(n, "float") for n in island_candidates(graph)]
+    levels = max(len(int16_levels(graph, chosen)), 1)  # the grow phase: doublings, bisection, pruning
+    bound = 1 + len(candidates) + 2 * (math.ceil(math.log2(levels)) + 1) + MAX_PRUNED
+    reached = score(chosen)
     for node, prec in candidates:
         if reached >= target_sqnr:
             break
