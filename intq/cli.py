@@ -708,6 +708,8 @@ def cmd_compare(args) -> dict:
 
     _plan_outputs(args, {"--html": args.html}, {"MODEL": args.model, "QMODEL": args.qmodel, "--data": args.data,
                                                 "--calib": args.calib, "--labels": args.labels})
+    if args.html and not _extra_available("html"):  # refused before any model runs
+        raise UsageError(f"--html {args.html}: the report's plots need matplotlib: pip install 'intq[html]'")
     labels = _labels(args)
     fg, qg, source, _ = _float_and_int(args)
     runs = _runs(args, fg, qg, source)
@@ -759,6 +761,12 @@ def cmd_compare(args) -> dict:
         result["html"] = args.html
         _out(args, f"wrote {args.html}")
     return result
+
+
+def _extra_available(extra: str) -> bool:
+    from intq.extras import available
+
+    return available(extra)
 
 
 def _accuracy_dict(report) -> dict:

@@ -46,5 +46,5 @@ def require(module: str, extra: str, feature: str) -> ModuleType:
     except ImportError as e:
         if find_spec(module.split(".")[0]) is not None:  # installed but broken: its own error is the news
             raise
-        raise MissingExtraError(f"{feature} needs {module.split('.')[0]}, which is not installed: "
+        raise MissingExtraError(f"{feature}: needs {module.split('.')[0]}, which is not installed: "
                                 f"pip install 'intq[{extra}]'") from e

@@ -417,3 +417,19 @@ def test_a_gelu_model_is_written_for_litert_and_says_tflite_micro_cannot_run_it(
     assert result["ops"]["GELU"] == 1 and (tmp_path / "m.tflite").exists()
     assert result["runtimes"]["LiteRT"].startswith("equal to target litert-ref on 4 calibration samples")
     assert "TFLite Micro has no GELU kernel" in result["runtimes"]["TFLite Micro"]
+
+
+def test_html_without_matplotlib_is_refused_before_any_model_runs(tmp_path, monkeypatch, capsys):
+    """The core install (no [html] extra): compare --html says which extra to install, before it compares."""
+    import intq
+    import intq.extras
+    from intq.cli import main
+
+    real = intq.extras.available
+    monkeypatch.setattr(intq.extras, "available", lambda extra: extra != "html" and real(extra))
+    monkeypatch.setattr(intq, "load", lambda *a, **k: pytest.fail("a model was loaded"))
+    np.save(tmp_path / "x.npy", np.zeros((2, 1, 8, 8), np.float32))
+    code = main(["compare", MODEL, "--calib", str(tmp_path / "x.npy"), "--data", str(tmp_path / "x.npy"),
+                 "--html", str(tmp_path / "r.html")])
+    err = capsys.readouterr().err
+    assert code == 2 and "pip install 'intq[html]'" in err and not (tmp_path / "r.html").exists(), err
