@@ -989,7 +989,7 @@ def cmd_export(args) -> dict:
 
 
 def _version() -> str:
-    from intq import __version__
+    from intq.version import __version__
 
     return __version__
 

@@ -20,7 +20,7 @@ import intq
 ROOT = Path(intq.__file__).parent
 
 #: Modules every package may use: they import nothing of intq but each other.
-FOUNDATION = frozenset({"errors", "registry", "limits", "files", "host", "threads", "extras", "log"})
+FOUNDATION = frozenset({"errors", "registry", "limits", "files", "host", "threads", "extras", "log", "version"})
 
 #: DESIGN.md's table ("Packages"), package -> the packages it may use (transitively). Where this
 #: differs from DESIGN.md, the comment says why (the lead updates DESIGN.md from here).

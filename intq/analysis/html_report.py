@@ -391,7 +391,7 @@ def render_html(report: Report, *, float_graph: Graph, int_graph: Graph, title: 
     ``(name, report, float graph, integer graph)`` of each run to show side by side (the first is
     ``report`` itself). ``command`` and ``version`` (default intq's) go into the header.
     """
-    from intq import __version__
+    from intq.version import __version__
 
     version = version or __version__
     title = title or f"intq report: {float_graph.name}"
