@@ -955,37 +955,74 @@ def _c_summary(c: dict) -> str:
 
 
 def cmd_export(args) -> dict:
-    """Write an integer .tflite as C99 (``--c DIR``)."""
+    """``intq export MODEL --tflite OUT / --onnx OUT / --c DIR``: an integer model intq can load
+    (``.tflite``, a quantized ``.onnx``, TPU-MLIR) written in each format asked for, each checked by
+    output in its runtime before anything is written (:func:`intq.pipeline.export`)."""
     import intq
+    from intq import pipeline
+    from intq.onnx_format.schema import DEFAULT_OPSET
 
     model = Path(_existing(args.model, "MODEL"))
-    if not args.c:
-        raise UsageError("say what to export to: --c DIR (C99 source and header)")
+    if not (args.c or args.tflite or args.onnx):
+        raise UsageError("say what to export to: --tflite FILE, --onnx FILE and/or --c DIR")
+    if not args.onnx and (args.format or args.opset or args.activations != "int8"):
+        raise UsageError("--format, --activations and --opset apply to --onnx")
+    for flag, path, suffix in (("--tflite", args.tflite, ".tflite"), ("--onnx", args.onnx, ".onnx")):
+        if path and Path(path).suffix.lower() != suffix:
+            raise UsageError(f"{flag} {path}: give a {suffix} file name")
+    planned = {"--tflite": args.tflite, "--onnx": args.onnx}
+    if args.c:
+        planned.update({"--c (source)": Path(args.c) / f"{args.prefix}.c", "--c (header)": Path(args.c) / f"{args.prefix}.h"})
+    _plan_outputs(args, planned, {"MODEL": model})
     shapes = _input_shapes(args.input_shape)
     g = intq.load(str(model), input_shapes=shapes)
     bound = {n: tuple(1 if d is None else d for d in g.tensors[n].shape) for n in g.inputs
              if n not in shapes and not g.tensors[n].is_static and g.tensors[n].shape is not None}
-    if bound:  # C needs static shapes: a dynamic (batch) dimension becomes 1 unless --input-shape says otherwise
+    if bound:  # the writers need static shapes: a dynamic dimension becomes 1 unless --input-shape says otherwise
         g = intq.load(str(model), input_shapes={**shapes, **bound})
     if not any(t.qparams is not None for t in g.tensors.values()):
-        raise UsageError(f"{model} is a float model; quantize it first (`intq quantize ... -o model.c` does both)")
-    out_dir = Path(args.c)
-    _plan_outputs(args, {"--c (source)": out_dir / f"{args.prefix}.c", "--c (header)": out_dir / f"{args.prefix}.h"},
-                  {"MODEL": model})
-    limit = _parse_bytes(args.arena_limit) if args.arena_limit else None
-    r = intq.export_c(g, out_dir, prefix=args.prefix, target=args.target, arena_limit=limit, overwrite=args.force,
-                      check="warn" if args.keep_unverified else True, outputs=args.outputs)
-    c = _c_report(r, g, args.prefix, model.read_bytes() if model.suffix == ".tflite" else None)
-    _out(args, f"exported {model} -> C99 ({args.prefix}.c, {args.prefix}.h in {out_dir})")
+        raise UsageError(f"{model} is a float model; quantize it first (`intq quantize {model.name} --calib DATA "
+                         "-o model.tflite`, .onnx or .c)")
+    source_target = g.metadata.get("onnx_target")
+    if source_target and (args.tflite or args.c):
+        raise UsageError(f"{model} is a quantized ONNX model: its integer arithmetic is onnxruntime's (target "
+                         f"{source_target}), which a .tflite or C file cannot carry; write it --onnx, or quantize the "
+                         "float model with `intq quantize` for a .tflite / C file")
+    check = "warn" if args.keep_unverified else True
+    result: dict = {"model": str(model), "bound_input_shapes": {n: list(v) for n, v in bound.items()}, "exports": {}}
     for n, shape in bound.items():
-        _out(args, f"  input {n!r}: dynamic dimensions bound to 1: {list(shape)} (--input-shape to choose)")
-    _out(args, _c_summary(c))
-    if r.check is not None:
-        _out(args, "  runs in: " + r.check.summary())
-        if not r.check.equal:
-            _out(args, "  WARNING: written unverified (--keep-unverified): the compiled code computes other outputs "
-                       "than intq says; please report it with the model")
-    return {"model": str(model), "bound_input_shapes": {n: list(v) for n, v in bound.items()}, **c}
+        _out(args, f"input {n!r}: dynamic dimensions bound to 1: {list(shape)} (--input-shape to choose)")
+    for fmt, path in (("tflite", args.tflite), ("onnx", args.onnx)):
+        if not path:
+            continue
+        e = pipeline.export(g, path, format=fmt, onnx_format=args.format or "qdq", activations=args.activations,
+                            opset=args.opset or DEFAULT_OPSET, check=check, outputs=args.outputs)
+        runs = e.check.messages() if e.check is not None else {}
+        result["exports"][fmt] = {"path": str(path), "bytes": e.bytes, "runtimes": runs,
+                                  "equal": e.check.equal if e.check is not None else None}
+        _out(args, f"exported {model} -> {path} ({e.bytes:,} bytes)")
+        _out(args, "  runs in: " + ("; ".join(f"{k} ({v})" for k, v in runs.items()) or "not checked"))
+        _unverified(args, e.check)
+    if args.c:
+        out_dir = Path(args.c)
+        limit = _parse_bytes(args.arena_limit) if args.arena_limit else None
+        r = intq.export_c(g, out_dir, prefix=args.prefix, target=args.target, arena_limit=limit, overwrite=args.force,
+                          check=check, outputs=args.outputs)
+        c = _c_report(r, g, args.prefix, model.read_bytes() if model.suffix == ".tflite" else None)
+        result.update(c)  # the C report's keys at the top level, as before
+        result["exports"]["c"] = {"path": str(out_dir / f"{args.prefix}.c"), "equal": r.check.equal if r.check else None}
+        _out(args, f"exported {model} -> C99 ({args.prefix}.c, {args.prefix}.h in {out_dir})")
+        _out(args, _c_summary(c))
+        if r.check is not None:
+            _out(args, "  runs in: " + r.check.summary())
+        _unverified(args, r.check)
+    return result
+
+
+def _unverified(args, check) -> None:
+    if check is not None and not check.equal:  # --keep-unverified: written, but say so loudly
+        _out(args, "  WARNING: written unverified (--keep-unverified): the runtime computes other outputs than intq "
+                   "says; please report it with the model")
 
 
 def _version() -> str:
@@ -1204,18 +1241,27 @@ def build_parser() -> argparse.ArgumentParser:
     r.set_defaults(func=cmd_run)
 
     x = sub.add_parser("export", parents=[common, shapes],
-                       help="write an integer model as C99 for microcontrollers",
-                       description="Write an integer .tflite as C99: PREFIX.c and PREFIX.h with int "
-                       "PREFIX_invoke(in..., out..., arena), weights and multipliers const, one caller-provided "
-                       "arena of PREFIX_ARENA_BYTES, no dynamic allocation, no floating point in the inference "
-                       "path; bit-exact with TensorFlow Lite Micro. The files are compiled once before they are "
-                       "written (when a C compiler is installed); nothing is written if a node cannot be generated "
-                       "or the arena exceeds --arena-limit.",
-                       epilog="examples:\n  intq export model_int8.tflite --c out/\n"
+                       help="write an integer model as .tflite, ONNX or C99",
+                       description="Write an integer model intq can load (.tflite, a quantized .onnx, TPU-MLIR) as "
+                       ".tflite (--tflite), ONNX (--onnx: QDQ or QOperator, int8 or uint8 activations) and/or C99 "
+                       "(--c: PREFIX.c and PREFIX.h with int PREFIX_invoke(in..., out..., arena), weights and "
+                       "multipliers const, one caller-provided arena of PREFIX_ARENA_BYTES, no dynamic allocation, no "
+                       "floating point in the inference path; bit-exact with TensorFlow Lite Micro). Each file is run "
+                       "in its runtime (LiteRT / TFLite Micro, onnxruntime, the C compiler) and compared with intq by "
+                       "output before anything is written. A float model is quantized with `intq quantize`.",
+                       epilog="examples:\n  intq export model_int8.tflite --onnx model_int8.onnx\n"
+                       "  intq export model_int8.onnx --tflite model_int8.tflite\n"
+                       "  intq export model_int8.tflite --c out/\n"
                        "  intq export model_int8.tflite --c out/ --prefix kws --arena-limit 64k",
                        formatter_class=argparse.RawDescriptionHelpFormatter)
-    x.add_argument("model", help="an integer model (.tflite)")
-    x.add_argument("--c", metavar="DIR", help="write PREFIX.c and PREFIX.h into DIR")
+    x.add_argument("model", help="an integer model (.tflite, quantized .onnx, TPU-MLIR .mlir)")
+    x.add_argument("--tflite", metavar="FILE", help="write a .tflite")
+    x.add_argument("--onnx", metavar="FILE", help="write an ONNX model (see --format, --activations, --opset)")
+    x.add_argument("--format", choices=["qdq", "qoperator"], help="the ONNX encoding (default qdq)")
+    x.add_argument("--activations", choices=["int8", "uint8"], default="int8",
+                   help="ONNX activation dtype (default int8: target ort; uint8: target ort-u8)")
+    x.add_argument("--opset", type=int, help="ONNX opset to write (default 21; 13 or more)")
+    x.add_argument("--c", metavar="DIR", help="write PREFIX.c and PREFIX.h (C99) into DIR")
     x.add_argument("--prefix", default="model", help="the C names' prefix and the files' stem (default model)")
     x.add_argument("--arena-limit", metavar="BYTES", help="refuse a plan whose arena exceeds BYTES (e.g. 64k)")
     x.add_argument("--force", action="store_true", help="overwrite existing files")

@@ -144,6 +144,8 @@ def test_eval_with_tflite_and_labels(digits_files):
     short = run("eval", MODEL, str(d / "q.tflite"), "--data", str(d / "val.npz"), "--labels", str(d / "labels.npy"),
                 "--limit", "7", "--input-shape", "image=1x1x8x8", "--json")
     assert short.returncode == 0 and json.loads(short.stdout)["samples"] == 7
+    # the model's output shape, not the last run's (120 samples in runs of 32 end with a run of 24)
+    assert ev["outputs"][0]["shape"] == [1, 10] and "output logits[1, 10]" in t.stdout
     neither = run("eval", MODEL, "--data", str(d / "val.npz"), "--input-shape", "image=1x1x8x8")
     assert neither.returncode == 2 and "--calib" in neither.stderr
 
