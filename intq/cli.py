@@ -697,7 +697,10 @@ def _runs(args, fg, qg, source: str) -> list[dict]:
         _end_progress(args)
         runs.append({"name": spec, "source": f"{args.model} quantized ({spec})", "float": r.float_graph,
                      "int": r.graph})
-    for run in runs:
+    names = [r["name"] for r in runs]
+    for run in runs:  # two files of one name (a.tflite, ../a.tflite): each by the path given
+        if names.count(run["name"]) > 1:
+            run["name"] = run["source"]
         run["mapped"] = bool(run["int"].metadata.get("float_tensor_of"))
         run["int"] = with_output_mapping(run["float"], run["int"])
     return runs

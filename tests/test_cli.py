@@ -435,3 +435,59 @@ def test_html_without_matplotlib_is_refused_before_any_model_runs(tmp_path, monk
                  "--html", str(tmp_path / "r.html")])
     err = capsys.readouterr().err
     assert code == 2 and "pip install 'intq[html]'" in err and not (tmp_path / "r.html").exists(), err
+
+
+def _bad_models(tmp_path):
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 8, 8])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    ones = numpy_helper.from_array(np.ones((1, 1, 3, 3), np.float32), "w")
+    pads = helper.make_graph([helper.make_node("Conv", ["x", "w"], ["c"], pads=[1500] * 4),
+                              helper.make_node("ReduceMean", ["c"], ["y"], axes=[2, 3], keepdims=1, name="mean")],
+                             "pads", [x], [y], [ones])
+    empty = helper.make_graph([helper.make_node("Conv", ["x", "w"], ["y"], name="conv")], "empty", [x], [y],
+                              [numpy_helper.from_array(np.zeros((0, 1, 3, 3), np.float32), "w")])
+    for name, g in (("pads", pads), ("empty", empty)):
+        onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), tmp_path / f"{name}.onnx")
+    np.savez(tmp_path / "calib.npz", x=np.random.default_rng(0).random((2, 1, 8, 8), np.float32))
+
+
+@pytest.mark.parametrize("model, words", [
+    ("pads", "node 'mean' (MEAN): reducing 9036036 elements can overflow the runtime's int32 accumulator"),
+    ("empty", "node 'conv' (Conv): weight 'w' has shape [0, 1, 3, 3], with a zero-sized dimension"),
+])
+def test_refusals_from_shapes_alone_come_before_calibration(tmp_path, monkeypatch, capsys, model, words):
+    """Issue 27 item 6: a refusal that shapes and constants decide (an accumulator a reduction's
+    element count overflows: 2 min 26 s of calibration first, before; a weight with a zero-sized
+    dimension: numpy's reshape error, exit 70) is said before any calibration, as an intq error."""
+    import intq
+    from intq.cli import main
+
+    _bad_models(tmp_path)
+    calls = []
+    real = intq.calibrate
+    monkeypatch.setattr(intq, "calibrate", lambda *a, **k: calls.append(1) or real(*a, **k))
+    code = main(["quantize", str(tmp_path / f"{model}.onnx"), "--calib", str(tmp_path / "calib.npz"),
+                 "-o", str(tmp_path / "m.tflite")])
+    err = capsys.readouterr().err
+    assert code == 1 and words in err and "bug in intq" not in err, err
+    assert calls == []
+
+
+def test_a_corrupt_npy_header_is_a_data_error(tmp_path, capsys):
+    """An .npy whose header dict is cut (numpy's parser raises tokenize's TokenError): exit 1, not 70."""
+    import zipfile
+
+    from intq.cli import main
+
+    text = b"{'descr': '<f4', 'fortran_order': Fa"
+    header = b"\x93NUMPY\x01\x00" + len(text + b"\n").to_bytes(2, "little") + text + b"\n"
+    (tmp_path / "bad.npy").write_bytes(header + bytes(16))
+    with zipfile.ZipFile(tmp_path / "bad.npz", "w") as z:
+        z.writestr("image.npy", header + bytes(16))
+    for data in ("bad.npy", "bad.npz"):
+        code = main(["quantize", MODEL, "--calib", str(tmp_path / data), "-o", str(tmp_path / "m.tflite")])
+        err = capsys.readouterr().err
+        assert code == 1 and f"{data}: cannot read the array file" in err and "bug in intq" not in err, err

@@ -251,7 +251,7 @@ def _sqnr_bars(report: Report, anchors: dict[str, str]) -> str:
         r = rows[n]
         label = f'<a href="#{anchors[n]}">{_e(n)}</a>' if n in anchors else _e(n)
         out.append(f'<div class="bar-row{" culprit" if is_culprit(r) else ""}"><span>{i}</span>'
-                   f'<code title="{_e(n)}">{label}</code><span>{_e(r.op)}</span>{_bar(r.sqnr_db)}'
+                   f'<code title="{_e(n)}"><bdi>{label}</bdi></code><span>{_e(r.op)}</span>{_bar(r.sqnr_db)}'
                    f'<span class=v>{"∞" if not np.isfinite(r.sqnr_db) else f"{r.sqnr_db:.1f}"} dB</span></div>')
     return (f"<p class=note>{len(names)} tensors in graph order; bars span 0-{BAR_DB:g} dB; red: culprit "
             f"(SQNR &lt; {POOR_SQNR_DB:g} dB or a hint).</p><div class=bars id=sqnr-bars>{''.join(out)}</div>")

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import tokenize
 import zipfile
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -127,7 +128,10 @@ def _files(folder: Path) -> list[Path]:
 
 
 #: What a damaged or foreign .npy/.npz raises inside numpy and zipfile while it is read.
-_UNREADABLE = (OSError, ValueError, EOFError, SyntaxError, zipfile.BadZipFile, zlib.error, KeyError, UnicodeError)
+#: what numpy raises on a corrupt .npy / .npz (a header cut mid-dict: tokenize's TokenError, from
+#: numpy's header parser on a header it must repair; issue 27 item 6)
+_UNREADABLE = (OSError, ValueError, EOFError, SyntaxError, tokenize.TokenError, zipfile.BadZipFile, zlib.error, KeyError,
+               UnicodeError)
 
 
 def _npy_header(f, where: str) -> tuple[tuple[int, ...], np.dtype]:

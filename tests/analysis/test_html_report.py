@@ -245,3 +245,31 @@ def test_tensor_names_and_the_title_are_escaped(good):
 def test_import_intq_does_not_import_matplotlib():
     code = "import sys, intq, intq.analysis; assert 'matplotlib' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def _browser():
+    import shutil
+
+    return next((b for b in ("chromium-headless-shell", "chromium", "chromium-browser", "google-chrome")
+                 if shutil.which(b)), None)
+
+
+def test_the_page_renders_in_headless_chromium_and_its_script_finds_its_data(broken, tmp_path):
+    """The page as a browser shows it (tools/install_test_tools.sh installs chromium-headless-shell):
+    the page's own script parsed the embedded data and found one table row per tensor (it sets
+    data-intq-ready="yes" and writes the counts into #intq-status), and a screenshot is a real page."""
+    browser = _browser()
+    if browser is None:
+        pytest.skip("no headless Chromium (tools/install_test_tools.sh installs chromium-headless-shell)")
+    fg, qg, rep = broken
+    page = write_html_report(rep, tmp_path / "report.html", float_graph=fg, int_graph=qg, worst=2)
+    flags = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--window-size=1400,2000"]
+    dom = subprocess.run([*flags, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120).stdout
+    assert 'data-intq-ready="yes"' in dom, dom[:500]
+    assert f"report data: {len(rep.rows)} tensors on {rep.samples} samples, intq {intq.__version__}" in dom
+    shot = tmp_path / "shot.png"
+    subprocess.run([*flags, f"--screenshot={shot}", page.as_uri()], capture_output=True, timeout=120, check=True)
+    png = shot.read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    width, height = int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
+    assert (width, height) == (1400, 2000) and len(png) > 100_000  # a page of text and figures, not a blank one
