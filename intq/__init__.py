@@ -62,7 +62,7 @@ __all__ = [
     "GraphError",
     "UnsupportedOperatorError",
 ]
-__version__ = "0.1.0"
+from intq.version import __version__  # noqa: E402  (the one copy)
 
 
 def __getattr__(name: str):

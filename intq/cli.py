@@ -90,22 +90,21 @@ class Interrupted(BaseException):
 
 
 def _out(args, text: str) -> None:
-    if not args.json:
+    """Print a line of the command's report (not with --json or --quiet), after ending a progress line."""
+    from intq.console import end_lines
+
+    end_lines()
+    if not args.json and not getattr(args, "quiet", False):
         print(text)
 
 
 def _progress(args, label: str):
-    if args.json or not sys.stderr.isatty():
-        return None
+    """A progress line on stderr (done/total, rate, ETA: :class:`intq.console.ProgressLine`) when it is a
+    terminal and neither --json nor --quiet; None otherwise."""
+    from intq.console import ProgressLine
 
-    def show(p):
-        eta = f", ETA {p.eta:.0f} s" if p.eta is not None else ""
-        total = f"/{p.total}" if p.total else ""
-        shards = f", shards {p.shards}/{p.shards_total or '?'}" if p.shards is not None else ""
-        print(f"\r{label}: {p.samples}{total} samples{shards}, {p.rate:.1f}/s{eta}   ", end="", file=sys.stderr,
-              flush=True)
-
-    return show
+    line = ProgressLine(label, enabled=not args.json and not getattr(args, "quiet", False))
+    return line if line.enabled else None
 
 
 def _plan_outputs(args, outputs: dict, inputs: dict) -> dict[str, Path]:
@@ -173,6 +172,11 @@ def _load(args):
 #: the converter's ranges) is 0.1-2 dB further than ORT on four of them. mse costs 1.3-2.5x
 #: minmax's calibration time there.
 DEFAULT_METHOD = "mse"
+
+#: the calibration methods (intq.calibration.OBSERVER_METHODS; here so that parsing imports no numpy)
+METHODS = ("minmax", "ema", "percentile", "mse", "entropy", "auto")
+#: --sensitivity without N: every sample the comparison used
+_ALL_SAMPLES = -1
 
 #: --batch-size's default: intq.calibration.data.DEFAULT_BATCH_SIZE, written here so that the command
 #: starts without importing numpy (tests/test_cli.py checks the two agree).
@@ -245,11 +249,13 @@ def cmd_demo(args) -> dict:
 
     from intq.export.tflite_writer import to_tflite_bytes
 
-    out = _plan_outputs(args, {"-o": args.output}, {})["-o"]
+    if args.write_data:
+        return _write_demo_data(args)
+    out = _plan_outputs(args, {"-o": args.output}, {})["-o"] if args.output else None
     t0 = time.perf_counter()
     model = resources.files("intq") / "data" / "digits_cnn.onnx"
     (x_train, _), (x_test, y_test) = load_split()
-    fg = simplify(intq.load(str(model), input_shapes={"image": (1, 1, 8, 8)}))
+    fg = simplify(intq.load(str(model)))
     calib = [x[None] for x in x_train[:200]]
     table = intq.calibrate(fg, calib, "minmax", progress=_progress(args, "calibrating"))
     if not args.json and sys.stderr.isatty():
@@ -260,6 +266,7 @@ def cmd_demo(args) -> dict:
     ev = evaluate(fg, qg, [{"image": x[None]} for x in x_test], y_test)
     report = compare(fg, qg, [{"image": x[None]} for x in x_test[:100]])
     data = to_tflite_bytes(qg)
+    out, kept = _demo_output(out, data)
 
     lite, micro = intq.Interpreter(qg, target="litert-ref"), intq.Interpreter(qg, target="tflite")
     equal = equal_tflm = 0
@@ -292,15 +299,83 @@ def cmd_demo(args) -> dict:
   worst layers (SQNR vs float):""")
     for r in report.worst(3):
         _out(args, f"    {r.sqnr_db:6.1f} dB  {r.op:16s} {r.name}" + (f"  -- {r.hint}" if r.hint else ""))
-    _out(args, f"""  wrote {out} ({len(data)} bytes)
+    _out(args, f"""  {'kept' if kept else 'wrote'} {out} ({len(data)} bytes{', identical to the file there' if kept else ''})
   LiteRT reference kernels on that file give outputs identical to intq's (target litert-ref): {equal}/{len(x_test)} digits
   TensorFlow Lite Micro on that file gives outputs identical to intq's (target tflite): {result['tflite_micro_identical']}
   total {result['seconds']:.1f} s""")
     if equal != len(x_test) or (run_tflm is not None and equal_tflm != len(x_test)):
         raise RuntimeError(f"the runtimes' outputs differ from intq's: LiteRT on {len(x_test) - equal} digits, "
                            f"TFLite Micro on {len(x_test) - equal_tflm if run_tflm else 0}")
-    args.outputs.stage(out, data)
+    if not kept:
+        args.outputs.stage(out, data)
+    _out(args, "  next: intq demo --write-data demo/   (the model, calibration and test files the README's examples use)")
     return result
+
+
+#: where ``intq demo`` writes its .tflite when -o is not given
+DEMO_OUTPUT = "digits_int8.tflite"
+
+
+def _demo_output(out: Path | None, data: bytes) -> tuple[Path, bool]:
+    """Where the demo writes ``data``, and whether the file there already holds exactly it: ``-o`` when
+    given (checked before any work); else :data:`DEMO_OUTPUT`, kept when it holds these bytes (a second
+    ``intq demo``: the demo is deterministic), else the first free ``digits_int8-N.tflite`` (a file the
+    user never named is never replaced, and the demo never fails for it)."""
+    if out is not None:
+        return out, False
+    candidate = Path(DEMO_OUTPUT)
+    n = 1
+    while candidate.exists() or candidate.is_symlink():
+        try:
+            if candidate.is_file() and candidate.read_bytes() == data:
+                return candidate, True
+        except OSError:
+            pass
+        n += 1
+        candidate = Path(f"{Path(DEMO_OUTPUT).stem}-{n}.tflite")
+    return candidate, False
+
+
+#: what ``intq demo --write-data DIR`` writes: the README's examples use exactly these files
+DEMO_FILES = ("digits_cnn.onnx", "calib.npz", "test.npz", "test_labels.npy", "x.npy")
+
+
+def _write_demo_data(args) -> dict:
+    """``intq demo --write-data DIR``: the bundled model and the digits as the files the README's
+    examples name (``calib.npz``: 200 training digits, ``test.npz`` + ``test_labels.npy``: the 450
+    held-out ones, ``x.npy``: one of them), written through the command's staged outputs."""
+    import numpy as np
+
+    from intq.testing.digits import load_split
+
+    folder = Path(args.write_data)
+    paths = _plan_outputs(args, {f"--write-data ({name})": folder / name for name in DEMO_FILES}, {})
+    (x_train, _), (x_test, y_test) = load_split()
+    model = (resources.files("intq") / "data" / "digits_cnn.onnx").read_bytes()
+    arrays = {"calib.npz": {"image": x_train[:200]}, "test.npz": {"image": x_test}}
+    for label, path in paths.items():
+        name = path.name
+        if name == "digits_cnn.onnx":
+            payload = model
+        else:
+            buf = io.BytesIO()
+            if name.endswith(".npz"):
+                np.savez(buf, **arrays[name])
+            else:
+                np.save(buf, y_test if name == "test_labels.npy" else x_test[:1], allow_pickle=False)
+            payload = buf.getvalue()
+        args.outputs.stage(path, payload)
+    _out(args, f"""wrote the demo's files to {folder}/:
+  digits_cnn.onnx   the bundled float model (input image: [batch, 1, 8, 8], output logits: [batch, 10])
+  calib.npz         200 training digits (image: float32 [200, 1, 8, 8] in [0, 1]) to calibrate on
+  test.npz          the 450 held-out digits, test_labels.npy their classes (int64 [450])
+  x.npy             one held-out digit (float32 [1, 1, 8, 8])
+then, in {folder}/:
+  intq quantize digits_cnn.onnx --calib calib.npz -o digits_int8.tflite
+  intq eval digits_cnn.onnx digits_int8.tflite --data test.npz --labels test_labels.npy
+  intq compare digits_cnn.onnx digits_int8.tflite --data test.npz --labels test_labels.npy --html report.html
+  intq run digits_int8.tflite --input x.npy""")
+    return {"written": {p.name: str(p) for p in paths.values()}}
 
 
 # --------------------------------------------------------------------------------- quantize
@@ -333,32 +408,6 @@ def _existing(path: str, flag: str) -> str:
     return path
 
 
-def _count(data, graph, pre) -> int | None:
-    """How many samples a data source holds (for progress ETAs), without decoding it: a folder
-    of images holds one per image; a single .npy/.npz, its first axis over the input's batch.
-    None when that cannot be told cheaply (folders of array files, unknown batch)."""
-    from intq.calibration.data import ARRAY_SUFFIXES, IMAGE_SUFFIXES, array_headers
-
-    p = Path(data)
-    if p.is_dir():
-        files = [f.suffix.lower() for f in p.iterdir()]
-        if any(f in ARRAY_SUFFIXES for f in files):
-            return None
-        return sum(f in IMAGE_SUFFIXES for f in files) or None
-    shape = graph.tensors[graph.inputs[0]].shape
-    batch = shape[0] if shape and isinstance(shape[0], int) and shape[0] > 0 else None
-    if batch is None or p.suffix.lower() not in ARRAY_SUFFIXES or not p.is_file():
-        return None
-    try:
-        headers = array_headers(p)  # the headers only: nothing is loaded here
-    except IntqError:  # the real pass reports the error with its context
-        return None
-    first = headers.get(graph.inputs[0], headers.get("")) or (next(iter(headers.values())) if headers else None)
-    if first is None or not first[0]:
-        return None
-    return max(first[0][0] // batch, 1)
-
-
 def _cluster(args):
     """The Ray cluster of --cluster / --workers (connected on first use, closed when the command
     ends: :func:`_execute`), or None for a local run."""
@@ -372,8 +421,9 @@ def _cluster(args):
 
 
 def _end_progress(args) -> None:
-    if not args.json and sys.stderr.isatty():
-        print(file=sys.stderr)
+    from intq.console import end_lines
+
+    end_lines()
 
 
 def _row_dict(r) -> dict:
@@ -399,7 +449,8 @@ def _pipeline_options(args) -> dict:
     return {"input_shapes": _input_shapes(args.input_shape),
             "constant_inputs": _input_values(getattr(args, "input_value", None)) or None,
             "method": args.method, "preprocess_for": lambda fg: _preprocess(args, fg), "batch_size": args.batch_size,
-            "progress": _progress(args, "calibrating"), "per_channel": not args.per_tensor, "precision": precision,
+            "progress": _progress(args, "calibrating"), "search_progress": _progress(args, "searching precisions"),
+            "per_channel": not args.per_tensor, "precision": precision,
             "target_sqnr": args.target_sqnr, "bias_correction": args.bias_correction, "adaround": args.adaround,
             "equalization": args.equalize, "cluster": _cluster(args)}
 
@@ -491,8 +542,7 @@ def cmd_quantize(args) -> dict:
             worst = check.rows[0] if check.rows else None
             _out(args, f"  no layer below {POOR_SQNR_DB:.0f} dB SQNR on {check.samples} calibration samples"
                        + (f" (worst {worst.sqnr_db:.1f} dB: {worst.name})" if worst else ""))
-    for note in result["notes"]:
-        _out(args, f"  note: {note}")
+    # the conversion notes (and a missed --target-sqnr) are the library's warnings, on stderr: intq.pipeline
     if args.calib_table:
         _out(args, f"  calibration table: {args.calib_table}")
     return result
@@ -572,10 +622,10 @@ def _float_and_int(args):
     hint = "give the float model first, then QMODEL"
     t0 = time.perf_counter()
     if args.qmodel:
-        fg = pipeline.load_float(_load(args))
+        fg = _load_float(args)
         if any(t.qparams is not None for t in fg.tensors.values()):
             raise UsageError(f"{args.model} is already an integer model: {hint}")
-        qg = intq.load(args.qmodel, input_shapes=_input_shapes(args.input_shape))
+        qg = intq.load(_existing(args.qmodel, "QMODEL"), input_shapes=_input_shapes(args.input_shape))
         source = args.qmodel
     else:
         if not args.calib:
@@ -587,6 +637,17 @@ def _float_and_int(args):
     return fg, qg, source, time.perf_counter() - t0
 
 
+def _load_float(args):
+    """MODEL as the pipeline loads it (:func:`intq.pipeline.load_float`): dynamic dimensions the
+    --input-shape flags leave open are bound from --data / --calib."""
+    from intq import pipeline
+
+    data = getattr(args, "data", None) or getattr(args, "calib", None)
+    return pipeline.load_float(args.model, input_shapes=_input_shapes(args.input_shape),
+                               constant_inputs=_input_values(getattr(args, "input_value", None)) or None,
+                               data=data if data and Path(data).exists() else None)
+
+
 def _resolve_target(args, graph) -> None:
     """``--target`` when given; else the target a quantized ONNX file names (``ort`` / ``ort-u8``:
     onnxruntime's arithmetic on it), else ``tflite``."""
@@ -594,27 +655,30 @@ def _resolve_target(args, graph) -> None:
         args.target = graph.metadata.get("onnx_target") or "tflite"
 
 
-def _data(args, fg):
-    """The --data samples (at most --limit) in runs of --batch-size, and their count when known."""
-    from intq.calibration import iter_batches
+def _data_options(args, fg) -> dict:
+    """--data (checked to exist), its image preprocessing, --batch-size and --limit: the data options of
+    :func:`intq.analysis.evaluate.evaluate` and :func:`intq.compare`."""
+    return {"data": _existing(args.data, "--data"), "preprocess": _preprocess(args, fg), "batch_size": args.batch_size,
+            "limit": args.limit}
 
-    data, pre = _existing(args.data, "--data"), _preprocess(args, fg)
-    total = _count(data, fg, pre)
-    if total is not None and args.limit is not None:
-        total = min(total, args.limit)
-    return iter_batches(data, fg, args.batch_size, pre, limit=args.limit), total
+
+def _labels(args):
+    """--labels (at most --limit of them), or None."""
+    from intq.analysis.evaluate import load_labels
+
+    labels = load_labels(_existing(args.labels, "--labels")) if getattr(args, "labels", None) else None
+    if labels is not None and args.limit is not None:
+        labels = labels[: args.limit]
+    return labels
 
 
 def cmd_eval(args) -> dict:
-    from intq.analysis.evaluate import evaluate, load_labels
+    from intq.analysis.evaluate import evaluate
 
-    labels = load_labels(args.labels) if args.labels else None
+    labels = _labels(args)
     fg, qg, source, t_models = _float_and_int(args)
-    samples, total = _data(args, fg)
-    if labels is not None and args.limit is not None:
-        labels = labels[: args.limit]
-    ev = evaluate(fg, qg, samples, labels, target=args.target, progress=_progress(args, "evaluating"), total=total,
-                  cluster=_cluster(args))
+    ev = evaluate(fg, qg, labels=labels, target=args.target, progress=_progress(args, "evaluating"),
+                  cluster=_cluster(args), **_data_options(args, fg))
     _end_progress(args)
     result = {"model": args.model, "qmodel": source, "target": args.target, **ev.as_dict(),
               "seconds_models": round(t_models, 2)}
@@ -629,42 +693,118 @@ def cmd_eval(args) -> dict:
     return result
 
 
-def _sensitivity(args, fg, qg, mapped: bool):
-    """``intq compare --sensitivity N``: the per-layer ranking on the first N samples of --data."""
+def _sensitivity(args, fg, qg, mapped: bool, compared: int):
+    """``intq compare --sensitivity [N]``: the per-layer ranking on the samples the comparison used
+    (all of them, or the first N)."""
     from intq.analysis.sensitivity import sensitivity
+    from intq.calibration import iter_samples
 
     if not mapped:
         raise UsageError("--sensitivity needs an integer graph intq made (quantize MODEL with --calib instead of "
                          "giving QMODEL): it maps every integer tensor to its float tensor")
-    from intq.calibration import iter_samples
-
+    n = compared if args.sensitivity == _ALL_SAMPLES else min(args.sensitivity, compared)
     samples = iter_samples(_existing(args.data, "--data"), fg, _preprocess(args, fg))
-    return sensitivity(fg, qg, itertools.islice(samples, args.sensitivity), cluster=_cluster(args))
+    r = sensitivity(fg, qg, itertools.islice(samples, n), progress=_progress(args, f"sensitivity on {n} samples"),
+                    cluster=_cluster(args))
+    _end_progress(args)
+    return r
+
+
+def _sweep_options(spec: str) -> dict:
+    """One ``--sweep`` run: ``+``-joined settings (a calibration method, ``per-tensor`` / ``per-channel``,
+    ``bias-correction``, ``adaround``, ``equalize``, ``target-sqnr=DB``, ``int16=LAYER`` /
+    ``float=LAYER``) as :func:`intq.pipeline.run` options."""
+    options: dict = {}
+    for token in (t.strip() for t in spec.split("+")):
+        if token in METHODS:
+            options["method"] = token
+        elif token in ("per-tensor", "per-channel"):
+            options["per_channel"] = token == "per-channel"
+        elif token in ("bias-correction", "adaround", "equalize"):
+            options[{"equalize": "equalization"}.get(token, token.replace("-", "_"))] = True
+        elif token.startswith("target-sqnr="):
+            try:
+                options["target_sqnr"] = float(token.split("=", 1)[1])
+            except ValueError:
+                raise UsageError(f"--sweep {spec!r}: target-sqnr=DB takes a number") from None
+        elif token.startswith(("int16=", "float=")):
+            prec, layer = token.split("=", 1)
+            options.setdefault("precision", {})[layer] = prec
+        else:
+            raise UsageError(f"--sweep {spec!r}: {token!r} is not a setting; use {'/'.join(METHODS)}, per-tensor, "
+                             "per-channel, bias-correction, adaround, equalize, target-sqnr=DB, int16=LAYER, "
+                             "float=LAYER, joined with +")
+    return options
+
+
+def _runs(args, fg, qg, source: str) -> list[dict]:
+    """The runs ``intq compare`` compares: the main one (QMODEL, or MODEL quantized with --calib), each
+    ``--against QMODEL`` and each ``--sweep`` of settings (MODEL quantized again with --calib)."""
+    import intq
+    from intq import pipeline
+    from intq.analysis.evaluate import with_output_mapping
+
+    runs = [{"name": Path(args.qmodel).name if args.qmodel else f"{args.method}", "source": source, "float": fg,
+             "int": qg}]
+    for path in args.against or ():
+        other = intq.load(_existing(path, "--against"), input_shapes=_input_shapes(args.input_shape))
+        runs.append({"name": Path(path).name, "source": path, "float": fg, "int": other})
+    if args.sweep and not args.calib:
+        raise UsageError("--sweep quantizes MODEL again with other settings: give --calib DATA")
+    base = _pipeline_options(args)
+    for spec in args.sweep or ():
+        r = pipeline.run(args.model, _existing(args.calib, "--calib"), None,
+                         **{**base, **_sweep_options(spec), "progress": _progress(args, f"calibrating ({spec})")})
+        _end_progress(args)
+        runs.append({"name": spec, "source": f"{args.model} quantized ({spec})", "float": r.float_graph,
+                     "int": r.graph})
+    names = [r["name"] for r in runs]
+    for run in runs:  # two files of one name (a.tflite, ../a.tflite): each by the path given
+        if names.count(run["name"]) > 1:
+            run["name"] = run["source"]
+        run["mapped"] = bool(run["int"].metadata.get("float_tensor_of"))
+        run["int"] = with_output_mapping(run["float"], run["int"])
+    return runs
 
 
 def cmd_compare(args) -> dict:
     from intq.analysis import compare
-    from intq.analysis.evaluate import with_output_mapping
 
     _plan_outputs(args, {"--html": args.html}, {"MODEL": args.model, "QMODEL": args.qmodel, "--data": args.data,
-                                                "--calib": args.calib})
+                                                "--calib": args.calib, "--labels": args.labels})
+    if args.html and not _extra_available("html"):  # refused before any model runs
+        raise UsageError(f"--html {args.html}: the report's plots need matplotlib: pip install 'intq[html]'")
+    labels = _labels(args)
     fg, qg, source, _ = _float_and_int(args)
-    mapped = bool(qg.metadata.get("float_tensor_of"))
-    qg = with_output_mapping(fg, qg)
-    samples, _ = _data(args, fg)
-    report = compare(fg, qg, samples, target=args.target, cluster=_cluster(args))
+    runs = _runs(args, fg, qg, source)
+    for run in runs:
+        run["report"] = compare(run["float"], run["int"], target=args.target, labels=labels, cluster=_cluster(args),
+                                progress=_progress(args, f"comparing {run['name']}"), **_data_options(args, run["float"]))
+        _end_progress(args)
+    report, mapped = runs[0]["report"], runs[0]["mapped"]
     result = {"model": args.model, "qmodel": source, "target": args.target, "samples": report.samples,
-              "tensors": len(report.rows), "per_tensor": mapped,
+              "tensors": len(report.rows), "per_tensor": mapped, **_accuracy_dict(report),
               "layers": [_row_dict(r) for r in report.rows]}
     _out(args, f"{args.model} (float) vs {source} (int8, target {args.target}): {len(report.rows)} tensors "
                f"on {report.samples} samples, worst first")
+    if report.accuracy is not None:
+        f, q = report.accuracy
+        _out(args, f"  accuracy   float {f:.2%}   int8 {q:.2%}   ({100 * (q - f):+.2f} points, "
+                   f"{report.labelled_rows} labelled rows)")
     if not mapped:
         _out(args, "  (QMODEL carries no float-tensor mapping, e.g. made by another converter: outputs only)")
     top = args.top or None
     _out(args, report.table(top))
     if top is not None and len(report.rows) > top:
         _out(args, f"... {len(report.rows) - top} more (--top 0 shows all, --json gives every row)")
-    sens = _sensitivity(args, fg, qg, mapped) if args.sensitivity else None
+    if len(runs) > 1:
+        from intq.analysis.html_report import run_summary
+
+        summaries = [run_summary(r["name"], r["report"], r["float"], r["int"]) for r in runs]
+        result["runs"] = [x.as_dict() for x in summaries]
+        _out(args, f"\n{len(runs)} runs on the same {report.samples} samples:")
+        _out(args, _runs_table(summaries))
+    sens = _sensitivity(args, fg, qg, mapped, report.samples) if args.sensitivity else None
     if sens is not None:
         result["sensitivity"] = {"all_int8_db": round(sens.all_int8_db, 2), "samples": sens.samples,
                                  "layers": [{"layer": r.layer, "op": r.op, "gain_db": round(r.gain_db, 2),
@@ -672,16 +812,51 @@ def cmd_compare(args) -> dict:
                                              "alone_int8_db": round(r.alone_int8_db, 2)} for r in sens.rows],
                                  "weight_only_bound_db": {k: round(v, 2) for k, v in (sens.weight_only_db or {}).items()},
                                  "hints": list(sens.hints)}
+        _out(args, f"sensitivity, simulated on {sens.samples} of the {report.samples} samples:")
         _out(args, sens.table(top))
     if args.html:
         from intq.analysis.html_report import render_html
 
         args.outputs.stage(args.html, render_html(
             report, float_graph=fg, int_graph=qg, sensitivity=sens,
-            title=f"{Path(args.model).name} vs {Path(source).name if args.qmodel else 'int8'}"))
+            title=f"{Path(args.model).name} vs {Path(source).name if args.qmodel else 'int8'}",
+            runs=[(r["name"], r["report"], r["float"], r["int"]) for r in runs] if len(runs) > 1 else None,
+            command=_command_line(), version=_version()))
         result["html"] = args.html
         _out(args, f"wrote {args.html}")
     return result
+
+
+def _extra_available(extra: str) -> bool:
+    from intq.extras import available
+
+    return available(extra)
+
+
+def _accuracy_dict(report) -> dict:
+    if report.accuracy is None:
+        return {}
+    return {"float_accuracy": report.accuracy[0], "int_accuracy": report.accuracy[1],
+            "labelled_rows": report.labelled_rows}
+
+
+def _runs_table(summaries) -> str:
+    """The runs side by side: output SQNR, top-1 agreement, accuracy, worst layer."""
+    head = f"{'run':28s} {'output SQNR dB':>14s} {'top-1 agree':>11s} {'int8 acc':>9s}  worst layer"
+    lines = [head, "-" * len(head)]
+    for x in summaries:
+        acc = f"{x.int_accuracy:.2%}" if x.int_accuracy is not None else "-"
+        agree = f"{x.agreement:.2%}" if x.agreement is not None else "-"
+        worst = f"{x.worst_db:.1f} dB {x.worst}" if x.worst else "-"
+        lines.append(f"{x.name[:28]:28s} {x.output_db:14.2f} {agree:>11s} {acc:>9s}  {worst}")
+    return "\n".join(lines)
+
+
+def _command_line() -> str:
+    """The command as the user typed it (for the report's header)."""
+    import shlex
+
+    return " ".join(shlex.quote(a) for a in ["intq", *sys.argv[1:]]) if sys.argv and sys.argv[0] else "intq"
 
 
 # ------------------------------------------------------------------------------------ diff
@@ -693,8 +868,10 @@ def cmd_diff(args) -> dict:
     targets = [t.strip() for t in args.targets.split(",") if t.strip()]
     if len(targets) != 2:
         raise UsageError(f"--targets {args.targets!r}: give two targets, e.g. --targets tflite,litert-ref")
+    from intq.calibration import iter_batches
+
     g = _load(args)
-    samples, _ = _data(args, g)
+    samples = iter_batches(_existing(args.data, "--data"), g, args.batch_size, _preprocess(args, g), limit=args.limit)
     if getattr(args, "against", None):
         return _diff_schemes(args, g, samples, targets[0])
     report = diff_targets(g, samples, targets)
@@ -842,47 +1019,97 @@ def _c_summary(c: dict) -> str:
 
 
 def cmd_export(args) -> dict:
-    """Write an integer .tflite as C99 (``--c DIR``)."""
+    """``intq export MODEL --tflite OUT / --onnx OUT / --c DIR``: an integer model intq can load
+    (``.tflite``, a quantized ``.onnx``, TPU-MLIR) written in each format asked for, each checked by
+    output in its runtime before anything is written (:func:`intq.pipeline.export`)."""
     import intq
+    from intq import pipeline
+    from intq.onnx_format.schema import DEFAULT_OPSET
 
     model = Path(_existing(args.model, "MODEL"))
-    if not args.c:
-        raise UsageError("say what to export to: --c DIR (C99 source and header)")
+    if not (args.c or args.tflite or args.onnx):
+        raise UsageError("say what to export to: --tflite FILE, --onnx FILE and/or --c DIR")
+    if not args.onnx and (args.format or args.opset or args.activations != "int8"):
+        raise UsageError("--format, --activations and --opset apply to --onnx")
+    for flag, path, suffix in (("--tflite", args.tflite, ".tflite"), ("--onnx", args.onnx, ".onnx")):
+        if path and Path(path).suffix.lower() != suffix:
+            raise UsageError(f"{flag} {path}: give a {suffix} file name")
+    planned = {"--tflite": args.tflite, "--onnx": args.onnx}
+    if args.c:
+        planned.update({"--c (source)": Path(args.c) / f"{args.prefix}.c", "--c (header)": Path(args.c) / f"{args.prefix}.h"})
+    _plan_outputs(args, planned, {"MODEL": model})
     shapes = _input_shapes(args.input_shape)
     g = intq.load(str(model), input_shapes=shapes)
     bound = {n: tuple(1 if d is None else d for d in g.tensors[n].shape) for n in g.inputs
              if n not in shapes and not g.tensors[n].is_static and g.tensors[n].shape is not None}
-    if bound:  # C needs static shapes: a dynamic (batch) dimension becomes 1 unless --input-shape says otherwise
+    if bound:  # the writers need static shapes: a dynamic dimension becomes 1 unless --input-shape says otherwise
         g = intq.load(str(model), input_shapes={**shapes, **bound})
     if not any(t.qparams is not None for t in g.tensors.values()):
-        raise UsageError(f"{model} is a float model; quantize it first (`intq quantize ... -o model.c` does both)")
-    out_dir = Path(args.c)
-    _plan_outputs(args, {"--c (source)": out_dir / f"{args.prefix}.c", "--c (header)": out_dir / f"{args.prefix}.h"},
-                  {"MODEL": model})
-    limit = _parse_bytes(args.arena_limit) if args.arena_limit else None
-    r = intq.export_c(g, out_dir, prefix=args.prefix, target=args.target, arena_limit=limit, overwrite=args.force,
-                      check="warn" if args.keep_unverified else True, outputs=args.outputs)
-    c = _c_report(r, g, args.prefix, model.read_bytes() if model.suffix == ".tflite" else None)
-    _out(args, f"exported {model} -> C99 ({args.prefix}.c, {args.prefix}.h in {out_dir})")
+        raise UsageError(f"{model} is a float model; quantize it first (`intq quantize {model.name} --calib DATA "
+                         "-o model.tflite`, .onnx or .c)")
+    source_target = g.metadata.get("onnx_target")
+    if source_target and (args.tflite or args.c):
+        raise UsageError(f"{model} is a quantized ONNX model: its integer arithmetic is onnxruntime's (target "
+                         f"{source_target}), which a .tflite or C file cannot carry; write it --onnx, or quantize the "
+                         "float model with `intq quantize` for a .tflite / C file")
+    check = "warn" if args.keep_unverified else True
+    result: dict = {"model": str(model), "bound_input_shapes": {n: list(v) for n, v in bound.items()}, "exports": {}}
     for n, shape in bound.items():
-        _out(args, f"  input {n!r}: dynamic dimensions bound to 1: {list(shape)} (--input-shape to choose)")
-    _out(args, _c_summary(c))
-    if r.check is not None:
-        _out(args, "  runs in: " + r.check.summary())
-        if not r.check.equal:
-            _out(args, "  WARNING: written unverified (--keep-unverified): the compiled code computes other outputs "
-                       "than intq says; please report it with the model")
-    return {"model": str(model), "bound_input_shapes": {n: list(v) for n, v in bound.items()}, **c}
+        _out(args, f"input {n!r}: dynamic dimensions bound to 1: {list(shape)} (--input-shape to choose)")
+    for fmt, path in (("tflite", args.tflite), ("onnx", args.onnx)):
+        if not path:
+            continue
+        e = pipeline.export(g, path, format=fmt, onnx_format=args.format or "qdq", activations=args.activations,
+                            opset=args.opset or DEFAULT_OPSET, check=check, outputs=args.outputs)
+        runs = e.check.messages() if e.check is not None else {}
+        result["exports"][fmt] = {"path": str(path), "bytes": e.bytes, "runtimes": runs,
+                                  "equal": e.check.equal if e.check is not None else None}
+        _out(args, f"exported {model} -> {path} ({e.bytes:,} bytes)")
+        _out(args, "  runs in: " + ("; ".join(f"{k} ({v})" for k, v in runs.items()) or "not checked"))
+        _unverified(args, e.check)
+    if args.c:
+        out_dir = Path(args.c)
+        limit = _parse_bytes(args.arena_limit) if args.arena_limit else None
+        r = intq.export_c(g, out_dir, prefix=args.prefix, target=args.target, arena_limit=limit, overwrite=args.force,
+                          check=check, outputs=args.outputs)
+        c = _c_report(r, g, args.prefix, model.read_bytes() if model.suffix == ".tflite" else None)
+        result.update(c)  # the C report's keys at the top level, as before
+        result["exports"]["c"] = {"path": str(out_dir / f"{args.prefix}.c"), "equal": r.check.equal if r.check else None}
+        _out(args, f"exported {model} -> C99 ({args.prefix}.c, {args.prefix}.h in {out_dir})")
+        _out(args, _c_summary(c))
+        if r.check is not None:
+            _out(args, "  runs in: " + r.check.summary())
+        _unverified(args, r.check)
+    return result
+
+
+def _unverified(args, check) -> None:
+    if check is not None and not check.equal:  # --keep-unverified: written, but say so loudly
+        _out(args, "  WARNING: written unverified (--keep-unverified): the runtime computes other outputs than intq "
+                   "says; please report it with the model")
+
+
+def _version() -> str:
+    from intq.version import __version__
+
+    return __version__
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="intq", description="Integer-only int8 inference: quantize, run "
                                      "bit-exactly, explain, export.", epilog=EXAMPLES,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"intq {_version()}")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--json", action="store_true", help="print machine-readable JSON")
+    common.add_argument("--json", action="store_true", help="print machine-readable JSON (with intq_version)")
+    common.add_argument("-q", "--quiet", action="store_true",
+                        help="print nothing but errors (no progress, no report, no warnings; --json still prints)")
+    common.add_argument("-v", "--verbose", action="count", default=0,
+                        help="say more: -v the library's info records (stages, times, checks skipped), -vv debug")
+    common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                        help="show the traceback of an error")
     common.add_argument("--max-tensor-size", type=_byte_size, metavar="SIZE",
                         help="the largest tensor intq may create, e.g. 8G (default 2G: a larger one is refused before "
                              "it is allocated)")
@@ -893,10 +1120,14 @@ def build_parser() -> argparse.ArgumentParser:
     d = sub.add_parser("demo", parents=[common], help="quantize the bundled digits CNN and check it",
                        description="Quantize the bundled digits CNN, measure float and int8 accuracy, name the "
                        "worst layers, write the .tflite and check LiteRT's reference kernels agree.",
-                       epilog="example:\n  intq demo -o out/digits_int8.tflite --force",
+                       epilog="examples:\n  intq demo\n  intq demo -o out/digits_int8.tflite --force\n"
+                       "  intq demo --write-data demo/",
                        formatter_class=argparse.RawDescriptionHelpFormatter)
-    d.add_argument("-o", "--output", default="digits_int8.tflite", help="where to write the .tflite")
-    d.add_argument("--force", action="store_true", help="overwrite an existing output file")
+    d.add_argument("-o", "--output", help=f"where to write the .tflite (default {DEMO_OUTPUT}; an existing one is "
+                   "kept when identical, else the next free digits_int8-N.tflite is written)")
+    d.add_argument("--force", action="store_true", help="overwrite an existing output file (-o, --write-data)")
+    d.add_argument("--write-data", metavar="DIR", help="write the demo's model and data files (digits_cnn.onnx, "
+                   "calib.npz, test.npz, test_labels.npy, x.npy: the README's examples) into DIR, and nothing else")
     d.set_defaults(func=cmd_demo)
 
     images = argparse.ArgumentParser(add_help=False)
@@ -921,7 +1152,7 @@ def build_parser() -> argparse.ArgumentParser:
                              "(ort-u8 on a CPU with VNNI or ARM64 / on x86 AVX2 without VNNI: int16-saturating u8s8 "
                              "GEMM; ort-u8 resolves to one of them here); docs/engine.md lists what each emulates")
     calib = argparse.ArgumentParser(add_help=False)
-    calib.add_argument("--method", default=DEFAULT_METHOD, choices=["minmax", "ema", "percentile", "mse", "entropy", "auto"],
+    calib.add_argument("--method", default=DEFAULT_METHOD, choices=METHODS,
                        help=f"calibration method (default {DEFAULT_METHOD}: on every model of docs/accuracy.md as close "
                        "to float as TensorFlow's converter and onnxruntime's quantize_static, or closer)")
     calib.add_argument("--per-tensor", action="store_true", help="per-tensor weights (default per-channel)")
@@ -1029,13 +1260,29 @@ def build_parser() -> argparse.ArgumentParser:
                        help="per-tensor float vs int8 analysis, worst layers first (and an HTML report)",
                        description="For every tensor of the integer model against its float counterpart: SQNR, "
                        "cosine, error in LSB, saturation, codes used; ranked worst first with a hint per symptom.",
-                       epilog="examples:\n  intq compare model.onnx model_int8.tflite --data val.npz --html report.html\n"
-                       "  intq compare model.onnx --calib calib.npz --data val.npz --top 0 --json",
+                       epilog="examples:\n  intq compare model.onnx model_int8.tflite --data val.npz --labels val_labels.npy "
+                       "--html report.html\n"
+                       "  intq compare model.onnx --calib calib.npz --data val.npz --top 0 --json\n"
+                       "  intq compare model.onnx model_int8.tflite --against tf_int8.tflite --data val.npz --html runs.html\n"
+                       "  intq compare model.onnx --calib calib.npz --data val.npz --sweep minmax --sweep percentile "
+                       "--html sweep.html",
                        formatter_class=argparse.RawDescriptionHelpFormatter)
-    c.add_argument("--html", help="write a self-contained HTML report (plots embedded)")
-    c.add_argument("--sensitivity", type=_positive_int, nargs="?", const=4, metavar="N",
-                   help="rank the layers by how much keeping each out of int8 gains (simulated on the first N "
-                   "samples of --data, default 4; needs an integer graph intq made)")
+    c.add_argument("--html", help="write a self-contained HTML report (plots embedded; the plots need "
+                   "pip install 'intq[html]')")
+    c.add_argument("--labels", help="integer class per sample (.npy, or text with one integer per line): each "
+                   "model's top-1 accuracy")
+    c.add_argument("--against", action="append", metavar="QMODEL2",
+                   help="another integer model of MODEL to compare side by side (repeatable: a .tflite from "
+                   "TensorFlow's converter, another intq run...): one table, one SQNR chart")
+    c.add_argument("--sweep", action="append", metavar="SETTINGS",
+                   help="quantize MODEL again (with --calib) with other settings and compare side by side "
+                   "(repeatable): a method (minmax, mse, percentile, entropy, auto, ema), per-tensor, "
+                   "bias-correction, adaround, equalize, target-sqnr=DB, int16=LAYER, float=LAYER, joined with +, "
+                   "e.g. --sweep minmax --sweep percentile+per-tensor")
+    c.add_argument("--sensitivity", type=_positive_int, nargs="?", const=_ALL_SAMPLES, metavar="N",
+                   help="rank the layers by how much keeping each out of int8 gains (simulated on the samples "
+                   "compared, or the first N: 2 x (layers + 1) + 2 float runs per sample; needs an integer graph "
+                   "intq made)")
     c.add_argument("--top", type=_nonnegative_int, default=15, help="show the N worst tensors (0: all; default 15)")
     c.add_argument("--force", action="store_true", help="overwrite an existing report")
     c.set_defaults(func=cmd_compare)
@@ -1072,18 +1319,27 @@ def build_parser() -> argparse.ArgumentParser:
     r.set_defaults(func=cmd_run)
 
     x = sub.add_parser("export", parents=[common, shapes],
-                       help="write an integer model as C99 for microcontrollers",
-                       description="Write an integer .tflite as C99: PREFIX.c and PREFIX.h with int "
-                       "PREFIX_invoke(in..., out..., arena), weights and multipliers const, one caller-provided "
-                       "arena of PREFIX_ARENA_BYTES, no dynamic allocation, no floating point in the inference "
-                       "path; bit-exact with TensorFlow Lite Micro. The files are compiled once before they are "
-                       "written (when a C compiler is installed); nothing is written if a node cannot be generated "
-                       "or the arena exceeds --arena-limit.",
-                       epilog="examples:\n  intq export model_int8.tflite --c out/\n"
+                       help="write an integer model as .tflite, ONNX or C99",
+                       description="Write an integer model intq can load (.tflite, a quantized .onnx, TPU-MLIR) as "
+                       ".tflite (--tflite), ONNX (--onnx: QDQ or QOperator, int8 or uint8 activations) and/or C99 "
+                       "(--c: PREFIX.c and PREFIX.h with int PREFIX_invoke(in..., out..., arena), weights and "
+                       "multipliers const, one caller-provided arena of PREFIX_ARENA_BYTES, no dynamic allocation, no "
+                       "floating point in the inference path; bit-exact with TensorFlow Lite Micro). Each file is run "
+                       "in its runtime (LiteRT / TFLite Micro, onnxruntime, the C compiler) and compared with intq by "
+                       "output before anything is written. A float model is quantized with `intq quantize`.",
+                       epilog="examples:\n  intq export model_int8.tflite --onnx model_int8.onnx\n"
+                       "  intq export model_int8.onnx --tflite model_int8.tflite\n"
+                       "  intq export model_int8.tflite --c out/\n"
                        "  intq export model_int8.tflite --c out/ --prefix kws --arena-limit 64k",
                        formatter_class=argparse.RawDescriptionHelpFormatter)
-    x.add_argument("model", help="an integer model (.tflite)")
-    x.add_argument("--c", metavar="DIR", help="write PREFIX.c and PREFIX.h into DIR")
+    x.add_argument("model", help="an integer model (.tflite, quantized .onnx, TPU-MLIR .mlir)")
+    x.add_argument("--tflite", metavar="FILE", help="write a .tflite")
+    x.add_argument("--onnx", metavar="FILE", help="write an ONNX model (see --format, --activations, --opset)")
+    x.add_argument("--format", choices=["qdq", "qoperator"], help="the ONNX encoding (default qdq)")
+    x.add_argument("--activations", choices=["int8", "uint8"], default="int8",
+                   help="ONNX activation dtype (default int8: target ort; uint8: target ort-u8)")
+    x.add_argument("--opset", type=int, help="ONNX opset to write (default 21; 13 or more)")
+    x.add_argument("--c", metavar="DIR", help="write PREFIX.c and PREFIX.h (C99) into DIR")
     x.add_argument("--prefix", default="model", help="the C names' prefix and the files' stem (default model)")
     x.add_argument("--arena-limit", metavar="BYTES", help="refuse a plan whose arena exceeds BYTES (e.g. 64k)")
     x.add_argument("--force", action="store_true", help="overwrite existing files")
@@ -1159,13 +1415,16 @@ def _execute(args) -> int:
     from intq.limits import max_tensor_bytes_set
     from intq.threads import limited, set_threads
 
+    from intq.console import level_of, logging_to_stderr
+
     name = f"intq {args.command}"
     args.outputs = StagedOutputs(overwrite=getattr(args, "force", False))
     try:
         try:
             if getattr(args, "threads", None) is not None:
                 set_threads(args.threads)
-            with max_tensor_bytes_set(getattr(args, "max_tensor_size", None)), limited():
+            with max_tensor_bytes_set(getattr(args, "max_tensor_size", None)), limited(), \
+                    logging_to_stderr(name, level_of(getattr(args, "quiet", False), getattr(args, "verbose", 0))):
                 result = args.func(args)
                 if _RECEIVED:  # the handler's exception was swallowed (raised inside a weakref callback or a
                     # __del__, where Python prints and ignores it; fuzz CI sample seed 17 case 369): honour it
@@ -1186,7 +1445,8 @@ def _execute(args) -> int:
                 args.cluster_connection.close()
         try:
             if getattr(args, "json", False):
-                print(json.dumps(result, indent=1, default=str))
+                print(json.dumps({"intq_version": _version(), "command": args.command, **result}, indent=1,
+                                 default=str))
             sys.stdout.flush()
         except BrokenPipeError:  # `intq ... | head`: the reader left; not an error of ours
             sys.stdout = open(os.devnull, "w")

@@ -26,6 +26,7 @@ the searches of stage convert (``target_sqnr``'s candidates, AdaRound's layers) 
 from __future__ import annotations
 
 import itertools
+import logging
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -35,6 +36,7 @@ from intq.analysis.certificate import Certificate, certify
 from intq.analysis.compare import Report, compare
 from intq.analysis.sensitivity import output_sqnr
 from intq.calibration import CalibrationTable, calibrate, iter_batches, iter_samples, method_per_tensor, reconcile_ranges
+from intq.calibration.adapters import input_shapes_from_data, source
 from intq.calibration.data import DEFAULT_BATCH_SIZE
 from intq.convert import ConversionError, check_convertible
 from intq.convert import convert as convert_nodes
@@ -44,7 +46,7 @@ from intq.export.c import CExportResult, export_c
 from intq.export.check import DEFAULT_SAMPLES, ExportCheck
 from intq.export.tflite_writer import export_tflite
 from intq.files import StagedOutputs
-from intq.frontends import load
+from intq.frontends import InputShapeError, load
 from intq.ir import Graph
 from intq.ir.shapes import unknown_shapes
 from intq.onnx_format.schema import DEFAULT_OPSET
@@ -55,8 +57,12 @@ from intq.ptq import correct_biases, equalize
 from intq.ptq.precision import auto_precision, target_shortfall
 from intq.runtime import Interpreter, infer_shapes
 
+log = logging.getLogger(__name__)
+
 #: Calibration samples a PTQ method's effect is checked on before it is kept.
 CHECK_SAMPLES = 8
+#: "every sample" for a one-pass source's replay (intq.calibration.adapters.Source keep=)
+_ALL = 2**62
 #: Output suffix -> export format.
 FORMATS = {".tflite": "tflite", ".onnx": "onnx", ".c": "c"}
 
@@ -67,20 +73,62 @@ class AlreadyQuantizedError(ConversionError):
 
 # ------------------------------------------------------------------------------- load, simplify
 
-def load_float(model, *, input_shapes=None, example_inputs=None, constant_inputs=None) -> Graph:
+def load_float(model, *, input_shapes=None, example_inputs=None, constant_inputs=None, data=None) -> Graph:
     """Stages load and simplify: ``model`` (a path, an ONNX proto, a torch module, or a Graph,
     which is not loaded again) as a simplified float graph with static shapes.
+
+    A dynamic input dimension ``input_shapes`` does not bind (other than a batch alone, which the
+    importer binds to 1) takes its size from the first sample of ``data`` when data is given
+    (:func:`intq.calibration.adapters.input_shapes_from_data`: the batch 1, every other dynamic
+    dimension the data's), and a log record says so; without data it is an
+    :class:`~intq.frontends.InputShapeError` suggesting sizes.
 
     Shapes are inferred statically (:mod:`intq.ir.shapes`, alternating with constant folding in
     :func:`intq.passes.simplify`); a shape that still depends on data (NonZero of an activation...)
     is measured once by running the graph on zeros (:func:`intq.runtime.infer_shapes`): the one
     place the pipeline runs a graph for its shapes."""
-    graph = model if isinstance(model, Graph) else load(model, input_shapes=input_shapes,
-                                                        example_inputs=example_inputs, constant_inputs=constant_inputs)
+    if isinstance(model, Graph):
+        graph = model
+    else:
+        try:
+            graph = load(model, input_shapes=input_shapes, example_inputs=example_inputs,
+                         constant_inputs=constant_inputs)
+        except InputShapeError:
+            bound = _shapes_from_data(model, data, input_shapes) if data is not None else None
+            if not bound:
+                raise
+            log.info("dynamic input dimensions bound from the data: %s",
+                     ", ".join(f"{k}={'x'.join(map(str, v))}" for k, v in bound.items()))
+            graph = load(model, input_shapes={**(input_shapes or {}), **bound}, example_inputs=example_inputs,
+                         constant_inputs=constant_inputs)
     graph = simplify(graph)
     if unknown_shapes(graph):
         graph = infer_shapes(graph)
     return graph
+
+
+def _shapes_from_data(model, data, given) -> dict[str, tuple[int, ...]]:
+    """The shapes of an ONNX model's inputs with dynamic dimensions, from the first sample of ``data``."""
+    import onnx
+
+    if isinstance(model, onnx.ModelProto):
+        proto = model
+    elif isinstance(model, (str, Path)) and str(model).lower().endswith(".onnx"):
+        try:
+            proto = onnx.load(str(model), load_external_data=False)
+        except Exception:  # noqa: BLE001 (the first load reported what is wrong with the file)
+            return {}
+    else:
+        return {}
+    weights = {t.name for t in proto.graph.initializer}
+    declared = {}
+    for i in proto.graph.input:
+        if i.name in weights:
+            continue
+        t = i.type.tensor_type
+        declared[i.name] = (tuple(d.dim_value if d.HasField("dim_value") and d.dim_value > 0 else None
+                                  for d in t.shape.dim) if t.HasField("shape") else None)
+    return input_shapes_from_data(data, declared, given)
 
 
 # ------------------------------------------------------------------------------- check
@@ -108,7 +156,7 @@ def held_samples(data, graph: Graph, preprocess: Callable | None = None, limit: 
 def convert(graph: Graph, table: CalibrationTable, *, samples: list[dict] | None = None, per_channel: bool = True,
             input_type: str = "float32", output_type: str = "float32", precision=None,
             target_sqnr: float | None = None, bias_correction: bool = False, adaround: bool = False,
-            cluster=None) -> Graph:
+            cluster=None, progress=None) -> Graph:
     """Stage convert: the float graph and its ranges become the integer graph.
 
     ``samples`` (calibration samples in memory, :func:`held_samples`) feed the data-driven methods:
@@ -121,7 +169,9 @@ def convert(graph: Graph, table: CalibrationTable, *, samples: list[dict] | None
     ``precision`` (``{node or tensor: "int16" | "float"}``) keeps chosen joins in int16 or float.
     Then every kernel is prepared (:class:`intq.Interpreter`): a graph intq itself refuses
     (:class:`~intq.kernels.KernelError`) is refused here, before any export. ``cluster`` /
-    ``workers``: the target SQNR's candidates and AdaRound's layers are Ray tasks (module docstring)."""
+    ``workers``: the target SQNR's candidates and AdaRound's layers are Ray tasks (module docstring).
+    ``progress(Progress)`` follows the ``target_sqnr`` search (:func:`intq.ptq.precision.auto_precision`). Every conversion
+    note is logged as a warning (logger ``intq.pipeline``)."""
     for method, wanted in (("target_sqnr", target_sqnr is not None), ("bias_correction", bias_correction),
                            ("adaround", adaround)):
         if wanted and not samples:
@@ -132,7 +182,7 @@ def convert(graph: Graph, table: CalibrationTable, *, samples: list[dict] | None
     if target_sqnr is not None:
         first = samples[:8]
         auto, reached = auto_precision(graph, table, first, target_sqnr, convert_options={"per_channel": per_channel},
-                                       base=precision, cluster=cluster)
+                                       base=precision, cluster=cluster, progress=progress)
         precision.update(auto)
         if reached < target_sqnr:
             shortfall = target_shortfall(graph, table, first, target_sqnr, precision, per_channel=per_channel)
@@ -152,6 +202,8 @@ def convert(graph: Graph, table: CalibrationTable, *, samples: list[dict] | None
         q = q.replace(metadata={**q.metadata, "target_shortfall": shortfall,
                                 "conversion_notes": (*q.metadata["conversion_notes"], *notes)})
     Interpreter(q)  # prepares every kernel: a graph intq itself refuses (KernelError) goes no further
+    for note in q.metadata.get("conversion_notes", ()):  # what the user should know: the library is not silent
+        log.warning("%s", note)
     return q
 
 
@@ -197,16 +249,17 @@ def quantize(model, data=None, *, method: str = "minmax", per_channel: bool = Tr
     ``bias_correction`` and ``adaround`` as in :func:`convert` (measured on every sample of ``data``);
     ``cluster`` / ``workers``: on Ray (module docstring), the same graph bit for bit.
     """
+    needs_samples = target_sqnr is not None or bias_correction or adaround
+    data = source(data, keep=_ALL if needs_samples else 0) if data is not None else None  # arrays, DataLoaders...
     graph = load_float(model, input_shapes=input_shapes, example_inputs=example_inputs,
-                       constant_inputs=constant_inputs)
+                       constant_inputs=constant_inputs, data=data)
     graph = _equalized(graph, equalization, table)
     check_graph(graph, precision)
     if table is None:
         if data is None:
             raise ConversionError("quantize needs calibration data (or a calibration table=)")
         table = calibrate(graph, data, method, progress=progress, cluster=cluster, **observer_options)
-    samples = held_samples(data, graph) if data is not None and (target_sqnr is not None or bias_correction
-                                                                 or adaround) else None
+    samples = held_samples(data, graph) if data is not None and needs_samples else None
     return convert(graph, table, samples=samples, per_channel=per_channel, input_type=input_type,
                    output_type=output_type, precision=precision, target_sqnr=target_sqnr,
                    bias_correction=bias_correction, adaround=adaround, cluster=cluster)
@@ -401,7 +454,7 @@ def run(model, data, output: str | Path | None = None, *, input_shapes=None, con
         activations: str = "int8",
         opset: int = DEFAULT_OPSET, c_target: str = "tflite", arena_limit: int | None = None, check=True,
         layer_samples: int = 0, outputs: StagedOutputs | None = None, overwrite: bool = False,
-        portable: bool = False, cluster=None, **observer_options) -> Result:
+        portable: bool = False, cluster=None, search_progress=None, **observer_options) -> Result:
     """Every stage, in order (module docstring): ``model`` and calibration ``data`` to ``output``
     (``.tflite``, ``.onnx`` or ``.c``; None: no export), checked by output on the first calibration
     samples.
@@ -412,12 +465,18 @@ def run(model, data, output: str | Path | None = None, *, input_shapes=None, con
     ``target_sqnr``, ``bias_correction`` and ``adaround`` (the first 256; None: all);
     ``layer_samples`` > 0 compares float and integer layer by layer on that many first calibration
     samples (``Result.layers``). The export options and ``check`` are :func:`export`'s; ``cluster`` /
-    ``workers``: calibration and the searches on Ray (module docstring)."""
+    ``workers``: calibration and the searches on Ray (module docstring). ``progress`` follows
+    calibration, ``search_progress`` the ``target_sqnr`` search."""
     t0 = time.perf_counter()
     seconds: dict[str, float] = {}
     if output is not None and format is None:
         export_format(output)  # an unknown suffix is refused before any work
-    graph = load_float(model, input_shapes=input_shapes, constant_inputs=constant_inputs)
+    needs_samples = target_sqnr is not None or bias_correction or adaround
+    # a one-pass source (a generator, a reader) keeps what the later passes read: the export check's
+    # samples, the layer report's, and the data-driven methods' (intq.calibration.adapters.Source)
+    keep = max(DEFAULT_SAMPLES, layer_samples, (ptq_samples or _ALL) if needs_samples else 0)
+    data = source(data, keep=keep)
+    graph = load_float(model, input_shapes=input_shapes, constant_inputs=constant_inputs, data=data)
     check_graph(graph, precision)
     seconds["load"] = time.perf_counter() - t0
     if preprocess_for is not None:
@@ -428,10 +487,9 @@ def run(model, data, output: str | Path | None = None, *, input_shapes=None, con
                       cluster=cluster, **observer_options)
     seconds["calibrate"] = time.perf_counter() - t
     t = time.perf_counter()
-    needs_samples = target_sqnr is not None or bias_correction or adaround
     q = convert(graph, table, samples=held_samples(data, graph, preprocess, ptq_samples) if needs_samples else None,
                 per_channel=per_channel, precision=precision, target_sqnr=target_sqnr,
-                bias_correction=bias_correction, adaround=adaround, cluster=cluster)
+                bias_correction=bias_correction, adaround=adaround, cluster=cluster, progress=search_progress)
     seconds["convert"] = time.perf_counter() - t
     exported = None
     if output is not None:

@@ -62,8 +62,12 @@ def test_quantize_inspect_and_errors(tmp_path):
                "-o", str(out)).returncode == 2  # no overwrite without --force
     missing = run("quantize", str(tmp_path / "none.onnx"), "--calib", str(tmp_path / "calib.npz"), "-o", str(tmp_path / "y.tflite"))
     assert missing.returncode == 1 and "none.onnx: no such file" in missing.stderr and "Traceback" not in missing.stderr
-    dyn = run("quantize", MODEL, "--calib", str(tmp_path / "calib.npz"), "-o", str(tmp_path / "z.tflite"))
-    assert dyn.returncode == 1 and "--input-shape image=1x1x8x8" in dyn.stderr and "input_shapes" not in dyn.stderr
+    # the model's batch is dynamic: alone, it binds to 1 without --input-shape (issue 27 item 2)
+    dyn = run("quantize", MODEL, "--calib", str(tmp_path / "calib.npz"), "-o", str(tmp_path / "z.tflite"), "--json")
+    assert dyn.returncode == 0, dyn.stderr
+    assert json.loads(dyn.stdout)["export_check"]["equal"]
+    zi = run("inspect", str(tmp_path / "z.tflite"), "--json")
+    assert zi.returncode == 0 and list(json.loads(zi.stdout)["inputs"].values()) == [[1, 1, 8, 8]], zi.stdout
     i = run("inspect", MODEL, "--input-shape", "image=1x1x8x8", "--json")
     assert i.returncode == 0 and json.loads(i.stdout)["inputs"] == {"image": [1, 1, 8, 8]}
 
@@ -180,6 +184,8 @@ def test_eval_with_tflite_and_labels(digits_files):
     short = run("eval", MODEL, str(d / "q.tflite"), "--data", str(d / "val.npz"), "--labels", str(d / "labels.npy"),
                 "--limit", "7", "--input-shape", "image=1x1x8x8", "--json")
     assert short.returncode == 0 and json.loads(short.stdout)["samples"] == 7
+    # the model's output shape, not the last run's (120 samples in runs of 32 end with a run of 24)
+    assert ev["outputs"][0]["shape"] == [1, 10] and "output logits[1, 10]" in t.stdout
     neither = run("eval", MODEL, "--data", str(d / "val.npz"), "--input-shape", "image=1x1x8x8")
     assert neither.returncode == 2 and "--calib" in neither.stderr
 
@@ -357,7 +363,12 @@ def test_target_sqnr_says_when_int8_weights_cap_the_output(tmp_path):
     assert short["outputs"][0]["weight_only_bound_db"] < 5 and "cap it at" in short["outputs"][0]["message"]
     text = run("quantize", str(tmp_path / "m.onnx"), "--calib", str(tmp_path / "calib.npz"), "--target-sqnr", "30",
                "-o", str(tmp_path / "m2.tflite"))
-    assert text.returncode == 0 and "note: target 30 dB not reached on output out: best found" in text.stdout
+    # a missed target is the library's warning (logger intq.pipeline), on stderr in the command's words
+    assert text.returncode == 0 and "intq quantize: warning: target 30 dB not reached on output out: best found" \
+        in text.stderr, text.stderr
+    quiet = run("quantize", str(tmp_path / "m.onnx"), "--calib", str(tmp_path / "calib.npz"), "--target-sqnr", "30",
+                "-o", str(tmp_path / "m3.tflite"), "--quiet")
+    assert quiet.returncode == 0 and quiet.stdout == "" and "warning" not in quiet.stderr, quiet.stderr
     c = run("compare", str(tmp_path / "m.onnx"), "--calib", str(tmp_path / "calib.npz"), "--data",
             str(tmp_path / "calib.npz"), "--sensitivity", "2", "--json")
     assert c.returncode == 0, c.stderr
@@ -448,3 +459,75 @@ def test_a_gelu_model_is_written_for_litert_and_says_tflite_micro_cannot_run_it(
     assert result["ops"]["GELU"] == 1 and (tmp_path / "m.tflite").exists()
     assert result["runtimes"]["LiteRT"].startswith("equal to target litert-ref on 4 calibration samples")
     assert "TFLite Micro has no GELU kernel" in result["runtimes"]["TFLite Micro"]
+
+
+def test_html_without_matplotlib_is_refused_before_any_model_runs(tmp_path, monkeypatch, capsys):
+    """The core install (no [html] extra): compare --html says which extra to install, before it compares."""
+    import intq
+    import intq.extras
+    from intq.cli import main
+
+    real = intq.extras.available
+    monkeypatch.setattr(intq.extras, "available", lambda extra: extra != "html" and real(extra))
+    monkeypatch.setattr(intq, "load", lambda *a, **k: pytest.fail("a model was loaded"))
+    np.save(tmp_path / "x.npy", np.zeros((2, 1, 8, 8), np.float32))
+    code = main(["compare", MODEL, "--calib", str(tmp_path / "x.npy"), "--data", str(tmp_path / "x.npy"),
+                 "--html", str(tmp_path / "r.html")])
+    err = capsys.readouterr().err
+    assert code == 2 and "pip install 'intq[html]'" in err and not (tmp_path / "r.html").exists(), err
+
+
+def _bad_models(tmp_path):
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 8, 8])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    ones = numpy_helper.from_array(np.ones((1, 1, 3, 3), np.float32), "w")
+    pads = helper.make_graph([helper.make_node("Conv", ["x", "w"], ["c"], pads=[1500] * 4),
+                              helper.make_node("ReduceMean", ["c"], ["y"], axes=[2, 3], keepdims=1, name="mean")],
+                             "pads", [x], [y], [ones])
+    empty = helper.make_graph([helper.make_node("Conv", ["x", "w"], ["y"], name="conv")], "empty", [x], [y],
+                              [numpy_helper.from_array(np.zeros((0, 1, 3, 3), np.float32), "w")])
+    for name, g in (("pads", pads), ("empty", empty)):
+        onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), tmp_path / f"{name}.onnx")
+    np.savez(tmp_path / "calib.npz", x=np.random.default_rng(0).random((2, 1, 8, 8), np.float32))
+
+
+@pytest.mark.parametrize("model, words", [
+    ("pads", "node 'mean' (MEAN): reducing 9036036 elements can overflow the runtime's int32 accumulator"),
+    ("empty", "node 'conv' (Conv): weight 'w' has shape [0, 1, 3, 3], with a zero-sized dimension"),
+])
+def test_refusals_from_shapes_alone_come_before_calibration(tmp_path, monkeypatch, capsys, model, words):
+    """Issue 27 item 6: a refusal that shapes and constants decide (an accumulator a reduction's
+    element count overflows: 2 min 26 s of calibration first, before; a weight with a zero-sized
+    dimension: numpy's reshape error, exit 70) is said before any calibration, as an intq error."""
+    import intq
+    from intq.cli import main
+
+    _bad_models(tmp_path)
+    calls = []
+    real = intq.calibrate
+    monkeypatch.setattr(intq, "calibrate", lambda *a, **k: calls.append(1) or real(*a, **k))
+    code = main(["quantize", str(tmp_path / f"{model}.onnx"), "--calib", str(tmp_path / "calib.npz"),
+                 "-o", str(tmp_path / "m.tflite")])
+    err = capsys.readouterr().err
+    assert code == 1 and words in err and "bug in intq" not in err, err
+    assert calls == []
+
+
+def test_a_corrupt_npy_header_is_a_data_error(tmp_path, capsys):
+    """An .npy whose header dict is cut (numpy's parser raises tokenize's TokenError): exit 1, not 70."""
+    import zipfile
+
+    from intq.cli import main
+
+    text = b"{'descr': '<f4', 'fortran_order': Fa"
+    header = b"\x93NUMPY\x01\x00" + len(text + b"\n").to_bytes(2, "little") + text + b"\n"
+    (tmp_path / "bad.npy").write_bytes(header + bytes(16))
+    with zipfile.ZipFile(tmp_path / "bad.npz", "w") as z:
+        z.writestr("image.npy", header + bytes(16))
+    for data in ("bad.npy", "bad.npz"):
+        code = main(["quantize", MODEL, "--calib", str(tmp_path / data), "-o", str(tmp_path / "m.tflite")])
+        err = capsys.readouterr().err
+        assert code == 1 and f"{data}: cannot read the array file" in err and "bug in intq" not in err, err

@@ -20,7 +20,7 @@ import intq
 ROOT = Path(intq.__file__).parent
 
 #: Modules every package may use: they import nothing of intq but each other.
-FOUNDATION = frozenset({"errors", "registry", "limits", "files", "host", "threads"})
+FOUNDATION = frozenset({"errors", "registry", "limits", "files", "host", "threads", "extras", "log", "version"})
 
 #: DESIGN.md's table ("Packages"), package -> the packages it may use (transitively). Where this
 #: differs from DESIGN.md, the comment says why (the lead updates DESIGN.md from here).
@@ -58,7 +58,8 @@ MAY_USE: dict[str, set[str]] = {
     # not in DESIGN.md's table: the pipeline in one place (the public API's quantize)
     "pipeline": {"frontends", "passes", "calibration", "convert", "ptq", "export", "analysis", "runtime"},
     "testing": {"ir"},
-    "cli": {"intq", "pipeline", "frontends", "passes", "calibration", "convert", "ptq", "export", "analysis",
+    "console": set(),  # the command's terminal side: progress lines, log records on stderr
+    "cli": {"intq", "console", "pipeline", "frontends", "passes", "calibration", "convert", "ptq", "export", "analysis",
             "runtime", "testing", "kernels"},  # the public API; imported in its functions so that it starts at once
     "intq": {"pipeline", "frontends", "calibration", "runtime", "export", "analysis"},  # the public API (lazy)
 }

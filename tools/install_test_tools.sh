@@ -38,9 +38,11 @@ have qemu-system-arm || missing="$missing qemu-system-arm"
 have qemu-x86_64 && have qemu-aarch64 || missing="$missing qemu-user"
 have aarch64-linux-gnu-gcc || missing="$missing gcc-aarch64-linux-gnu"
 [ -e /usr/aarch64-linux-gnu/lib/libc.so ] || missing="$missing libc6-dev-arm64-cross"
+# headless Chromium: renders the HTML report in tests/analysis/test_html_report.py (Debian 12: ~100 MB)
+have chromium-headless-shell || have chromium || missing="$missing chromium-headless-shell"
 
 if [ -z "$missing" ]; then
-    echo "test tools present: clang (+UBSan), arm-none-eabi-gcc + newlib, qemu-system-arm, qemu-user, aarch64-linux-gnu-gcc + libc"
+    echo "test tools present: clang (+UBSan), arm-none-eabi-gcc + newlib, qemu-system-arm, qemu-user, aarch64-linux-gnu-gcc + libc, headless Chromium"
     exit 0
 fi
 

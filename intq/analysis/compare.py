@@ -21,13 +21,15 @@ of the int8 grid, the position in the graph) and, per graph output, the top-1 ag
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
 import numpy as np
 
 from intq.analysis.sums import ExactSum
+from intq.calibration.data import DEFAULT_BATCH_SIZE
 from intq.calibration.observers import AlignedHistogram, HistogramObserver
 from intq.errors import IntqError
 from intq.ir import Graph
@@ -68,7 +70,9 @@ class TensorDetail:
     beyond it saturate. ``histogram`` counts every float value of every sample (power-of-two
     aligned bins, see :class:`~intq.calibration.observers.HistogramObserver`); ``float_range`` is
     their exact (min, max). ``position`` is the index in ``int_graph.nodes`` of the node that
-    produced the integer tensor (-1 for a graph input): the graph order.
+    produced the integer tensor (-1 for a graph input): the graph order. ``channel_low`` /
+    ``channel_high``: each channel's float range, against the one (per-tensor) clip range every
+    channel of an activation shares.
     """
 
     name: str  # the float tensor's name, as in TensorStats
@@ -78,10 +82,19 @@ class TensorDetail:
     clip: tuple[float, float]
     float_range: tuple[float, float]
     histogram: AlignedHistogram
+    #: per channel (the integer tensor's last axis: NHWC channels, features), the float values' min
+    #: and max over every sample; None for a tensor of rank < 2
+    channel_low: np.ndarray | None = None
+    channel_high: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
 class Report:
+    """The comparison of every mapped tensor on ``samples`` samples (every figure of it on the same
+    ones), worst SQNR first; the settings the integer graph was made with (``settings``: calibration
+    method, weight granularity, conversion notes: what the hints took into account); with labels,
+    each model's top-1 ``accuracy`` ``(float, int8)`` over ``labelled_rows`` rows."""
+
     rows: tuple[TensorStats, ...]  # worst SQNR first
     samples: int
     target: str = "tflite"
@@ -89,10 +102,14 @@ class Report:
     details: Mapping[str, TensorDetail] = field(default_factory=dict)
     #: graph output name -> fraction of argmax decisions (over the last axis) float and int8 share
     output_agreement: Mapping[str, float] = field(default_factory=dict)
+    accuracy: tuple[float, float] | None = None
+    labelled_rows: int = 0
+    settings: Mapping[str, object] = field(default_factory=dict)
 
     def __post_init__(self):
         object.__setattr__(self, "details", MappingProxyType(dict(self.details)))
         object.__setattr__(self, "output_agreement", MappingProxyType(dict(self.output_agreement)))
+        object.__setattr__(self, "settings", MappingProxyType(dict(self.settings)))
 
     def worst(self, n: int = 5) -> tuple[TensorStats, ...]:
         return self.rows[:n]
@@ -123,6 +140,8 @@ class _Accumulator:
     observer: HistogramObserver | None = None
     channel_max: np.ndarray | None = None  # per output channel (last axis of the integer tensor): max |f|
     channel_beyond: np.ndarray | None = None  # per channel: float values beyond the int8 grid
+    channel_low: np.ndarray | None = None  # per channel (every tensor of rank >= 2): min f
+    channel_high: np.ndarray | None = None  # per channel: max f
 
     def merge(self, other: "_Accumulator") -> "_Accumulator":
         """This shard's sums followed by ``other``'s: exact sums, counts, the union of codes, the
@@ -135,7 +154,9 @@ class _Accumulator:
                             self.sum_err + other.sum_err, self.count + other.count, self.saturated + other.saturated,
                             self.codes | other.codes, self.observer.merge(other.observer),
                             join(self.channel_max, other.channel_max, np.maximum),
-                            join(self.channel_beyond, other.channel_beyond, np.add))
+                            join(self.channel_beyond, other.channel_beyond, np.add),
+                            join(self.channel_low, other.channel_low, np.minimum),
+                            join(self.channel_high, other.channel_high, np.maximum))
 
 
 @dataclass
@@ -148,6 +169,7 @@ class ComparisonSums:
     tensors: dict[str, _Accumulator] = field(default_factory=dict)  # integer tensor -> sums, first seen first
     agree: dict[str, list[int]] = field(default_factory=dict)  # graph output -> [agreeing, total] argmax
     samples: int = 0
+    top1: "Accuracy | None" = None  # the first output's decisions, for accuracy against labels
 
     def merge(self, other: "ComparisonSums") -> "ComparisonSums":
         tensors = {k: (a.merge(other.tensors[k]) if k in other.tensors else a) for k, a in self.tensors.items()}
@@ -157,7 +179,9 @@ class ComparisonSums:
             mine = agree.setdefault(k, [0, 0])
             mine[0] += same
             mine[1] += total
-        return ComparisonSums(tensors, agree, self.samples + other.samples)
+        top1 = self.top1.merge(other.top1) if self.top1 is not None and other.top1 is not None \
+            else self.top1 or other.top1
+        return ComparisonSums(tensors, agree, self.samples + other.samples, top1)
 
 
 def _worst_upstream(int_graph: Graph, producers: dict, name: str, sqnrs: dict[str, float]) -> str | None:
@@ -260,30 +284,62 @@ def _detail(int_graph: Graph, int_name: str, float_name: str, a: _Accumulator, p
     """The plotting data of one accumulated tensor (its observer has seen finite values)."""
     qp = int_graph.tensors[int_name].qparams
     return TensorDetail(float_name, int_name, position, qp.tensor_scale, _clip_range(qp),
-                        a.observer.range(), a.observer.histogram())
+                        a.observer.range(), a.observer.histogram(), a.channel_low, a.channel_high)
 
 
-def compare(float_graph: Graph, int_graph: Graph, samples, target: str = "tflite", *,
-            histogram_bins: int = 128, cluster=None, workers: int | None = None) -> Report:
-    """Run both graphs on each sample (dicts ``{input: array}``; one may hold a batch of samples,
-    :func:`intq.calibration.iter_batches`) and compare every mapped tensor.
+def _channel_ranges(a: _Accumulator, f: np.ndarray, perm) -> None:
+    """Fold ``f``'s per-channel (the integer tensor's last axis) min and max into ``a``."""
+    if f.ndim < 2:
+        return
+    ft = f.transpose(perm)
+    axes = tuple(range(ft.ndim - 1))
+    finite = np.isfinite(ft)
+    lo = np.where(finite, ft, np.inf).min(axis=axes)
+    hi = np.where(finite, ft, -np.inf).max(axis=axes)
+    a.channel_low = lo if a.channel_low is None else np.minimum(a.channel_low, lo)
+    a.channel_high = hi if a.channel_high is None else np.maximum(a.channel_high, hi)
 
+
+def compare(float_graph: Graph, int_graph: Graph, data, target: str = "tflite", *,
+            histogram_bins: int = 128, labels=None, batch_size: int = DEFAULT_BATCH_SIZE,
+            preprocess: Callable | None = None, limit: int | None = None, progress: Callable | None = None,
+            total: int | None = None, cluster=None, workers: int | None = None) -> Report:
+    """Run both graphs on the samples of ``data`` and compare every mapped tensor.
+
+    ``data``: anything :func:`intq.calibration.iter_samples` reads (files, folders, arrays, dicts,
+    ``(x, y)`` pairs, a torch ``DataLoader``, a reader with ``get_next()``, a function returning an
+    iterator: :mod:`intq.calibration.adapters`), ``batch_size`` samples per run, at most ``limit``.
     Besides the metrics, each tensor's float values are histogrammed (at most ``histogram_bins``
-    bins) for :func:`intq.analysis.write_html_report`. The sums are exact and mergeable
-    (:class:`ComparisonSums`): ``cluster`` / ``workers`` run the samples in shards on Ray
-    (:func:`intq.analysis.sharded.compare_on_ray`) with the same report, bit for bit.
+    bins) and ranged per channel for :func:`intq.analysis.write_html_report`. ``labels`` (one
+    integer class per row of the first output; default the ``y`` of ``(x, y)`` items) give each
+    model's top-1 accuracy. ``progress(Progress)`` after every run (``total``: default the data's
+    count when cheap to tell). The sums are exact and mergeable (:class:`ComparisonSums`):
+    ``cluster`` / ``workers`` run the samples in shards on Ray
+    (:func:`intq.analysis.sharded.comparison_sums_on_ray`) with the same report, bit for bit.
     """
-    if cluster is not None or workers is not None:
-        from intq.analysis.sharded import compare_on_ray
-
-        return compare_on_ray(float_graph, int_graph, samples, target, histogram_bins=histogram_bins,
-                              cluster=cluster, workers=workers)
+    from intq.calibration.adapters import count, source
+    from intq.calibration.data import iter_batches
+    from intq.kernels import get_target
     from intq.runtime import Interpreter
 
     mapping = _mapping(int_graph)
-    fi, qi = Interpreter(float_graph), Interpreter(int_graph, target=target)
-    sums = compare_runs(fi, qi, samples, histogram_bins=histogram_bins)
-    return comparison_report(float_graph, int_graph, sums, qi.target.name, mapping)
+    data = source(data)
+    if total is None:
+        total = count(data, float_graph)
+    if total is not None and limit is not None:
+        total = min(total, limit)
+    runs = iter_batches(data, float_graph, batch_size, preprocess, limit=limit)
+    if cluster is not None or workers is not None:
+        from intq.analysis.sharded import comparison_sums_on_ray
+
+        sums = comparison_sums_on_ray(float_graph, int_graph, runs, target, histogram_bins=histogram_bins,
+                                      cluster=cluster, workers=workers, progress=progress, total=total)
+    else:
+        fi, qi = Interpreter(float_graph), Interpreter(int_graph, target=target)
+        sums = compare_runs(fi, qi, runs, histogram_bins=histogram_bins, progress=progress, total=total)
+    if labels is None and getattr(data, "labels", None) is not None:
+        labels = data.labels()  # the y of (x, y) items
+    return comparison_report(float_graph, int_graph, sums, get_target(target).name, mapping, labels)
 
 
 def _mapping(int_graph: Graph):
@@ -293,20 +349,28 @@ def _mapping(int_graph: Graph):
     return mapping
 
 
-def compare_runs(fi, qi, samples, *, histogram_bins: int = 128) -> ComparisonSums:
+def compare_runs(fi, qi, samples, *, histogram_bins: int = 128, progress: Callable | None = None,
+                 total: int | None = None) -> ComparisonSums:
     """:class:`ComparisonSums` of the float interpreter ``fi`` and the integer ``qi`` over
     ``samples`` (runs of joined samples): the loop of :func:`compare`, and of each shard of a
-    distributed comparison (its interpreters built once per worker)."""
+    distributed comparison (its interpreters built once per worker). ``progress(Progress)`` after
+    each run (``total`` for its ETA)."""
+    from intq.analysis.evaluate import Accuracy
+    from intq.calibration.calibrate import Progress
     from intq.calibration.data import samples_in
 
     float_graph, int_graph = fi.graph, qi.graph
     mapping = _mapping(int_graph)
     producers = {o: n for n in int_graph.nodes for o in n.outputs if o}
-    sums = ComparisonSums()
+    first_output = float_graph.outputs[0]
+    sums = ComparisonSums(top1=Accuracy(first_output))
     acc, agree = sums.tensors, sums.agree
+    t0 = time.perf_counter()
     for sample in samples:
         fo = fi.run(sample)
         qo = qi.run(sample)
+        if first_output in qo:
+            sums.top1.add(np.asarray(fo[first_output]), np.asarray(qo[first_output]))
         for name, value in fo.items():
             counts = _argmax_agreement(value, qo[name]) if name in qo else None
             if counts is not None:
@@ -340,6 +404,7 @@ def compare_runs(fi, qi, samples, *, histogram_bins: int = 128) -> ComparisonSum
             beyond = (f < lo) | (f > hi)
             a.saturated += int(np.sum(beyond))
             a.codes.update(np.unique(q).tolist())
+            _channel_ranges(a, f, perm)
             if int_name in producers and producers[int_name].op_type in LINEAR_INT_OPS and f.ndim >= 2:
                 axes = tuple(range(f.ndim - 1))  # channels are the integer tensor's last axis
                 fi_, bi = np.abs(f).transpose(perm), beyond.transpose(perm)
@@ -347,18 +412,24 @@ def compare_runs(fi, qi, samples, *, histogram_bins: int = 128) -> ComparisonSum
                 a.channel_max = cmax if a.channel_max is None else np.maximum(a.channel_max, cmax)
                 a.channel_beyond = cbeyond if a.channel_beyond is None else a.channel_beyond + cbeyond
         sums.samples += samples_in(sample, float_graph)
+        if progress is not None:
+            progress(Progress(sums.samples, total, time.perf_counter() - t0))
     return sums
 
 
 def comparison_report(float_graph: Graph, int_graph: Graph, sums: ComparisonSums, target: str,
-                      mapping=None) -> Report:
-    """The :class:`Report` of accumulated (possibly merged) :class:`ComparisonSums`."""
+                      mapping=None, labels=None) -> Report:
+    """The :class:`Report` of accumulated (possibly merged) :class:`ComparisonSums`; ``labels``:
+    see :func:`compare`."""
     mapping = _mapping(int_graph) if mapping is None else mapping
     producers = {o: n for n in int_graph.nodes for o in n.outputs if o}
     position = {o: i for i, node in enumerate(int_graph.nodes) for o in node.outputs}
     acc, n = sums.tensors, sums.samples
     if n == 0:
         raise IntqError("compare needs at least one sample")
+    accuracy = sums.top1.result(labels, n) if labels is not None else None
+    settings = {"calibration": int_graph.metadata.get("calibration"), "per_channel": int_graph.metadata.get("per_channel"),
+                "notes": tuple(int_graph.metadata.get("conversion_notes", ()))}
     sqnrs = {k: (10 * np.log10(a.signal.value() / a.noise.value()) if a.noise.value() > 0 else float("inf"))
              for k, a in acc.items()}
     rows = []
@@ -374,6 +445,7 @@ def comparison_report(float_graph: Graph, int_graph: Graph, sums: ComparisonSums
         up = _worst_upstream(int_graph, producers, int_name, sqnrs)
         upstream = (mapping[up][0], sqnrs[up]) if up is not None else None
         facts = TensorFacts(op, float(sqnr), sat, used, method=str(int_graph.metadata.get("calibration", "")),
+                            per_channel=settings["per_channel"], notes=settings["notes"],
                             scale=t.qparams.tensor_scale, upstream=upstream,
                             input_ranges=_joined_ranges(int_graph, producers, int_name, acc, mapping),
                             affine_after=_affine_after(int_graph, producers, int_name),
@@ -385,4 +457,5 @@ def comparison_report(float_graph: Graph, int_graph: Graph, sums: ComparisonSums
                for k, a in acc.items() if a.observer.count]
     details.sort(key=lambda d: d.position)
     agreement = {k: c[0] / c[1] for k, c in sums.agree.items() if c[1]}
-    return Report(tuple(rows), n, target, {d.name: d for d in details}, agreement)
+    return Report(tuple(rows), n, target, {d.name: d for d in details}, agreement, accuracy,
+                  sums.top1.rows if accuracy is not None else 0, settings)

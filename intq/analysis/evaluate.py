@@ -25,6 +25,7 @@ import numpy as np
 
 from intq.analysis.sums import ExactSum
 from intq.calibration.calibrate import Progress
+from intq.calibration.data import DEFAULT_BATCH_SIZE
 from intq.errors import IntqError
 from intq.ir import Graph
 
@@ -39,7 +40,7 @@ class OutputStats:
 
     float_name: str
     int_name: str
-    shape: tuple[int, ...]
+    shape: tuple[int, ...]  # the float model's output shape (its inputs' batch), not a run's
     sqnr_db: float
     max_abs_err: float
     top1_agreement: float | None  # None when the output is not a class-score tensor
@@ -104,19 +105,61 @@ def is_class_scores(shape: tuple[int, ...]) -> bool:
     return len(shape) >= 2 and shape[-1] > 1 and all(d == 1 for d in shape[1:-1])
 
 
+class Accuracy:
+    """Top-1 accuracy of the float and the integer model against labels, accumulated run by run:
+    :meth:`add` the argmax decisions of the first class-score output, :meth:`merge` a later shard's
+    (data order), :meth:`result` checks the labels (one integer class per decision, in order) and
+    gives ``(float, int)`` accuracies."""
+
+    def __init__(self, output: str):
+        self.output = output
+        self.float_pred: list[np.ndarray] = []
+        self.int_pred: list[np.ndarray] = []
+        self.shape: tuple[int, ...] = ()
+
+    def add(self, f: np.ndarray, q: np.ndarray) -> None:
+        self.shape = f.shape
+        if is_class_scores(f.shape):
+            self.float_pred.append(f.argmax(-1).ravel())
+            self.int_pred.append(q.argmax(-1).ravel())
+
+    def merge(self, other: "Accuracy") -> "Accuracy":
+        """These decisions followed by ``other``'s (the next shard in data order)."""
+        out = Accuracy(self.output)
+        out.float_pred, out.int_pred = self.float_pred + other.float_pred, self.int_pred + other.int_pred
+        out.shape = other.shape or self.shape
+        return out
+
+    @property
+    def rows(self) -> int:
+        return int(sum(p.size for p in self.float_pred))
+
+    def result(self, labels, samples: int) -> tuple[float, float]:
+        labels = np.asarray(labels).ravel()
+        if not self.float_pred:
+            raise EvaluationError(f"labels were given but the first output {self.output!r} (shape {self.shape}) "
+                                  "is not a class-score tensor [N, C]")
+        if labels.size != self.rows:
+            raise EvaluationError(f"{labels.size} labels for {self.rows} predictions of output {self.output!r} "
+                                  f"({samples} samples): give one label per sample row, in the data's order")
+        if not np.issubdtype(labels.dtype, np.integer):
+            raise EvaluationError(f"labels must be integer classes, got {labels.dtype}")
+        return (float(np.mean(np.concatenate(self.float_pred) == labels)),
+                float(np.mean(np.concatenate(self.int_pred) == labels)))
+
+
 @dataclass
 class EvaluationSums:
     """What :func:`evaluate` accumulates over samples, mergeable: the sums of a shard of the data
     (a run of whole batches), merged in data order with those of the next shard, equal the sums of
     one pass over both, bit for bit (:class:`~intq.analysis.sums.ExactSum` for the float sums,
-    integers, max, and the first output's argmax predictions concatenated in order). So a
+    integers, max, and the first output's argmax decisions concatenated in order). So a
     distributed evaluation (:mod:`intq.distributed`) gives exactly the numbers of a local one.
     """
 
     pairs: list[tuple[str, str]]
     outputs: dict[tuple[str, str], _OutputAccumulator] = field(default_factory=dict)
-    fpred: list[np.ndarray] = field(default_factory=list)  # argmax of the first output, per run
-    qpred: list[np.ndarray] = field(default_factory=list)
+    top1: Accuracy | None = None  # the first output's decisions
     samples: int = 0
     seconds_float: float = 0.0
     seconds_int: float = 0.0
@@ -124,6 +167,8 @@ class EvaluationSums:
     def __post_init__(self):
         for p in self.pairs:
             self.outputs.setdefault(p, _OutputAccumulator())
+        if self.top1 is None:
+            self.top1 = Accuracy(self.pairs[0][0])
 
     def add(self, fout: Mapping[str, np.ndarray], qout: Mapping[str, np.ndarray], samples: int) -> None:
         """Fold one run's outputs (``samples`` samples) in: per output, the float64 sums of
@@ -143,49 +188,46 @@ class EvaluationSums:
                 fa, qa = f.argmax(-1).ravel(), q.argmax(-1).ravel()
                 a.agree += int((fa == qa).sum())
                 a.rows += fa.size
-                if (fname, qname) == first:
-                    self.fpred.append(fa)
-                    self.qpred.append(qa)
+            if (fname, qname) == first:
+                self.top1.add(f, q)
         self.samples += samples
 
     def merge(self, other: "EvaluationSums") -> "EvaluationSums":
         """This shard's sums followed by ``other``'s (the next shard in data order)."""
         assert self.pairs == other.pairs
         return EvaluationSums(self.pairs, {p: a.merge(other.outputs[p]) for p, a in self.outputs.items()},
-                              self.fpred + other.fpred, self.qpred + other.qpred, self.samples + other.samples,
+                              self.top1.merge(other.top1), self.samples + other.samples,
                               self.seconds_float + other.seconds_float, self.seconds_int + other.seconds_int)
 
-    def result(self, labels: np.ndarray | None = None, seconds: Mapping[str, float] | None = None) -> Evaluation:
-        """The :class:`Evaluation` of everything added (``labels``: see :func:`evaluate`)."""
+    def result(self, labels: np.ndarray | None = None, seconds: Mapping[str, float] | None = None,
+               graph: Graph | None = None) -> Evaluation:
+        """The :class:`Evaluation` of everything added (``labels``: see :func:`evaluate`); each
+        output's shape as ``graph`` (the float graph) declares it, when given (:func:`_output_shape`)."""
         n, acc, first = self.samples, self.outputs, self.pairs[0]
         if n == 0:
             raise EvaluationError("the evaluation data is empty: give at least one sample")
         outputs = tuple(
-            OutputStats(fname, qname, a.shape, _sqnr_db(a.signal.value(), a.noise.value()),
-                        a.max_err, a.agree / a.rows if a.rows else None)
+            OutputStats(fname, qname, _output_shape(graph, fname, a.shape) if graph is not None else a.shape,
+                        _sqnr_db(a.signal.value(), a.noise.value()), a.max_err, a.agree / a.rows if a.rows else None)
             for (fname, qname), a in acc.items())
-        rows = acc[first].rows
         f_acc = q_acc = None
         if labels is not None:
-            labels = np.asarray(labels).ravel()
-            if not self.fpred:
-                raise EvaluationError(f"labels were given but the first output {first[0]!r} (shape {acc[first].shape}) "
-                                      "is not a class-score tensor [N, C]")
-            if labels.size != rows:
-                raise EvaluationError(f"{labels.size} labels for {rows} predictions of output {first[0]!r} "
-                                      f"({n} samples): give one label per sample row, in the data's order")
-            if not np.issubdtype(labels.dtype, np.integer):
-                raise EvaluationError(f"labels must be integer classes, got {labels.dtype}")
-            f_acc = float(np.mean(np.concatenate(self.fpred) == labels))
-            q_acc = float(np.mean(np.concatenate(self.qpred) == labels))
+            f_acc, q_acc = self.top1.result(labels, n)
         if seconds is None:
             seconds = {"float": self.seconds_float, "int": self.seconds_int}
-        return Evaluation(n, outputs, f_acc, q_acc, rows, dict(seconds))
+        return Evaluation(n, outputs, f_acc, q_acc, acc[first].rows, dict(seconds))
 
 
 def _sqnr_db(signal: float, noise: float) -> float:
     """``10 log10(signal / noise)``; inf when the noise is 0."""
     return float(10 * np.log10(signal / noise)) if noise > 0 else float("inf")
+
+
+def _output_shape(graph: Graph, name: str, last_run: tuple[int, ...]) -> tuple[int, ...]:
+    """An output's shape as the model declares it (at the batch its inputs were bound to), not the
+    shape of the last run (a last, shorter batch); the last run's when the model declares none."""
+    declared = graph.tensors[name].shape
+    return tuple(declared) if declared is not None and all(isinstance(d, int) for d in declared) else last_run
 
 
 def evaluate_runs(fi, qi, samples: Iterable[Mapping[str, np.ndarray]], pairs: list[tuple[str, str]], *,
@@ -210,30 +252,49 @@ def evaluate_runs(fi, qi, samples: Iterable[Mapping[str, np.ndarray]], pairs: li
     return sums
 
 
-def evaluate(float_graph: Graph, int_graph: Graph, samples: Iterable[Mapping[str, np.ndarray]],
-             labels: np.ndarray | None = None, *, target: str = "tflite",
-             progress: Callable[[Progress], None] | None = None, total: int | None = None,
-             cluster=None, workers: int | None = None) -> Evaluation:
-    """Run both graphs on each sample ``{input: array}`` and compare their outputs.
+def evaluate(float_graph: Graph, int_graph: Graph, data, labels: np.ndarray | None = None, *,
+             target: str = "tflite", progress: Callable[[Progress], None] | None = None, total: int | None = None,
+             batch_size: int = DEFAULT_BATCH_SIZE, preprocess: Callable | None = None,
+             limit: int | None = None, cluster=None, workers: int | None = None) -> Evaluation:
+    """Run both graphs on the samples of ``data`` and compare their outputs.
 
-    A sample may hold a batch of samples (:func:`intq.calibration.iter_batches`): they run together
-    and count one by one.
-
-    ``labels``: integer classes, one per row of the first output over all samples (checked
-    once every sample has run). ``progress`` is called after each sample (``total`` for its ETA).
-    The float sums are exact (:class:`EvaluationSums`): ``cluster`` / ``workers`` run the samples
-    in shards on Ray (:func:`intq.analysis.sharded.evaluate_on_ray`) with the same numbers, bit for bit.
+    ``data``: anything :func:`intq.calibration.iter_samples` reads — files, folders, arrays, dicts,
+    ``(x, y)`` pairs, a torch ``DataLoader``, a reader with ``get_next()``, a function returning an
+    iterator (:mod:`intq.calibration.adapters`) —, run ``batch_size`` samples at a time (at most
+    ``limit``). ``labels``: integer classes, one per row of the first output over all samples
+    (checked once every sample has run); when not given, the ``y`` of ``(x, y)`` items (or a
+    ``label`` key) are the labels. ``progress`` is called after each run (``total``, default the
+    data's count when cheap to tell, for its ETA). The float sums are exact (:class:`EvaluationSums`):
+    ``cluster`` / ``workers`` run the samples in shards on Ray
+    (:func:`intq.analysis.sharded.evaluation_sums_on_ray`) with the same numbers, bit for bit.
     """
-    if cluster is not None or workers is not None:
-        from intq.analysis.sharded import evaluate_on_ray
-
-        return evaluate_on_ray(float_graph, int_graph, samples, labels, target=target, progress=progress, total=total,
-                               cluster=cluster, workers=workers)
+    from intq.calibration.adapters import count, source
+    from intq.calibration.data import CalibrationDataError, iter_batches
     from intq.runtime import Interpreter
 
     pairs = pair_outputs(float_graph, int_graph)
-    fi, qi = Interpreter(float_graph), Interpreter(int_graph, target=target)
-    return evaluate_runs(fi, qi, samples, pairs, progress=progress, total=total).result(labels)
+    data = source(data)
+    if total is None:
+        total = count(data, float_graph)
+    if total is not None and limit is not None:
+        total = min(total, limit)
+    runs = iter_batches(data, float_graph, batch_size, preprocess, limit=limit)
+    try:
+        if cluster is not None or workers is not None:
+            from intq.analysis.sharded import evaluation_sums_on_ray
+
+            sums = evaluation_sums_on_ray(float_graph, int_graph, runs, target=target, cluster=cluster,
+                                          workers=workers, progress=progress, total=total)
+        else:
+            fi, qi = Interpreter(float_graph), Interpreter(int_graph, target=target)
+            sums = evaluate_runs(fi, qi, runs, pairs, progress=progress, total=total)
+    except CalibrationDataError as e:
+        if "empty" in str(e):
+            raise EvaluationError("the evaluation data is empty: give at least one sample") from None
+        raise
+    if labels is None and getattr(data, "labels", None) is not None:
+        labels = data.labels()  # the y of (x, y) items
+    return sums.result(labels, graph=float_graph)
 
 
 def load_labels(path) -> np.ndarray:

@@ -17,7 +17,8 @@ causes that apply, most specific first:
 * **clipping** / **resolution** — the range is too narrow / too wide for the data; the advice
   names calibration methods *other* than the one in use;
 * **inherited** — the error comes from an input that is already poor;
-* **weights** — a linear layer with poor SQNR and none of the above.
+* **weights** — a linear layer with poor SQNR and none of the above; the advice knows the settings
+  in use (no "per-channel weights" on a per-channel graph, no AdaRound once it was applied).
 
 :func:`weight_bound_hints` adds one hint per graph output whose weight-only bound
 (:mod:`intq.analysis.weight_bound`: int8 weights, every activation float) is below
@@ -52,6 +53,8 @@ class TensorFacts:
     saturated: float  # fraction of float values beyond the int8 grid
     range_used: float  # fraction of the codes taken
     method: str = ""  # the calibration method the graph was made with ("" if unknown)
+    per_channel: bool | None = None  # the graph's weights are per channel (None: unknown)
+    notes: tuple[str, ...] = ()  # the graph's conversion notes (what was applied: AdaRound, bias correction...)
     scale: float = 0.0
     upstream: tuple[str, float] | None = None  # the worst compared input and its SQNR
     input_ranges: tuple[tuple[str, float, float], ...] = ()  # (float name, min, max) of each joined input
@@ -78,6 +81,22 @@ def _join_hint(f: TensorFacts) -> str | None:
     return (f"range-mismatched join: input {small} spans +-{s_lo:.3g}, input {large} +-{s_hi:.3g} "
             f"({s_hi / s_lo:.0f}x): one int8 scale cannot hold both (the smaller loses its signal); keep "
             f"this tensor out of int8 (intq compare --sensitivity ranks it) or bring the inputs to similar ranges")
+
+
+def _weights_hint(f: TensorFacts) -> str:
+    """What can still help a linear layer whose int8 weights lose its signal, given what is in use:
+    per-channel weights unless they are (``per_channel``), AdaRound unless a note says it was applied."""
+    adaround = any(n.startswith("AdaRound:") for n in f.notes)
+    tries = [] if f.per_channel else ["per-channel weights (drop --per-tensor)"]
+    tries += [] if adaround else ["AdaRound (--adaround)"]
+    if f.per_channel:
+        head = "weights: per-channel int8 weights already lose this layer's signal"
+    elif f.per_channel is None:
+        head = "weights: the int8 weights lose this layer's signal"
+    else:
+        head = "weights: per-tensor int8 weights lose this layer's signal"
+    advice = f"try {' or '.join(tries)}, " if tries else ""
+    return f"{head}; {advice}or keep it in int16 or float (intq compare --sensitivity ranks it)"
 
 
 def hints(f: TensorFacts) -> list[str]:
@@ -109,7 +128,7 @@ def hints(f: TensorFacts) -> list[str]:
     elif f.sqnr_db < POOR_SQNR_DB and f.upstream is not None and f.upstream[1] - f.sqnr_db < INHERITED_DB:
         out.append(f"inherited: its input {f.upstream[0]} is already at {f.upstream[1]:.1f} dB; fix that layer first")
     elif f.sqnr_db < POOR_SQNR_DB and f.op in LINEAR_INT_OPS and not (f.dead_channels or f.saturated_channels):
-        out.append("weights: use per-channel weights, or check for badly scaled channels")
+        out.append(_weights_hint(f))
     if f.channels and f.dead_channels and f.sqnr_db < POOR_SQNR_DB:  # harmless on a good layer: not a culprit
         out.append(f"dead channels: {f.dead_channels} of {f.channels} output channels are always 0")
     if f.channels and f.saturated_channels:

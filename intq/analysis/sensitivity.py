@@ -178,12 +178,18 @@ def _with_fake_quant(graph: Graph, active: set[str], qparams: Mapping[str, Quant
 
 
 def sensitivity(float_graph: Graph, int_graph: Graph, samples: Iterable[Mapping[str, np.ndarray]],
-                layers: Iterable[str] | None = None, *, cluster=None, workers: int | None = None) -> SensitivityReport:
+                layers: Iterable[str] | None = None, *, cluster=None, workers: int | None = None,
+                progress=None) -> SensitivityReport:
     """Rank the layers of ``float_graph`` (simplified, as quantized) by how much keeping each out
     of int8 gains (see the module docstring). ``int_graph`` is the integer graph intq made of it
     (its ``float_tensor_of`` mapping gives each float tensor's integer parameters). ``layers``
     limits the layers tried (node names). ``cluster`` / ``workers`` (:mod:`intq.distributed`): the
-    layers' two runs each are parallel Ray tasks, with the serial report's numbers."""
+    layers' two runs each are parallel Ray tasks, with the serial report's numbers.
+    ``progress(Progress)`` after each layer (unit ``layers``; on Ray, once all are scored)."""
+    import time
+
+    from intq.calibration.calibrate import Progress
+
     mapping = int_graph.metadata.get("float_tensor_of")
     if not mapping:
         raise IntqError(f"graph {int_graph.name!r} has no float-tensor mapping: sensitivity needs a graph made "
@@ -225,6 +231,7 @@ def sensitivity(float_graph: Graph, int_graph: Graph, samples: Iterable[Mapping[
         return out
 
     everything = {n.name for n in candidates}
+    t0 = time.perf_counter()
     ref = run(set(), False)
     all_int8 = output_sqnr(ref, run(everything, True))
 
@@ -232,9 +239,21 @@ def sensitivity(float_graph: Graph, int_graph: Graph, samples: Iterable[Mapping[
         """(alone in int8, alone in float) output SQNR of one layer: independent of the others."""
         return output_sqnr(ref, run({name}, False)), output_sqnr(ref, run(everything - {name}, True))
 
-    from intq.distributed.cluster import parallel_map
+    def tick(done: int) -> None:
+        if progress is not None:
+            progress(Progress(done, len(candidates), time.perf_counter() - t0, "layers"))
 
-    scores = parallel_map(layer, [n.name for n in candidates], cluster, workers)
+    names = [n.name for n in candidates]
+    if cluster is None and workers is None:
+        scores = []
+        for name in names:
+            scores.append(layer(name))
+            tick(len(scores))
+    else:
+        from intq.distributed.cluster import parallel_map
+
+        scores = parallel_map(layer, names, cluster, workers)
+        tick(len(scores))
     rows = [LayerSensitivity(n.name, n.op_type, n.outputs[0], alone_int8, alone_float, alone_float - all_int8)
             for n, (alone_int8, alone_float) in zip(candidates, scores)]
     rows.sort(key=lambda r: (-r.gain_db, r.alone_int8_db))

@@ -49,28 +49,51 @@ def _pair_sums(fn: Callable, args: tuple, float_graph: Graph, int_graph: Graph, 
                            args=args, progress=progress_of(progress, total), total=total)
 
 
+def evaluation_sums_on_ray(float_graph: Graph, int_graph: Graph, samples: Iterable[Mapping[str, np.ndarray]], *,
+                           target: str = "tflite", cluster=None, workers: int | None = None,
+                           progress: Callable | None = None, total: int | None = None,
+                           shard_runs: int | None = None) -> EvaluationSums:
+    """The merged :class:`~intq.analysis.evaluate.EvaluationSums` of ``samples`` (runs of joined
+    samples, read on this machine) on Ray: those of the local loop, bit for bit."""
+    sums = _pair_sums(evaluate_shard, (pair_outputs(float_graph, int_graph),), float_graph, int_graph, target,
+                      samples, cluster, workers, progress, total, shard_runs)
+    if sums is None:
+        raise EvaluationError("the evaluation data is empty: give at least one sample")
+    return sums
+
+
 def evaluate_on_ray(float_graph: Graph, int_graph: Graph, samples: Iterable[Mapping[str, np.ndarray]],
                     labels: np.ndarray | None = None, *, target: str = "tflite", cluster=None,
                     workers: int | None = None, progress: Callable | None = None, total: int | None = None,
                     shard_runs: int | None = None) -> Evaluation:
     """:func:`intq.analysis.evaluate.evaluate` on Ray: the same numbers (SQNR, max error, top-1
     agreement, accuracy), bit for bit. ``samples``: runs of joined samples, read on this machine."""
-    sums = _pair_sums(evaluate_shard, (pair_outputs(float_graph, int_graph),), float_graph, int_graph, target,
-                      samples, cluster, workers, progress, total, shard_runs)
+    return evaluation_sums_on_ray(float_graph, int_graph, samples, target=target, cluster=cluster, workers=workers,
+                                  progress=progress, total=total, shard_runs=shard_runs).result(labels,
+                                                                                                graph=float_graph)
+
+
+def comparison_sums_on_ray(float_graph: Graph, int_graph: Graph, samples, target: str = "tflite", *,
+                           histogram_bins: int = 128, cluster=None, workers: int | None = None,
+                           progress: Callable | None = None, total: int | None = None,
+                           shard_runs: int | None = None) -> ComparisonSums:
+    """The merged :class:`~intq.analysis.compare.ComparisonSums` of ``samples`` (runs of joined
+    samples) on Ray: those of the local loop, bit for bit."""
+    _mapping(int_graph)  # refused before any work
+    sums = _pair_sums(compare_shard, (histogram_bins,), float_graph, int_graph, target, samples, cluster, workers,
+                      progress, total, shard_runs)
     if sums is None:
-        raise EvaluationError("the evaluation data is empty: give at least one sample")
-    return sums.result(labels)
+        raise IntqError("compare needs at least one sample")
+    return sums
 
 
 def compare_on_ray(float_graph: Graph, int_graph: Graph, samples, target: str = "tflite", *,
                    histogram_bins: int = 128, cluster=None, workers: int | None = None,
                    progress: Callable | None = None, total: int | None = None,
-                   shard_runs: int | None = None) -> Report:
+                   shard_runs: int | None = None, labels=None) -> Report:
     """:func:`intq.analysis.compare` on Ray: the same :class:`~intq.analysis.compare.Report` (every
-    row, agreement, histogram), bit for bit."""
-    mapping = _mapping(int_graph)
-    sums = _pair_sums(compare_shard, (histogram_bins,), float_graph, int_graph, target, samples, cluster, workers,
-                      progress, total, shard_runs)
-    if sums is None:
-        raise IntqError("compare needs at least one sample")
-    return comparison_report(float_graph, int_graph, sums, get_target(target).name, mapping)
+    row, agreement, histogram, accuracy), bit for bit."""
+    sums = comparison_sums_on_ray(float_graph, int_graph, samples, target, histogram_bins=histogram_bins,
+                                  cluster=cluster, workers=workers, progress=progress, total=total,
+                                  shard_runs=shard_runs)
+    return comparison_report(float_graph, int_graph, sums, get_target(target).name, labels=labels)

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from intq.calibration.adapters import count
 from intq.calibration.data import DEFAULT_BATCH_SIZE, grouped, iter_samples
 from intq.calibration.observers import MovingAverageMinMaxObserver, Observer, make_observer
 from intq.errors import QuantizationError
@@ -33,12 +34,16 @@ TABLE_FORMAT = "intq-calibration-table/1"
 
 @dataclass(frozen=True)
 class Progress:
-    """What a progress callback receives after each sample (each run; a distributed run: each
-    shard, with ``shards`` done of ``shards_total``, None when the data's length is unknown)."""
+    """What a progress callback receives after each step of a long loop: ``samples`` done of
+    ``total`` (None when unknown), ``elapsed`` seconds, and what is counted (``unit``: samples for
+    calibration, evaluation and comparison; layers for a sensitivity ranking, candidates for a
+    precision search); a distributed run reports after each shard, with ``shards`` done of
+    ``shards_total``."""
 
     samples: int
     total: int | None
     elapsed: float
+    unit: str = "samples"
     shards: int | None = None
     shards_total: int | None = None
 
@@ -367,9 +372,9 @@ def _calibrate(graph, data, method, progress, preprocess, limit, batch_size, clu
 
         return calibrate_on_ray(graph, data, method, cluster=cluster, workers=workers, progress=progress,
                                 preprocess=preprocess, limit=limit, batch_size=batch_size, **observer_options)
-    total = limit
-    if total is None and hasattr(data, "__len__") and not isinstance(data, (str, Path, np.ndarray, Mapping)):
-        total = len(data)
+    total = count(data, graph)  # the ETA's total, when it is cheap to tell (headers, lengths)
+    if limit is not None:
+        total = limit if total is None else min(total, limit)
     runs = grouped(iter_samples(data, graph, preprocess), graph, batch_size, limit)
     observation = observe(graph, runs, method, progress=progress, total=total, **observer_options)
     return table_of(graph, method, observation, **observer_options)

@@ -2,8 +2,11 @@
 
 Accepted sources (:func:`iter_samples`):
 
-* an iterable of arrays (single-input graphs) or of dicts ``{input name: array}``; an array whose
-  first dimension is larger than the graph input's batch is split into samples of that batch;
+* data in memory, through :mod:`intq.calibration.adapters`: arrays, dicts ``{input name: array}``,
+  iterables of them, ``(x, y)`` pairs, a torch ``DataLoader``, an object with ``get_next()``
+  (onnxruntime's ``CalibrationDataReader``), a function returning an iterator (TFLite's
+  ``representative_dataset``), torch tensors; an array whose first dimension is larger than the
+  graph input's batch is split into samples of that batch;
 * a folder (``str``/``Path``) of ``.npy`` / ``.npz`` files (one array per input, by name or the only
   array) or of images (``.png``, ``.jpg``, ``.jpeg``, ``.bmp``), read in sorted order;
 * one ``.npz`` (or ``.npy``) file with an array per input (samples along the first axis);
@@ -25,8 +28,10 @@ sample index (and the file).
 from __future__ import annotations
 
 import contextlib
+import itertools
 import math
 import os
+import tokenize
 import zipfile
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -138,7 +143,10 @@ def _files(folder: Path) -> list[str]:
 
 
 #: What a damaged or foreign .npy/.npz raises inside numpy and zipfile while it is read.
-_UNREADABLE = (OSError, ValueError, EOFError, SyntaxError, zipfile.BadZipFile, zlib.error, KeyError, UnicodeError)
+#: what numpy raises on a corrupt .npy / .npz (a header cut mid-dict: tokenize's TokenError, from
+#: numpy's header parser on a header it must repair; issue 27 item 6)
+_UNREADABLE = (OSError, ValueError, EOFError, SyntaxError, tokenize.TokenError, zipfile.BadZipFile, zlib.error, KeyError,
+               UnicodeError)
 
 
 def _npy_header(f, where: str, check_size: bool = True) -> tuple[tuple[int, ...], np.dtype]:
@@ -314,18 +322,11 @@ def _raw_items(data, graph: Graph, preprocess: Callable | None) -> Iterator[tupl
                 yield item, str(path)
             return
         raise CalibrationDataError(f"{path}: not a folder of calibration files nor a .npy/.npz file")
-    if isinstance(data, (np.ndarray, Mapping)):
-        yield data, "data"
-        return
-    if not isinstance(data, Iterable):
-        if hasattr(data, "__len__") and hasattr(data, "__getitem__"):  # a map-style dataset (torch Dataset)
-            for i in range(len(data)):
-                yield data[i], f"item {i}"
-            return
-        raise CalibrationDataError(f"calibration data must be an iterable, a dataset (__len__ and __getitem__), "
-                                   f"a folder or a file, got {type(data).__name__}")
-    for i, item in enumerate(data):
-        yield item, f"item {i}"
+    # in memory: arrays, dicts, (x, y) pairs, DataLoaders, readers, callables (intq.calibration.adapters,
+    # which builds on this module: imported here, not at the top)
+    from intq.calibration.adapters import Source
+
+    yield from (data if isinstance(data, Source) else Source(data)).items(graph)
 
 
 def iter_batches(data, graph: Graph, batch_size: int = DEFAULT_BATCH_SIZE, preprocess: Callable | None = None,
@@ -350,9 +351,9 @@ def grouped(samples: Iterable[dict[str, np.ndarray]], graph: Graph, batch_size: 
     if not has_batch_axis(graph):
         batch_size = 1
     pending: list[dict[str, np.ndarray]] = []
-    for i, sample in enumerate(samples):
-        if limit is not None and i >= limit:
-            break
+    if limit is not None:  # islice: the sample after the last one is never asked for (a one-pass source keeps it)
+        samples = itertools.islice(samples, max(limit, 0))
+    for sample in samples:
         pending.append(sample)
         if len(pending) == batch_size:
             yield _join(pending), _rows(pending, graph)

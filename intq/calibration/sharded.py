@@ -17,11 +17,9 @@ same numpy and OpenBLAS kernels (checked when a worker starts) and the driver's 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from pathlib import Path
+from collections.abc import Callable
 
-import numpy as np
-
+from intq.calibration.adapters import count
 from intq.calibration.calibrate import CalibrationTable, Observation, Progress, observe, table_of
 from intq.calibration.data import DEFAULT_BATCH_SIZE, grouped, iter_samples
 from intq.calibration.observers import Observer, make_observer
@@ -64,8 +62,8 @@ def progress_of(progress: Callable[[Progress], None] | None, total: int | None):
     ``progress(Progress)`` with shards done / total (None without ``progress``)."""
     if progress is None:
         return None
-    return lambda samples, seconds, shards, shards_total: progress(Progress(samples, total, seconds, shards,
-                                                                            shards_total))
+    return lambda samples, seconds, shards, shards_total: progress(
+        Progress(samples, total, seconds, shards=shards, shards_total=shards_total))
 
 
 def calibrate_on_ray(graph: Graph, data, method: str = "minmax", *, cluster=None, workers: int | None = None,
@@ -76,9 +74,9 @@ def calibrate_on_ray(graph: Graph, data, method: str = "minmax", *, cluster=None
     the same :class:`CalibrationTable` (ranges and observer states), bit for bit. ``progress``
     after each shard merged (shards done / total, ETA); ``shard_runs``: runs per shard."""
     make_observer(method, name="probe", **observer_options)  # the method and options, checked before any work
-    total = limit
-    if total is None and hasattr(data, "__len__") and not isinstance(data, (str, Path, np.ndarray, Mapping)):
-        total = len(data)
+    total = count(data, graph)  # the ETA's total, when it is cheap to tell (headers, lengths)
+    if limit is not None:
+        total = limit if total is None else min(total, limit)
     runs = grouped(iter_samples(data, graph, preprocess), graph, batch_size, limit)
     shards = ((chunk, sum(len(rows) for _, rows in chunk)) for chunk in shards_of(runs, shard_runs))
     with session(cluster, workers) as c, limited():  # the threads of intq.calibrate's local loop

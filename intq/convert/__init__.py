@@ -38,8 +38,47 @@ def check_convertible(graph: Graph, precision=None) -> None:
     floats = float_nodes(graph, precision)
     _refuse_missing_rules(graph, floats)
     placeholder = CalibrationTable("placeholder", {k: (-1.0, 1.0) for k, t in graph.tensors.items() if not t.is_constant})
-    _convert_nodes(graph, placeholder, per_channel=True, input_type="float32", output_type="float32",
-                   int16=int16_tensors(graph, precision), floats=floats)
+    placed = _convert_nodes(graph, placeholder, per_channel=True, input_type="float32", output_type="float32",
+                            int16=int16_tensors(graph, precision), floats=floats)
+    _refuse_shape_errors(placed)
+
+
+def _refuse_shape_errors(int_graph: Graph) -> None:
+    """Prepare every integer node of ``int_graph`` (converted on placeholder ranges) for the default
+    target and raise the first :class:`~intq.kernels.ShapeKernelError`: a refusal the real ranges
+    cannot change (an int32 accumulator a reduction's element count can overflow...), so it comes
+    before calibration. Any other refusal may be an artefact of the placeholder ranges: it waits for
+    the real ones (the pipeline prepares the converted graph again)."""
+    from intq.kernels import KernelContext, ShapeKernelError, get_target, operators, prepare_node, select_kernel
+
+    target, integer_ops = get_target("tflite"), operators()
+    for node in int_graph.nodes:
+        if node.op_type not in integer_ops:
+            continue  # a float island's node
+        ctx = KernelContext(node, tuple(int_graph.tensors[t] if t else None for t in node.inputs),
+                            tuple(int_graph.tensors[o] for o in node.outputs), target)
+        try:
+            prepare_node(select_kernel(ctx), ctx)
+        except ShapeKernelError:
+            raise
+        except Exception:  # noqa: BLE001 (placeholder ranges: any other refusal is decided by the real ones)
+            continue
+
+
+#: ops whose input 1 is a weight the converter quantizes per output channel
+_WEIGHTED = frozenset({"Conv", "ConvTranspose", "Gemm", "MatMul"})
+
+
+def _refuse_empty_weight(graph: Graph, node) -> None:
+    """A constant weight with a zero-sized dimension has nothing to quantize (and makes an empty
+    layer): a :class:`ConversionError` naming the node and the tensor (issue 27 item 6: before, numpy's
+    reshape error escaped from the weight scales)."""
+    name = node.inputs[1] if len(node.inputs) > 1 else None
+    t = graph.tensors.get(name) if name else None
+    if t is not None and t.is_constant and np.asarray(t.data).size == 0:
+        raise ConversionError(f"node {node.name!r} ({node.op_type}): weight {name!r} has shape "
+                              f"{list(np.shape(t.data))}, with a zero-sized dimension: an empty layer intq cannot "
+                              "quantize; remove the node or give the weight its channels")
 
 
 def _refuse_missing_rules(graph: Graph, floats: frozenset[str] = frozenset()) -> None:
@@ -154,6 +193,8 @@ def _convert_node(cx: ConversionContext, node) -> None:
             if v is not None and v is not cx.values[x]:
                 swapped[x] = cx.values[x]
                 cx.values[x] = v
+    if node.op_type in _WEIGHTED:
+        _refuse_empty_weight(cx.float_graph, node)
     try:
         RULES[node.op_type](cx, node)
     finally:

@@ -294,7 +294,7 @@ def check_tflite(graph: Graph, blob: bytes, *, samples=None, count: int = DEFAUL
         checks.append(RuntimeCheck("TFLite Micro", "tflite",
                                    skipped=f"TFLite Micro has no {', '.join(lacking)} kernel (the file runs in LiteRT)"))
     elif find_spec("tflite_micro") is None:
-        checks.append(RuntimeCheck("TFLite Micro", "tflite", skipped="the tflite-micro package is not installed"))
+        checks.append(RuntimeCheck("TFLite Micro", "tflite", skipped="the tflite-micro package is not installed: pip install 'intq[tflm]'"))
     else:
         def micro(x, keep=False):
             try:

@@ -52,7 +52,7 @@ def export_onnx(graph: Graph, path: str | os.PathLike | None = None, *, format: 
     if mode:
         if find_spec("onnxruntime") is None:
             raise OnnxExportError("onnxruntime is not installed, so the model cannot be checked before it is written: "
-                                  "install onnxruntime, or pass check=False to write it unchecked")
+                                  "pip install 'intq[ort]', or pass check=False to write it unchecked")
         report = check_onnx(graph, data, activations=activations, samples=samples, mode=mode, qdq=format == "qdq",
                             where=f"the {format} ONNX model" + (f" for {path}" if path is not None else ""))
     if path is not None:

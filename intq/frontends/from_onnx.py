@@ -5,8 +5,10 @@ What the importer does, in order, before any heavy work:
 1. reads the model (a path or an ``onnx.ModelProto``) and checks its default-domain opset is one
    intq knows (:data:`MIN_OPSET` to :data:`MAX_OPSET`);
 2. lists every operator intq cannot execute, with the nodes using it, in ONE error;
-3. binds the graph inputs' dynamic dimensions from ``input_shapes`` (or refuses, naming the input
-   and the dimensions that need a value) and runs ONNX shape inference with data propagation;
+3. binds the graph inputs' dynamic dimensions from ``input_shapes`` (a dynamic batch alone, dimension
+   0 of an input of rank >= 2, defaults to 1: every run binds its own batch; any other dynamic
+   dimension unbound is refused, naming the input and suggesting sizes) and runs ONNX shape
+   inference with data propagation;
 4. turns initializers and ``Constant`` nodes into constant tensors, and rewrites each node into
    its opset-21 form (:data:`NORMALIZERS`: axes/pads/min/max as inputs, Upsample as Resize,
    pre-13 Softmax as flatten-softmax-reshape...), so that later stages know one semantics per op;
@@ -390,6 +392,8 @@ def _bind_inputs(proto: onnx.ModelProto, input_shapes: Mapping[str, Sequence[int
                 bound[inp.name] = shape
         elif dims is None:
             fail = f"input {inp.name!r} has an unknown rank"
+        elif len(dims) >= 2 and dims[0] is None and all(d is not None for d in dims[1:]):
+            bound[inp.name] = (1, *dims[1:])  # only the batch is dynamic: 1 (every run binds its own batch)
         elif any(d is None for d in dims):
             fail = f"input {inp.name!r} has dynamic dimensions {list(symbols)}"
         else:

@@ -19,6 +19,27 @@ def is_dynamic(dim: int | None) -> bool:
     return dim is None or int(dim) < 1
 
 
+#: example sizes :func:`suggest_shape` gives dynamic dimensions: an image side, a sequence length
+IMAGE_SIDE, SEQUENCE = 224, 128
+
+
+def suggest_shape(declared) -> tuple[int, ...]:
+    """A concrete shape for ``declared`` (None / < 1 per dynamic dimension): the batch (dimension 0
+    of a rank >= 2 input) 1; in an image (rank 4 with 1 or 3 channels first or last) a dynamic side
+    the other side's size when that one is static, else :data:`IMAGE_SIDE`; any other dynamic
+    dimension :data:`SEQUENCE` (a token sequence's length)."""
+    dims = [None if is_dynamic(d) else int(d) for d in declared]
+    out = list(dims)
+    if len(dims) >= 2 and dims[0] is None:
+        out[0] = 1
+    sides = (2, 3) if len(dims) == 4 and dims[1] in (1, 3) else (1, 2) if len(dims) == 4 and dims[3] in (1, 3) else ()
+    for i in sides:
+        if dims[i] is None:
+            other = dims[sides[1] if i == sides[0] else sides[0]]
+            out[i] = other if other is not None else IMAGE_SIDE
+    return tuple(SEQUENCE if d is None else d for d in out)
+
+
 class InputShapeError(IntqError, ValueError):
     """An input's shape is unknown or contradicts the shape the caller gave.
 
@@ -40,20 +61,18 @@ class InputShapeError(IntqError, ValueError):
         super().__init__(self._render(cli=False))
 
     def example(self) -> tuple[str, ...] | None:
-        """A shape to show in the fix: static dims as declared, the batch (dim 0) as 1, other
-        dynamic dims by their symbol (the user must choose them)."""
+        """A shape to show in the fix, every dimension a number (:func:`suggest_shape`)."""
         if self.declared is None:
             return None
-        out = []
-        for i, d in enumerate(self.declared):
-            if not is_dynamic(d):
-                out.append(str(d))
-            elif i == 0:
-                out.append("1")
-            else:
-                sym = self.symbols[i] if self.symbols and self.symbols[i] not in ("", "?") else f"D{i}"
-                out.append(sym)
-        return tuple(out)
+        return tuple(str(d) for d in suggest_shape(self.declared))
+
+    def guessed(self) -> list[str]:
+        """The dynamic dimensions other than the batch that :meth:`example` chose a size for, by
+        their names in the file (``?`` unnamed)."""
+        if self.declared is None:
+            return []
+        return [(self.symbols[i] if self.symbols and self.symbols[i] else "?")
+                for i, d in enumerate(self.declared) if is_dynamic(d) and (i > 0 or len(self.declared) == 1)]
 
     def _fix(self, cli: bool) -> str:
         name = self.input or "NAME"
@@ -66,9 +85,12 @@ class InputShapeError(IntqError, ValueError):
 
     def _render(self, cli: bool) -> str:
         text = f"{self.where}: {self.problem}; pass {self._fix(cli)}"
-        free = [d for d in self.example() or () if not d.isdigit()]
-        if free:
-            text += f", choosing a size for {', '.join(free)}"
+        guessed = self.guessed()
+        if guessed:
+            sizes = [d for i, d in enumerate(self.example() or ())
+                     if is_dynamic(self.declared[i]) and (i > 0 or len(self.declared) == 1)]
+            text += (f" ({', '.join(sizes)}: example sizes for the dynamic {', '.join(guessed)}; give your data's "
+                     "sizes — intq quantize / eval / compare take them from the data when it is given)")
         return text
 
     def cli_message(self) -> str:

@@ -41,6 +41,8 @@ class Tensor:
     qparams: QuantParams | None = None
 
     def __post_init__(self):
+        if isinstance(self.name, bytes):  # a model file's name that is not valid UTF-8 (protobuf hands its bytes)
+            raise GraphError(f"tensor name {self.name!r} is not valid UTF-8 text; rename it in the model")
         if not isinstance(self.name, str) or not self.name:
             raise GraphError(f"a tensor needs a non-empty string name, got {self.name!r}")
         object.__setattr__(self, "dtype", np.dtype(self.dtype))

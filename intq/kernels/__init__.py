@@ -12,8 +12,10 @@ package imports every module so that their decorators run. Helper modules (``bas
 import importlib
 import pkgutil
 
-from intq.kernels.base import (INT8, INT16, KERNELS, REFERENCE, Kernel, KernelContext, KernelError, activation_of,
-                               kernel, kernel_activation, node_activation, operators, reference, select_kernel, variant)
+from intq.kernels.base import (INT8, INT16, KERNELS, REFERENCE, Kernel, KernelContext, KernelError, ShapeKernelError,
+                               activation_of,
+                               kernel, kernel_activation, node_activation, operators, prepare_node, reference,
+                               select_kernel, variant)
 from intq.kernels.targets import TARGETS, Requant, Runtime, Target, get_target
 
 
@@ -26,6 +28,6 @@ def _import_all(package: str, path) -> None:
 
 _import_all(__name__, __path__)
 
-__all__ = ["INT8", "INT16", "KERNELS", "REFERENCE", "Kernel", "KernelContext", "KernelError", "activation_of", "kernel",
-           "kernel_activation", "node_activation", "operators", "reference", "select_kernel", "variant",
+__all__ = ["INT8", "INT16", "KERNELS", "REFERENCE", "Kernel", "KernelContext", "KernelError", "ShapeKernelError", "activation_of", "kernel",
+           "kernel_activation", "node_activation", "operators", "prepare_node", "reference", "select_kernel", "variant",
            "TARGETS", "Target", "Requant", "Runtime", "get_target"]

@@ -315,7 +315,7 @@ def quantized_sum(ctx: KernelContext, in_qp: QuantParams, out_qp: QuantParams, *
     r = reduction(ctx)
     count = int(np.prod([r.in_shape[a] for a in r.axes], dtype=np.int64))
     if count * max_diff > _INT32_MAX:
-        raise ctx.error(f"reducing {count} elements can overflow the runtime's int32 accumulator; split the reduction")
+        raise ctx.shape_error(f"reducing {count} elements can overflow the runtime's int32 accumulator; split the reduction")
     real = in_qp.tensor_scale / out_qp.tensor_scale  # double / double
     multiplier, shift = (int(v) for v in quantize_multiplier(real))
     if shift > 30:

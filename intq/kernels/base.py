@@ -56,6 +56,12 @@ class KernelError(IntqError, ValueError):
     """An integer operator's inputs break its contract, or the operator is not supported."""
 
 
+class ShapeKernelError(KernelError):
+    """A refusal that depends only on shapes, dtypes and constants, never on calibrated ranges (an
+    accumulator bound, a size limit): :func:`intq.convert.check_convertible` prepares every kernel on
+    placeholder ranges and raises these before any calibration (issue 27 item 6)."""
+
+
 @dataclass(frozen=True)
 class KernelContext:
     """What ``prepare`` sees: the node, its input and output tensors, and the target."""
@@ -79,6 +85,10 @@ class KernelContext:
 
     def error(self, message: str) -> KernelError:
         return KernelError(f"node {self.node.name!r} ({self.node.op_type}): {message}")
+
+    def shape_error(self, message: str) -> ShapeKernelError:
+        """:meth:`error` for a refusal that shapes, dtypes and constants alone decide (:class:`ShapeKernelError`)."""
+        return ShapeKernelError(f"node {self.node.name!r} ({self.node.op_type}): {message}")
 
     def attr(self, name: str, default=None):
         return self.node.attrs.get(name, default)

@@ -18,7 +18,9 @@ is a speed choice only, and speed depends on the CPU (``torch._int_mm`` is 7x fa
 BLAS on an AVX-512 VNNI EPYC and was 15x *slower* on an AVX2-only one):
 
 * ``torch-int8``: ``torch._int_mm``, PyTorch's CPU int8 x int8 -> int32 product (oneDNN) —
-  integer arithmetic, exact by definition (checked on a probe before use);
+  integer arithmetic, exact by definition (checked on a probe before use); a candidate only in a
+  process that has imported PyTorch already (a torch model, QAT) or with ``INTQ_GEMM=torch``:
+  importing it costs seconds, which no integer model should pay;
 * ``blas-float32``: the chunked float32 BLAS product above, with numpy alone (always available);
 * ``numba-int32``: a compiled loop of int32 multiply-adds (numba is a core dependency).
 
@@ -37,6 +39,7 @@ import json
 import math
 import os
 import platform
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -63,11 +66,25 @@ _MEASUREMENT = 4
 SHAPES = ((3136, 576, 64), (784, 1152, 128), (49, 4608, 512), (1, 512, 1000))
 
 
+def _torch_loaded():
+    """The torch module when this process has already imported it (a torch model, QAT) or
+    ``INTQ_GEMM=torch`` asks for it, else None: intq never imports PyTorch (seconds, hundreds of MB)
+    just to multiply matrices."""
+    if os.environ.get("INTQ_GEMM", "").strip().lower() == "torch":
+        import torch
+
+        return torch
+    return sys.modules.get("torch")
+
+
 @lru_cache(maxsize=None)
 def _torch_int_mm():
-    """``torch._int_mm`` if PyTorch is installed and it multiplies int8 exactly here, else None."""
+    """``torch._int_mm`` if PyTorch is loaded (:func:`_torch_loaded`) and multiplies int8 exactly
+    here, else None."""
     try:
-        import torch
+        torch = _torch_loaded()
+        if torch is None:
+            return None
 
         probe_a = np.arange(-128, 128, dtype=np.int8).reshape(16, 16)
         probe_b = np.ascontiguousarray(probe_a.T[:, ::-1])
@@ -219,10 +236,9 @@ def _versions_key() -> str:
         parts.append(numba.__version__)
     except ImportError:
         pass
+    torch = _torch_loaded()
     try:
-        import torch
-
-        parts += [torch.__version__, str(torch.get_num_threads())]
+        parts += [torch.__version__, str(torch.get_num_threads())] if torch is not None else ["no torch"]
     except Exception:
         parts.append("no torch")
     parts += [f"{k}={os.environ.get(k, '')}" for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")]

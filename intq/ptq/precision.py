@@ -111,7 +111,8 @@ def int16_levels(graph: Graph, precision: Mapping[str, str] | None, max_levels: 
 
 def auto_precision(graph: Graph, table: CalibrationTable, samples, target_sqnr: float, *,
                    ratio: float = DEFAULT_RATIO, convert_options: Mapping | None = None,
-                   base: Mapping[str, str] | None = None, cluster=None) -> tuple[dict[str, str], float]:
+                   base: Mapping[str, str] | None = None, cluster=None,
+                   progress=None) -> tuple[dict[str, str], float]:
     """The fewest range-mismatched joins in int16, added to ``base`` (the user's choices), that
     bring the output SQNR on ``samples`` to ``target_sqnr`` dB (see the module docstring), then,
     if they do not, float islands (:func:`island_candidates`, smallest first) until it does:
@@ -124,8 +125,17 @@ def auto_precision(graph: Graph, table: CalibrationTable, samples, target_sqnr: 
     tasks, ``cluster.workers`` at a time, *speculatively*: each window of candidates is scored
     against the current choice, and the first one kept discards the window's later scores (they
     assumed the old choice) — the same choices and SQNR as the serial search, which is what runs
-    without a cluster (a window of one)."""
+    without a cluster (a window of one). ``progress(Progress)`` after each window of candidates
+    scored (unit ``candidates``; the total is an upper bound: the search stops once the target is
+    reached)."""
+    import math
+    import time
+
+    from intq.calibration.calibrate import Progress
+
     samples = list(samples)
+    t0 = time.perf_counter()
+    tried = [0]
     ref_it = Interpreter(graph)
     ref: dict[str, list] = {o: [] for o in graph.outputs}
     for s in samples:
@@ -153,15 +163,24 @@ def auto_precision(graph: Graph, table: CalibrationTable, samples, target_sqnr: 
             out = {k: v for k, v in out.items() if v != "int16" or node_named(graph, k).name not in inside}
         return out
 
-    scores = _scorer(score, cluster)
     chosen: dict[str, str] = dict(base or {})
-    reached = score(chosen)
     candidates = [(n, "int16") for n, _ in mismatched_joins(graph, table, ratio)]
     candidates += [(n, "float") for n in island_candidates(graph)]
+    levels = max(len(int16_levels(graph, chosen)), 1)  # the grow phase: doublings, bisection, pruning
+    bound = 1 + len(candidates) + 2 * (math.ceil(math.log2(levels)) + 1) + MAX_PRUNED
+
+    def tick(n: int) -> None:
+        """``n`` more candidates scored (on this process, whether they ran here or on Ray)."""
+        tried[0] += n
+        if progress is not None:
+            progress(Progress(tried[0], bound, time.perf_counter() - t0, "candidates"))
+
+    scores = _scorer(score, cluster, tick)
+    reached = scores([chosen])[0]
     chosen, reached = _greedy(candidates, chosen, reached, lambda c, cand: trial(c, *cand), scores,
                               lambda got, best: got > best, lambda best: best >= target_sqnr, _width(cluster))
     if reached < target_sqnr:
-        chosen, reached = _grow_int16(graph, chosen, reached, target_sqnr, score, cluster)
+        chosen, reached = _grow_int16(graph, chosen, reached, target_sqnr, score, cluster, tick)
     return chosen, reached
 
 
@@ -169,11 +188,16 @@ def _width(cluster) -> int:
     return cluster.workers if cluster is not None else 1
 
 
-def _scorer(score, cluster):
-    """``trials -> [score(t) for t in trials]``: a loop, or Ray tasks on ``cluster``."""
-    if cluster is None:
-        return lambda trials: [score(t) for t in trials]
-    return lambda trials: cluster.map(score, trials)
+def _scorer(score, cluster, tick=None):
+    """``trials -> [score(t) for t in trials]``: a loop, or Ray tasks on ``cluster``; ``tick(n)``
+    after each call (on the calling process: progress)."""
+    def scores(trials: list) -> list:
+        out = [score(t) for t in trials] if cluster is None else cluster.map(score, trials)
+        if tick is not None:
+            tick(len(out))
+        return out
+
+    return scores
 
 
 def _greedy(candidates: list, chosen, reached: float, make_trial, scores, better, done, width: int):
@@ -198,7 +222,8 @@ def _greedy(candidates: list, chosen, reached: float, make_trial, scores, better
     return chosen, reached
 
 
-def _grow_int16(graph: Graph, chosen: dict[str, str], reached: float, target_sqnr: float, score, cluster=None):
+def _grow_int16(graph: Graph, chosen: dict[str, str], reached: float, target_sqnr: float, score, cluster=None,
+                tick=None):
     """Grow an int16 region backwards from the outputs (:func:`int16_levels`) by the fewest levels
     that reach ``target_sqnr``: levels 1, 2, 4, 8... until one reaches it, then bisection between
     the last two (the SQNR is taken to grow with the region, as int16 replaces int8 noise by 256
@@ -211,7 +236,7 @@ def _grow_int16(graph: Graph, chosen: dict[str, str], reached: float, target_sqn
     levels = int16_levels(graph, chosen)
     tried: dict[int, float] = {}  # the depths the serial search looks at, and their SQNR
     known: dict[int, float] = {}  # every depth scored (some ahead of their turn)
-    width, scores = _width(cluster), _scorer(score, cluster)
+    width, scores = _width(cluster), _scorer(score, cluster, tick)
 
     def table(depth: int) -> dict[str, str]:
         return {**chosen, **{n.name: "int16" for level in levels[:depth] for n in level}}

@@ -19,7 +19,7 @@ kernel's value. Conv + BatchNorm train with BN folding simulated (Jacob et al. 2
 :func:`intq.convert.convert`, and checks that every parameter it chose is the one the module
 simulated. See ``docs/qat.md``.
 
-PyTorch is needed (the ``test`` extra); importing this package without it raises
+PyTorch is needed (the ``torch`` extra: ``pip install 'intq[torch]'``); importing this package without it raises
 :class:`QATError`.
 """
 
@@ -30,7 +30,7 @@ import importlib.util
 from intq.qat.errors import QATError
 
 if importlib.util.find_spec("torch") is None:  # pragma: no cover - exercised only without torch
-    raise QATError("intq.qat needs PyTorch: install it (pip install 'intq[test]', or pip install torch)")
+    raise QATError("intq.qat needs PyTorch, which is not installed: pip install 'intq[torch]'")
 
 from intq.qat.convert import convert  # noqa: E402
 from intq.qat.fake_quant import fake_quantize_activation, fake_quantize_bias, fake_quantize_weight, round_half_away  # noqa: E402

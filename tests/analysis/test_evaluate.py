@@ -44,7 +44,7 @@ def test_figures_match_a_direct_computation(two_heads):
          np.concatenate([qi.run(s)[qo] for s in samples]).astype(np.float64))
         for fo, qo in pair_outputs(fg, qg)]
     labels = np.arange(len(samples)) % 5
-    ev = evaluate(fg, qg, samples, labels)
+    ev = evaluate(fg, qg, samples, labels, batch_size=1)  # one by one, as the direct computation
     cls, det = ev.outputs
     assert ev.samples == 30 and ev.rows == 30
     assert cls.top1_agreement == np.mean(f_cls.argmax(1) == q_cls.argmax(1))

@@ -141,7 +141,7 @@ def test_data_errors_name_the_input_and_sample(tmp_path):
     with pytest.raises(CalibrationDataError, match="empty"):
         calibrate(g, [])
     bad_shape = _data(3) + [np.zeros((1, 3, 9, 9), np.float32)]
-    with pytest.raises(CalibrationDataError, match="sample 3 \\(item 3\\): input 'x' has shape \\(1, 3, 9, 9\\)"):
+    with pytest.raises(CalibrationDataError, match="sample 3 \\(list item 3\\): input 'x' has shape \\(1, 3, 9, 9\\)"):
         calibrate(g, bad_shape)
     nan = _data(2)
     nan[1][0, 0, 0, 0] = np.nan

@@ -61,14 +61,13 @@ def test_pytorch_architectures_match_onnxruntime(arch, size):
         assert "SiLU" in ops and "Split" in ops and "Resize" in ops and "Sigmoid" not in ops
 
 
-def test_dynamic_batch_needs_a_shape_and_accepts_one():
+def test_dynamic_batch_defaults_to_1_and_accepts_a_shape():
     module = build("resnet18")
     data = _export(module, torch.randn(1, 3, 64, 64), dynamic=True)
     import onnx
 
     proto = onnx.load_from_string(data)
-    with pytest.raises(intq.IntqError, match="input 'x' has dynamic dimensions \\['batch'"):
-        intq.load(proto)
+    assert intq.load(proto).tensors["x"].shape == (1, 3, 64, 64)  # the batch alone is dynamic: 1
     graph = simplify(intq.load(proto, input_shapes={"x": (2, 3, 64, 64)}))
     x = np.random.default_rng(0).standard_normal((2, 3, 64, 64)).astype(np.float32)
     got = intq.Interpreter(graph).run({"x": x})

@@ -688,7 +688,9 @@ def fam_malformed(ctx: Ctx) -> None:
     gen = ctx.pick(["no_outputs", "complex_input", "huge_output", "huge_output", "huge_output", "tflite_declared_shape",
                     "tflite_huge_dims", "raw_data_length", "external_outside", "external_inside", "external_short",
                     "attr_wrong_type", "cycle", "input_huge_dim", "string_input", "not_a_model", "output_is_input",
-                    "onnx_declared_shape", "quantize_huge_output", "zero_dim_input", "bool_input_quantize"])
+                    "onnx_declared_shape", "quantize_huge_output", "zero_dim_input", "bool_input_quantize",
+                    # issue 27 item 6: the classes a campaign on main 174be28 still found
+                    "zero_dim_weight", "huge_pad_reduction", "non_utf8_name"])
     ctx.what.append(gen)
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])
@@ -773,6 +775,39 @@ def fam_malformed(ctx: Ctx) -> None:
         m = _graph([helper.make_node("Relu", ["x"], ["y"])], [xz], [helper.make_tensor_value_info("y", 1, None)])
         feeds = {"x": np.zeros((1, 0), np.float32)}
         action = ctx.pick(["load", "quantize"])
+    elif gen == "zero_dim_weight":  # numpy's reshape error escaped from the weight scales
+        if ctx.pick([True, False]):
+            w = numpy_helper.from_array(np.zeros((4, 0), np.float32), "w")
+            m = _graph([helper.make_node("MatMul", ["x", "w"], ["y"])], [x],
+                       [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 0])], [w])
+        else:
+            xi = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 8, 8])
+            w = numpy_helper.from_array(np.zeros((0, 1, 3, 3), np.float32), "w")
+            m = _graph([helper.make_node("Conv", ["x", "w"], ["y"])], [xi],
+                       [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [w])
+            feeds = {"x": ctx.rng.standard_normal((1, 1, 8, 8)).astype(np.float32)}
+        ctx.refuse_because("a weight with a zero-sized dimension")
+        action = ctx.pick(["quantize", "cli"])
+    elif gen == "huge_pad_reduction":  # refused by the MEAN kernel only after minutes of calibration
+        xi = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 8, 8])
+        pad = int(ctx.pick([1500, 2000]))  # 9-16 M elements: under the fuzz size limit, over the accumulator bound
+        w = numpy_helper.from_array(np.ones((1, 1, 3, 3), np.float32), "w")
+        m = _graph([helper.make_node("Conv", ["x", "w"], ["c"], pads=[pad] * 4),
+                    helper.make_node("ReduceMean", ["c"], ["y"], axes=[2, 3], keepdims=1)], [xi],
+                   [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [w])
+        feeds = {"x": ctx.rng.standard_normal((1, 1, 8, 8)).astype(np.float32)}
+        ctx.refuse_because("a reduction whose element count overflows the int32 accumulator")
+        action = ctx.pick(["quantize", "cli"])
+    elif gen == "non_utf8_name":  # a UnicodeDecodeError escaped from onnx.helper
+        m = _graph([helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Relu", ["r"], ["y"])], [x], [y])
+        raw = m.SerializeToString().replace(b"\x01r", b"\x01\xff")  # the 1-byte name "r" as an invalid byte
+        path = ctx.work / "model.onnx"
+        path.write_bytes(raw)
+        ctx.what.append("cli")
+        np.savez(ctx.work / "calib.npz", x=np.repeat(feeds["x"], 2, axis=0))
+        run_cli(ctx, ["quantize", "model.onnx", "--calib", "calib.npz", "-o", "out.tflite", "--check-samples", "1"],
+                outputs=("out.tflite",))
+        return
     elif gen == "output_is_input":
         m = _graph([], [x], [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])])
         action = ctx.pick(["load", "quantize"])
@@ -894,7 +929,7 @@ def _bad_file(ctx: Ctx, name: str, key: str, shape) -> tuple[str, bool]:
     path = ctx.work / name
     kind = ctx.pick(["array", "array", "array", "truncated_npz", "not_zip", "zip_junk", "huge_header", "empty_file",
                      "pickle", "dir_named_npz", "wrong_key", "extra_key", "images_bad", "images_ok", "empty_dir",
-                     "symlink_loop", "npy_for_npz"])
+                     "symlink_loop", "npy_for_npz", "header_cut"])
     if kind == "array":
         x, what, refuse = _bad_array(ctx, shape)
         if isinstance(x, np.ndarray) and x.dtype == object:
@@ -923,6 +958,12 @@ def _bad_file(ctx: Ctx, name: str, key: str, shape) -> tuple[str, bool]:
         return kind, True
     if kind == "empty_file":
         path.write_bytes(b"")
+        return kind, True
+    if kind == "header_cut":  # an .npy header dict cut mid-way (numpy's parser: tokenize's TokenError; issue 27)
+        text = b"{'descr': '<f4', 'fortran_order': Fa"
+        header = b"\x93NUMPY\x01\x00" + len(text + b"\n").to_bytes(2, "little") + text + b"\n"
+        with zipfile.ZipFile(path, "w") as z:
+            z.writestr(f"{key}.npy", header + bytes(16))
         return kind, True
     if kind == "pickle":
         _save_pickled(path, key, np.array([{"a": 1}], dtype=object))

@@ -1,6 +1,9 @@
 """exact_matmul equals the int64 product on every backend, across the float32 chunking bound; the
 backend is the fastest measured here, never slower than float32 BLAS, and INTQ_GEMM forces one."""
 
+import contextlib
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -9,7 +12,30 @@ import pytest
 from intq.kernels import gemm
 from intq.kernels.gemm import available_backends, exact_matmul, prepare_gemm
 
+with contextlib.suppress(ImportError):  # the torch-int8 backend is a candidate once torch is loaded
+    import torch  # noqa: F401
+gemm._torch_int_mm.cache_clear()
 BACKENDS = available_backends()
+
+
+def test_torch_is_a_backend_once_loaded():
+    if "torch" not in sys.modules:
+        pytest.skip("torch is not installed")
+    assert "torch-int8" in BACKENDS
+
+
+def test_the_integer_engine_never_imports_torch():
+    """An integer model runs (and the backend is measured) without importing PyTorch: the import
+    costs seconds (8.7 s on a loaded machine, issue 27)."""
+    code = ("import sys, numpy as np, intq; from intq.kernels import gemm; gemm.gemm_backend(); "
+            "g = intq.quantize('intq/data/digits_cnn.onnx', [np.zeros((1, 1, 8, 8), np.float32)], input_shapes={'image': (1, 1, 8, 8)}); "
+            "intq.Interpreter(g).run({'image': np.zeros((2, 1, 8, 8), np.float32)}); "
+            "print('torch' in sys.modules, gemm.available_backends())")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=__file__.rsplit("/tests/", 1)[0], env={**__import__("os").environ, "INTQ_GEMM": "auto"})
+    loaded, backends = out.stdout.split(" ", 1)
+    assert loaded == "False", out.stdout
+    assert "torch-int8" not in backends
 
 
 def test_float32_blas_is_always_available():

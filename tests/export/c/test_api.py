@@ -100,3 +100,35 @@ def test_cli_quantize_to_c(tmp_path):
     assert done.returncode == 0, done.stderr
     assert "wrote digits.c and digits.h" in done.stdout
     assert "#define DIGITS_ARENA_BYTES" in (tmp_path / "digits.h").read_text()
+
+
+def test_cli_export_writes_tflite_and_onnx_from_an_integer_model(tmp_path, capsys):
+    """``intq export MODEL --tflite / --onnx`` (issue 27 item 4): each file checked in its runtime before
+    it is written; the written .tflite loads back and runs exactly as the source model; a quantized ONNX
+    keeps onnxruntime's arithmetic, so it is refused as .tflite (and before anything is written)."""
+    pytest.importorskip("onnxruntime")
+    from intq.cli import main
+    from intq.testing.digits import load_split
+
+    (x_train, _), (x_test, _) = load_split()
+    src = Path(intq.__file__).parent / "data" / "digits_cnn.onnx"
+    qg = intq.quantize(str(src), [x[None] for x in x_train[:32]])
+    intq.export_tflite(qg, tmp_path / "q.tflite")
+    code = main(["export", str(tmp_path / "q.tflite"), "--tflite", str(tmp_path / "again.tflite"),
+                 "--onnx", str(tmp_path / "q.onnx"), "--json"])
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    report = json.loads(out.out)
+    assert report["exports"]["tflite"]["equal"] and report["exports"]["onnx"]["equal"]
+    assert set(report["exports"]["onnx"]["runtimes"]) == {"onnxruntime"}
+    x = {"image": x_test[:5].reshape(5, 1, 8, 8)}
+    before = intq.Interpreter(intq.load(str(tmp_path / "q.tflite"))).run(x)["logits"]
+    after = intq.Interpreter(intq.load(str(tmp_path / "again.tflite"))).run(x)["logits"]
+    np.testing.assert_array_equal(before, after)
+    code = main(["export", str(tmp_path / "q.onnx"), "--tflite", str(tmp_path / "back.tflite")])
+    err = capsys.readouterr().err
+    assert code == 2 and "onnxruntime's" in err and not (tmp_path / "back.tflite").exists()
+    code = main(["export", str(src), "--onnx", str(tmp_path / "f.onnx")])
+    assert code == 2 and "float model; quantize it first" in capsys.readouterr().err
+    code = main(["export", str(tmp_path / "q.tflite"), "--tflite", str(tmp_path / "x.onnx")])
+    assert code == 2 and "give a .tflite file name" in capsys.readouterr().err
