@@ -73,8 +73,8 @@ def _shards(runs, cuts):
 @pytest.mark.parametrize("target", ["tflite", "litert-ref"])
 def test_evaluation_sums_of_shards_merge_into_the_one_pass_numbers(digits, target):
     g, q, xs, ys = digits
-    runs = list(iter_batches(xs, g, 16))
-    whole = evaluate(g, q, runs, ys, target=target)
+    runs = list(iter_batches(xs, g, 16))  # the runs evaluate makes of xs at batch_size 16
+    whole = evaluate(g, q, xs, ys, target=target, batch_size=16)
     fi, qi = intq.Interpreter(g), intq.Interpreter(q, target=target)
     pairs = pair_outputs(g, q)
     for cuts in ([3], [1, 5, 9], [12]):
@@ -82,26 +82,28 @@ def test_evaluation_sums_of_shards_merge_into_the_one_pass_numbers(digits, targe
         merged = parts[0]
         for p in parts[1:]:
             merged = merged.merge(p)
-        ev = merged.result(ys)
+        ev = merged.result(ys, graph=g)
         assert ev.samples == whole.samples == 200 and ev.rows == whole.rows
         assert (ev.float_accuracy, ev.int_accuracy) == (whole.float_accuracy, whole.int_accuracy)
         assert ev.outputs == whole.outputs  # SQNR, max error, agreement: bit for bit
 
 
 def test_comparison_sums_of_shards_merge_into_the_one_pass_report(digits):
-    g, q, xs, _ = digits
+    g, q, xs, ys = digits
     runs = list(iter_batches(xs, g, 16))
-    whole = compare(g, q, runs)
+    whole = compare(g, q, xs, batch_size=16, labels=ys)
     fi, qi = intq.Interpreter(g), intq.Interpreter(q)
     for cuts in ([2], [4, 7, 8]):
         parts = [compare_runs(fi, qi, shard) for shard in _shards(runs, cuts)]
         merged = parts[0]
         for p in parts[1:]:
             merged = merged.merge(p)
-        report = comparison_report(g, q, merged, "tflite")
+        report = comparison_report(g, q, merged, "tflite", labels=ys)
         assert report.rows == whole.rows and report.samples == whole.samples
+        assert report.accuracy == whole.accuracy and report.labelled_rows == whole.labelled_rows == 200
         assert dict(report.output_agreement) == dict(whole.output_agreement)
         assert report.details.keys() == whole.details.keys()
         for k, d in report.details.items():
             w = whole.details[k]
             assert (d.float_range, d.clip, d.position, d.histogram) == (w.float_range, w.clip, w.position, w.histogram)
+            assert all(np.array_equal(getattr(d, a), getattr(w, a)) for a in ("channel_low", "channel_high"))
