@@ -75,7 +75,7 @@ def test_evaluation_on_the_cluster_equals_one_process_for_every_target(ray_clust
     if target == "tpu-mlir":
         qg = intq.load(TPU_MLIR)  # the tpu-mlir target runs TPU-MLIR's own int8 models
     runs = list(iter_batches(test, fg, 32))
-    local = evaluate(fg, qg, runs, labels, target=target)
+    local = evaluate(fg, qg, test, labels, target=target, batch_size=32)  # the same runs
     seen = []
     on_ray = evaluate_on_ray(fg, qg, iter(runs), labels, target=target, cluster=ray_cluster.cluster,
                              total=len(test), progress=seen.append, shard_runs=4)
@@ -86,11 +86,12 @@ def test_evaluation_on_the_cluster_equals_one_process_for_every_target(ray_clust
 
 
 def test_comparison_on_the_cluster_equals_one_process(ray_cluster, digits):
-    fg, qg, _, test, _ = digits
+    fg, qg, _, test, labels = digits
     runs = list(iter_batches(test, fg, 8))  # 57 runs: 2 shards of 8 MiB or 32 runs
     for target in ("tflite", "ort"):
-        local = compare(fg, qg, runs, target)
-        on_ray = compare(fg, qg, runs, target, cluster=ray_cluster.cluster)
+        local = compare(fg, qg, test, target, batch_size=8, labels=labels)
+        on_ray = compare(fg, qg, test, target, batch_size=8, labels=labels, cluster=ray_cluster.cluster)
+        assert on_ray.accuracy == local.accuracy and on_ray.labelled_rows == local.labelled_rows
         assert on_ray.rows == local.rows and on_ray.samples == local.samples and on_ray.target == local.target
         assert dict(on_ray.output_agreement) == dict(local.output_agreement)
         for name, d in local.details.items():
@@ -104,7 +105,7 @@ def test_a_worker_killed_mid_run_is_restarted_and_the_result_is_unchanged(ray_cl
     fg, qg, _, test, labels = digits
     c = ray_cluster.cluster
     runs = list(iter_batches(test, fg, 16))
-    local = evaluate(fg, qg, runs, labels)
+    local = evaluate(fg, qg, test, labels, batch_size=16)  # the same runs
     before = c.worker_pids()
     killed = []
 
