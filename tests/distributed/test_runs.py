@@ -86,8 +86,7 @@ def test_evaluation_on_the_cluster_equals_one_process_for_every_target(ray_clust
 
 
 def test_comparison_on_the_cluster_equals_one_process(ray_cluster, digits):
-    fg, qg, _, test, labels = digits
-    runs = list(iter_batches(test, fg, 8))  # 57 runs: 2 shards of 8 MiB or 32 runs
+    fg, qg, _, test, labels = digits  # at batch 8, 57 runs: 2 shards of 8 MiB or 32 runs
     for target in ("tflite", "ort"):
         local = compare(fg, qg, test, target, batch_size=8, labels=labels)
         on_ray = compare(fg, qg, test, target, batch_size=8, labels=labels, cluster=ray_cluster.cluster)
