@@ -317,17 +317,14 @@ def compare(float_graph: Graph, int_graph: Graph, data, target: str = "tflite", 
     ``cluster`` / ``workers`` run the samples in shards on Ray
     (:func:`intq.analysis.sharded.comparison_sums_on_ray`) with the same report, bit for bit.
     """
-    from intq.calibration.adapters import count, source
+    from intq.calibration.adapters import expected_total, source
     from intq.calibration.data import iter_batches
     from intq.kernels import get_target
     from intq.runtime import Interpreter
 
     mapping = _mapping(int_graph)
     data = source(data)
-    if total is None:
-        total = count(data, float_graph)
-    if total is not None and limit is not None:
-        total = min(total, limit)
+    total = expected_total(data, float_graph, limit, total)
     runs = iter_batches(data, float_graph, batch_size, preprocess, limit=limit)
     if cluster is not None or workers is not None:
         from intq.analysis.sharded import comparison_sums_on_ray

@@ -268,16 +268,13 @@ def evaluate(float_graph: Graph, int_graph: Graph, data, labels: np.ndarray | No
     ``cluster`` / ``workers`` run the samples in shards on Ray
     (:func:`intq.analysis.sharded.evaluation_sums_on_ray`) with the same numbers, bit for bit.
     """
-    from intq.calibration.adapters import count, source
+    from intq.calibration.adapters import expected_total, source
     from intq.calibration.data import CalibrationDataError, iter_batches
     from intq.runtime import Interpreter
 
     pairs = pair_outputs(float_graph, int_graph)
     data = source(data)
-    if total is None:
-        total = count(data, float_graph)
-    if total is not None and limit is not None:
-        total = min(total, limit)
+    total = expected_total(data, float_graph, limit, total)
     runs = iter_batches(data, float_graph, batch_size, preprocess, limit=limit)
     try:
         if cluster is not None or workers is not None:

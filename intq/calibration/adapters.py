@@ -289,6 +289,16 @@ def source(data, keep: int = 0):
 # ------------------------------------------------------------------------------- counting
 
 
+def expected_total(data, graph: Graph, limit: int | None = None, total: int | None = None) -> int | None:
+    """The samples a pass over ``data`` will run, for a progress ETA: ``total`` when the caller
+    knows it, else :func:`count` (None when that is not cheap to tell), at most ``limit``."""
+    if total is None:
+        total = count(data, graph)
+    if limit is not None:
+        total = limit if total is None else min(total, limit)
+    return total
+
+
 def count(data, graph: Graph | None = None) -> int | None:
     """How many samples ``data`` holds when that is cheap to tell (nothing is decoded), else None:
     a folder of images holds one per image; an .npy/.npz file its first axis over the input's

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from intq.calibration.adapters import count
+from intq.calibration.adapters import expected_total
 from intq.calibration.data import DEFAULT_BATCH_SIZE, grouped, iter_samples
 from intq.calibration.observers import MovingAverageMinMaxObserver, Observer, make_observer
 from intq.errors import QuantizationError
@@ -372,9 +372,7 @@ def _calibrate(graph, data, method, progress, preprocess, limit, batch_size, clu
 
         return calibrate_on_ray(graph, data, method, cluster=cluster, workers=workers, progress=progress,
                                 preprocess=preprocess, limit=limit, batch_size=batch_size, **observer_options)
-    total = count(data, graph)  # the ETA's total, when it is cheap to tell (headers, lengths)
-    if limit is not None:
-        total = limit if total is None else min(total, limit)
+    total = expected_total(data, graph, limit)  # the ETA's total, when it is cheap to tell
     runs = grouped(iter_samples(data, graph, preprocess), graph, batch_size, limit)
     observation = observe(graph, runs, method, progress=progress, total=total, **observer_options)
     return table_of(graph, method, observation, **observer_options)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from intq.calibration.adapters import count
+from intq.calibration.adapters import expected_total
 from intq.calibration.calibrate import CalibrationTable, Observation, Progress, observe, table_of
 from intq.calibration.data import DEFAULT_BATCH_SIZE, grouped, iter_samples
 from intq.calibration.observers import Observer, make_observer
@@ -74,9 +74,7 @@ def calibrate_on_ray(graph: Graph, data, method: str = "minmax", *, cluster=None
     the same :class:`CalibrationTable` (ranges and observer states), bit for bit. ``progress``
     after each shard merged (shards done / total, ETA); ``shard_runs``: runs per shard."""
     make_observer(method, name="probe", **observer_options)  # the method and options, checked before any work
-    total = count(data, graph)  # the ETA's total, when it is cheap to tell (headers, lengths)
-    if limit is not None:
-        total = limit if total is None else min(total, limit)
+    total = expected_total(data, graph, limit)  # the ETA's total, when it is cheap to tell
     runs = grouped(iter_samples(data, graph, preprocess), graph, batch_size, limit)
     shards = ((chunk, sum(len(rows) for _, rows in chunk)) for chunk in shards_of(runs, shard_runs))
     with session(cluster, workers) as c, limited():  # the threads of intq.calibrate's local loop
