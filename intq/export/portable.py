@@ -41,10 +41,18 @@ from intq.ir import Graph, Tensor
 from intq.kernels.ort.saturation import mlas_weight_rows
 from intq.qmath import QuantParams
 
-__all__ = ["PAIR_LIMIT", "PortableChange", "PortableError", "mlas_pairs_ok", "pair_bound_ok", "portable_weights"]
+__all__ = ["PAIR_LIMIT", "PortableChange", "PortableError", "mlas_pairs_ok", "pair_bound_ok", "portable_weights",
+           "resolve_portable"]
 
 #: The largest ``|w_k| + |w_k+1|`` whose pair sum ``255 (|w_k| + |w_k+1|)`` fits int16.
 PAIR_LIMIT = 32767 // 255  # 128
+
+
+def resolve_portable(portable: bool | None, activations: str) -> bool:
+    """Whether an ONNX export makes its weights portable: ``portable`` when given, else by default
+    when the activations are uint8 (the only exports MLAS's int16-saturating U8S8 kernel runs as
+    intq writes them; int8 activations run MLAS's exact S8S8 kernels)."""
+    return activations == "uint8" if portable is None else bool(portable)
 
 
 class PortableError(IntqError):
