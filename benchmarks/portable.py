@@ -30,7 +30,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import intq  # noqa: E402
 from intq.analysis.certificate import certify  # noqa: E402
-from intq.export.portable import PAIR_LIMIT, _channel_axis, _real, _saturating_nodes, portable_weights  # noqa: E402
+from intq.export.portable import PAIR_LIMIT, _channel_axis, _saturating_nodes, portable_weights  # noqa: E402
 
 
 def _sqnr(old: np.ndarray, new: np.ndarray) -> float:
