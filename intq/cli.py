@@ -481,7 +481,7 @@ def cmd_quantize(args) -> dict:
     out = _plan_outputs(args, {"-o": args.output, "-o (its header)": header, "--calib-table": args.calib_table},
                         {"MODEL": args.model, "--calib": args.calib})["-o"]
     fmt = "onnx" if out.suffix.lower() == ".onnx" else "c" if out.suffix == ".c" else "tflite"  # else: a .tflite
-    if fmt != "onnx" and (args.format or args.opset or args.activations != "int8" or args.portable):
+    if fmt != "onnx" and (args.format or args.opset or args.activations != "int8" or args.portable is not None):
         raise UsageError("--format, --activations, --opset and --portable apply to an .onnx output; -o names "
                          f"{out.suffix or 'no suffix'}")
     limit = _parse_bytes(args.arena_limit) if args.arena_limit else None
@@ -504,11 +504,7 @@ def cmd_quantize(args) -> dict:
         _out(args, f"quantized {args.model} -> {out} ({exported.bytes:,} bytes, {params:,} parameters)")
     _out(args, "  ops: " + ", ".join(f"{k}x{v}" for k, v in qg.op_types().items()))
     _out(args, "  runs in: " + "; ".join(f"{k} ({v})" for k, v in runtimes.items()))
-    if result.get("portable"):
-        pc = result["portable"]
-        _out(args, f"  portable: {pc['channels_rescaled']} of {pc['channels']} output channels rescaled in "
-                   f"{pc['nodes_changed']} of {pc['nodes']} nodes so that no int16 pair sum can saturate"
-                   + (f" (worst weight SQNR {pc['worst_weight_sqnr_db']} dB: {pc['worst_node']})" if pc["worst_node"] else ""))
+    _portable_lines(args, result.get("portable"))
     for target, c in (result.get("certificate") or {}).items():
         if c["ok"]:
             worst = min(c["min_margin_bits"].items(), key=lambda kv: kv[1] if kv[1] != "inf" else float("inf"),
@@ -517,7 +513,8 @@ def cmd_quantize(args) -> dict:
                        + (f" (least headroom: {worst[0]}, {worst[1]} bits)" if worst else ""))
         else:  # --keep-unverified: written, but say so loudly
             _out(args, f"  WARNING: overflow certificate ({target}): can overflow in {', '.join(c['overflows'][:6])} "
-                       "(`intq verify` names the rule; --portable repairs x86 pair saturation)")
+                       "(`intq verify` names the rule; --portable, the default for uint8 activations, repairs x86 pair "
+                       "saturation)")
     if exported.check is not None and not exported.check.equal:  # --keep-unverified: written, but say so loudly
         _out(args, "  WARNING: written unverified (--keep-unverified): the runtime computes other outputs than intq "
                    "says; please report it with the model")
@@ -1029,8 +1026,8 @@ def cmd_export(args) -> dict:
     model = Path(_existing(args.model, "MODEL"))
     if not (args.c or args.tflite or args.onnx):
         raise UsageError("say what to export to: --tflite FILE, --onnx FILE and/or --c DIR")
-    if not args.onnx and (args.format or args.opset or args.activations != "int8"):
-        raise UsageError("--format, --activations and --opset apply to --onnx")
+    if not args.onnx and (args.format or args.opset or args.activations != "int8" or args.portable is not None):
+        raise UsageError("--format, --activations, --opset and --portable apply to --onnx")
     for flag, path, suffix in (("--tflite", args.tflite, ".tflite"), ("--onnx", args.onnx, ".onnx")):
         if path and Path(path).suffix.lower() != suffix:
             raise UsageError(f"{flag} {path}: give a {suffix} file name")
@@ -1060,12 +1057,16 @@ def cmd_export(args) -> dict:
         if not path:
             continue
         e = pipeline.export(g, path, format=fmt, onnx_format=args.format or "qdq", activations=args.activations,
-                            opset=args.opset or DEFAULT_OPSET, check=check, outputs=args.outputs)
+                            opset=args.opset or DEFAULT_OPSET, check=check, outputs=args.outputs,
+                            portable=args.portable if fmt == "onnx" else None)
         runs = e.check.messages() if e.check is not None else {}
         result["exports"][fmt] = {"path": str(path), "bytes": e.bytes, "runtimes": runs,
                                   "equal": e.check.equal if e.check is not None else None}
         _out(args, f"exported {model} -> {path} ({e.bytes:,} bytes)")
         _out(args, "  runs in: " + ("; ".join(f"{k} ({v})" for k, v in runs.items()) or "not checked"))
+        if fmt == "onnx":
+            result["exports"][fmt]["portable"] = pipeline._portable_dict(e.portable, e.portable_choice)
+            _portable_lines(args, result["exports"][fmt]["portable"])
         _unverified(args, e.check)
     if args.c:
         out_dir = Path(args.c)
@@ -1081,6 +1082,21 @@ def cmd_export(args) -> dict:
             _out(args, "  runs in: " + r.check.summary())
         _unverified(args, r.check)
     return result
+
+
+def _portable_lines(args, pc: dict | None) -> None:
+    """What a uint8 / --portable ONNX export did to the weights (pipeline's ``portable`` dict)."""
+    if pc and not pc["enabled"]:
+        _out(args, "  not portable (--no-portable): onnxruntime on an AVX2 CPU without VNNI can compute other "
+                   "outputs than on VNNI / ARM64 CPUs (target ort-u8s8-avx2; `intq verify --target ort-u8s8-avx2`)")
+    elif pc:
+        why = "by default for uint8 activations; --no-portable keeps them" if pc["chosen"] == "default" else "--portable"
+        _out(args, f"  portable weights ({why}): {pc['channels_changed']} of {pc['channels']} output channels "
+                   f"changed ({pc['channels_rescaled']} rescaled, {pc['channels_clipped']} with "
+                   f"{pc['weights_clipped']} codes clipped) in {pc['nodes_changed']} of {pc['nodes']} nodes so that "
+                   "no int16 pair sum can saturate on x86"
+                   + (f"; weight SQNR worst {pc['worst_weight_sqnr_db']} dB ({pc['worst_node']}), mean "
+                      f"{pc['mean_weight_sqnr_db']} dB" if pc["worst_node"] else ""))
 
 
 def _unverified(args, check) -> None:
@@ -1215,10 +1231,12 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--activations", choices=["int8", "uint8"], default="int8",
                    help="ONNX activation dtype (default int8: target ort; uint8: target ort-u8)")
     q.add_argument("--opset", type=int, help="ONNX opset to write (default 21; 13 or more)")
-    q.add_argument("--portable", action="store_true",
+    q.add_argument("--portable", action=argparse.BooleanOptionalAction, default=None,
                    help="ONNX: bound the weights so that no int16 pair sum of onnxruntime's x86 kernels can saturate: "
-                        "the file computes the same on AVX2 CPUs without VNNI as on VNNI and ARM64 ones (only the "
-                        "channels that need it are rescaled; the cost is reported)")
+                        "the file computes the same on AVX2 CPUs without VNNI as on VNNI and ARM64 ones (only MLAS's "
+                        "pairs over the bound change, each channel clipped or rescaled, whichever costs less; the "
+                        "cost is reported). Default: on with --activations uint8, off with int8 (int8 runs exact "
+                        "kernels); --no-portable keeps the weights of a uint8 export as quantized")
     q.add_argument("--calib-table", help="also write the calibration table (JSON)")
     q.add_argument("--check-samples", type=_nonnegative_int, default=8, metavar="N",
                    help="compare float and int8 layer by layer on the first N calibration samples (0: skip)")
@@ -1339,6 +1357,9 @@ def build_parser() -> argparse.ArgumentParser:
     x.add_argument("--activations", choices=["int8", "uint8"], default="int8",
                    help="ONNX activation dtype (default int8: target ort; uint8: target ort-u8)")
     x.add_argument("--opset", type=int, help="ONNX opset to write (default 21; 13 or more)")
+    x.add_argument("--portable", action=argparse.BooleanOptionalAction, default=None,
+                   help="--onnx: weights bounded so that no int16 pair sum of onnxruntime's x86 kernels can saturate "
+                        "(as intq quantize --portable). Default: on with --activations uint8, off with int8")
     x.add_argument("--c", metavar="DIR", help="write PREFIX.c and PREFIX.h (C99) into DIR")
     x.add_argument("--prefix", default="model", help="the C names' prefix and the files' stem (default model)")
     x.add_argument("--arena-limit", metavar="BYTES", help="refuse a plan whose arena exceeds BYTES (e.g. 64k)")

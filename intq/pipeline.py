@@ -289,6 +289,9 @@ class Export:
     check: ExportCheck | None
     c: CExportResult | None = None
     portable: list | None = None
+    #: how portable was chosen for an ONNX export: "default" (uint8 activations), "requested"
+    #: (portable=True), "off" (portable=False on uint8 activations, which can saturate), "" otherwise
+    portable_choice: str = ""
     certificates: tuple[Certificate, ...] = ()  # the overflow certificate per target the file claims
 
 
@@ -302,16 +305,18 @@ def export_targets(fmt: str, activations: str = "int8", c_target: str = "tflite"
 
 
 def certify_export(graph: Graph, fmt: str, activations: str = "int8", c_target: str = "tflite",
-                   portable: bool = False, check=True) -> tuple[Certificate, ...]:
+                   portable: bool | None = None, check=True) -> tuple[Certificate, ...]:
     """The overflow certificates of ``graph`` (after :func:`~intq.export.portable.portable_weights`
-    when ``portable``) on :func:`export_targets`; with ``check`` True a certificate that is not ok
+    when ``portable``; None: :func:`~intq.export.portable.resolve_portable`, True for uint8 ONNX
+    activations) on :func:`export_targets`; with ``check`` True a certificate that is not ok
     raises its :class:`~intq.analysis.certificate.CertificateError` when an intermediate can overflow
     (naming the nodes, suggesting ``--portable`` for an ONNX export it repairs; nodes a target's kernel
     refuses are left to the export's check, which names the runtime); otherwise they are returned to
     be reported."""
-    if portable and fmt == "onnx":
-        from intq.export.portable import portable_weights
+    from intq.export.portable import portable_weights, resolve_portable
 
+    portable = fmt == "onnx" and resolve_portable(portable, activations)
+    if portable:
         graph = portable_weights(graph)[0]
     certs = tuple(certify(graph, t) for t in export_targets(fmt, activations, c_target))
     for c in certs:  # a node the target's kernel refuses is the export check's to report (it names the runtime)
@@ -332,7 +337,7 @@ def export(graph: Graph, path: str | Path, *, format: str | None = None,  # noqa
            onnx_format: str = "qdq", activations: str = "int8",
            opset: int = DEFAULT_OPSET, c_target: str = "tflite", arena_limit: int | None = None, check=True,
            samples: Iterable[dict] | None = None, outputs: StagedOutputs | None = None,
-           overwrite: bool = False, portable: bool = False) -> Export:
+           overwrite: bool = False, portable: bool | None = None) -> Export:
     """Stages export and check the export: ``graph`` written as ``format`` (default: ``path``'s
     suffix; ``"tflite"``, ``"onnx"`` with ``onnx_format`` / ``activations`` / ``opset``, ``"c"``: ``.c``
     + ``.h`` for ``c_target`` with ``arena_limit``), checked by output on ``samples`` (the first :data:`DEFAULT_SAMPLES`;
@@ -340,7 +345,8 @@ def export(graph: Graph, path: str | Path, *, format: str | None = None,  # noqa
     raises on a difference, ``"warn"`` keeps the file and reports it, False skips the check).
     ``outputs``: a command's :class:`~intq.files.StagedOutputs` to stage the files into (they land
     when it commits); by default they are written at once. ``portable`` (ONNX): weights bounded so
-    that the file computes the same on every onnxruntime host (:func:`intq.export.export_onnx`)."""
+    that the file computes the same on every onnxruntime host (:func:`intq.export.export_onnx`;
+    default None: on with uint8 activations, off with int8)."""
     path = Path(path)
     fmt = format or export_format(path)
     if fmt not in FORMATS.values():
@@ -356,9 +362,16 @@ def export(graph: Graph, path: str | Path, *, format: str | None = None,  # noqa
 
 
 def _export(graph, path, fmt, staged, onnx_format, activations, opset, c_target, arena_limit, check, samples,
-            overwrite, portable=False) -> Export:
+            overwrite, portable=None) -> Export:
     if portable and fmt != "onnx":
         raise ConversionError(f"portable applies to an ONNX export (onnxruntime's x86 kernels); {path} is {fmt}")
+    from intq.export.portable import resolve_portable
+
+    choice = ""
+    if fmt == "onnx":
+        choice = "requested" if portable else "off" if portable is False and activations == "uint8" else \
+            "default" if portable is None and activations == "uint8" else ""
+        portable = resolve_portable(portable, activations)
     certs = certify_export(graph, fmt, activations, c_target, portable, check)
     if fmt == "c":
         r = export_c(graph, path.parent, path.stem, target=c_target, arena_limit=arena_limit, overwrite=overwrite,
@@ -368,21 +381,31 @@ def _export(graph, path, fmt, staged, onnx_format, activations, opset, c_target,
         data = export_onnx(graph, format=onnx_format, activations=activations, opset=opset, check=check,
                            samples=samples, portable=portable)
         staged.stage(path, data)
-        return Export(path, fmt, (path,), len(data), data.check, portable=data.portable, certificates=certs)
+        return Export(path, fmt, (path,), len(data), data.check, portable=data.portable, portable_choice=choice,
+                      certificates=certs)
     data = export_tflite(graph, check=check, samples=samples)
     staged.stage(path, data)
     return Export(path, fmt, (path,), len(data), data.check, certificates=certs)
 
 
-def _portable_dict(changes) -> dict | None:
-    """A portable export's cost: channels rescaled, nodes touched, the worst weight SQNR (dB)."""
+def _portable_dict(changes, choice: str = "") -> dict | None:
+    """A portable export's cost: channels changed (rescaled, clipped), codes clipped, nodes touched,
+    the worst and mean weight SQNR of the changed nodes (dB); ``chosen``: ``"default"`` (uint8
+    activations) or ``"requested"``. ``{"enabled": False, "chosen": "off"}`` for a uint8 export
+    made with portable=False; None where it does not apply (int8 activations, other formats)."""
+    if choice == "off":
+        return {"enabled": False, "chosen": "off"}
     if changes is None:
         return None
     touched = [c for c in changes if c.channels]
     worst = min(touched, key=lambda c: c.sqnr_db) if touched else None
-    return {"channels_rescaled": sum(c.channels for c in changes), "channels": sum(c.total for c in changes),
+    return {"enabled": True, "chosen": choice or "requested",
+            "channels_changed": sum(c.channels for c in changes), "channels": sum(c.total for c in changes),
+            "channels_rescaled": sum(c.rescaled for c in changes), "channels_clipped": sum(c.clipped for c in changes),
+            "weights_clipped": sum(c.weights_clipped for c in changes),
             "nodes_changed": len(touched), "nodes": len(changes),
             "worst_weight_sqnr_db": None if worst is None else round(worst.sqnr_db, 2),
+            "mean_weight_sqnr_db": round(sum(c.sqnr_db for c in touched) / len(touched), 2) if touched else None,
             "worst_node": None if worst is None else worst.node}
 
 
@@ -429,7 +452,8 @@ class Result:
                "per_channel": self.per_channel,
                "seconds": {"check": 0.0, **{k: round(v, 2) for k, v in self.seconds.items()}},
                "runtimes": check.messages() if check is not None else {},
-               "portable": _portable_dict(self.export.portable) if self.export is not None else None,
+               "portable": _portable_dict(self.export.portable, self.export.portable_choice)
+               if self.export is not None else None,
                "certificate": _certificate_dict(self.export.certificates) if self.export is not None else None,
                "export_check": check.as_dict() if check is not None else None,
                "notes": list(q.metadata.get("conversion_notes", ()))}
@@ -454,7 +478,7 @@ def run(model, data, output: str | Path | None = None, *, input_shapes=None, con
         activations: str = "int8",
         opset: int = DEFAULT_OPSET, c_target: str = "tflite", arena_limit: int | None = None, check=True,
         layer_samples: int = 0, outputs: StagedOutputs | None = None, overwrite: bool = False,
-        portable: bool = False, cluster=None, search_progress=None, **observer_options) -> Result:
+        portable: bool | None = None, cluster=None, search_progress=None, **observer_options) -> Result:
     """Every stage, in order (module docstring): ``model`` and calibration ``data`` to ``output``
     (``.tflite``, ``.onnx`` or ``.c``; None: no export), checked by output on the first calibration
     samples.

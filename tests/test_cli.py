@@ -120,20 +120,31 @@ def test_quantize_reports_layers(digits_files):
 
 
 def test_quantize_to_onnx_default_and_portable(digits_files):
-    """The default ONNX export (QDQ int8) passes its check by output, and ``--portable`` reports
-    what bounding the weights cost (a .tflite output refuses the flag)."""
+    """The default ONNX export (QDQ int8) passes its check by output and is not portable (int8 runs
+    exact kernels); ``--portable`` (the default with uint8 activations) reports what bounding the
+    weights cost, ``--no-portable`` says it is off (a .tflite output refuses both flags)."""
     d, _, _ = digits_files
     r = run("quantize", MODEL, "--calib", str(d / "calib.npz"), "--input-shape", "image=1x1x8x8",
             "-o", str(d / "q.onnx"))
     assert r.returncode == 0 and "runs in: onnxruntime (equal to target ort" in r.stdout, r.stdout + r.stderr
+    assert "portable weights" not in r.stdout and "not portable" not in r.stdout
     r = run("quantize", MODEL, "--calib", str(d / "calib.npz"), "--input-shape", "image=1x1x8x8",
             "-o", str(d / "p.onnx"), "--activations", "uint8", "--portable", "--json")
     assert r.returncode == 0, r.stderr
     p = json.loads(r.stdout)["portable"]
-    assert 0 < p["channels_rescaled"] <= p["channels"] and p["nodes"] == 4 and p["worst_weight_sqnr_db"] > 30
-    bad = run("quantize", MODEL, "--calib", str(d / "calib.npz"), "--input-shape", "image=1x1x8x8",
-              "-o", str(d / "p.tflite"), "--portable")
-    assert bad.returncode == 2 and "--portable" in bad.stderr
+    assert p["enabled"] and p["chosen"] == "requested"
+    assert 0 < p["channels_changed"] <= p["channels"] and p["nodes"] == 4 and p["worst_weight_sqnr_db"] > 30
+    assert p["channels_rescaled"] + p["channels_clipped"] >= p["channels_changed"] and p["mean_weight_sqnr_db"] > 30
+    r = run("quantize", MODEL, "--calib", str(d / "calib.npz"), "--input-shape", "image=1x1x8x8",
+            "-o", str(d / "d.onnx"), "--activations", "uint8", "--json")
+    assert r.returncode == 0 and json.loads(r.stdout)["portable"] == {**p, "chosen": "default"}, r.stderr
+    r = run("quantize", MODEL, "--calib", str(d / "calib.npz"), "--input-shape", "image=1x1x8x8",
+            "-o", str(d / "n.onnx"), "--activations", "uint8", "--no-portable", "--json", "--keep-unverified")
+    assert r.returncode == 0 and json.loads(r.stdout)["portable"] == {"enabled": False, "chosen": "off"}, r.stderr
+    for flag in ("--portable", "--no-portable"):
+        bad = run("quantize", MODEL, "--calib", str(d / "calib.npz"), "--input-shape", "image=1x1x8x8",
+                  "-o", str(d / "p.tflite"), flag)
+        assert bad.returncode == 2 and "--portable" in bad.stderr
 
 
 def test_verify_names_the_saturating_nodes_and_portable_repairs_them(digits_files):
@@ -144,16 +155,17 @@ def test_verify_names_the_saturating_nodes_and_portable_repairs_them(digits_file
     r = run("verify", str(d / "q.tflite"))
     assert r.returncode == 0 and "no intermediate can overflow" in r.stdout and "accumulator" in r.stdout, r.stderr
     u8 = run("quantize", MODEL, "--calib", str(d / "calib.npz"), "--input-shape", "image=1x1x8x8",
-             "-o", str(d / "u8.onnx"), "--activations", "uint8", "--format", "qoperator")
+             "-o", str(d / "u8.onnx"), "--activations", "uint8", "--format", "qoperator", "--no-portable")
     assert u8.returncode == 0 and "overflow certificate" in u8.stdout, u8.stdout + u8.stderr
+    assert "not portable (--no-portable)" in u8.stdout
     bad = run("verify", str(d / "u8.onnx"), "--target", "ort-u8s8-avx2", "--json", "--html", str(d / "cert.html"))
     assert bad.returncode == 1, bad.stderr
     cert = json.loads(bad.stdout)
     assert cert["ok"] is False and cert["target"] == "ort-u8s8-avx2"
     assert cert["rules"]["vpmaddubsw-pair"]["overflows"] and "vpmaddubsw-pair" in (d / "cert.html").read_text()
     p = run("quantize", MODEL, "--calib", str(d / "calib.npz"), "--input-shape", "image=1x1x8x8",
-            "-o", str(d / "u8p.onnx"), "--activations", "uint8", "--format", "qoperator", "--portable")
-    assert p.returncode == 0, p.stderr
+            "-o", str(d / "u8p.onnx"), "--activations", "uint8", "--format", "qoperator")  # portable by default
+    assert p.returncode == 0 and "portable weights (by default for uint8 activations" in p.stdout, p.stderr
     assert run("verify", str(d / "u8p.onnx"), "--target", "ort-u8s8-avx2").returncode == 0
     flt = run("verify", MODEL, "--input-shape", "image=1x1x8x8")
     assert flt.returncode == 2 and "float model" in flt.stderr  # quantize it first

@@ -61,7 +61,7 @@ def run(entry, path: Path) -> dict:
     try:
         for fmt, act, level in COMBOS:
             if (fmt, act) not in blobs:
-                blobs[(fmt, act)] = intq.export_onnx(qg, format=fmt, activations=act, check=False)
+                blobs[(fmt, act)] = intq.export_onnx(qg, format=fmt, activations=act, check=False, portable=False)
             blob = blobs[(fmt, act)]
             target = host_target(blob, level)  # onnxruntime on this machine for this file and level
             if target not in mine:

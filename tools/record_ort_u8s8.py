@@ -116,7 +116,7 @@ def main(argv=None) -> int:
                 made.append((g, feeds, digest))
                 for fmt in {f for f, _ in COMBOS}:
                     tag = f"{fmt}{gi}"
-                    m = intq.export_onnx(g, format=fmt, activations="uint8", check=False)
+                    m = intq.export_onnx(g, format=fmt, activations="uint8", check=False, portable=False)
                     pack[f"model:{tag}"] = np.frombuffer(m, np.uint8)
                     pack[f"levels:{tag}"] = np.array([lv for f, lv in COMBOS if f == fmt])
                     for name, v in feeds.items():

@@ -12,7 +12,7 @@ import os
 from importlib.util import find_spec
 
 from intq.export.check import CheckedBytes, check_mode, check_onnx
-from intq.export.portable import portable_weights
+from intq.export.portable import portable_weights, resolve_portable
 from intq.files import write_file
 from intq.ir import Graph
 from intq.onnx_format.errors import OnnxExportError
@@ -22,7 +22,7 @@ from intq.onnx_format.writer import to_onnx_model
 
 def export_onnx(graph: Graph, path: str | os.PathLike | None = None, *, format: str = "qdq",  # noqa: A002
                 activations: str = "int8", opset: int = DEFAULT_OPSET, overwrite: bool = False,
-                check=True, samples=None, portable: bool = False) -> CheckedBytes:
+                check=True, samples=None, portable: bool | None = None) -> CheckedBytes:
     """Write ``graph`` as a quantized ONNX model (:mod:`intq.onnx_format.writer`) to ``path`` (if given) and return
     its bytes, checked first by output (:func:`intq.export.check.check_onnx`): onnxruntime on this
     machine runs the model on a few ``samples`` (dicts ``{input: array}``, e.g. calibration
@@ -35,14 +35,15 @@ def export_onnx(graph: Graph, path: str | os.PathLike | None = None, *, format: 
     existing file is kept unless ``overwrite``; the file is written atomically
     (:func:`intq.files.write_file`).
 
-    ``portable=True`` first bounds the weights of the nodes MLAS's U8S8 GEMM runs so that no int16
-    pair sum of any x86 kernel can saturate (:func:`intq.export.portable.portable_weights`): the
-    file then computes the same on AVX2 CPUs without VNNI as on VNNI / ARM64 ones, and it is checked
-    against (and computes) that bounded graph; the returned bytes carry the changes per node as
-    ``.portable``."""
+    ``portable`` (default: True with ``activations="uint8"``, False with int8) first bounds the
+    weights of the nodes MLAS's U8S8 GEMM runs so that no int16 pair sum of MLAS's x86 kernels can
+    saturate (:func:`intq.export.portable.portable_weights`: only the pairs MLAS forms, each channel
+    clipped or rescaled, whichever costs less): the file then computes the same on AVX2 CPUs without
+    VNNI as on VNNI / ARM64 ones, and it is checked against (and computes) that bounded graph; the
+    returned bytes carry the changes per node as ``.portable`` (None when not portable)."""
     mode = check_mode(check)
     changes = None
-    if portable:
+    if resolve_portable(portable, activations):
         graph, changes = portable_weights(graph)
     if path is not None and os.path.lexists(path) and not overwrite:
         raise OnnxExportError(f"{path} exists; pass overwrite=True to replace it")

@@ -194,20 +194,23 @@ def test_json_and_html():
 def test_export_refuses_what_overflows_on_its_target(monkeypatch, tmp_path):
     """``intq quantize``'s export stage (:func:`intq.pipeline.export`) certifies the graph on the
     targets the file claims: a uint8 ONNX export on a host where ``ort-u8`` is the AVX2 kernel
-    (resolved here by monkeypatching the host's answer) is refused, naming the node and suggesting
-    --portable; ``portable=True`` passes; ``check="warn"`` writes it and returns the certificate."""
+    (resolved here by monkeypatching the host's answer) with ``portable=False`` is refused, naming the
+    node and suggesting --portable; ``portable=True`` and the default for uint8 (portable) pass;
+    ``check="warn"`` writes it and returns the certificate."""
     from intq import pipeline
     from intq.kernels import targets
 
     monkeypatch.setitem(targets.HOST_TARGETS, "ort-u8", ("test: an AVX2 host", lambda: "ort-u8s8-avx2"))
     g = _fc([[64, -64, 3], [127, 127, 1]], [100, 1000])
     with pytest.raises(CertificateError, match=r"fully_connected.*--portable"):
-        pipeline.export(g, tmp_path / "a.onnx", activations="uint8", format="onnx", check=True)
+        pipeline.export(g, tmp_path / "a.onnx", activations="uint8", format="onnx", check=True, portable=False)
     assert not (tmp_path / "a.onnx").exists()
     certs = pipeline.certify_export(g, "onnx", "uint8", portable=True)
     assert [c.target for c in certs] == ["ort-u8s8-avx2"] and certs[0].ok
+    assert pipeline.certify_export(g, "onnx", "uint8")[0].ok  # uint8: portable by default
+    assert not pipeline.certify_export(g, "onnx", "uint8", portable=False, check="warn")[0].ok
     assert pipeline.certify_export(g, "onnx", "int8")[0].ok  # int8 activations: MLAS's S8S8 sums exactly
-    warned = pipeline.certify_export(g, "onnx", "uint8", check="warn")
+    warned = pipeline.certify_export(g, "onnx", "uint8", portable=False, check="warn")
     assert not warned[0].ok
     assert [c.target for c in pipeline.certify_export(g, "tflite")] == ["tflite", "litert-ref"]
 

@@ -88,7 +88,7 @@ def compare(graph: Graph, feeds: Mapping[str, np.ndarray], combos=EXACT, ops: Se
     for fmt, acts, level in combos:
         key = (fmt, acts)
         if key not in models:
-            models[key] = intq.export_onnx(graph, format=fmt, activations=acts, check=False)
+            models[key] = intq.export_onnx(graph, format=fmt, activations=acts, check=False, portable=False)
         target = host_target(models[key], level)
         if target not in mine:
             it = intq.Interpreter(graph, target=target)

@@ -16,7 +16,9 @@ import numpy as np
 import pytest
 
 import intq
-from intq.export.portable import PAIR_LIMIT, PortableError, pair_bound_ok, portable_weights
+from intq.analysis.certificate import certify
+from intq.export.portable import PAIR_LIMIT, PortableError, mlas_pairs_ok, portable_weights
+from intq.kernels.ort.saturation import mlas_weight_rows
 from intq.runtime.oracles.ort import host_target, ort_session, to_runtime_codes
 
 from .ort_u8s8_cases import cases
@@ -43,10 +45,13 @@ def test_portable_weights_make_both_families_agree(op):
     for n in p.nodes:
         w = p.tensors[n.inputs[1]]
         if n.op_type in SATURATING and w.data is not None:
-            axis = w.qparams.axis if w.qparams.per_axis else (3 if n.op_type == "DEPTHWISE_CONV_2D" else 0)
-            bounded = pair_bound_ok(w.data, axis)
-            depthwise_exact = n.op_type == "DEPTHWISE_CONV_2D" and w.shape[-1] == p.tensors[n.inputs[0]].shape[-1]
-            assert bounded.all() or depthwise_exact
+            x = p.tensors[n.inputs[2 if n.op_type == "TRANSPOSE_CONV" else 0]]
+            rows = mlas_weight_rows(n.op_type, w.shape, x.shape[-1])
+            assert rows is None or mlas_pairs_ok(w.data, rows).all(), n.name  # None: the exact depthwise kernel
+    # the certificate reads the pairs the ort-u8s8-avx2 kernels prepared: none can saturate any more
+    before_cert = [c for c in certify(g, "ort-u8s8-avx2").overflows if c.rule == "vpmaddubsw-pair"]
+    after_cert = [c for c in certify(p, "ort-u8s8-avx2").checks if c.rule == "vpmaddubsw-pair"]
+    assert before_cert and after_cert and all(c.ok for c in after_cert)
 
 
 def test_channels_within_the_bound_are_untouched():
@@ -106,3 +111,68 @@ def test_portable_export_is_equal_on_haswell_and_here(tmp_path):
         for name in p.outputs:
             assert np.array_equal(got[f"{tag}:enable_all:{name}"], here[name]), (tag, name)
             assert np.array_equal(here[name], mine[name]), (tag, name)
+
+
+def _fc(w, scales, bias):
+    x, y = q("x", (1, w.shape[1]), 0.02, 0), q("y", (1, w.shape[0]), 0.1, 0)
+    return single("FULLY_CONNECTED", [x, const("w", w, scales, axis=0), const("b", bias, dtype=np.int32)], [y],
+                  dict(fused_activation_function="NONE", keep_num_dims=False))
+
+
+def test_only_the_pairs_mlas_forms_are_bounded():
+    """(127, 1) and (1, 127) are MLAS's pairs (0, 1) and (2, 3): within the bound, although the two
+    largest weights sum to 254 (the any-order bound would rescale the channel); (5, 127) + (127, 5)
+    straddle pair (1, 2) and must change."""
+    w = np.array([[127, 1, 127, 1, 9], [5, 127, 127, 5, 9]], np.int8)
+    p, (c,) = portable_weights(_fc(w, [0.01, 0.02], [10, 20]))
+    assert p.tensors["w"].data[0].tolist() == w[0].tolist() and c.channels == 1
+    assert mlas_pairs_ok(p.tensors["w"].data, mlas_weight_rows("FULLY_CONNECTED", w.shape, 5)).all()
+
+
+def _pure_repairs(row, scale):
+    """The two pure repairs of one FULLY_CONNECTED channel, written out independently: clip every
+    pair (2j, 2j+1) above 128 (the excess split evenly), or rescale by 128 / (the largest pair sum)
+    (lowered until the rounded pairs fit); their squared errors in reals."""
+    row = [int(v) for v in row] + [0] * (len(row) % 2)
+    clipped = list(row)
+    for j in range(0, len(row), 2):
+        a, b = abs(row[j]), abs(row[j + 1])
+        e = max(a + b - 128, 0)
+        da = (e + 1) // 2 if a >= b else e // 2
+        da, db = min(max(da, e - b), a), 0
+        db = e - da
+        clipped[j] = int(np.sign(row[j])) * (a - da)
+        clipped[j + 1] = int(np.sign(row[j + 1])) * (b - db)
+    f = 128 / max(abs(row[j]) + abs(row[j + 1]) for j in range(0, len(row), 2))
+    while True:
+        r = [round(v * f) for v in row]
+        if all(abs(r[j]) + abs(r[j + 1]) <= 128 for j in range(0, len(r), 2)):
+            break
+        f *= 1 - 1 / 256
+    real = np.array(row, float) * scale
+    return (float(np.sum((real - np.array(clipped) * scale) ** 2)),
+            float(np.sum((real - np.array(r) * scale / f) ** 2)))
+
+
+def test_each_channel_takes_a_repair_no_worse_than_clipping_or_rescaling():
+    """Per channel, the chosen codes' weight error is at most the least of clip-only and rescale-only
+    (computed independently): one pair (127, 5) among 200 weights is clipped (rescaling 200 weights
+    would cost more), a channel where every pair offends is rescaled and its bias re-rounded."""
+    rng = np.random.default_rng(0)
+    w = rng.integers(-60, 61, (4, 200)).astype(np.int8)
+    w[0, 10], w[0, 11] = 127, 5
+    w[1] = np.tile([120, -120], 100)
+    w[2, :40] = 127
+    w[3, 50], w[3, 51] = -100, 100
+    scales = [0.01, 0.02, 0.03, 0.04]
+    p, (c,) = portable_weights(_fc(w, scales, [1000] * 4))
+    new, qp = p.tensors["w"].data, p.tensors["w"].qparams
+    for ch in range(4):
+        got = float(np.sum((w[ch] * np.float64(np.float32(scales[ch])) - new[ch] * qp.scale[ch]) ** 2))
+        clip, rescale = _pure_repairs(w[ch], np.float64(np.float32(scales[ch])))
+        assert got <= min(clip, rescale) * (1 + 1e-9), (ch, got, clip, rescale)
+        assert p.tensors["b"].data[ch] == round(1000 * np.float64(np.float32(scales[ch])) / qp.scale[ch])
+    assert np.count_nonzero(new[0] != w[0]) == 2 and abs(int(new[0, 10])) + abs(int(new[0, 11])) == PAIR_LIMIT
+    assert qp.scale[1] > 0.02 * 1.8  # every pair offends: rescaled about one bit
+    assert c.channels == 4 and c.clipped >= 1 and c.rescaled >= 2
+    assert mlas_pairs_ok(new, mlas_weight_rows("FULLY_CONNECTED", w.shape, 200)).all()

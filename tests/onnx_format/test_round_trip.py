@@ -75,7 +75,7 @@ def _codes(value, like: np.ndarray) -> np.ndarray:
 
 def _round_trip(graph, feeds, fmt: str, acts: str) -> list[str]:
     """The outputs that differ (read back vs onnxruntime, read back vs the graph written)."""
-    blob = intq.export_onnx(graph, format=fmt, activations=acts, check=False)
+    blob = intq.export_onnx(graph, format=fmt, activations=acts, check=False, portable=False)
     offset = 128 if acts == "uint8" else 0
     session = ort_session(blob, "enable_all")
     ins = {i.name: to_runtime_codes(np.asarray(feeds[i.name]), offset) for i in session.get_inputs()}

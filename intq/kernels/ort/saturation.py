@@ -88,6 +88,39 @@ def mlas_uint8_operand(ctx) -> str | None:
     return "activations" if (x, w) == ("uint8", "int8") else None
 
 
+def mlas_weight_rows(op: str, w_shape: tuple, c_in: int) -> np.ndarray | None:
+    """Where MLAS's U8S8 GEMM reads each weight: int64 [N, K] flat indices into the weights as intq
+    stores them (``w.reshape(-1)[rows]`` is the [N, K] matrix :func:`pair_saturation` takes, K in
+    MLAS's order, one row per output channel), or None where onnxruntime runs its exact depthwise
+    kernel (one input and one output channel per group). ``c_in``: the input channels.
+
+    CONV_2D ``[C_out, KH, KW, C_g]``: per group the taps, then the group's channels (the rows as
+    stored); FULLY_CONNECTED ``[N, K]``: as stored; DEPTHWISE_CONV_2D ``[1, KH, KW, C_out]`` with a
+    depth multiplier > 1: per output channel its taps; TRANSPOSE_CONV ``[C_out, KH, KW, C_in]`` as
+    intq's export writes it: the kernel flipped in both spatial axes, taps then channels."""
+    size = int(np.prod(w_shape))
+    flat = np.arange(size, dtype=np.int64).reshape(w_shape)
+    if op == "FULLY_CONNECTED":
+        return flat.reshape(w_shape[0], -1)
+    if op == "CONV_2D":
+        c_out, c_g = w_shape[0], w_shape[3]
+        if c_g == 1 and c_out == c_in // c_g:
+            return None
+        return flat.reshape(c_out, -1)
+    if op == "DEPTHWISE_CONV_2D":
+        _, kh, kw, c_out = w_shape
+        if c_out == c_in:
+            return None
+        return np.ascontiguousarray(flat.reshape(kh * kw, c_out).T)
+    if op == "TRANSPOSE_CONV":
+        c_out = w_shape[0]
+        if c_in == 1 and c_out == 1:
+            return None
+        return np.ascontiguousarray(flat[:, ::-1, ::-1, :]).reshape(c_out, -1)
+    raise ValueError(f"MLAS's weight order is modelled for CONV_2D, FULLY_CONNECTED, DEPTHWISE_CONV_2D and "
+                     f"TRANSPOSE_CONV, not {op}")
+
+
 def pair_saturation(w: np.ndarray, columns: np.ndarray | None = None, other_max: int = 255) -> PairSaturation:
     """The pairs ``(2j, 2j+1)`` of ``w`` ([N, K] integers, K in MLAS's order) that can saturate when
     the other operand's magnitude is at most ``other_max`` (255: uint8 activations against int8

@@ -60,13 +60,14 @@ def prepare_conv(ctx: KernelContext) -> OrtU8S8Avx2Conv2DParams | conv_2d.Conv2D
     c_out, kh, kw, c_g = w.shape
     c_in = ctx.input(0).shape[3]
     groups = c_in // c_g
-    if c_g == 1 and c_out == groups:  # one input and one output channel per group: onnxruntime's depthwise
+    rows = saturation.mlas_weight_rows(conv_2d.OP, w.shape, c_in)
+    if rows is None:  # one input and one output channel per group: onnxruntime's depthwise
         return params  # kernel, exact (measured)
     # MLAS's K per group: taps, then the group's channels; their columns in intq's im2col rows
     tap, c = np.divmod(np.arange(kh * kw * c_g), c_g)
     group = np.arange(c_out) // (c_out // groups)
     columns = tap[None, :] * c_in + group[:, None] * c_g + c[None, :]
-    return OrtU8S8Avx2Conv2DParams(params, saturation.pair_saturation(w.reshape(c_out, -1), columns))
+    return OrtU8S8Avx2Conv2DParams(params, saturation.pair_saturation(w.reshape(-1)[rows], columns))
 
 
 def run_conv(p: OrtU8S8Avx2Conv2DParams, x, w=None, b=None):
@@ -139,7 +140,8 @@ def prepare_depthwise(ctx: KernelContext) -> OrtU8S8Avx2DepthwiseParams:
     pad = conv_padding(ctx, ops, kh, kw, c_out)
     # output channel o multiplies input channel o // M at every tap: im2col column tap * C + o // M
     columns = np.arange(kh * kw)[None, :] * c_in + (np.arange(c_out) // (c_out // c_in))[:, None]
-    pairs = saturation.pair_saturation(ops.w.reshape(kh * kw, c_out).T, columns)
+    pairs = saturation.pair_saturation(ops.w.reshape(-1)[saturation.mlas_weight_rows(depthwise_conv_2d.OP, ops.w.shape,
+                                                                                     c_in)], columns)
     return OrtU8S8Avx2DepthwiseParams(params, pairs, make_im2col(ops.in_shape, kh, kw, ops.opts, pad,
                                                                  ops.in_qp.tensor_zero_point))
 
@@ -186,10 +188,11 @@ def prepare_transpose_conv(ctx: KernelContext) -> OrtU8S8Avx2TransposeConvParams
     _, h, w_in, c_in = ctx.input(2).shape
     w = ctx.constant(1, "weights")
     c_out = w.shape[0]
-    if c_in == 1 and c_out == 1:  # onnxruntime's depthwise kernel: exact (as CONV_2D's)
+    rows = saturation.mlas_weight_rows(transpose_conv.OP, w.shape, c_in)
+    if rows is None:  # onnxruntime's depthwise kernel: exact (as CONV_2D's)
         return params
     g = params.geometry
-    flipped = w[:, ::-1, ::-1, :].reshape(c_out, -1)  # the export's kernel, taps then channels
+    flipped = w.reshape(-1)[rows]  # the export's kernel (flipped), taps then channels
     return OrtU8S8Avx2TransposeConvParams(
         params, saturation.pair_saturation(flipped), _stuffed_rows(g.out_shape[1], g.kh, g.top, g.stride_h, h),
         _stuffed_rows(g.out_shape[2], g.kw, g.left, g.stride_w, w_in), ctx.input(2).qparams.tensor_zero_point)

@@ -128,6 +128,13 @@ def test_cli_export_writes_tflite_and_onnx_from_an_integer_model(tmp_path, capsy
     code = main(["export", str(tmp_path / "q.onnx"), "--tflite", str(tmp_path / "back.tflite")])
     err = capsys.readouterr().err
     assert code == 2 and "onnxruntime's" in err and not (tmp_path / "back.tflite").exists()
+    assert report["exports"]["onnx"]["portable"] is None  # int8 activations: exact kernels, weights kept
+    code = main(["export", str(tmp_path / "q.tflite"), "--onnx", str(tmp_path / "u8.onnx"), "--activations", "uint8",
+                 "--json"])
+    portable = json.loads(capsys.readouterr().out)["exports"]["onnx"]["portable"]
+    assert code == 0 and portable["enabled"] and portable["chosen"] == "default" and portable["channels_changed"] > 0
+    code = main(["export", str(tmp_path / "q.tflite"), "--tflite", str(tmp_path / "p.tflite"), "--portable"])
+    assert code == 2 and "--portable apply to --onnx" in capsys.readouterr().err
     code = main(["export", str(src), "--onnx", str(tmp_path / "f.onnx")])
     assert code == 2 and "float model; quantize it first" in capsys.readouterr().err
     code = main(["export", str(tmp_path / "q.tflite"), "--tflite", str(tmp_path / "x.onnx")])
