@@ -318,6 +318,24 @@ def _gelu_case(rng, i):
     return g, {"x": rng.permutation(np.arange(-32768, 32768).astype(I16))}
 
 
+# ------------------------------------------------------------------------------ MAXIMUM, MINIMUM
+
+def _max_min_case(rng, i, op):
+    """Two int16 inputs of one scale (spec 003), broadcast shapes, one input a constant sometimes
+    (the masked softmax's MINIMUM takes a gathered mask); ties included."""
+    rank = int(rng.integers(1, 5))
+    shape = tuple(int(v) for v in rng.integers(1, 6, size=rank))
+    b_shape = tuple(d if rng.random() < 0.6 else 1 for d in shape)[int(rng.integers(0, rank)):]
+    s = _f32(10 ** rng.uniform(-5, -1))
+    a, b = _x(rng, shape), _x(rng, b_shape)
+    if rng.random() < 0.2:
+        b = np.where(rng.random(b_shape) < 0.5, np.int16(-32768), np.int16(32767)).astype(I16)
+    constant_b = rng.random() < 0.25
+    rhs = tensor("b", None, I16, s, data=b) if constant_b else tensor("b", b_shape, I16, s)
+    g = single_op_graph(op, [tensor("a", shape, I16, s), rhs], [tensor("y", shape, I16, s)])
+    return g, {"a": a} if constant_b else {"a": a, "b": b}
+
+
 # ---------------------------------------------------------------------------------------- RSQRT
 
 def _rsqrt_case(rng, i):
@@ -446,6 +464,8 @@ CASES = {"FULLY_CONNECTED": _fc_case,
          "RESIZE_BILINEAR": _resize_bilinear_case,
          "GELU": _gelu_case,
          "RSQRT": _rsqrt_case,
+         "MAXIMUM": lambda rng, i: _max_min_case(rng, i, "MAXIMUM"),
+         "MINIMUM": lambda rng, i: _max_min_case(rng, i, "MINIMUM"),
          "BATCH_MATMUL": _batch_matmul_case}
 #: Operators TensorFlow Lite Micro has no int16 kernel for (its target refuses them): LiteRT only.
 LITERT_ONLY = {"RESIZE_BILINEAR", "GELU"}
