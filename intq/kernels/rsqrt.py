@@ -141,6 +141,7 @@ class Rsqrt16x8Params:
     node: str
     table: np.ndarray | None = None
     lut: np.ndarray | None = None
+    zero_point_in: int = 0  # int16 activations are symmetric (spec 003); the native paths read it
 
 
 def int16_io(ctx: KernelContext):
