@@ -37,7 +37,7 @@ Run: the output depends on one int8, so prepare evaluates the integer arithmetic
 * ``tflite`` (TFLM ``RsqrtEvalQuantized<int16_t>``, this module): the int8 arithmetic above with
   ``T = int16_t`` — ``v == 0`` gives ``32767``, the clamp is to [-32768, 32767], the multiplier in
   double; prepare evaluates it on the 32768 non-negative codes and run looks them up;
-* ``litert-ref`` (LiteRT ``RsqrtEvalQuantizedInt16``: :mod:`intq.kernels.litert.rsqrt`): a
+* ``litert-ref`` (LiteRT ``RsqrtEvalQuantizedInt16``: the ``litert`` family's ``rsqrt.py``): a
   513-entry interpolated table (``LUTPopulate<int16_t>`` in float32 of ``1.0f / sqrtf(x)``, and
   ``32767 * s_out`` for ``x <= 0``), looked up with ``LUTLookup``; it differs from TFLM's by one
   step on some codes and at ``x = 0`` (the interpolation's midpoint correction: 25860 there on
@@ -136,7 +136,7 @@ def run(p: RsqrtParams, x):
 @dataclass(frozen=True, eq=False)
 class Rsqrt16x8Params:
     """``table``: int16 [32768], the output for each non-negative int16 input code (``tflite``), or
-    ``lut``: int16 [513], LiteRT's interpolated table (:mod:`intq.kernels.litert.rsqrt`)."""
+    ``lut``: int16 [513], LiteRT's interpolated table (its ``litert`` variant)."""
 
     node: str
     table: np.ndarray | None = None
