@@ -39,9 +39,9 @@ Run: the output depends on one int8, so prepare evaluates the integer arithmetic
   double; prepare evaluates it on the 32768 non-negative codes and run looks them up;
 * ``litert-ref`` (LiteRT ``RsqrtEvalQuantizedInt16``: the ``litert`` family's ``rsqrt.py``): a
   513-entry interpolated table (``LUTPopulate<int16_t>`` in float32 of ``1.0f / sqrtf(x)``, and
-  ``32767 * s_out`` for ``x <= 0``), looked up with ``LUTLookup``; it differs from TFLM's by one
-  step on some codes and at ``x = 0`` (the interpolation's midpoint correction: 25860 there on
-  ``s_out = 1 / sqrt(s_in) / 32767``, not 32767).
+  ``32767 * s_out`` for ``x <= 0``), looked up with ``LUTLookup``: the linear interpolation is
+  far from TFLM's where 1/sqrt is steep (small codes: thousands of steps; at ``x = 0`` 25860 on
+  ``s_out = 1 / sqrt(s_in) / 32767``, not 32767) and within a step of it at large codes.
 
 Both fail the invocation on a negative input, as the int8 kernel.
 """
