@@ -63,10 +63,13 @@ MOVEMENT = frozenset({"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose",
 #: that LiteRT and TFLite Micro run on int16 — CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED,
 #: LOGISTIC + MUL (SiLU), LOGISTIC, ADD, SUB, MUL (also Pow's x*x and Div's x * 1/c), MAX_POOL_2D,
 #: CONCATENATION, SPLIT / SPLIT_V, the data movement, and the transformer ops BATCH_MATMUL (MatMul of
-#: two activations), MEAN (ReduceMean), SOFTMAX (output 1/32768), TANH (TFLite Micro has no int16
-#: GELU: LiteRT only). Int8 neighbours are requantized by QUANTIZE (int8 <-> int16) where the types change.
+#: two activations), MEAN (ReduceMean), SOFTMAX (output 1/32768), the masked softmax (MINIMUM then
+#: SOFTMAX on an int16 grid, its mask gathered int8 and requantized), TANH, RSQRT (LayerNorm's 1/sqrt; TFLite
+#: Micro and LiteRT compute it differently, both emulated) (TFLite Micro has no int16 GELU: LiteRT only).
+#: Int8 neighbours are requantized by QUANTIZE (int8 <-> int16) where the types change.
 INT16_NODES = frozenset({"Conv", "Gemm", "SiLU", "Sigmoid", "Add", "Sub", "Mul", "Div", "Pow", "MaxPool", "Concat",
-                         "Split", "Gelu", "MatMul", "ReduceMean", "Softmax", "Tanh"}) | MOVEMENT
+                         "Split", "Gelu", "MatMul", "ReduceMean", "Softmax", "Tanh", "Rsqrt",
+                         "MaskedSoftmax"}) | MOVEMENT
 #: Characters that make a precision table's name a glob pattern over node names (fnmatch).
 GLOB_CHARS = frozenset("*?[")
 PRECISIONS = ("int8", "int16", "float")

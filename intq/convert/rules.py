@@ -1033,12 +1033,21 @@ def Gelu(cx, node):
 _HALF_STEP_OF_SOFTMAX = 512
 
 
+#: The 16x8 SOFTMAX's exp table spans differences [-10, 0] (``SoftmaxInt16``): anything further below
+#: a row's maximum reads exp(-10), so the int16 masked grid extends at least this far below the scores.
+_INT16_SOFTMAX_SPAN = 10.0
+#: The int16 mask is gathered int8 (TensorFlow Lite Micro's GATHER takes int8 data only) and
+#: requantized to the int16 grid by QUANTIZE with this exact ratio of scales: its codes -128 and 127
+#: saturate to the grid's -32768 and 32767.
+_INT16_MASK_RATIO = 260
+
+
 @RULES.register("MaskedSoftmax")
 def MaskedSoftmax(cx, node):
-    """``MaskedSoftmax(S, ids)`` (:mod:`intq.passes.attention`): the scores on a *masked grid*, the int8
-    minimum at masked positions, then SOFTMAX::
+    """``MaskedSoftmax(S, ids)`` (:mod:`intq.passes.attention`): the scores on a *masked grid*, the
+    grid's minimum at masked positions, then SOFTMAX::
 
-        m      = GATHER([low, high], ids)          int8 per position: the mask's table by the int32 ids
+        m      = GATHER([low, high], ids)          per position: the mask's table by the int32 ids
         masked = MINIMUM(S on the masked grid, m)  kept: S (high = the grid's maximum); masked: its minimum
         y      = SOFTMAX(masked)
 
@@ -1048,7 +1057,13 @@ def MaskedSoftmax(cx, node):
     positions together less than half an output step — they read 0, as in float. The ids must be
     0 or 1 (a tokenizer's attention mask): GATHER refuses other indices in both runtimes, and so does
     intq. No calibration ever sees the mask's fill (``-inf``, ``finfo.min``): the float op takes the
-    scores and the ids."""
+    scores and the ids.
+
+    **16x8** (the node in int16): the grid is int16 symmetric over ``[lo - max(ln(512 T), 10), hi]``
+    and SOFTMAX is the 16x8 kernel, whose exp table ends 10 below a row's maximum: a masked position
+    reads ``exp(-10)`` relative to the maximum (about 1.5 output codes of 1/32768), not 0. The mask
+    is gathered from an int8 table of scale ``260 s_grid`` (TensorFlow Lite Micro gathers int8
+    only) and QUANTIZE'd to int16, where -128 and 127 saturate to the grid's ends."""
     s, cond = node.inputs
     keep = int(node.attrs.get("keep", 1))
     rank = len(cx.shape(s))
@@ -1057,20 +1072,30 @@ def MaskedSoftmax(cx, node):
         raise _fail(node, "intq converts a masked softmax over the last axis of scores in their own layout")
     lo, hi = cx.table[s]
     margin = float(np.log(_HALF_STEP_OF_SOFTMAX * cx.shape(s)[axis]))
-    dtype = cx.activation_dtype(node.outputs[0])
-    if np.dtype(dtype) != np.int8:
-        raise _fail(node, "the masked softmax is int8 only in intq (no 16x8 form yet)")
-    grid = choose_qparams(min(lo, 0.0) - margin, max(hi, 0.0), "int8", name=f"{node.name}/masked")
+    wide = np.dtype(cx.activation_dtype(node.outputs[0])) == np.int16
+    if wide:
+        margin = max(margin, _INT16_SOFTMAX_SPAN)
+        grid = choose_qparams(min(lo, 0.0) - margin, max(hi, 0.0), "int16", symmetric=True,
+                              name=f"{node.name}/masked")
+        mask_qp = QuantParams(np.array([np.float32(grid.tensor_scale) * np.float32(_INT16_MASK_RATIO)], np.float32),
+                              np.array([0], np.int64), "int8")
+    else:
+        grid = choose_qparams(min(lo, 0.0) - margin, max(hi, 0.0), "int8", name=f"{node.name}/masked")
+        mask_qp = grid
     s_int = _operand_on_grid(cx, node, s, identity(rank), grid, "scores")
     c_shape = tuple(cx.shape(cond))
     c_shape = (1,) * (rank - len(c_shape)) + c_shape
-    table = np.array([grid.qmin, grid.qmax], np.int8)  # [masked, kept]: the grid's minimum and maximum codes
+    ends = [grid.qmin, grid.qmax] if not wide else [-128, 127]
+    table = np.array(ends, np.int8)  # [masked, kept]: the grid's minimum and maximum codes (int8: saturating to them)
     if not keep:
         table = table[::-1].copy()
     const = cx.constant(cond)
     if const is not None:
         kept = np.asarray(const != 0).reshape(c_shape)
-        m = cx.int_constant(f"{node.name}/mask", table[kept.astype(np.int64)], grid)
+        codes = np.array([grid.qmin, grid.qmax], grid.dtype)
+        if not keep:
+            codes = codes[::-1].copy()
+        m = cx.int_constant(f"{node.name}/mask", codes[kept.astype(np.int64)], grid, grid.dtype)
     else:
         ids = cx.value(cond)
         ids_t = cx.tensors[ids.name]
@@ -1078,17 +1103,22 @@ def MaskedSoftmax(cx, node):
             raise _fail(node, f"the mask condition {cond!r} is not computed from integer ids by data movement; intq "
                               "converts attention masks read from an integer input (0 = masked, 1 = kept)")
         flat = cx.value_as(cond, identity(len(cx.shape(cond))))
-        table_c = cx.int_constant(f"{node.name}/mask_table", table, grid)
-        gathered = cx.add_tensor(f"{node.name}/mask", cx.tensors[flat].shape, np.int8, grid)
+        table_c = cx.int_constant(f"{node.name}/mask_table", table, mask_qp)
+        gathered = cx.add_tensor(f"{node.name}/mask", cx.tensors[flat].shape, np.int8, mask_qp)
         cx.emit("GATHER", f"{node.name}/mask", [table_c, flat], [gathered], {"axis": 0, "batch_dims": 0})
+        if wide:
+            mask16 = cx.add_tensor(f"{node.name}/mask16", cx.tensors[flat].shape, np.int16, grid)
+            cx.emit("QUANTIZE", f"{node.name}/mask16", [gathered], [mask16])
+            gathered = mask16
         m = _reshape_int(cx, node, gathered, c_shape, "mask_rank") if len(cx.tensors[gathered].shape) != rank \
             else gathered
-    masked = cx.add_tensor(f"{node.name}/masked", cx.tensors[s_int].shape, np.int8, grid)
+    masked = cx.add_tensor(f"{node.name}/masked", cx.tensors[s_int].shape, grid.dtype, grid)
     cx.emit("MINIMUM", f"{node.name}/apply_mask", [s_int, m], [masked])
-    y = cx.output_tensor(node.outputs[0], identity(rank), cx.fixed_qparams("SOFTMAX"))
+    y = cx.output_tensor(node.outputs[0], identity(rank), cx.fixed_qparams("SOFTMAX", cx.activation_dtype(node.outputs[0])))
     cx.emit("SOFTMAX", node.name, [masked], [y], {"beta": 1.0})
     cx.notes.append(f"{node.name}: masked softmax on the scores' range extended by {margin:.1f} below its minimum "
-                    f"(masked positions at the int8 minimum read 0)")
+                    f"(masked positions at the {'int16' if wide else 'int8'} minimum read "
+                    f"{'exp(-10) of the maximum' if wide else '0'})")
 
 
 @RULES.register()

@@ -72,6 +72,18 @@ def binary_int16(ctx: KernelContext) -> tuple[QuantParams, QuantParams, QuantPar
     return qa, qb, qy, shape
 
 
+def same_quantization_int16(ctx: KernelContext) -> None:
+    """MAXIMUM / MINIMUM on int16 (both runtimes compare the stored integers, ``maximum_minimum.cc``):
+    two int16 symmetric inputs and an output of their broadcast shape, all with one scale (spec
+    003), so that comparing stored integers compares real values."""
+    qa, qb, qy, _ = binary_int16(ctx)
+    for i, q in ((0, qa), (1, qb)):
+        if np.float32(q.tensor_scale) != np.float32(qy.tensor_scale):
+            raise ctx.error(f"input {i} {ctx.input(i).name!r} has scale {q.tensor_scale:.6g}, the output "
+                            f"{qy.tensor_scale:.6g}: {ctx.op} compares stored integers, so every tensor needs the "
+                            "same scale (spec 003); requantize the inputs first")
+
+
 def scale64(qp: QuantParams) -> float:
     """A tensor's float32 scale read as a double (``static_cast<double>(params.scale)``)."""
     return qp.tensor_scale

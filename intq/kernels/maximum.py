@@ -1,4 +1,4 @@
-"""MAXIMUM: ``y = max(a, b)`` on the raw int8 values, numpy broadcasting.
+"""MAXIMUM: ``y = max(a, b)`` on the raw int8 or int16 (16x8) values, numpy broadcasting.
 
 TFLite's MAXIMUM (tflite/kernels/maximum_minimum.cc, reference_ops::MaximumMinimumBroadcastSlow;
 TFLM maximum_minimum.cc) compares the stored integers and never rescales, which is the real
@@ -12,7 +12,8 @@ from __future__ import annotations
 import numpy as np
 
 from intq.kernels._elementwise_common import StoredValueParams, same_quantization
-from intq.kernels.base import KernelContext, kernel
+from intq.kernels._int16_common import same_quantization_int16
+from intq.kernels.base import INT16, KernelContext, kernel
 
 OP = "MAXIMUM"
 
@@ -24,3 +25,10 @@ def prepare(ctx: KernelContext) -> StoredValueParams:
 
 def run(p: StoredValueParams, a, b):
     return (np.asarray(np.maximum(a, b)),)  # a 0-d result stays an array
+
+
+@kernel(OP, INT16)
+def prepare_int16(ctx: KernelContext) -> StoredValueParams:
+    """16x8: int16 inputs and output with one scale and zero point 0 (the same comparison)."""
+    same_quantization_int16(ctx)
+    return StoredValueParams()

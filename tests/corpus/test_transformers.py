@@ -99,8 +99,8 @@ def _every_16x8_node(fg) -> dict[str, str]:
 @pytest.mark.parametrize("entry_id", ["minilm_l6_legacy", "minilm_l6_dynamo"])
 @pytest.mark.parametrize("wide", [False, True], ids=["int8", "16x8"])
 def test_sentence_encoder(entry_id, wide):
-    """int8, and every node with a 16x8 form in int16 (the masked softmax, RSQRT and the embedding
-    GATHER stay int8)."""
+    """int8, and every node with a 16x8 form in int16 (the masked softmax and LayerNorm's RSQRT
+    included; the embedding GATHERs and the mask's stay int8: TensorFlow Lite Micro gathers int8 only)."""
     path, g = _load(entry_id)
     feeds = _sentences(entry_id, path)
     assert _float_parity(path, g, feeds[:2]) < 1e-5  # float32 sums in another order
@@ -113,6 +113,7 @@ def test_sentence_encoder(entry_id, wide):
     if wide:
         int16 = Counter(n.op_type for n in qg.nodes if qg.tensors[n.outputs[0]].dtype == np.int16)
         assert int16["BATCH_MATMUL"] == 12 and int16["GELU"] == 6 and int16["MEAN"] == 26, int16
+        assert int16["RSQRT"] == 13 and int16["MINIMUM"] == 6 and int16["SOFTMAX"] == 6, int16
     fi, qi = intq.Interpreter(fg), intq.Interpreter(qg)
     out = fg.outputs[0]
     f_emb = np.stack([_pooled(fi.run(s)[out], s["attention_mask"]) for s in feeds])
@@ -128,9 +129,9 @@ def test_sentence_encoder(entry_id, wide):
                       "min": round(float(cosine.min()), 4), "nearest-neighbour agreement": round(agreement, 3),
                       "sentences": len(feeds), "LiteRT tensors equal": tensors}))
     # regression guards at what is measured (both exporters, minmax on 32 sentences): int8 0.823 / 62.5%,
-    # 16x8 0.9966 / 95.3%
+    # 16x8 0.9979 / 98.4% (issue 25's goal: 0.99 / 97%)
     if wide:
-        assert cosine.mean() > 0.99 and agreement >= 0.9
+        assert cosine.mean() > 0.997 and agreement >= 0.97
     else:
         assert cosine.mean() > 0.75
 

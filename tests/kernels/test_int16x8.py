@@ -318,6 +318,42 @@ def _gelu_case(rng, i):
     return g, {"x": rng.permutation(np.arange(-32768, 32768).astype(I16))}
 
 
+# ------------------------------------------------------------------------------ MAXIMUM, MINIMUM
+
+def _max_min_case(rng, i, op):
+    """Two int16 inputs of one scale (spec 003), broadcast shapes, one input a constant sometimes
+    (the masked softmax's MINIMUM takes a gathered mask); ties included."""
+    rank = int(rng.integers(1, 5))
+    shape = tuple(int(v) for v in rng.integers(1, 6, size=rank))
+    b_shape = tuple(d if rng.random() < 0.6 else 1 for d in shape)[int(rng.integers(0, rank)):]
+    s = _f32(10 ** rng.uniform(-5, -1))
+    a, b = _x(rng, shape), _x(rng, b_shape)
+    if rng.random() < 0.2:
+        b = np.where(rng.random(b_shape) < 0.5, np.int16(-32768), np.int16(32767)).astype(I16)
+    constant_b = rng.random() < 0.25
+    rhs = tensor("b", None, I16, s, data=b) if constant_b else tensor("b", b_shape, I16, s)
+    g = single_op_graph(op, [tensor("a", shape, I16, s), rhs], [tensor("y", shape, I16, s)])
+    return g, {"a": a} if constant_b else {"a": a, "b": b}
+
+
+# ---------------------------------------------------------------------------------------- RSQRT
+
+def _rsqrt_case(rng, i):
+    """RSQRT on non-negative int16 inputs (LayerNorm's variance), zero included; the output scale
+    puts ``1/sqrt(s_in)`` (the code-1 result) near or beyond the int16 range. Every third model runs
+    all 32768 non-negative codes. TFLM computes fixed point, LiteRT an interpolated table: both
+    matched (tests below show they differ)."""
+    s_in = _f32(10 ** rng.uniform(-6, -1))
+    if i % 3 == 0:
+        shape, x = (32768,), rng.permutation(np.arange(0, 32768)).astype(I16)
+    else:
+        shape = tuple(int(v) for v in rng.integers(1, 9, size=int(rng.integers(1, 4))))
+        x = np.abs(_x(rng, shape).astype(np.int64)).clip(0, 32767).astype(I16)
+    s_out = _out_scale(rng, 1.0 / np.sqrt(s_in) / float(rng.choice([1.0, 1.0, 10.0, 100.0])))
+    g = single_op_graph("RSQRT", [tensor("x", shape, I16, s_in)], [tensor("y", shape, I16, s_out)])
+    return g, {"x": x}
+
+
 # ------------------------------------------------------------------------------ BATCH_MATMUL
 
 def _batch_matmul_case(rng, i):
@@ -427,6 +463,9 @@ CASES = {"FULLY_CONNECTED": _fc_case,
          "TRANSPOSE_CONV": _transpose_conv_case,
          "RESIZE_BILINEAR": _resize_bilinear_case,
          "GELU": _gelu_case,
+         "RSQRT": _rsqrt_case,
+         "MAXIMUM": lambda rng, i: _max_min_case(rng, i, "MAXIMUM"),
+         "MINIMUM": lambda rng, i: _max_min_case(rng, i, "MINIMUM"),
          "BATCH_MATMUL": _batch_matmul_case}
 #: Operators TensorFlow Lite Micro has no int16 kernel for (its target refuses them): LiteRT only.
 LITERT_ONLY = {"RESIZE_BILINEAR", "GELU"}
@@ -574,6 +613,24 @@ def test_the_registry_selects_16x8_kernels_for_int16_activations_only():
     assert reference("RESHAPE", INT16) is KERNELS[("RESHAPE", INT8, REFERENCE)]  # data movement takes int16 itself
     with pytest.raises(KernelError, match="no integer kernel for 'NO_SUCH_OP/int8'; available: ADD/int16, ADD/int8"):
         reference("NO_SUCH_OP")
+
+
+def test_rsqrt_16x8_differs_between_the_runtimes_and_refuses_negative_inputs():
+    """TFLM's fixed point gives 32767 at x = 0, LiteRT's interpolated table less; LiteRT's linear
+    interpolation is far off where 1/sqrt is steep (small codes) and within a step of TFLM's at
+    large ones: both matched on every non-negative code; a negative input fails both."""
+    s_in = _f32(1e-4)
+    s_out = _f32(1.0 / np.sqrt(s_in) / 32767)
+    g = single_op_graph("RSQRT", [tensor("x", (32768,), I16, s_in)], [tensor("y", (32768,), I16, s_out)])
+    x = np.arange(0, 32768).astype(I16)
+    results = assert_matches_oracles(g, {"x": x}, optimized=False)
+    tflm, litert = (results[t]["y"].astype(np.int64) for t in ("tflite", "litert-ref"))
+    assert tflm[0] == 32767 and litert[0] < 32767
+    diff = np.abs(tflm - litert)
+    assert diff[1:128].max() > 1000 and 0 < np.count_nonzero(diff[4096:]) and diff[4096:].max() <= 1
+    for target in BOTH:
+        with pytest.raises(KernelError, match="RSQRT.*negative"):
+            intq.Interpreter(g, target=target).run({"x": np.array([-1] + [0] * 32767, I16)})
 
 
 def test_int16_with_a_zero_point_is_refused_naming_the_node():
