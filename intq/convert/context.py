@@ -18,6 +18,7 @@ import numpy as np
 from intq.calibration import CalibrationTable
 from intq.errors import IntqError
 from intq.ir import Graph, Node, Tensor
+from intq.ir.names import free_name
 from intq.ir.facts import reshape_request  # noqa: F401 (the rules' name for it)
 from intq.qmath import QuantParams, choose_qparams
 
@@ -82,10 +83,7 @@ class ConversionContext:
     # -- names and tensors --------------------------------------------------------------------
 
     def unique(self, hint: str) -> str:
-        name, k = hint, 1
-        while name in self.tensors or name in self.reserved:
-            name, k = f"{hint}_{k}", k + 1
-        return name
+        return free_name(hint, self.tensors, self.reserved)
 
     def add_tensor(self, hint: str, shape, dtype=np.int8, qparams: QuantParams | None = None,
                    data: np.ndarray | None = None) -> str:
@@ -97,10 +95,7 @@ class ConversionContext:
         return name
 
     def emit(self, op: str, name: str, inputs, outputs, attrs=None) -> Node:
-        node_names = {n.name for n in self.nodes}
-        nm, k = name, 1
-        while nm in node_names:
-            nm, k = f"{name}_{k}", k + 1
+        nm = free_name(name, {n.name for n in self.nodes})
         node = Node(op, nm, tuple(inputs), tuple(outputs), attrs or {})
         self.nodes.append(node)
         return node

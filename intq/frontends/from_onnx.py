@@ -34,6 +34,7 @@ from intq.errors import GraphError, IntqError, UnsupportedOperatorError
 from intq.frontends.onnx_if import bind_constant_inputs, fold_constant_ifs
 from intq.frontends.shapes import InputShapeError, is_dynamic
 from intq.ir import Graph, Node, Tensor, topological_order
+from intq.ir.names import claim
 from intq.onnx_format import checks
 from intq.onnx_format.errors import OnnxImportError
 from intq.onnx_format.reader import check_contrib_nodes, is_quantized, load_quantized_onnx
@@ -68,11 +69,7 @@ class _Context:
     taken: set[str] = field(default_factory=set)
 
     def unique(self, hint: str) -> str:
-        name, k = hint, 1
-        while name in self.taken:
-            name, k = f"{hint}_{k}", k + 1
-        self.taken.add(name)
-        return name
+        return claim(hint, self.taken)
 
     def const(self, hint: str, value) -> str:
         name = self.unique(hint)

@@ -57,6 +57,7 @@ import numpy as np
 from intq.errors import IntqError, UnsupportedOperatorError
 from intq.frontends.mlir_text import Calibrated, MlirModule, MlirOp, MlirType, UniformQuant, parse_module
 from intq.ir import Graph, Node, Tensor
+from intq.ir.names import claim
 from intq.qmath import QuantParams, Rounding, tpu_mlir_multiply_rshift
 
 __all__ = ["load_tpu_mlir", "TpuMlirImportError", "ROUND_MODES"]
@@ -111,12 +112,7 @@ class _Builder:
         return TpuMlirImportError(f"{self.module.where}:{op.line}: {op.name} {op.loc!r}: {message}")
 
     def unique(self, name: str) -> str:
-        base, k = name or "tensor", 1
-        while name in self.names or not name:
-            name = f"{base}_{k}"
-            k += 1
-        self.names.add(name)
-        return name
+        return claim(name or "tensor", self.names)
 
     def add_tensor(self, name: str, t: MlirType, perm: tuple[int, ...] | None = None, data=None) -> Tensor:
         shape = t.shape if perm is None else tuple(t.shape[p] for p in perm)
@@ -181,11 +177,7 @@ class _Builder:
         return name
 
     def node(self, op_type: str, name: str, inputs, outputs, attrs: dict[str, Any] | None = None) -> None:
-        base, k = name, 1
-        while name in self.node_names:
-            name = f"{base}_{k}"
-            k += 1
-        self.node_names.add(name)
+        name = claim(name, self.node_names)
         self.nodes.append(Node(op_type, name, tuple(inputs), tuple(outputs), attrs or {}))
 
     def constant(self, name: str, data: np.ndarray, qparams: QuantParams | None = None) -> str:

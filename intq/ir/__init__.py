@@ -5,6 +5,7 @@
   shapes) and which tensors carry the batch;
 * :mod:`intq.ir.windows`: explicit pads, SAME pads and the output size of sliding-window ops;
 * :mod:`intq.ir.shapes`: static shape inference (one rule per float operator; nothing runs);
+* :mod:`intq.ir.names`: the fresh-name rule (``hint``, ``hint_1``, ...) every stage names what it adds by;
 * :mod:`intq.ir.metadata`: a graph's metadata and node names as the JSON document both file
   formats store;
 

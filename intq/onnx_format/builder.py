@@ -16,6 +16,7 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
+from intq.ir.names import claim
 from intq.onnx_format.errors import OnnxExportError
 from intq.onnx_format.schema import IR_VERSION, MS_DOMAIN, MS_DOMAIN_VERSION, element_type
 
@@ -44,11 +45,7 @@ class OnnxModelBuilder:
 
     def unique(self, hint: str) -> str:
         """A tensor name not used yet, ``hint`` itself when free (``hint_1``, ``hint_2``... otherwise)."""
-        name, k = hint, 1
-        while name in self._taken or name in self._kept:
-            name, k = f"{hint}_{k}", k + 1
-        self._taken.add(name)
-        return name
+        return claim(hint, self._taken, self._kept)
 
     def reserve(self, name: str) -> str:
         """Claim ``name`` exactly (a tensor of the source graph); an internal invariant that it is free."""
@@ -69,10 +66,7 @@ class OnnxModelBuilder:
     def node(self, op: str, inputs: Sequence[str], outputs: Sequence[str], name: str, *, domain: str = "",
              **attrs: Any) -> None:
         """Append a node (``domain`` ``com.microsoft`` for onnxruntime's contrib operators)."""
-        k, base = 1, name
-        while name in self._node_names:
-            name, k = f"{base}_{k}", k + 1
-        self._node_names.add(name)
+        name = claim(name, self._node_names)
         if domain == MS_DOMAIN:
             self.uses_ms_domain = True
         self.nodes.append(helper.make_node(op, list(inputs), list(outputs), name=name, domain=domain or None,

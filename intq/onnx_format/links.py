@@ -58,6 +58,8 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from intq.ir.names import claim
+
 #: Operators on 8-bit codes that move, select or compare them, and their inputs holding codes (None:
 #: every input): in float between DequantizeLinear and QuantizeLinear with the same parameters they
 #: compute the same codes.
@@ -94,18 +96,10 @@ class _Graph:
         self.node_names = {n.name for n in self.nodes}
 
     def unique(self, hint: str) -> str:
-        name, k = hint, 1
-        while name in self.names:
-            name, k = f"{hint}_{k}", k + 1
-        self.names.add(name)
-        return name
+        return claim(hint, self.names)
 
     def node_name(self, hint: str) -> str:
-        name, k = hint, 1
-        while name in self.node_names:
-            name, k = f"{hint}_{k}", k + 1
-        self.node_names.add(name)
-        return name
+        return claim(hint, self.node_names)
 
     def const(self, hint: str, value: np.ndarray) -> str:
         name = self.unique(hint)

@@ -53,6 +53,7 @@ from onnx import helper, numpy_helper
 
 from intq.errors import GraphError
 from intq.ir import Graph, Node, Tensor, topological_order
+from intq.ir.names import claim
 from intq.kernels.ort.common import NARROW_RANGES
 from intq.kernels._conv_common import compute_padding
 from intq.onnx_format import checks, metadata
@@ -125,11 +126,7 @@ class _Import:
         return QuantizedOnnxError(f"{self.where}: node {name!r} ({node.op_type}): {message}")
 
     def unique(self, hint: str) -> str:
-        name, k = hint, 1
-        while name in self.taken:
-            name, k = f"{hint}_{k}", k + 1
-        self.taken.add(name)
-        return name
+        return claim(hint, self.taken)
 
     def const(self, name: str, node: onnx.NodeProto) -> np.ndarray:
         if name not in self.consts:

@@ -14,6 +14,7 @@ import numpy as np
 
 from intq.ir import Graph, Node
 from intq.ir.facts import FUSED_ACTIVATION
+from intq.ir.names import free_name
 
 #: The layers whose output is linear in their weights, per output channel.
 LINEAR_OPS = ("Conv", "ConvTranspose", "Gemm", "MatMul")
@@ -112,10 +113,7 @@ def channel_vector(value: np.ndarray, out_shape, axis: int, channels: int) -> np
 
 def fresh_name(graph: Graph, hint: str, taken: set[str] | None = None) -> str:
     """``hint``, or ``hint_1``, ``hint_2``... : the first name no tensor of ``graph`` (nor ``taken``) has."""
-    name, k = hint, 1
-    while name in graph.tensors or (taken and name in taken):
-        name, k = f"{hint}_{k}", k + 1
-    return name
+    return free_name(hint, graph.tensors, taken or ())
 
 
 def with_weights(graph: Graph, layer: Node, w: np.ndarray, b: np.ndarray, outputs, taken: set[str]):

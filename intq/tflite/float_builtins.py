@@ -27,6 +27,7 @@ import numpy as np
 from intq.errors import IntqError
 from intq.ir import Graph, Node, Tensor
 from intq.ir.facts import FUSED_ACTIVATION, reshape_request
+from intq.ir.names import free_name
 
 #: ONNX op -> function(graph, node, new constants) -> the builtin node.
 _BUILTINS: dict[str, Callable[[Graph, Node, dict[str, Tensor]], Node]] = {}
@@ -41,9 +42,7 @@ def _register(*ops: str):
 
 
 def _const(graph: Graph, made: dict[str, Tensor], hint: str, value: np.ndarray) -> str:
-    name, k = hint, 1
-    while name in graph.tensors or name in made:
-        name, k = f"{hint}_{k}", k + 1
+    name = free_name(hint, graph.tensors, made)
     made[name] = Tensor(name, data=np.asarray(value, np.int32))
     return name
 
