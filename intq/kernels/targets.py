@@ -206,6 +206,9 @@ ORT_EMULATED = frozenset({
 _ORT_NOT_EMULATED = {op: "intq writes no ONNX form for it yet (ONNX has only the float operator, whose onnxruntime "
                          "kernel sums in an order intq has not reproduced), so onnxruntime's arithmetic for it is not "
                          "measured" for op in ("L2_NORMALIZATION", "LOG_SOFTMAX", "GELU")}
+_ORT_NOT_EMULATED["SQUARED_DIFFERENCE"] = ("ONNX has no squared-difference operator and intq writes no ONNX form "
+                                           "for it (its QDQ form would be a float Sub and Mul onnxruntime "
+                                           "computes in float32): nothing to emulate")
 #: intq writes no 16x8 ONNX model: nothing to emulate
 _ORT_NO_16X8 = "onnxruntime's int16 arithmetic is not emulated; use target 'tflite' or 'litert-ref'"
 
