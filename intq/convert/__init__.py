@@ -107,7 +107,7 @@ def convert(graph: Graph, table: CalibrationTable, *, per_channel: bool = True,
 
 def _convert_nodes(graph: Graph, table: CalibrationTable, *, per_channel: bool, input_type: str,
                    output_type: str, int16: frozenset[str] = frozenset(), floats: frozenset[str] = frozenset()) -> Graph:
-    cx = ConversionContext(graph, table, per_channel, int16=int16)
+    cx = ConversionContext(graph, table, per_channel, int16=int16, floats=floats)
     cx.reserved = set(graph.inputs) | set(graph.outputs)
     inputs = []
     for name in graph.inputs:

@@ -33,7 +33,9 @@ Broadcasting: ``BroadcastBinaryFunction4DSlow`` extends both shapes to rank 4 wi
 (a rank-5 broadcast aborts the process): refused above rank 4. Equal shapes run flat, any rank.
 
 Run: ``a'`` and ``b'`` depend on one input code each, so prepare evaluates them on every code
-(256 for int8, 65536 for int16) and run looks them up, squares the difference and requantizes.
+(256 for int8, 65536 for int16) with :func:`intq.qmath.raw.mbqm`; run looks them up, squares the
+difference and requantizes in one compiled pass (:func:`intq.qmath.compiled.mbqm_scalar`, the same
+function element by element).
 """
 
 from __future__ import annotations
@@ -42,10 +44,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from intq.kernels._elementwise_common import INT8_BY_BITS, INT8_MAX, INT8_MIN, int8_binary, lookup
+from numba import njit
+
+from intq.kernels._elementwise_common import INT8_BY_BITS, INT8_MAX, INT8_MIN, int8_binary
 from intq.kernels._int16_common import INT16_MAX, INT16_MIN, binary_int16, check_16x8, scale64
 from intq.kernels.base import INT16, KernelContext, kernel
 from intq.qmath import quantize_multiplier
+from intq.qmath.compiled import mbqm_scalar
 from intq.qmath.raw import mbqm
 
 OP = "SQUARED_DIFFERENCE"
@@ -113,12 +118,26 @@ def _prepare(ctx: KernelContext, scales, zero_points, shapes, left_shift: int, c
     return SquaredDifferenceParams(table_a, table_b, mo, sho, z_y, act[0], act[1], out_shape)
 
 
-def _run(p: SquaredDifferenceParams, da: np.ndarray, db: np.ndarray, dtype) -> np.ndarray:
-    """``clamp(MBQM((a' - b')^2) + Z_y)`` on the looked-up terms (int64, broadcasting)."""
-    d = da.astype(np.int64) - db.astype(np.int64)
-    y = mbqm(d * d, p.multiplier, p.shift) + p.zero_point_out
-    y = np.clip(y, p.act_min, p.act_max).astype(dtype)
-    return y if p.out_shape is None else np.broadcast_to(y, p.out_shape)
+def _run(p: SquaredDifferenceParams, a: np.ndarray, b: np.ndarray, index_dtype, dtype) -> np.ndarray:
+    """``clamp(MBQM((table_a[a] - table_b[b])^2) + Z_y)``, numpy broadcasting; the codes index the
+    tables by their bits (``index_dtype``: uint8 or uint16)."""
+    a, b = np.broadcast_arrays(np.asarray(a), np.asarray(b))
+    out = np.empty(a.shape, dtype)
+    _squared_difference_loop(np.ascontiguousarray(a).view(index_dtype).reshape(-1),
+                             np.ascontiguousarray(b).view(index_dtype).reshape(-1), p.table_a, p.table_b,
+                             p.multiplier, max(p.shift, 0), max(-p.shift, 0), p.zero_point_out, p.act_min, p.act_max,
+                             out.reshape(-1))
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _squared_difference_loop(ia, ib, table_a, table_b, multiplier, left, right, zero_point, lo, hi, out):
+    """One compiled pass: the two table lookups, the square (< 2^31 with its left shift: prepare's
+    bound), gemmlowp's MBQM (:func:`intq.qmath.compiled.mbqm_scalar`), the zero point and the clamp."""
+    for i in range(out.size):
+        d = np.int64(table_a[ia[i]]) - np.int64(table_b[ib[i]])
+        y = mbqm_scalar(d * d, multiplier, left, right, 1) + zero_point
+        out[i] = min(max(y, lo), hi)
 
 
 @kernel(OP)
@@ -131,7 +150,7 @@ def prepare(ctx: KernelContext) -> SquaredDifferenceParams:
 
 
 def run(p: SquaredDifferenceParams, a, b):
-    return (_run(p, lookup(p.table_a, a), lookup(p.table_b, b), np.int8),)
+    return (_run(p, np.asarray(a, np.int8), np.asarray(b, np.int8), np.uint8, np.int8),)
 
 
 # ------------------------------------------------------------------------------------------ 16x8
@@ -149,9 +168,5 @@ def prepare_int16(ctx: KernelContext) -> SquaredDifferenceParams:
                     LEFT_SHIFT_INT16, INT16_BY_BITS, (INT16_MIN, INT16_MAX), shape)
 
 
-def _lookup16(table: np.ndarray, x) -> np.ndarray:
-    return table[np.asarray(x, np.int16).view(np.uint16)]
-
-
 def run_int16(p: SquaredDifferenceParams, a, b):
-    return (_run(p, _lookup16(p.table_a, a), _lookup16(p.table_b, b), np.int16),)
+    return (_run(p, np.asarray(a, np.int16), np.asarray(b, np.int16), np.uint16, np.int16),)

@@ -4,7 +4,7 @@ Unary int8 -> int8 operators whose output depends on one int8 (LOGISTIC, TANH, H
 LEAKY_RELU, RELU*, int8 QUANTIZE, RSQRT) become a 256-entry table: the kernel's own ``run`` on every
 int8 code (RSQRT's prepared table, since its ``run`` refuses negative inputs, which the C checks).
 Binary operators broadcast as numpy does: ADD/SUB with the kernel's two rescale tables and output
-multiplier, MUL, MAXIMUM/MINIMUM, the six comparisons (each operand's prepared 256-entry table of
+multiplier, SQUARED_DIFFERENCE with the same two tables and the square, MUL, MAXIMUM/MINIMUM, the six comparisons (each operand's prepared 256-entry table of
 the int32 values TFLite compares), SELECT_V2 (three operands) and PRELU.
 """
 
@@ -113,6 +113,26 @@ def binary(step: Step, node: Node, graph: Graph, target: Target, sym: str) -> No
         fn = "intq_minmax"
     step.blocks = (fn,)
     step.call = f"{fn}(&{sym}, {{in0}}, {{in1}}, {{out0}});"
+    step.inplace = _same_shape_inputs(graph, node, (0, 1))
+
+
+@lowering("SQUARED_DIFFERENCE")
+def squared_difference(step: Step, node: Node, graph: Graph, target: Target, sym: str) -> None:
+    """``clamp(mbqm((table_a[a] - table_b[b])^2) + Z_y)``: the kernel's two prepared rescale tables and its
+    output multiplier (int8; the 16x8 kernel is not lowered)."""
+    from intq.kernels.squared_difference import SquaredDifferenceParams
+
+    require_int8(node, graph, (*node.inputs[:2], node.outputs[0]))
+    kernel, p = prepare(node, graph, target)
+    expect(node, p, SquaredDifferenceParams)
+    bc, bc_data = broadcast_struct(node, graph, sym, node.inputs[:2])
+    step.data += [*bc_data, c_array("int32_t", f"{sym}_ta", p.table_a), c_array("int32_t", f"{sym}_tb", p.table_b),
+                  c_struct("intq_sqdiff_params", sym, [("n", numel(graph, node.outputs[0])), ("bc", bc),
+                           ("table_a", f"{sym}_ta"), ("table_b", f"{sym}_tb"), ("mult", p.multiplier),
+                           ("shift", p.shift), ("out_zp", p.zero_point_out), ("act_min", p.act_min),
+                           ("act_max", p.act_max)])]
+    step.blocks = ("intq_sqdiff",)
+    step.call = f"intq_sqdiff(&{sym}, {{in0}}, {{in1}}, {{out0}});"
     step.inplace = _same_shape_inputs(graph, node, (0, 1))
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from tests.kernels import test_conv, test_data_movement, test_elementwise, test_fully_connected, test_lut_ops
-from tests.kernels import test_pool_reduce, test_rsqrt
+from tests.kernels import test_pool_reduce, test_rsqrt, test_squared_difference
 from tests.kernels.harness import single_op_graph, tensor
 
 
@@ -195,4 +195,5 @@ CASES = {
     **{op: (lambda op: lambda rng, i: test_pool_reduce._arg_case(rng, op, i)[:2])(op) for op in ("ARG_MAX", "ARG_MIN")},
     "TRANSPOSE_CONV": _transpose_conv,
     "BATCH_MATMUL": _first_two(test_conv._batch_matmul_case),
+    "SQUARED_DIFFERENCE": lambda rng, i: test_squared_difference._case(rng, small_output=i % 8 == 7),
 }

@@ -85,6 +85,33 @@ static void intq_mul(const intq_mul_params *p, const int8_t *a, const int8_t *b,
 #undef INTQ_MUL_ELEM
 }
 
+/*@@ intq_sqdiff_params: intq_bcast */
+/* SQUARED_DIFFERENCE (intq.kernels.squared_difference SquaredDifferenceParams): y = clamp(mbqm(d * d, m,
+ * shift) + Z_y), d = table_a[a] - table_b[b], table_x[x] = R_x((x - Z_x) << 7) from prepare; |d| <= 32640,
+ * d * d < 2^30, and a left shift only where prepare proved the shifted square fits int32. */
+typedef struct {
+    int32_t n;
+    const intq_bcast *bc;
+    const int32_t *table_a, *table_b;
+    int32_t mult, shift, out_zp, act_min, act_max;
+} intq_sqdiff_params;
+
+/*@@ intq_sqdiff: intq_sqdiff_params intq_bcast intq_requant */
+static void intq_sqdiff(const intq_sqdiff_params *p, const int8_t *a, const int8_t *b, int8_t *y) {
+#define INTQ_SQDIFF_ELEM(i, ia, ib)                                                             \
+    do {                                                                                        \
+        const int32_t d_ = p->table_a[(uint8_t)a[ia]] - p->table_b[(uint8_t)b[ib]];            \
+        y[i] = intq_requant(d_ * d_, p->mult, p->shift, p->out_zp, p->act_min, p->act_max);     \
+    } while (0)
+    if (p->bc == NULL) {
+        int32_t i;
+        for (i = 0; i < p->n; ++i) INTQ_SQDIFF_ELEM(i, i, i);
+    } else {
+        INTQ_BROADCAST(p->bc, INTQ_SQDIFF_ELEM);
+    }
+#undef INTQ_SQDIFF_ELEM
+}
+
 /*@@ intq_minmax_params: intq_bcast */
 /* MAXIMUM / MINIMUM: the stored integers compared (same parameters in and out, spec 003). */
 typedef struct {
