@@ -144,6 +144,9 @@ def _convert_nodes(graph: Graph, table: CalibrationTable, *, per_channel: bool, 
     outputs = []
     for name in graph.outputs:
         rank = len(graph.tensors[name].shape)
+        if cx.dequantized.get(name) == name:  # a float island's output that integer nodes read too: the float
+            outputs.append(name)
+            continue
         q = cx.value_as(name, identity(rank))
         t = cx.tensors[q]
         if t.qparams is None and np.issubdtype(t.dtype, np.floating):  # a float island's output, as it is
