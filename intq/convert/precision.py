@@ -71,6 +71,11 @@ MOVEMENT = frozenset({"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose",
 INT16_NODES = frozenset({"Conv", "Gemm", "SiLU", "Sigmoid", "Add", "Sub", "Mul", "Div", "Pow", "MaxPool", "Concat",
                          "Split", "Gelu", "MatMul", "ReduceMean", "Softmax", "Tanh", "Rsqrt",
                          "MaskedSoftmax"}) | MOVEMENT
+#: Float ops an explicit precision table may also put in int16 although only LiteRT runs their 16x8 form:
+#: Gather (an int16 embedding table, or int16 data by constant indices: LiteRT's GATHER moves every integer
+#: dtype, TensorFlow Lite Micro's int8 only, and intq's ``tflite`` target refuses the node by name).
+#: ``target_sqnr``'s search (:data:`INT16_NODES` only) never picks them: the default target is TFLM.
+LITERT_ONLY_INT16 = frozenset({"Gather"})
 #: Characters that make a precision table's name a glob pattern over node names (fnmatch).
 GLOB_CHARS = frozenset("*?[")
 PRECISIONS = ("int8", "int16", "float")
@@ -252,10 +257,10 @@ def int16_tensors(graph: Graph, precision: Mapping[str, str] | None) -> frozense
         if prec != "int16":
             continue
         for node in _nodes_named(graph, name):
-            if node.op_type not in INT16_NODES:
+            if node.op_type not in INT16_NODES | LITERT_ONLY_INT16:
                 raise ConversionError(
                     f"precision table: {node.name!r} is a {node.op_type}, which intq cannot convert to int16 (16x8); "
-                    f"int16 nodes are {', '.join(sorted(INT16_NODES))}")
+                    f"int16 nodes are {', '.join(sorted(INT16_NODES | LITERT_ONLY_INT16))}")
             region = int16_region(graph, node) if node.op_type in INT16_JOINS else None
             out.update(region if region is not None else [o for o in node.outputs if o])
     islands = float_nodes(graph, precision)

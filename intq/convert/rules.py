@@ -1003,7 +1003,8 @@ def Gather(cx, node):
 
 
 def _embedding(cx: ConversionContext, node: Node, table: np.ndarray) -> None:
-    """An embedding lookup: GATHER rows of a constant table (int8, per tensor, its own range) by
+    """An embedding lookup: GATHER rows of a constant table (int8, per tensor, its own range; int16
+    symmetric when the node is in int16: LiteRT only, TensorFlow Lite Micro gathers int8) by
     run-time int32 indices (an integer graph input, or ARG_MAX's output); the output keeps the
     table's parameters. Both runtimes fail on an index outside the table, and so does intq."""
     indices = node.inputs[1]
@@ -1012,7 +1013,7 @@ def _embedding(cx: ConversionContext, node: Node, table: np.ndarray) -> None:
         raise _fail(node, f"the indices {indices!r} are not integers in the integer graph")
     rank = table.ndim
     axis = int(node.attrs.get("axis", 0)) % rank
-    t = _constant_operand(cx, node, table, rank, identity(rank), "table")
+    t = _constant_operand(cx, node, table, rank, identity(rank), "table", dtype=cx.activation_dtype(node.outputs[0]))
     y = cx.output_tensor(node.outputs[0], identity(len(cx.shape(node.outputs[0]))), cx.tensors[t].qparams)
     cx.emit("GATHER", node.name, [t, cx.value_as(indices, identity(len(cx.shape(indices))))], [y],
             {"axis": axis, "batch_dims": 0})

@@ -287,3 +287,27 @@ def test_a_difference_read_only_by_its_square_leaves_no_sub():
     for feed in samples[8:]:
         _every_tensor_equal(qg, blob, feed, "litert-ref", run_litert)
         _every_tensor_equal(qg, blob, feed, "tflite", run_tflm)
+
+
+def test_int16_embeddings_equal_litert_and_are_refused_for_tflite_micro():
+    """``precision`` puts the embedding Gathers in int16 too (LiteRT only): int16 tables, GATHER on int16,
+    every tensor equal in LiteRT BUILTIN_REF; the ``tflite`` target refuses the GATHER by name, as
+    TensorFlow Lite Micro (int8 GATHER only) rejects the model. ``target_sqnr`` never picks them."""
+    from intq.convert.precision import INT16_NODES
+    from intq.kernels import KernelError
+
+    proto = _export("relu", dynamo=False)
+    g, _ = _checked(proto)
+    embeddings = [n.name for n in g.nodes if n.op_type == "Gather" and g.constant(n.inputs[0]) is not None]
+    assert embeddings
+    table = {n.name: "int16" for n in g.nodes if n.op_type in INT16_NODES} | {e: "int16" for e in embeddings}
+    qg = intq.quantize(g, _samples(16, 2), precision=table)
+    gathers = [n for n in qg.nodes if n.op_type == "GATHER" and n.name in embeddings]
+    assert len(gathers) == len(embeddings) and all(qg.tensors[n.outputs[0]].dtype == np.int16 for n in gathers)
+    blob = to_tflite_bytes(qg)
+    for feed in _samples(3, 6):
+        _every_tensor_equal(qg, blob, feed, "litert-ref", run_litert)
+    with pytest.raises(KernelError, match=r"GATHER\): TensorFlow Lite Micro .* does not support input .* int16"):
+        intq.Interpreter(qg, target="tflite")
+    with pytest.raises(TflmOracleError):
+        run_tflm(blob, [feed[n].astype(np.int32) if feed[n].dtype == np.int64 else feed[n] for n in qg.inputs])
