@@ -98,7 +98,7 @@ _NONE = ("ARG_MAX", "ARG_MIN", "BATCH_TO_SPACE_ND", "BROADCAST_TO", "CONCATENATI
          "LESS_EQUAL", "LOGISTIC", "LUT", "MAXIMUM", "MAX_POOL_2D", "MINIMUM", "NOT_EQUAL", "PACK", "PAD", "PADV2",
          "PRELU", "QUANTIZE", "REDUCE_MAX", "REDUCE_MIN", "RELU", "RELU6", "RELU_N1_TO_1", "RESHAPE",
          "RESIZE_BILINEAR", "RESIZE_NEAREST_NEIGHBOR", "RSQRT", "SELECT_V2", "SHAPE", "SLICE", "SPACE_TO_BATCH_ND",
-         "SPACE_TO_DEPTH", "SPLIT", "SPLIT_V", "SQUEEZE", "STRIDED_SLICE", "TANH", "TRANSPOSE")
+         "SPACE_TO_DEPTH", "SPLIT", "SPLIT_V", "SQRT", "SQUEEZE", "STRIDED_SLICE", "TANH", "TRANSPOSE")
 
 #: operator -> the rules that apply to it (on targets where they apply: the ISA rules only on theirs)
 OP_RULES: dict[str, tuple[str, ...]] = {

@@ -73,16 +73,17 @@ INT16_NODES = frozenset({"Conv", "Gemm", "SiLU", "Sigmoid", "Add", "Sub", "Mul",
                          "MaskedSoftmax"}) | MOVEMENT
 #: Float ops an explicit precision table may also put in int16 although only LiteRT runs their 16x8 form:
 #: Gather (an int16 embedding table, or int16 data by constant indices: LiteRT's GATHER moves every integer
-#: dtype, TensorFlow Lite Micro's int8 only, and intq's ``tflite`` target refuses the node by name).
-#: ``target_sqnr``'s search (:data:`INT16_NODES` only) never picks them: the default target is TFLM.
-LITERT_ONLY_INT16 = frozenset({"Gather"})
+#: dtype, TensorFlow Lite Micro's int8 only) and Sqrt (LiteRT's quantized SQRT; TFLM has none); intq's
+#: ``tflite`` target refuses them by name. ``target_sqnr``'s search (:data:`INT16_NODES` only) never picks
+#: them: the default target is TFLM.
+LITERT_ONLY_INT16 = frozenset({"Gather", "Sqrt"})
 #: Characters that make a precision table's name a glob pattern over node names (fnmatch).
 GLOB_CHARS = frozenset("*?[")
 PRECISIONS = ("int8", "int16", "float")
 #: Float ops a float island may hold (see the module docstring: each exports as a TFLite float
 #: builtin that LiteRT's reference kernels and TensorFlow Lite Micro compute bit for bit as intq).
 FLOAT_ISLAND_OPS = frozenset({"Sigmoid", "Tanh", "Concat", "Add", "Sub", "Mul", "Div", "Relu", "Clip", "LeakyRelu",
-                              "Max", "Min", "Rsqrt"}) | MOVEMENT
+                              "Max", "Min", "Rsqrt", "Sqrt"}) | MOVEMENT
 
 
 #: TFLite builtin (an operator of the kernel registry) -> the float op a float island writes it from: each is
@@ -92,6 +93,7 @@ ISLAND_BUILTINS: dict[str, str] = {
     "LOGISTIC": "Sigmoid", "TANH": "Tanh", "ADD": "Add", "SUB": "Sub", "MUL": "Mul", "CONCATENATION": "Concat",
     "RESHAPE": "Reshape", "SQUEEZE": "Squeeze", "TRANSPOSE": "Transpose", "RELU": "Relu", "RELU6": "Clip",
     "RELU_N1_TO_1": "Clip", "LEAKY_RELU": "LeakyRelu", "MAXIMUM": "Max", "MINIMUM": "Min", "RSQRT": "Rsqrt",
+    "SQRT": "Sqrt",
 }
 _SUM = ("a sum: intq's float op adds in its own order (im2col / BLAS / numpy's pairwise sums), LiteRT's and "
         "TensorFlow Lite Micro's float kernels in their loop order, so the results differ in the last bits")

@@ -1207,8 +1207,6 @@ def Pow(cx, node):
         raise _fail(node, f"exponent {None if e is None else np.ravel(e).tolist()}: only a constant 2 (MUL x*x), 1 "
                           "or 0.5 (x * RSQRT(x)) has an int8 TFLite form; keep this part in float or rewrite the model")
     if float(np.ravel(e)[0]) == 0.5:
-        if cx.activation_dtype(node.outputs[0]) == np.int16:
-            raise _fail(node, "x ** 0.5 (RSQRT then MUL) has no int16 (16x8) form in intq; keep this node in int8")
         Sqrt(cx, node)
         return
     x = node.inputs[0]
@@ -1232,7 +1230,13 @@ def Sqrt(cx, node):
     ``[1/sqrt(max x), 1/sqrt(s_x)]`` that minimises the worst error over the 256 input codes, on a
     float model of the two kernels (RSQRT's codes saturate at ``R`` for small inputs, its step
     ``R/255`` limits large ones). That worst error, in output steps, goes to the conversion notes:
-    about 5 steps for a full-range input, against 0.5 for a correctly rounded int8 SQRT."""
+    about 5 steps for a full-range input, against 0.5 for a correctly rounded int8 SQRT.
+
+    In int16 (a precision table's choice, LiteRT only: :data:`intq.convert.precision.LITERT_ONLY_INT16`)
+    it is LiteRT's quantized SQRT itself (:mod:`intq.kernels.sqrt`: float32 ``sqrtf``, truncated)."""
+    if cx.activation_dtype(node.outputs[0]) == np.int16:
+        _unary(cx, node, "SQRT")
+        return
     x = node.inputs[0]
     qx = cx.qparams_of(x)
     out = node.outputs[0]

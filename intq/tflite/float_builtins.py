@@ -17,6 +17,7 @@ computes, bit for bit (the reason an op is on this list; ``tests/tflite/test_flo
   constant bounds (also (-1, 1): TensorFlow Lite Micro has no RELU_N1_TO_1), Max / Min (two inputs) -> MAXIMUM / MINIMUM,
   LeakyRelu -> LEAKY_RELU (``x > 0 ? x : x * alpha``, alpha float32): comparisons and one product;
 * Rsqrt (intq's ``1 / sqrt(x)``) -> RSQRT: ``1.f / std::sqrt(x)``, two correctly rounded IEEE operations;
+  Sqrt -> SQRT: ``std::sqrt(x)``, one;
 * Add / Sub / Mul / Div -> ADD / SUB / MUL / DIV: one IEEE float32 operation per element (a fused
   RELU/RELU6 as the clamp), broadcast as numpy broadcasts;
 * Concat -> CONCATENATION, Reshape / Flatten / Squeeze / Unsqueeze / Identity -> RESHAPE (the
@@ -76,10 +77,10 @@ def _binary(graph: Graph, node: Node, made) -> Node:
     return Node(op, node.name, node.inputs[:2], node.outputs, {"fused_activation_function": _activation(node)})
 
 
-@_register("Tanh", "Relu", "Rsqrt")
+@_register("Tanh", "Relu", "Rsqrt", "Sqrt")
 def _unary(graph: Graph, node: Node, made) -> Node:
-    return Node({"Tanh": "TANH", "Relu": "RELU", "Rsqrt": "RSQRT"}[node.op_type], node.name, node.inputs[:1],
-                node.outputs)
+    return Node({"Tanh": "TANH", "Relu": "RELU", "Rsqrt": "RSQRT", "Sqrt": "SQRT"}[node.op_type], node.name,
+                node.inputs[:1], node.outputs)
 
 
 @_register("LeakyRelu")

@@ -78,6 +78,7 @@ CASES = {
     "TRANSPOSE": lambda: (_model([helper.make_node("Transpose", ["x"], ["t"], perm=[0, 2, 1])], {"x": SHAPE}),
                           {"x": (-4, 4)}),
     "RSQRT": _rsqrt,
+    "SQRT": lambda: (_model([helper.make_node("Sqrt", ["x"], ["t"])], {"x": SHAPE}), {"x": (0.01, 9)}),
 }
 
 

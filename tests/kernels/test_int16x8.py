@@ -377,6 +377,22 @@ def _squared_difference_case(rng, i):
     return g, {"a": a, "b": b}
 
 
+# --------------------------------------------------------------------------------------- SQRT
+
+def _sqrt_case(rng, i):
+    """SQRT on non-negative int16 inputs (every third model all 32768), the output scale putting
+    sqrt of the input's range near the int16 range (LiteRT only: TensorFlow Lite Micro has no
+    quantized SQRT; tests/kernels/test_sqrt.py)."""
+    s_in = _f32(10 ** rng.uniform(-6, -1))
+    if i % 3 == 0:
+        shape, x = (32768,), rng.permutation(np.arange(0, 32768)).astype(I16)
+    else:
+        shape = tuple(int(v) for v in rng.integers(1, 9, size=int(rng.integers(1, 4))))
+        x = np.abs(_x(rng, shape).astype(np.int64)).clip(0, 32767).astype(I16)
+    s_out = _out_scale(rng, float(np.sqrt(s_in * 32767)))
+    return single_op_graph("SQRT", [tensor("x", shape, I16, s_in)], [tensor("y", shape, I16, s_out)]), {"x": x}
+
+
 # ------------------------------------------------------------------------------ BATCH_MATMUL
 
 def _batch_matmul_case(rng, i):
@@ -490,9 +506,10 @@ CASES = {"FULLY_CONNECTED": _fc_case,
          "MAXIMUM": lambda rng, i: _max_min_case(rng, i, "MAXIMUM"),
          "MINIMUM": lambda rng, i: _max_min_case(rng, i, "MINIMUM"),
          "BATCH_MATMUL": _batch_matmul_case,
-         "SQUARED_DIFFERENCE": _squared_difference_case}
+         "SQUARED_DIFFERENCE": _squared_difference_case,
+         "SQRT": _sqrt_case}
 #: Operators TensorFlow Lite Micro has no int16 kernel for (its target refuses them): LiteRT only.
-LITERT_ONLY = {"RESIZE_BILINEAR", "GELU"}
+LITERT_ONLY = {"RESIZE_BILINEAR", "GELU", "SQRT"}
 #: Operators LiteRT 2.3 has no int16 kernel for (its invocation fails; intq's LiteRT targets refuse them): TFLM only.
 TFLM_ONLY = {"SQUARED_DIFFERENCE"}
 
