@@ -143,6 +143,31 @@ static int intq_lut_checked(const int8_t *table, int32_t n, int32_t min, int sta
     return 0;
 }
 
+/*@@ intq_minmax16: intq_minmax_params intq_bcast */
+/* 16x8 MAXIMUM / MINIMUM: intq_minmax on int16 values (one scale in and out, zero point 0). */
+static void intq_minmax16(const intq_minmax_params *p, const int16_t *a, const int16_t *b, int16_t *y) {
+#define INTQ_MINMAX16_ELEM(i, ia, ib) \
+    y[i] = (p->maximum ? (a[ia] > b[ib]) : (a[ia] < b[ib])) ? a[ia] : b[ib]
+    if (p->bc == NULL) {
+        int32_t i;
+        for (i = 0; i < p->n; ++i) INTQ_MINMAX16_ELEM(i, i, i);
+    } else {
+        INTQ_BROADCAST(p->bc, INTQ_MINMAX16_ELEM);
+    }
+#undef INTQ_MINMAX16_ELEM
+}
+
+/*@@ intq_lut16_checked */
+/* 16x8 RSQRT (intq.kernels.rsqrt, either target): y = table[x] for x >= 0, the table the kernel's own
+ * run on the 32768 non-negative int16 codes; a negative input fails the invocation as both runtimes
+ * do: returns `status` before writing anything. */
+static int intq_lut16_checked(const int16_t *table, int32_t n, int status, const int16_t *x, int16_t *y) {
+    int32_t i;
+    for (i = 0; i < n; ++i) if (x[i] < 0) return status;
+    for (i = 0; i < n; ++i) y[i] = table[x[i]];
+    return 0;
+}
+
 /*@@ intq_compare_params: intq_bcast */
 /* EQUAL, NOT_EQUAL, LESS, LESS_EQUAL, GREATER, GREATER_EQUAL (intq.kernels._elementwise_common
  * ComparisonParams): relation(table_a[a], table_b[b]) on the int32 values TFLite compares, each
