@@ -83,7 +83,7 @@ PRECISIONS = ("int8", "int16", "float")
 #: Float ops a float island may hold (see the module docstring: each exports as a TFLite float
 #: builtin that LiteRT's reference kernels and TensorFlow Lite Micro compute bit for bit as intq).
 FLOAT_ISLAND_OPS = frozenset({"Sigmoid", "Tanh", "Concat", "Add", "Sub", "Mul", "Div", "Relu", "Clip", "LeakyRelu",
-                              "Max", "Min", "Rsqrt", "Sqrt"}) | MOVEMENT
+                              "Max", "Min", "Rsqrt", "Sqrt", "PRelu", "ReduceMax", "ReduceMin"}) | MOVEMENT
 
 
 #: TFLite builtin (an operator of the kernel registry) -> the float op a float island writes it from: each is
@@ -93,7 +93,7 @@ ISLAND_BUILTINS: dict[str, str] = {
     "LOGISTIC": "Sigmoid", "TANH": "Tanh", "ADD": "Add", "SUB": "Sub", "MUL": "Mul", "CONCATENATION": "Concat",
     "RESHAPE": "Reshape", "SQUEEZE": "Squeeze", "TRANSPOSE": "Transpose", "RELU": "Relu", "RELU6": "Clip",
     "RELU_N1_TO_1": "Clip", "LEAKY_RELU": "LeakyRelu", "MAXIMUM": "Max", "MINIMUM": "Min", "RSQRT": "Rsqrt",
-    "SQRT": "Sqrt",
+    "SQRT": "Sqrt", "PRELU": "PRelu", "REDUCE_MAX": "ReduceMax", "REDUCE_MIN": "ReduceMin",
 }
 _SUM = ("a sum: intq's float op adds in its own order (im2col / BLAS / numpy's pairwise sums), LiteRT's and "
         "TensorFlow Lite Micro's float kernels in their loop order, so the results differ in the last bits")
@@ -113,8 +113,8 @@ NOT_ISLANDS: dict[str, str] = {
                    "LiteRT's float kernel"),
     **{op: _LAYOUT for op in ("MAX_POOL_2D", "RESIZE_BILINEAR", "RESIZE_NEAREST_NEIGHBOR", "DEPTH_TO_SPACE",
                               "SPACE_TO_DEPTH", "SPACE_TO_BATCH_ND", "BATCH_TO_SPACE_ND")},
-    **{op: _NO_WRITER for op in ("PRELU", "PAD", "PADV2", "SLICE", "STRIDED_SLICE", "GATHER", "SPLIT", "SPLIT_V",
-                                 "PACK", "BROADCAST_TO", "SELECT_V2", "REDUCE_MAX", "REDUCE_MIN")},
+    **{op: _NO_WRITER for op in ("PAD", "PADV2", "SLICE", "STRIDED_SLICE", "GATHER", "SPLIT", "SPLIT_V",
+                                 "PACK", "BROADCAST_TO", "SELECT_V2")},
     **{op: _NOT_QUANTIZED for op in ("ARG_MAX", "ARG_MIN", "EQUAL", "NOT_EQUAL", "GREATER", "GREATER_EQUAL", "LESS",
                                      "LESS_EQUAL", "SHAPE")},
     "QUANTIZE": "the island's boundary itself (float -> integer)",

@@ -17,7 +17,8 @@ computes, bit for bit (the reason an op is on this list; ``tests/tflite/test_flo
   constant bounds (also (-1, 1): TensorFlow Lite Micro has no RELU_N1_TO_1), Max / Min (two inputs) -> MAXIMUM / MINIMUM,
   LeakyRelu -> LEAKY_RELU (``x > 0 ? x : x * alpha``, alpha float32): comparisons and one product;
 * Rsqrt (intq's ``1 / sqrt(x)``) -> RSQRT: ``1.f / std::sqrt(x)``, two correctly rounded IEEE operations;
-  Sqrt -> SQRT: ``std::sqrt(x)``, one;
+  Sqrt -> SQRT: ``std::sqrt(x)``, one; PRelu -> PRELU (``x >= 0 ? x : x * alpha``); ReduceMax / ReduceMin
+  -> REDUCE_MAX / REDUCE_MIN (constant axes; a maximum is exact in any order);
 * Add / Sub / Mul / Div -> ADD / SUB / MUL / DIV: one IEEE float32 operation per element (a fused
   RELU/RELU6 as the clamp), broadcast as numpy broadcasts;
 * Concat -> CONCATENATION, Reshape / Flatten / Squeeze / Unsqueeze / Identity -> RESHAPE (the
@@ -129,6 +130,26 @@ def _float_tensor(graph: Graph, made: dict[str, Tensor], hint: str, shape) -> st
         name, k = f"{hint}_{k}", k + 1
     made[name] = Tensor(name, np.dtype(np.float32), tuple(shape))
     return name
+
+
+@_register("PRelu")
+def _prelu(graph: Graph, node: Node, made) -> Node:
+    return Node("PRELU", node.name, node.inputs[:2], node.outputs)
+
+
+@_register("ReduceMax", "ReduceMin")
+def _reduce_extremum(graph: Graph, node: Node, made) -> Node:
+    rank = len(graph.tensors[node.inputs[0]].shape)
+    axes_name = node.inputs[1] if len(node.inputs) > 1 else ""
+    if axes_name:
+        if not graph.tensors[axes_name].is_constant:
+            raise IntqError(f"node {node.name!r} ({node.op_type}): its axes {axes_name!r} are not a constant")
+        axes = sorted({int(a) % rank for a in np.asarray(graph.tensors[axes_name].data).reshape(-1)})
+    else:
+        axes = list(range(rank))
+    op = "REDUCE_MAX" if node.op_type == "ReduceMax" else "REDUCE_MIN"
+    return Node(op, node.name, (node.inputs[0], _const(graph, made, f"{node.name}/axes", axes)), node.outputs,
+                {"keep_dims": bool(node.attrs.get("keepdims", 1))})
 
 
 @_register("Concat")

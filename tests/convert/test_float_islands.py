@@ -79,6 +79,11 @@ CASES = {
                           {"x": (-4, 4)}),
     "RSQRT": _rsqrt,
     "SQRT": lambda: (_model([helper.make_node("Sqrt", ["x"], ["t"])], {"x": SHAPE}), {"x": (0.01, 9)}),
+    "PRELU": lambda: (_model([helper.make_node("PRelu", ["x", "a"], ["t"])], {"x": SHAPE},
+                             {"a": np.linspace(0.05, 0.5, 8).astype(f32)}), {"x": (-4, 4)}),
+    **{op: (lambda onnx_op: lambda: (_model([helper.make_node(onnx_op, ["x"], ["t"], axes=[1], keepdims=1)],
+                                            {"x": SHAPE}), {"x": (-4, 4)}))(onnx_op)
+       for op, onnx_op in (("REDUCE_MAX", "ReduceMax"), ("REDUCE_MIN", "ReduceMin"))},
 }
 
 
