@@ -201,10 +201,29 @@ def convert(graph: Graph, table: CalibrationTable, *, samples: list[dict] | None
         notes = tuple(r.message for r in shortfall.outputs) if shortfall is not None else ()
         q = q.replace(metadata={**q.metadata, "target_shortfall": shortfall,
                                 "conversion_notes": (*q.metadata["conversion_notes"], *notes)})
-    Interpreter(q)  # prepares every kernel: a graph intq itself refuses (KernelError) goes no further
+    q = _runnable(q)
     for note in q.metadata.get("conversion_notes", ()):  # what the user should know: the library is not silent
         log.warning("%s", note)
     return q
+
+
+def _runnable(q: Graph) -> Graph:
+    """``q`` once every kernel prepares on the default target (``tflite``); a graph only LiteRT runs (an
+    int16 GATHER chosen by the precision table: TensorFlow Lite Micro gathers int8) passes when it
+    prepares on ``litert-ref``, with a conversion note naming what ``tflite`` refuses. A graph intq
+    refuses on both (KernelError) goes no further."""
+    from intq.kernels import KernelError
+
+    try:
+        Interpreter(q)
+        return q
+    except KernelError as tflm:
+        try:
+            Interpreter(q, target="litert-ref")
+        except KernelError:
+            raise tflm from None
+        note = f"runs in LiteRT only (use target 'litert-ref'): {tflm}"
+        return q.replace(metadata={**q.metadata, "conversion_notes": (*q.metadata.get("conversion_notes", ()), note)})
 
 
 def _closer_to_float(float_graph: Graph, plain: Graph, treated: Graph, samples: list[dict], method: str) -> Graph:

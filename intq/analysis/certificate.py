@@ -37,6 +37,8 @@ a prepared multiplier (``s > 0``: a left shift). The rules (:data:`RULES`):
   a sum of 512, i.e. 2^28, which is a runtime check, not a silent overflow); 16x8: the int32 sum of
   Q0.15 table values, ``depth * 32767``.
 * ``square-sum`` (L2_NORMALIZATION): ``depth * d^2 <= 2^31 - 1``.
+* ``square-diff`` (SQUARED_DIFFERENCE): the rescaled inputs as prepared (the kernel's table of every
+  code), ``(|a'| + |b'|)^2 <= 2^31 - 1``, and TFLM's output left shift of that square (``requant-shift``).
 * ``vpmaddubsw-pair`` (target ``ort-u8s8-avx2``: MLAS's AVX2 U8S8 GEMM without VNNI): every pair of
   adjacent products in MLAS's order ``u_a w_a + u_b w_b`` (``u`` uint8 codes <= 255) is summed with
   int16 saturation: ``255 (|w_a| + |w_b|) <= 32767``; the pairs that can saturate are the ones the
@@ -81,6 +83,7 @@ RULES: dict[str, str] = {
     "reduce-sum": "count * d and its left shift by the prepared shift, against int32",
     "softmax-exp-sum": "depth * exp(0) in Q12.19 (2^19) against int32",
     "square-sum": "depth * d^2 against int32",
+    "square-diff": "(|a'| + |b'|)^2 of the rescaled inputs against int32",
     "vpmaddubsw-pair": "255 * (|w_a| + |w_b|) of MLAS's adjacent pairs against int16 (x86 AVX2 U8S8, no VNNI)",
     "smlad-pair": "2 * d * max|w| against int32, operands as int16 halves (Cortex-M SMLAD)",
     "tpu-add-int16": "d_a |M_a| + d_b |M_b| against int16 (TPU-MLIR symmetric Add, spec 002)",
@@ -95,7 +98,7 @@ _NONE = ("ARG_MAX", "ARG_MIN", "BATCH_TO_SPACE_ND", "BROADCAST_TO", "CONCATENATI
          "LESS_EQUAL", "LOGISTIC", "LUT", "MAXIMUM", "MAX_POOL_2D", "MINIMUM", "NOT_EQUAL", "PACK", "PAD", "PADV2",
          "PRELU", "QUANTIZE", "REDUCE_MAX", "REDUCE_MIN", "RELU", "RELU6", "RELU_N1_TO_1", "RESHAPE",
          "RESIZE_BILINEAR", "RESIZE_NEAREST_NEIGHBOR", "RSQRT", "SELECT_V2", "SHAPE", "SLICE", "SPACE_TO_BATCH_ND",
-         "SPACE_TO_DEPTH", "SPLIT", "SPLIT_V", "SQUEEZE", "STRIDED_SLICE", "TANH", "TRANSPOSE")
+         "SPACE_TO_DEPTH", "SPLIT", "SPLIT_V", "SQRT", "SQUEEZE", "STRIDED_SLICE", "TANH", "TRANSPOSE")
 
 #: operator -> the rules that apply to it (on targets where they apply: the ISA rules only on theirs)
 OP_RULES: dict[str, tuple[str, ...]] = {
@@ -109,6 +112,7 @@ OP_RULES: dict[str, tuple[str, ...]] = {
     "SOFTMAX": ("softmax-exp-sum",),
     "LOG_SOFTMAX": ("softmax-exp-sum",),
     "L2_NORMALIZATION": ("square-sum",),
+    "SQUARED_DIFFERENCE": ("square-diff", "requant-shift"),
     **{op: ("none",) for op in _NONE},
 }
 
@@ -387,6 +391,22 @@ def _add(n, graph, ranges, params) -> list[Check]:
     return checks
 
 
+def _squared_difference(n, graph, ranges, params) -> list[Check]:
+    from intq.kernels.squared_difference import SquaredDifferenceParams
+
+    if not isinstance(params, SquaredDifferenceParams):
+        return []
+    t = graph.tensors
+    a, b = t[n.inputs[0]], t[n.inputs[1]]
+    ra, rb = ranges.get(a.name, _dtype_range(a)), ranges.get(b.name, _dtype_range(b))
+    mask = params.table_a.size - 1  # the tables are indexed by the codes' bits (256 or 65536 entries)
+    sa = int(np.abs(params.table_a[np.arange(ra[0], ra[1] + 1) & mask].astype(np.int64)).max(initial=0))
+    sb = int(np.abs(params.table_b[np.arange(rb[0], rb[1] + 1) & mask].astype(np.int64)).max(initial=0))
+    square, left = (sa + sb) ** 2, max(params.shift, 0)
+    return [Check(n.name, n.op_type, "square-diff", square, INT32_MAX, f"(|a'| {sa} + |b'| {sb})^2"),
+            Check(n.name, n.op_type, "requant-shift", square << left, INT32_MAX, f"(a' - b')^2 << {left}")]
+
+
 def _scaled(x: int, multiplier: int, shift: int) -> int:
     """An upper bound of ``|MBQM(x, m, s)|``: ``ceil(|x| 2^max(s,0) |m| / 2^(31 - min(s,0)))`` + 1."""
     num = abs(x) * (1 << max(shift, 0)) * abs(multiplier)
@@ -619,6 +639,8 @@ def certify(graph: Graph, target="tflite") -> Certificate:
             checks += _softmax(n, graph, p)
         elif op == "L2_NORMALIZATION":
             checks += _square_sum(n, graph, ranges, p)
+        elif op == "SQUARED_DIFFERENCE":
+            checks += _squared_difference(n, graph, ranges, p)
         if len(checks) == start:  # the target's kernel has none of the op's intermediates
             checks.append(Check(n.name, op, "none", None, None,
                                 f"{prepared[n.name][0].family} kernel: no integer intermediate of rule(s) "

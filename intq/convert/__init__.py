@@ -107,7 +107,7 @@ def convert(graph: Graph, table: CalibrationTable, *, per_channel: bool = True,
 
 def _convert_nodes(graph: Graph, table: CalibrationTable, *, per_channel: bool, input_type: str,
                    output_type: str, int16: frozenset[str] = frozenset(), floats: frozenset[str] = frozenset()) -> Graph:
-    cx = ConversionContext(graph, table, per_channel, int16=int16)
+    cx = ConversionContext(graph, table, per_channel, int16=int16, floats=floats)
     cx.reserved = set(graph.inputs) | set(graph.outputs)
     inputs = []
     for name in graph.inputs:
@@ -144,6 +144,9 @@ def _convert_nodes(graph: Graph, table: CalibrationTable, *, per_channel: bool, 
     outputs = []
     for name in graph.outputs:
         rank = len(graph.tensors[name].shape)
+        if cx.dequantized.get(name) == name:  # a float island's output that integer nodes read too: the float
+            outputs.append(name)
+            continue
         q = cx.value_as(name, identity(rank))
         t = cx.tensors[q]
         if t.qparams is None and np.issubdtype(t.dtype, np.floating):  # a float island's output, as it is

@@ -76,6 +76,7 @@ class ConversionContext:
     notes: list[str] = field(default_factory=list)
     reserved: set[str] = field(default_factory=set)  # graph input/output names, kept for the float ends
     int16: frozenset[str] = frozenset()  # float tensors held in int16 (intq.convert.precision)
+    floats: frozenset[str] = frozenset()  # nodes kept in float32 (float islands, intq.convert.precision)
     dequantized: dict[str, str] = field(default_factory=dict)  # float tensor -> its DEQUANTIZEd float32 tensor (float islands)
     # (float tensor, dtype name) -> its value requantized to that type (int8 <-> int16, ``coerced``)
     coercions: dict[tuple[str, str], IntValue] = field(default_factory=dict)

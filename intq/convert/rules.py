@@ -1024,7 +1024,8 @@ def Gather(cx, node):
 
 
 def _embedding(cx: ConversionContext, node: Node, table: np.ndarray) -> None:
-    """An embedding lookup: GATHER rows of a constant table (int8, per tensor, its own range) by
+    """An embedding lookup: GATHER rows of a constant table (int8, per tensor, its own range; int16
+    symmetric when the node is in int16: LiteRT only, TensorFlow Lite Micro gathers int8) by
     run-time int32 indices (an integer graph input, or ARG_MAX's output); the output keeps the
     table's parameters. Both runtimes fail on an index outside the table, and so does intq."""
     indices = node.inputs[1]
@@ -1033,7 +1034,7 @@ def _embedding(cx: ConversionContext, node: Node, table: np.ndarray) -> None:
         raise _fail(node, f"the indices {indices!r} are not integers in the integer graph")
     rank = table.ndim
     axis = int(node.attrs.get("axis", 0)) % rank
-    t = _constant_operand(cx, node, table, rank, identity(rank), "table")
+    t = _constant_operand(cx, node, table, rank, identity(rank), "table", dtype=cx.activation_dtype(node.outputs[0]))
     y = cx.output_tensor(node.outputs[0], identity(len(cx.shape(node.outputs[0]))), cx.tensors[t].qparams)
     cx.emit("GATHER", node.name, [t, cx.value_as(indices, identity(len(cx.shape(indices))))], [y],
             {"axis": axis, "batch_dims": 0})
@@ -1142,18 +1143,91 @@ def MaskedSoftmax(cx, node):
                     f"{'exp(-10) of the maximum' if wide else '0'})")
 
 
+# ----------------------------------------------------------------------- (x - m)^2: SQUARED_DIFFERENCE
+
+def _squared_difference_operands(cx: ConversionContext, node: Node) -> tuple[str, str] | None:
+    """``(x, m)`` when ``node`` squares ``d = Sub(x, m)`` (``Mul(d, d)`` or ``Pow(d, 2)``) and SQUARED_DIFFERENCE
+    is the better lowering, else None.
+
+    SUB then MUL rounds ``d`` to its own int8 grid before the square; SQUARED_DIFFERENCE aligns
+    ``x`` and ``m`` on a grid 2^7 finer than the coarser input's and rounds once, at the square
+    (:mod:`intq.kernels.squared_difference`): LayerNorm's variance ``mean((x - mean)^2)``. Taken for
+    int8 squares of two int8 activations (no constant, no fused activation on either node, the
+    Sub not a float island, a broadcast of rank 4 at most); int16 squares stay MUL (LiteRT has no
+    int16 SQUARED_DIFFERENCE)."""
+    if node.op_type == "Mul":
+        if len(node.inputs) != 2 or node.inputs[0] != node.inputs[1] or _act(node) != "NONE":
+            return None
+    elif node.op_type == "Pow":
+        e = cx.constant(node.inputs[1])
+        if e is None or np.size(e) != 1 or float(np.ravel(e)[0]) != 2.0:
+            return None
+    else:
+        return None
+    d = node.inputs[0]
+    sub = cx.float_graph.producer(d)
+    if sub is None or sub.op_type != "Sub" or sub.name in cx.floats or _act(sub) != "NONE":
+        return None
+    if cx.activation_dtype(node.outputs[0]) != np.int8 or cx.activation_dtype(d) != np.int8:
+        return None
+    x, m = sub.inputs[:2]
+    for name in (x, m):
+        if cx.constant(name) is not None or name not in cx.values:
+            return None
+        t = cx.tensors[cx.value(name).name]
+        if np.dtype(t.dtype) != np.int8 or t.qparams is None or t.qparams.per_axis:
+            return None
+    shape_x, shape_m = cx.shape(x), cx.shape(m)
+    if len(shape_x) != len(shape_m) or (shape_x != shape_m and len(shape_x) > 4):
+        return None
+    return x, m
+
+
+def _squared_difference(cx: ConversionContext, node: Node, operands: tuple[str, str]) -> None:
+    perm = _common_perm(cx, list(operands))
+    ins = [cx.value_as(n, perm) for n in operands]
+    out = node.outputs[0]
+    y = cx.output_tensor(out, perm, cx.activation_qparams(out))
+    cx.emit("SQUARED_DIFFERENCE", node.name, ins, [y])
+
+
+@RULES.register()
+def Sub(cx, node):
+    """SUB; left out when every reader of the difference squares it as SQUARED_DIFFERENCE
+    (:func:`_squared_difference_operands`), which reads ``x`` and ``m`` itself."""
+    d = node.outputs[0]
+    readers = cx.float_graph.consumers(d)
+    if (readers and d not in cx.float_graph.outputs
+            and all(r.name not in cx.floats and _squared_difference_operands(cx, r) for r in readers)):
+        return
+    _binary(cx, node, "SUB")
+
+
+@RULES.register()
+def Mul(cx, node):
+    """MUL, or SQUARED_DIFFERENCE for ``d * d`` with ``d = x - m`` (:func:`_squared_difference_operands`)."""
+    operands = _squared_difference_operands(cx, node)
+    if operands is not None:
+        _squared_difference(cx, node, operands)
+        return
+    _binary(cx, node, "MUL")
+
+
 @RULES.register()
 def Pow(cx, node):
-    """``x ** 2`` is MUL(x, x) (TFLite has no int8 SQUARE); ``x ** 1`` the identity; ``x ** 0.5``
+    """``x ** 2`` is MUL(x, x) (TFLite has no int8 SQUARE), or SQUARED_DIFFERENCE for ``(a - b) ** 2``
+    (:func:`_squared_difference_operands`); ``x ** 1`` the identity; ``x ** 0.5``
     is :func:`Sqrt` (``intq.passes.simplify`` writes it as Sqrt already). Other exponents have no
     integer builtin and are refused by name."""
+    operands = _squared_difference_operands(cx, node)
+    if operands is not None:
+        _squared_difference(cx, node, operands)
+        return
     e = cx.constant(node.inputs[1])
     if e is None or np.size(e) != 1 or float(np.ravel(e)[0]) not in (0.5, 1.0, 2.0):
         raise _fail(node, f"exponent {None if e is None else np.ravel(e).tolist()}: only a constant 2 (MUL x*x), 1 "
                           "or 0.5 (x * RSQRT(x)) has an int8 TFLite form; keep this part in float or rewrite the model")
     if float(np.ravel(e)[0]) == 0.5:
-        if cx.activation_dtype(node.outputs[0]) == np.int16:
-            raise _fail(node, "x ** 0.5 (RSQRT then MUL) has no int16 (16x8) form in intq; keep this node in int8")
         Sqrt(cx, node)
         return
     x = node.inputs[0]
@@ -1177,7 +1251,13 @@ def Sqrt(cx, node):
     ``[1/sqrt(max x), 1/sqrt(s_x)]`` that minimises the worst error over the 256 input codes, on a
     float model of the two kernels (RSQRT's codes saturate at ``R`` for small inputs, its step
     ``R/255`` limits large ones). That worst error, in output steps, goes to the conversion notes:
-    about 5 steps for a full-range input, against 0.5 for a correctly rounded int8 SQRT."""
+    about 5 steps for a full-range input, against 0.5 for a correctly rounded int8 SQRT.
+
+    In int16 (a precision table's choice, LiteRT only: :data:`intq.convert.precision.LITERT_ONLY_INT16`)
+    it is LiteRT's quantized SQRT itself (:mod:`intq.kernels.sqrt`: float32 ``sqrtf``, truncated)."""
+    if cx.activation_dtype(node.outputs[0]) == np.int16:
+        _unary(cx, node, "SQRT")
+        return
     x = node.inputs[0]
     qx = cx.qparams_of(x)
     out = node.outputs[0]
@@ -1243,7 +1323,7 @@ def _fixed_output(cx: ConversionContext, node: Node, op: str) -> None:
 
 #: ONNX op -> (helper, TFLite builtin, extra arguments)
 _ONE_LINE_RULES = {
-    "Add": (_binary, "ADD"), "Sub": (_binary, "SUB"), "Mul": (_binary, "MUL"),
+    "Add": (_binary, "ADD"),  # Sub, Mul: rules above (SQUARED_DIFFERENCE)
     "Sigmoid": (_fixed_output, "LOGISTIC"), "Tanh": (_fixed_output, "TANH"), "HardSwish": (_unary, "HARD_SWISH"), "Relu": (_unary, "RELU"),
     "Rsqrt": (_unary, "RSQRT"),  # intq.passes.sqrt's a / sqrt(b) = a * rsqrt(b)
     "Softmax": (_softmax, "SOFTMAX"), "LogSoftmax": (_softmax, "LOG_SOFTMAX"),

@@ -22,13 +22,13 @@ Exactness against LiteRT's and TFLite Micro's float32 kernels (both deterministi
 * **bit for bit** where intq's float op performs the same float32 operations: the elementwise
   arithmetic (ADD, SUB, MUL, DIV, MAXIMUM, MINIMUM, SQUARE = ``f * f``, NEG, ABS, FLOOR, the
   RELU family), SQRT and RSQRT (``1.f / sqrtf``: correctly rounded IEEE operations), SIN, COS,
-  EXP and LOG (the C library's ``sinf``... that the kernels call, :mod:`intq.runtime.float_ops._libm`),
+  EXP, LOG and TANH (the C library's ``sinf``... ``tanhf`` that the kernels call, :mod:`intq.runtime.float_ops._libm`),
   MAX_POOL_2D and the data movement (RESHAPE, TRANSPOSE, CONCATENATION, PAD, SPACE_TO_DEPTH,
   STRIDED_SLICE, ...). Measured: ``tests/frontends/test_tflite_float.py`` runs the converter's
   "int8" model with SQUARE, SIN and COS islands with every tensor equal to both runtimes;
 * **within float32 rounding** where the order of operations differs: the sums of CONV_2D,
   DEPTHWISE_CONV_2D, TRANSPOSE_CONV, FULLY_CONNECTED, MEAN and AVERAGE_POOL_2D (intq's im2col / BLAS
-  order, not the reference loops'), and the formulas of SOFTMAX, LOGISTIC, TANH, HARD_SWISH and
+  order, not the reference loops'), and the formulas of SOFTMAX, HARD_SWISH and
   RESIZE_BILINEAR: relative differences of about 1e-6 per layer (the corpus's float MediaPipe models
   agree with LiteRT within 2e-6 of their outputs' magnitude; tested with 1e-4).
 """

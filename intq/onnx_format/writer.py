@@ -528,6 +528,22 @@ def _sub(w: _Writer, n: Node) -> None:
     w.finish(n, pre, y, clamp)
 
 
+@EMITTERS.register("SQUARED_DIFFERENCE")
+def _squared_difference(w: _Writer, n: Node) -> None:
+    """DequantizeLinear x2 -> Sub -> Mul(d, d) -> QuantizeLinear in both formats: ONNX has no squared
+    difference and onnxruntime no integer Sub (it runs both in float32, which the ``ort`` targets
+    emulate per code pair: :mod:`intq.kernels.ort.squared_difference`)."""
+    a, b, y = n.inputs[0], n.inputs[1], n.outputs[0]
+    yt = w.t(y)
+    d = w.temp(f"{y}/difference", np.float32, yt.shape)
+    w.use("Sub", n)
+    w.b.node("Sub", [w.dq(w.name(a), a, n), w.dq(w.name(b), b, n)], [d], f"{n.name}/sub")
+    yf = w.temp(f"{y}/float", np.float32, yt.shape)
+    w.use("Mul", n)
+    w.b.node("Mul", [d, d], [yf], n.name)
+    w.q(yf, w.out(y), y, n)
+
+
 @EMITTERS.register("LOGISTIC")
 def _logistic(w: _Writer, n: Node) -> None:
     x, y = n.inputs[0], n.outputs[0]

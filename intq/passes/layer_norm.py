@@ -9,15 +9,16 @@ MUL, ADD, RSQRT, MUL, SUB and ADD, and so does intq. The decomposition (ONNX's o
     y    = (d * r) * scale + bias
 
 Each step is a float op with its own calibrated range, and each becomes one integer builtin (MEAN,
-SUB, MUL, MEAN, ADD, RSQRT, MUL, MUL, ADD): LayerNorm in int8 is this sequence of requantizing ops,
+SUB, SQUARED_DIFFERENCE (int8; MUL in int16), MEAN, ADD, RSQRT, MUL, MUL, ADD): LayerNorm in int8 is this sequence of requantizing ops,
 bit-exact in every runtime that runs them. The optional outputs ``Mean`` and ``InvStdDev`` are
 ``mean`` and ``r``. A scale of all ones and a bias of all zeros are left out. In float32 the
 decomposition differs from a fused kernel by float rounding only (tests: within 1e-5 of
 onnxruntime's LayerNormalization on unit-variance rows).
 
 Exporters that write the decomposed form themselves (``ReduceMean / Sub / Pow / Add / Sqrt / Div``)
-need no rule here: ``intq.passes.sqrt`` turns their ``a / sqrt(b)`` into ``a * Rsqrt(b)`` and the
-``Pow(d, 2)`` converts as ``MUL(d, d)``.
+need no rule here: ``intq.passes.sqrt`` turns their ``a / sqrt(b)`` into ``a * Rsqrt(b)``. The square
+``d * d`` (or ``Pow(d, 2)``) of ``d = x - mean`` converts to SQUARED_DIFFERENCE(x, mean) in int8 (one
+rounding, :func:`intq.convert.rules._squared_difference_operands`) and to MUL(d, d) in int16.
 """
 
 from __future__ import annotations

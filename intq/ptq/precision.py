@@ -33,7 +33,7 @@ from intq.calibration import CalibrationTable, reconcile_ranges
 from intq.convert import convert
 from intq.convert.context import ConversionError
 from intq.convert.precision import INT16_JOINS, INT16_NODES, float_island, float_nodes, int16_region, int16_tensors, \
-    island_tensors, node_named
+    island_is_open, island_tensors, node_named
 from intq.ir import Graph, Node
 from intq.runtime import Interpreter
 
@@ -69,11 +69,11 @@ def island_candidates(graph: Graph, max_nodes: int = AUTO_ISLAND_NODES) -> list[
         if n.op_type not in AUTO_ISLAND_STARTS:
             continue
         try:
-            size = len(float_island(graph, n))
+            island = float_island(graph, n)
         except ConversionError:
             continue
-        if size <= max_nodes:
-            found.append((size, n))
+        if island_is_open(graph, island) and len(island) <= max_nodes:  # ends at the outputs
+            found.append((len(island), n))
     return [n for _, n in sorted(found, key=lambda t: t[0])]
 
 

@@ -11,7 +11,14 @@ computes, bit for bit (the reason an op is on this list; ``tests/tflite/test_flo
 ``tests/convert/test_precision.py``):
 
 * Sigmoid -> LOGISTIC: ``reference_ops::Logistic`` (``1.f / (1.f + expf(-x))`` with cutoffs),
-  which :func:`intq.runtime.float_ops._libm.logistic` computes;
+  which :func:`intq.runtime.float_ops._libm.logistic` computes; Tanh -> TANH: ``std::tanh(float)``
+  (the C library's ``tanhf``, :func:`intq.runtime.float_ops._libm.tanh`);
+* Relu -> RELU, Clip -> RELU / RELU6 (its bounds (0, none), (0, 6)) or MAXIMUM then MINIMUM with its
+  constant bounds (also (-1, 1): TensorFlow Lite Micro has no RELU_N1_TO_1), Max / Min (two inputs) -> MAXIMUM / MINIMUM,
+  LeakyRelu -> LEAKY_RELU (``x > 0 ? x : x * alpha``, alpha float32): comparisons and one product;
+* Rsqrt (intq's ``1 / sqrt(x)``) -> RSQRT: ``1.f / std::sqrt(x)``, two correctly rounded IEEE operations;
+  Sqrt -> SQRT: ``std::sqrt(x)``, one; PRelu -> PRELU (``x >= 0 ? x : x * alpha``); ReduceMax / ReduceMin
+  -> REDUCE_MAX / REDUCE_MIN (constant axes; a maximum is exact in any order);
 * Add / Sub / Mul / Div -> ADD / SUB / MUL / DIV: one IEEE float32 operation per element (a fused
   RELU/RELU6 as the clamp), broadcast as numpy broadcasts;
 * Concat -> CONCATENATION, Reshape / Flatten / Squeeze / Unsqueeze / Identity -> RESHAPE (the
@@ -70,6 +77,80 @@ def _binary(graph: Graph, node: Node, made) -> Node:
     return Node(op, node.name, node.inputs[:2], node.outputs, {"fused_activation_function": _activation(node)})
 
 
+@_register("Tanh", "Relu", "Rsqrt", "Sqrt")
+def _unary(graph: Graph, node: Node, made) -> Node:
+    return Node({"Tanh": "TANH", "Relu": "RELU", "Rsqrt": "RSQRT", "Sqrt": "SQRT"}[node.op_type], node.name,
+                node.inputs[:1], node.outputs)
+
+
+@_register("LeakyRelu")
+def _leaky_relu(graph: Graph, node: Node, made) -> Node:
+    return Node("LEAKY_RELU", node.name, node.inputs[:1], node.outputs,
+                {"alpha": float(np.float32(node.attrs.get("alpha", 0.01)))})
+
+
+@_register("Max", "Min")
+def _max_min(graph: Graph, node: Node, made) -> Node:
+    if len([i for i in node.inputs if i]) != 2:
+        raise IntqError(f"node {node.name!r} ({node.op_type}): {len(node.inputs)} inputs; TFLite's "
+                        f"{'MAXIMUM' if node.op_type == 'Max' else 'MINIMUM'} takes two")
+    return Node("MAXIMUM" if node.op_type == "Max" else "MINIMUM", node.name, node.inputs[:2], node.outputs)
+
+
+def _bound(graph: Graph, node: Node, i: int) -> float | None:
+    name = node.inputs[i] if len(node.inputs) > i else ""
+    if not name:
+        return None
+    t = graph.tensors[name]
+    if not t.is_constant or t.data.size != 1:
+        raise IntqError(f"node {node.name!r} (Clip): bound {name!r} is not a constant scalar")
+    return float(np.asarray(t.data).reshape(-1)[0])
+
+
+@_register("Clip")
+def _clip(graph: Graph, node: Node, made) -> Node | list[Node]:
+    lo, hi = _bound(graph, node, 1), _bound(graph, node, 2)
+    # (-1, 1) is not written RELU_N1_TO_1: TensorFlow Lite Micro has no kernel for it
+    named = {(0.0, 6.0): "RELU6", (0.0, None): "RELU"}.get((lo, hi))
+    if named:
+        return Node(named, node.name, node.inputs[:1], node.outputs)
+    if lo is None or hi is None:
+        one = "MAXIMUM" if hi is None else "MINIMUM"
+        return Node(one, node.name, (node.inputs[0], node.inputs[1 if hi is None else 2]), node.outputs)
+    mid = _float_tensor(graph, made, f"{node.name}/lower_bounded", graph.tensors[node.outputs[0]].shape)
+    return [Node("MAXIMUM", f"{node.name}/max", (node.inputs[0], node.inputs[1]), (mid,)),
+            Node("MINIMUM", node.name, (mid, node.inputs[2]), node.outputs)]
+
+
+def _float_tensor(graph: Graph, made: dict[str, Tensor], hint: str, shape) -> str:
+    """A new float32 activation tensor (not a constant) named after ``hint``."""
+    name, k = hint, 1
+    while name in graph.tensors or name in made:
+        name, k = f"{hint}_{k}", k + 1
+    made[name] = Tensor(name, np.dtype(np.float32), tuple(shape))
+    return name
+
+
+@_register("PRelu")
+def _prelu(graph: Graph, node: Node, made) -> Node:
+    return Node("PRELU", node.name, node.inputs[:2], node.outputs)
+
+
+@_register("ReduceMax", "ReduceMin")
+def _reduce_extremum(graph: Graph, node: Node, made) -> Node:
+    rank = len(graph.tensors[node.inputs[0]].shape)
+    axes_name = node.inputs[1] if len(node.inputs) > 1 else ""
+    if axes_name:
+        if not graph.tensors[axes_name].is_constant:
+            raise IntqError(f"node {node.name!r} ({node.op_type}): its axes {axes_name!r} are not a constant")
+        axes = sorted({int(a) % rank for a in np.asarray(graph.tensors[axes_name].data).reshape(-1)})
+    else:
+        axes = list(range(rank))
+    op = "REDUCE_MAX" if node.op_type == "ReduceMax" else "REDUCE_MIN"
+    return Node(op, node.name, (node.inputs[0], _const(graph, made, f"{node.name}/axes", axes)), node.outputs,
+                {"keep_dims": bool(node.attrs.get("keepdims", 1))})
+
+
 @_register("Concat")
 def _concat(graph: Graph, node: Node, made) -> Node:
     rank = len(graph.tensors[node.outputs[0]].shape)
@@ -115,5 +196,6 @@ def float_ops_as_builtins(graph: Graph) -> Graph:
         if fn is None:
             raise IntqError(f"node {n.name!r} is the float op {n.op_type}, which a .tflite float island cannot hold "
                             f"bit-exactly; float islands hold {', '.join(sorted(_BUILTINS))}")
-        nodes.append(fn(graph, n, made))
+        made_nodes = fn(graph, n, made)
+        nodes.extend(made_nodes if isinstance(made_nodes, list) else [made_nodes])
     return graph.replace(nodes=nodes, tensors={**graph.tensors, **made})

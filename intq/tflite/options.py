@@ -85,6 +85,7 @@ OPTIONS: dict[str, str | None] = {
     "SPLIT_V": "SplitVOptions",
     "SQRT": None,
     "SQUARE": "SquareOptions",
+    "SQUARED_DIFFERENCE": "SquaredDifferenceOptions",
     "SQUEEZE": "SqueezeOptions",
     "STRIDED_SLICE": "StridedSliceOptions",
     "SUB": "SubOptions",

@@ -65,7 +65,7 @@ MAX_VERSION: dict[str, int] = {
     "MEAN": 3, "MINIMUM": 4, "MUL": 7, "NOT_EQUAL": 4, "PACK": 4, "PAD": 5, "PADV2": 5, "PRELU": 1,
     "QUANTIZE": 4, "REDUCE_MAX": 3, "REDUCE_MIN": 3, "RELU": 3, "RELU6": 3, "RELU_N1_TO_1": 1,
     "RESHAPE": 1, "SELECT_V2": 2, "RESIZE_BILINEAR": 4, "RESIZE_NEAREST_NEIGHBOR": 4, "RSQRT": 3, "SHAPE": 1, "SLICE": 6,
-    "SOFTMAX": 3, "SPACE_TO_BATCH_ND": 4, "SPACE_TO_DEPTH": 2, "SPLIT": 4, "SPLIT_V": 2, "SQUEEZE": 2,
+    "SOFTMAX": 3, "SPACE_TO_BATCH_ND": 4, "SPACE_TO_DEPTH": 2, "SPLIT": 4, "SPLIT_V": 2, "SQUARED_DIFFERENCE": 2, "SQUEEZE": 2,
     "STRIDED_SLICE": 8, "SUB": 5, "SUM": 2, "TANH": 3, "TRANSPOSE": 7, "TRANSPOSE_CONV": 5,
     # float-only (float .tflite, float islands of "int8" files): version 1 is the float32 form
     "ABS": 1, "COS": 1, "EXP": 1, "FLOOR": 1, "LOG": 1, "NEG": 1, "SIN": 1, "SQRT": 1, "SQUARE": 1,

@@ -243,3 +243,71 @@ def test_attention_and_layer_norm_in_int16_equal_both_runtimes():
         return 10 * np.log10(np.sum(ref.astype(np.float64) ** 2) / np.sum((ref - got).astype(np.float64) ** 2))
 
     assert sqnr(i16) > sqnr(i8) + 6, (sqnr(i8), sqnr(i16))
+
+
+def test_layer_norm_variance_is_one_squared_difference_in_int8_and_mul_in_int16():
+    """LayerNorm's ``(x - mean)^2``: SQUARED_DIFFERENCE of ``x`` and the mean in int8 (one rounding;
+    the SUB stays for the normalisation), SUB then MUL in int16 (LiteRT has no int16
+    SQUARED_DIFFERENCE); every tensor equal in LiteRT BUILTIN_REF and TensorFlow Lite Micro."""
+    from intq.convert.precision import INT16_NODES
+
+    g, samples = _vit_block()
+    q8 = intq.quantize(g, samples[:8])
+    ops8 = Counter(n.op_type for n in q8.nodes)
+    assert ops8["SQUARED_DIFFERENCE"] == 2 and ops8["SUB"] == 2, ops8
+    for n in (n for n in q8.nodes if n.op_type == "SQUARED_DIFFERENCE"):
+        mean = next(m for m in q8.nodes if m.outputs[0] == n.inputs[1])
+        assert mean.op_type == "MEAN", mean  # (x - mean)^2 from x and the mean, not from the rounded difference
+    blob = to_tflite_bytes(q8)
+    for feed in samples[8:10]:
+        _every_tensor_equal(q8, blob, feed, "litert-ref", run_litert)
+        _every_tensor_equal(q8, blob, feed, "tflite", run_tflm)
+    q16 = intq.quantize(g, samples[:8], precision={n.name: "int16" for n in g.nodes if n.op_type in INT16_NODES})
+    assert not any(n.op_type == "SQUARED_DIFFERENCE" for n in q16.nodes)
+
+
+def test_a_difference_read_only_by_its_square_leaves_no_sub():
+    """``mean((x - y)^2)`` (a distance): the SUB's only reader squares it, so SQUARED_DIFFERENCE
+    reads ``x`` and ``y`` and no SUB is emitted; equal in both runtimes."""
+    from onnx import TensorProto, helper
+
+    nodes = [helper.make_node("Sub", ["x", "y"], ["d"]), helper.make_node("Mul", ["d", "d"], ["sq"]),
+             helper.make_node("ReduceMean", ["sq"], ["out"], axes=[2], keepdims=1)]
+    vi = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [1, 4, 16]) for n in ("x", "y")]
+    model = helper.make_model(helper.make_graph(nodes, "dist", vi, [helper.make_tensor_value_info(
+        "out", TensorProto.FLOAT, [1, 4, 1])]), opset_imports=[helper.make_opsetid("", 13)])
+    g = simplify(intq.load(model))
+    rng = np.random.default_rng(0)
+    samples = [{"x": rng.normal(0, 1, (1, 4, 16)).astype(np.float32),
+                "y": rng.normal(0, 0.5, (1, 4, 16)).astype(np.float32)} for _ in range(10)]
+    qg = intq.quantize(g, samples[:8])
+    ops = Counter(n.op_type for n in qg.nodes)
+    assert ops["SQUARED_DIFFERENCE"] == 1 and ops["SUB"] == 0 and ops["MUL"] == 0, ops
+    blob = to_tflite_bytes(qg)
+    for feed in samples[8:]:
+        _every_tensor_equal(qg, blob, feed, "litert-ref", run_litert)
+        _every_tensor_equal(qg, blob, feed, "tflite", run_tflm)
+
+
+def test_int16_embeddings_equal_litert_and_are_refused_for_tflite_micro():
+    """``precision`` puts the embedding Gathers in int16 too (LiteRT only): int16 tables, GATHER on int16,
+    every tensor equal in LiteRT BUILTIN_REF; the ``tflite`` target refuses the GATHER by name, as
+    TensorFlow Lite Micro (int8 GATHER only) rejects the model. ``target_sqnr`` never picks them."""
+    from intq.convert.precision import INT16_NODES
+    from intq.kernels import KernelError
+
+    proto = _export("relu", dynamo=False)
+    g, _ = _checked(proto)
+    embeddings = [n.name for n in g.nodes if n.op_type == "Gather" and g.constant(n.inputs[0]) is not None]
+    assert embeddings
+    table = {n.name: "int16" for n in g.nodes if n.op_type in INT16_NODES} | {e: "int16" for e in embeddings}
+    qg = intq.quantize(g, _samples(16, 2), precision=table)
+    gathers = [n for n in qg.nodes if n.op_type == "GATHER" and n.name in embeddings]
+    assert len(gathers) == len(embeddings) and all(qg.tensors[n.outputs[0]].dtype == np.int16 for n in gathers)
+    blob = to_tflite_bytes(qg)
+    for feed in _samples(3, 6):
+        _every_tensor_equal(qg, blob, feed, "litert-ref", run_litert)
+    with pytest.raises(KernelError, match=r"GATHER\): TensorFlow Lite Micro .* does not support input .* int16"):
+        intq.Interpreter(qg, target="tflite")
+    with pytest.raises(TflmOracleError):
+        run_tflm(blob, [feed[n].astype(np.int32) if feed[n].dtype == np.int64 else feed[n] for n in qg.inputs])

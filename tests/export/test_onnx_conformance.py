@@ -137,6 +137,18 @@ def _binary(op):
     return make
 
 
+def _squared_difference(rng):
+    """Scales up to a factor 30 apart, the output scale putting the largest square near the int8 range
+    (sometimes far beyond: saturation)."""
+    sa, sb = _broadcast_pair(rng)
+    s_a = _s(rng)
+    s_b = float(np.float32(s_a * 10 ** rng.uniform(-1.5, 1.5)))
+    s_y = float(np.float32((255 * max(s_a, s_b)) ** 2 / 255 * 10 ** rng.uniform(-2.5, 0.3)))
+    a, b = q("a", sa, s_a, _z(rng)), q("b", sb, s_b, _z(rng))
+    g = single("SQUARED_DIFFERENCE", [a, b], [q("y", np.broadcast_shapes(sa, sb), s_y, _z(rng))])
+    return g, {"a": _x(rng, sa), "b": _x(rng, sb)}
+
+
 def _shape(rng, rank=None):
     return tuple(int(v) for v in rng.integers(1, 9, size=rank or int(rng.integers(1, 5))))
 
@@ -592,6 +604,7 @@ MAKERS = {
     "ADD": _binary("ADD"),
     "MUL": _binary("MUL"),
     "SUB": _binary("SUB"),
+    "SQUARED_DIFFERENCE": _squared_difference,
     "LOGISTIC": _unary("LOGISTIC", out=(1.0 / 256, -128)),
     "SOFTMAX": _unary("SOFTMAX", out=(1.0 / 256, -128), attrs=lambda rng: {"beta": 1.0}),
     "LEAKY_RELU": _unary("LEAKY_RELU", attrs=lambda rng: {"alpha": float(np.float32(rng.uniform(0.01, 0.9)))}),

@@ -845,3 +845,28 @@ def test_data_dependent_errors_are_raised_when_the_node_runs():
     rs = single_op_graph("RESHAPE", [t8("x", (2, 3)), tensor("s", (2,), I32)], [t8("y", (3, 2))])
     with pytest.raises(KernelError, match=r"node 'reshape' \(RESHAPE\): the shape input \[2, 3\]"):
         intq.Interpreter(rs, target="litert-ref").run({"x": np.zeros((2, 3), I8), "s": np.array([2, 3], np.int32)})
+
+
+def test_random_int16_gather_models_equal_litert_and_are_refused_like_tflm():
+    """int16 GATHER (a 16x8 region's embedding table, or int16 activations by constant indices): LiteRT
+    gathers every integer dtype, equal on 200 random models on every LiteRT target; TensorFlow Lite Micro
+    gathers int8 (and float32) only: intq's ``tflite`` target refuses each model, as TFLM does."""
+    rng = np.random.default_rng(1616)
+    tally = Tally()
+    for i in range(200):
+        if i % 2 == 0:  # an embedding: [vocab, dim] table (constant half the time), int32 ids
+            vocab, dim = int(rng.integers(2, 40)), int(rng.integers(1, 33))
+            ids_shape = random_shape(rng, int(rng.integers(1, 3)), 1, 8)
+            table = rng.integers(-32768, 32768, size=(vocab, dim)).astype(I16)
+            q = {"scale": float(np.float32(10 ** rng.uniform(-5, -1)))}
+            x = tensor("x", None, I16, data=table, **q) if rng.random() < 0.5 else tensor("x", (vocab, dim), I16, **q)
+            ids = rng.integers(0, vocab, size=ids_shape).astype(I32)
+            graph = single_op_graph("GATHER", [x, tensor("ids", ids_shape, I32)],
+                                    [tensor("y", (*ids_shape, dim), I16, **q)], {"axis": 0})
+            feeds = {"ids": ids} if x.is_constant else {"x": table, "ids": ids}
+        else:
+            graph, feeds, _ = gather_case(rng, i)
+            while graph.tensors["x"].dtype != I16:
+                graph, feeds, _ = gather_case(rng, i)
+        check(graph, feeds, tally, f"int16 gather {i}")
+    assert tally["litert-ref"] == Counter(equal=200) and tally["tflite"] == Counter(rejected=200), tally

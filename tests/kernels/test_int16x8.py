@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 
 import intq
-from intq.runtime.oracles.litert import run_litert
+from intq.export.tflite_writer import to_tflite_bytes
+from intq.runtime.oracles.litert import LiteRtOracleError, run_litert
 from intq.runtime.oracles.tflm import run_tflm
 from intq.kernels import KernelError
 from intq.kernels._conv_common import compute_padding
@@ -51,12 +52,12 @@ def _out_scale(rng, real_extent: float) -> float:
 
 
 def _check(graph, feeds, context) -> np.ndarray:
-    """Compare with both runtimes (LiteRT alone for :data:`LITERT_ONLY`); return intq's output
+    """Compare with both runtimes (LiteRT alone for :data:`LITERT_ONLY`, TFLM alone for :data:`TFLM_ONLY`); return intq's output
     (int64, flattened)."""
-    litert_only = graph.nodes[0].op_type in LITERT_ONLY
-    results = assert_matches_oracles(graph, feeds, targets=("litert-ref",) if litert_only else BOTH,
-                                     context=context)
-    return results["litert-ref"][graph.outputs[0]].astype(np.int64).reshape(-1)
+    op = graph.nodes[0].op_type
+    targets = ("litert-ref",) if op in LITERT_ONLY else ("tflite",) if op in TFLM_ONLY else BOTH
+    results = assert_matches_oracles(graph, feeds, targets=targets, context=context)
+    return results[targets[0]][graph.outputs[0]].astype(np.int64).reshape(-1)
 
 
 # ------------------------------------------------------------------------------ FULLY_CONNECTED
@@ -354,6 +355,44 @@ def _rsqrt_case(rng, i):
     return g, {"x": x}
 
 
+# ------------------------------------------------------------------------- SQUARED_DIFFERENCE
+
+def _squared_difference_case(rng, i):
+    """Two int16 inputs of scales up to a factor 30 apart, broadcasts up to rank 4, a third of the
+    models with ``b`` near ``a`` (LayerNorm's ``(x - mean)^2``); the output scale puts the largest
+    square near the int16 range (TFLM only: LiteRT has no int16 SQUARED_DIFFERENCE)."""
+    rank = int(rng.integers(1, 5))
+    shape = tuple(int(v) for v in rng.integers(1, 7, size=rank))
+    b_shape = tuple(d if rng.random() < 0.6 else 1 for d in shape)[int(rng.integers(0, rank)):]
+    s_a = _f32(10 ** rng.uniform(-5, -1))
+    s_b = s_a if i % 5 == 0 else _f32(s_a * 10 ** rng.uniform(-1.5, 1.5))
+    a, b = _x(rng, shape), _x(rng, b_shape)
+    if i % 3 == 0:
+        b = np.clip(np.resize(a, b_shape).astype(np.int64) + rng.integers(-500, 501, size=b_shape), -32768, 32767).astype(I16)
+    extent = float(np.max((a.astype(float) * s_a - b.astype(float) * s_b) ** 2, initial=0.0))
+    # a floor keeping the output multiplier T^2 / s_y below 1 (a left shift of 2^30 overflows int32: refused)
+    s_y = _out_scale(rng, max(extent, (2 * max(s_a, s_b)) ** 2 * 2**18))
+    g = single_op_graph("SQUARED_DIFFERENCE", [tensor("a", shape, I16, s_a), tensor("b", b_shape, I16, s_b)],
+                        [tensor("y", shape, I16, s_y)])
+    return g, {"a": a, "b": b}
+
+
+# --------------------------------------------------------------------------------------- SQRT
+
+def _sqrt_case(rng, i):
+    """SQRT on non-negative int16 inputs (every third model all 32768), the output scale putting
+    sqrt of the input's range near the int16 range (LiteRT only: TensorFlow Lite Micro has no
+    quantized SQRT; tests/kernels/test_sqrt.py)."""
+    s_in = _f32(10 ** rng.uniform(-6, -1))
+    if i % 3 == 0:
+        shape, x = (32768,), rng.permutation(np.arange(0, 32768)).astype(I16)
+    else:
+        shape = tuple(int(v) for v in rng.integers(1, 9, size=int(rng.integers(1, 4))))
+        x = np.abs(_x(rng, shape).astype(np.int64)).clip(0, 32767).astype(I16)
+    s_out = _out_scale(rng, float(np.sqrt(s_in * 32767)))
+    return single_op_graph("SQRT", [tensor("x", shape, I16, s_in)], [tensor("y", shape, I16, s_out)]), {"x": x}
+
+
 # ------------------------------------------------------------------------------ BATCH_MATMUL
 
 def _batch_matmul_case(rng, i):
@@ -466,9 +505,13 @@ CASES = {"FULLY_CONNECTED": _fc_case,
          "RSQRT": _rsqrt_case,
          "MAXIMUM": lambda rng, i: _max_min_case(rng, i, "MAXIMUM"),
          "MINIMUM": lambda rng, i: _max_min_case(rng, i, "MINIMUM"),
-         "BATCH_MATMUL": _batch_matmul_case}
+         "BATCH_MATMUL": _batch_matmul_case,
+         "SQUARED_DIFFERENCE": _squared_difference_case,
+         "SQRT": _sqrt_case}
 #: Operators TensorFlow Lite Micro has no int16 kernel for (its target refuses them): LiteRT only.
-LITERT_ONLY = {"RESIZE_BILINEAR", "GELU"}
+LITERT_ONLY = {"RESIZE_BILINEAR", "GELU", "SQRT"}
+#: Operators LiteRT 2.3 has no int16 kernel for (its invocation fails; intq's LiteRT targets refuse them): TFLM only.
+TFLM_ONLY = {"SQUARED_DIFFERENCE"}
 
 
 ALL_INT16 = np.arange(-32768, 32768).astype(I16)
@@ -631,6 +674,15 @@ def test_rsqrt_16x8_differs_between_the_runtimes_and_refuses_negative_inputs():
     for target in BOTH:
         with pytest.raises(KernelError, match="RSQRT.*negative"):
             intq.Interpreter(g, target=target).run({"x": np.array([-1] + [0] * 32767, I16)})
+
+
+def test_squared_difference_16x8_fails_in_litert_and_is_refused_for_its_targets():
+    g, feeds = _squared_difference_case(np.random.default_rng(3), 1)
+    with pytest.raises(LiteRtOracleError, match="SquaredDifference only supports FLOAT32 and INT32"):
+        run_litert(to_tflite_bytes(g), [feeds["a"], feeds["b"]])
+    for target in ("litert-ref", "litert-opt", "xnnpack"):
+        with pytest.raises(KernelError, match="LiteRT has no int16 SQUARED_DIFFERENCE"):
+            intq.Interpreter(g, target=target)
 
 
 def test_int16_with_a_zero_point_is_refused_naming_the_node():

@@ -39,8 +39,8 @@ def test_attribute_errors_name_the_node():
         attrs_to_options("CONV_2D", {"kernel": 3}, "c")
     with pytest.raises(TfliteOpError, match=r"node 'c' \(CONV_2D\): padding='FULL'; expected one of"):
         attrs_to_options("CONV_2D", {"padding": "FULL"}, "c")
-    with pytest.raises(TfliteOpError, match="'SQUARED_DIFFERENCE' is not an operator intq writes") as e:
-        default_attrs("SQUARED_DIFFERENCE")
+    with pytest.raises(TfliteOpError, match="'FLOOR_DIV' is not an operator intq writes") as e:
+        default_attrs("FLOOR_DIV")
     assert isinstance(e.value, TfliteExportError)  # every error of writing a file is one
 
 

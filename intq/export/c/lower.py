@@ -96,11 +96,12 @@ class AbsorbedPad:
 LOWERINGS: Registry = Registry("C lowering", CExportError)
 
 
-def lowering(*ops: str, families: tuple[str, ...] = (REFERENCE,)):
-    """Register the decorated function as the C form of the int8 kernels of ``ops`` in ``families``
-    (default: the reference kernels; ``"litert"`` too where the lowering implements that family's
-    variant, whose parameters it reads the same way)."""
-    return LOWERINGS.register(*((op, INT8_ACTIVATIONS, f) for op in ops for f in families))
+def lowering(*ops: str, families: tuple[str, ...] = (REFERENCE,), activations: tuple[str, ...] = (INT8_ACTIVATIONS,)):
+    """Register the decorated function as the C form of the kernels of ``ops`` for ``activations``
+    (default int8; ``"int16"`` for the few 16x8 kernels the C implements) in ``families`` (default:
+    the reference kernels; ``"litert"`` too where the lowering implements that family's variant,
+    whose parameters it reads the same way)."""
+    return LOWERINGS.register(*((op, a, f) for op in ops for a in activations for f in families))
 
 
 def lowered_ops() -> frozenset[str]:

@@ -4,7 +4,7 @@ Unary int8 -> int8 operators whose output depends on one int8 (LOGISTIC, TANH, H
 LEAKY_RELU, RELU*, int8 QUANTIZE, RSQRT) become a 256-entry table: the kernel's own ``run`` on every
 int8 code (RSQRT's prepared table, since its ``run`` refuses negative inputs, which the C checks).
 Binary operators broadcast as numpy does: ADD/SUB with the kernel's two rescale tables and output
-multiplier, MUL, MAXIMUM/MINIMUM, the six comparisons (each operand's prepared 256-entry table of
+multiplier, SQUARED_DIFFERENCE with the same two tables and the square, MUL, MAXIMUM/MINIMUM, the six comparisons (each operand's prepared 256-entry table of
 the int32 values TFLite compares), SELECT_V2 (three operands) and PRELU.
 """
 
@@ -30,7 +30,10 @@ from intq.export.c.lower import (
     shape_of,
 )
 from intq.ir import Graph, Node
-from intq.kernels import REFERENCE, Target
+from intq.kernels import INT16 as INT16_ACTIVATIONS, REFERENCE, Target
+
+INT16 = np.dtype(np.int16)
+INT16_CODES = 1 << 15  # the non-negative int16 codes: 16x8 RSQRT's table
 
 UNARY_TABLE_OPS = ("LOGISTIC", "TANH", "HARD_SWISH", "LEAKY_RELU", "RELU", "RELU6", "RELU_N1_TO_1", "QUANTIZE")
 
@@ -59,12 +62,25 @@ def unary_table(step: Step, node: Node, graph: Graph, target: Target, sym: str) 
     step.inplace = (0,)
 
 
+@lowering("RSQRT", activations=(INT16_ACTIVATIONS,), families=(REFERENCE, "litert"))  # 16x8: either target's run
 @lowering("RSQRT")
 def rsqrt(step: Step, node: Node, graph: Graph, target: Target, sym: str) -> None:
     """RSQRT: the kernel's prepared table (its integer arithmetic on all 256 codes, indexed by the
     byte's bits); an input below the zero point fails the invocation as in both runtimes."""
-    from intq.kernels.rsqrt import RsqrtParams
+    from intq.kernels.rsqrt import Rsqrt16x8Params, RsqrtParams
 
+    if all(graph.tensors[t].dtype == INT16 for t in (node.inputs[0], node.outputs[0])):
+        kernel, p = prepare(node, graph, target)
+        expect(node, p, Rsqrt16x8Params)
+        codes = np.arange(INT16_CODES, dtype=np.int16)  # every non-negative input; a negative one is refused
+        table = np.asarray(kernel.run_for(p)(p, codes)[0], np.int16)
+        step.data.append(c_array("int16_t", f"{sym}_table", table))
+        step.blocks = ("intq_lut16_checked",)
+        step.call = (f"intq_lut16_checked({sym}_table, {numel(graph, node.outputs[0])}, {STATUS['rsqrt_negative']}, "
+                     "{in0}, {out0})")
+        step.status = True
+        step.inplace = (0,)
+        return
     require_int8(node, graph, (node.inputs[0], node.outputs[0]))
     kernel, p = prepare(node, graph, target)
     expect(node, p, RsqrtParams)
@@ -81,12 +97,16 @@ def _same_shape_inputs(graph: Graph, node: Node, operands) -> tuple[int, ...]:
     return tuple(i for i in operands if shape_of(graph, node.inputs[i]) == y)
 
 
+@lowering("MAXIMUM", "MINIMUM", activations=(INT16_ACTIVATIONS,))  # 16x8: intq_minmax16
 @lowering("ADD", "SUB", "MUL", "MAXIMUM", "MINIMUM")
 def binary(step: Step, node: Node, graph: Graph, target: Target, sym: str) -> None:
     from intq.kernels import add, mul
     from intq.kernels._elementwise_common import StoredValueParams
 
-    require_int8(node, graph, (*node.inputs[:2], node.outputs[0]))
+    wide = node.op_type in ("MAXIMUM", "MINIMUM") and all(
+        graph.tensors[t].dtype == INT16 for t in (*node.inputs[:2], node.outputs[0]))  # 16x8: compares int16
+    if not wide:
+        require_int8(node, graph, (*node.inputs[:2], node.outputs[0]))
     kernel, p = prepare(node, graph, target)
     n = numel(graph, node.outputs[0])
     bc, bc_data = broadcast_struct(node, graph, sym, node.inputs[:2])
@@ -107,12 +127,33 @@ def binary(step: Step, node: Node, graph: Graph, target: Target, sym: str) -> No
                                   ("out_zp", zp), ("act_min", lo), ("act_max", hi)]))
         fn = "intq_mul"
     else:  # MAXIMUM / MINIMUM
-        expect(node, p, StoredValueParams)
+        if not wide:
+            expect(node, p, StoredValueParams)
         step.data.append(c_struct("intq_minmax_params", sym, [("n", n), ("bc", bc),
                                   ("maximum", int(node.op_type == "MAXIMUM"))]))
-        fn = "intq_minmax"
+        fn = "intq_minmax16" if wide else "intq_minmax"
     step.blocks = (fn,)
     step.call = f"{fn}(&{sym}, {{in0}}, {{in1}}, {{out0}});"
+    step.inplace = _same_shape_inputs(graph, node, (0, 1))
+
+
+@lowering("SQUARED_DIFFERENCE")
+def squared_difference(step: Step, node: Node, graph: Graph, target: Target, sym: str) -> None:
+    """``clamp(mbqm((table_a[a] - table_b[b])^2) + Z_y)``: the kernel's two prepared rescale tables and its
+    output multiplier (int8; the 16x8 kernel is not lowered)."""
+    from intq.kernels.squared_difference import SquaredDifferenceParams
+
+    require_int8(node, graph, (*node.inputs[:2], node.outputs[0]))
+    kernel, p = prepare(node, graph, target)
+    expect(node, p, SquaredDifferenceParams)
+    bc, bc_data = broadcast_struct(node, graph, sym, node.inputs[:2])
+    step.data += [*bc_data, c_array("int32_t", f"{sym}_ta", p.table_a), c_array("int32_t", f"{sym}_tb", p.table_b),
+                  c_struct("intq_sqdiff_params", sym, [("n", numel(graph, node.outputs[0])), ("bc", bc),
+                           ("table_a", f"{sym}_ta"), ("table_b", f"{sym}_tb"), ("mult", p.multiplier),
+                           ("shift", p.shift), ("out_zp", p.zero_point_out), ("act_min", p.act_min),
+                           ("act_max", p.act_max)])]
+    step.blocks = ("intq_sqdiff",)
+    step.call = f"intq_sqdiff(&{sym}, {{in0}}, {{in1}}, {{out0}});"
     step.inplace = _same_shape_inputs(graph, node, (0, 1))
 
 

@@ -40,6 +40,9 @@ from intq.export.c.lower_movement import COPIES, VIEWS
 C_TARGETS = ("tflite", "litert-ref")
 
 MOVES_ANY_DTYPE = frozenset((*COPIES, *VIEWS, "SELECT_V2"))  # operators that move elements of any type
+#: the 16x8 operators the C backend implements on int16 tensors (csrc/elementwise.c intq_minmax16,
+#: intq_lut16_checked); every other int16-writing operator is refused by name
+C_16X8 = frozenset({"RSQRT", "MAXIMUM", "MINIMUM"})
 
 
 @dataclass(frozen=True)
@@ -196,7 +199,7 @@ def build(graph: Graph, target="tflite", prefix: str = "model") -> CModel:
                                f"{node.op_type}; it implements {', '.join(sorted(lowered_ops()))}")
         for o in node.outputs:
             dtype = g.tensors[o].dtype if o else INT8
-            if dtype == np.int16 and node.op_type not in MOVES_ANY_DTYPE:
+            if dtype == np.int16 and node.op_type not in MOVES_ANY_DTYPE and node.op_type not in C_16X8:
                 raise CExportError(f"node {node.name!r} ({node.op_type}) writes {o!r} as int16; the C backend "
                                    "implements TFLite's int8 scheme, not 16x8 (int16 activations)")
             if dtype not in C_TYPES and not (node.op_type == "DEQUANTIZE" and dtype == np.float32):

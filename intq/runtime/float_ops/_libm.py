@@ -60,7 +60,16 @@ def _log_loop(x):
     return out
 
 
-_SIN, _COS, _EXP, _LOG = _sin_loop, _cos_loop, _exp_loop, _log_loop
+@njit(cache=True, nogil=True)
+def _tanh_loop(x):
+    out = np.empty_like(x)
+    flat_in, flat_out = x.ravel(), out.ravel()
+    for i in range(flat_in.size):
+        flat_out[i] = math.tanh(flat_in[i])
+    return out
+
+
+_SIN, _COS, _EXP, _LOG, _TANH = _sin_loop, _cos_loop, _exp_loop, _log_loop, _tanh_loop
 
 
 def _dispatch(loop: Callable, fallback: Callable) -> Callable:
@@ -99,6 +108,7 @@ sin = _dispatch(_SIN, np.sin)
 cos = _dispatch(_COS, np.cos)
 exp = _dispatch(_EXP, np.exp)
 log = _dispatch(_LOG, np.log)
+tanh = _dispatch(_TANH, np.tanh)  # TFLite's reference float TANH: std::tanh(float), the C library's tanhf
 
 
 def logistic(x: np.ndarray) -> np.ndarray:

@@ -85,6 +85,33 @@ static void intq_mul(const intq_mul_params *p, const int8_t *a, const int8_t *b,
 #undef INTQ_MUL_ELEM
 }
 
+/*@@ intq_sqdiff_params: intq_bcast */
+/* SQUARED_DIFFERENCE (intq.kernels.squared_difference SquaredDifferenceParams): y = clamp(mbqm(d * d, m,
+ * shift) + Z_y), d = table_a[a] - table_b[b], table_x[x] = R_x((x - Z_x) << 7) from prepare; |d| <= 32640,
+ * d * d < 2^30, and a left shift only where prepare proved the shifted square fits int32. */
+typedef struct {
+    int32_t n;
+    const intq_bcast *bc;
+    const int32_t *table_a, *table_b;
+    int32_t mult, shift, out_zp, act_min, act_max;
+} intq_sqdiff_params;
+
+/*@@ intq_sqdiff: intq_sqdiff_params intq_bcast intq_requant */
+static void intq_sqdiff(const intq_sqdiff_params *p, const int8_t *a, const int8_t *b, int8_t *y) {
+#define INTQ_SQDIFF_ELEM(i, ia, ib)                                                             \
+    do {                                                                                        \
+        const int32_t d_ = p->table_a[(uint8_t)a[ia]] - p->table_b[(uint8_t)b[ib]];            \
+        y[i] = intq_requant(d_ * d_, p->mult, p->shift, p->out_zp, p->act_min, p->act_max);     \
+    } while (0)
+    if (p->bc == NULL) {
+        int32_t i;
+        for (i = 0; i < p->n; ++i) INTQ_SQDIFF_ELEM(i, i, i);
+    } else {
+        INTQ_BROADCAST(p->bc, INTQ_SQDIFF_ELEM);
+    }
+#undef INTQ_SQDIFF_ELEM
+}
+
 /*@@ intq_minmax_params: intq_bcast */
 /* MAXIMUM / MINIMUM: the stored integers compared (same parameters in and out, spec 003). */
 typedef struct {
@@ -113,6 +140,31 @@ static int intq_lut_checked(const int8_t *table, int32_t n, int32_t min, int sta
     int32_t i;
     for (i = 0; i < n; ++i) if (x[i] < min) return status;
     for (i = 0; i < n; ++i) y[i] = table[(uint8_t)x[i]];
+    return 0;
+}
+
+/*@@ intq_minmax16: intq_minmax_params intq_bcast */
+/* 16x8 MAXIMUM / MINIMUM: intq_minmax on int16 values (one scale in and out, zero point 0). */
+static void intq_minmax16(const intq_minmax_params *p, const int16_t *a, const int16_t *b, int16_t *y) {
+#define INTQ_MINMAX16_ELEM(i, ia, ib) \
+    y[i] = (p->maximum ? (a[ia] > b[ib]) : (a[ia] < b[ib])) ? a[ia] : b[ib]
+    if (p->bc == NULL) {
+        int32_t i;
+        for (i = 0; i < p->n; ++i) INTQ_MINMAX16_ELEM(i, i, i);
+    } else {
+        INTQ_BROADCAST(p->bc, INTQ_MINMAX16_ELEM);
+    }
+#undef INTQ_MINMAX16_ELEM
+}
+
+/*@@ intq_lut16_checked */
+/* 16x8 RSQRT (intq.kernels.rsqrt, either target): y = table[x] for x >= 0, the table the kernel's own
+ * run on the 32768 non-negative int16 codes; a negative input fails the invocation as both runtimes
+ * do: returns `status` before writing anything. */
+static int intq_lut16_checked(const int16_t *table, int32_t n, int status, const int16_t *x, int16_t *y) {
+    int32_t i;
+    for (i = 0; i < n; ++i) if (x[i] < 0) return status;
+    for (i = 0; i < n; ++i) y[i] = table[x[i]];
     return 0;
 }
 
