@@ -13,7 +13,8 @@ Metrics, float graph vs integer graph, both run by intq:
 
 Methods (``--methods``): ``int8`` (defaults: minmax, per-channel weights), ``sqnr25`` (``target_sqnr=25``:
 the automatic int16 growth of :mod:`intq.ptq.precision`), ``int16`` (every node whose op has a 16x8
-form in int16: ``precision`` = each of them by name); for the encoders also onnxruntime's
+form in int16: ``precision`` = each of them by name), ``smooth50`` / ``smooth75`` (SmoothQuant migration,
+``smooth=0.5`` / ``0.75``, then int8) and ``smooth50+sqnr25`` (smoothing, then ``target_sqnr=25``); for the encoders also onnxruntime's
 ``ort_static`` (``quantize_static``: QDQ, per-channel, MinMax) and ``ort_dynamic`` (``quantize_dynamic``:
 int8 weights, float activations) on the ONNX file, run by onnxruntime. Calibration: the first 32 sentences / 64 training
 digits. Single-threaded, every number measured in this process.
@@ -55,6 +56,10 @@ def _pooled(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
 
 
 def _quantize(fg, calib, method: str):
+    if method.startswith("smooth"):  # smooth50, smooth75, smooth50+sqnr25: SmoothQuant alpha 0.50 / 0.75 first
+        head, _, rest = method.partition("+")
+        alpha = int(head[len("smooth"):]) / 100
+        return intq.quantize(fg, calib, smooth=alpha, target_sqnr=25.0 if rest == "sqnr25" else None)
     if method == "int8":
         return intq.quantize(fg, calib)
     if method == "sqnr25":
