@@ -126,6 +126,7 @@ def encoder(entry_id: str, method: str) -> dict:
             "cosine min": round(float(cosine.min()), 4),
             "nn agreement": round(float(np.mean(f_sim.argmax(1) == q_sim.argmax(1))), 3),
             "sentences": len(feeds), "int16 nodes": None if qg is None else _int16_nodes(qg),
+            "smoothed layers": None if qg is None else qg.metadata.get("smoothed_layers", 0),
             "quantize s": round(seconds, 1)}
 
 
@@ -141,6 +142,7 @@ def vit(entry_id: str, method: str) -> dict:
     q_acc = np.mean([qi.run({"image": x[None]})["logits"].argmax() == y for x, y in zip(images, labels)])
     return {"model": entry_id, "method": method, "float accuracy": round(float(f_acc), 4),
             "accuracy": round(float(q_acc), 4), "test images": len(labels), "int16 nodes": _int16_nodes(qg),
+            "smoothed layers": qg.metadata.get("smoothed_layers", 0),
             "quantize s": round(seconds, 1)}
 
 
