@@ -130,3 +130,34 @@ def test_alpha_and_data_are_checked():
         smooth(g, [], 0.5)
     with pytest.raises(intq.ConversionError if hasattr(intq, "ConversionError") else Exception, match="calibrate after"):
         intq.quantize(g, table=intq.calibrate(g, _data(2)), smooth=0.5)
+
+
+def test_cli_smooth_flag_reports_the_layers_and_the_file_stays_equal(tmp_path):
+    """``intq quantize --smooth 0.75``: the note says how many layers were smoothed, and the .tflite
+    passes the export check (LiteRT and TFLite Micro equal to intq on the calibration samples)."""
+    import json
+    import onnx
+
+    from ..test_cli import run
+
+    gamma = np.ones(C, np.float32)
+    gamma[3] = 60.0
+    w = RNG.normal(0, 0.3, (C, N)).astype(np.float32)
+    nodes = [helper.make_node("LayerNormalization", ["x", "gamma", "beta"], ["ln"], axis=-1),
+             helper.make_node("MatMul", ["ln", "w"], ["y0"]), helper.make_node("Add", ["ln", "x"], ["r"]),
+             helper.make_node("ReduceMean", ["r"], ["rm"], axes=[2], keepdims=1),
+             helper.make_node("Mul", ["y0", "rm"], ["y"])]
+    gr = helper.make_graph(nodes, "t", [helper.make_tensor_value_info("x", 1, [1, T, C])],
+                           [helper.make_tensor_value_info("y", 1, None)],
+                           [numpy_helper.from_array(gamma, "gamma"), numpy_helper.from_array(np.zeros(C, np.float32), "beta"),
+                            numpy_helper.from_array(w, "w")])
+    m = helper.make_model(gr, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    onnx.save(m, tmp_path / "ln.onnx")
+    np.savez(tmp_path / "calib.npz", x=RNG.normal(0, 1, (16, T, C)).astype(np.float32))
+    r = run("quantize", str(tmp_path / "ln.onnx"), "--calib", str(tmp_path / "calib.npz"), "--input-shape",
+            f"x=1x{T}x{C}", "-o", str(tmp_path / "q.tflite"), "--smooth", "0.75", "--json")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["notes"][0].startswith("smoothing (alpha 0.75): 1 layer(s) read 1 smoothed tensor(s) (1 through a copy")
+    assert out["export_check"]["equal"]
