@@ -11,10 +11,10 @@ Metrics, float graph vs integer graph, both run by intq:
   is the same one);
 * ViT: accuracy on the held-out digits, float beside integer.
 
-Methods (``--methods``): ``int8`` (defaults: minmax, per-channel weights), ``sqnr25`` (``target_sqnr=25``:
+Methods (``--methods``): ``int8`` (defaults: minmax, per-channel weights), ``sqnr25`` (``target_sqnr=25``; ``sqnrDB`` any other:
 the automatic int16 growth of :mod:`intq.ptq.precision`), ``int16`` (every node whose op has a 16x8
 form in int16: ``precision`` = each of them by name), ``smooth50`` / ``smooth75`` (SmoothQuant migration,
-``smooth=0.5`` / ``0.75``, then int8) and ``smooth50+sqnr25`` (smoothing, then ``target_sqnr=25``); for the encoders also onnxruntime's
+``smooth=0.5`` / ``0.75``, then int8) and ``smooth50+sqnr25`` (smoothing, then ``target_sqnr=25``; any alpha and dB); for the encoders also onnxruntime's
 ``ort_static`` (``quantize_static``: QDQ, per-channel, MinMax) and ``ort_dynamic`` (``quantize_dynamic``:
 int8 weights, float activations) on the ONNX file, run by onnxruntime. Calibration: the first 32 sentences / 64 training
 digits. Single-threaded, every number measured in this process.
@@ -59,11 +59,11 @@ def _quantize(fg, calib, method: str):
     if method.startswith("smooth"):  # smooth50, smooth75, smooth50+sqnr25: SmoothQuant alpha 0.50 / 0.75 first
         head, _, rest = method.partition("+")
         alpha = int(head[len("smooth"):]) / 100
-        return intq.quantize(fg, calib, smooth=alpha, target_sqnr=25.0 if rest == "sqnr25" else None)
+        return intq.quantize(fg, calib, smooth=alpha, target_sqnr=float(rest[len("sqnr"):]) if rest else None)
     if method == "int8":
         return intq.quantize(fg, calib)
-    if method == "sqnr25":
-        return intq.quantize(fg, calib, target_sqnr=25.0)
+    if method.startswith("sqnr"):  # sqnr25, sqnr30...: target_sqnr in dB
+        return intq.quantize(fg, calib, target_sqnr=float(method[len("sqnr"):]))
     if method == "int16":
         return intq.quantize(fg, calib, precision={n.name: "int16" for n in fg.nodes if n.op_type in INT16_NODES})
     raise SystemExit(f"unknown method {method!r}")

@@ -611,8 +611,8 @@ def _shape(g, name):
 
 def _float_and_int(args):
     """The float graph (MODEL) and the integer graph (QMODEL, or MODEL quantized with --calib through
-    :func:`intq.pipeline.run`, equalized first with --equalize: the same function in float, which
-    stays the reference)."""
+    :func:`intq.pipeline.run`, equalized / smoothed first with --equalize / --smooth: the same function
+    in float, which stays the reference)."""
     import intq
     from intq import pipeline
 

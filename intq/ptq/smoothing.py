@@ -300,6 +300,9 @@ def apply_smoothing(graph: Graph, scales: Mapping[str, np.ndarray],
         tensors[name] = Tensor(name, data=np.asarray(value, np.float64).astype(np.float32))
         return name
 
+    def weights(layer: Node) -> np.ndarray:  # the current weights: a layer may be one site's producer and another's reader
+        return tensors[layer.inputs[1]].data
+
     for x, s in scales.items():
         site = sites.get(x)
         if site is None:
@@ -308,9 +311,8 @@ def apply_smoothing(graph: Graph, scales: Mapping[str, np.ndarray],
         target = x
         if site.fold == "linear":
             layer = nodes[site.tail[0]]
-            w = graph.constant(layer.inputs[1])
             n = s.size
-            w2 = scale_output_channels(layer, w, 1 / s)
+            w2 = scale_output_channels(layer, weights(layer), 1 / s)
             b = bias_vector(graph, layer, n) / s
             inputs = [layer.inputs[0], store(f"{layer.name}/weight_smoothed", w2)]
             attrs = dict(layer.attrs)
@@ -349,7 +351,7 @@ def apply_smoothing(graph: Graph, scales: Mapping[str, np.ndarray],
         for name in site.layers:
             layer = nodes[name]
             axis = _weight_in_axis(graph, graph.node(name), graph.node(name).inputs[0])
-            w = graph.constant(layer.inputs[1]).astype(np.float64)
+            w = weights(layer).astype(np.float64)
             w2 = w * (s.reshape(-1, 1) if axis == 0 else s.reshape(1, -1))
             nodes[name] = layer.with_(inputs=(layer.inputs[0], store(f"{name}/weight_smoothed", w2))
                                       + tuple(layer.inputs[2:]))

@@ -104,6 +104,29 @@ def test_residual_reader_gets_the_unsmoothed_tensor_through_a_copy_of_the_affine
     assert sum(1 for n in sg.nodes if n.op_type == "Mul") == sum(1 for n in g.nodes if n.op_type == "Mul") + 1
 
 
+def test_a_layer_both_producer_and_reader_of_smoothed_tensors():
+    """LayerNorm -> A -> h -> B: A's input rows take the LayerNorm's s and its output channels h's 1/s."""
+    w = RNG.normal(0, 0.3, (C, C)).astype(np.float32)
+    w[:, 5] *= 40  # an outlier channel of h
+    nodes = [helper.make_node("LayerNormalization", ["x", "gamma", "beta"], ["ln"], axis=-1),
+             helper.make_node("MatMul", ["ln", "wa"], ["h0"]), helper.make_node("Add", ["h0", "ba"], ["h"]),
+             helper.make_node("MatMul", ["h", "wb"], ["y"])]
+    gamma = np.ones(C, np.float32)
+    gamma[2] = 30.0
+    gr = helper.make_graph(nodes, "t", [helper.make_tensor_value_info("x", 1, [1, T, C])],
+                           [helper.make_tensor_value_info("y", 1, None)],
+                           [numpy_helper.from_array(gamma, "gamma"), numpy_helper.from_array(np.zeros(C, np.float32), "beta"),
+                            numpy_helper.from_array(w, "wa"), numpy_helper.from_array(RNG.normal(0, 1, C).astype(np.float32), "ba"),
+                            numpy_helper.from_array(RNG.normal(0, 0.3, (C, N)).astype(np.float32), "wb")])
+    m = helper.make_model(gr, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    g = simplify(intq.load(m))
+    data = _data(24)
+    sg, report = smooth(g, data[:8], 0.5)
+    assert sorted(s.fold for s in report.sites) == ["affine", "linear"] and report.layers == 2
+    _assert_same_function(g, sg, data[8:])
+
+
 def test_a_matrix_product_read_by_a_residual_is_skipped_with_the_reason():
     w = RNG.normal(0, 1, (C, C)).astype(np.float32)
     nodes = [helper.make_node("MatMul", ["x", "w0"], ["h"]), helper.make_node("MatMul", ["h", "w1"], ["y0"]),
