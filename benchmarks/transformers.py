@@ -16,9 +16,12 @@ Metrics, float graph vs integer graph, both run by intq:
   whole text right) and character error rate (edit distance / characters), float beside integer,
   and the share of lines where the integer model reads exactly what the float model reads.
 
-Methods (``--methods``): ``int8`` (defaults: minmax, per-channel weights), ``sqnr25`` (``target_sqnr=25``:
+Methods (``--methods``): ``int8`` (defaults: minmax, per-channel weights), ``sqnr25`` (``target_sqnr=25``; ``sqnrDB`` any other:
 the automatic int16 growth of :mod:`intq.ptq.precision`), ``int16`` (every node whose op has a 16x8
-form in int16: ``precision`` = each of them by name); for the encoders also onnxruntime's
+form in int16: ``precision`` = each of them by name), ``smooth50`` / ``smooth75`` (SmoothQuant migration,
+``smooth=0.5`` / ``0.75``, then int8), ``smooth50+sqnr25`` (smoothing, then ``target_sqnr=25``; any alpha and dB),
+``resid16`` / ``resid16+ffn16`` (legacy MiniLM only: int16 on the residual stream, and on the FFN's first
+Gemm and GELU, :data:`REGIONS`; after smoothing as ``smooth50+resid16``); for the encoders also onnxruntime's
 ``ort_static`` (``quantize_static``: QDQ, per-channel, MinMax) and ``ort_dynamic`` (``quantize_dynamic``:
 int8 weights, float activations) on the ONNX file, run by onnxruntime. Calibration: the first 32 sentences / 64 training
 digits / 16 rendered lines. Single-threaded, every number measured in this process.
@@ -42,6 +45,7 @@ from build_corpus import CORPUS, DEFAULT_CACHE  # noqa: E402
 import intq  # noqa: E402
 from intq.convert.precision import INT16_NODES  # noqa: E402
 from intq.passes import simplify  # noqa: E402
+from intq.ptq import smooth  # noqa: E402
 from text_lines import ctc_greedy, edit_distance, text_lines  # noqa: E402
 
 ENTRIES = {e.id: e for e in CORPUS}
@@ -62,11 +66,42 @@ def _pooled(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
     return v / np.linalg.norm(v)
 
 
+#: int16 regions of the legacy MiniLM export, by its node names (``resid16``, ``resid16+ffn16``): the
+#: residual stream (every LayerNorm node, the residual Adds, the attention-output and FFN-output Gemms
+#: writing into it) and the FFN's first Gemm with its GELU.
+REGIONS = {
+    "resid16": lambda n: "LayerNorm" in n.name or "/output/dense/" in n.name
+    or (n.op_type == "Add" and n.name.endswith("/output/Add")),
+    "ffn16": lambda n: n.op_type == "Gelu" or "/intermediate/" in n.name,
+}
+
+
+def _regions(fg, names: list[str]) -> dict[str, str]:
+    if not any("/bert/encoder/" in n.name for n in fg.nodes):
+        raise SystemExit("the int16 regions are named for minilm_l6_legacy's nodes")
+    return {n.name: "int16" for n in fg.nodes if n.op_type in INT16_NODES and any(REGIONS[r](n) for r in names)}
+
+
 def _quantize(fg, calib, method: str):
+    parts = method.split("+")
+    if parts[0].startswith("smooth") or parts[0] in REGIONS:
+        # smooth50, smooth75, smooth50+sqnr25, smooth50+resid16+ffn16, resid16...: SmoothQuant alpha 0.50 / 0.75
+        # first, then a target SQNR or int16 regions
+        alpha = int(parts[0][len("smooth"):]) / 100 if parts[0].startswith("smooth") else None
+        rest = parts[1:] if alpha is not None else parts
+        sqnr = [float(p[len("sqnr"):]) for p in rest if p.startswith("sqnr")]
+        regions = [p for p in rest if p in REGIONS]
+        if len(sqnr) + len(regions) != len(rest):
+            raise SystemExit(f"unknown method {method!r}")
+        if alpha is not None and not regions:
+            return intq.quantize(fg, calib, smooth=alpha, target_sqnr=sqnr[0] if sqnr else None)
+        graph, report = smooth(fg, calib, alpha) if alpha is not None else (fg, None)  # regions name its nodes
+        q = intq.quantize(graph, calib, target_sqnr=sqnr[0] if sqnr else None, precision=_regions(graph, regions))
+        return q if report is None else q.replace(metadata={**q.metadata, "smoothed_layers": report.layers})
     if method == "int8":
         return intq.quantize(fg, calib)
-    if method == "sqnr25":
-        return intq.quantize(fg, calib, target_sqnr=25.0)
+    if method.startswith("sqnr"):  # sqnr25, sqnr30...: target_sqnr in dB
+        return intq.quantize(fg, calib, target_sqnr=float(method[len("sqnr"):]))
     if method == "int16":
         return intq.quantize(fg, calib, precision={n.name: "int16" for n in fg.nodes if n.op_type in INT16_NODES})
     raise SystemExit(f"unknown method {method!r}")
@@ -129,6 +164,7 @@ def encoder(entry_id: str, method: str) -> dict:
             "cosine min": round(float(cosine.min()), 4),
             "nn agreement": round(float(np.mean(f_sim.argmax(1) == q_sim.argmax(1))), 3),
             "sentences": len(feeds), "int16 nodes": None if qg is None else _int16_nodes(qg),
+            "smoothed layers": None if qg is None else qg.metadata.get("smoothed_layers", 0),
             "quantize s": round(seconds, 1)}
 
 
@@ -144,6 +180,7 @@ def vit(entry_id: str, method: str) -> dict:
     q_acc = np.mean([qi.run({"image": x[None]})["logits"].argmax() == y for x, y in zip(images, labels)])
     return {"model": entry_id, "method": method, "float accuracy": round(float(f_acc), 4),
             "accuracy": round(float(q_acc), 4), "test images": len(labels), "int16 nodes": _int16_nodes(qg),
+            "smoothed layers": qg.metadata.get("smoothed_layers", 0),
             "quantize s": round(seconds, 1)}
 
 

@@ -452,7 +452,7 @@ def _pipeline_options(args) -> dict:
             "progress": _progress(args, "calibrating"), "search_progress": _progress(args, "searching precisions"),
             "per_channel": not args.per_tensor, "precision": precision,
             "target_sqnr": args.target_sqnr, "bias_correction": args.bias_correction, "adaround": args.adaround,
-            "equalization": args.equalize, "cluster": _cluster(args)}
+            "equalization": args.equalize, "smooth": args.smooth, "cluster": _cluster(args)}
 
 
 def _quantized(args, integer_hint: str, output=None, **export_options):
@@ -611,8 +611,8 @@ def _shape(g, name):
 
 def _float_and_int(args):
     """The float graph (MODEL) and the integer graph (QMODEL, or MODEL quantized with --calib through
-    :func:`intq.pipeline.run`, equalized first with --equalize: the same function in float, which
-    stays the reference)."""
+    :func:`intq.pipeline.run`, equalized / smoothed first with --equalize / --smooth: the same function
+    in float, which stays the reference)."""
     import intq
     from intq import pipeline
 
@@ -709,7 +709,7 @@ def _sensitivity(args, fg, qg, mapped: bool, compared: int):
 
 def _sweep_options(spec: str) -> dict:
     """One ``--sweep`` run: ``+``-joined settings (a calibration method, ``per-tensor`` / ``per-channel``,
-    ``bias-correction``, ``adaround``, ``equalize``, ``target-sqnr=DB``, ``int16=LAYER`` /
+    ``bias-correction``, ``adaround``, ``equalize``, ``smooth[=ALPHA]``, ``target-sqnr=DB``, ``int16=LAYER`` /
     ``float=LAYER``) as :func:`intq.pipeline.run` options."""
     options: dict = {}
     for token in (t.strip() for t in spec.split("+")):
@@ -719,6 +719,11 @@ def _sweep_options(spec: str) -> dict:
             options["per_channel"] = token == "per-channel"
         elif token in ("bias-correction", "adaround", "equalize"):
             options[{"equalize": "equalization"}.get(token, token.replace("-", "_"))] = True
+        elif token == "smooth" or token.startswith("smooth="):
+            try:
+                options["smooth"] = float(token.split("=", 1)[1]) if "=" in token else 0.5
+            except ValueError:
+                raise UsageError(f"--sweep {spec!r}: smooth=ALPHA takes a number in [0, 1]") from None
         elif token.startswith("target-sqnr="):
             try:
                 options["target_sqnr"] = float(token.split("=", 1)[1])
@@ -729,7 +734,7 @@ def _sweep_options(spec: str) -> dict:
             options.setdefault("precision", {})[layer] = prec
         else:
             raise UsageError(f"--sweep {spec!r}: {token!r} is not a setting; use {'/'.join(METHODS)}, per-tensor, "
-                             "per-channel, bias-correction, adaround, equalize, target-sqnr=DB, int16=LAYER, "
+                             "per-channel, bias-correction, adaround, equalize, smooth[=ALPHA], target-sqnr=DB, int16=LAYER, "
                              "float=LAYER, joined with +")
     return options
 
@@ -1190,6 +1195,11 @@ def build_parser() -> argparse.ArgumentParser:
     calib.add_argument("--equalize", action="store_true",
                        help="cross-layer equalization of consecutive layers' weight ranges before calibration "
                        "(Nagel et al. 2019)")
+    calib.add_argument("--smooth", type=float, nargs="?", const=0.5, metavar="ALPHA",
+                       help="SmoothQuant: before calibration, divide the outlier channels of activations read by "
+                       "linear layers (LayerNorm outputs feeding Q/K/V and FFN) by s_j = max|X_j|^ALPHA / "
+                       "max|W_j|^(1-ALPHA), folded into the producer's gamma/beta, and multiply the weights by it "
+                       "(the same function in float; ALPHA in [0, 1], default 0.5; Xiao et al. 2022)")
     calib.add_argument("--target-sqnr", type=float, metavar="DB",
                        help="put range-mismatched joins in int16, then if needed small float islands at the "
                        "outputs, then an int16 region grown backwards from the outputs layer by layer, until the "

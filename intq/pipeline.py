@@ -54,6 +54,7 @@ from intq.export.onnx import export_onnx
 from intq.passes import simplify
 from intq.ptq import adaround as adaround_weights
 from intq.ptq import correct_biases, equalize
+from intq.ptq.smoothing import SMOOTH_SAMPLES, smooth as smooth_graph
 from intq.ptq.precision import auto_precision, target_shortfall
 from intq.runtime import Interpreter, infer_shapes
 
@@ -257,31 +258,59 @@ def quantize(model, data=None, *, method: str = "minmax", per_channel: bool = Tr
              input_shapes=None, example_inputs=None, constant_inputs=None, progress=None, input_type: str = "float32",
              output_type: str = "float32", precision=None, target_sqnr: float | None = None,
              bias_correction: bool = False, equalization: bool = False, adaround: bool = False,
-             cluster=None, **observer_options) -> Graph:
+             smooth: float | None = None, cluster=None, **observer_options) -> Graph:
     """A model (path, ONNX proto, torch module or float Graph) and calibration ``data`` (or a ready
     ``table``) as an integer-only graph: the stages load to convert of this module.
 
     ``input_shapes``, ``example_inputs`` and ``constant_inputs`` go to :func:`intq.load`;
     ``method`` and ``observer_options`` to :func:`intq.calibrate`; ``equalization`` equalizes
     consecutive layers' weight ranges before calibration (:func:`intq.ptq.equalize`; refused with a
-    ready ``table``, whose ranges would no longer apply); ``precision``, ``target_sqnr``,
+    ready ``table``, whose ranges would no longer apply); ``smooth`` (alpha in [0, 1], e.g. 0.5) migrates
+    activation outlier channels into the weights of the linear layers reading them before calibration
+    (:func:`intq.ptq.smooth`, SmoothQuant; measured on the first 256 samples of ``data``; refused with a
+    ready ``table``; a conversion note says how many layers were smoothed); ``precision``, ``target_sqnr``,
     ``bias_correction`` and ``adaround`` as in :func:`convert` (measured on every sample of ``data``);
     ``cluster`` / ``workers``: on Ray (module docstring), the same graph bit for bit.
     """
     needs_samples = target_sqnr is not None or bias_correction or adaround
-    data = source(data, keep=_ALL if needs_samples else 0) if data is not None else None  # arrays, DataLoaders...
+    keep = _ALL if needs_samples else SMOOTH_SAMPLES if smooth is not None else 0
+    data = source(data, keep=keep) if data is not None else None  # arrays, DataLoaders...
     graph = load_float(model, input_shapes=input_shapes, example_inputs=example_inputs,
                        constant_inputs=constant_inputs, data=data)
     graph = _equalized(graph, equalization, table)
+    graph, smoothed = _smoothed(graph, smooth, table, data)
     check_graph(graph, precision)
     if table is None:
         if data is None:
             raise ConversionError("quantize needs calibration data (or a calibration table=)")
         table = calibrate(graph, data, method, progress=progress, cluster=cluster, **observer_options)
     samples = held_samples(data, graph) if data is not None and needs_samples else None
-    return convert(graph, table, samples=samples, per_channel=per_channel, input_type=input_type,
-                   output_type=output_type, precision=precision, target_sqnr=target_sqnr,
-                   bias_correction=bias_correction, adaround=adaround, cluster=cluster)
+    q = convert(graph, table, samples=samples, per_channel=per_channel, input_type=input_type,
+                output_type=output_type, precision=precision, target_sqnr=target_sqnr,
+                bias_correction=bias_correction, adaround=adaround, cluster=cluster)
+    return _with_note(q, smoothed)
+
+
+def _smoothed(graph: Graph, alpha: float | None, table, data, preprocess: Callable | None = None):
+    """``graph`` smoothed with ``alpha`` (:func:`intq.ptq.smooth`) on the first :data:`SMOOTH_SAMPLES`
+    of ``data``, and the report (None when not asked)."""
+    if alpha is None:
+        return graph, None
+    if table is not None:
+        raise ConversionError("smoothing changes the activations' ranges: calibrate after it (give data, not a table)")
+    if data is None:
+        raise ConversionError("smoothing needs calibration data to measure the activations' channel ranges on")
+    return smooth_graph(graph, held_samples(data, graph, preprocess, SMOOTH_SAMPLES), alpha)
+
+
+def _with_note(q: Graph, report) -> Graph:
+    """``q`` with the smoothing report's note first among its conversion notes (logged as they are)."""
+    if report is None:
+        return q
+    note = report.note()
+    log.warning("%s", note)
+    return q.replace(metadata={**q.metadata, "smoothed_layers": report.layers,
+                               "conversion_notes": (note, *q.metadata.get("conversion_notes", ()))})
 
 
 def _equalized(graph: Graph, equalization: bool, table) -> Graph:
@@ -493,7 +522,7 @@ def run(model, data, output: str | Path | None = None, *, input_shapes=None, con
         preprocess_for: Callable[[Graph], Callable | None] | None = None, batch_size: int = DEFAULT_BATCH_SIZE,
         progress=None, per_channel: bool = True, precision=None, target_sqnr: float | None = None,
         bias_correction: bool = False, adaround: bool = False, equalization: bool = False,
-        ptq_samples: int | None = 256, format: str | None = None, onnx_format: str = "qdq",  # noqa: A002
+        smooth: float | None = None, ptq_samples: int | None = 256, format: str | None = None, onnx_format: str = "qdq",  # noqa: A002
         activations: str = "int8",
         opset: int = DEFAULT_OPSET, c_target: str = "tflite", arena_limit: int | None = None, check=True,
         layer_samples: int = 0, outputs: StagedOutputs | None = None, overwrite: bool = False,
@@ -506,6 +535,7 @@ def run(model, data, output: str | Path | None = None, *, input_shapes=None, con
     ``preprocess_for(float graph)`` makes it once the model is loaded (the command line's image
     size comes from the input's shape); ``ptq_samples``: the calibration samples held in memory for
     ``target_sqnr``, ``bias_correction`` and ``adaround`` (the first 256; None: all);
+    ``smooth`` (alpha) smooths before calibration as in :func:`quantize`;
     ``layer_samples`` > 0 compares float and integer layer by layer on that many first calibration
     samples (``Result.layers``). The export options and ``check`` are :func:`export`'s; ``cluster`` /
     ``workers``: calibration and the searches on Ray (module docstring). ``progress`` follows
@@ -517,7 +547,8 @@ def run(model, data, output: str | Path | None = None, *, input_shapes=None, con
     needs_samples = target_sqnr is not None or bias_correction or adaround
     # a one-pass source (a generator, a reader) keeps what the later passes read: the export check's
     # samples, the layer report's, and the data-driven methods' (intq.calibration.adapters.Source)
-    keep = max(DEFAULT_SAMPLES, layer_samples, (ptq_samples or _ALL) if needs_samples else 0)
+    keep = max(DEFAULT_SAMPLES, layer_samples, (ptq_samples or _ALL) if needs_samples else 0,
+               SMOOTH_SAMPLES if smooth is not None else 0)
     data = source(data, keep=keep)
     graph = load_float(model, input_shapes=input_shapes, constant_inputs=constant_inputs, data=data)
     check_graph(graph, precision)
@@ -526,6 +557,10 @@ def run(model, data, output: str | Path | None = None, *, input_shapes=None, con
         preprocess = preprocess_for(graph)
     graph = _equalized(graph, equalization, None)
     t = time.perf_counter()
+    graph, smoothed = _smoothed(graph, smooth, None, data, preprocess)
+    if smoothed is not None:
+        seconds["smooth"] = time.perf_counter() - t
+    t = time.perf_counter()
     table = calibrate(graph, data, method, preprocess=preprocess, progress=progress, batch_size=batch_size,
                       cluster=cluster, **observer_options)
     seconds["calibrate"] = time.perf_counter() - t
@@ -533,6 +568,7 @@ def run(model, data, output: str | Path | None = None, *, input_shapes=None, con
     q = convert(graph, table, samples=held_samples(data, graph, preprocess, ptq_samples) if needs_samples else None,
                 per_channel=per_channel, precision=precision, target_sqnr=target_sqnr,
                 bias_correction=bias_correction, adaround=adaround, cluster=cluster, progress=search_progress)
+    q = _with_note(q, smoothed)
     seconds["convert"] = time.perf_counter() - t
     exported = None
     if output is not None:

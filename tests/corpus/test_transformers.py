@@ -136,6 +136,26 @@ def test_sentence_encoder(entry_id, wide):
         assert cosine.mean() > 0.75
 
 
+def test_smoothed_encoder_and_vit_export_equal():
+    """SmoothQuant (``smooth=0.5``) on the post-norm encoder (its LayerNorm outputs also feed the
+    residual Adds: the affine tails are copied) and the pre-norm ViT: the smoothed float graph is the
+    same function, and the integer files stay equal in LiteRT BUILTIN_REF on every tensor."""
+    path, g = _load("minilm_l6_legacy")
+    feeds = _sentences("minilm_l6_legacy", path)
+    fg = simplify(g)
+    qg = intq.quantize(fg, feeds[:32], smooth=0.5)
+    assert qg.metadata["smoothed_layers"] == 24  # Q, K, V and FFN-in of 6 layers
+    assert "24 layer(s) read 12 smoothed tensor(s) (12 through a copy" in qg.metadata["conversion_notes"][0]
+    tensors = _litert_equal(qg, feeds[40])
+    assert tensors > 349  # the int8 file's 349 and the copied tails' MUL / ADD
+    vpath, vg = _load("vit_digits")
+    d = np.load(vpath.with_suffix(".npz"))
+    vq = intq.quantize(simplify(vg), [{"image": x[None]} for x in d["train_images"][:64]], smooth=0.5)
+    assert vq.metadata["smoothed_layers"] == 4  # pre-norm: QKV and FFN-in of 2 blocks, folded in place
+    print(json.dumps({"smooth": 0.5, "minilm_l6_legacy LiteRT tensors equal": tensors,
+                      "vit_digits LiteRT tensors equal": _litert_equal(vq, {"image": d["images"][:1]})}))
+
+
 @pytest.mark.parametrize("wide", [False, True], ids=["int8", "16x8"])
 def test_vit_digits_accuracy(wide):
     path, g = _load("vit_digits")
