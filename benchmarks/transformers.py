@@ -11,7 +11,7 @@ Metrics, float graph vs integer graph, both run by intq:
   the sentences the tool stored), and nearest-neighbour agreement (the most similar other sentence
   is the same one);
 * ViT: accuracy on the held-out digits, float beside integer;
-* text recognizers: on rendered text lines with known text (:mod:`text_lines`, 200 lines, 16 more
+* text recognizers: on rendered text lines with known text (:func:`intq.testing.text_lines.recognition_lines`, 200 lines, 16 more
   for calibration), CTC greedy decoding with the model's own character list: line accuracy (the
   whole text right) and character error rate (edit distance / characters), float beside integer,
   and the share of lines where the integer model reads exactly what the float model reads.
@@ -39,14 +39,13 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
-sys.path.insert(0, str(ROOT / "benchmarks"))
 from build_corpus import CORPUS, DEFAULT_CACHE  # noqa: E402
 
 import intq  # noqa: E402
 from intq.convert.precision import INT16_NODES  # noqa: E402
 from intq.passes import simplify  # noqa: E402
 from intq.ptq import smooth  # noqa: E402
-from text_lines import ctc_greedy, edit_distance, text_lines  # noqa: E402
+from intq.testing.text_lines import ctc_greedy, edit_distance, recognition_lines  # noqa: E402
 
 ENTRIES = {e.id: e for e in CORPUS}
 CALIBRATION = {"encoder": 32, "vit": 64, "recognizer": 16}
@@ -191,8 +190,9 @@ def recognizer(entry_id: str, method: str) -> dict:
     (name, shape), = ENTRIES[entry_id].inputs.items()
     meta = {p.key: p.value for p in onnx.load(str(path), load_external_data=False).metadata_props}
     alphabet = ["<blank>", *meta["character"].splitlines(), " "]  # PaddleOCR: blank, the list, a space
-    calib = [{name: x} for x in text_lines(CALIBRATION["recognizer"], 1, shape[-1])[0]]
-    lines, texts = text_lines(TEXT_LINES, 2, shape[-1])
+    calib = [{name: x[None]} for x in recognition_lines(CALIBRATION["recognizer"], 1, shape[-1])[0]]
+    lines, texts = recognition_lines(TEXT_LINES, 2, shape[-1])
+    lines = [x[None] for x in lines]
     fi, out = intq.Interpreter(fg), fg.outputs[0]
     qg = None
     if method.startswith("ort_"):
