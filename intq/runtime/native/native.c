@@ -1753,9 +1753,10 @@ int64_t intq_softmax(const intq_softmax_params *p, const int8_t *x, int8_t *y) {
  * operands activations (or constants) read through strides: A[i, q] = a[b * a_step + i * a_row +
  * q * a_col] (adj_x swaps a_row and a_col), B[q, j] = b[b * b_step + q * b_row + j * b_col]
  * (adj_y), a_step / b_step 0 where that operand broadcasts over the batch. The differences are
- * made once per batch as int16 ([m][k] and [k][n] in the scratch sa, sb), each row of y is an
- * int32 accumulator row acc[n] += (A[i, q] - Z_a) * (B[q, :] - Z_b) (the compiler's vectors over
- * j), requantized by rq_scalar's rule (v_rq on whole vectors). |acc| <= K * 255 * 255 < 2^31
+ * made once per batch ([m][k] int16 in the scratch sa, [k][np] int32 in sb; np: n rounded up to
+ * 32, the columns past n zero), each row of y sums (A[i, q] - Z_a) * (B[q, :] - Z_b) over q in
+ * registers of int32 lanes, 4 vectors of columns at a time (scalar C: a row acc[n]), requantized by
+ * rq_scalar's rule (v_rq, the last vector masked to the columns left). |acc| <= K * 255 * 255 < 2^31
  * (the kernel's prepare: K <= 33025), so every int32 partial sum is exact; no left shift (the
  * caller declines a real multiplier of 1 or more). */
 typedef struct {
@@ -1764,14 +1765,14 @@ typedef struct {
     int32_t a_row, a_col, b_row, b_col;
     int32_t za, zb, mult, right, away, out_zp;
     int16_t *sa; /* scratch [m][k] */
-    int16_t *sb; /* scratch [k][n] */
-    int32_t *acc; /* scratch [n], padded to a whole vector */
+    int32_t *sb; /* scratch [k][np]: rows of n padded with zeros to np = n rounded up to 32 */
+    int32_t *acc; /* scratch [np] */
 } intq_bmm_params;
 
 void intq_batch_matmul(const intq_bmm_params *p, const int8_t *a, const int8_t *b, int8_t *y) {
-    const int32_t m = p->m, k = p->k, n = p->n;
-    int16_t *sa = p->sa, *sb = p->sb;
-    int32_t *acc = p->acc;
+    const int32_t m = p->m, k = p->k, n = p->n, np = (n + 31) / 32 * 32;
+    int16_t *sa = p->sa;
+    int32_t *sb = p->sb, *acc = p->acc;
 #ifdef VL
     rq_vec v;
     rq_vec_set(&v, v_zero(), v_set1(p->mult), v_set1(p->right), v_set1(p->away));
@@ -1784,22 +1785,38 @@ void intq_batch_matmul(const intq_bmm_params *p, const int8_t *a, const int8_t *
                 for (int32_t q = 0; q < k; ++q) sa[(size_t)i * k + q] = (int16_t)(ab[(size_t)i * p->a_row + (size_t)q * p->a_col] - p->za);
         if (t == 0 || p->b_step)
             for (int32_t q = 0; q < k; ++q)
-                for (int32_t j = 0; j < n; ++j) sb[(size_t)q * n + j] = (int16_t)(bb[(size_t)q * p->b_row + (size_t)j * p->b_col] - p->zb);
+                for (int32_t j = 0; j < n; ++j) sb[(size_t)q * np + j] = (int32_t)(bb[(size_t)q * p->b_row + (size_t)j * p->b_col] - p->zb);
         int8_t *yb = y + (size_t)t * m * n;
         for (int32_t i = 0; i < m; ++i) {
-            for (int32_t j = 0; j < n; ++j) acc[j] = 0;
             const int16_t *ar = sa + (size_t)i * k;
+            int8_t *yr = yb + (size_t)i * n;
+#ifdef VL
+            /* blocks of 4 vectors of columns, their sums in registers over q (the zero columns past
+             * n add 0), requantized from the registers: the last vector masked to the columns left */
+            for (int32_t j0 = 0; j0 < n; j0 += 4 * VL) {
+                vi32 r0 = v_zero(), r1 = v_zero(), r2 = v_zero(), r3 = v_zero();
+                const int32_t left = n - j0;
+                for (int32_t q = 0; q < k; ++q) {
+                    const vi32 s = v_set1(ar[q]);
+                    const int32_t *br = sb + (size_t)q * np + j0;
+                    r0 = v_add(r0, v_mullo(s, v_load(br)));
+                    if (left > VL) r1 = v_add(r1, v_mullo(s, v_load(br + VL)));
+                    if (left > 2 * VL) r2 = v_add(r2, v_mullo(s, v_load(br + 2 * VL)));
+                    if (left > 3 * VL) r3 = v_add(r3, v_mullo(s, v_load(br + 3 * VL)));
+                }
+                const vi32 r[4] = {r0, r1, r2, r3};
+                for (int32_t c = 0; c < 4 && c * VL < left; ++c)
+                    v_store_i8n(yr + j0 + c * VL, v_valid(left - c * VL), v_rq(r[c], &v, zp, lo, hi));
+            }
+#else
+            for (int32_t j = 0; j < n; ++j) acc[j] = 0;
             for (int32_t q = 0; q < k; ++q) {
                 const int32_t s = ar[q];
-                const int16_t *br = sb + (size_t)q * n;
-                for (int32_t j = 0; j < n; ++j) acc[j] += s * (int32_t)br[j];
+                const int32_t *br = sb + (size_t)q * np;
+                for (int32_t j = 0; j < n; ++j) acc[j] += s * br[j];
             }
-            int8_t *yr = yb + (size_t)i * n;
-            int32_t j = 0;
-#ifdef VL
-            for (; j + VL <= n; j += VL) v_store_i8n(yr + j, v_valid(VL), v_rq(v_load(acc + j), &v, zp, lo, hi));
+            for (int32_t j = 0; j < n; ++j) yr[j] = (int8_t)rq_scalar(acc[j], p->mult, p->right, p->away, p->out_zp, -128, 127);
 #endif
-            for (; j < n; ++j) yr[j] = (int8_t)rq_scalar(acc[j], p->mult, p->right, p->away, p->out_zp, -128, 127);
         }
     }
 }
@@ -1969,7 +1986,7 @@ static inline int8_t *step_ptr(int8_t *arena, const void **ext, int64_t code) {
     return code >= 0 ? arena + code : (int8_t *)ext[-1 - code];
 }
 
-void intq_run_program(const intq_program *prog, void *arena_obj, void *x0, void *x1, void *x2, void *x3) {
+int64_t intq_run_program(const intq_program *prog, void *arena_obj, void *x0, void *x1, void *x2, void *x3) {
     void *const objs[4] = {x0, x1, x2, x3};
     for (int32_t k = 0; k < prog->n_dyn && k < 4; ++k) prog->ext[k] = intq_array_data(objs[k]);
     int8_t *arena = (int8_t *)intq_array_data(arena_obj);
@@ -2008,6 +2025,7 @@ void intq_run_program(const intq_program *prog, void *arena_obj, void *x0, void 
         default: break;
         }
     }
+    return 0;
 }
 
 /* ------------------------------------------------------------------------------ the rounding bodies on arrays */

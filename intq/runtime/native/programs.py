@@ -58,11 +58,15 @@ class Program:
     """Consecutive native steps of a plan as one C call (``intq_run_program``): their outputs are
     views of one fresh int8 buffer per run (so a run's tensors stay valid after the next run), the
     calls the steps' own, in their order, on the same bytes. ``__call__(*inputs)`` takes the
-    program's inputs from outside it (checked: int8, C-contiguous, their sizes) and returns every
-    output of its steps, in :attr:`outs` order."""
+    program's inputs from outside it (checked: int8, C-contiguous, their sizes) and returns the
+    outputs :attr:`outs` names: the step outputs read after the program (``visible``), then, when
+    some are read only inside it, the run's buffer itself (slot :attr:`arena_slot`), from which
+    :attr:`hidden` — ``(slot, start, end, shape)`` of each of those — makes their views on request
+    (:meth:`intq.runtime.plan.ExecutionPlan.complete`): a view costs more than a small step."""
 
     def __init__(self, fn, steps: list, dynamic: list[int], constants: list[np.ndarray],
-                 views: list[tuple[int, int, tuple[int, ...]]], total: int, outs: tuple[int, ...], keep: list):
+                 views: list[tuple[int, int, tuple[int, ...]]], total: int, outs: tuple[int, ...], keep: list,
+                 visible: frozenset | None = None, arena_slot: int | None = None):
         self.fn = fn
         self.sizes = tuple(dynamic)
         self.step_array = (native.Step * len(steps))(*steps)
@@ -71,9 +75,13 @@ class Program:
         self.struct = native.Program(len(steps), len(dynamic), ctypes.addressof(self.step_array),
                                      ctypes.addressof(self.ext))
         self.address = ctypes.addressof(self.struct)
-        self.views = tuple((a, a + n, shape) for a, n, shape in views)
+        every = [(slot, a, a + n, shape) for slot, (a, n, shape) in zip(outs, views)]
+        shown = [v for v in every if visible is None or arena_slot is None or v[0] in visible]
+        self.hidden = tuple(v for v in every if v not in shown)
+        self.arena_slot = arena_slot if self.hidden else None
+        self.views = tuple((a, b, shape) for _, a, b, shape in shown)
         self.total = max(total, 1)
-        self.outs = outs
+        self.outs = tuple(v[0] for v in shown) + ((self.arena_slot,) if self.arena_slot is not None else ())
         self.padding = (None,) * (_MAX_DYNAMIC - len(dynamic))
         self.keep = keep + constants  # the parameter structures, tables and constants the steps point to
 
@@ -82,8 +90,12 @@ class Program:
             if type(x) is not np.ndarray or x.dtype is not INT8_DTYPE or not x.flags.c_contiguous or x.size != size:
                 raise NotProgram
         arena = np.empty(self.total, INT8_DTYPE)
-        self.fn(self.address, arena, *xs, *self.padding)
-        return [arena[a:b].reshape(shape) for a, b, shape in self.views]
+        if self.fn(self.address, arena, *xs, *self.padding):
+            raise NotProgram  # a step refused its input (SOFTMAX): the step loop reports it
+        out = [arena[a:b].reshape(shape) for a, b, shape in self.views]
+        if self.arena_slot is not None:
+            out.append(arena)
+        return out
 
 
 class _Builder:
@@ -147,11 +159,14 @@ def _describe(run, lib) -> tuple | None:
     return None
 
 
-def programs(flat: tuple, constants: dict[int, object]) -> tuple:
+def programs(flat: tuple, constants: dict[int, object], live=None, first_slot: int | None = None) -> tuple:
     """The plan's hot-path steps ``(run, args, outs)`` with each run of consecutive native steps
     as one :class:`Program` step (its args: the slots it reads from outside; its outs: every slot
     its steps write); other steps as given. ``constants``: slot -> data of the plan's constants.
-    Unchanged without the process library or its array-object reading."""
+    With ``first_slot``, a program's outs are only the slots read after it (by another step, or in
+    ``live``: the graph's outputs) and its buffer, in a slot of its own numbered from
+    ``first_slot`` on (:attr:`Program.hidden` holds the others). Unchanged without the process
+    library or its array-object reading."""
     lib = native.library()
     if lib is None or not lib.objects or not hasattr(lib.lib, "intq_run_program"):
         return flat
@@ -168,9 +183,8 @@ def programs(flat: tuple, constants: dict[int, object]) -> tuple:
                     if v <= -(1 << 40):
                         setattr(s, field, codes[-(v + (1 << 40))])
             consts = [b.constant_codes[slot] for slot in b.constant_codes]
-            prog = Program(lib.lib.intq_run_program, b.steps, b.dynamic_sizes, consts, b.views, b.total,
-                           tuple(b.outs), b.keep)
-            out.append((prog, tuple(b.dynamic), tuple(b.outs)))
+            out.append(((lib.lib.intq_run_program, b.steps, b.dynamic_sizes, consts, b.views, b.total,
+                         tuple(b.outs), b.keep), tuple(b.dynamic), tuple(b.outs)))
         else:
             out.extend(flat[i] for i in b.members)
         b = _Builder()
@@ -183,7 +197,16 @@ def programs(flat: tuple, constants: dict[int, object]) -> tuple:
         if step is None:
             out.append(flat[i])
     close()
-    return tuple(out)
+    read = set(live or ()) | {a for _, args, _ in out for a in args}
+    result = []
+    for run, args, outs in out:
+        if type(run) is tuple:  # a program's parts
+            arena_slot = None if first_slot is None else first_slot + sum(type(r) is Program and r.arena_slot
+                                                                          is not None for r, _, _ in result)
+            run = Program(*run, visible=frozenset(read), arena_slot=arena_slot)
+            outs = run.outs
+        result.append((run, args, outs))
+    return tuple(result)
 
 
 def _take(b: _Builder, i: int, run, args, outs, constants, lib) -> bool | None:
