@@ -1605,6 +1605,34 @@ void intq_transpose(const intq_transpose_params *p, const int8_t *x, int8_t *y) 
             }
 }
 
+/* ------------------------------------------------------------------------------ strided copies */
+
+/* One piece of a data-movement op whose bytes go from one place to another unchanged (SPLIT's
+ * output k, CONCATENATION's input k, GATHER at constant indices): the [d0][d1][d2][d3] block at
+ * x + in_offset (input strides in_stride) written at y + out_offset (output strides out_stride),
+ * each innermost run a memcpy where both strides are 1. Offsets and strides in elements. */
+typedef struct {
+    int64_t dim[4], in_stride[4], out_stride[4];
+    int64_t in_offset, out_offset;
+} intq_copy_params;
+
+void intq_copy(const intq_copy_params *p, const int8_t *x, int8_t *y) {
+    const int64_t *d = p->dim, *si = p->in_stride, *so = p->out_stride;
+    x += p->in_offset;
+    y += p->out_offset;
+    for (int64_t i0 = 0; i0 < d[0]; ++i0)
+        for (int64_t i1 = 0; i1 < d[1]; ++i1)
+            for (int64_t i2 = 0; i2 < d[2]; ++i2) {
+                const int8_t *src = x + i0 * si[0] + i1 * si[1] + i2 * si[2];
+                int8_t *dst = y + i0 * so[0] + i1 * so[1] + i2 * so[2];
+                if (si[3] == 1 && so[3] == 1) {
+                    memcpy(dst, src, (size_t)d[3]);
+                } else {
+                    for (int64_t i3 = 0; i3 < d[3]; ++i3) dst[i3 * so[3]] = src[i3 * si[3]];
+                }
+            }
+}
+
 /* ------------------------------------------------------------------------------ PAD */
 
 /* PAD / PADV2 of an int8 tensor of rank <= 4 (leading 1s), constant value: the output filled with
@@ -1927,6 +1955,10 @@ void intq_max_pool_obj(const intq_pool_params *p, const void *x, void *y) {
     intq_max_pool(p, (const int8_t *)intq_array_data(x), (int8_t *)intq_array_data(y));
 }
 
+void intq_copy_obj(const intq_copy_params *p, const void *x, void *y) {
+    intq_copy(p, (const int8_t *)intq_array_data(x), (int8_t *)intq_array_data(y));
+}
+
 void intq_transpose_obj(const intq_transpose_params *p, const void *x, void *y) {
     intq_transpose(p, (const int8_t *)intq_array_data(x), (int8_t *)intq_array_data(y));
 }
@@ -1962,10 +1994,13 @@ void intq_depthwise_lut_obj(const intq_dw_params *p, const int8_t *table, const 
  * code: >= 0 a byte offset in the run's arena (the outputs of the program's steps, one fresh
  * buffer per run), < 0 the entry -1 - code of ``ext`` (the program's inputs from outside it: the
  * first n_dyn read from the array objects given to the call, then constants fixed at plan time).
- * The same calls, in the same order, on the same bytes as the steps one by one. */
+ * The same calls, in the same order, on the same bytes as the steps one by one. Returns 0, or 1 +
+ * the index of a step that refused its input (SOFTMAX's row sum): the caller then runs the steps
+ * one by one, and the kernel's own run reports it. */
 enum {
     OP_CONV = 0, OP_DEPTHWISE = 1, OP_CONV_LUT = 2, OP_DEPTHWISE_LUT = 3, OP_MUL = 4, OP_ADD = 5, OP_LUT = 6,
-    OP_MAX_POOL = 7, OP_TRANSPOSE = 8, OP_PAD = 9, OP_MEAN = 10, OP_LUT_CHANNELS = 11, OP_BATCH_MATMUL = 12
+    OP_MAX_POOL = 7, OP_TRANSPOSE = 8, OP_PAD = 9, OP_MEAN = 10, OP_LUT_CHANNELS = 11, OP_BATCH_MATMUL = 12,
+    OP_COPY = 13, OP_SOFTMAX = 14
 };
 
 typedef struct {
@@ -2021,6 +2056,10 @@ int64_t intq_run_program(const intq_program *prog, void *arena_obj, void *x0, vo
         case OP_LUT_CHANNELS: intq_lut_channels((const int8_t *)s->params, s->n, s->cols, a, y); break;
         case OP_BATCH_MATMUL:
             intq_batch_matmul((const intq_bmm_params *)s->params, a, step_ptr(arena, prog->ext, s->in1), y);
+            break;
+        case OP_COPY: intq_copy((const intq_copy_params *)s->params, a, y); break;
+        case OP_SOFTMAX:
+            if (intq_softmax((const intq_softmax_params *)s->params, a, y)) return i + 1;
             break;
         default: break;
         }

@@ -10,8 +10,8 @@ import ctypes
 import numpy as np
 
 from intq.runtime import native
-from intq.runtime.native.bound import (Alias, Bound, BoundBinary, BoundChannelTables, BoundTable, BoundWithTable,
-                                      TableAfter)
+from intq.runtime.native.bound import (Alias, Bound, BoundBinary, BoundChannelTables, BoundChecked, BoundCopies,
+                                      BoundTable, BoundWithTable, TableAfter)
 from intq.runtime.native.registry import INT8_DTYPE
 
 
@@ -42,7 +42,7 @@ def fuse_tables(runs: list, args: list[tuple[int, ...]], outs: list[tuple[int, .
 #: native.c's step kinds (intq_run_program), by entry point
 _KIND = {"intq_conv": 0, "intq_depthwise": 1, "intq_mul": 4, "intq_add": 5, "intq_lut": 6, "intq_max_pool": 7,
          "intq_transpose": 8, "intq_pad": 9, "intq_mean": 10, "intq_lut_channels": 11,
-         "intq_batch_matmul": 12}
+         "intq_batch_matmul": 12, "intq_copy": 13, "intq_softmax": 14}
 _FUSED_KIND = {0: 2, 1: 3}  # a convolution computing its table op's output too
 _MAX_DYNAMIC = 4  # array objects intq_run_program takes
 _ARENA_CAP = 8 << 20  # bytes of step outputs per program run (one buffer per run); a bigger step runs alone
@@ -145,6 +145,10 @@ def _describe(run, lib) -> tuple | None:
     """``(kind, params address, n, data input sizes, output shape, bound)`` of a native step run a
     program can take (the process library's own entry points), or None."""
     conv = run.conv if type(run) is BoundWithTable else run
+    if type(conv) is BoundChecked and conv.fn.__name__ == "intq_softmax":  # a refused row: the program returns nonzero
+        if getattr(lib, "intq_softmax", None) is not conv.fn:
+            return None
+        return _KIND["intq_softmax"], conv.address, 0, (conv.in_size,), conv.out_shape, conv
     if type(conv) in (Bound, BoundBinary, BoundTable, BoundChannelTables):
         kind = _KIND.get(conv.fn.__name__)
         if kind is None or getattr(lib, conv.fn.__name__, None) is not conv.fn:
@@ -175,7 +179,7 @@ def programs(flat: tuple, constants: dict[int, object], live=None, first_slot: i
 
     def close():
         nonlocal b
-        if len(b.steps) >= 2:  # two C calls or more (a reshape's view adds none)
+        if len(b.keep) >= 2:  # two native plan steps or more (a reshape's view adds none)
             codes = {slot: -1 - (len(b.dynamic) + k) for k, slot in enumerate(b.constant_codes)}
             for s in b.steps:  # the constants' codes, now that the dynamic inputs are known
                 for field in ("in0", "in1"):
@@ -235,6 +239,8 @@ def _take(b: _Builder, i: int, run, args, outs, constants, lib) -> bool | None:
             b.members.append(i)
             return True
         run = producer.table  # its own lookup on whatever array it reads
+    if type(run) is BoundCopies:
+        return _take_copies(b, i, run, args, outs, constants, lib)
     desc = _describe(run, lib)
     if desc is None or len(outs) != 1:
         return None
@@ -268,6 +274,38 @@ def _take(b: _Builder, i: int, run, args, outs, constants, lib) -> bool | None:
     b.members.append(i)
     if type(desc[5]) is Bound and kind in _FUSED_KIND and type(run) is BoundWithTable:
         b.fusable[outs[0]] = (len(b.steps) - 1, run)
+    return True
+
+
+def _take_copies(b: _Builder, i: int, run: BoundCopies, args, outs, constants, lib) -> bool | None:
+    """Add plan step ``i``, a data-movement op as block copies (:class:`BoundCopies`), to ``b``: one
+    program step per copy (an output nobody reads is not written); None if it does not fit."""
+    if getattr(lib, "intq_copy", None) is not run.fn or len(outs) != len(run.out_shapes):
+        return None
+    sizes = [int(np.prod(shape, dtype=np.int64)) for shape in run.out_shapes]
+    if b.members and b.total + sum(size for o, size in zip(outs, sizes) if o > 0) > _ARENA_CAP:
+        return None
+    trial = {"dyn": [], "dyn_sizes": [], "const": {}}
+    codes = {}
+    for k, size in run.in_sizes.items():
+        if k >= len(args):
+            return None
+        code = _operand(b, args[k], size, constants, trial)
+        if code is None:
+            return None
+        codes[k] = -(1 << 40) - code[1] if isinstance(code, tuple) else code
+    if len(b.dynamic) + len(trial["dyn"]) > _MAX_DYNAMIC:
+        return None
+    b.dynamic += trial["dyn"]
+    b.dynamic_sizes += trial["dyn_sizes"]
+    b.constant_codes.update(trial["const"])
+    regions = {o: _arena(b, outs[o], sizes[o], run.out_shapes[o]) for o in range(len(outs)) if outs[o] > 0}
+    for k, o, _, address in run.parts:
+        if o in regions:
+            b.steps.append(native.Step(kind=_KIND["intq_copy"], params=address, table=None, n=0, in0=codes[k], in1=0,
+                                       out0=regions[o], out1=0))
+    b.keep.append(run)
+    b.members.append(i)
     return True
 
 
