@@ -45,6 +45,7 @@ from ..kernels.test_data_movement import _pad_case, concatenation_case, gather_c
 from ..kernels.test_pool_reduce import _pool_case
 from ..kernels.test_conv import _batch_matmul_case, _bias, _conv_case, _depthwise_case, _scales, _weights, _zero_points
 from ..kernels.test_fully_connected import _case as _fc_case
+from ..kernels.test_int16x8 import _fc_case as _fc16_case
 
 ROOT = Path(__file__).resolve().parents[2]
 TARGETS = ("tflite", "litert-ref", "litert-opt")
@@ -463,7 +464,7 @@ def _bindings(graph, feeds, target: str, builds):
     """``(label, bound or None, operands, the kernel's output)`` of a single-op graph's node per build,
     nothing where the target refuses the node."""
     node = graph.nodes[0]
-    operands = [feeds[t] if t in feeds else graph.tensors[t].data for t in node.inputs]
+    operands = [feeds[t] if t in feeds else graph.tensors[t].data if t else None for t in node.inputs]
     try:
         plan = ExecutionPlan(graph, get_target(target), native=False)
     except intq.IntqError:
@@ -643,6 +644,44 @@ def test_block_copies_equal_the_kernels(builds, op):
                     assert g.dtype == w.dtype and g.shape == w.shape, (i, k, label)
                     np.testing.assert_array_equal(g, w, err_msg=f"{op} case {i} output {k} [{target}, {label}]")
     assert taken >= 60 and declined >= 10, (taken, declined)
+
+
+def _long_fc16_cases(rng):
+    """16x8 FULLY_CONNECTED with sums longer than native.c's int32 blocks of 256 products, at the
+    extremes (x = -32768, w = -128: every product 2^22, a block 2^30) and at random."""
+    for k in (255, 256, 257, 513, 1536, 2001):
+        n, m = int(rng.integers(1, 9)), int(rng.integers(1, 4))
+        extreme = k % 2 == 1
+        w = np.full((n, k), -128, np.int8) if extreme else rng.integers(-128, 128, (n, k)).astype(np.int8)
+        x = np.full((m, k), -32768, np.int16) if extreme else rng.integers(-32768, 32768, (m, k)).astype(np.int16)
+        b = rng.integers(-2**30, 2**30, n).astype(np.int64)
+        s_in, s_w = 1e-4, 1e-3
+        s_out = float(np.abs((x.astype(np.int64) @ w.T.astype(np.int64) + b) * s_in * s_w).max()) / 30000 + 1e-9
+        graph = single_op_graph("FULLY_CONNECTED", [tensor("x", (m, k), np.int16, s_in),
+                                                    tensor("w", None, np.int8, s_w, 0, data=w),
+                                                    tensor("b", None, np.int64, s_in * s_w, 0, data=b)],
+                                [tensor("y", (m, n), np.int16, s_out)], {"fused_activation_function": "NONE"})
+        yield graph, {"x": x}
+
+
+@needs_library
+def test_fully_connected_16x8_sums_equal_the_kernel(builds):
+    """16x8 FULLY_CONNECTED with native.c's int64 sums and the kernel's own requantization (TFLM's
+    int64 multiplier; LiteRT's double product): the 16x8 suite's random layers (per tensor and per
+    channel, bias or none, fused activations) and sums past the int32 blocks at the extremes, equal
+    to the kernel's run on every build and both targets."""
+    rng = np.random.default_rng(97)
+    cases = [_fc16_case(rng, i) for i in range(60)] + list(_long_fc16_cases(rng))
+    taken = 0
+    for k, (graph, feeds) in enumerate(cases):
+        for target in ("tflite", "litert-ref"):
+            for label, bound, operands, want in _bindings(graph, feeds, target, builds):
+                assert bound is not None, (k, target, label)
+                taken += 1
+                got = bound(*operands)[0]
+                assert got.dtype == want.dtype == np.int16 and got.shape == want.shape
+                np.testing.assert_array_equal(got, want, err_msg=f"case {k} [{target}, {label}]")
+    assert taken == len(cases) * 2 * len(builds)
 
 
 _FIXED_OUTPUT = {"LOGISTIC": (1 / 256, -128), "TANH": (1 / 128, 0)}  # the int8 kernels' output quantization

@@ -305,6 +305,8 @@ def _declare(lib: ctypes.CDLL) -> None:
     for name in ("intq_mul_obj", "intq_add_obj", "intq_batch_matmul_obj"):
         fn = getattr(lib, name)
         fn.argtypes, fn.restype = [vp, obj, obj, obj], None
+    lib.intq_fc16_sums.argtypes, lib.intq_fc16_sums.restype = [vp, vp, vp], None
+    lib.intq_fc16_sums_obj.argtypes, lib.intq_fc16_sums_obj.restype = [vp, obj, obj], None
     lib.intq_run_program.argtypes, lib.intq_run_program.restype = [vp, obj, obj, obj, obj, obj], i64
     lib.intq_rule.argtypes, lib.intq_rule.restype = [i32, i32, i64, vp, vp, vp, vp, vp], ctypes.c_int
 
@@ -396,6 +398,13 @@ class TransposeParams(ctypes.Structure):
     """``intq_transpose_params``."""
 
     _fields_ = [("out_dim", ctypes.c_int64 * 4), ("in_stride", ctypes.c_int64 * 4)]
+
+
+class Fc16Params(ctypes.Structure):
+    """``intq_fc16_params`` (the int64 sums of a 16x8 FULLY_CONNECTED)."""
+
+    _fields_ = [("rows", ctypes.c_int32), ("n", ctypes.c_int32), ("k", ctypes.c_int32), ("w", ctypes.c_void_p),
+                ("bias", ctypes.c_void_p)]
 
 
 class CopyParams(ctypes.Structure):

@@ -1987,6 +1987,59 @@ void intq_depthwise_lut_obj(const intq_dw_params *p, const int8_t *table, const 
     intq_depthwise(&q, (const int8_t *)intq_array_data(x), (int8_t *)intq_array_data(y));
 }
 
+/* ------------------------------------------------------------------------------ 16x8 FULLY_CONNECTED sums */
+
+/* The int64 sums of a 16x8 FULLY_CONNECTED (intq.kernels.fully_connected.int64_sums): acc[r][j] =
+ * bias[j] + sum_q x[r][q] * w[j][q], x int16 [rows][k], w int16 [n][k] (the int8 weights widened),
+ * bias int64 [n]. Exact: each block of 256 products sums in int32 (|x w| <= 2^15 * 2^7 = 2^22, 256 of
+ * them <= 2^30), the blocks in int64. The kernel's own int64 requantization runs on acc (the caller). Four
+ * output columns at a time share each load of x. */
+typedef struct {
+    int32_t rows, n, k;
+    const int16_t *w;
+    const int64_t *bias;
+} intq_fc16_params;
+
+#define FC16_BLOCK 256
+
+void intq_fc16_sums(const intq_fc16_params *p, const int16_t *x, int64_t *acc) {
+    const int32_t n = p->n, k = p->k;
+    for (int32_t r = 0; r < p->rows; ++r) {
+        const int16_t *xr = x + (size_t)r * k;
+        int64_t *ar = acc + (size_t)r * n;
+        int32_t j = 0;
+        for (; j + 4 <= n; j += 4) {
+            const int16_t *w0 = p->w + (size_t)j * k, *w1 = w0 + k, *w2 = w1 + k, *w3 = w2 + k;
+            int64_t s0 = p->bias[j], s1 = p->bias[j + 1], s2 = p->bias[j + 2], s3 = p->bias[j + 3];
+            for (int32_t q0 = 0; q0 < k; q0 += FC16_BLOCK) {
+                const int32_t q1 = q0 + FC16_BLOCK < k ? q0 + FC16_BLOCK : k;
+                int32_t t0 = 0, t1 = 0, t2 = 0, t3 = 0;
+                for (int32_t q = q0; q < q1; ++q) {
+                    const int32_t v = xr[q];
+                    t0 += v * w0[q], t1 += v * w1[q], t2 += v * w2[q], t3 += v * w3[q];
+                }
+                s0 += t0, s1 += t1, s2 += t2, s3 += t3;
+            }
+            ar[j] = s0, ar[j + 1] = s1, ar[j + 2] = s2, ar[j + 3] = s3;
+        }
+        for (; j < n; ++j) {
+            const int16_t *wj = p->w + (size_t)j * k;
+            int64_t s = p->bias[j];
+            for (int32_t q0 = 0; q0 < k; q0 += FC16_BLOCK) {
+                const int32_t q1 = q0 + FC16_BLOCK < k ? q0 + FC16_BLOCK : k;
+                int32_t t = 0;
+                for (int32_t q = q0; q < q1; ++q) t += (int32_t)xr[q] * wj[q];
+                s += t;
+            }
+            ar[j] = s;
+        }
+    }
+}
+
+void intq_fc16_sums_obj(const intq_fc16_params *p, const void *x, void *acc) {
+    intq_fc16_sums(p, (const int16_t *)intq_array_data(x), (int64_t *)intq_array_data(acc));
+}
+
 /* ------------------------------------------------------------------------------ step programs */
 
 /* A run of consecutive native steps of the execution plan in one call (intq.runtime.native.
