@@ -630,6 +630,19 @@ def broadcast_to_case(rng, i):
     return graph, {"x": random_data(rng, shape, dtype)}, ()
 
 
+def cast_case(rng, i):
+    """CAST between the integer types both runtimes run, widening or to the same type (intq writes
+    int16 -> int32, TensorFlow Lite Micro's GELU form); the options named or omitted."""
+    names = {I8: "INT8", I16: "INT16", I32: "INT32"}
+    src = pick_dtype(rng, ((I8, 0.4), (I16, 0.4), (I32, 0.2)))
+    dst = pick_dtype(rng, tuple((d, 1.0) for d in (I16, I32) if np.dtype(d).itemsize >= np.dtype(src).itemsize))
+    shape = random_shape(rng, int(rng.integers(1, 6)), 1, 5)
+    attrs = {"in_data_type": names[src], "out_data_type": names[dst]} if rng.random() < 0.7 else {}
+    graph = single_op_graph("CAST", [tensor("x", shape, src, **qargs(rng, src, int16_zp=True))],
+                            [tensor("y", shape, dst)], attrs)
+    return graph, {"x": random_data(rng, shape, src)}, ()
+
+
 # ------------------------------------------------------------------------------------ random tests
 
 CASES = {
@@ -652,6 +665,7 @@ CASES = {
     "PACK": pack_case,
     "SELECT_V2": select_v2_case,
     "BROADCAST_TO": broadcast_to_case,
+    "CAST": cast_case,
 }
 
 
