@@ -383,7 +383,7 @@ class SoftmaxParams(ctypes.Structure):
     """``intq_softmax_params`` (SOFTMAX int8 over the last axis)."""
 
     _fields_ = [("rows", ctypes.c_int64), ("depth", ctypes.c_int32), ("radius", ctypes.c_int32),
-                ("exp_q0", ctypes.c_void_p), ("exp_q12", ctypes.c_void_p)]
+                ("exp_q0", ctypes.c_void_p), ("exp_q12", ctypes.c_void_p), ("masked", ctypes.c_int32)]
 
 
 class PoolParams(ctypes.Structure):

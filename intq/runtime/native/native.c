@@ -1746,6 +1746,7 @@ typedef struct {
     int64_t rows;
     int32_t depth, radius;
     const int32_t *exp_q0, *exp_q12; /* [256] */
+    int32_t masked; /* 1: exp_q0 is 0 past the radius (the vector path); 0: the radius is checked per element */
 } intq_softmax_params;
 
 int64_t intq_softmax(const intq_softmax_params *p, const int8_t *x, int8_t *y) {
@@ -1761,6 +1762,24 @@ int64_t intq_softmax(const intq_softmax_params *p, const int8_t *x, int8_t *y) {
         const int64_t inverse = softmax_reciprocal((int32_t)sum, &bits);
         const int32_t e = bits + 31 - 8;
         if (e < 0 || e > 31) return r + 1;
+#ifdef VL
+        if (p->masked) {
+            /* whole vectors: exp_q0[d] gathered (zero beyond the radius, so those lanes give -128),
+             * then v_rq with the row's reciprocal as multiplier and e as exponent: on these
+             * non-negative operands SRDHM and the away-from-zero RDBPOT are fx_srdhm and fx_rdbp */
+            rq_vec v;
+            rq_vec_set(&v, v_zero(), v_set1((int32_t)inverse), v_set1(e), v_set1(1));
+            const vi32 zp = v_set1(-128), lo = v_set1(-128), hi = v_set1(127);
+            int8_t dd[VL];
+            for (int32_t c = 0; c < depth; c += VL) {
+                const int32_t n = depth - c < VL ? depth - c : VL;
+                for (int32_t j = 0; j < n; ++j) dd[j] = (int8_t)(uint8_t)(top - xr[c + j]);
+                const vvalid k = v_valid(depth - c);
+                v_store_i8n(yr + c, k, v_rq(v_gather(p->exp_q0, dd, k), &v, zp, lo, hi));
+            }
+            continue;
+        }
+#endif
         for (int32_t c = 0; c < depth; ++c) {
             const int32_t d = top - xr[c];
             int64_t v = -128;
