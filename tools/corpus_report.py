@@ -265,7 +265,10 @@ every node with a 16x8 form in int16 (`precision` = each by name; the masked sof
 RSQRT included; the embedding GATHERs and the mask's stay int8: TensorFlow Lite Micro gathers int8 only);
 `--target-sqnr 25`: intq's automatic int16 growth from the outputs.
 Equality: every tensor of the `.tflite` file in LiteRT BUILTIN_REF equal to intq's `litert-ref`
-target (`tests/corpus/test_transformers.py`); TensorFlow Lite Micro has no GELU kernel.
+target (`tests/corpus/test_transformers.py`); TensorFlow Lite Micro has no GELU kernel: with `--micro`
+(`intq.quantize(..., micro=True)`) each int8 GELU is written as QUANTIZE + CAST + GATHER of its table,
+bit-identical, and the file is equal in TensorFlow Lite Micro too (the corpus table's TFLM column; a 16x8
+GELU stays LiteRT-only: TFLite Micro gathers int8 only).
 
 | model | method | cosine mean / min | NN agreement | accuracy (float) | LiteRT BUILTIN_REF |
 |---|---|---|---|---|---|
