@@ -77,9 +77,7 @@ def operands(ctx: KernelContext) -> tuple[Tensor, Tensor, QuantParams]:
     if ctx.attr("onnx_type") is not None:  # an imported QuantizeLinear to ONNX's int4 / uint4 / int2 / uint2
         raise refuse_narrow(ctx)
     x, y = ctx.input(0), ctx.outputs[0]
-    integer_input = not np.issubdtype(x.dtype, np.floating)
-    out_qp = ctx.per_tensor(y, "output", (np.int8, np.uint8, np.int16, np.int32) if integer_input
-                            else (np.int8, np.uint8, np.int16))
+    out_qp = ctx.per_tensor(y, "output", (np.int8, np.uint8, np.int16))
     ctx.check_emulated()
     return x, y, out_qp
 
