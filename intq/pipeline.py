@@ -172,7 +172,7 @@ def convert(graph: Graph, table: CalibrationTable, *, samples: list[dict] | None
     ``workers``: the target SQNR's candidates and AdaRound's layers are Ray tasks (module docstring).
     ``progress(Progress)`` follows the ``target_sqnr`` search (:func:`intq.ptq.precision.auto_precision`). ``micro``:
     the builtins TensorFlow Lite Micro has no kernel for are written in forms it runs, bit-identical
-    (:func:`intq.convert.micro.lower_for_micro`: int8 GELU as QUANTIZE + CAST + GATHER of its table). Every conversion
+    (:func:`intq.export.micro.lower_for_micro`: int8 GELU as QUANTIZE + CAST + GATHER of its table). Every conversion
     note is logged as a warning (logger ``intq.pipeline``)."""
     for method, wanted in (("target_sqnr", target_sqnr is not None), ("bias_correction", bias_correction),
                            ("adaround", adaround)):
@@ -204,7 +204,7 @@ def convert(graph: Graph, table: CalibrationTable, *, samples: list[dict] | None
         q = q.replace(metadata={**q.metadata, "target_shortfall": shortfall,
                                 "conversion_notes": (*q.metadata["conversion_notes"], *notes)})
     if micro:
-        from intq.convert.micro import lower_for_micro
+        from intq.export.micro import lower_for_micro
 
         q = lower_for_micro(q)
     Interpreter(q)  # prepares every kernel: a graph intq itself refuses (KernelError) goes no further

@@ -17,7 +17,7 @@ intq's error text, which names the op or pattern that blocks it):
 5. **LiteRT / TFLM**: the exported ``.tflite`` (for an int8 file: the file itself) run by LiteRT
    BUILTIN_REF and by TensorFlow Lite Micro; every tensor must EQUAL intq's ``litert-ref`` /
    ``tflite`` target on a synthetic sample. A graph with builtins TensorFlow Lite Micro has no
-   kernel for (int8 GELU) is checked there in its ``--micro`` form (:mod:`intq.convert.micro`). An int8 file is also written back by intq's exporter
+   kernel for (int8 GELU) is checked there in its ``--micro`` form (:mod:`intq.export.micro`). An int8 file is also written back by intq's exporter
    and that file checked the same way (in the quantize column).
 
 Synthetic data measures quantization noise and runtime equality, not task accuracy: no corpus
@@ -43,7 +43,7 @@ from build_corpus import CORPUS, DEFAULT_CACHE, Entry  # noqa: E402
 import intq  # noqa: E402
 from intq.analysis.evaluate import evaluate  # noqa: E402
 from intq.runtime.oracles.litert import LiteRtOracleError, run_litert, run_litert_sequence  # noqa: E402
-from intq.convert.micro import lower_for_micro  # noqa: E402
+from intq.export.micro import lower_for_micro  # noqa: E402
 from intq.export.tflite_writer import to_tflite_bytes  # noqa: E402
 from intq.runtime.oracles.tflm import run_tflm_sequence  # noqa: E402
 from intq.runtime.streaming import StatefulInterpreter  # noqa: E402

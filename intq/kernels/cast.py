@@ -5,7 +5,7 @@ to int8, int16, int32, uint32, float32; LiteRT ``cast.cc``: more): input int8, i
 int16 or int32 at least as wide, same shape; ``in_data_type`` / ``out_data_type`` options, when
 given, name those dtypes. Quantization parameters are not read (``static_cast`` of the stored
 integers); a widening cast cannot overflow, so ``y = x`` exactly. intq writes it where an int8 index
-must become the int32 index TFLite Micro's GATHER takes (:func:`intq.convert.micro.lower_for_micro`).
+must become the int32 index TFLite Micro's GATHER takes (:func:`intq.export.micro.lower_for_micro`).
 """
 
 from __future__ import annotations

@@ -130,10 +130,10 @@ def test_gelu_block_converts_and_equals_litert(act):
 
 @pytest.mark.parametrize("act", ["gelu", "tanh"])
 def test_gelu_for_tflite_micro_is_bit_identical_and_runs_in_both_runtimes(act):
-    """micro=True (intq.convert.micro): the int8 GELU written as QUANTIZE (int16, Z + 128) + CAST + GATHER
+    """micro=True (intq.export.micro): the int8 GELU written as QUANTIZE (int16, Z + 128) + CAST + GATHER
     of its table computes every tensor of the GELU graph bit for bit, and its file runs in TFLite
     Micro and LiteRT, every tensor equal to intq; a 16x8 GELU (TFLite Micro gathers int8 only) stays."""
-    from intq.convert.micro import lower_for_micro
+    from intq.export.micro import lower_for_micro
 
     g, qg = _quantized(act)
     low = intq.quantize(g, _samples(16, 2), micro=True)
