@@ -1,17 +1,23 @@
 """The transformer corpus through intq's native paths, against onnxruntime float32: batch 1, one thread.
 
-    .venv/bin/python benchmarks/transformer_speed.py [--repeat 50] [--models minilm_l6_legacy,vit_digits] [--markdown]
+    .venv/bin/python benchmarks/transformer_speed.py [--repeat 50] [--models minilm_l6_legacy,vit_digits]
+        [--precisions int8,16x8] [--markdown]
 
 Models: the corpus of ``tools/build_corpus.py`` in ``~/.cache/intq-corpus`` (a model not built is
 skipped, naming the command): all-MiniLM-L6-v2 exported by torch.onnx legacy and dynamo (1 x 32
 tokens; BATCH_MATMUL x12, SOFTMAX x6, GELU x6, LayerNorm as MEAN / SUB / MUL / RSQRT) and the
 ViT-style digit classifier (1 x 1 x 8 x 8 image, 2 pre-norm blocks). Each is simplified and
-quantized as ``tests/corpus/test_transformers.py`` does (int8, minmax, 32 sentences / 64 images).
+quantized as ``tests/corpus/test_transformers.py`` does (minmax, 32 sentences / 64 images): int8,
+and ``16x8`` (every node with a 16x8 form in int16, :data:`intq.convert.precision.INT16_NODES`,
+as that test's ``wide`` case).
 
-Engines, timed round-robin in CPU time of the calling thread (medians of ``--repeat`` rounds
-after a warm-up): intq's integer interpreter with its native run paths (the default), intq with
-every kernel's own numpy run (``native=False``; its outputs are checked equal to the native run's
-first), onnxruntime float32 on the float model (one intra-op thread). ``INTQ_NATIVE_PATH=avx2``
+Engines, timed in CPU time of the calling thread (medians of ``--repeat`` rounds after a warm-up):
+intq's integer interpreter with its native run paths (the default) and onnxruntime float32 on the
+float model (one intra-op thread), round-robin, one call of each per round; then intq with every
+kernel's own numpy run (``native=False``; its outputs are checked equal to the native run's first),
+timed on its own: between the two compared engines its millisecond of numpy would evict both
+their caches (measured: the ViT's onnxruntime 0.047 ms alone, 0.09-0.12 ms with it in the rounds;
+``--three-way`` restores those rounds). ``INTQ_NATIVE_PATH=avx2``
 runs intq's native code built without AVX-512 / AVX-VNNI (a proxy for an AVX2-only CPU: only intq
 is held back). The host's CPU class and the native library's status are printed first.
 """
@@ -25,6 +31,7 @@ for _k in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_
     os.environ[_k] = "1"
 
 import argparse  # noqa: E402
+from collections import Counter  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
@@ -51,9 +58,11 @@ def _feeds(entry_id: str, path: Path) -> tuple[list[dict], dict]:
     return [{"image": x[None]} for x in d["train_images"][:64]], {"image": d["images"][:1]}
 
 
-def bench(entry_id: str, repeat: int) -> dict | None:
+def bench(entry_id: str, repeat: int, precision: str = "int8", three_way: bool = False) -> dict | None:
     import onnxruntime as ort
     from build_corpus import CORPUS, DEFAULT_CACHE
+
+    from intq.convert.precision import INT16_NODES
 
     entry = {e.id: e for e in CORPUS}[entry_id]
     path = DEFAULT_CACHE / "models" / entry.filename
@@ -62,7 +71,8 @@ def bench(entry_id: str, repeat: int) -> dict | None:
         return None
     g = simplify(intq.load(path, input_shapes=entry.inputs or None))
     calib, feed = _feeds(entry_id, path)
-    qg = intq.quantize(g, calib)
+    table = {n.name: "int16" for n in g.nodes if n.op_type in INT16_NODES} if precision == "16x8" else None
+    qg = intq.quantize(g, calib, precision=table)
     native_it, kernels_it = intq.Interpreter(qg), intq.Interpreter(qg, native=False)
     want = kernels_it.run(feed)
     for k, v in native_it.run(feed).items():
@@ -73,13 +83,20 @@ def bench(entry_id: str, repeat: int) -> dict | None:
     sess = ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
     plan = native_it._last_plan  # noqa: SLF001 - which integer steps the native paths took
     bound = sum(1 for s in plan.steps if s.integer and not hasattr(s.run, "func"))
-    t = {k: v * 1e3 for k, v in _time_round_robin({"intq": lambda: native_it.run(feed),
-                                                    "intq_kernels": lambda: kernels_it.run(feed),
-                                                    "ort_float": lambda: sess.run(None, feed)}, repeat).items()}
-    row = {"model": entry_id, "nodes": len(qg.nodes), "native_steps": bound, **t}
-    print(f"{entry_id:>18}: intq {t['intq']:.3f} ms | kernels-only {t['intq_kernels']:.3f} | ort f32 "
+    fallback = Counter(n.op_type for n, s in zip(qg.nodes, plan.steps) if s.integer and hasattr(s.run, "func"))
+    engines = {"intq": lambda: native_it.run(feed), "ort_float": lambda: sess.run(None, feed)}
+    if three_way:
+        engines["intq_kernels"] = lambda: kernels_it.run(feed)
+    t = {k: v * 1e3 for k, v in _time_round_robin(engines, repeat).items()}
+    if not three_way:
+        t["intq_kernels"] = _time_round_robin({"k": lambda: kernels_it.run(feed)}, max(repeat // 5, 5))["k"] * 1e3
+    int16 = sum(1 for n in qg.nodes if qg.tensors[n.outputs[0]].dtype == np.int16)
+    row = {"model": entry_id, "precision": precision, "nodes": len(qg.nodes), "native_steps": bound,
+           "int16_nodes": int16, "kernel_runs": dict(fallback), **t}
+    print(f"{entry_id:>18} {precision:>4}: intq {t['intq']:.3f} ms | kernels-only {t['intq_kernels']:.3f} | ort f32 "
           f"{t['ort_float']:.3f} | intq/f32 {t['intq'] / t['ort_float']:.2f} | kernels/f32 "
-          f"{t['intq_kernels'] / t['ort_float']:.2f} | native steps {bound} of {len(qg.nodes)} nodes", flush=True)
+          f"{t['intq_kernels'] / t['ort_float']:.2f} | native steps {bound} of {len(qg.nodes)} nodes "
+          f"({int16} int16; kernels' runs: {dict(fallback)})", flush=True)
     return row
 
 
@@ -87,6 +104,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeat", type=int, default=50)
     parser.add_argument("--models", default=",".join(MODELS))
+    parser.add_argument("--precisions", default="int8", help="int8, 16x8 or both (comma-separated)")
+    parser.add_argument("--three-way", action="store_true",
+                        help="time the kernels-only run in the same rounds as intq and onnxruntime (before 2026-12-08)")
     parser.add_argument("--markdown", action="store_true")
     args = parser.parse_args()
     import numba
@@ -97,12 +117,13 @@ def main() -> None:
 
     print(f"host: {describe().line()}", flush=True)
     print(f"native: {native.status()}", flush=True)
-    rows = [r for r in (bench(m, args.repeat) for m in args.models.split(",")) if r]
+    rows = [r for r in (bench(m, args.repeat, p, args.three_way) for m in args.models.split(",")
+                        for p in args.precisions.split(",")) if r]
     if args.markdown:
-        print(f"\n| model | intq int8 ms | intq kernels-only ms | ORT float32 ms | intq/ORT f32 | native steps |")
-        print("|---|---|---|---|---|---|")
+        print(f"\n| model | precision | intq ms | intq kernels-only ms | ORT float32 ms | intq/ORT f32 | native steps |")
+        print("|---|---|---|---|---|---|---|")
         for r in rows:
-            print(f"| {r['model']} | {r['intq']:.3f} | {r['intq_kernels']:.3f} | {r['ort_float']:.3f} | "
+            print(f"| {r['model']} | {r['precision']} | {r['intq']:.3f} | {r['intq_kernels']:.3f} | {r['ort_float']:.3f} | "
                   f"{r['intq'] / r['ort_float']:.2f} | {r['native_steps']} of {r['nodes']} |")
 
 

@@ -452,7 +452,8 @@ def _pipeline_options(args) -> dict:
             "progress": _progress(args, "calibrating"), "search_progress": _progress(args, "searching precisions"),
             "per_channel": not args.per_tensor, "precision": precision,
             "target_sqnr": args.target_sqnr, "bias_correction": args.bias_correction, "adaround": args.adaround,
-            "equalization": args.equalize, "smooth": args.smooth, "cluster": _cluster(args)}
+            "equalization": args.equalize, "smooth": args.smooth, "cluster": _cluster(args),
+            "micro": getattr(args, "micro", False)}
 
 
 def _quantized(args, integer_hint: str, output=None, **export_options):
@@ -1192,6 +1193,10 @@ def build_parser() -> argparse.ArgumentParser:
     calib.add_argument("--adaround", action="store_true",
                        help="AdaRound: round each weight up or down to minimise its layer's output error on the "
                        "calibration data (Nagel et al. 2020)")
+    calib.add_argument("--micro", action="store_true",
+                       help="write the builtins TensorFlow Lite Micro has no kernel for in forms it runs, bit-identical "
+                       "(int8 GELU as QUANTIZE + CAST + GATHER of its table): the .tflite then runs in TFLite Micro "
+                       "as well as LiteRT")
     calib.add_argument("--equalize", action="store_true",
                        help="cross-layer equalization of consecutive layers' weight ranges before calibration "
                        "(Nagel et al. 2019)")

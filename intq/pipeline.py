@@ -157,7 +157,7 @@ def held_samples(data, graph: Graph, preprocess: Callable | None = None, limit: 
 def convert(graph: Graph, table: CalibrationTable, *, samples: list[dict] | None = None, per_channel: bool = True,
             input_type: str = "float32", output_type: str = "float32", precision=None,
             target_sqnr: float | None = None, bias_correction: bool = False, adaround: bool = False,
-            cluster=None, progress=None) -> Graph:
+            cluster=None, progress=None, micro: bool = False) -> Graph:
     """Stage convert: the float graph and its ranges become the integer graph.
 
     ``samples`` (calibration samples in memory, :func:`held_samples`) feed the data-driven methods:
@@ -171,7 +171,9 @@ def convert(graph: Graph, table: CalibrationTable, *, samples: list[dict] | None
     Then every kernel is prepared (:class:`intq.Interpreter`): a graph intq itself refuses
     (:class:`~intq.kernels.KernelError`) is refused here, before any export. ``cluster`` /
     ``workers``: the target SQNR's candidates and AdaRound's layers are Ray tasks (module docstring).
-    ``progress(Progress)`` follows the ``target_sqnr`` search (:func:`intq.ptq.precision.auto_precision`). Every conversion
+    ``progress(Progress)`` follows the ``target_sqnr`` search (:func:`intq.ptq.precision.auto_precision`). ``micro``:
+    the builtins TensorFlow Lite Micro has no kernel for are written in forms it runs, bit-identical
+    (:func:`intq.export.micro.lower_for_micro`: int8 GELU as QUANTIZE + CAST + GATHER of its table). Every conversion
     note is logged as a warning (logger ``intq.pipeline``)."""
     for method, wanted in (("target_sqnr", target_sqnr is not None), ("bias_correction", bias_correction),
                            ("adaround", adaround)):
@@ -202,6 +204,10 @@ def convert(graph: Graph, table: CalibrationTable, *, samples: list[dict] | None
         notes = tuple(r.message for r in shortfall.outputs) if shortfall is not None else ()
         q = q.replace(metadata={**q.metadata, "target_shortfall": shortfall,
                                 "conversion_notes": (*q.metadata["conversion_notes"], *notes)})
+    if micro:
+        from intq.export.micro import lower_for_micro
+
+        q = lower_for_micro(q)
     q = _runnable(q)
     for note in q.metadata.get("conversion_notes", ()):  # what the user should know: the library is not silent
         log.warning("%s", note)
@@ -258,7 +264,7 @@ def quantize(model, data=None, *, method: str = "minmax", per_channel: bool = Tr
              input_shapes=None, example_inputs=None, constant_inputs=None, progress=None, input_type: str = "float32",
              output_type: str = "float32", precision=None, target_sqnr: float | None = None,
              bias_correction: bool = False, equalization: bool = False, adaround: bool = False,
-             smooth: float | None = None, cluster=None, **observer_options) -> Graph:
+             smooth: float | None = None, cluster=None, micro: bool = False, **observer_options) -> Graph:
     """A model (path, ONNX proto, torch module or float Graph) and calibration ``data`` (or a ready
     ``table``) as an integer-only graph: the stages load to convert of this module.
 
@@ -269,7 +275,7 @@ def quantize(model, data=None, *, method: str = "minmax", per_channel: bool = Tr
     activation outlier channels into the weights of the linear layers reading them before calibration
     (:func:`intq.ptq.smooth`, SmoothQuant; measured on the first 256 samples of ``data``; refused with a
     ready ``table``; a conversion note says how many layers were smoothed); ``precision``, ``target_sqnr``,
-    ``bias_correction`` and ``adaround`` as in :func:`convert` (measured on every sample of ``data``);
+    ``bias_correction``, ``adaround`` and ``micro`` as in :func:`convert` (measured on every sample of ``data``);
     ``cluster`` / ``workers``: on Ray (module docstring), the same graph bit for bit.
     """
     needs_samples = target_sqnr is not None or bias_correction or adaround
@@ -287,7 +293,7 @@ def quantize(model, data=None, *, method: str = "minmax", per_channel: bool = Tr
     samples = held_samples(data, graph) if data is not None and needs_samples else None
     q = convert(graph, table, samples=samples, per_channel=per_channel, input_type=input_type,
                 output_type=output_type, precision=precision, target_sqnr=target_sqnr,
-                bias_correction=bias_correction, adaround=adaround, cluster=cluster)
+                bias_correction=bias_correction, adaround=adaround, cluster=cluster, micro=micro)
     return _with_note(q, smoothed)
 
 
@@ -526,7 +532,8 @@ def run(model, data, output: str | Path | None = None, *, input_shapes=None, con
         activations: str = "int8",
         opset: int = DEFAULT_OPSET, c_target: str = "tflite", arena_limit: int | None = None, check=True,
         layer_samples: int = 0, outputs: StagedOutputs | None = None, overwrite: bool = False,
-        portable: bool | None = None, cluster=None, search_progress=None, **observer_options) -> Result:
+        portable: bool | None = None, cluster=None, search_progress=None, micro: bool = False,
+        **observer_options) -> Result:
     """Every stage, in order (module docstring): ``model`` and calibration ``data`` to ``output``
     (``.tflite``, ``.onnx`` or ``.c``; None: no export), checked by output on the first calibration
     samples.
@@ -537,7 +544,7 @@ def run(model, data, output: str | Path | None = None, *, input_shapes=None, con
     ``target_sqnr``, ``bias_correction`` and ``adaround`` (the first 256; None: all);
     ``smooth`` (alpha) smooths before calibration as in :func:`quantize`;
     ``layer_samples`` > 0 compares float and integer layer by layer on that many first calibration
-    samples (``Result.layers``). The export options and ``check`` are :func:`export`'s; ``cluster`` /
+    samples (``Result.layers``); ``micro``: :func:`convert`'s. The export options and ``check`` are :func:`export`'s; ``cluster`` /
     ``workers``: calibration and the searches on Ray (module docstring). ``progress`` follows
     calibration, ``search_progress`` the ``target_sqnr`` search."""
     t0 = time.perf_counter()
@@ -567,7 +574,8 @@ def run(model, data, output: str | Path | None = None, *, input_shapes=None, con
     t = time.perf_counter()
     q = convert(graph, table, samples=held_samples(data, graph, preprocess, ptq_samples) if needs_samples else None,
                 per_channel=per_channel, precision=precision, target_sqnr=target_sqnr,
-                bias_correction=bias_correction, adaround=adaround, cluster=cluster, progress=search_progress)
+                bias_correction=bias_correction, adaround=adaround, cluster=cluster, progress=search_progress,
+                micro=micro)
     q = _with_note(q, smoothed)
     seconds["convert"] = time.perf_counter() - t
     exported = None

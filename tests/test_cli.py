@@ -471,6 +471,15 @@ def test_a_gelu_model_is_written_for_litert_and_says_tflite_micro_cannot_run_it(
     assert result["ops"]["GELU"] == 1 and (tmp_path / "m.tflite").exists()
     assert result["runtimes"]["LiteRT"].startswith("equal to target litert-ref on 4 calibration samples")
     assert "TFLite Micro has no GELU kernel" in result["runtimes"]["TFLite Micro"]
+    assert "--micro" in result["runtimes"]["TFLite Micro"]  # the advice
+    # --micro: the same GELU as QUANTIZE + CAST + GATHER of its table, which TFLite Micro runs, equal
+    code = main(["quantize", str(tmp_path / "m.onnx"), "--calib", str(tmp_path / "calib.npz"), "-o",
+                 str(tmp_path / "micro.tflite"), "--micro", "--json"])
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    result = json.loads(out.out)
+    assert "GELU" not in result["ops"] and result["ops"]["CAST"] == 1 and result["ops"]["GATHER"] == 1
+    assert result["runtimes"]["TFLite Micro"].startswith("equal to target tflite on 4 calibration samples")
 
 
 def test_html_without_matplotlib_is_refused_before_any_model_runs(tmp_path, monkeypatch, capsys):

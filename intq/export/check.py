@@ -291,8 +291,13 @@ def check_tflite(graph: Graph, blob: bytes, *, samples=None, count: int = DEFAUL
                            lambda x: _locate(graph, "litert-ref", x, litert(x, keep=True)["tensors"])))
     lacking = sorted({n.op_type for n in graph.nodes} & TFLM_HAS_NO_KERNEL)
     if lacking:  # the file is for LiteRT: TFLite Micro has no kernel for these builtins (measured)
+        from intq.export.micro import LOWERED
+
+        fix = [op for op in lacking if op in LOWERED]
+        advice = (f"; quantize with micro=True (intq quantize --micro) for a form of int8 {', '.join(fix)} it runs"
+                  if fix else "")
         checks.append(RuntimeCheck("TFLite Micro", "tflite",
-                                   skipped=f"TFLite Micro has no {', '.join(lacking)} kernel (the file runs in LiteRT)"))
+                                   skipped=f"TFLite Micro has no {', '.join(lacking)} kernel (the file runs in LiteRT{advice})"))
     elif find_spec("tflite_micro") is None:
         checks.append(RuntimeCheck("TFLite Micro", "tflite", skipped="the tflite-micro package is not installed: pip install 'intq[tflm]'"))
     else:

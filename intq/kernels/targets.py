@@ -206,7 +206,8 @@ ORT_EMULATED = frozenset({
 _ORT_NOT_EMULATED = {op: "intq writes no ONNX form for it yet (ONNX has only the float operator, whose onnxruntime "
                          "kernel sums in an order intq has not reproduced), so onnxruntime's arithmetic for it is not "
                          "measured" for op in ("L2_NORMALIZATION", "LOG_SOFTMAX", "GELU", "SQRT")}
-
+_ORT_NOT_EMULATED["CAST"] = ("intq writes no ONNX form for it (it writes CAST only in TensorFlow Lite Micro's form of "
+                             "GELU, intq.export.micro, a .tflite form)")
 #: intq writes no 16x8 ONNX model: nothing to emulate
 _ORT_NO_16X8 = "onnxruntime's int16 arithmetic is not emulated; use target 'tflite' or 'litert-ref'"
 

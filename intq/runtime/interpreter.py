@@ -258,7 +258,7 @@ class Interpreter:
             for k, s in plan.output_slots:
                 outputs[k].append(trimmed(slots[s]))
             if keep:
-                for s, v in enumerate(slots[:-1]):
+                for s, v in enumerate(plan.complete(slots)[:len(names)]):
                     if v is not None:
                         kept.setdefault(s, []).append(trimmed(v))
         result = {k: _concat(v) for k, v in outputs.items()}
@@ -292,7 +292,8 @@ class Interpreter:
         if self._last is None:  # built on request: the hot path only keeps the slot list
             plan, slots = self._last_plan, self._last_slots
             constant = {s for s, _ in plan.constants}
-            self._last = {plan.names[s]: v for s, v in enumerate(slots[:-1]) if v is not None and s not in constant}
+            self._last = {plan.names[s]: v for s, v in enumerate(plan.complete(slots)[:len(plan.names)])
+                          if v is not None and s not in constant}
         g = self.graph
         return {k: v for k, v in self._last.items() if not (k in g.tensors and g.tensors[k].is_constant)}
 

@@ -161,28 +161,48 @@ class ExecutionPlan:
         self.steps = tuple(steps)
         self._flat = tuple((s.run, s.args, s.outs) for s in steps)
         hot = self._flat
-        if native and trace is None:  # runs of consecutive native steps: one C call each (the hot path)
-            from intq.runtime.native.programs import programs
-
-            hot = programs(self._flat, dict(self.constants))
-        self._straight = _straight_line(hot)
         self.input_slots = tuple(self.slot[k] for k in graph.inputs)
         self.output_slots = tuple((k, self.slot[k]) for k in graph.outputs)
+        #: (buffer slot, [(slot, start, end, shape), ...]) of each step program whose outputs include
+        #: tensors read only inside it: their views are made on request (:meth:`complete`)
+        self._hidden: tuple = ()
+        if native and trace is None:  # runs of consecutive native steps: one C call each (the hot path)
+            from intq.runtime.native.programs import Program, programs
+
+            hot = programs(self._flat, dict(self.constants), live={s for _, s in self.output_slots},
+                           first_slot=len(names))
+            self._hidden = tuple((r.arena_slot, r.hidden) for r, _, _ in hot
+                                 if type(r) is Program and r.arena_slot is not None)
+        self._straight = _straight_line(hot)
         self._verified = False  # the first run checks every integer output against the graph
         # a .tflite's float islands too (shapes): the file declares every tensor's shape
         self._declared_float_shapes = graph.metadata.get("source") == "tflite"
 
     def new_slots(self) -> list:
         """A fresh slot list with the constants in place."""
-        slots = [None] * (len(self.names) + 1)  # + the slot of unread outputs
+        slots = [None] * (len(self.names) + len(self._hidden) + 1)  # + program buffers, the slot of unread outputs
         for s, data in self.constants:
             slots[s] = data
+        return slots
+
+    def complete(self, slots: list) -> list:
+        """``slots`` (from :meth:`execute`) with every tensor in place: the hot path leaves the
+        tensors that only a step program itself reads inside that program's buffer (a view of each
+        costs more than a small step); made here, on request. Returns ``slots``."""
+        for buffer, views in self._hidden:
+            arena = slots[buffer]
+            if arena is not None:
+                for s, a, b, shape in views:
+                    slots[s] = arena[a:b].reshape(shape)
+                slots[buffer] = None
         return slots
 
     def execute(self, values: Sequence[np.ndarray], *, keep: bool = True,
                 capture: Callable[[str, np.ndarray], None] | None = None) -> list:
         """Run the steps on the checked input arrays (graph input order); return the slot list
-        (every tensor when ``keep``, else inputs, outputs and constants)."""
+        (every tensor when ``keep``, once :meth:`complete` has made the views of the tensors the hot
+        path kept inside its step programs; else inputs, outputs and constants). Slots from
+        ``len(self.names)`` on (but the last) hold those programs' buffers."""
         slots = self.new_slots()
         for s, v in zip(self.input_slots, values):
             slots[s] = v

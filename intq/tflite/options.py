@@ -30,6 +30,7 @@ OPTIONS: dict[str, str | None] = {
     "BATCH_MATMUL": "BatchMatMulOptions",
     "BATCH_TO_SPACE_ND": "BatchToSpaceNDOptions",
     "BROADCAST_TO": "BroadcastToOptions",
+    "CAST": "CastOptions",
     "CONCATENATION": "ConcatenationOptions",
     "CONV_2D": "Conv2DOptions",
     "COS": "CosOptions",
@@ -103,6 +104,8 @@ ENUM_FIELDS: dict[str, type] = {
     "quantized_bias_type": schema.TensorType,
     "output_type": schema.TensorType,
     "out_type": schema.TensorType,
+    "in_data_type": schema.TensorType,
+    "out_data_type": schema.TensorType,
 }
 
 #: Fields that describe a storage detail the converter fills in, not the operator's meaning.

@@ -58,7 +58,7 @@ _BUILTIN_NAMES: dict[int, str] = {code: name for name, code in _BUILTIN_OPS.item
 #: kernels for, and the float ones it reads as float operators (DIV, ABS ... SQUARE: version 1).
 MAX_VERSION: dict[str, int] = {
     "ADD": 5, "ARG_MAX": 3, "ARG_MIN": 3, "AVERAGE_POOL_2D": 3, "BATCH_MATMUL": 4,
-    "BATCH_TO_SPACE_ND": 4, "BROADCAST_TO": 3, "CONCATENATION": 4, "CONV_2D": 8, "DEPTH_TO_SPACE": 2,
+    "BATCH_TO_SPACE_ND": 4, "BROADCAST_TO": 3, "CAST": 6, "CONCATENATION": 4, "CONV_2D": 8, "DEPTH_TO_SPACE": 2,
     "DEPTHWISE_CONV_2D": 7, "DEQUANTIZE": 6, "DIV": 2, "EQUAL": 5, "FULLY_CONNECTED": 13, "GATHER": 7, "GELU": 2,
     "GREATER": 2, "GREATER_EQUAL": 3, "HARD_SWISH": 1, "L2_NORMALIZATION": 2, "LEAKY_RELU": 2,
     "LESS": 3, "LESS_EQUAL": 2, "LOG_SOFTMAX": 2, "LOGISTIC": 3, "MAX_POOL_2D": 3, "MAXIMUM": 4,

@@ -128,6 +128,32 @@ def test_gelu_block_converts_and_equals_litert(act):
         run_tflm(blob, [np.zeros((1, T), np.int32)] * 2)
 
 
+@pytest.mark.parametrize("act", ["gelu", "tanh"])
+def test_gelu_for_tflite_micro_is_bit_identical_and_runs_in_both_runtimes(act):
+    """micro=True (intq.export.micro): the int8 GELU written as QUANTIZE (int16, Z + 128) + CAST + GATHER
+    of its table computes every tensor of the GELU graph bit for bit, and its file runs in TFLite
+    Micro and LiteRT, every tensor equal to intq; a 16x8 GELU (TFLite Micro gathers int8 only) stays."""
+    from intq.export.micro import lower_for_micro
+
+    g, qg = _quantized(act)
+    low = intq.quantize(g, _samples(16, 2), micro=True)
+    ops = Counter(n.op_type for n in low.nodes)
+    assert "GELU" not in ops and ops["CAST"] == 1 and ops["GATHER"] == Counter(n.op_type for n in qg.nodes)["GATHER"] + 1
+    plain, lowered = intq.Interpreter(qg), intq.Interpreter(low)
+    for feed in _samples(4, 7):
+        plain.run(feed)
+        lowered.run(feed)
+        a, b = plain.tensors(), lowered.tensors()
+        for k in a:  # every tensor of the GELU graph, GELU's output included
+            np.testing.assert_array_equal(a[k], b[k], err_msg=k)
+    blob = to_tflite_bytes(low)
+    for feed in _samples(3, 8):
+        _every_tensor_equal(low, blob, feed, "litert-ref", run_litert)
+        _every_tensor_equal(low, blob, feed, "tflite", run_tflm)
+    wide = intq.quantize(g, _samples(16, 2), precision={n.name: "int16" for n in g.nodes if n.op_type == "Gelu"})
+    assert Counter(n.op_type for n in lower_for_micro(wide).nodes)["GELU"] == 1  # int16: left as it is
+
+
 def test_relu_block_equals_litert_and_tflite_micro():
     """The masked attention (GATHER of the mask table by the ids, MINIMUM, SOFTMAX), the written-out
     LayerNorms and the embeddings, in both runtimes."""

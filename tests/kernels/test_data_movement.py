@@ -630,6 +630,19 @@ def broadcast_to_case(rng, i):
     return graph, {"x": random_data(rng, shape, dtype)}, ()
 
 
+def cast_case(rng, i):
+    """CAST between the integer types both runtimes run, widening or to the same type (intq writes
+    int16 -> int32, TensorFlow Lite Micro's GELU form); the options named or omitted."""
+    names = {I8: "INT8", I16: "INT16", I32: "INT32"}
+    src = pick_dtype(rng, ((I8, 0.4), (I16, 0.4), (I32, 0.2)))
+    dst = pick_dtype(rng, tuple((d, 1.0) for d in (I16, I32) if np.dtype(d).itemsize >= np.dtype(src).itemsize))
+    shape = random_shape(rng, int(rng.integers(1, 6)), 1, 5)
+    attrs = {"in_data_type": names[src], "out_data_type": names[dst]} if rng.random() < 0.7 else {}
+    graph = single_op_graph("CAST", [tensor("x", shape, src, **qargs(rng, src, int16_zp=True))],
+                            [tensor("y", shape, dst)], attrs)
+    return graph, {"x": random_data(rng, shape, src)}, ()
+
+
 # ------------------------------------------------------------------------------------ random tests
 
 CASES = {
@@ -652,13 +665,19 @@ CASES = {
     "PACK": pack_case,
     "SELECT_V2": select_v2_case,
     "BROADCAST_TO": broadcast_to_case,
+    "CAST": cast_case,
 }
+
+
+#: each suite's seed: 7000 + its place among the operators before CAST joined (their cases unchanged), CAST next
+_SEEDS = {op: 7000 + i for i, op in enumerate(sorted(set(CASES) - {"CAST"}))}
+_SEEDS["CAST"] = 7000 + len(_SEEDS)
 
 
 @pytest.mark.parametrize("op", sorted(CASES))
 def test_random_models_match_both_runtimes(op):
     make_case = CASES[op]
-    run_cases(op, make_case, seed=7000 + sorted(CASES).index(op))
+    run_cases(op, make_case, seed=_SEEDS[op])
 
 
 # -------------------------------------------------------------------------- focused differences

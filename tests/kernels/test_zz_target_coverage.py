@@ -54,7 +54,7 @@ EXEMPT: dict[tuple[str, str, str], tuple[int, str]] = {
     ("RELU_N1_TO_1", INT8, "tflite"): (0, "TensorFlow Lite Micro has no RELU_N1_TO_1 kernel: intq refuses it for "
                                           "the tflite target (tests/kernels/test_elementwise.py checks the refusal)"),
     **{(op, INT8, "xnnpack"): (0, _XNN_DECLINES) for op in (
-        "ARG_MAX", "ARG_MIN", "AVERAGE_POOL_2D", "BATCH_TO_SPACE_ND", "BROADCAST_TO", "EQUAL", "GATHER",
+        "ARG_MAX", "ARG_MIN", "AVERAGE_POOL_2D", "BATCH_TO_SPACE_ND", "BROADCAST_TO", "CAST", "EQUAL", "GATHER",
         "GELU", "GREATER",
         "GREATER_EQUAL", "HARD_SWISH", "L2_NORMALIZATION", "LESS", "LESS_EQUAL", "LOG_SOFTMAX", "MAXIMUM", "MINIMUM",
         "NOT_EQUAL", "PACK", "PADV2", "PRELU", "RELU", "RELU6", "RELU_N1_TO_1", "RESIZE_NEAREST_NEIGHBOR", "RSQRT",

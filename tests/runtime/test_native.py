@@ -41,10 +41,11 @@ from intq.testing.digits import load_split
 
 from ..kernels.harness import single_op_graph, tensor
 from ..kernels.test_elementwise import ALL_INT8, _arith_case
-from ..kernels.test_data_movement import _pad_case
+from ..kernels.test_data_movement import _pad_case, concatenation_case, gather_case, split_case, split_v_case
 from ..kernels.test_pool_reduce import _pool_case
 from ..kernels.test_conv import _batch_matmul_case, _bias, _conv_case, _depthwise_case, _scales, _weights, _zero_points
 from ..kernels.test_fully_connected import _case as _fc_case
+from ..kernels.test_int16x8 import _fc_case as _fc16_case
 
 ROOT = Path(__file__).resolve().parents[2]
 TARGETS = ("tflite", "litert-ref", "litert-opt")
@@ -463,7 +464,7 @@ def _bindings(graph, feeds, target: str, builds):
     """``(label, bound or None, operands, the kernel's output)`` of a single-op graph's node per build,
     nothing where the target refuses the node."""
     node = graph.nodes[0]
-    operands = [feeds[t] if t in feeds else graph.tensors[t].data for t in node.inputs]
+    operands = [feeds[t] if t in feeds else graph.tensors[t].data if t else None for t in node.inputs]
     try:
         plan = ExecutionPlan(graph, get_target(target), native=False)
     except intq.IntqError:
@@ -588,6 +589,99 @@ def test_pad_equals_the_kernel(builds, op):
             taken += 1
             np.testing.assert_array_equal(bound(*operands)[0], want, err_msg=f"{op} case {k} [{label}]")
     assert taken >= 3 * 10
+
+
+def _constant_indices(graph, feeds):
+    """A GATHER case with its fed indices made a constant (what the native form takes)."""
+    from intq.ir import Graph
+
+    if "indices" not in feeds:
+        return graph, feeds
+    t = graph.tensors["indices"]
+    tensors = {**graph.tensors, "indices": tensor("indices", None, t.dtype, data=feeds["indices"])}
+    return (Graph(graph.nodes, tensors, [i for i in graph.inputs if i != "indices"], graph.outputs, name=graph.name),
+            {"x": feeds["x"]})
+
+
+_COPY_CASES = {"SPLIT": split_case, "SPLIT_V": split_v_case, "CONCATENATION": concatenation_case,
+               "GATHER": gather_case}
+
+
+@needs_library
+@pytest.mark.parametrize("op", sorted(_COPY_CASES))
+def test_block_copies_equal_the_kernels(builds, op):
+    """SPLIT, SPLIT_V, CONCATENATION and GATHER at constant indices as native.c's strided block
+    copies: the data-movement suite's random models (ranks 1-5, every axis, pieces of size 0,
+    repeated indices, batch_dims; every dtype, of which the native forms take every int8 case) on
+    every build and on both runtimes' rules: every output equal to the kernel's run (inside step
+    programs: test_step_programs_equal_the_kernels_and_keep_each_runs_tensors, the token model)."""
+    rng = np.random.default_rng(83)
+    taken = declined = 0
+    for i in range(120):
+        graph, feeds, _ = _COPY_CASES[op](rng, i)
+        if op == "GATHER":
+            graph, feeds = _constant_indices(graph, feeds)
+        node = graph.nodes[0]
+        operands = [feeds[t] if t in feeds else graph.tensors[t].data for t in node.inputs]
+        for target in ("tflite", "litert-ref"):
+            try:
+                plan = ExecutionPlan(graph, get_target(target), native=False)
+                run, params = plan.kernels[node.name]
+                want = run(params, *operands)
+            except intq.IntqError:
+                continue  # refused by this runtime's rules, or at run time: the kernel's business
+            for label, build in builds.items():
+                bound = native_run(plan.keys[node.name], node, graph, params, build)
+                int8 = graph.tensors[node.outputs[0]].dtype == np.int8
+                if bound is None:
+                    assert not int8, (i, label)  # every int8 case is taken
+                    declined += 1
+                    continue
+                taken += 1
+                got = bound(*operands)
+                assert len(got) == len(want)
+                for k, (g, w) in enumerate(zip(got, want)):
+                    assert g.dtype == w.dtype and g.shape == w.shape, (i, k, label)
+                    np.testing.assert_array_equal(g, w, err_msg=f"{op} case {i} output {k} [{target}, {label}]")
+    assert taken >= 60 and declined >= 10, (taken, declined)
+
+
+def _long_fc16_cases(rng):
+    """16x8 FULLY_CONNECTED with sums longer than native.c's int32 blocks of 256 products, at the
+    extremes (x = -32768, w = -128: every product 2^22, a block 2^30) and at random."""
+    for k in (255, 256, 257, 513, 1536, 2001):
+        n, m = int(rng.integers(1, 9)), int(rng.integers(1, 4))
+        extreme = k % 2 == 1
+        w = np.full((n, k), -128, np.int8) if extreme else rng.integers(-128, 128, (n, k)).astype(np.int8)
+        x = np.full((m, k), -32768, np.int16) if extreme else rng.integers(-32768, 32768, (m, k)).astype(np.int16)
+        b = rng.integers(-2**30, 2**30, n).astype(np.int64)
+        s_in, s_w = 1e-4, 1e-3
+        s_out = float(np.abs((x.astype(np.int64) @ w.T.astype(np.int64) + b) * s_in * s_w).max()) / 30000 + 1e-9
+        graph = single_op_graph("FULLY_CONNECTED", [tensor("x", (m, k), np.int16, s_in),
+                                                    tensor("w", None, np.int8, s_w, 0, data=w),
+                                                    tensor("b", None, np.int64, s_in * s_w, 0, data=b)],
+                                [tensor("y", (m, n), np.int16, s_out)], {"fused_activation_function": "NONE"})
+        yield graph, {"x": x}
+
+
+@needs_library
+def test_fully_connected_16x8_sums_equal_the_kernel(builds):
+    """16x8 FULLY_CONNECTED with native.c's int64 sums and the kernel's own requantization (TFLM's
+    int64 multiplier; LiteRT's double product): the 16x8 suite's random layers (per tensor and per
+    channel, bias or none, fused activations) and sums past the int32 blocks at the extremes, equal
+    to the kernel's run on every build and both targets."""
+    rng = np.random.default_rng(97)
+    cases = [_fc16_case(rng, i) for i in range(60)] + list(_long_fc16_cases(rng))
+    taken = 0
+    for k, (graph, feeds) in enumerate(cases):
+        for target in ("tflite", "litert-ref"):
+            for label, bound, operands, want in _bindings(graph, feeds, target, builds):
+                assert bound is not None, (k, target, label)
+                taken += 1
+                got = bound(*operands)[0]
+                assert got.dtype == want.dtype == np.int16 and got.shape == want.shape
+                np.testing.assert_array_equal(got, want, err_msg=f"case {k} [{target}, {label}]")
+    assert taken == len(cases) * 2 * len(builds)
 
 
 _FIXED_OUTPUT = {"LOGISTIC": (1 / 256, -128), "TANH": (1 / 128, 0)}  # the int8 kernels' output quantization
@@ -848,9 +942,9 @@ def test_models_equal_the_kernels_every_tensor(path, monkeypatch):
         # the second run takes the hot path: runs of native steps as step programs (one C call each)
         values = [v[::-1].copy() if v.ndim and v.shape[0] > 1 else (v ^ 0x55 if v.dtype == np.int8 else -v)
                   for v in values]
-        a, b = fast.execute(values), slow.execute(values)
+        a, b = fast.complete(fast.execute(values)), slow.execute(values)  # complete: the programs' inner tensors too
         for i, name in enumerate(fast.names):
-            if name is not None and a[i] is not None:
+            if name is not None and b[i] is not None:
                 np.testing.assert_array_equal(a[i], b[i], err_msg=f"{path.name}: tensor {name} (hot path)")
 
 
@@ -1015,6 +1109,39 @@ def _attention_model(rng) -> onnx.ModelProto:
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 
 
+def _token_model(rng) -> onnx.ModelProto:
+    """A ViT block's data movement around attention: a class token Concat-ed to the patch tokens,
+    one MatMul to Q, K and V, Split into the three, heads transposed, Q K^T, Softmax, P V, the class
+    token's row Gather-ed at a constant index: with SPLIT, CONCATENATION, GATHER and SOFTMAX native,
+    one program from the Concat to the Gather."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    nodes = [
+        helper.make_node("Concat", ["cls", "x"], ["t"], axis=1),
+        helper.make_node("MatMul", ["t", "w"], ["qkv"]),
+        helper.make_node("Reshape", ["qkv", "heads"], ["r"]),
+        helper.make_node("Split", ["r"], ["q0", "k0", "v0"], axis=2, num_outputs=3),
+        helper.make_node("Reshape", ["q0", "hd"], ["q1"]),
+        helper.make_node("Reshape", ["k0", "hd"], ["k1"]),
+        helper.make_node("Reshape", ["v0", "hd"], ["v1"]),
+        helper.make_node("Transpose", ["q1"], ["q"], perm=[0, 2, 1, 3]),
+        helper.make_node("Transpose", ["k1"], ["k"], perm=[0, 2, 3, 1]),
+        helper.make_node("Transpose", ["v1"], ["v"], perm=[0, 2, 1, 3]),
+        helper.make_node("MatMul", ["q", "k"], ["s"]),
+        helper.make_node("Softmax", ["s"], ["p"], axis=-1),
+        helper.make_node("MatMul", ["p", "v"], ["o"]),
+        helper.make_node("Gather", ["o", "first"], ["y"], axis=2),
+    ]
+    inits = [numpy_helper.from_array((rng.standard_normal((1, 1, 16)) * 0.5).astype(np.float32), "cls"),
+             numpy_helper.from_array((rng.standard_normal((16, 48)) * 0.3).astype(np.float32), "w"),
+             numpy_helper.from_array(np.array([1, 7, 3, 4, 4], np.int64), "heads"),
+             numpy_helper.from_array(np.array([1, 7, 4, 4], np.int64), "hd"),
+             numpy_helper.from_array(np.array(0, np.int64), "first")]
+    graph = helper.make_graph(nodes, "tokens", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 6, 16])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+
+
 @needs_library
 @pytest.mark.parametrize("cap", [None, 1])
 def test_step_programs_equal_the_kernels_and_keep_each_runs_tensors(monkeypatch, cap):
@@ -1031,7 +1158,8 @@ def test_step_programs_equal_the_kernels_and_keep_each_runs_tensors(monkeypatch,
                         lambda self, *xs, _call=programs.Program.__call__: calls.append(self) or _call(self, *xs))
     rng = np.random.default_rng(41)
     for proto, shape in ((_conv_table_model(rng), (1, 3, 20, 30)), (_squeeze_model(rng), (1, 3, 19, 23)),
-                         (_split_model(rng), (1, 3, 9, 11)), (_attention_model(rng), (1, 6, 32))):
+                         (_split_model(rng), (1, 3, 9, 11)), (_attention_model(rng), (1, 6, 32)),
+                         (_token_model(rng), (1, 6, 16))):
         calib = [rng.standard_normal(shape).astype(np.float32) for _ in range(4)]
         qg = intq.quantize(proto, calib)
         fast, slow = intq.Interpreter(qg), intq.Interpreter(qg, native=False)
@@ -1042,6 +1170,11 @@ def test_step_programs_equal_the_kernels_and_keep_each_runs_tensors(monkeypatch,
                 ops = {n.op_type for n in qg.nodes}
                 assert {"BATCH_MATMUL", "RESHAPE", "SOFTMAX"} <= ops, ops
                 assert max(len(p.outs) for p in progs) >= 5, [len(p.outs) for p in progs]
+            if proto.graph.name == "tokens":  # the data movement inside the program: one from Concat to Gather
+                ops = [n.op_type for n in qg.nodes]
+                assert {"CONCATENATION", "SPLIT", "GATHER", "SOFTMAX"} <= set(ops), ops
+                steps = [len(p.step_array) for p in progs]
+                assert len(progs) == 1 and steps[0] >= len(ops) - ops.count("RESHAPE") - 2, (steps, ops)
         else:
             assert not progs  # one-step programs are left as the steps themselves
         calls.clear()
@@ -1086,6 +1219,33 @@ def test_a_program_refuses_unverified_inputs_and_the_plan_falls_back():
     got = fast.run({"x": x})
     for k in want:
         np.testing.assert_array_equal(got[k], want[k])
+
+
+@needs_library
+def test_a_softmax_row_refused_inside_a_program_raises_the_kernels_error():
+    """SOFTMAX inside a step program: a row the kernel refuses (a sum of exponentials >= 512: 600
+    equal values) makes the program return nonzero, and the plan's step loop reports the kernel's
+    error naming the node, as the first (step-loop) run does; the run after computes again."""
+    from intq.ir import Graph, Node
+
+    shape = (2, 600)
+    t = {"x": tensor("x", shape[::-1], scale=0.05, zero_point=0), "perm": tensor("perm", None, np.int32, data=[1, 0]),
+         "xt": tensor("xt", shape, scale=0.05, zero_point=0), "y": tensor("y", shape, scale=1 / 256, zero_point=-128)}
+    graph = Graph([Node("TRANSPOSE", "turn", ["x", "perm"], ["xt"], {}), Node("SOFTMAX", "sm", ["xt"], ["y"], {"beta": 1.0})],
+                  t, ["x"], ["y"], name="refused")
+    it, slow = intq.Interpreter(graph), intq.Interpreter(graph, native=False)
+    assert _program_steps(it._base), "TRANSPOSE and SOFTMAX: one program"
+    rng = np.random.default_rng(5)
+    x = rng.integers(-128, 128, shape[::-1]).astype(np.int8)
+    for k in range(2):  # the checked first run, then the hot path
+        np.testing.assert_array_equal(it.run({"x": x})["y"], slow.run({"x": x})["y"])
+    flat = np.zeros(shape[::-1], np.int8)
+    with pytest.raises(intq.IntqError, match="node 'sm'.*sum of exponentials") as native_error:
+        it.run({"x": flat})
+    with pytest.raises(intq.IntqError) as kernel_error:
+        slow.run({"x": flat})
+    assert str(native_error.value) == str(kernel_error.value)
+    np.testing.assert_array_equal(it.run({"x": x})["y"], slow.run({"x": x})["y"])
 
 
 # ------------------------------------------------------------------------------ the measured choice

@@ -149,7 +149,7 @@ def test_the_straight_line_hot_path_computes_what_the_step_loop_does(digits):
         plan = ExecutionPlan(qg, intq.kernels.get_target("tflite"), native=native)
         assert plan._straight is not None
         plan.execute([x])  # the first run: the checked step loop
-        fast = plan.execute([x])
+        fast = plan.complete(plan.execute([x]))  # the views the step programs keep made
         seen = {}
         plan.execute([x], capture=seen.__setitem__)
         for i, name in enumerate(plan.names):

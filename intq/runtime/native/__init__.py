@@ -280,7 +280,7 @@ def _declare(lib: ctypes.CDLL) -> None:
     lib.intq_packed_rows_bytes.argtypes, lib.intq_packed_rows_bytes.restype = [i32, i32, i32], i64
     lib.intq_conv_direct.argtypes, lib.intq_conv_direct.restype = [vp], ctypes.c_int
     lib.intq_pack_rows.argtypes, lib.intq_pack_rows.restype = [i32, i32, i32, vp, vp], None
-    for name in ("intq_conv", "intq_depthwise", "intq_max_pool", "intq_transpose", "intq_pad", "intq_mean"):
+    for name in ("intq_conv", "intq_depthwise", "intq_max_pool", "intq_transpose", "intq_pad", "intq_mean", "intq_copy"):
         fn = getattr(lib, name)
         fn.argtypes, fn.restype = [vp, vp, vp], None
     lib.intq_requant.argtypes, lib.intq_requant.restype = [vp, i64, i32, vp, vp], None
@@ -291,7 +291,7 @@ def _declare(lib: ctypes.CDLL) -> None:
     lib.intq_set_data_offset.argtypes, lib.intq_set_data_offset.restype = [i64], None
     lib.intq_array_data.argtypes, lib.intq_array_data.restype = [obj], vp
     for name in ("intq_conv_obj", "intq_depthwise_obj", "intq_max_pool_obj", "intq_transpose_obj", "intq_pad_obj",
-                 "intq_mean_obj"):
+                 "intq_mean_obj", "intq_copy_obj"):
         fn = getattr(lib, name)
         fn.argtypes, fn.restype = [vp, obj, obj], None
     for name in ("intq_conv_lut_obj", "intq_depthwise_lut_obj"):
@@ -305,7 +305,9 @@ def _declare(lib: ctypes.CDLL) -> None:
     for name in ("intq_mul_obj", "intq_add_obj", "intq_batch_matmul_obj"):
         fn = getattr(lib, name)
         fn.argtypes, fn.restype = [vp, obj, obj, obj], None
-    lib.intq_run_program.argtypes, lib.intq_run_program.restype = [vp, obj, obj, obj, obj, obj], None
+    lib.intq_fc16_sums.argtypes, lib.intq_fc16_sums.restype = [vp, vp, vp], None
+    lib.intq_fc16_sums_obj.argtypes, lib.intq_fc16_sums_obj.restype = [vp, obj, obj], None
+    lib.intq_run_program.argtypes, lib.intq_run_program.restype = [vp, obj, obj, obj, obj, obj], i64
     lib.intq_rule.argtypes, lib.intq_rule.restype = [i32, i32, i64, vp, vp, vp, vp, vp], ctypes.c_int
 
 
@@ -381,7 +383,7 @@ class SoftmaxParams(ctypes.Structure):
     """``intq_softmax_params`` (SOFTMAX int8 over the last axis)."""
 
     _fields_ = [("rows", ctypes.c_int64), ("depth", ctypes.c_int32), ("radius", ctypes.c_int32),
-                ("exp_q0", ctypes.c_void_p), ("exp_q12", ctypes.c_void_p)]
+                ("exp_q0", ctypes.c_void_p), ("exp_q12", ctypes.c_void_p), ("masked", ctypes.c_int32)]
 
 
 class PoolParams(ctypes.Structure):
@@ -396,6 +398,20 @@ class TransposeParams(ctypes.Structure):
     """``intq_transpose_params``."""
 
     _fields_ = [("out_dim", ctypes.c_int64 * 4), ("in_stride", ctypes.c_int64 * 4)]
+
+
+class Fc16Params(ctypes.Structure):
+    """``intq_fc16_params`` (the int64 sums of a 16x8 FULLY_CONNECTED)."""
+
+    _fields_ = [("rows", ctypes.c_int32), ("n", ctypes.c_int32), ("k", ctypes.c_int32), ("w", ctypes.c_void_p),
+                ("bias", ctypes.c_void_p)]
+
+
+class CopyParams(ctypes.Structure):
+    """``intq_copy_params`` (one strided block copy of a data-movement op)."""
+
+    _fields_ = [("dim", ctypes.c_int64 * 4), ("in_stride", ctypes.c_int64 * 4), ("out_stride", ctypes.c_int64 * 4),
+                ("in_offset", ctypes.c_int64), ("out_offset", ctypes.c_int64)]
 
 
 class PadParams(ctypes.Structure):

@@ -11,7 +11,10 @@ own ``run``). The forms, one module per family of operators:
 * :mod:`~intq.runtime.native.forms_elementwise` — ADD, SUB, MUL (operands of the output's shape,
   rows, columns or one value), the table ops, GELU, RSQRT, int8 QUANTIZE, PRELU with a constant
   slope, SOFTMAX over pairs;
-* :mod:`~intq.runtime.native.forms_movement` — MAX_POOL_2D, MEAN, TRANSPOSE, PAD / PADV2.
+* :mod:`~intq.runtime.native.forms_movement` — MAX_POOL_2D, MEAN, TRANSPOSE, PAD / PADV2, SPLIT,
+  SPLIT_V, CONCATENATION, GATHER at constant indices (block copies);
+* :mod:`~intq.runtime.native.forms_int16` — 16x8 FULLY_CONNECTED's int64 sums (the kernel's own
+  requantization on them).
 
 The plan's hot path then fuses and groups the native steps (:mod:`~intq.runtime.native.programs`).
 """
@@ -22,7 +25,7 @@ from collections.abc import Callable
 
 from intq.ir import Graph, Node
 from intq.runtime import native
-from intq.runtime.native import forms_conv, forms_elementwise, forms_movement  # noqa: F401 (they register)
+from intq.runtime.native import forms_conv, forms_elementwise, forms_int16, forms_movement  # noqa: F401 (they register)
 from intq.runtime.native.registry import NATIVE
 
 

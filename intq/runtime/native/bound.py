@@ -186,6 +186,37 @@ class TableAfter:
         return self.producer.table(x, *constants)
 
 
+class BoundCopies:
+    """A data-movement op as strided block copies in native.c (``intq_copy``): ``parts`` is
+    ``[(input index, output index, CopyParams), ...]``, in order; the outputs (of ``out_shapes``)
+    are fresh arrays each part writes into. ``in_sizes``: input index -> its element count (the
+    inputs the parts read; the others, SPLIT's axis, are not looked at). A step program takes each
+    part as one of its steps (:mod:`intq.runtime.native.programs`)."""
+
+    def __init__(self, fn, parts: list, in_sizes: dict[int, int], out_shapes: list[tuple[int, ...]]):
+        self.fn = fn
+        self.parts = [(i, o, params, ctypes.addressof(params)) for i, o, params in parts]
+        self.in_sizes = in_sizes
+        self.out_shapes = [tuple(s) for s in out_shapes]
+
+    fn_obj = None  # as Bound.fn_obj
+
+    def __call__(self, *args):
+        xs = {}
+        for i, size in self.in_sizes.items():
+            x = args[i]
+            if type(x) is not np.ndarray or x.dtype is not INT8_DTYPE or not x.flags.c_contiguous or x.size != size:
+                x = converted(x, size)
+            xs[i] = x
+        ys = [np.empty(shape, INT8_DTYPE) for shape in self.out_shapes]
+        for i, o, _, address in self.parts:
+            if self.fn_obj is not None:
+                self.fn_obj(address, xs[i], ys[o])
+            else:
+                self.fn(address, xs[i].ctypes.data, ys[o].ctypes.data)
+        return tuple(ys)
+
+
 class Alias:
     """RESHAPE of a C-contiguous tensor: the same bytes under the output's shape (the kernel's run,
     ``ascontiguousarray(x).reshape(shape)``). A step program takes it without a C call: its output

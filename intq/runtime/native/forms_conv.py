@@ -263,8 +263,9 @@ def batch_matmul(nat: native.Native, node: Node, graph: Graph, p: BatchMatMulPar
             return None  # a partial broadcast of the batch axes
     a_row, a_col = (1, m) if p.adj_x else (k, 1)  # A[i, q] = a[i * a_row + q * a_col]
     b_row, b_col = (1, k) if p.adj_y else (n, 1)  # B[q, j] = b[q * b_row + j * b_col]
-    sa, sb = np.zeros(m * k, np.int16), np.zeros(k * n, np.int16)
-    acc = np.zeros(-(-n // 32) * 32, np.int32)
+    n_padded = -(-n // 32) * 32  # native.c's np: B's rows padded with zeros to whole vectors
+    sa, sb = np.zeros(m * k, np.int16), np.zeros(k * n_padded, np.int32)
+    acc = np.zeros(n_padded, np.int32)
     params = native.BatchMatMulParams(
         batches=batches, m=m, k=k, n=n, a_step=steps[0], b_step=steps[1], a_row=a_row, a_col=a_col, b_row=b_row,
         b_col=b_col, za=p.lhs_zero_point, zb=p.rhs_zero_point, mult=mult, right=right, away=away,

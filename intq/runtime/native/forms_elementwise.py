@@ -231,10 +231,14 @@ def softmax_rows(nat: native.Native, node: Node, graph: Graph, p: SoftmaxParams)
         return None
     if shape[-1] != p.depth or p.radius < 0:
         return None
-    q0, q12 = (np.ascontiguousarray(t, dtype=np.int32) for t in (p.exp_q0, p.exp_q12))
+    q0, q12 = (np.array(t, dtype=np.int32) for t in (p.exp_q0, p.exp_q12))
+    radius = min(p.radius, 255)
+    if q0.shape != (256,) or int(q0.min()) < 0:
+        return None
+    q0[radius + 1:] = 0  # a difference past the radius gives -128 (SRDHM of 0 is 0): the vector path's table
     size = int(np.prod(shape, dtype=np.int64))
-    params = native.SoftmaxParams(rows=size // p.depth, depth=p.depth, radius=min(p.radius, 255), exp_q0=q0.ctypes.data,
-                                  exp_q12=q12.ctypes.data)
+    params = native.SoftmaxParams(rows=size // p.depth, depth=p.depth, radius=radius, exp_q0=q0.ctypes.data,
+                                  exp_q12=q12.ctypes.data, masked=1)
     return BoundChecked(nat.lib.intq_softmax, params, [q0, q12], size, tuple(shape), lambda x: softmax.run(p, x))
 
 

@@ -1,6 +1,7 @@
 """The native forms of pooling, reductions and data movement: MAX_POOL_2D, MEAN, TRANSPOSE, PAD /
-PADV2 (native.c ``intq_max_pool``, ``intq_mean``, ``intq_transpose``, ``intq_pad``), RESHAPE (no
-C call: a view, which a step program keeps inside its arena).
+PADV2 (native.c ``intq_max_pool``, ``intq_mean``, ``intq_transpose``, ``intq_pad``), SPLIT,
+SPLIT_V, CONCATENATION and GATHER at constant indices (strided block copies, ``intq_copy``),
+RESHAPE (no C call: a view, which a step program keeps inside its arena).
 """
 
 from __future__ import annotations
@@ -12,11 +13,15 @@ import numpy as np
 from intq.ir import Graph, Node
 from intq.kernels import REFERENCE
 from intq.kernels._pool_common import PoolWindow, QuantizedSumParams
+from intq.kernels.concatenation import ConcatenationParams
+from intq.kernels.gather import GatherParams
 from intq.kernels.pad import PadParams
+from intq.kernels.split import SplitParams
+from intq.kernels.split_v import SplitVParams
 from intq.kernels.reshape import ReshapeParams
 from intq.kernels.transpose import TransposeParams
 from intq.runtime import native
-from intq.runtime.native.bound import Alias, Bound
+from intq.runtime.native.bound import Alias, Bound, BoundCopies
 from intq.runtime.native.registry import int8_io, native_form
 
 
@@ -129,3 +134,91 @@ def reshape(nat: native.Native | None, node: Node, graph: Graph, p: ReshapeParam
     if p.check_shape_input or not int8_io(node, graph):
         return None
     return Alias(tuple(p.out_shape))
+
+
+# ------------------------------------------------------------------------------ strided block copies
+
+_MAX_PARTS = 64  # copies per node (GATHER: one per constant index): more keeps the kernel's run
+
+
+def _int8(graph: Graph, names) -> bool:
+    """Every tensor of ``names`` int8 with a static shape (empty ones included: their copies move nothing)."""
+    return all(t and graph.tensors[t].dtype == np.int8 and graph.tensors[t].shape is not None for t in names)
+
+
+def _block(rows: int, run: int, in_row: int, out_row: int, in_offset: int, out_offset: int) -> native.CopyParams:
+    """``rows`` runs of ``run`` contiguous bytes, ``in_row`` / ``out_row`` apart, from ``in_offset`` to
+    ``out_offset``."""
+    c4 = ctypes.c_int64 * 4
+    return native.CopyParams(c4(1, 1, rows, run), c4(0, 0, in_row, 1), c4(0, 0, out_row, 1), in_offset, out_offset)
+
+
+def _axis_view(shape, axis: int) -> tuple[int, int, int]:
+    """``shape`` as [outer, shape[axis], inner]."""
+    return (int(np.prod(shape[:axis], dtype=np.int64)), int(shape[axis]), int(np.prod(shape[axis + 1:], dtype=np.int64)))
+
+
+def _pieces(nat: native.Native, node: Node, graph: Graph, data: int, axis: int, offsets) -> BoundCopies | None:
+    """SPLIT / SPLIT_V: output k is the slice ``offsets[k]:offsets[k + 1]`` of input ``data`` along ``axis``."""
+    x = node.inputs[data]
+    if not _int8(graph, (x, *node.outputs)) or len(offsets) != len(node.outputs) + 1:
+        return None
+    shape = graph.tensors[x].shape
+    outer, size, inner = _axis_view(shape, axis)
+    parts = []
+    for k, (a, b) in enumerate(zip(offsets[:-1], offsets[1:])):
+        if tuple(graph.tensors[node.outputs[k]].shape) != tuple(b - a if d == axis else n for d, n in enumerate(shape)):
+            return None
+        parts.append((data, k, _block(outer, (b - a) * inner, size * inner, (b - a) * inner, a * inner, 0)))
+    return BoundCopies(nat.lib.intq_copy, parts, {data: outer * size * inner},
+                       [graph.tensors[o].shape for o in node.outputs])
+
+
+@native_form("SPLIT")
+def split(nat: native.Native, node: Node, graph: Graph, p: SplitParams) -> BoundCopies | None:
+    """SPLIT of an int8 tensor (input 1; input 0 is the constant axis): one block copy per output."""
+    size = graph.tensors[node.inputs[1]].shape[p.axis] if graph.tensors[node.inputs[1]].shape else 0
+    piece = size // max(p.num_splits, 1)
+    return _pieces(nat, node, graph, 1, p.axis, [piece * k for k in range(p.num_splits + 1)])
+
+
+@native_form("SPLIT_V")
+def split_v(nat: native.Native, node: Node, graph: Graph, p: SplitVParams) -> BoundCopies | None:
+    """SPLIT_V of an int8 tensor (input 0): one block copy per output."""
+    return _pieces(nat, node, graph, 0, p.axis, list(p.offsets))
+
+
+@native_form("CONCATENATION")
+def concatenation(nat: native.Native, node: Node, graph: Graph, p: ConcatenationParams) -> BoundCopies | None:
+    """CONCATENATION of int8 tensors (copied: the kernel's int8 contract, every input with the
+    output's parameters): one block copy per input into its place in the output."""
+    if any(t is not None for t in p.tables) or len(node.outputs) != 1 or not _int8(graph, (*node.inputs, *node.outputs)):
+        return None
+    out = graph.tensors[node.outputs[0]].shape
+    outer, total, inner = _axis_view(out, p.axis)
+    parts, start, sizes = [], 0, {}
+    for k, t in enumerate(node.inputs):
+        c = int(graph.tensors[t].shape[p.axis])
+        parts.append((k, 0, _block(outer, c * inner, c * inner, total * inner, 0, start * inner)))
+        sizes[k] = outer * c * inner
+        start += c
+    if start != total:
+        return None
+    return BoundCopies(nat.lib.intq_copy, parts, sizes, [out])
+
+
+@native_form("GATHER")
+def gather(nat: native.Native, node: Node, graph: Graph, p: GatherParams) -> BoundCopies | None:
+    """GATHER of an int8 tensor at constant indices (a class token's row, a fixed channel pick), all
+    in range (the kernel's run reports one out of range): one block copy per index."""
+    x, idx = (graph.tensors[t] for t in node.inputs[:2])
+    if len(node.outputs) != 1 or not _int8(graph, (node.inputs[0], *node.outputs)) or not idx.is_constant or idx.data is None:
+        return None
+    b, o, a, i = p.view
+    indices = np.asarray(idx.data).astype(np.int64).reshape(b, -1)
+    coords = indices.shape[1]
+    if b * coords > _MAX_PARTS or (indices.size and (int(indices.min()) < 0 or int(indices.max()) >= a)):
+        return None
+    parts = [(0, 0, _block(o, i, a * i, coords * i, (n * o * a + int(indices[n, j])) * i, (n * o * coords + j) * i))
+             for n in range(b) for j in range(coords)]
+    return BoundCopies(nat.lib.intq_copy, parts, {0: b * o * a * i}, [tuple(p.out_shape)])

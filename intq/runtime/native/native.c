@@ -1605,6 +1605,34 @@ void intq_transpose(const intq_transpose_params *p, const int8_t *x, int8_t *y) 
             }
 }
 
+/* ------------------------------------------------------------------------------ strided copies */
+
+/* One piece of a data-movement op whose bytes go from one place to another unchanged (SPLIT's
+ * output k, CONCATENATION's input k, GATHER at constant indices): the [d0][d1][d2][d3] block at
+ * x + in_offset (input strides in_stride) written at y + out_offset (output strides out_stride),
+ * each innermost run a memcpy where both strides are 1. Offsets and strides in elements. */
+typedef struct {
+    int64_t dim[4], in_stride[4], out_stride[4];
+    int64_t in_offset, out_offset;
+} intq_copy_params;
+
+void intq_copy(const intq_copy_params *p, const int8_t *x, int8_t *y) {
+    const int64_t *d = p->dim, *si = p->in_stride, *so = p->out_stride;
+    x += p->in_offset;
+    y += p->out_offset;
+    for (int64_t i0 = 0; i0 < d[0]; ++i0)
+        for (int64_t i1 = 0; i1 < d[1]; ++i1)
+            for (int64_t i2 = 0; i2 < d[2]; ++i2) {
+                const int8_t *src = x + i0 * si[0] + i1 * si[1] + i2 * si[2];
+                int8_t *dst = y + i0 * so[0] + i1 * so[1] + i2 * so[2];
+                if (si[3] == 1 && so[3] == 1) {
+                    memcpy(dst, src, (size_t)d[3]);
+                } else {
+                    for (int64_t i3 = 0; i3 < d[3]; ++i3) dst[i3 * so[3]] = src[i3 * si[3]];
+                }
+            }
+}
+
 /* ------------------------------------------------------------------------------ PAD */
 
 /* PAD / PADV2 of an int8 tensor of rank <= 4 (leading 1s), constant value: the output filled with
@@ -1718,6 +1746,7 @@ typedef struct {
     int64_t rows;
     int32_t depth, radius;
     const int32_t *exp_q0, *exp_q12; /* [256] */
+    int32_t masked; /* 1: exp_q0 is 0 past the radius (the vector path); 0: the radius is checked per element */
 } intq_softmax_params;
 
 int64_t intq_softmax(const intq_softmax_params *p, const int8_t *x, int8_t *y) {
@@ -1733,6 +1762,24 @@ int64_t intq_softmax(const intq_softmax_params *p, const int8_t *x, int8_t *y) {
         const int64_t inverse = softmax_reciprocal((int32_t)sum, &bits);
         const int32_t e = bits + 31 - 8;
         if (e < 0 || e > 31) return r + 1;
+#ifdef VL
+        if (p->masked) {
+            /* whole vectors: exp_q0[d] gathered (zero beyond the radius, so those lanes give -128),
+             * then v_rq with the row's reciprocal as multiplier and e as exponent: on these
+             * non-negative operands SRDHM and the away-from-zero RDBPOT are fx_srdhm and fx_rdbp */
+            rq_vec v;
+            rq_vec_set(&v, v_zero(), v_set1((int32_t)inverse), v_set1(e), v_set1(1));
+            const vi32 zp = v_set1(-128), lo = v_set1(-128), hi = v_set1(127);
+            int8_t dd[VL];
+            for (int32_t c = 0; c < depth; c += VL) {
+                const int32_t n = depth - c < VL ? depth - c : VL;
+                for (int32_t j = 0; j < n; ++j) dd[j] = (int8_t)(uint8_t)(top - xr[c + j]);
+                const vvalid k = v_valid(depth - c);
+                v_store_i8n(yr + c, k, v_rq(v_gather(p->exp_q0, dd, k), &v, zp, lo, hi));
+            }
+            continue;
+        }
+#endif
         for (int32_t c = 0; c < depth; ++c) {
             const int32_t d = top - xr[c];
             int64_t v = -128;
@@ -1753,9 +1800,10 @@ int64_t intq_softmax(const intq_softmax_params *p, const int8_t *x, int8_t *y) {
  * operands activations (or constants) read through strides: A[i, q] = a[b * a_step + i * a_row +
  * q * a_col] (adj_x swaps a_row and a_col), B[q, j] = b[b * b_step + q * b_row + j * b_col]
  * (adj_y), a_step / b_step 0 where that operand broadcasts over the batch. The differences are
- * made once per batch as int16 ([m][k] and [k][n] in the scratch sa, sb), each row of y is an
- * int32 accumulator row acc[n] += (A[i, q] - Z_a) * (B[q, :] - Z_b) (the compiler's vectors over
- * j), requantized by rq_scalar's rule (v_rq on whole vectors). |acc| <= K * 255 * 255 < 2^31
+ * made once per batch ([m][k] int16 in the scratch sa, [k][np] int32 in sb; np: n rounded up to
+ * 32, the columns past n zero), each row of y sums (A[i, q] - Z_a) * (B[q, :] - Z_b) over q in
+ * registers of int32 lanes, 4 vectors of columns at a time (scalar C: a row acc[n]), requantized by
+ * rq_scalar's rule (v_rq, the last vector masked to the columns left). |acc| <= K * 255 * 255 < 2^31
  * (the kernel's prepare: K <= 33025), so every int32 partial sum is exact; no left shift (the
  * caller declines a real multiplier of 1 or more). */
 typedef struct {
@@ -1764,14 +1812,14 @@ typedef struct {
     int32_t a_row, a_col, b_row, b_col;
     int32_t za, zb, mult, right, away, out_zp;
     int16_t *sa; /* scratch [m][k] */
-    int16_t *sb; /* scratch [k][n] */
-    int32_t *acc; /* scratch [n], padded to a whole vector */
+    int32_t *sb; /* scratch [k][np]: rows of n padded with zeros to np = n rounded up to 32 */
+    int32_t *acc; /* scratch [np] */
 } intq_bmm_params;
 
 void intq_batch_matmul(const intq_bmm_params *p, const int8_t *a, const int8_t *b, int8_t *y) {
-    const int32_t m = p->m, k = p->k, n = p->n;
-    int16_t *sa = p->sa, *sb = p->sb;
-    int32_t *acc = p->acc;
+    const int32_t m = p->m, k = p->k, n = p->n, np = (n + 31) / 32 * 32;
+    int16_t *sa = p->sa;
+    int32_t *sb = p->sb, *acc = p->acc;
 #ifdef VL
     rq_vec v;
     rq_vec_set(&v, v_zero(), v_set1(p->mult), v_set1(p->right), v_set1(p->away));
@@ -1784,22 +1832,38 @@ void intq_batch_matmul(const intq_bmm_params *p, const int8_t *a, const int8_t *
                 for (int32_t q = 0; q < k; ++q) sa[(size_t)i * k + q] = (int16_t)(ab[(size_t)i * p->a_row + (size_t)q * p->a_col] - p->za);
         if (t == 0 || p->b_step)
             for (int32_t q = 0; q < k; ++q)
-                for (int32_t j = 0; j < n; ++j) sb[(size_t)q * n + j] = (int16_t)(bb[(size_t)q * p->b_row + (size_t)j * p->b_col] - p->zb);
+                for (int32_t j = 0; j < n; ++j) sb[(size_t)q * np + j] = (int32_t)(bb[(size_t)q * p->b_row + (size_t)j * p->b_col] - p->zb);
         int8_t *yb = y + (size_t)t * m * n;
         for (int32_t i = 0; i < m; ++i) {
-            for (int32_t j = 0; j < n; ++j) acc[j] = 0;
             const int16_t *ar = sa + (size_t)i * k;
+            int8_t *yr = yb + (size_t)i * n;
+#ifdef VL
+            /* blocks of 4 vectors of columns, their sums in registers over q (the zero columns past
+             * n add 0), requantized from the registers: the last vector masked to the columns left */
+            for (int32_t j0 = 0; j0 < n; j0 += 4 * VL) {
+                vi32 r0 = v_zero(), r1 = v_zero(), r2 = v_zero(), r3 = v_zero();
+                const int32_t left = n - j0;
+                for (int32_t q = 0; q < k; ++q) {
+                    const vi32 s = v_set1(ar[q]);
+                    const int32_t *br = sb + (size_t)q * np + j0;
+                    r0 = v_add(r0, v_mullo(s, v_load(br)));
+                    if (left > VL) r1 = v_add(r1, v_mullo(s, v_load(br + VL)));
+                    if (left > 2 * VL) r2 = v_add(r2, v_mullo(s, v_load(br + 2 * VL)));
+                    if (left > 3 * VL) r3 = v_add(r3, v_mullo(s, v_load(br + 3 * VL)));
+                }
+                const vi32 r[4] = {r0, r1, r2, r3};
+                for (int32_t c = 0; c < 4 && c * VL < left; ++c)
+                    v_store_i8n(yr + j0 + c * VL, v_valid(left - c * VL), v_rq(r[c], &v, zp, lo, hi));
+            }
+#else
+            for (int32_t j = 0; j < n; ++j) acc[j] = 0;
             for (int32_t q = 0; q < k; ++q) {
                 const int32_t s = ar[q];
-                const int16_t *br = sb + (size_t)q * n;
-                for (int32_t j = 0; j < n; ++j) acc[j] += s * (int32_t)br[j];
+                const int32_t *br = sb + (size_t)q * np;
+                for (int32_t j = 0; j < n; ++j) acc[j] += s * br[j];
             }
-            int8_t *yr = yb + (size_t)i * n;
-            int32_t j = 0;
-#ifdef VL
-            for (; j + VL <= n; j += VL) v_store_i8n(yr + j, v_valid(VL), v_rq(v_load(acc + j), &v, zp, lo, hi));
+            for (int32_t j = 0; j < n; ++j) yr[j] = (int8_t)rq_scalar(acc[j], p->mult, p->right, p->away, p->out_zp, -128, 127);
 #endif
-            for (; j < n; ++j) yr[j] = (int8_t)rq_scalar(acc[j], p->mult, p->right, p->away, p->out_zp, -128, 127);
         }
     }
 }
@@ -1910,6 +1974,10 @@ void intq_max_pool_obj(const intq_pool_params *p, const void *x, void *y) {
     intq_max_pool(p, (const int8_t *)intq_array_data(x), (int8_t *)intq_array_data(y));
 }
 
+void intq_copy_obj(const intq_copy_params *p, const void *x, void *y) {
+    intq_copy(p, (const int8_t *)intq_array_data(x), (int8_t *)intq_array_data(y));
+}
+
 void intq_transpose_obj(const intq_transpose_params *p, const void *x, void *y) {
     intq_transpose(p, (const int8_t *)intq_array_data(x), (int8_t *)intq_array_data(y));
 }
@@ -1938,6 +2006,59 @@ void intq_depthwise_lut_obj(const intq_dw_params *p, const int8_t *table, const 
     intq_depthwise(&q, (const int8_t *)intq_array_data(x), (int8_t *)intq_array_data(y));
 }
 
+/* ------------------------------------------------------------------------------ 16x8 FULLY_CONNECTED sums */
+
+/* The int64 sums of a 16x8 FULLY_CONNECTED (intq.kernels.fully_connected.int64_sums): acc[r][j] =
+ * bias[j] + sum_q x[r][q] * w[j][q], x int16 [rows][k], w int16 [n][k] (the int8 weights widened),
+ * bias int64 [n]. Exact: each block of 256 products sums in int32 (|x w| <= 2^15 * 2^7 = 2^22, 256 of
+ * them <= 2^30), the blocks in int64. The kernel's own int64 requantization runs on acc (the caller). Four
+ * output columns at a time share each load of x. */
+typedef struct {
+    int32_t rows, n, k;
+    const int16_t *w;
+    const int64_t *bias;
+} intq_fc16_params;
+
+#define FC16_BLOCK 256
+
+void intq_fc16_sums(const intq_fc16_params *p, const int16_t *x, int64_t *acc) {
+    const int32_t n = p->n, k = p->k;
+    for (int32_t r = 0; r < p->rows; ++r) {
+        const int16_t *xr = x + (size_t)r * k;
+        int64_t *ar = acc + (size_t)r * n;
+        int32_t j = 0;
+        for (; j + 4 <= n; j += 4) {
+            const int16_t *w0 = p->w + (size_t)j * k, *w1 = w0 + k, *w2 = w1 + k, *w3 = w2 + k;
+            int64_t s0 = p->bias[j], s1 = p->bias[j + 1], s2 = p->bias[j + 2], s3 = p->bias[j + 3];
+            for (int32_t q0 = 0; q0 < k; q0 += FC16_BLOCK) {
+                const int32_t q1 = q0 + FC16_BLOCK < k ? q0 + FC16_BLOCK : k;
+                int32_t t0 = 0, t1 = 0, t2 = 0, t3 = 0;
+                for (int32_t q = q0; q < q1; ++q) {
+                    const int32_t v = xr[q];
+                    t0 += v * w0[q], t1 += v * w1[q], t2 += v * w2[q], t3 += v * w3[q];
+                }
+                s0 += t0, s1 += t1, s2 += t2, s3 += t3;
+            }
+            ar[j] = s0, ar[j + 1] = s1, ar[j + 2] = s2, ar[j + 3] = s3;
+        }
+        for (; j < n; ++j) {
+            const int16_t *wj = p->w + (size_t)j * k;
+            int64_t s = p->bias[j];
+            for (int32_t q0 = 0; q0 < k; q0 += FC16_BLOCK) {
+                const int32_t q1 = q0 + FC16_BLOCK < k ? q0 + FC16_BLOCK : k;
+                int32_t t = 0;
+                for (int32_t q = q0; q < q1; ++q) t += (int32_t)xr[q] * wj[q];
+                s += t;
+            }
+            ar[j] = s;
+        }
+    }
+}
+
+void intq_fc16_sums_obj(const intq_fc16_params *p, const void *x, void *acc) {
+    intq_fc16_sums(p, (const int16_t *)intq_array_data(x), (int64_t *)intq_array_data(acc));
+}
+
 /* ------------------------------------------------------------------------------ step programs */
 
 /* A run of consecutive native steps of the execution plan in one call (intq.runtime.native.
@@ -1945,10 +2066,13 @@ void intq_depthwise_lut_obj(const intq_dw_params *p, const int8_t *table, const 
  * code: >= 0 a byte offset in the run's arena (the outputs of the program's steps, one fresh
  * buffer per run), < 0 the entry -1 - code of ``ext`` (the program's inputs from outside it: the
  * first n_dyn read from the array objects given to the call, then constants fixed at plan time).
- * The same calls, in the same order, on the same bytes as the steps one by one. */
+ * The same calls, in the same order, on the same bytes as the steps one by one. Returns 0, or 1 +
+ * the index of a step that refused its input (SOFTMAX's row sum): the caller then runs the steps
+ * one by one, and the kernel's own run reports it. */
 enum {
     OP_CONV = 0, OP_DEPTHWISE = 1, OP_CONV_LUT = 2, OP_DEPTHWISE_LUT = 3, OP_MUL = 4, OP_ADD = 5, OP_LUT = 6,
-    OP_MAX_POOL = 7, OP_TRANSPOSE = 8, OP_PAD = 9, OP_MEAN = 10, OP_LUT_CHANNELS = 11, OP_BATCH_MATMUL = 12
+    OP_MAX_POOL = 7, OP_TRANSPOSE = 8, OP_PAD = 9, OP_MEAN = 10, OP_LUT_CHANNELS = 11, OP_BATCH_MATMUL = 12,
+    OP_COPY = 13, OP_SOFTMAX = 14
 };
 
 typedef struct {
@@ -1969,7 +2093,7 @@ static inline int8_t *step_ptr(int8_t *arena, const void **ext, int64_t code) {
     return code >= 0 ? arena + code : (int8_t *)ext[-1 - code];
 }
 
-void intq_run_program(const intq_program *prog, void *arena_obj, void *x0, void *x1, void *x2, void *x3) {
+int64_t intq_run_program(const intq_program *prog, void *arena_obj, void *x0, void *x1, void *x2, void *x3) {
     void *const objs[4] = {x0, x1, x2, x3};
     for (int32_t k = 0; k < prog->n_dyn && k < 4; ++k) prog->ext[k] = intq_array_data(objs[k]);
     int8_t *arena = (int8_t *)intq_array_data(arena_obj);
@@ -2005,9 +2129,14 @@ void intq_run_program(const intq_program *prog, void *arena_obj, void *x0, void 
         case OP_BATCH_MATMUL:
             intq_batch_matmul((const intq_bmm_params *)s->params, a, step_ptr(arena, prog->ext, s->in1), y);
             break;
+        case OP_COPY: intq_copy((const intq_copy_params *)s->params, a, y); break;
+        case OP_SOFTMAX:
+            if (intq_softmax((const intq_softmax_params *)s->params, a, y)) return i + 1;
+            break;
         default: break;
         }
     }
+    return 0;
 }
 
 /* ------------------------------------------------------------------------------ the rounding bodies on arrays */

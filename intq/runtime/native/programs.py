@@ -10,8 +10,8 @@ import ctypes
 import numpy as np
 
 from intq.runtime import native
-from intq.runtime.native.bound import (Alias, Bound, BoundBinary, BoundChannelTables, BoundTable, BoundWithTable,
-                                      TableAfter)
+from intq.runtime.native.bound import (Alias, Bound, BoundBinary, BoundChannelTables, BoundChecked, BoundCopies,
+                                      BoundTable, BoundWithTable, TableAfter)
 from intq.runtime.native.registry import INT8_DTYPE
 
 
@@ -42,7 +42,7 @@ def fuse_tables(runs: list, args: list[tuple[int, ...]], outs: list[tuple[int, .
 #: native.c's step kinds (intq_run_program), by entry point
 _KIND = {"intq_conv": 0, "intq_depthwise": 1, "intq_mul": 4, "intq_add": 5, "intq_lut": 6, "intq_max_pool": 7,
          "intq_transpose": 8, "intq_pad": 9, "intq_mean": 10, "intq_lut_channels": 11,
-         "intq_batch_matmul": 12}
+         "intq_batch_matmul": 12, "intq_copy": 13, "intq_softmax": 14}
 _FUSED_KIND = {0: 2, 1: 3}  # a convolution computing its table op's output too
 _MAX_DYNAMIC = 4  # array objects intq_run_program takes
 _ARENA_CAP = 8 << 20  # bytes of step outputs per program run (one buffer per run); a bigger step runs alone
@@ -58,11 +58,15 @@ class Program:
     """Consecutive native steps of a plan as one C call (``intq_run_program``): their outputs are
     views of one fresh int8 buffer per run (so a run's tensors stay valid after the next run), the
     calls the steps' own, in their order, on the same bytes. ``__call__(*inputs)`` takes the
-    program's inputs from outside it (checked: int8, C-contiguous, their sizes) and returns every
-    output of its steps, in :attr:`outs` order."""
+    program's inputs from outside it (checked: int8, C-contiguous, their sizes) and returns the
+    outputs :attr:`outs` names: the step outputs read after the program (``visible``), then, when
+    some are read only inside it, the run's buffer itself (slot :attr:`arena_slot`), from which
+    :attr:`hidden` — ``(slot, start, end, shape)`` of each of those — makes their views on request
+    (:meth:`intq.runtime.plan.ExecutionPlan.complete`): a view costs more than a small step."""
 
     def __init__(self, fn, steps: list, dynamic: list[int], constants: list[np.ndarray],
-                 views: list[tuple[int, int, tuple[int, ...]]], total: int, outs: tuple[int, ...], keep: list):
+                 views: list[tuple[int, int, tuple[int, ...]]], total: int, outs: tuple[int, ...], keep: list,
+                 visible: frozenset | None = None, arena_slot: int | None = None):
         self.fn = fn
         self.sizes = tuple(dynamic)
         self.step_array = (native.Step * len(steps))(*steps)
@@ -71,9 +75,13 @@ class Program:
         self.struct = native.Program(len(steps), len(dynamic), ctypes.addressof(self.step_array),
                                      ctypes.addressof(self.ext))
         self.address = ctypes.addressof(self.struct)
-        self.views = tuple((a, a + n, shape) for a, n, shape in views)
+        every = [(slot, a, a + n, shape) for slot, (a, n, shape) in zip(outs, views)]
+        shown = [v for v in every if visible is None or arena_slot is None or v[0] in visible]
+        self.hidden = tuple(v for v in every if v not in shown)
+        self.arena_slot = arena_slot if self.hidden else None
+        self.views = tuple((a, b, shape) for _, a, b, shape in shown)
         self.total = max(total, 1)
-        self.outs = outs
+        self.outs = tuple(v[0] for v in shown) + ((self.arena_slot,) if self.arena_slot is not None else ())
         self.padding = (None,) * (_MAX_DYNAMIC - len(dynamic))
         self.keep = keep + constants  # the parameter structures, tables and constants the steps point to
 
@@ -82,8 +90,12 @@ class Program:
             if type(x) is not np.ndarray or x.dtype is not INT8_DTYPE or not x.flags.c_contiguous or x.size != size:
                 raise NotProgram
         arena = np.empty(self.total, INT8_DTYPE)
-        self.fn(self.address, arena, *xs, *self.padding)
-        return [arena[a:b].reshape(shape) for a, b, shape in self.views]
+        if self.fn(self.address, arena, *xs, *self.padding):
+            raise NotProgram  # a step refused its input (SOFTMAX): the step loop reports it
+        out = [arena[a:b].reshape(shape) for a, b, shape in self.views]
+        if self.arena_slot is not None:
+            out.append(arena)
+        return out
 
 
 class _Builder:
@@ -133,6 +145,10 @@ def _describe(run, lib) -> tuple | None:
     """``(kind, params address, n, data input sizes, output shape, bound)`` of a native step run a
     program can take (the process library's own entry points), or None."""
     conv = run.conv if type(run) is BoundWithTable else run
+    if type(conv) is BoundChecked and conv.fn.__name__ == "intq_softmax":  # a refused row: the program returns nonzero
+        if getattr(lib, "intq_softmax", None) is not conv.fn:
+            return None
+        return _KIND["intq_softmax"], conv.address, 0, (conv.in_size,), conv.out_shape, conv
     if type(conv) in (Bound, BoundBinary, BoundTable, BoundChannelTables):
         kind = _KIND.get(conv.fn.__name__)
         if kind is None or getattr(lib, conv.fn.__name__, None) is not conv.fn:
@@ -147,11 +163,14 @@ def _describe(run, lib) -> tuple | None:
     return None
 
 
-def programs(flat: tuple, constants: dict[int, object]) -> tuple:
+def programs(flat: tuple, constants: dict[int, object], live=None, first_slot: int | None = None) -> tuple:
     """The plan's hot-path steps ``(run, args, outs)`` with each run of consecutive native steps
     as one :class:`Program` step (its args: the slots it reads from outside; its outs: every slot
     its steps write); other steps as given. ``constants``: slot -> data of the plan's constants.
-    Unchanged without the process library or its array-object reading."""
+    With ``first_slot``, a program's outs are only the slots read after it (by another step, or in
+    ``live``: the graph's outputs) and its buffer, in a slot of its own numbered from
+    ``first_slot`` on (:attr:`Program.hidden` holds the others). Unchanged without the process
+    library or its array-object reading."""
     lib = native.library()
     if lib is None or not lib.objects or not hasattr(lib.lib, "intq_run_program"):
         return flat
@@ -160,7 +179,7 @@ def programs(flat: tuple, constants: dict[int, object]) -> tuple:
 
     def close():
         nonlocal b
-        if len(b.steps) >= 2:  # two C calls or more (a reshape's view adds none)
+        if len(b.keep) >= 2:  # two native plan steps or more (a reshape's view adds none)
             codes = {slot: -1 - (len(b.dynamic) + k) for k, slot in enumerate(b.constant_codes)}
             for s in b.steps:  # the constants' codes, now that the dynamic inputs are known
                 for field in ("in0", "in1"):
@@ -168,9 +187,8 @@ def programs(flat: tuple, constants: dict[int, object]) -> tuple:
                     if v <= -(1 << 40):
                         setattr(s, field, codes[-(v + (1 << 40))])
             consts = [b.constant_codes[slot] for slot in b.constant_codes]
-            prog = Program(lib.lib.intq_run_program, b.steps, b.dynamic_sizes, consts, b.views, b.total,
-                           tuple(b.outs), b.keep)
-            out.append((prog, tuple(b.dynamic), tuple(b.outs)))
+            out.append(((lib.lib.intq_run_program, b.steps, b.dynamic_sizes, consts, b.views, b.total,
+                         tuple(b.outs), b.keep), tuple(b.dynamic), tuple(b.outs)))
         else:
             out.extend(flat[i] for i in b.members)
         b = _Builder()
@@ -183,7 +201,16 @@ def programs(flat: tuple, constants: dict[int, object]) -> tuple:
         if step is None:
             out.append(flat[i])
     close()
-    return tuple(out)
+    read = set(live or ()) | {a for _, args, _ in out for a in args}
+    result = []
+    for run, args, outs in out:
+        if type(run) is tuple:  # a program's parts
+            arena_slot = None if first_slot is None else first_slot + sum(type(r) is Program and r.arena_slot
+                                                                          is not None for r, _, _ in result)
+            run = Program(*run, visible=frozenset(read), arena_slot=arena_slot)
+            outs = run.outs
+        result.append((run, args, outs))
+    return tuple(result)
 
 
 def _take(b: _Builder, i: int, run, args, outs, constants, lib) -> bool | None:
@@ -212,6 +239,8 @@ def _take(b: _Builder, i: int, run, args, outs, constants, lib) -> bool | None:
             b.members.append(i)
             return True
         run = producer.table  # its own lookup on whatever array it reads
+    if type(run) is BoundCopies:
+        return _take_copies(b, i, run, args, outs, constants, lib)
     desc = _describe(run, lib)
     if desc is None or len(outs) != 1:
         return None
@@ -245,6 +274,38 @@ def _take(b: _Builder, i: int, run, args, outs, constants, lib) -> bool | None:
     b.members.append(i)
     if type(desc[5]) is Bound and kind in _FUSED_KIND and type(run) is BoundWithTable:
         b.fusable[outs[0]] = (len(b.steps) - 1, run)
+    return True
+
+
+def _take_copies(b: _Builder, i: int, run: BoundCopies, args, outs, constants, lib) -> bool | None:
+    """Add plan step ``i``, a data-movement op as block copies (:class:`BoundCopies`), to ``b``: one
+    program step per copy (an output nobody reads is not written); None if it does not fit."""
+    if getattr(lib, "intq_copy", None) is not run.fn or len(outs) != len(run.out_shapes):
+        return None
+    sizes = [int(np.prod(shape, dtype=np.int64)) for shape in run.out_shapes]
+    if b.members and b.total + sum(size for o, size in zip(outs, sizes) if o > 0) > _ARENA_CAP:
+        return None
+    trial = {"dyn": [], "dyn_sizes": [], "const": {}}
+    codes = {}
+    for k, size in run.in_sizes.items():
+        if k >= len(args):
+            return None
+        code = _operand(b, args[k], size, constants, trial)
+        if code is None:
+            return None
+        codes[k] = -(1 << 40) - code[1] if isinstance(code, tuple) else code
+    if len(b.dynamic) + len(trial["dyn"]) > _MAX_DYNAMIC:
+        return None
+    b.dynamic += trial["dyn"]
+    b.dynamic_sizes += trial["dyn_sizes"]
+    b.constant_codes.update(trial["const"])
+    regions = {o: _arena(b, outs[o], sizes[o], run.out_shapes[o]) for o in range(len(outs)) if outs[o] > 0}
+    for k, o, _, address in run.parts:
+        if o in regions:
+            b.steps.append(native.Step(kind=_KIND["intq_copy"], params=address, table=None, n=0, in0=codes[k], in1=0,
+                                       out0=regions[o], out1=0))
+    b.keep.append(run)
+    b.members.append(i)
     return True
 
 
