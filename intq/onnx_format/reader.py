@@ -50,10 +50,12 @@ from dataclasses import dataclass, field
 import numpy as np
 import onnx
 from onnx import helper, numpy_helper
+from onnx.reference import ReferenceEvaluator
 
 from intq.errors import GraphError
 from intq.ir import Graph, Node, Tensor, topological_order
 from intq.kernels.ort.common import NARROW_RANGES
+from intq.kernels.ort.quantize import OrtAxisFloatQuantize, run_axis_float_quantize
 from intq.kernels._conv_common import compute_padding
 from intq.onnx_format import checks, metadata
 from intq.onnx_format.errors import QuantizedOnnxError
@@ -354,9 +356,10 @@ def _conv(im: _Import, node, x: str, w: np.ndarray, w_qp: QuantParams, bias: np.
         xin = _pad_nhwc(im, xin, pads, xt.qparams.tensor_zero_point, node.name)
         padding = "VALID"
     depthwise = group == c and cg == 1 and group > 1
-    if np.any(np.asarray(w_qp.zero_point) != 0) and group > 1:
-        raise im.error(node, "a grouped or depthwise convolution with a weight zero point is not read (intq emulates "
-                             "asymmetric weights for ungrouped convolutions and matrix products only)")
+    if np.any(np.asarray(w_qp.zero_point) != 0) and group > 1 and not (depthwise and co == c):
+        raise im.error(node, "a grouped convolution (other than depthwise with one output channel per input "
+                             "channel) with a weight zero point is not read (intq emulates asymmetric weights for "
+                             "ungrouped and depthwise convolutions and matrix products only)")
     if depthwise:
         wdata, axis = w.transpose(1, 2, 3, 0), 3  # [1, KH, KW, C_out]
     else:
@@ -903,6 +906,10 @@ def _read_node(im: _Import, node) -> None:
         x = i[0]
         if i[1] not in im.consts or (i[2] and i[2] not in im.consts):
             raise im.error(node, f"its scale or zero point is computed at run time: {_DYNAMIC}")
+        if x in im.consts and im.name(x) not in im.tensors:  # a float constant (a Constant node's, which
+            # quantize_static quantizes as an activation): the codes onnxruntime computes, a constant
+            im.consts[node.output[0]] = _quantized_constant(im, node)
+            return
         qp = im.qparams(i[1], i[2], node, axis=_boundary_axis(im, node, x))
         if im.t(x).dtype == np.float32:
             im.output(node.output[0], im.t(x).shape, qp, x, dtype=qp.dtype)
@@ -956,7 +963,44 @@ def _read_node(im: _Import, node) -> None:
         unit = _qdq_unit(im, node, i)
         if unit is not None:
             return unit
+    if _fold_shape_arithmetic(im, node):
+        return
     _float_island(im, node)
+
+
+def _fold_shape_arithmetic(im: _Import, node) -> bool:
+    """Shape arithmetic on static shapes as constants (what paddle2onnx writes before a Reshape: Shape ->
+    Cast -> Slice -> Concat; onnxruntime folds it too): ``Shape`` of a tensor whose shape is known, and
+    any standard operator whose inputs are all constants and whose outputs are all integers, evaluated
+    by onnx's reference evaluator (integer arithmetic: exact, the same as any runtime). False when the
+    node is not such a computation (it is then read as a float island)."""
+    if node.domain not in ("", "ai.onnx") or not node.output or not node.input \
+            or any(o in im.graph_outputs for o in node.output):
+        return False  # a graph output stays a node's (the graph computes it)
+    if node.op_type == "Shape":
+        t = im.tensors.get(im.name(node.input[0]))
+        if t is None or t.shape is None or not t.is_static:
+            return False
+        a = _attrs(node)
+        im.consts[node.output[0]] = np.array(t.shape, np.int64)[a.get("start", 0):a.get("end", len(t.shape))]
+        return True
+    ins = [x for x in node.input if x]
+    if any(x not in im.consts or x in im.tensors for x in ins):
+        return False
+    if any(np.asarray(im.consts[x]).dtype.kind == "f" for x in ins) and node.op_type != "Cast":
+        return False  # float constants: the float executor computes them as onnxruntime's float kernels
+    g = helper.make_graph([node], "fold", [], [helper.make_empty_tensor_value_info(o) for o in node.output if o],
+                          [numpy_helper.from_array(np.asarray(im.consts[x]), x) for x in dict.fromkeys(ins)])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", im.opset)], ir_version=10)
+    try:
+        values = ReferenceEvaluator(m).run(None, {})
+    except Exception:  # noqa: BLE001  (the reference evaluator raises several types: not folded, read in float)
+        return False
+    if any(np.asarray(v).dtype.kind not in "iub" for v in values):
+        return False
+    for o, v in zip([o for o in node.output if o], values):
+        im.consts[o] = np.asarray(v)
+    return True
 
 
 def _integer_clip(im: _Import, node) -> None:
@@ -1054,6 +1098,32 @@ def _uint8_cast(im: _Import, node) -> None:
     im.add("Add", f"{node.name or y}/unsigned", [signed, im.constant(f"{y}/offset", np.array(128, to))], [y])
 
 
+def _quantized_constant(im: _Import, q) -> np.ndarray:
+    """A QuantizeLinear of a float constant as onnxruntime computes it (its CPU kernel at run time, or
+    its constant folding, which runs the same kernel): ``clamp(rint(float32(x / s)) + Z)`` in the
+    zero point's type (8 or 16 bits; omitted: uint8), per tensor or per ``axis``
+    (:func:`intq.kernels.ort.quantize.run_axis_float_quantize`, QUANTIZE's own formula)."""
+    x = np.asarray(im.consts[q.input[0]])
+    s = np.asarray(im.const(q.input[1], q))
+    zp = q.input[2] if len(q.input) > 2 else ""
+    z = np.asarray(im.const(zp, q)) if zp else np.zeros(s.shape, np.uint8)
+    if x.dtype != np.float32 or s.dtype != np.float32 or z.dtype not in _EIGHT_BIT + _SIXTEEN_BIT \
+            or z.size not in (1, s.size):
+        raise im.error(q, f"quantizes constant {q.input[0]!r} ({x.dtype.name}) with a {s.dtype.name} scale to "
+                          f"{z.dtype.name}; intq folds float32 constants quantized to 8 or 16 bits with float32 scales")
+    z = np.broadcast_to(z.reshape(-1), s.reshape(-1).shape).reshape(s.shape)
+    if s.size > 1:
+        axis = int(_attrs(q).get("axis", 1))
+        if not -x.ndim <= axis < x.ndim or x.shape[axis] != s.size:
+            raise im.error(q, f"{s.size} scales on axis {axis} of constant {q.input[0]!r} of shape {list(x.shape)}")
+        shape = [1] * x.ndim
+        shape[axis % x.ndim] = s.size
+        s, z = s.reshape(shape), z.reshape(shape)
+    info = np.iinfo(z.dtype)
+    return run_axis_float_quantize(OrtAxisFloatQuantize(s.astype(np.float32), z.astype(np.int64), int(info.min),
+                                                        int(info.max), z.dtype), x)
+
+
 def _dequantized_constant(im: _Import, dq) -> np.ndarray:
     """A DequantizeLinear of a constant as onnxruntime computes it: ``float32(q - Z) * s`` in float32
     (per tensor, or per ``axis``)."""
@@ -1133,10 +1203,10 @@ def _read_qoperator(im: _Import, node, a, i) -> None:
         return _fully_connected(im, node, im.name(i[0]), im.int8_data(np.ascontiguousarray(w_nk)), w_qp, bias, y,
                                 y_qp, fname, _operand_types(im, node, i[0], i[2], w))
     if op in ("QLinearAdd", "QLinearMul"):
-        _check_input(im, node, i[0], im.qparams(i[1], i[2], node))
-        _check_input(im, node, i[3], im.qparams(i[4], i[5], node))
-        return _binary(im, node, "ADD" if op == "QLinearAdd" else "MUL", i[0], i[3], y, im.qparams(i[6], i[7], node),
-                       fname)
+        a_name = _operand(im, node, i[0], im.qparams(i[1], i[2], node))
+        b_name = _operand(im, node, i[3], im.qparams(i[4], i[5], node))
+        return _binary(im, node, "ADD" if op == "QLinearAdd" else "MUL", a_name, b_name, y,
+                       im.qparams(i[6], i[7], node), fname)
     if op in ("QLinearSigmoid", "QLinearLeakyRelu", "QLinearSoftmax"):
         _check_input(im, node, i[0], im.qparams(i[1], i[2], node))
         y_qp = im.qparams(i[3], i[4], node)
@@ -1144,8 +1214,8 @@ def _read_qoperator(im: _Import, node, a, i) -> None:
             return _unary(im, node, "LOGISTIC", i[0], y, y_qp, fname)
         if op == "QLinearLeakyRelu":
             return _unary(im, node, "LEAKY_RELU", i[0], y, y_qp, fname, alpha=float(a.get("alpha", 0.01)))
-        if int(a.get("axis", -1)) % len(im.t(i[0]).shape) != len(im.t(i[0]).shape) - 1 or int(a.get("opset", 13)) < 13:
-            raise im.error(node, "only the opset-13 softmax over the last axis is read")
+        if not _softmax_over_last_axis(a, len(im.t(i[0]).shape), int(a.get("opset", 13))):
+            raise im.error(node, "only a softmax over the last axis is read")
         return _unary(im, node, "SOFTMAX", i[0], y, y_qp, fname, beta=1.0)
     if op == "QLinearConcat":
         y_qp = im.qparams(i[0], i[1], node)
@@ -1287,6 +1357,26 @@ def _operand_types(im: _Import, node, x: str, x_zero_point: str | None, w: np.nd
     return of(x, x_zero_point), (w.dtype.name if isinstance(w, np.ndarray) else of(w, w_zero_point))
 
 
+def _operand(im: _Import, node, x: str, qp: QuantParams) -> str:
+    """The intq tensor a QLinearAdd / QLinearMul reads as operand ``x``: an imported 8-bit tensor
+    written with ``qp`` (:func:`_check_input`), or a constant 8-bit one (an initializer, a Constant,
+    a QuantizeLinear of a float constant: :func:`_quantized_constant`) as a constant int8 tensor with
+    ``qp`` (a uint8 one minus 128). onnxruntime computes both alike: com.microsoft QLinearAdd /
+    QLinearMul broadcast their operands numpy-style, and MLAS's kernels take a broadcast operand as
+    a scalar span (``qlmul.cpp``: the same product ``(a - Z_a)(b - Z_b)`` either way; ``qladd``:
+    :func:`intq.kernels.ort.add.add_scalar_input` picks the table from the shapes)."""
+    if x in im.consts and im.name(x) not in im.tensors:
+        data = np.asarray(im.consts[x])
+        if data.dtype not in _EIGHT_BIT:
+            raise im.error(node, f"constant operand {x!r} is {data.dtype.name}; intq reads 8-bit operands")
+        if qp.per_axis:
+            raise im.error(node, f"constant operand {x!r} is quantized per axis; QLinearAdd / QLinearMul take one "
+                                 "scale per operand")
+        return im.constant(f"{node.name or node.output[0]}/{x}", im.int8_data(data), qp)
+    _check_input(im, node, x, qp)
+    return im.name(x)
+
+
 def _check_input(im: _Import, node, x: str, qp: QuantParams) -> None:
     """The parameters a QLinear node reads ``x`` with are the ones ``x`` was written with."""
     t = im.tensors.get(im.name(x))
@@ -1364,7 +1454,7 @@ def _qdq_unit(im: _Import, node, i):
     unary = {"Sigmoid": ("LOGISTIC", {}), "HardSwish": ("HARD_SWISH", {}), "Relu": ("RELU", {}),
              "LeakyRelu": ("LEAKY_RELU", {"alpha": float(a.get("alpha", 0.01))}), "Softmax": ("SOFTMAX", {"beta": 1.0})}
     if op in unary:
-        if op == "Softmax" and int(a.get("axis", -1)) % len(im.t(x0).shape) != len(im.t(x0).shape) - 1:
+        if op == "Softmax" and not _softmax_over_last_axis(a, len(im.t(x0).shape), im.opset):
             return None
         name, attrs = unary[op]
         _unary(im, node, name, x0, y, y_qp, fname, **attrs)
@@ -1385,6 +1475,14 @@ def _qdq_unit(im: _Import, node, i):
             return None
         return _consumed(im, q)
     return None
+
+
+def _softmax_over_last_axis(attrs: dict, rank: int, opset: int) -> bool:
+    """Whether a Softmax / QLinearSoftmax (``opset``: the model's, or QLinearSoftmax's ``opset``
+    attribute) normalizes over the last axis only: opset 13 on takes one ``axis`` (default -1); before,
+    the flattened axes from ``axis`` on (default 1), the last axis alone when ``axis`` is the last."""
+    axis = int(attrs.get("axis", -1 if opset >= 13 else 1))
+    return rank >= 1 and -rank <= axis < rank and axis % rank == rank - 1
 
 
 def _consumed(im: _Import, q) -> bool:
