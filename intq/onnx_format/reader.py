@@ -35,6 +35,12 @@ names those graph inputs and outputs and their ONNX types; per-axis QuantizeLine
 at that same boundary (any of these types; the boundary tensor carries per-axis parameters, which
 QUANTIZE / DEQUANTIZE run under the ort targets only).
 
+Weights in Constant nodes (paddle2onnx's form), which ``quantize_static`` quantizes as activations:
+a QuantizeLinear of a float constant is folded to the codes onnxruntime computes (:func:`_quantized_constant`);
+a constant QLinearAdd / QLinearMul operand is a constant int8 tensor (:func:`_operand`); shape
+arithmetic on static shapes is folded (:func:`_fold_shape_arithmetic`); a depthwise convolution's
+weight zero point is read (target ``ort`` runs MLAS's exact depthwise kernel).
+
 Refused, naming the node: per-axis activations elsewhere than the float boundary, blocked ones,
 float8 / float4 types, 4-bit / 2-bit tensors anywhere but at the float boundary,
 DynamicQuantizeLinear (a run-time float scale: intq's integer graphs have fixed parameters),
