@@ -238,49 +238,64 @@ def _emulated(model: bytes, held: list[np.ndarray]) -> tuple[str, np.ndarray | s
     return target, np.stack([np.asarray(it.run({name: x})[out], np.float32) for x in held])
 
 
-def avx2_table(samples: int, cpu: str = "Haswell", live_cache: str | None = None) -> dict:
+def avx2_table(samples: int, cpu: str = "Haswell", cache: str | None = None, live: bool = True) -> dict:
     """Top-1 accuracy of every :func:`avx2_models` model on an x86-64 CPU with AVX2 and without VNNI,
     two ways: live (onnxruntime under ``qemu-x86_64 -cpu <cpu>``, benchmarks/_ort_worker.py) and
     emulated (intq reads the file and runs it with :func:`_emulated`'s target), and how many samples
-    the two give equal outputs / the same class on. ``live_cache``: an .npz keeping the live outputs
-    with the digest of the models and inputs they ran (reused while both are unchanged)."""
+    the two give equal outputs / the same class on. ``cache``: a folder keeping the live outputs
+    (``live.npz``, with the digest of the models and inputs they ran) and each model's emulated ones
+    (``emulated-<digest>.npz``), reused while unchanged; ``live=False``: the emulated side only."""
     import hashlib
     import shutil
     import subprocess
 
     qemu = shutil.which("qemu-x86_64")
-    if qemu is None:
+    if qemu is None and live:
         raise SystemExit("qemu-x86_64 not found: apt-get install qemu-user")
+    if cache:
+        os.makedirs(cache, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="intq-avx2-") as tmp:
         models, held, labels = avx2_models(samples, tmp)
-        h = hashlib.sha256(np.concatenate(held).tobytes() + cpu.encode())
+        inputs = np.concatenate(held)
+        h = hashlib.sha256(inputs.tobytes() + cpu.encode())
         for k in sorted(models):
             h.update(k.encode() + hashlib.sha256(models[k]).digest())
-        live = dict(np.load(live_cache)) if live_cache and os.path.exists(live_cache) else {}
-        if str(live.pop("digest", "")) != h.hexdigest():
+        live_path = os.path.join(cache, "live.npz") if cache else None
+        outs = dict(np.load(live_path)) if live_path and os.path.exists(live_path) else {}
+        if live and str(outs.pop("digest", "")) != h.hexdigest():
             src, dst = os.path.join(tmp, "models.npz"), os.path.join(tmp, "outputs.npz")
-            np.savez(src, inputs=np.concatenate(held),
-                     **{f"model:{k}": np.frombuffer(v, np.uint8) for k, v in models.items()})
+            np.savez(src, inputs=inputs, **{f"model:{k}": np.frombuffer(v, np.uint8) for k, v in models.items()})
             worker = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_ort_worker.py")
             env = dict(os.environ, OMP_NUM_THREADS="1", OMP_WAIT_POLICY="PASSIVE")
             subprocess.run([qemu, "-cpu", cpu, sys.executable, worker, src, dst], check=True, env=env,
                            stderr=subprocess.DEVNULL)
-            live = dict(np.load(dst))
-            if live_cache:
-                np.savez(live_cache, digest=np.array(h.hexdigest()), **live)
-    arithmetic = str(live.pop("arithmetic"))
-    if arithmetic != "pair-saturating":
+            outs = dict(np.load(dst))
+            if live_path:
+                np.savez(live_path, digest=np.array(h.hexdigest()), **outs)
+    arithmetic = str(outs.pop("arithmetic", "not run"))
+    if live and arithmetic != "pair-saturating":
         raise SystemExit(f"qemu -cpu {cpu}: onnxruntime's U8S8 arithmetic there is {arithmetic!r}, not pair-saturating")
     rows = {}
     for k, model in models.items():
         row: dict = {}
-        got = live.get(f"out:{k}")
+        got = outs.get(f"out:{k}")
         if got is None:
-            row["live"] = f"onnxruntime refuses the file: {live.get(f'refused:{k}')}"
+            row["live"] = f"onnxruntime refuses the file: {outs.get(f'refused:{k}')}" if live else "not run"
         else:
             got = got.reshape(len(held), -1)
             row["live_accuracy"] = round(float(np.mean(got.argmax(1) == labels)), 4)
-        target, mine = _emulated(model, held) if k != "float" else ("float", None)
+        digest = hashlib.sha256(model + inputs.tobytes()).hexdigest()[:16]
+        emu_path = os.path.join(cache, f"emulated-{digest}.npz") if cache else None
+        if k == "float":
+            target, mine = "float", None
+        elif emu_path and os.path.exists(emu_path):
+            with np.load(emu_path) as d:
+                target, mine = str(d["target"]), (d["outputs"] if "outputs" in d.files else str(d["error"]))
+        else:
+            target, mine = _emulated(model, held)
+            if emu_path:
+                np.savez(emu_path, target=np.array(target),
+                         **({"error": np.array(mine)} if isinstance(mine, str) else {"outputs": mine}))
         row["emulated_target"] = target
         if isinstance(mine, str):
             row["emulated"] = f"intq does not read it: {mine}"
@@ -302,11 +317,12 @@ def main() -> None:
     ap.add_argument("--samples", type=int, default=400, help="held-out samples per model")
     ap.add_argument("--avx2", action="store_true", help="PP-OCR cls on an AVX2 CPU without VNNI: onnxruntime under "
                     "qemu-x86_64 -cpu Haswell vs intq's ort-u8s8-avx2 emulation (top-1 accuracy per model)")
-    ap.add_argument("--live-cache", help="with --avx2: an .npz keeping onnxruntime's outputs under QEMU (reused while "
-                    "the models and inputs are unchanged)")
+    ap.add_argument("--cache", help="with --avx2: a folder keeping onnxruntime's outputs under QEMU and intq's emulated "
+                    "ones (reused while the models and inputs are unchanged)")
+    ap.add_argument("--no-live", action="store_true", help="with --avx2: the emulated side only (no QEMU)")
     args = ap.parse_args()
     if args.avx2:
-        result = avx2_table(args.samples, live_cache=args.live_cache)
+        result = avx2_table(args.samples, cache=args.cache, live=not args.no_live)
         print(json.dumps(result, indent=1))
         if args.json:
             with open(args.json, "w") as f:

@@ -1398,6 +1398,15 @@ def _qdq_unit(im: _Import, node, i):
     op = node.op_type
     dqs = [_dq_source(im, x) if x else None for x in node.input]
     q = _single_q(im, node.output[0]) if node.output else None
+    if op in ("Add", "Mul") and q is not None and len(dqs) == 2 and all(dqs) \
+            and not any(_is_16_bit(im, n) or _is_narrow(im, n) for n in [q, *dqs]) \
+            and not all(d.input[0] in im.consts for d in dqs):
+        # an activation and an activation or an 8-bit constant (intq's HardSigmoid alpha / beta): onnxruntime
+        # fuses DQ, DQ -> Add / Mul -> Q into QLinearAdd / QLinearMul either way
+        zp = lambda n: n.input[2] if len(n.input) > 2 else None  # noqa: E731
+        a, b = (_operand(im, node, d.input[0], im.qparams(d.input[1], zp(d), d)) for d in dqs)
+        _binary(im, node, op.upper(), a, b, q.output[0], im.qparams(q.input[1], zp(q), q), node.output[0])
+        return _consumed(im, q)
     if q is None or dqs[0] is None or dqs[0].input[0] in im.consts:
         return None
     if any(_is_16_bit(im, n) or _is_narrow(im, n) for n in [q, *filter(None, dqs)]):
@@ -1450,13 +1459,7 @@ def _qdq_unit(im: _Import, node, i):
             _fully_connected(im, node, im.name(x0), np.ascontiguousarray(w_nk), w_qp, bias, y, y_qp, fname, types)
         return _consumed(im, q)
     if op in ("Add", "Mul"):
-        if len(dqs) != 2 or dqs[1] is None or dqs[1].input[0] in im.consts:
-            return None
-        x1 = dqs[1].input[0]
-        _check_input(im, node, x1, im.qparams(dqs[1].input[1], dqs[1].input[2] if len(dqs[1].input) > 2 else None,
-                                              dqs[1]))
-        _binary(im, node, op.upper(), x0, x1, y, y_qp, fname)
-        return _consumed(im, q)
+        return None  # read above, or not a unit (one operand not dequantized)
     unary = {"Sigmoid": ("LOGISTIC", {}), "HardSwish": ("HARD_SWISH", {}), "Relu": ("RELU", {}),
              "LeakyRelu": ("LEAKY_RELU", {"alpha": float(a.get("alpha", 0.01))}), "Softmax": ("SOFTMAX", {"beta": 1.0})}
     if op in unary:
