@@ -100,7 +100,9 @@ def read_back(blob: bytes, feed, offset: int, target: str, ort_out: dict) -> str
         out = intq.Interpreter(g, target=target).run(fed)
     except Exception as e:
         return error_text(e, 200)
-    bad = [n for n, v in ort_out.items() if not np.array_equal(v, to_runtime_codes(np.asarray(out[n]), offset))]
+    # intq reads uint8 codes as int8 ones minus 128: compared as the file's type (a uint8 output of an int8 export too)
+    bad = [n for n, v in ort_out.items()
+           if not np.array_equal(v, to_runtime_codes(np.asarray(out[n]), 128 if v.dtype == np.uint8 else 0))]
     return "equal" if not bad else f"DIFFERS in {bad}"
 
 
@@ -114,7 +116,8 @@ def main(argv=None) -> int:
     for entry in CORPUS:
         if args.only and entry.id not in args.only:
             continue
-        path = next((p for p in (args.cache / "models").glob(f"{entry.id}.*")), None)
+        path = next((p for p in sorted((args.cache / "models").glob(f"{entry.id}.*"))
+                     if p.suffix in (".onnx", ".tflite")), None)  # (transformer entries keep .json / .npz beside)
         if path is None:
             continue
         row = run(entry, path)

@@ -845,11 +845,19 @@ def _reader_qparams(im: _Import, name: str, depth: int) -> QuantParams | None:
                     raise im.error(reader, f"input {name!r} is quantized per axis; intq's activations are per tensor")
                 return qp
     for reader in im.consumers.get(name, []):
-        if reader.op_type in MOVEMENT and depth < 8 and reader.input and reader.input[0] == name:
-            qp = _reader_qparams(im, reader.output[0], depth + 1)
-            if qp is not None:
-                return qp
+        if (reader.op_type in MOVEMENT or reader.op_type in _SELECTS_CODES) and depth < 8 and reader.input \
+                and (reader.input[0] == name or reader.op_type == "Concat"):
+            # (an 8-bit Concat moves every input's codes: its inputs share the output's parameters)
+            for out in reader.output:
+                qp = _reader_qparams(im, out, depth + 1) if out else None
+                if qp is not None:
+                    return qp
     return None
+
+
+#: Operators intq's writer uses to select 8-bit codes (a graph input's parameters are found through them
+#: as through data movement: microWakeWord's streaming state, Concat -> Split -> Gather -> QLinearConv).
+_SELECTS_CODES = frozenset({"Gather", "Slice", "Expand", "Tile"})
 
 
 def _intq_metadata(proto: onnx.ModelProto, where: str) -> dict | None:
