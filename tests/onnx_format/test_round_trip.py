@@ -113,3 +113,16 @@ def test_every_written_operator_reads_back_equal(op):
 def test_every_emitter_has_a_round_trip_case():
     assert set(EMITTERS) <= set(MAKERS), sorted(set(EMITTERS) - set(MAKERS))
     assert set(KNOWN) | {op for op, _, _ in KNOWN_COMBOS} <= set(EMITTERS)
+
+
+def test_streaming_model_with_int8_state_inputs_reads_back():
+    """microWakeWord's streaming model (a committed corpus .tflite, int8 throughout): its int8 state
+    inputs reach their first quantized reader through Concat (as the second input) -> Split -> Gather
+    -> Reshape -> Transpose; each input's parameters are found along that path, and all four exports
+    read back equal to onnxruntime and to the graph written (its uint8 output compared as uint8)."""
+    from intq.export.check import random_inputs
+
+    graph = intq.load("tests/fixtures/corpus/mww_okay_nabu.tflite")
+    feeds = random_inputs(graph, 1)[0]
+    for fmt, acts in COMBOS:
+        assert _round_trip(graph, feeds, fmt, acts) == [], f"{fmt}/{acts}"
