@@ -50,7 +50,7 @@ import numpy as np
 import onnx
 
 from intq.ir import Graph, Node, Tensor
-from intq.kernels import KernelContext, get_target, select_kernel
+from intq.kernels import KernelContext, gelu, get_target, select_kernel
 from intq.kernels._conv_common import compute_padding
 from intq.kernels.ort.common import global_average_pool_scale, sum_as_mean_scale
 from intq.kernels.requantize import activation_range
@@ -1168,9 +1168,25 @@ def _lut(w: _Writer, n: Node) -> None:
     the ONNX codes: int8 codes index it by their bits through Gather's negative indices (-1 is entry
     255), uint8 codes of an int8 tensor (code + 128) read entry ``u XOR 128``; entries in the
     output's ONNX dtype."""
+    _table_lookup(w, n, np.asarray(w.t(n.inputs[1]).data))
+
+
+@EMITTERS.register("GELU")
+def _gelu(w: _Writer, n: Node) -> None:
+    """int8 GELU is a 256-entry table (LiteRT's ``LUTPopulate`` of the float32 function,
+    :func:`intq.kernels.gelu.int8_table`, the kernel's own): written as LUT's Gather, which onnxruntime
+    looks up exactly (ONNX's float Gelu would compute in float32 between DequantizeLinear and
+    QuantizeLinear, rounded otherwise)."""
+    xt, yt = w.t(n.inputs[0]), w.t(n.outputs[0])
+    if xt.dtype != np.int8 or yt.dtype != np.int8:
+        raise OnnxOpError(f"node {n.name!r} (GELU): intq writes int8 GELU (got {xt.dtype.name} -> {yt.dtype.name})")
+    _table_lookup(w, n, gelu.int8_table(xt.qparams, yt.qparams, bool(n.attrs.get("approximate", False))))
+
+
+def _table_lookup(w: _Writer, n: Node, table: np.ndarray) -> None:
+    """``y = table[uint8(x)]`` as a Cast of the codes and a Gather (:func:`_lut`)."""
     x, y = n.inputs[0], n.outputs[0]
     xt, yt = w.t(x), w.t(y)
-    table = np.asarray(w.t(n.inputs[1]).data)
     if w.dtype(xt) != xt.dtype:  # int8 tensor written as uint8 codes u = x + 128: x's byte is u ^ 128
         table = table[np.arange(256) ^ 128]
     if w.dtype(yt) != yt.dtype:
