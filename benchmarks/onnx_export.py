@@ -190,7 +190,8 @@ _AVX2_QS = [(method, fmt, tag) for method in ("MinMax", "Percentile") for tag in
 def avx2_models(samples: int, tmp: str) -> tuple[dict[str, bytes], list[np.ndarray], np.ndarray]:
     """The PP-OCR classifier's models for the AVX2 rows: ``float``, quantize_static's uint8 ones
     (:data:`_AVX2_QS`), intq's uint8 QDQ / QOperator with and without ``portable`` and intq's
-    default export (QDQ int8); the held-out crops and labels (the same data as :func:`measure`)."""
+    default export (QDQ int8), also portable; the held-out crops and labels (the same data as
+    :func:`measure`)."""
     path, inp, shape, _ = _float_model("ppocr_cls", tmp)
     calib, _ = text_direction_crops(16, seed=1)
     held, labels = text_direction_crops(samples, seed=2)
@@ -221,6 +222,7 @@ def avx2_models(samples: int, tmp: str) -> tuple[dict[str, bytes], list[np.ndarr
             models[f"intq {fmt} uint8{' --portable' if portable else ' --no-portable'}"] = bytes(
                 intq.export_onnx(qg, format=fmt, activations="uint8", portable=portable))
     models["intq qdq int8 (default)"] = bytes(intq.export_onnx(qg))
+    models["intq qdq int8 --portable"] = bytes(intq.export_onnx(qg, portable=True))
     return models, held, labels
 
 
@@ -234,7 +236,8 @@ def _emulated(model: bytes, held: list[np.ndarray]) -> tuple[str, np.ndarray | s
         g = intq.load(proto)
     except Exception as e:  # noqa: BLE001  (reported in the table: what still fails to read back)
         return "-", f"{type(e).__name__}: {str(e)[:300]}"
-    qdq = not any(n.op_type.startswith("QLinear") or n.op_type == "QGemm" for n in proto.graph.node)
+    dq = {n.output[0] for n in proto.graph.node if n.op_type == "DequantizeLinear"}
+    qdq = any(n.op_type in ("Conv", "MatMul", "Gemm") and n.input[0] in dq for n in proto.graph.node)
     target = "ort-u8s8-avx2" if g.metadata.get("onnx_activations") == "uint8" or qdq else "ort"
     it = intq.Interpreter(g, target=target)
     name, out = g.inputs[0], g.outputs[0]
@@ -245,8 +248,8 @@ def avx2_table(samples: int, cpu: str = "Haswell", cache: str | None = None, liv
     """Top-1 accuracy of every :func:`avx2_models` model on an x86-64 CPU with AVX2 and without VNNI,
     two ways: live (onnxruntime under ``qemu-x86_64 -cpu <cpu>``, benchmarks/_ort_worker.py) and
     emulated (intq reads the file and runs it with :func:`_emulated`'s target), and how many samples
-    the two give equal outputs / the same class on. ``cache``: a folder keeping the live outputs
-    (``live.npz``, with the digest of the models and inputs they ran) and each model's emulated ones
+    the two give equal outputs / the same class on. ``cache``: a folder keeping each model's live
+    outputs (``live-<cpu>-<digest>.npz``, the digest of the file and the inputs) and emulated ones
     (``emulated-<digest>.npz``), reused while unchanged; ``live=False``: the emulated side only."""
     import hashlib
     import shutil
@@ -260,22 +263,28 @@ def avx2_table(samples: int, cpu: str = "Haswell", cache: str | None = None, liv
     with tempfile.TemporaryDirectory(prefix="intq-avx2-") as tmp:
         models, held, labels = avx2_models(samples, tmp)
         inputs = np.concatenate(held)
-        h = hashlib.sha256(inputs.tobytes() + cpu.encode())
-        for k in sorted(models):
-            h.update(k.encode() + hashlib.sha256(models[k]).digest())
-        live_path = os.path.join(cache, "live.npz") if cache else None
-        outs = dict(np.load(live_path)) if live_path and os.path.exists(live_path) else {}
-        if live and str(outs.pop("digest", "")) != h.hexdigest():
+        digests = {k: hashlib.sha256(v + inputs.tobytes()).hexdigest()[:16] for k, v in models.items()}
+        outs, arithmetic = {}, "not run"
+        for k, d in digests.items():  # each model's live outputs, kept per model and CPU model
+            path = os.path.join(cache, f"live-{cpu}-{d}.npz") if cache else None
+            if path and os.path.exists(path):
+                with np.load(path) as f:
+                    outs.update({f"{key}:{k}": f[key] for key in ("out", "refused") if key in f.files})
+                    arithmetic = str(f["arithmetic"])
+        missing = [k for k in models if f"out:{k}" not in outs and f"refused:{k}" not in outs]
+        if live and missing:
             src, dst = os.path.join(tmp, "models.npz"), os.path.join(tmp, "outputs.npz")
-            np.savez(src, inputs=inputs, **{f"model:{k}": np.frombuffer(v, np.uint8) for k, v in models.items()})
+            np.savez(src, inputs=inputs, **{f"model:{k}": np.frombuffer(models[k], np.uint8) for k in missing})
             worker = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_ort_worker.py")
             env = dict(os.environ, OMP_NUM_THREADS="1", OMP_WAIT_POLICY="PASSIVE")
             subprocess.run([qemu, "-cpu", cpu, sys.executable, worker, src, dst], check=True, env=env,
                            stderr=subprocess.DEVNULL)
-            outs = dict(np.load(dst))
-            if live_path:
-                np.savez(live_path, digest=np.array(h.hexdigest()), **outs)
-    arithmetic = str(outs.pop("arithmetic", "not run"))
+            got = dict(np.load(dst))
+            arithmetic = str(got.pop("arithmetic"))
+            outs.update(got)
+            for k in missing if cache else ():
+                keep = {key: outs[f"{key}:{k}"] for key in ("out", "refused") if f"{key}:{k}" in outs}
+                np.savez(os.path.join(cache, f"live-{cpu}-{digests[k]}.npz"), arithmetic=np.array(arithmetic), **keep)
     if live and arithmetic != "pair-saturating":
         raise SystemExit(f"qemu -cpu {cpu}: onnxruntime's U8S8 arithmetic there is {arithmetic!r}, not pair-saturating")
     rows = {}

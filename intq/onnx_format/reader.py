@@ -1314,14 +1314,23 @@ def _onnx_type(im: _Import, node, name: str) -> np.dtype:
         return im.consts[name].dtype
     if name in im.elem_types:
         return np.dtype(helper.tensor_dtype_to_np_dtype(im.elem_types[name]))
-    for _ in range(16):  # through data movement to the graph input it moves
+    for _ in range(16):  # through data movement to the graph input or the QLinear operator writing it
         if name in im.input_types:
             return im.input_types[name]
         p = im.producer.get(name)
+        zp = _OUTPUT_ZERO_POINT.get(p.op_type) if p is not None else None
+        if zp is not None and len(p.input) > zp and p.input[zp] in im.consts:
+            return np.asarray(im.consts[p.input[zp]]).dtype  # (ONNX's type inference skips com.microsoft ops)
         if p is None or p.op_type not in MOVEMENT:
             break
         name = p.input[0]
     raise im.error(node, f"the type of {name!r} is not known here; give the operator its zero point input")
+
+
+#: The input index of a QLinear operator's output zero point (its output's type).
+_OUTPUT_ZERO_POINT = {"QLinearConv": 7, "QLinearMatMul": 7, "QGemm": 8, "QLinearAdd": 7, "QLinearMul": 7,
+                      "QLinearSigmoid": 4, "QLinearLeakyRelu": 4, "QLinearSoftmax": 4, "QLinearGlobalAveragePool": 4,
+                      "QLinearAveragePool": 4, "QLinearConcat": 1, "QuantizeLinear": 2}
 
 
 def _read_integer_op(im: _Import, node, a, i) -> None:
@@ -1396,6 +1405,11 @@ def _check_input(im: _Import, node, x: str, qp: QuantParams) -> None:
     t = im.tensors.get(im.name(x))
     if t is None:
         raise im.error(node, f"input {x!r} is not an imported 8-bit tensor")
+    if t.qparams is None and t.dtype == np.int8 and not t.is_constant:  # codes a float-executor node selected
+        # (intq's table lookups: LUT, GELU as Gather): the parameters are the ones this reader states, as a
+        # DequantizeLinear's are in the QDQ form
+        im.tensors[im.name(x)] = Tensor(t.name, t.dtype, t.shape, qparams=qp)
+        return
     if t.qparams is None or (float(np.float32(t.qparams.tensor_scale)), t.qparams.tensor_zero_point) != \
             (float(np.float32(qp.tensor_scale)), qp.tensor_zero_point):
         raise im.error(node, f"reads {x!r} with other quantization parameters than it was written with")
