@@ -729,11 +729,12 @@ def load_quantized_onnx(proto: onnx.ModelProto, real_inputs, bound: Mapping[str,
         elif dtype.name in _NARROW:  # read by DequantizeLinear only (_check_narrow_boundary), as int8 codes
             im.tensor(inp.name, bound[inp.name], _input_qparams(im, inp.name), np.int8)
             narrow[inp.name] = dtype.name
-        elif dtype in (np.dtype(np.float32), np.dtype(np.bool_)):  # float, or a condition (SELECT_V2)
+        elif dtype in (np.dtype(np.float32), np.dtype(np.bool_), np.dtype(np.int32), np.dtype(np.int64)):
+            # float, a condition (SELECT_V2), or indices (a transformer's token ids, read by Gather)
             im.tensor(inp.name, bound[inp.name], None, dtype)
         else:
-            raise QuantizedOnnxError(f"{where}: input {inp.name!r} is {dtype.name}; intq reads float32, bool, 8-bit "
-                                     "and 16-bit inputs (and 4- / 2-bit ones read by DequantizeLinear)")
+            raise QuantizedOnnxError(f"{where}: input {inp.name!r} is {dtype.name}; intq reads float32, bool, int32, "
+                                     "int64, 8-bit and 16-bit inputs (and 4- / 2-bit ones read by DequantizeLinear)")
 
     for node in proto.graph.node:
         if node.op_type != "Constant" and id(node) not in im.unit_qs:

@@ -126,3 +126,22 @@ def test_streaming_model_with_int8_state_inputs_reads_back():
     feeds = random_inputs(graph, 1)[0]
     for fmt, acts in COMBOS:
         assert _round_trip(graph, feeds, fmt, acts) == [], f"{fmt}/{acts}"
+
+
+def test_table_lookup_read_by_a_quantized_operator_reads_back():
+    """GELU (written as a Gather from its table) feeding FULLY_CONNECTED and CONV_2D: in the QOperator
+    form no DequantizeLinear states the looked-up codes' parameters, so the QGemm / QLinearConv reading
+    them does (as a DequantizeLinear does in the QDQ form); the corpus's ViT and PP-OCR v6 models."""
+    from intq.ir import Graph
+    from tests.export.onnx_harness import const, q
+
+    rng = np.random.default_rng(4)
+    t = {"x": q("x", (2, 8), 0.05, 3), "g": q("g", (2, 8), 0.03, -100), "y": q("y", (2, 4), 0.1, 7),
+         "w": const("w", rng.integers(-127, 128, (4, 8)).astype(np.int8), 0.02),
+         "b": const("b", rng.integers(-500, 500, 4).astype(np.int32), 0.05 * 0.03, dtype=np.int32)}
+    nodes = [Node("GELU", "gelu", ("x",), ("g",), {"approximate": False}),
+             Node("FULLY_CONNECTED", "fc", ("g", "w", "b"), ("y",), {"fused_activation_function": "NONE"})]
+    graph = Graph(nodes, t, ("x",), ("y",), name="gelu_fc")
+    graph, feeds = with_float_boundary(graph, {"x": rng.integers(-128, 128, (2, 8)).astype(np.int8)})
+    for fmt, acts in COMBOS:
+        assert _round_trip(graph, feeds, fmt, acts) == [], f"{fmt}/{acts}"
