@@ -717,6 +717,11 @@ def load_quantized_onnx(proto: onnx.ModelProto, real_inputs, bound: Mapping[str,
     im.input_types = {inp.name: np.dtype(helper.tensor_dtype_to_np_dtype(inp.type.tensor_type.elem_type))
                       for inp in real_inputs}
     im.elem_types = _element_types(proto)
+    # a uint8 model (its codes read minus 128) is known before the first node: a Gather from a uint8 table
+    # may come before any quantized operator (a transformer's embedding)
+    im.uint8 = any(len(n.input) > _OUTPUT_ZERO_POINT[n.op_type] and n.input[_OUTPUT_ZERO_POINT[n.op_type]] in consts
+                   and np.asarray(consts[n.input[_OUTPUT_ZERO_POINT[n.op_type]]]).dtype == np.uint8
+                   for n in proto.graph.node if n.op_type in _OUTPUT_ZERO_POINT)
     for inp in real_inputs:
         dtype = np.dtype(helper.tensor_dtype_to_np_dtype(inp.type.tensor_type.elem_type))
         if dtype in _EIGHT_BIT + _SIXTEEN_BIT:  # its parameters are those its first reader reads it with
