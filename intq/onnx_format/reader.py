@@ -539,9 +539,10 @@ def _integer_resize(im: _Import, node, a: dict) -> None:
                              "(batch and channels kept, the height resized or nothing)")
     align, half = _RESIZE_MODES[ctm]
     im.output(y, out, t.qparams, _float_name(y, im.float_names))
+    codes = _onnx_type(im, node, x).name  # onnxruntime divides int8 codes truncating, uint8 ones flooring
     im.add("RESIZE_BILINEAR", node.name or f"Resize_{y}", [im.name(x), im.constant(f"{node.name or y}/size",
                                                                                    np.array(out[1:3], np.int32))],
-           [y], align_corners=align, half_pixel_centers=half)
+           [y], align_corners=align, half_pixel_centers=half, onnx_codes=codes)
 
 
 def _concat(im: _Import, node, inputs: list[str], y: str, y_qp, axis: int, float_name) -> None:

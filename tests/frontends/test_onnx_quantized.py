@@ -900,3 +900,42 @@ def test_ppocr_classifier_quantize_static_and_intq_qoperator_read_back_equal(tmp
         out = g.outputs[0]
         for k, x in enumerate(xs[4:]):
             assert np.array_equal(it.run({"x": x})[out], sess.run(None, {"x": x})[0]), (name, k)
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8])
+def test_imported_resize_of_codes_divides_as_onnxruntime(dtype):
+    """A linear Resize of 8-bit NHWC codes made by another tool: onnxruntime's integer resize divides
+    int8 codes truncating toward zero and uint8 ones flooring; the reader records the codes' type
+    (``onnx_codes``) and target ``ort`` / ``ort-u8`` divides the same way (intq's own exports resize
+    uint8 codes in every form). 30 random models, both levels, negative sums included."""
+    from onnx import TensorProto
+
+    rng = np.random.default_rng(21)
+    et = TensorProto.INT8 if dtype == np.int8 else TensorProto.UINT8
+    nodes, inputs, outputs, inits, feeds = [], [], [], [], {}
+    for k in range(30):
+        p = f"m{k}_"
+        h, w, c = int(rng.integers(2, 6)), int(rng.integers(2, 6)), int(rng.integers(1, 4))
+        oh, ow = h * int(rng.integers(2, 4)), w * int(rng.integers(1, 3))
+        zp = dtype(rng.integers(np.iinfo(dtype).min, np.iinfo(dtype).max + 1))
+        inits += [numpy_helper.from_array(np.float32(10 ** rng.uniform(-2, 0)), p + "s"),
+                  numpy_helper.from_array(np.array(zp, dtype), p + "z"),
+                  numpy_helper.from_array(np.array([1, oh, ow, c], np.int64), p + "sizes")]
+        mode = ["half_pixel", "align_corners", "asymmetric"][k % 3]
+        nodes += [helper.make_node("QuantizeLinear", [p + "x", p + "s", p + "z"], [p + "q"]),
+                  helper.make_node("Resize", [p + "q", "", "", p + "sizes"], [p + "r"], mode="linear",
+                                   coordinate_transformation_mode=mode),
+                  helper.make_node("DequantizeLinear", [p + "r", p + "s", p + "z"], [p + "y"])]
+        inputs.append(helper.make_tensor_value_info(p + "x", TensorProto.FLOAT, [1, h, w, c]))
+        outputs.append(helper.make_tensor_value_info(p + "y", TensorProto.FLOAT, [1, oh, ow, c]))
+        feeds[p + "x"] = rng.uniform(-3, 3, (1, h, w, c)).astype(np.float32)
+    del et
+    m = helper.make_model(helper.make_graph(nodes, "resize", inputs, outputs, inits),
+                          opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+    g = intq.load(m)
+    assert {n.attrs.get("onnx_codes") for n in g.nodes if n.op_type == "RESIZE_BILINEAR"} == {np.dtype(dtype).name}
+    for level in ("disable_all", "enable_all"):
+        mine = _host_run(g, m, level, feeds)
+        sess = session(m.SerializeToString(), level)
+        for name, got in zip([o.name for o in sess.get_outputs()], sess.run(None, feeds)):
+            assert np.array_equal(got, mine[name]), (level, name)

@@ -30,12 +30,7 @@ CASES = 3
 #: is noticed and the entry removed): the units of intq.onnx_format.ops.UNREAD.
 KNOWN = dict(UNREAD)
 #: (operator, format, activations) that do not read back equal yet, each failure asserted too.
-KNOWN_COMBOS = {
-    ("RESIZE_BILINEAR", "qdq", "int8"): "in the linked int8 QDQ form onnxruntime on x86 runs the units around the "
-    "Resize on uint8 codes and the Resize on int8 ones (C division truncating, where target ort-u8-vnni floors: "
-    "1 LSB on negative sums); it does not drop DequantizeLinear -> Resize -> QuantizeLinear (1.32), so the "
-    "Resize cannot follow the links to uint8",
-}
+KNOWN_COMBOS: dict[tuple[str, str, str], str] = {}
 
 
 def with_float_boundary(graph, feeds):
