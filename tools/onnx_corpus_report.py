@@ -68,8 +68,10 @@ def run(entry, path: Path) -> dict:
                 it = intq.Interpreter(qg, target=target)
                 mine[target] = it.run(dict(feed))
             offset = 128 if act == "uint8" else 0
-            got = run_ort(blob, {k: to_runtime_codes(np.asarray(v), offset) for k, v in feed.items()},
-                          session=ort_session(blob, level))
+            session = ort_session(blob, level)
+            types = {i.name: _ORT_TYPES.get(i.type) for i in session.get_inputs()}  # int64 ids written as int32
+            got = run_ort(blob, {k: _as(to_runtime_codes(np.asarray(v), offset), types.get(k)) for k, v in feed.items()},
+                          session=session)
             bad = [n for n, v in zip(got["names"], got["outputs"])
                    if not np.array_equal(v, to_runtime_codes(np.asarray(mine[target][n]), offset))]
             results.append(f"{fmt}/{act}/{level}: " + ("equal" if not bad else f"DIFFERS in {bad}"))
@@ -88,6 +90,14 @@ def run(entry, path: Path) -> dict:
     return row
 
 
+_ORT_TYPES = {"tensor(int32)": np.int32, "tensor(int64)": np.int64}
+
+
+def _as(x: np.ndarray, dtype) -> np.ndarray:
+    """Integer ids in the type the written model's input takes (intq writes int64 ids as int32)."""
+    return x.astype(dtype) if dtype is not None and x.dtype.kind == "i" and x.dtype != dtype else x
+
+
 def read_back(blob: bytes, feed, offset: int, target: str, ort_out: dict) -> str:
     """``intq.load`` of the written bytes, run under ``target``: "equal" when every output equals
     onnxruntime's, else what differs."""
@@ -95,12 +105,14 @@ def read_back(blob: bytes, feed, offset: int, target: str, ort_out: dict) -> str
 
     try:
         g = intq.load(onnx.load_from_string(bytes(blob)))
-        fed = {i: to_runtime_codes(np.asarray(feed[i]), 128) if g.tensors[i].dtype == np.uint8 else feed[i]
-               for i in g.inputs}
+        fed = {i: to_runtime_codes(np.asarray(feed[i]), 128) if g.tensors[i].dtype == np.uint8
+               else _as(np.asarray(feed[i]), g.tensors[i].dtype) for i in g.inputs}
         out = intq.Interpreter(g, target=target).run(fed)
     except Exception as e:
         return error_text(e, 200)
-    bad = [n for n, v in ort_out.items() if not np.array_equal(v, to_runtime_codes(np.asarray(out[n]), offset))]
+    # intq reads uint8 codes as int8 ones minus 128: compared as the file's type (a uint8 output of an int8 export too)
+    bad = [n for n, v in ort_out.items()
+           if not np.array_equal(v, to_runtime_codes(np.asarray(out[n]), 128 if v.dtype == np.uint8 else 0))]
     return "equal" if not bad else f"DIFFERS in {bad}"
 
 
@@ -114,7 +126,8 @@ def main(argv=None) -> int:
     for entry in CORPUS:
         if args.only and entry.id not in args.only:
             continue
-        path = next((p for p in (args.cache / "models").glob(f"{entry.id}.*")), None)
+        path = next((p for p in sorted((args.cache / "models").glob(f"{entry.id}.*"))
+                     if p.suffix in (".onnx", ".tflite")), None)  # (transformer entries keep .json / .npz beside)
         if path is None:
             continue
         row = run(entry, path)

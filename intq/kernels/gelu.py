@@ -61,6 +61,12 @@ def gelu_float32(x: np.ndarray, approximate: bool = False) -> np.ndarray:
     return ((_HALF * x).astype(np.float32) * gate).astype(np.float32)
 
 
+def int8_table(in_qp, out_qp, approximate: bool = False) -> np.ndarray:
+    """The int8 table (``LUTPopulate<int8_t>`` of :func:`gelu_float32`): entry ``uint8(v)`` for input code
+    ``v``. What the kernel looks up, and what intq's ONNX export writes (a Gather of the codes)."""
+    return lut_populate_int8(in_qp, out_qp, lambda v: gelu_float32(v, approximate))
+
+
 @dataclass(frozen=True, eq=False)
 class GeluParams:
     """int8: ``table`` [256] int8, entry ``uint8(v)`` for input code ``v``; int16: ``lut`` [513] int16."""
@@ -84,7 +90,7 @@ def prepare(ctx: KernelContext) -> GeluParams:
         return gelu_float32(v, approximate)
 
     if x.dtype == np.int8:
-        return GeluParams(table=lut_populate_int8(in_qp, out_qp, transform))
+        return GeluParams(table=int8_table(in_qp, out_qp, approximate))
     if in_qp.tensor_zero_point != 0 or out_qp.tensor_zero_point != 0:
         raise ctx.error(f"int16 zero points must be 0 (spec 003), got {in_qp.tensor_zero_point} and "
                         f"{out_qp.tensor_zero_point}")

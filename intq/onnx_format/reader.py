@@ -35,6 +35,12 @@ names those graph inputs and outputs and their ONNX types; per-axis QuantizeLine
 at that same boundary (any of these types; the boundary tensor carries per-axis parameters, which
 QUANTIZE / DEQUANTIZE run under the ort targets only).
 
+Weights in Constant nodes (paddle2onnx's form), which ``quantize_static`` quantizes as activations:
+a QuantizeLinear of a float constant is folded to the codes onnxruntime computes (:func:`_quantized_constant`);
+a constant QLinearAdd / QLinearMul operand is a constant int8 tensor (:func:`_operand`); shape
+arithmetic on static shapes is folded (:func:`_fold_shape_arithmetic`); a depthwise convolution's
+weight zero point is read (target ``ort`` runs MLAS's exact depthwise kernel).
+
 Refused, naming the node: per-axis activations elsewhere than the float boundary, blocked ones,
 float8 / float4 types, 4-bit / 2-bit tensors anywhere but at the float boundary,
 DynamicQuantizeLinear (a run-time float scale: intq's integer graphs have fixed parameters),
@@ -50,11 +56,13 @@ from dataclasses import dataclass, field
 import numpy as np
 import onnx
 from onnx import helper, numpy_helper
+from onnx.reference import ReferenceEvaluator
 
 from intq.errors import GraphError
 from intq.ir import Graph, Node, Tensor, topological_order
 from intq.ir.names import claim
 from intq.kernels.ort.common import NARROW_RANGES
+from intq.kernels.ort.quantize import OrtAxisFloatQuantize, run_axis_float_quantize
 from intq.kernels._conv_common import compute_padding
 from intq.onnx_format import checks, metadata
 from intq.onnx_format.errors import QuantizedOnnxError
@@ -351,9 +359,10 @@ def _conv(im: _Import, node, x: str, w: np.ndarray, w_qp: QuantParams, bias: np.
         xin = _pad_nhwc(im, xin, pads, xt.qparams.tensor_zero_point, node.name)
         padding = "VALID"
     depthwise = group == c and cg == 1 and group > 1
-    if np.any(np.asarray(w_qp.zero_point) != 0) and group > 1:
-        raise im.error(node, "a grouped or depthwise convolution with a weight zero point is not read (intq emulates "
-                             "asymmetric weights for ungrouped convolutions and matrix products only)")
+    if np.any(np.asarray(w_qp.zero_point) != 0) and group > 1 and not (depthwise and co == c):
+        raise im.error(node, "a grouped convolution (other than depthwise with one output channel per input "
+                             "channel) with a weight zero point is not read (intq emulates asymmetric weights for "
+                             "ungrouped and depthwise convolutions and matrix products only)")
     if depthwise:
         wdata, axis = w.transpose(1, 2, 3, 0), 3  # [1, KH, KW, C_out]
     else:
@@ -527,9 +536,10 @@ def _integer_resize(im: _Import, node, a: dict) -> None:
                              "(batch and channels kept, the height resized or nothing)")
     align, half = _RESIZE_MODES[ctm]
     im.output(y, out, t.qparams, _float_name(y, im.float_names))
+    codes = _onnx_type(im, node, x).name  # onnxruntime divides int8 codes truncating, uint8 ones flooring
     im.add("RESIZE_BILINEAR", node.name or f"Resize_{y}", [im.name(x), im.constant(f"{node.name or y}/size",
                                                                                    np.array(out[1:3], np.int32))],
-           [y], align_corners=align, half_pixel_centers=half)
+           [y], align_corners=align, half_pixel_centers=half, onnx_codes=codes)
 
 
 def _concat(im: _Import, node, inputs: list[str], y: str, y_qp, axis: int, float_name) -> None:
@@ -705,6 +715,11 @@ def load_quantized_onnx(proto: onnx.ModelProto, real_inputs, bound: Mapping[str,
     im.input_types = {inp.name: np.dtype(helper.tensor_dtype_to_np_dtype(inp.type.tensor_type.elem_type))
                       for inp in real_inputs}
     im.elem_types = _element_types(proto)
+    # a uint8 model (its codes read minus 128) is known before the first node: a Gather from a uint8 table
+    # may come before any quantized operator (a transformer's embedding)
+    im.uint8 = any(len(n.input) > _OUTPUT_ZERO_POINT[n.op_type] and n.input[_OUTPUT_ZERO_POINT[n.op_type]] in consts
+                   and np.asarray(consts[n.input[_OUTPUT_ZERO_POINT[n.op_type]]]).dtype == np.uint8
+                   for n in proto.graph.node if n.op_type in _OUTPUT_ZERO_POINT)
     for inp in real_inputs:
         dtype = np.dtype(helper.tensor_dtype_to_np_dtype(inp.type.tensor_type.elem_type))
         if dtype in _EIGHT_BIT + _SIXTEEN_BIT:  # its parameters are those its first reader reads it with
@@ -717,11 +732,12 @@ def load_quantized_onnx(proto: onnx.ModelProto, real_inputs, bound: Mapping[str,
         elif dtype.name in _NARROW:  # read by DequantizeLinear only (_check_narrow_boundary), as int8 codes
             im.tensor(inp.name, bound[inp.name], _input_qparams(im, inp.name), np.int8)
             narrow[inp.name] = dtype.name
-        elif dtype in (np.dtype(np.float32), np.dtype(np.bool_)):  # float, or a condition (SELECT_V2)
+        elif dtype in (np.dtype(np.float32), np.dtype(np.bool_), np.dtype(np.int32), np.dtype(np.int64)):
+            # float, a condition (SELECT_V2), or indices (a transformer's token ids, read by Gather)
             im.tensor(inp.name, bound[inp.name], None, dtype)
         else:
-            raise QuantizedOnnxError(f"{where}: input {inp.name!r} is {dtype.name}; intq reads float32, bool, 8-bit "
-                                     "and 16-bit inputs (and 4- / 2-bit ones read by DequantizeLinear)")
+            raise QuantizedOnnxError(f"{where}: input {inp.name!r} is {dtype.name}; intq reads float32, bool, int32, "
+                                     "int64, 8-bit and 16-bit inputs (and 4- / 2-bit ones read by DequantizeLinear)")
 
     for node in proto.graph.node:
         if node.op_type != "Constant" and id(node) not in im.unit_qs:
@@ -833,11 +849,19 @@ def _reader_qparams(im: _Import, name: str, depth: int) -> QuantParams | None:
                     raise im.error(reader, f"input {name!r} is quantized per axis; intq's activations are per tensor")
                 return qp
     for reader in im.consumers.get(name, []):
-        if reader.op_type in MOVEMENT and depth < 8 and reader.input and reader.input[0] == name:
-            qp = _reader_qparams(im, reader.output[0], depth + 1)
-            if qp is not None:
-                return qp
+        if (reader.op_type in MOVEMENT or reader.op_type in _SELECTS_CODES) and depth < 8 and reader.input \
+                and (reader.input[0] == name or reader.op_type == "Concat"):
+            # (an 8-bit Concat moves every input's codes: its inputs share the output's parameters)
+            for out in reader.output:
+                qp = _reader_qparams(im, out, depth + 1) if out else None
+                if qp is not None:
+                    return qp
     return None
+
+
+#: Operators intq's writer uses to select 8-bit codes (a graph input's parameters are found through them
+#: as through data movement: microWakeWord's streaming state, Concat -> Split -> Gather -> QLinearConv).
+_SELECTS_CODES = frozenset({"Gather", "Slice", "Expand", "Tile"})
 
 
 def _intq_metadata(proto: onnx.ModelProto, where: str) -> dict | None:
@@ -900,6 +924,10 @@ def _read_node(im: _Import, node) -> None:
         x = i[0]
         if i[1] not in im.consts or (i[2] and i[2] not in im.consts):
             raise im.error(node, f"its scale or zero point is computed at run time: {_DYNAMIC}")
+        if x in im.consts and im.name(x) not in im.tensors:  # a float constant (a Constant node's, which
+            # quantize_static quantizes as an activation): the codes onnxruntime computes, a constant
+            im.consts[node.output[0]] = _quantized_constant(im, node)
+            return
         qp = im.qparams(i[1], i[2], node, axis=_boundary_axis(im, node, x))
         if im.t(x).dtype == np.float32:
             im.output(node.output[0], im.t(x).shape, qp, x, dtype=qp.dtype)
@@ -953,7 +981,44 @@ def _read_node(im: _Import, node) -> None:
         unit = _qdq_unit(im, node, i)
         if unit is not None:
             return unit
+    if _fold_shape_arithmetic(im, node):
+        return
     _float_island(im, node)
+
+
+def _fold_shape_arithmetic(im: _Import, node) -> bool:
+    """Shape arithmetic on static shapes as constants (what paddle2onnx writes before a Reshape: Shape ->
+    Cast -> Slice -> Concat; onnxruntime folds it too): ``Shape`` of a tensor whose shape is known, and
+    any standard operator whose inputs are all constants and whose outputs are all integers, evaluated
+    by onnx's reference evaluator (integer arithmetic: exact, the same as any runtime). False when the
+    node is not such a computation (it is then read as a float island)."""
+    if node.domain not in ("", "ai.onnx") or not node.output or not node.input \
+            or any(o in im.graph_outputs for o in node.output):
+        return False  # a graph output stays a node's (the graph computes it)
+    if node.op_type == "Shape":
+        t = im.tensors.get(im.name(node.input[0]))
+        if t is None or t.shape is None or not t.is_static:
+            return False
+        a = _attrs(node)
+        im.consts[node.output[0]] = np.array(t.shape, np.int64)[a.get("start", 0):a.get("end", len(t.shape))]
+        return True
+    ins = [x for x in node.input if x]
+    if any(x not in im.consts or x in im.tensors for x in ins):
+        return False
+    if any(np.asarray(im.consts[x]).dtype.kind == "f" for x in ins) and node.op_type != "Cast":
+        return False  # float constants: the float executor computes them as onnxruntime's float kernels
+    g = helper.make_graph([node], "fold", [], [helper.make_empty_tensor_value_info(o) for o in node.output if o],
+                          [numpy_helper.from_array(np.asarray(im.consts[x]), x) for x in dict.fromkeys(ins)])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", im.opset)], ir_version=10)
+    try:
+        values = ReferenceEvaluator(m).run(None, {})
+    except Exception:  # noqa: BLE001  (the reference evaluator raises several types: not folded, read in float)
+        return False
+    if any(np.asarray(v).dtype.kind not in "iub" for v in values):
+        return False
+    for o, v in zip([o for o in node.output if o], values):
+        im.consts[o] = np.asarray(v)
+    return True
 
 
 def _integer_clip(im: _Import, node) -> None:
@@ -1051,6 +1116,32 @@ def _uint8_cast(im: _Import, node) -> None:
     im.add("Add", f"{node.name or y}/unsigned", [signed, im.constant(f"{y}/offset", np.array(128, to))], [y])
 
 
+def _quantized_constant(im: _Import, q) -> np.ndarray:
+    """A QuantizeLinear of a float constant as onnxruntime computes it (its CPU kernel at run time, or
+    its constant folding, which runs the same kernel): ``clamp(rint(float32(x / s)) + Z)`` in the
+    zero point's type (8 or 16 bits; omitted: uint8), per tensor or per ``axis``
+    (:func:`intq.kernels.ort.quantize.run_axis_float_quantize`, QUANTIZE's own formula)."""
+    x = np.asarray(im.consts[q.input[0]])
+    s = np.asarray(im.const(q.input[1], q))
+    zp = q.input[2] if len(q.input) > 2 else ""
+    z = np.asarray(im.const(zp, q)) if zp else np.zeros(s.shape, np.uint8)
+    if x.dtype != np.float32 or s.dtype != np.float32 or z.dtype not in _EIGHT_BIT + _SIXTEEN_BIT \
+            or z.size not in (1, s.size):
+        raise im.error(q, f"quantizes constant {q.input[0]!r} ({x.dtype.name}) with a {s.dtype.name} scale to "
+                          f"{z.dtype.name}; intq folds float32 constants quantized to 8 or 16 bits with float32 scales")
+    z = np.broadcast_to(z.reshape(-1), s.reshape(-1).shape).reshape(s.shape)
+    if s.size > 1:
+        axis = int(_attrs(q).get("axis", 1))
+        if not -x.ndim <= axis < x.ndim or x.shape[axis] != s.size:
+            raise im.error(q, f"{s.size} scales on axis {axis} of constant {q.input[0]!r} of shape {list(x.shape)}")
+        shape = [1] * x.ndim
+        shape[axis % x.ndim] = s.size
+        s, z = s.reshape(shape), z.reshape(shape)
+    info = np.iinfo(z.dtype)
+    return run_axis_float_quantize(OrtAxisFloatQuantize(s.astype(np.float32), z.astype(np.int64), int(info.min),
+                                                        int(info.max), z.dtype), x)
+
+
 def _dequantized_constant(im: _Import, dq) -> np.ndarray:
     """A DequantizeLinear of a constant as onnxruntime computes it: ``float32(q - Z) * s`` in float32
     (per tensor, or per ``axis``)."""
@@ -1130,10 +1221,10 @@ def _read_qoperator(im: _Import, node, a, i) -> None:
         return _fully_connected(im, node, im.name(i[0]), im.int8_data(np.ascontiguousarray(w_nk)), w_qp, bias, y,
                                 y_qp, fname, _operand_types(im, node, i[0], i[2], w))
     if op in ("QLinearAdd", "QLinearMul"):
-        _check_input(im, node, i[0], im.qparams(i[1], i[2], node))
-        _check_input(im, node, i[3], im.qparams(i[4], i[5], node))
-        return _binary(im, node, "ADD" if op == "QLinearAdd" else "MUL", i[0], i[3], y, im.qparams(i[6], i[7], node),
-                       fname)
+        a_name = _operand(im, node, i[0], im.qparams(i[1], i[2], node))
+        b_name = _operand(im, node, i[3], im.qparams(i[4], i[5], node))
+        return _binary(im, node, "ADD" if op == "QLinearAdd" else "MUL", a_name, b_name, y,
+                       im.qparams(i[6], i[7], node), fname)
     if op in ("QLinearSigmoid", "QLinearLeakyRelu", "QLinearSoftmax"):
         _check_input(im, node, i[0], im.qparams(i[1], i[2], node))
         y_qp = im.qparams(i[3], i[4], node)
@@ -1141,8 +1232,8 @@ def _read_qoperator(im: _Import, node, a, i) -> None:
             return _unary(im, node, "LOGISTIC", i[0], y, y_qp, fname)
         if op == "QLinearLeakyRelu":
             return _unary(im, node, "LEAKY_RELU", i[0], y, y_qp, fname, alpha=float(a.get("alpha", 0.01)))
-        if int(a.get("axis", -1)) % len(im.t(i[0]).shape) != len(im.t(i[0]).shape) - 1 or int(a.get("opset", 13)) < 13:
-            raise im.error(node, "only the opset-13 softmax over the last axis is read")
+        if not _softmax_over_last_axis(a, len(im.t(i[0]).shape), int(a.get("opset", 13))):
+            raise im.error(node, "only a softmax over the last axis is read")
         return _unary(im, node, "SOFTMAX", i[0], y, y_qp, fname, beta=1.0)
     if op == "QLinearConcat":
         y_qp = im.qparams(i[0], i[1], node)
@@ -1227,14 +1318,23 @@ def _onnx_type(im: _Import, node, name: str) -> np.dtype:
         return im.consts[name].dtype
     if name in im.elem_types:
         return np.dtype(helper.tensor_dtype_to_np_dtype(im.elem_types[name]))
-    for _ in range(16):  # through data movement to the graph input it moves
+    for _ in range(16):  # through data movement to the graph input or the QLinear operator writing it
         if name in im.input_types:
             return im.input_types[name]
         p = im.producer.get(name)
+        zp = _OUTPUT_ZERO_POINT.get(p.op_type) if p is not None else None
+        if zp is not None and len(p.input) > zp and p.input[zp] in im.consts:
+            return np.asarray(im.consts[p.input[zp]]).dtype  # (ONNX's type inference skips com.microsoft ops)
         if p is None or p.op_type not in MOVEMENT:
             break
         name = p.input[0]
     raise im.error(node, f"the type of {name!r} is not known here; give the operator its zero point input")
+
+
+#: The input index of a QLinear operator's output zero point (its output's type).
+_OUTPUT_ZERO_POINT = {"QLinearConv": 7, "QLinearMatMul": 7, "QGemm": 8, "QLinearAdd": 7, "QLinearMul": 7,
+                      "QLinearSigmoid": 4, "QLinearLeakyRelu": 4, "QLinearSoftmax": 4, "QLinearGlobalAveragePool": 4,
+                      "QLinearAveragePool": 4, "QLinearConcat": 1, "QuantizeLinear": 2}
 
 
 def _read_integer_op(im: _Import, node, a, i) -> None:
@@ -1284,11 +1384,36 @@ def _operand_types(im: _Import, node, x: str, x_zero_point: str | None, w: np.nd
     return of(x, x_zero_point), (w.dtype.name if isinstance(w, np.ndarray) else of(w, w_zero_point))
 
 
+def _operand(im: _Import, node, x: str, qp: QuantParams) -> str:
+    """The intq tensor a QLinearAdd / QLinearMul reads as operand ``x``: an imported 8-bit tensor
+    written with ``qp`` (:func:`_check_input`), or a constant 8-bit one (an initializer, a Constant,
+    a QuantizeLinear of a float constant: :func:`_quantized_constant`) as a constant int8 tensor with
+    ``qp`` (a uint8 one minus 128). onnxruntime computes both alike: com.microsoft QLinearAdd /
+    QLinearMul broadcast their operands numpy-style, and MLAS's kernels take a broadcast operand as
+    a scalar span (``qlmul.cpp``: the same product ``(a - Z_a)(b - Z_b)`` either way; ``qladd``:
+    :func:`intq.kernels.ort.add.add_scalar_input` picks the table from the shapes)."""
+    if x in im.consts and im.name(x) not in im.tensors:
+        data = np.asarray(im.consts[x])
+        if data.dtype not in _EIGHT_BIT:
+            raise im.error(node, f"constant operand {x!r} is {data.dtype.name}; intq reads 8-bit operands")
+        if qp.per_axis:
+            raise im.error(node, f"constant operand {x!r} is quantized per axis; QLinearAdd / QLinearMul take one "
+                                 "scale per operand")
+        return im.constant(f"{node.name or node.output[0]}/{x}", im.int8_data(data), qp)
+    _check_input(im, node, x, qp)
+    return im.name(x)
+
+
 def _check_input(im: _Import, node, x: str, qp: QuantParams) -> None:
     """The parameters a QLinear node reads ``x`` with are the ones ``x`` was written with."""
     t = im.tensors.get(im.name(x))
     if t is None:
         raise im.error(node, f"input {x!r} is not an imported 8-bit tensor")
+    if t.qparams is None and t.dtype == np.int8 and not t.is_constant:  # codes a float-executor node selected
+        # (intq's table lookups: LUT, GELU as Gather): the parameters are the ones this reader states, as a
+        # DequantizeLinear's are in the QDQ form
+        im.tensors[im.name(x)] = Tensor(t.name, t.dtype, t.shape, qparams=qp)
+        return
     if t.qparams is None or (float(np.float32(t.qparams.tensor_scale)), t.qparams.tensor_zero_point) != \
             (float(np.float32(qp.tensor_scale)), qp.tensor_zero_point):
         raise im.error(node, f"reads {x!r} with other quantization parameters than it was written with")
@@ -1299,6 +1424,15 @@ def _qdq_unit(im: _Import, node, i):
     op = node.op_type
     dqs = [_dq_source(im, x) if x else None for x in node.input]
     q = _single_q(im, node.output[0]) if node.output else None
+    if op in ("Add", "Mul") and q is not None and len(dqs) == 2 and all(dqs) \
+            and not any(_is_16_bit(im, n) or _is_narrow(im, n) for n in [q, *dqs]) \
+            and not all(d.input[0] in im.consts for d in dqs):
+        # an activation and an activation or an 8-bit constant (intq's HardSigmoid alpha / beta): onnxruntime
+        # fuses DQ, DQ -> Add / Mul -> Q into QLinearAdd / QLinearMul either way
+        zp = lambda n: n.input[2] if len(n.input) > 2 else None  # noqa: E731
+        a, b = (_operand(im, node, d.input[0], im.qparams(d.input[1], zp(d), d)) for d in dqs)
+        _binary(im, node, op.upper(), a, b, q.output[0], im.qparams(q.input[1], zp(q), q), node.output[0])
+        return _consumed(im, q)
     if q is None or dqs[0] is None or dqs[0].input[0] in im.consts:
         return None
     if any(_is_16_bit(im, n) or _is_narrow(im, n) for n in [q, *filter(None, dqs)]):
@@ -1351,17 +1485,11 @@ def _qdq_unit(im: _Import, node, i):
             _fully_connected(im, node, im.name(x0), np.ascontiguousarray(w_nk), w_qp, bias, y, y_qp, fname, types)
         return _consumed(im, q)
     if op in ("Add", "Mul"):
-        if len(dqs) != 2 or dqs[1] is None or dqs[1].input[0] in im.consts:
-            return None
-        x1 = dqs[1].input[0]
-        _check_input(im, node, x1, im.qparams(dqs[1].input[1], dqs[1].input[2] if len(dqs[1].input) > 2 else None,
-                                              dqs[1]))
-        _binary(im, node, op.upper(), x0, x1, y, y_qp, fname)
-        return _consumed(im, q)
+        return None  # read above, or not a unit (one operand not dequantized)
     unary = {"Sigmoid": ("LOGISTIC", {}), "HardSwish": ("HARD_SWISH", {}), "Relu": ("RELU", {}),
              "LeakyRelu": ("LEAKY_RELU", {"alpha": float(a.get("alpha", 0.01))}), "Softmax": ("SOFTMAX", {"beta": 1.0})}
     if op in unary:
-        if op == "Softmax" and int(a.get("axis", -1)) % len(im.t(x0).shape) != len(im.t(x0).shape) - 1:
+        if op == "Softmax" and not _softmax_over_last_axis(a, len(im.t(x0).shape), im.opset):
             return None
         name, attrs = unary[op]
         _unary(im, node, name, x0, y, y_qp, fname, **attrs)
@@ -1382,6 +1510,14 @@ def _qdq_unit(im: _Import, node, i):
             return None
         return _consumed(im, q)
     return None
+
+
+def _softmax_over_last_axis(attrs: dict, rank: int, opset: int) -> bool:
+    """Whether a Softmax / QLinearSoftmax (``opset``: the model's, or QLinearSoftmax's ``opset``
+    attribute) normalizes over the last axis only: opset 13 on takes one ``axis`` (default -1); before,
+    the flattened axes from ``axis`` on (default 1), the last axis alone when ``axis`` is the last."""
+    axis = int(attrs.get("axis", -1 if opset >= 13 else 1))
+    return rank >= 1 and -rank <= axis < rank and axis % rank == rank - 1
 
 
 def _consumed(im: _Import, q) -> bool:

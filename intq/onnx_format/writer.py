@@ -50,7 +50,7 @@ import numpy as np
 import onnx
 
 from intq.ir import Graph, Node, Tensor
-from intq.kernels import KernelContext, get_target, select_kernel
+from intq.kernels import KernelContext, gelu, get_target, select_kernel
 from intq.kernels._conv_common import compute_padding
 from intq.kernels.ort.common import global_average_pool_scale, sum_as_mean_scale
 from intq.kernels.requantize import activation_range
@@ -860,19 +860,47 @@ def _resize_bilinear(w: _Writer, n: Node) -> None:
     a = n.attrs
     align, half = bool(a.get("align_corners", False)), bool(a.get("half_pixel_centers", False))
     mode = ort_mode(align, half)
-    dt = w.dtype(xt)
+    dt, src, dst = w.dtype(xt), w.name(x), None
+    if dt == np.int8:  # int8 exports resize uint8 codes too (below): the same rounding in every form
+        src, dst, dt = _to_uint8_codes(w, n, x), w.out(y), np.dtype(np.uint8)
     w.use("Resize", n)
+    out = w.temp(f"{y}/uint8", dt, yt.shape) if dst is not None else w.out(y)
     if oh == h and ow != wd:  # swap H and W: onnxruntime resizes NHWC int8 in integers only when H is scaled
         swapped = w.temp(f"{x}/hw_swapped", dt, (nb, wd, h, c))
         w.use("Transpose", n)
-        w.b.node("Transpose", [w.name(x)], [swapped], f"{n.name}/swap_in", perm=[0, 2, 1, 3])
+        w.b.node("Transpose", [src], [swapped], f"{n.name}/swap_in", perm=[0, 2, 1, 3])
         resized = w.temp(f"{y}/hw_swapped", dt, (nb, ow, oh, c))
         w.b.node("Resize", [swapped, "", "", w.b.constant(f"{n.name}/sizes", np.array([nb, ow, oh, c], np.int64))],
                  [resized], n.name, mode="linear", coordinate_transformation_mode=mode)
-        w.b.node("Transpose", [resized], [w.out(y)], f"{n.name}/swap_out", perm=[0, 2, 1, 3])
-        return
-    w.b.node("Resize", [w.name(x), "", "", w.b.constant(f"{n.name}/sizes", np.array([nb, oh, ow, c], np.int64))],
-             [w.out(y)], n.name, mode="linear", coordinate_transformation_mode=mode)
+        w.b.node("Transpose", [resized], [out], f"{n.name}/swap_out", perm=[0, 2, 1, 3])
+    else:
+        w.b.node("Resize", [src, "", "", w.b.constant(f"{n.name}/sizes", np.array([nb, oh, ow, c], np.int64))],
+                 [out], n.name, mode="linear", coordinate_transformation_mode=mode)
+    if dst is not None:  # back to the int8 codes: DequantizeLinear (uint8) -> QuantizeLinear (int8), exact
+        s, z = w.scale_zp(y)
+        zu = w.b.constant(f"{y}/zero_point_uint8", np.array(yt.qparams.tensor_zero_point + 128, np.uint8))
+        f = w.temp(f"{y}/uint8_dequantized", np.float32, yt.shape)
+        w.b.node("DequantizeLinear", [out, s, zu], [f], f"{n.name}/from_uint8")
+        w.b.node("QuantizeLinear", [f, s, z], [dst], f"{n.name}/to_int8")
+
+
+def _to_uint8_codes(w: _Writer, n: Node, x: str) -> str:
+    """int8 tensor ``x`` as uint8 codes of the same parameters (zero point + 128): DequantizeLinear ->
+    QuantizeLinear, exact (``rint(float32((q - Z) s) / s) = q - Z`` for ``|q - Z| <= 255``). A Resize
+    of int8 codes divides truncating toward zero, of uint8 codes flooring (onnxruntime's
+    ``NhwcUpsampleBilinearInteger``); on x86 onnxruntime runs an int8 QDQ model's other units on
+    uint8 codes and left this Resize on int8 ones, so intq writes every Resize on uint8 codes and
+    target ``ort`` floors in every form (intq.kernels.ort.resize_bilinear)."""
+    xt = w.t(x)
+    s, z = w.scale_zp(x)
+    zu = w.b.constant(f"{x}/zero_point_uint8", np.array(xt.qparams.tensor_zero_point + 128, np.uint8))
+    w.use("DequantizeLinear", n)
+    w.use("QuantizeLinear", n)
+    f = w.temp(f"{x}/for_uint8", np.float32, xt.shape)
+    w.b.node("DequantizeLinear", [w.name(x), s, z], [f], f"{n.name}/dequantize_int8")
+    u = w.temp(f"{x}/uint8", np.uint8, xt.shape)
+    w.b.node("QuantizeLinear", [f, s, zu], [u], f"{n.name}/to_uint8")
+    return u
 
 
 @EMITTERS.register("SHAPE")
@@ -1184,9 +1212,25 @@ def _lut(w: _Writer, n: Node) -> None:
     the ONNX codes: int8 codes index it by their bits through Gather's negative indices (-1 is entry
     255), uint8 codes of an int8 tensor (code + 128) read entry ``u XOR 128``; entries in the
     output's ONNX dtype."""
+    _table_lookup(w, n, np.asarray(w.t(n.inputs[1]).data))
+
+
+@EMITTERS.register("GELU")
+def _gelu(w: _Writer, n: Node) -> None:
+    """int8 GELU is a 256-entry table (LiteRT's ``LUTPopulate`` of the float32 function,
+    :func:`intq.kernels.gelu.int8_table`, the kernel's own): written as LUT's Gather, which onnxruntime
+    looks up exactly (ONNX's float Gelu would compute in float32 between DequantizeLinear and
+    QuantizeLinear, rounded otherwise)."""
+    xt, yt = w.t(n.inputs[0]), w.t(n.outputs[0])
+    if xt.dtype != np.int8 or yt.dtype != np.int8:
+        raise OnnxOpError(f"node {n.name!r} (GELU): intq writes int8 GELU (got {xt.dtype.name} -> {yt.dtype.name})")
+    _table_lookup(w, n, gelu.int8_table(xt.qparams, yt.qparams, bool(n.attrs.get("approximate", False))))
+
+
+def _table_lookup(w: _Writer, n: Node, table: np.ndarray) -> None:
+    """``y = table[uint8(x)]`` as a Cast of the codes and a Gather (:func:`_lut`)."""
     x, y = n.inputs[0], n.outputs[0]
     xt, yt = w.t(x), w.t(y)
-    table = np.asarray(w.t(n.inputs[1]).data)
     if w.dtype(xt) != xt.dtype:  # int8 tensor written as uint8 codes u = x + 128: x's byte is u ^ 128
         table = table[np.arange(256) ^ 128]
     if w.dtype(yt) != yt.dtype:

@@ -571,8 +571,17 @@ def _lut(rng):
     return g, {"x": _x(rng, shape)}
 
 
+def _gelu(rng):
+    """int8 GELU (exact and tanh forms): the kernel's 256-entry table, written as a Gather."""
+    shape = _shape(rng)
+    g = single("GELU", [q("x", shape, _s(rng), _z(rng))], [q("y", shape, _s(rng), _z(rng))],
+               {"approximate": bool(rng.integers(0, 2))})
+    return g, {"x": _x(rng, shape)}
+
+
 MAKERS = {
     "LUT": _lut,
+    "GELU": _gelu,
     "SUM": _sum,
     "SELECT_V2": _select_v2,
     "SPACE_TO_BATCH_ND": _space_batch("SPACE_TO_BATCH_ND"),

@@ -253,8 +253,10 @@ def _random_model(nodes, name, inputs, outputs, inits):
                                                                ir_version=10))
 
 
-def _random_qlinear_models(rng, op: str, count: int, dtype) -> tuple[onnx.ModelProto, dict]:
-    """``count`` independent QLinearConv / QLinearMatMul nodes with asymmetric weights in one model."""
+def _random_qlinear_models(rng, op: str, count: int, dtype, depthwise: bool = False) -> tuple[onnx.ModelProto, dict]:
+    """``count`` independent QLinearConv / QLinearMatMul nodes with asymmetric weights in one model
+    (``depthwise``: QLinearConv with one input and one output channel per group, one weight zero point
+    for every channel, as onnxruntime requires)."""
     from onnx import TensorProto, helper
 
     et = TensorProto.UINT8 if dtype == np.uint8 else TensorProto.INT8
@@ -269,15 +271,17 @@ def _random_qlinear_models(rng, op: str, count: int, dtype) -> tuple[onnx.ModelP
         p = f"m{i}_"
         if op == "QLinearConv":
             n, ch, h, w = 1, int(rng.integers(1, 5)), int(rng.integers(3, 8)), int(rng.integers(3, 8))
-            co, k = int(rng.integers(1, 5)), int(rng.integers(1, 4))
+            co, k = (ch if depthwise else int(rng.integers(1, 5))), int(rng.integers(1, 4))
             xs = (n, ch, h, w)
-            wt = rng.integers(info.min, info.max + 1, size=(co, ch, k, k)).astype(dtype)
+            wt = rng.integers(info.min, info.max + 1, size=(co, 1 if depthwise else ch, k, k)).astype(dtype)
             per_channel = rng.random() < 0.5
             ws = (10 ** rng.uniform(-3, -1, co if per_channel else ())).astype(np.float32)
             wz = rng.integers(info.min, info.max + 1, size=co if per_channel else ()).astype(dtype)
+            if depthwise:  # onnxruntime: "zero point of per-channel filter must be same"
+                wz = np.full(wz.shape, wz.reshape(-1)[0], dtype)
             pads = [int(v) for v in rng.integers(0, 2, 4)]
             extra = [c(p + "b", rng.integers(-5000, 5000, co).astype(np.int32))]
-            attrs = dict(pads=pads, strides=[int(rng.integers(1, 3))] * 2)
+            attrs = dict(pads=pads, strides=[int(rng.integers(1, 3))] * 2, **({"group": ch} if depthwise else {}))
         else:
             rows, kk, units = int(rng.integers(1, 4)), int(rng.integers(1, 40)), int(rng.integers(1, 9))
             xs = (rows, kk)
@@ -296,14 +300,18 @@ def _random_qlinear_models(rng, op: str, count: int, dtype) -> tuple[onnx.ModelP
     return _random_model(nodes, op, inputs, outputs, inits), feeds
 
 
-@pytest.mark.parametrize("op", ["QLinearConv", "QLinearMatMul"])
+@pytest.mark.parametrize("op", ["QLinearConv", "QLinearMatMul", "depthwise QLinearConv"])
 @pytest.mark.parametrize("dtype", [np.uint8, np.int8])
 def test_asymmetric_weights_equal_onnxruntime(op, dtype):
     """50 random nodes per case (200 per operator over both dtypes and both levels): weights with a
-    zero point, per tensor and per channel, run by the ``ort`` targets' asymmetric GEMM."""
+    zero point, per tensor and per channel, run by the ``ort`` targets' asymmetric GEMM (depthwise:
+    MLAS's depthwise kernel, intq.kernels.ort.gemm.OrtAsymmetricDepthwise)."""
     rng = np.random.default_rng(7)
-    m, feeds = _random_qlinear_models(rng, op, 50, dtype)
+    m, feeds = _random_qlinear_models(rng, op.split()[-1], 50, dtype, depthwise=op.startswith("depthwise"))
     g = intq.load(m)
+    if op.startswith("depthwise"):
+        ops = g.op_types()  # one channel (group 1) reads as CONV_2D
+        assert ops["DEPTHWISE_CONV_2D"] >= 30 and ops["DEPTHWISE_CONV_2D"] + ops.get("CONV_2D", 0) == 50
     for level in ("disable_all", "enable_all"):
         mine = _host_run(g, m, level, feeds)
         sess = session(m.SerializeToString(), level)
@@ -743,3 +751,191 @@ def test_per_axis_boundary_runs_under_ort_only_and_is_not_exported():
     m, _ = _random_axis_models(np.random.default_rng(6), "QuantizeLinear", 1, "int8", twin=True)
     with pytest.raises(IntqError, match=r"m0_QuantizeLinear.*per axis"):
         intq.load(m)
+
+
+# ------------------------------------------------- constant-node weights (paddle2onnx's form, issue 26)
+
+def _constant_weights_model(seed: int = 0) -> onnx.ModelProto:
+    """A small opset-11 float model in paddle2onnx's form (the PP-OCR classifier's): every weight a
+    Constant node (quantize_static then quantizes it as an activation: uint8 per tensor, with a zero
+    point), convolutions without bias, a depthwise one among them, a BatchNormalization left in float, hard-swish as HardSigmoid and Mul,
+    Shape -> Slice -> Concat computing a Reshape's shape, MatMul + Add with constant operands, an
+    opset-11 Softmax over axis 1."""
+    rng = np.random.default_rng(seed)
+    nodes = []
+
+    def const(name, value):
+        nodes.append(helper.make_node("Constant", [], [name], value=numpy_helper.from_array(np.asarray(value), name)))
+        return name
+
+    f = lambda *s: rng.standard_normal(s).astype(np.float32)  # noqa: E731
+    nodes += [helper.make_node("Conv", ["x", const("w1", 0.4 * f(6, 3, 3, 3))], ["c1"],
+                               pads=[1, 1, 1, 1]),
+              helper.make_node("Relu", ["c1"], ["r1"]),
+              helper.make_node("Conv", ["r1", const("wd", 0.5 * f(6, 1, 3, 3))], ["d"], group=6, pads=[1, 1, 1, 1],
+                               strides=[2, 2]),
+              helper.make_node("BatchNormalization", ["d", const("bn_s", 1 + 0.1 * f(6)), const("bn_b", 0.1 * f(6)),
+                                                      const("bn_m", 0.1 * f(6)), const("bn_v", 1 + np.abs(f(6)))],
+                               ["bn"]),
+              helper.make_node("HardSigmoid", ["bn"], ["hs"], alpha=0.2, beta=0.5),
+              helper.make_node("Mul", ["bn", "hs"], ["hsw"]),
+              helper.make_node("GlobalAveragePool", ["hsw"], ["gap"]),
+              helper.make_node("Shape", ["gap"], ["shape"]),
+              helper.make_node("Slice", ["shape", const("s0", np.array([0], np.int64)),
+                                         const("s1", np.array([1], np.int64)), const("sa", np.array([0], np.int64))],
+                               ["batch"]),
+              helper.make_node("Concat", ["batch", const("rest", np.array([6], np.int64))], ["new_shape"], axis=0),
+              helper.make_node("Reshape", ["gap", "new_shape"], ["flat"]),
+              helper.make_node("MatMul", ["flat", const("fc_w", 0.5 * f(6, 3))], ["fc"]),
+              helper.make_node("Add", ["fc", const("fc_b", 0.1 * f(3))], ["logits"]),
+              helper.make_node("Softmax", ["logits"], ["y"], axis=1)]
+    g = helper.make_graph(nodes, "constant_weights", [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT,
+                                                                                      [1, 3, 12, 12])],
+                          [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [1, 3])])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 11)], ir_version=7)
+
+
+class _XReader(quantization.CalibrationDataReader):
+    def __init__(self, xs):
+        self.it = iter([{"x": x} for x in xs])
+
+    def get_next(self):
+        return next(self.it, None)
+
+
+@pytest.mark.parametrize("fmt,act", [("QDQ", "QUInt8"), ("QDQ", "QInt8"), ("QOperator", "QUInt8")])
+def test_quantize_static_constant_node_weights_equal_onnxruntime(tmp_path, fmt, act):
+    """quantize_static on a model whose weights are Constant nodes (:func:`_constant_weights_model`):
+    intq folds each QuantizeLinear of a float constant as onnxruntime computes it, reads the uint8
+    depthwise weights with their zero point (MLAS's exact depthwise kernel), the constant QLinearAdd
+    operand, the folded shape arithmetic and the opset-11 QLinearSoftmax with calibrated output
+    parameters, and equals onnxruntime on every sample (QDQ at ORT_ENABLE_ALL, which fuses the
+    units intq reads; QOperator at both levels)."""
+    src, out = tmp_path / "f.onnx", tmp_path / "q.onnx"
+    onnx.save(_constant_weights_model(), str(src))
+    rng = np.random.default_rng(1)
+    xs = [rng.standard_normal((1, 3, 12, 12)).astype(np.float32) for _ in range(24)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        quantization.quantize_static(str(src), str(out), _XReader(xs[:8]),
+                                     quant_format=getattr(quantization.QuantFormat, fmt),
+                                     activation_type=getattr(quantization.QuantType, act),
+                                     weight_type=quantization.QuantType.QInt8, per_channel=True)
+    m = onnx.load(str(out))
+    folded = sum(n.op_type == "QuantizeLinear" and n.input[0] in {"w1", "wd", "fc_w", "fc_b", "bn_s"}
+                 for n in m.graph.node)
+    assert folded >= 3  # the Constant weights are quantized by QuantizeLinear nodes in the file
+    g = intq.load(m)
+    ops = g.op_types()
+    assert ops["DEPTHWISE_CONV_2D"] == 1 and ops["CONV_2D"] == 1 and "SHAPE" not in ops
+    if fmt == "QOperator":
+        assert ops["FULLY_CONNECTED"] == 1 and ops["SOFTMAX"] == 1
+    model = out.read_bytes()
+    for level in ("enable_all", "disable_all") if fmt == "QOperator" else ("enable_all",):
+        it = intq.Interpreter(g, target=host_target(model, level))
+        sess = session(model, level)
+        for k, x in enumerate(xs[8:]):
+            assert np.array_equal(it.run({"x": x})["y"], sess.run(None, {"x": x})[0]), (level, k)
+
+
+@pytest.mark.parametrize("act", ["uint8", "int8"])
+def test_intq_qoperator_export_with_constant_operands_reads_back(act):
+    """intq's QOperator export of hard-swish (HardSigmoid as QLinearMul by a constant alpha and
+    QLinearAdd of a constant beta) reads back: the constant operands become constant int8 tensors with
+    their parameters, and the read graph equals onnxruntime and the graph that was written."""
+    m = _constant_weights_model(3)
+    rng = np.random.default_rng(2)
+    xs = [rng.standard_normal((1, 3, 12, 12)).astype(np.float32) for _ in range(16)]
+    qg = intq.quantize(m, xs[:8])
+    blob = intq.export_onnx(qg, format="qoperator", activations=act, portable=False)
+    written = onnx.load_from_string(bytes(blob))
+    consts = {t.name for t in written.graph.initializer}
+    assert any(n.op_type == "QLinearMul" and n.input[3] in consts for n in written.graph.node)
+    g = intq.load(written)
+    target = g.metadata["onnx_target"]
+    sess = session(bytes(blob), "enable_all")
+    ref = intq.Interpreter(qg, target=target)
+    it = intq.Interpreter(g, target=target)
+    for x in xs[8:]:
+        got = it.run({"x": x})["y"]
+        assert np.array_equal(got, sess.run(None, {"x": x})[0])
+        assert np.array_equal(got, ref.run({"x": x})["y"])
+
+
+PPOCR_CLS = "tests/fixtures/corpus/ppocr_cls_mobile_v2.onnx"
+
+
+def test_ppocr_classifier_quantize_static_and_intq_qoperator_read_back_equal(tmp_path):
+    """The PP-OCR text-direction classifier (paddle2onnx: Constant-node weights, BatchNormalization
+    behind computed offsets, hard-swish, a computed Reshape, an opset-11 Softmax): quantize_static's
+    QDQ and QOperator uint8 models and intq's own QOperator uint8 export read back and equal
+    onnxruntime on this host at ORT_ENABLE_ALL (benchmarks/onnx_export.py --avx2 runs them on an AVX2
+    CPU too)."""
+    from intq.testing.text_lines import load_text_lines
+
+    x, _ = load_text_lines(12, seed=3)  # [N, 3, 48, W]
+    xs = [np.ascontiguousarray(x[k:k + 1, :, :, :192], np.float32) for k in range(len(x))]
+    src = tmp_path / "f.onnx"
+    m = onnx.load(PPOCR_CLS)
+    for d, v in zip(m.graph.input[0].type.tensor_type.shape.dim, (1, 3, 48, 192)):
+        d.Clear()
+        d.dim_value = v
+    onnx.save(m, str(src))
+    models = {}
+    for fmt in ("QDQ", "QOperator"):
+        out = tmp_path / f"{fmt}.onnx"
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            quantization.quantize_static(str(src), str(out), _XReader(xs[:4]),
+                                         quant_format=getattr(quantization.QuantFormat, fmt),
+                                         activation_type=quantization.QuantType.QUInt8,
+                                         weight_type=quantization.QuantType.QInt8, per_channel=True)
+        models[f"quantize_static {fmt}"] = out.read_bytes()
+    qg = intq.quantize(PPOCR_CLS, xs[:4], input_shapes={"x": (1, 3, 48, 192)})
+    models["intq qoperator"] = bytes(intq.export_onnx(qg, format="qoperator", activations="uint8"))
+    for name, model in models.items():
+        g = intq.load(onnx.load_from_string(model))
+        it = intq.Interpreter(g, target=host_target(model, "enable_all"))
+        sess = session(model, "enable_all")
+        out = g.outputs[0]
+        for k, x in enumerate(xs[4:]):
+            assert np.array_equal(it.run({"x": x})[out], sess.run(None, {"x": x})[0]), (name, k)
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8])
+def test_imported_resize_of_codes_divides_as_onnxruntime(dtype):
+    """A linear Resize of 8-bit NHWC codes made by another tool: onnxruntime's integer resize divides
+    int8 codes truncating toward zero and uint8 ones flooring; the reader records the codes' type
+    (``onnx_codes``) and target ``ort`` / ``ort-u8`` divides the same way (intq's own exports resize
+    uint8 codes in every form). 30 random models, both levels, negative sums included."""
+    from onnx import TensorProto
+
+    rng = np.random.default_rng(21)
+    et = TensorProto.INT8 if dtype == np.int8 else TensorProto.UINT8
+    nodes, inputs, outputs, inits, feeds = [], [], [], [], {}
+    for k in range(30):
+        p = f"m{k}_"
+        h, w, c = int(rng.integers(2, 6)), int(rng.integers(2, 6)), int(rng.integers(1, 4))
+        oh, ow = h * int(rng.integers(2, 4)), w * int(rng.integers(1, 3))
+        zp = dtype(rng.integers(np.iinfo(dtype).min, np.iinfo(dtype).max + 1))
+        inits += [numpy_helper.from_array(np.float32(10 ** rng.uniform(-2, 0)), p + "s"),
+                  numpy_helper.from_array(np.array(zp, dtype), p + "z"),
+                  numpy_helper.from_array(np.array([1, oh, ow, c], np.int64), p + "sizes")]
+        mode = ["half_pixel", "align_corners", "asymmetric"][k % 3]
+        nodes += [helper.make_node("QuantizeLinear", [p + "x", p + "s", p + "z"], [p + "q"]),
+                  helper.make_node("Resize", [p + "q", "", "", p + "sizes"], [p + "r"], mode="linear",
+                                   coordinate_transformation_mode=mode),
+                  helper.make_node("DequantizeLinear", [p + "r", p + "s", p + "z"], [p + "y"])]
+        inputs.append(helper.make_tensor_value_info(p + "x", TensorProto.FLOAT, [1, h, w, c]))
+        outputs.append(helper.make_tensor_value_info(p + "y", TensorProto.FLOAT, [1, oh, ow, c]))
+        feeds[p + "x"] = rng.uniform(-3, 3, (1, h, w, c)).astype(np.float32)
+    del et
+    m = helper.make_model(helper.make_graph(nodes, "resize", inputs, outputs, inits),
+                          opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+    g = intq.load(m)
+    assert {n.attrs.get("onnx_codes") for n in g.nodes if n.op_type == "RESIZE_BILINEAR"} == {np.dtype(dtype).name}
+    for level in ("disable_all", "enable_all"):
+        mine = _host_run(g, m, level, feeds)
+        sess = session(m.SerializeToString(), level)
+        for name, got in zip([o.name for o in sess.get_outputs()], sess.run(None, feeds)):
+            assert np.array_equal(got, mine[name]), (level, name)

@@ -1,19 +1,22 @@
 """onnxruntime's QLinearConv / QGemm / QLinearMatMul with weights whose zero point is not 0 (what
-``quantize_static`` writes for uint8 weights, and ONNX's own node tests): the ``ort`` variants of
-CONV_2D and FULLY_CONNECTED for those nodes; symmetric weights run the reference kernels, whose
+``quantize_static`` writes for uint8 weights — also for weights a model holds in Constant nodes,
+which it quantizes as activations: uint8, per tensor — and ONNX's own node tests): the ``ort``
+variants of CONV_2D, DEPTHWISE_CONV_2D (depth multiplier 1) and FULLY_CONNECTED for those nodes;
+symmetric weights run the reference kernels, whose
 requantization the targets' contract makes onnxruntime's (:data:`intq.kernels.targets.Requant.FLOAT32_RNE`).
 intq's own kernels take symmetric weights only.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from intq.kernels._conv_common import (
     ConvOperands, conv_bias, conv_padding, conv_requantizer, fill_im2col, make_im2col, window_options)
 from intq.kernels.base import variant
+from intq.kernels.depthwise_conv_2d import DepthwiseTaps, depthwise_sums, prepare_taps
 from intq.kernels.ort import FAMILY, saturation
 from intq.kernels.requantize import Requantizer, requantize
 
@@ -91,3 +94,60 @@ def run_asymmetric_gemm(p: OrtAsymmetricGemm, x, w=None, b=None):
 
 variant("CONV_2D", family=FAMILY, applies=asymmetric_weights, run=run_asymmetric_gemm)(prepare_asymmetric_gemm)
 variant("FULLY_CONNECTED", family=FAMILY, applies=asymmetric_weights, run=run_asymmetric_gemm)(prepare_asymmetric_gemm)
+
+
+@dataclass(frozen=True, eq=False)
+class OrtAsymmetricDepthwise:
+    """QLinearConv with one input and one output channel per group and weights whose zero point is
+    not 0: MLAS's depthwise kernel (``MlasConvDepthwise``, which onnxruntime's QLinearConv takes for
+    such a group shape: ``qlinearconv.cc``), ``acc = sum_taps (x - Z_x)(w - Z_w) + b`` exactly in
+    int32 over the window (padding holds ``Z_x``: it adds nothing), then ``MlasRequantizeOutput``,
+    the float32 requantization of :data:`Requant.FLOAT32_RNE`. No pair saturation on any CPU: that
+    kernel widens both operands to 16 bits before multiplying (exact; onnxruntime's own depthwise
+    path for symmetric weights, intq.kernels.ort.u8s8, is measured exact too)."""
+
+    taps: DepthwiseTaps  # int32 weights w - Z_w, offset b - Z_x sum_taps(w - Z_w)
+    requant: Requantizer
+
+def asymmetric_depthwise(ctx) -> bool:
+    """Asymmetric weights (:func:`asymmetric_weights`) on a depthwise node with depth multiplier 1."""
+    x, w = ctx.inputs[0], ctx.inputs[1] if len(ctx.inputs) > 1 else None
+    return asymmetric_weights(ctx) and w.shape is not None and x.shape is not None and len(w.shape) == 4 \
+        and len(x.shape) == 4 and w.shape[3] == x.shape[3]
+
+def prepare_asymmetric_depthwise(ctx) -> OrtAsymmetricDepthwise:
+    """DEPTHWISE_CONV_2D (``[1, KH, KW, C]`` weights, depth multiplier 1) with asymmetric int8 weights,
+    per tensor or per channel (axis 3; onnxruntime requires one zero point for all channels, intq
+    computes any)."""
+    x, y = ctx.input(0), ctx.outputs[0]
+    in_qp, out_qp = ctx.per_tensor(x, "input"), ctx.per_tensor(y, "output")
+    w = ctx.constant(1, "weights")
+    w_qp = ctx.qparams(ctx.input(1), "weights")
+    in_shape = ctx.static_shape(x, "input", 4)
+    if w.dtype != np.int8 or w.ndim != 4 or w.shape[0] != 1 or w.shape[3] != in_shape[3] \
+            or (w_qp.per_axis and w_qp.axis != 3):
+        raise ctx.error("depthwise weights must be int8 [1, KH, KW, C] (depth multiplier 1), per tensor or per "
+                        "channel on axis 3")
+    if ctx.attr("depth_multiplier", 0) != 1:
+        raise ctx.error(f"depth_multiplier is {ctx.attr('depth_multiplier', 0)!r} but the shapes give 1")
+    _, kh, kw, c = w.shape
+    zw = np.broadcast_to(np.asarray(w_qp.zero_point, np.int64).reshape(-1), (c,))
+    centred = w.astype(np.int64) - zw  # [1, KH, KW, C], in [-255, 255]
+    bias = conv_bias(ctx, 2, c)
+    bound = int((255 * np.abs(centred).reshape(-1, c).sum(axis=0) + np.abs(bias)).max(initial=0))
+    if bound >= 1 << 31:
+        raise ctx.error(f"the int32 accumulator can overflow (|acc| up to {bound})")
+    opts = window_options(ctx)
+    ops = ConvOperands(in_qp, out_qp, in_shape, w, w_qp, y.dtype, opts, 3)
+    pad = conv_padding(ctx, ops, kh, kw, c)
+    offset = bias - in_qp.tensor_zero_point * centred.reshape(kh * kw, c).sum(axis=0)  # |.| < 2^31 (bound)
+    taps = prepare_taps(replace(ops, w=centred), offset, pad, np.int32)
+    requant = conv_requantizer(ctx, ctx.op, in_qp, w_qp, out_qp, c, opts.activation, y.dtype)  # scales only
+    return OrtAsymmetricDepthwise(taps, requant)
+
+def run_asymmetric_depthwise(p: OrtAsymmetricDepthwise, x, w=None, b=None):
+    return (requantize(p.requant, depthwise_sums(p.taps, x)),)
+
+
+variant("DEPTHWISE_CONV_2D", family=FAMILY, applies=asymmetric_depthwise,
+        run=run_asymmetric_depthwise)(prepare_asymmetric_depthwise)

@@ -8,8 +8,11 @@ coordinate in float32 (``(i + 0.5) / scale - 0.5``, ``i * float32(in - 1) / floa
 ``lo = trunc(v)``, ``hi = min(lo + 1, in - 1)``, weights ``d_lo = |v10 - 1024 hi|`` and ``d_hi = |v10 -
 1024 lo|`` (512 each where ``lo == hi``). Per pixel ``acc = sum X w_y w_x`` (the weights of an
 axis sum to 1024) and ``y = acc / 2^20`` in C integer division: truncated toward zero on int8
-codes, floored on uint8 codes (``ort-u8``: ``floor(acc / 2^20)`` of intq's codes, as the 128 the
-uint8 codes add comes out whole). Where only the width is resized (``s_h == 1``) onnxruntime would
+codes, floored on uint8 codes (``floor(acc / 2^20)`` of intq's codes, as the 128 the uint8 codes add
+comes out whole). intq writes the Resize on uint8 codes in its int8 exports too (a DequantizeLinear ->
+QuantizeLinear to uint8 around it: onnxruntime on x86 runs an int8 QDQ model's other units on uint8
+codes and would leave this one on int8 codes), so the ``ort`` targets floor; an imported model's
+Resize of int8 codes (node attribute ``onnx_codes`` ``"int8"``, set by the reader) truncates. Where only the width is resized (``s_h == 1``) onnxruntime would
 take its NCHW float path, so intq writes the resize between two H/W Transposes: the same integer
 path (:class:`OrtResizeBilinearParams`; integer-only at run time).
 """
@@ -69,8 +72,11 @@ def ort_mode(align_corners: bool, half_pixel_centers: bool) -> str:
 def prepare(ctx: KernelContext) -> OrtResizeBilinearParams:
     r = reference.checked_request(ctx)
     mode = ort_mode(r.align_corners, r.half_pixel_centers)
+    # intq writes every Resize on uint8 codes (intq.onnx_format.writer._to_uint8_codes): floored; an imported
+    # model's Resize of int8 codes (attribute onnx_codes "int8", the reader's) truncates
+    unsigned = ctx.target.activation_offset != 0 or ctx.attr("onnx_codes", "uint8") != "int8"
     return OrtResizeBilinearParams(_ort_axis(r.in_shape[1], r.out_h, mode), _ort_axis(r.in_shape[2], r.out_w, mode),
-                                   ctx.target.activation_offset != 0, r.out_shape)
+                                   unsigned, r.out_shape)
 
 
 def run(p: OrtResizeBilinearParams, x, size=None):
