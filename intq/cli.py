@@ -514,7 +514,7 @@ def cmd_quantize(args) -> dict:
                        + (f" (least headroom: {worst[0]}, {worst[1]} bits)" if worst else ""))
         else:  # --keep-unverified: written, but say so loudly
             _out(args, f"  WARNING: overflow certificate ({target}): can overflow in {', '.join(c['overflows'][:6])} "
-                       "(`intq verify` names the rule; --portable, the default for uint8 activations, repairs x86 pair "
+                       "(`intq verify` names the rule; --portable, the default for uint8 activations and int8 QDQ, repairs x86 pair "
                        "saturation)")
     if exported.check is not None and not exported.check.equal:  # --keep-unverified: written, but say so loudly
         _out(args, "  WARNING: written unverified (--keep-unverified): the runtime computes other outputs than intq "
@@ -1096,7 +1096,8 @@ def _portable_lines(args, pc: dict | None) -> None:
         _out(args, "  not portable (--no-portable): onnxruntime on an AVX2 CPU without VNNI can compute other "
                    "outputs than on VNNI / ARM64 CPUs (target ort-u8s8-avx2; `intq verify --target ort-u8s8-avx2`)")
     elif pc:
-        why = "by default for uint8 activations; --no-portable keeps them" if pc["chosen"] == "default" else "--portable"
+        why = ("by default for uint8 activations and int8 QDQ; --no-portable keeps them" if pc["chosen"] == "default"
+               else "--portable")
         _out(args, f"  portable weights ({why}): {pc['channels_changed']} of {pc['channels']} output channels "
                    f"changed ({pc['channels_rescaled']} rescaled, {pc['channels_clipped']} with "
                    f"{pc['weights_clipped']} codes clipped) in {pc['nodes_changed']} of {pc['nodes']} nodes so that "
@@ -1250,8 +1251,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="ONNX: bound the weights so that no int16 pair sum of onnxruntime's x86 kernels can saturate: "
                         "the file computes the same on AVX2 CPUs without VNNI as on VNNI and ARM64 ones (only MLAS's "
                         "pairs over the bound change, each channel clipped or rescaled, whichever costs less; the "
-                        "cost is reported). Default: on with --activations uint8, off with int8 (int8 runs exact "
-                        "kernels); --no-portable keeps the weights of a uint8 export as quantized")
+                        "cost is reported). Default: on with --activations uint8 and for int8 QDQ (onnxruntime rewrites it to "
+                        "uint8 on x86 CPUs without VNNI), off for int8 QOperator (exact S8S8 kernels); --no-portable "
+                        "keeps the weights as quantized")
     q.add_argument("--calib-table", help="also write the calibration table (JSON)")
     q.add_argument("--check-samples", type=_nonnegative_int, default=8, metavar="N",
                    help="compare float and int8 layer by layer on the first N calibration samples (0: skip)")
@@ -1374,7 +1376,8 @@ def build_parser() -> argparse.ArgumentParser:
     x.add_argument("--opset", type=int, help="ONNX opset to write (default 21; 13 or more)")
     x.add_argument("--portable", action=argparse.BooleanOptionalAction, default=None,
                    help="--onnx: weights bounded so that no int16 pair sum of onnxruntime's x86 kernels can saturate "
-                        "(as intq quantize --portable). Default: on with --activations uint8, off with int8")
+                        "(as intq quantize --portable). Default: on with --activations uint8 and for int8 QDQ, off for int8 "
+                        "QOperator")
     x.add_argument("--c", metavar="DIR", help="write PREFIX.c and PREFIX.h (C99) into DIR")
     x.add_argument("--prefix", default="model", help="the C names' prefix and the files' stem (default model)")
     x.add_argument("--arena-limit", metavar="BYTES", help="refuse a plan whose arena exceeds BYTES (e.g. 64k)")

@@ -344,7 +344,7 @@ class Export:
     c: CExportResult | None = None
     portable: list | None = None
     #: how portable was chosen for an ONNX export: "default" (uint8 activations), "requested"
-    #: (portable=True), "off" (portable=False on uint8 activations, which can saturate), "" otherwise
+    #: (portable=True), "off" (portable=False where it is the default: uint8 activations, int8 QDQ), "" otherwise
     portable_choice: str = ""
     certificates: tuple[Certificate, ...] = ()  # the overflow certificate per target the file claims
 
@@ -359,17 +359,17 @@ def export_targets(fmt: str, activations: str = "int8", c_target: str = "tflite"
 
 
 def certify_export(graph: Graph, fmt: str, activations: str = "int8", c_target: str = "tflite",
-                   portable: bool | None = None, check=True) -> tuple[Certificate, ...]:
+                   portable: bool | None = None, check=True, onnx_format: str = "qdq") -> tuple[Certificate, ...]:
     """The overflow certificates of ``graph`` (after :func:`~intq.export.portable.portable_weights`
-    when ``portable``; None: :func:`~intq.export.portable.resolve_portable`, True for uint8 ONNX
-    activations) on :func:`export_targets`; with ``check`` True a certificate that is not ok
+    when ``portable``; None: :func:`~intq.export.portable.resolve_portable` of ``onnx_format``, True
+    for uint8 ONNX activations and int8 QDQ) on :func:`export_targets`; with ``check`` True a certificate that is not ok
     raises its :class:`~intq.analysis.certificate.CertificateError` when an intermediate can overflow
     (naming the nodes, suggesting ``--portable`` for an ONNX export it repairs; nodes a target's kernel
     refuses are left to the export's check, which names the runtime); otherwise they are returned to
     be reported."""
     from intq.export.portable import portable_weights, resolve_portable
 
-    portable = fmt == "onnx" and resolve_portable(portable, activations)
+    portable = fmt == "onnx" and resolve_portable(portable, activations, onnx_format)
     if portable:
         graph = portable_weights(graph)[0]
     certs = tuple(certify(graph, t) for t in export_targets(fmt, activations, c_target))
@@ -423,10 +423,11 @@ def _export(graph, path, fmt, staged, onnx_format, activations, opset, c_target,
 
     choice = ""
     if fmt == "onnx":
-        choice = "requested" if portable else "off" if portable is False and activations == "uint8" else \
-            "default" if portable is None and activations == "uint8" else ""
-        portable = resolve_portable(portable, activations)
-    certs = certify_export(graph, fmt, activations, c_target, portable, check)
+        by_default = resolve_portable(None, activations, onnx_format)
+        choice = "requested" if portable else "off" if portable is False and by_default else \
+            "default" if portable is None and by_default else ""
+        portable = resolve_portable(portable, activations, onnx_format)
+    certs = certify_export(graph, fmt, activations, c_target, portable, check, onnx_format)
     if fmt == "c":
         r = export_c(graph, path.parent, path.stem, target=c_target, arena_limit=arena_limit, overwrite=overwrite,
                      check=check, samples=samples, outputs=staged)

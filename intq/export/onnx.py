@@ -43,7 +43,7 @@ def export_onnx(graph: Graph, path: str | os.PathLike | None = None, *, format: 
     returned bytes carry the changes per node as ``.portable`` (None when not portable)."""
     mode = check_mode(check)
     changes = None
-    if resolve_portable(portable, activations):
+    if resolve_portable(portable, activations, format):
         graph, changes = portable_weights(graph)
     if path is not None and os.path.lexists(path) and not overwrite:
         raise OnnxExportError(f"{path} exists; pass overwrite=True to replace it")

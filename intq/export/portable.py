@@ -48,11 +48,16 @@ __all__ = ["PAIR_LIMIT", "PortableChange", "PortableError", "mlas_pairs_ok", "pa
 PAIR_LIMIT = 32767 // 255  # 128
 
 
-def resolve_portable(portable: bool | None, activations: str) -> bool:
+def resolve_portable(portable: bool | None, activations: str, onnx_format: str = "qdq") -> bool:
     """Whether an ONNX export makes its weights portable: ``portable`` when given, else by default
-    when the activations are uint8 (the only exports MLAS's int16-saturating U8S8 kernel runs as
-    intq writes them; int8 activations run MLAS's exact S8S8 kernels)."""
-    return activations == "uint8" if portable is None else bool(portable)
+    whenever onnxruntime may run the file with MLAS's int16-saturating U8S8 kernel: uint8 activations
+    in either format, and int8 QDQ, which onnxruntime rewrites to uint8 on x86 CPUs without VNNI
+    (measured under ``qemu-x86_64 -cpu Haswell``: the digits CNN's int8 QDQ file differs from exact
+    int8 on every sample, its int8 QOperator file is equal). int8 QOperator runs MLAS's exact S8S8
+    kernels: not portable by default."""
+    if portable is not None:
+        return bool(portable)
+    return activations == "uint8" or onnx_format == "qdq"
 
 
 class PortableError(IntqError):

@@ -30,8 +30,10 @@ def digits():
 def test_the_file_is_the_integer_graph(digits, fmt, tmp_path):
     qg, _ = digits
     path = tmp_path / "m.onnx"
-    data = intq.export_onnx(qg, path, format=fmt)
+    data = intq.export_onnx(qg, path, format=fmt, portable=False)  # the weights as quantized
     assert path.read_bytes() == data
+    # by default int8 QDQ is portable (onnxruntime rewrites it to uint8 on AVX2 without VNNI), QOperator exact
+    assert (intq.export_onnx(qg, format=fmt).portable is not None) == (fmt == "qdq")
     m = onnx.load(path)
     onnx.checker.check_model(m, full_check=True)
     assert {o.domain or "": o.version for o in m.opset_import}[""] == 21
