@@ -116,7 +116,7 @@ NOT_ISLANDS: dict[str, str] = {
     **{op: _NO_WRITER for op in ("PAD", "PADV2", "SLICE", "STRIDED_SLICE", "GATHER", "SPLIT", "SPLIT_V",
                                  "PACK", "BROADCAST_TO", "SELECT_V2")},
     **{op: _NOT_QUANTIZED for op in ("ARG_MAX", "ARG_MIN", "EQUAL", "NOT_EQUAL", "GREATER", "GREATER_EQUAL", "LESS",
-                                     "LESS_EQUAL", "SHAPE")},
+                                     "LESS_EQUAL", "SHAPE", "CAST")},
     "QUANTIZE": "the island's boundary itself (float -> integer)",
     "DEQUANTIZE": "the island's boundary itself (integer -> float)",
     **{op: "not a TFLite builtin (TPU-MLIR's table lookup, ONNX's integer-only ConvInteger / MatMulInteger): no "
