@@ -361,12 +361,12 @@ class DepthwiseParams(ctypes.Structure):
 
 
 class BinaryParams(ctypes.Structure):
-    """``intq_binary_params`` (MUL, ADD, SUB)."""
+    """``intq_binary_params`` (MUL, ADD, SUB, SQUARED_DIFFERENCE: ``square`` = 1)."""
 
     _fields_ = [("rows", ctypes.c_int64)] + [(name, ctypes.c_int32) for name in (
         "cols", "a_rows", "a_cols", "b_rows", "b_cols", "za", "zb")] + [
         ("table_a", ctypes.c_void_p), ("table_b", ctypes.c_void_p)] + [(name, ctypes.c_int32) for name in (
-            "mult", "left", "right", "away", "out_zp", "act_min", "act_max")]
+            "mult", "left", "right", "away", "out_zp", "act_min", "act_max", "square")]
 
 
 class BatchMatMulParams(ctypes.Structure):

@@ -13,8 +13,8 @@
  *   intq_requant    the fused requantization alone (intq.qmath.compiled.requantize_rows_double_right);
  *   intq_batch_matmul  BATCH_MATMUL of two activations (intq.kernels.batch_matmul);
  *   intq_softmax    SOFTMAX int8 over the last axis (intq.kernels.softmax);
- *   intq_mul, intq_add, intq_max_pool, intq_transpose, intq_pad, intq_mean, intq_lut (one table),
- *   intq_lut_channels (one table per channel: PRELU) — see each.
+ *   intq_mul, intq_add (ADD, SUB, SQUARED_DIFFERENCE), intq_max_pool, intq_transpose, intq_pad, intq_mean,
+ *   intq_lut (one table), intq_lut_channels (one table per channel: PRELU) — see each.
  *
  * Accumulators. acc = offset[o] + sum over taps of x * w with offset = b - Z_x * sum(w) (the
  * zero-point expansion, Jacob et al. 2.3): a tap outside the image reads Z_x, whose Z_x * w the
@@ -42,7 +42,8 @@
  * (Requant.DOUBLE_HALF_UP); then + Z_y, clamped to [act_min, act_max]. Per output channel: m, e,
  * away, offset (arrays padded to the channel block). rq_scalar is the one definition; the vector
  * forms (v_rq, below: AVX-512, AVX2, NEON) compute the same integers lane by lane; rq_shl_scalar and
- * v_rq_shl take a left shift first (MUL, MEAN: a real multiplier of 1 or more).
+ * v_rq_shl take a left shift first (MUL, MEAN, TFLM's SQUARED_DIFFERENCE: a real multiplier of 1 or
+ * more).
  *
  * Every rounding body of this file is marked "@rule NAME" and named in one table,
  * intq.runtime.native.rules.NATIVE_RULES, with the intq rule it computes; intq_rule runs each on
@@ -1376,6 +1377,7 @@ typedef struct {
     int32_t za, zb;                         /* MUL: the inputs' zero points */
     const int32_t *table_a, *table_b;       /* ADD / SUB: [256] rescaled inputs, indexed by the uint8 bits */
     int32_t mult, left, right, away, out_zp, act_min, act_max;
+    int32_t square;                         /* intq_add: 1 for SQUARED_DIFFERENCE, 0 for ADD / SUB */
 } intq_binary_params;
 
 /* MUL (intq.kernels.mul, the reference kernel): y = clamp(SRDHM(((a - Z_a)(b - Z_b)) << left, m)
@@ -1440,13 +1442,20 @@ void intq_mul(const intq_binary_params *p, const int8_t *a, const int8_t *b, int
     }
 }
 
-/* ADD and SUB (intq.kernels.add's reference kernel): y = clamp(requant(table_a[a] + table_b[b]) +
- * Z_y) with no left shift (|sum| < 2^28); a and b as MUL's ([rows][cols] or one broadcast row). */
-void intq_add(const intq_binary_params *p, const int8_t *a, const int8_t *b, int8_t *y) {
+/* The two-table binary ops, a and b as MUL's ([rows][cols] or one broadcast row or value):
+ *   ADD and SUB (intq.kernels.add's reference kernel; SUB: table_b negated), square = 0:
+ *     y = clamp(requant(table_a[a] + table_b[b]) + Z_y), no left shift (|sum| < 2^28);
+ *   SQUARED_DIFFERENCE (intq.kernels.squared_difference), square = 1:
+ *     y = clamp(requant((table_a[a] - table_b[b])^2 << left) + Z_y): the square < 2^30, and shifted
+ *     left (TFLM's output multiplier of 1 or more) within int32 (the kernel's prepare checks both).
+ * The tables are the kernels' prepared rescaled inputs, indexed by the uint8 bits of the code;
+ * requant is rq_scalar / v_rq (rq_shl_scalar / v_rq_shl: the same after the shift). */
+static inline void table_binary(const intq_binary_params *p, const int8_t *a, const int8_t *b, int8_t *y,
+                                const int square) {
 #ifdef VL
     rq_vec v;
     rq_vec_set(&v, v_zero(), v_set1(p->mult), v_set1(p->right), v_set1(p->away));
-    const vi32 zp = v_set1(p->out_zp), lo = v_set1(p->act_min), hi = v_set1(p->act_max);
+    const vi32 zp = v_set1(p->out_zp), lo = v_set1(p->act_min), hi = v_set1(p->act_max), left = v_set1(p->left);
 #endif
     for (int64_t r = 0; r < p->rows; ++r) {
         const int8_t *ar = a + (p->a_rows > 1 ? r * p->a_cols : 0), *br = b + (p->b_rows > 1 ? r * p->b_cols : 0);
@@ -1458,14 +1467,30 @@ void intq_add(const intq_binary_params *p, const int8_t *a, const int8_t *b, int
             const vvalid valid = v_valid(p->cols - c);
             const vi32 av = p->a_cols > 1 ? v_gather(p->table_a, ar + c, valid) : a1;
             const vi32 bv = p->b_cols > 1 ? v_gather(p->table_b, br + c, valid) : b1;
-            v_store_i8n(yr + c, valid, v_rq(v_add(av, bv), &v, zp, lo, hi));
+            if (square) {
+                const vi32 d = v_sub(av, bv);
+                v_store_i8n(yr + c, valid, v_rq_shl(v_mullo(d, d), left, &v, zp, lo, hi));
+            } else {
+                v_store_i8n(yr + c, valid, v_rq(v_add(av, bv), &v, zp, lo, hi));
+            }
         }
 #endif
-        for (; c < p->cols; ++c)
-            yr[c] = (int8_t)rq_scalar(p->table_a[(uint8_t)ar[p->a_cols > 1 ? c : 0]] +
-                                          p->table_b[(uint8_t)br[p->b_cols > 1 ? c : 0]],
-                                      p->mult, p->right, p->away, p->out_zp, p->act_min, p->act_max);
+        for (; c < p->cols; ++c) {
+            const int32_t ta = p->table_a[(uint8_t)ar[p->a_cols > 1 ? c : 0]];
+            const int32_t tb = p->table_b[(uint8_t)br[p->b_cols > 1 ? c : 0]];
+            yr[c] = (int8_t)(square ? rq_shl_scalar((ta - tb) * (ta - tb), p->left, p->mult, p->right, p->away,
+                                                    p->out_zp, p->act_min, p->act_max)
+                                    : rq_scalar(ta + tb, p->mult, p->right, p->away, p->out_zp, p->act_min, p->act_max));
+        }
     }
+}
+
+/* ADD, SUB and SQUARED_DIFFERENCE (table_binary, each body compiled on its own). */
+void intq_add(const intq_binary_params *p, const int8_t *a, const int8_t *b, int8_t *y) {
+    if (p->square)
+        table_binary(p, a, b, y, 1);
+    else
+        table_binary(p, a, b, y, 0);
 }
 
 /* ------------------------------------------------------------------------------ MAX_POOL_2D */
