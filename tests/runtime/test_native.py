@@ -46,7 +46,9 @@ from ..kernels.test_data_movement import _pad_case, concatenation_case, gather_c
 from ..kernels.test_pool_reduce import _pool_case
 from ..kernels.test_conv import _batch_matmul_case, _bias, _conv_case, _depthwise_case, _scales, _weights, _zero_points
 from ..kernels.test_fully_connected import _case as _fc_case
-from ..kernels.test_int16x8 import _fc_case as _fc16_case
+from ..kernels.test_int16x8 import ALL_INT16, _add_case as _add16_case, _fc_case as _fc16_case
+from ..kernels.test_int16x8 import _mul_all_values as _mul16_all_values, _mul_case as _mul16_case
+from ..kernels.test_int16x8 import _sub_case as _sub16_case
 
 ROOT = Path(__file__).resolve().parents[2]
 TARGETS = ("tflite", "litert-ref", "litert-opt")
@@ -473,6 +475,83 @@ def test_add_sub_mul_equal_the_kernels_on_every_build(builds):
         assert count >= 12, (op, count)
     assert shifted >= 4 * len(builds), shifted
     assert columns["taken"] >= 3 * 6 * len(builds) and columns["declined"] >= 3 * len(builds), columns
+
+
+def _binary16_cases(rng):
+    """16x8 ADD, SUB, MUL: the oracle suite's random cases (ranks 1-4, broadcasts, full-range and small
+    values, the three fused activations), every int16 value (MUL: against random codes; ADD / SUB:
+    every value against its reverse, the extremes included), MUL's left shifts (a real multiplier
+    of 1.5 to 12: small products, and -2^15 * -2^15 shifted past int32, which wraps as the kernel's
+    int32 arithmetic does), and LayerNorm's layouts (a column [1, H, W, 1], a row, one value; rows
+    of C not a multiple of any vector)."""
+    for i in range(25):
+        yield _add16_case(rng, i)
+        yield _sub16_case(rng, i)
+        yield _mul16_case(rng, i)
+    yield _mul16_all_values(rng)
+    for op in ("ADD", "SUB"):
+        s_a, s_b = float(np.float32(3e-4)), float(np.float32(7e-5))
+        graph = single_op_graph(op, [tensor("a", (256, 256), np.int16, s_a), tensor("b", (256, 256), np.int16, s_b)],
+                                [tensor("y", (256, 256), np.int16, float(np.float32(2.5 * s_a)))])
+        yield graph, {"a": ALL_INT16.reshape(256, 256), "b": ALL_INT16[::-1].reshape(256, 256).copy()}
+    for real in (1.5, 3.0, 12.0):
+        s_a, s_b = float(np.float32(2e-3)), float(np.float32(5e-4))
+        graph = single_op_graph("MUL", [tensor("a", (9, 70), np.int16, s_a), tensor("b", (9, 70), np.int16, s_b)],
+                                [tensor("y", (9, 70), np.int16, float(np.float32(s_a * s_b / real)))])
+        a, b = rng.integers(-100, 101, (9, 70)), rng.integers(-100, 101, (9, 70))
+        a[0, :8], b[0, :8] = -32768, -32768
+        a[1, :8], b[1, :8] = 32767, -32768
+        yield graph, {"a": a.astype(np.int16), "b": b.astype(np.int16)}
+    for op in ("ADD", "SUB", "MUL"):
+        for c, b_shape in ((37, (1, 5, 7, 1)), (64, (5, 7, 1)), (37, (1, 1, 1, 37)), (16, (1, 1, 1, 1))):
+            for k in range(2):
+                s_a, s_b = (float(np.float32(10 ** rng.uniform(-4, -2))) for _ in range(2))
+                s_y = float(np.float32(s_a * s_b * 2**30 / 3e4 if op == "MUL" else 2 * max(s_a, s_b)))
+                a_shape, bs = ((1, 5, 7, c), b_shape) if k == 0 else (b_shape, (1, 5, 7, c))
+                out_shape = np.broadcast_shapes(a_shape, bs)
+                graph = single_op_graph(op, [tensor("a", a_shape, np.int16, s_a), tensor("b", bs, np.int16, s_b)],
+                                        [tensor("y", out_shape, np.int16, s_y)],
+                                        {"fused_activation_function": ("NONE", "RELU")[k]})
+                yield graph, {"a": rng.integers(-32768, 32768, a_shape).astype(np.int16),
+                              "b": rng.integers(-32768, 32768, bs).astype(np.int16)}
+
+
+@needs_library
+def test_16x8_add_sub_mul_equal_the_kernels_on_every_build(builds):
+    """The reference 16x8 ADD, SUB, MUL (TFLM's int16 arithmetic) natively, equal to the kernels'
+    run on every build (vector bodies and the scalar one) and target."""
+    taken = {"ADD": 0, "SUB": 0, "MUL": 0}
+    shifted = 0
+    for k, (graph, feeds) in enumerate(_binary16_cases(np.random.default_rng(71))):
+        node = graph.nodes[0]
+        operands = [feeds[t] for t in node.inputs]
+        for target in TARGETS:
+            for label, build, bound, want in _bindings16(graph, operands, target, builds):
+                if bound is None:
+                    continue
+                taken[node.op_type] += 1
+                shifted += bound.params.left > 0
+                got = bound(*operands)[0]
+                assert got.dtype == np.int16 and got.shape == want.shape
+                if not np.array_equal(got, want):
+                    bad = np.argwhere(got != want)[:3]
+                    raise AssertionError(f"case {k} {node.op_type} 16x8 [{target}, {label}]: "
+                                         f"{int((got != want).sum())} of {got.size} differ, first at {bad.tolist()}")
+    for op, count in taken.items():
+        assert count >= 20 * len(builds), (op, count)
+    assert shifted >= 3 * len(builds), shifted
+
+
+def _bindings16(graph, operands, target: str, builds):
+    node = graph.nodes[0]
+    try:
+        plan = ExecutionPlan(graph, get_target(target), native=False)
+    except intq.IntqError:
+        return
+    run, params = plan.kernels[node.name]
+    want = np.asarray(run(params, *operands)[0])
+    for label, build in builds.items():
+        yield label, build, native_run(plan.keys[node.name], node, graph, params, build), want
 
 
 def _attention_cases(rng):

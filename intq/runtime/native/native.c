@@ -1493,6 +1493,92 @@ void intq_add(const intq_binary_params *p, const int8_t *a, const int8_t *b, int
         table_binary(p, a, b, y, 0);
 }
 
+/* ------------------------------------------------------------------------------ 16x8 ADD, SUB, MUL */
+
+typedef struct {
+    int64_t rows;
+    int32_t cols, a_rows, a_cols, b_rows, b_cols; /* as intq_binary_params: [rows][cols], a row, a value */
+    int32_t op;                                   /* 0 ADD, 1 SUB, 2 MUL */
+    int32_t mult_a, right_a, mult_b, right_b;     /* ADD / SUB: the inputs' rescales (right shifts) */
+    int32_t mult, left, right, act_min, act_max;  /* the output's */
+} intq_binary16_params;
+
+#ifdef VL
+/* VL int16 values sign-extended to int32 lanes; VL lanes (values in [-2^15, 2^15)) stored as int16. */
+#if defined(INTQ_AVX512)
+static inline vi32 v_load_i16(const int16_t *p) {
+    return _mm512_cvtepi16_epi32(_mm256_loadu_si256((const __m256i *)p));
+}
+static inline void v_store_i16(int16_t *p, vi32 y) { _mm256_storeu_si256((__m256i *)p, _mm512_cvtepi32_epi16(y)); }
+#elif defined(INTQ_AVX2)
+static inline vi32 v_load_i16(const int16_t *p) { return _mm256_cvtepi16_epi32(_mm_loadu_si128((const __m128i *)p)); }
+static inline void v_store_i16(int16_t *p, vi32 y) { /* saturating pack: exact on int16 values */
+    _mm_storeu_si128((__m128i *)p, _mm_packs_epi32(_mm256_castsi256_si128(y), _mm256_extracti128_si256(y, 1)));
+}
+#elif defined(INTQ_NEON)
+static inline vi32 v_load_i16(const int16_t *p) { return vmovl_s16(vld1_s16(p)); }
+static inline void v_store_i16(int16_t *p, vi32 y) { vst1_s16(p, vmovn_s32(y)); }
+#endif
+#endif
+
+/* The 16x8 ADD, SUB and MUL reference kernels (intq.kernels.add / sub / mul ``run_int16``: TFLM's
+ * int16 arithmetic, zero points 0), a and b in intq_add's layouts:
+ *   ADD, SUB: y = clamp(MBQM(MBQM(a << 15, m_a, -r_a) +- MBQM(b << 15, m_b, -r_b), m, -r)): each
+ *     input multiplier below 1/2 and |a << 15| <= 2^30, so the sum stays within 2^30 (the kernel's
+ *     prepare: every multiplier from QuantizeMultiplierSmallerThanOneExp, no left shift);
+ *   MUL: y = clamp(MBQM(a b, m, s)) with |a b| <= 2^30, a left shift wrapping in int32 as the
+ *     kernel's int32 arithmetic does (:func:`intq.qmath.raw.mbqm`);
+ * MBQM with gemmlowp's rounding: rq_scalar / rq_shl_scalar (ties away, Z = 0; the inner rescales
+ * unclamped), v_rq / v_rq_shl on whole vectors, the scalar body on the rest of a row. */
+static inline int32_t add16_scalar(const intq_binary16_params *p, int32_t a, int32_t b, const int op) {
+    if (op == 2) return rq_shl_scalar(a * b, p->left, p->mult, p->right, 1, 0, p->act_min, p->act_max);
+    const int32_t sa = rq_scalar((int32_t)((uint32_t)a << 15), p->mult_a, p->right_a, 1, 0, INT32_MIN, INT32_MAX);
+    const int32_t sb = rq_scalar((int32_t)((uint32_t)b << 15), p->mult_b, p->right_b, 1, 0, INT32_MIN, INT32_MAX);
+    return rq_scalar(op == 1 ? sa - sb : sa + sb, p->mult, p->right, 1, 0, p->act_min, p->act_max);
+}
+
+static inline void binary16(const intq_binary16_params *p, const int16_t *a, const int16_t *b, int16_t *y,
+                            const int op) {
+#ifdef VL
+    rq_vec va, vb, vo;
+    const vi32 one = v_set1(1), zero = v_zero(), fifteen = v_set1(15), left = v_set1(p->left);
+    rq_vec_set(&va, zero, v_set1(p->mult_a), v_set1(p->right_a), one);
+    rq_vec_set(&vb, zero, v_set1(p->mult_b), v_set1(p->right_b), one);
+    rq_vec_set(&vo, zero, v_set1(p->mult), v_set1(p->right), one);
+    const vi32 lo = v_set1(p->act_min), hi = v_set1(p->act_max), all_lo = v_set1(INT32_MIN), all_hi = v_set1(INT32_MAX);
+#endif
+    for (int64_t r = 0; r < p->rows; ++r) {
+        const int16_t *ar = a + (p->a_rows > 1 ? r * p->a_cols : 0), *br = b + (p->b_rows > 1 ? r * p->b_cols : 0);
+        int16_t *yr = y + r * p->cols;
+        int32_t c = 0;
+#ifdef VL
+        const vi32 a1 = v_set1(ar[0]), b1 = v_set1(br[0]);
+        for (; c + VL <= p->cols; c += VL) {
+            const vi32 av = p->a_cols > 1 ? v_load_i16(ar + c) : a1, bv = p->b_cols > 1 ? v_load_i16(br + c) : b1;
+            vi32 out;
+            if (op == 2) {
+                out = v_rq_shl(v_mullo(av, bv), left, &vo, zero, lo, hi);
+            } else {
+                const vi32 sa = v_rq_shl(av, fifteen, &va, zero, all_lo, all_hi);
+                const vi32 sb = v_rq_shl(bv, fifteen, &vb, zero, all_lo, all_hi);
+                out = v_rq(op == 1 ? v_sub(sa, sb) : v_add(sa, sb), &vo, zero, lo, hi);
+            }
+            v_store_i16(yr + c, out);
+        }
+#endif
+        for (; c < p->cols; ++c)
+            yr[c] = (int16_t)add16_scalar(p, ar[p->a_cols > 1 ? c : 0], br[p->b_cols > 1 ? c : 0], op);
+    }
+}
+
+void intq_binary16(const intq_binary16_params *p, const int16_t *a, const int16_t *b, int16_t *y) {
+    switch (p->op) {
+    case 0: binary16(p, a, b, y, 0); break;
+    case 1: binary16(p, a, b, y, 1); break;
+    default: binary16(p, a, b, y, 2); break;
+    }
+}
+
 /* ------------------------------------------------------------------------------ MAX_POOL_2D */
 
 typedef struct {
@@ -2029,6 +2115,11 @@ void intq_depthwise_lut_obj(const intq_dw_params *p, const int8_t *table, const 
     q.lut = table;
     q.z = (int8_t *)intq_array_data(z);
     intq_depthwise(&q, (const int8_t *)intq_array_data(x), (int8_t *)intq_array_data(y));
+}
+
+void intq_binary16_obj(const intq_binary16_params *p, const void *a, const void *b, void *y) {
+    intq_binary16(p, (const int16_t *)intq_array_data(a), (const int16_t *)intq_array_data(b),
+                  (int16_t *)intq_array_data(y));
 }
 
 /* ------------------------------------------------------------------------------ 16x8 FULLY_CONNECTED sums */
