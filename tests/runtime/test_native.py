@@ -764,9 +764,10 @@ def test_block_copies_equal_the_kernels(builds, op):
 
 def _long_fc16_cases(rng):
     """16x8 FULLY_CONNECTED with sums longer than native.c's int32 blocks of 256 products, at the
-    extremes (x = -32768, w = -128: every product 2^22, a block 2^30) and at random."""
-    for k in (255, 256, 257, 513, 1536, 2001):
-        n, m = int(rng.integers(1, 9)), int(rng.integers(1, 4))
+    extremes (x = -32768, w = -128: every product 2^22, a block 2^30) and at random; rows in blocks
+    of four (native.c's 4 x 4 tiles) and the rest, columns likewise."""
+    for k, m in zip((255, 256, 257, 513, 1536, 2001, 385, 384), (1, 3, 4, 9, 6, 7, 8, 5)):
+        n = int(rng.integers(1, 10))
         extreme = k % 2 == 1
         w = np.full((n, k), -128, np.int8) if extreme else rng.integers(-128, 128, (n, k)).astype(np.int8)
         x = np.full((m, k), -32768, np.int16) if extreme else rng.integers(-32768, 32768, (m, k)).astype(np.int16)

@@ -2127,8 +2127,8 @@ void intq_binary16_obj(const intq_binary16_params *p, const void *a, const void 
 /* The int64 sums of a 16x8 FULLY_CONNECTED (intq.kernels.fully_connected.int64_sums): acc[r][j] =
  * bias[j] + sum_q x[r][q] * w[j][q], x int16 [rows][k], w int16 [n][k] (the int8 weights widened),
  * bias int64 [n]. Exact: each block of 256 products sums in int32 (|x w| <= 2^15 * 2^7 = 2^22, 256 of
- * them <= 2^30), the blocks in int64. The kernel's own int64 requantization runs on acc (the caller). Four
- * output columns at a time share each load of x. */
+ * them <= 2^30), the blocks in int64. The kernel's own int64 requantization runs on acc (the caller). Tiles
+ * of four rows by four output columns (fc16_rows4); the rows left over one at a time, four columns per load. */
 typedef struct {
     int32_t rows, n, k;
     const int16_t *w;
@@ -2137,9 +2137,59 @@ typedef struct {
 
 #define FC16_BLOCK 256
 
+/* Four rows by four columns: every load of x and w serves four products (the weights, read once
+ * per four rows, are the traffic of a layer: a token block's rows share them). */
+static void fc16_rows4(const intq_fc16_params *p, const int16_t *x, int64_t *acc, int32_t r) {
+    const int32_t n = p->n, k = p->k;
+    const int16_t *x0 = x + (size_t)r * k, *x1 = x0 + k, *x2 = x1 + k, *x3 = x2 + k;
+    int64_t *a0 = acc + (size_t)r * n, *a1 = a0 + n, *a2 = a1 + n, *a3 = a2 + n;
+    int32_t j = 0;
+    for (; j + 4 <= n; j += 4) {
+        const int16_t *w0 = p->w + (size_t)j * k, *w1 = w0 + k, *w2 = w1 + k, *w3 = w2 + k;
+        int64_t s[4][4];
+        for (int32_t i = 0; i < 4; ++i)
+            for (int32_t c = 0; c < 4; ++c) s[i][c] = p->bias[j + c];
+        for (int32_t q0 = 0; q0 < k; q0 += FC16_BLOCK) {
+            const int32_t q1 = q0 + FC16_BLOCK < k ? q0 + FC16_BLOCK : k;
+            int32_t t00 = 0, t01 = 0, t02 = 0, t03 = 0, t10 = 0, t11 = 0, t12 = 0, t13 = 0;
+            int32_t t20 = 0, t21 = 0, t22 = 0, t23 = 0, t30 = 0, t31 = 0, t32 = 0, t33 = 0;
+            for (int32_t q = q0; q < q1; ++q) {
+                const int32_t u0 = w0[q], u1 = w1[q], u2 = w2[q], u3 = w3[q];
+                const int32_t v0 = x0[q], v1 = x1[q], v2 = x2[q], v3 = x3[q];
+                t00 += v0 * u0, t01 += v0 * u1, t02 += v0 * u2, t03 += v0 * u3;
+                t10 += v1 * u0, t11 += v1 * u1, t12 += v1 * u2, t13 += v1 * u3;
+                t20 += v2 * u0, t21 += v2 * u1, t22 += v2 * u2, t23 += v2 * u3;
+                t30 += v3 * u0, t31 += v3 * u1, t32 += v3 * u2, t33 += v3 * u3;
+            }
+            s[0][0] += t00, s[0][1] += t01, s[0][2] += t02, s[0][3] += t03;
+            s[1][0] += t10, s[1][1] += t11, s[1][2] += t12, s[1][3] += t13;
+            s[2][0] += t20, s[2][1] += t21, s[2][2] += t22, s[2][3] += t23;
+            s[3][0] += t30, s[3][1] += t31, s[3][2] += t32, s[3][3] += t33;
+        }
+        for (int32_t c = 0; c < 4; ++c)
+            a0[j + c] = s[0][c], a1[j + c] = s[1][c], a2[j + c] = s[2][c], a3[j + c] = s[3][c];
+    }
+    for (; j < n; ++j) {
+        const int16_t *wj = p->w + (size_t)j * k;
+        int64_t s0 = p->bias[j], s1 = s0, s2 = s0, s3 = s0;
+        for (int32_t q0 = 0; q0 < k; q0 += FC16_BLOCK) {
+            const int32_t q1 = q0 + FC16_BLOCK < k ? q0 + FC16_BLOCK : k;
+            int32_t t0 = 0, t1 = 0, t2 = 0, t3 = 0;
+            for (int32_t q = q0; q < q1; ++q) {
+                const int32_t u = wj[q];
+                t0 += x0[q] * u, t1 += x1[q] * u, t2 += x2[q] * u, t3 += x3[q] * u;
+            }
+            s0 += t0, s1 += t1, s2 += t2, s3 += t3;
+        }
+        a0[j] = s0, a1[j] = s1, a2[j] = s2, a3[j] = s3;
+    }
+}
+
 void intq_fc16_sums(const intq_fc16_params *p, const int16_t *x, int64_t *acc) {
     const int32_t n = p->n, k = p->k;
-    for (int32_t r = 0; r < p->rows; ++r) {
+    int32_t r0 = 0;
+    for (; r0 + 4 <= p->rows; r0 += 4) fc16_rows4(p, x, acc, r0);
+    for (int32_t r = r0; r < p->rows; ++r) {
         const int16_t *xr = x + (size_t)r * k;
         int64_t *ar = acc + (size_t)r * n;
         int32_t j = 0;
