@@ -465,12 +465,7 @@ def test_add_sub_mul_equal_the_kernels_on_every_build(builds):
                     continue
                 taken[node.op_type] += 1
                 shifted += node.op_type == "SQUARED_DIFFERENCE" and bound.params.left > 0
-                got = bound(*operands)[0]
-                assert got.dtype == want.dtype and got.shape == want.shape
-                if not np.array_equal(got, want):
-                    bad = np.argwhere(got != want)[:3]
-                    raise AssertionError(f"case {k} {node.op_type} [{target}, {label}]: {int((got != want).sum())} of "
-                                         f"{got.size} differ, first at {bad.tolist()}")
+                _assert_same(bound(*operands)[0], want, f"case {k} {node.op_type} [{target}, {label}]")
     for op, count in taken.items():
         assert count >= 12, (op, count)
     assert shifted >= 4 * len(builds), shifted
@@ -524,34 +519,24 @@ def test_16x8_add_sub_mul_equal_the_kernels_on_every_build(builds):
     shifted = 0
     for k, (graph, feeds) in enumerate(_binary16_cases(np.random.default_rng(71))):
         node = graph.nodes[0]
-        operands = [feeds[t] for t in node.inputs]
         for target in TARGETS:
-            for label, build, bound, want in _bindings16(graph, operands, target, builds):
+            for label, bound, operands, want in _bindings(graph, feeds, target, builds):
                 if bound is None:
                     continue
                 taken[node.op_type] += 1
                 shifted += bound.params.left > 0
-                got = bound(*operands)[0]
-                assert got.dtype == np.int16 and got.shape == want.shape
-                if not np.array_equal(got, want):
-                    bad = np.argwhere(got != want)[:3]
-                    raise AssertionError(f"case {k} {node.op_type} 16x8 [{target}, {label}]: "
-                                         f"{int((got != want).sum())} of {got.size} differ, first at {bad.tolist()}")
+                _assert_same(bound(*operands)[0], want, f"case {k} {node.op_type} 16x8 [{target}, {label}]")
     for op, count in taken.items():
         assert count >= 20 * len(builds), (op, count)
     assert shifted >= 3 * len(builds), shifted
 
 
-def _bindings16(graph, operands, target: str, builds):
-    node = graph.nodes[0]
-    try:
-        plan = ExecutionPlan(graph, get_target(target), native=False)
-    except intq.IntqError:
-        return
-    run, params = plan.kernels[node.name]
-    want = np.asarray(run(params, *operands)[0])
-    for label, build in builds.items():
-        yield label, build, native_run(plan.keys[node.name], node, graph, params, build), want
+def _assert_same(got, want, what: str) -> None:
+    """``got`` equals ``want`` (dtype, shape, every element), else an error naming ``what`` and where."""
+    assert got.dtype == want.dtype and got.shape == want.shape, (what, got.dtype, got.shape)
+    if not np.array_equal(got, want):
+        bad = np.argwhere(got != want)[:3]
+        raise AssertionError(f"{what}: {int((got != want).sum())} of {got.size} differ, first at {bad.tolist()}")
 
 
 def _attention_cases(rng):
