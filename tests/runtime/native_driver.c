@@ -38,10 +38,11 @@ void intq_lut(const int8_t *table, int64_t n, const int8_t *x, int8_t *y);
 void intq_lut_channels(const int8_t *tables, int64_t rows, int32_t cols, const int8_t *x, int8_t *y);
 void intq_batch_matmul(const void *p, const int8_t *a, const int8_t *b, int8_t *y);
 int64_t intq_softmax(const void *p, const int8_t *x, int8_t *y);
+void intq_binary16(const void *p, const int16_t *a, const int16_t *b, int16_t *y);
 
 enum {
     K_CONV, K_DEPTHWISE, K_MAX_POOL, K_TRANSPOSE, K_PAD, K_MEAN, K_MUL, K_ADD, K_LUT, K_LUT_CHANNELS, K_BATCH_MATMUL,
-    K_SOFTMAX
+    K_SOFTMAX, K_BINARY16
 };
 
 static FILE *in;
@@ -125,6 +126,7 @@ int main(int argc, char **argv) {
         case K_SOFTMAX:
             if (intq_softmax(ptr[0], ptr[1], ptr[2]) != 0) fail("softmax refused a row of a case the kernel takes");
             break;
+        case K_BINARY16: intq_binary16(ptr[0], ptr[1], ptr[2], ptr[3]); break;
         default: fail("unknown kind");
         }
         fwrite(&taken, 4, 1, out);

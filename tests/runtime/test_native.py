@@ -41,11 +41,14 @@ from intq.testing.digits import load_split
 
 from ..kernels.harness import single_op_graph, tensor
 from ..kernels.test_elementwise import ALL_INT8, _arith_case
+from ..kernels.test_squared_difference import _case as _sd_case
 from ..kernels.test_data_movement import _pad_case, concatenation_case, gather_case, split_case, split_v_case
 from ..kernels.test_pool_reduce import _pool_case
 from ..kernels.test_conv import _batch_matmul_case, _bias, _conv_case, _depthwise_case, _scales, _weights, _zero_points
 from ..kernels.test_fully_connected import _case as _fc_case
-from ..kernels.test_int16x8 import _fc_case as _fc16_case
+from ..kernels.test_int16x8 import ALL_INT16, _add_case as _add16_case, _fc_case as _fc16_case
+from ..kernels.test_int16x8 import _mul_all_values as _mul16_all_values, _mul_case as _mul16_case
+from ..kernels.test_int16x8 import _sub_case as _sub16_case
 
 ROOT = Path(__file__).resolve().parents[2]
 TARGETS = ("tflite", "litert-ref", "litert-opt")
@@ -372,7 +375,7 @@ def _binary_cases(rng):
     declined), every int8 pair at equal shapes (with MUL multipliers above 1: a left shift), the
     squeeze-excitation MUL ([1, H, W, C] x [1, 1, 1, C] and x a scalar) and LayerNorm's columns
     ([1, H, W, C] x [1, H, W, 1], the leading 1 dropped or not; [1, 1, W, 1] broadcasts over H:
-    declined)."""
+    declined); then SQUARED_DIFFERENCE's (:func:`_squared_difference_cases`)."""
     for op in ("ADD", "SUB", "MUL"):
         for i in range(20):
             graph, feeds = _arith_case(rng, op, i)
@@ -402,12 +405,46 @@ def _binary_cases(rng):
                                         {"fused_activation_function": ("NONE", "RELU", "RELU6")[k]})
                 yield graph, {"a": rng.integers(-128, 128, a_shape).astype(np.int8),
                               "b": rng.integers(-128, 128, b_shape).astype(np.int8)}
+    yield from _squared_difference_cases(rng)
+
+
+def _squared_difference_cases(rng):
+    """SQUARED_DIFFERENCE int8: the oracle suite's random cases (any rank, broadcasts up to rank 4,
+    LayerNorm-like near operands, TFLM's left-shifted output multipliers), every int8 pair at equal
+    shapes (the output multiplier in [1, 2): TFLM's left shift, refused for LiteRT, on scales a hair
+    apart so that the squares of equal codes stay inside the int8 range; the extreme zero points and
+    scales 10^4 apart), and LayerNorm's layouts: ``(x - mean)^2`` with the mean a column [1, H, W, 1]
+    (first or second), a row, one value."""
+    for i in range(30):
+        yield _sd_case(rng, small_output=i % 3 == 0)
+    for s_a, s_b, zps, real_out in ((0.05, 0.05 * (1 + 2e-3), (3, 3, -128), 1.5), (0.003, 0.8, (-128, 127, -128), 0.7),
+                                    (1.7, 0.0001, (127, -128, 5), 0.01)):
+        s_a, s_b = float(np.float32(s_a)), float(np.float32(s_b))
+        s_y = float(np.float32((2 * max(s_a, s_b)) ** 2 / 2**14 / real_out))
+        graph = single_op_graph("SQUARED_DIFFERENCE", [tensor("a", (256, 256), scale=s_a, zero_point=zps[0]),
+                                                       tensor("b", (256, 256), scale=s_b, zero_point=zps[1])],
+                                [tensor("y", (256, 256), scale=s_y, zero_point=zps[2])])
+        yield graph, {"a": np.repeat(ALL_INT8, 256).reshape(256, 256), "b": np.tile(ALL_INT8, 256).reshape(256, 256)}
+    for c, b_shape in ((64, (1, 5, 7, 1)), (33, (5, 7, 1)), (37, (1, 1, 1, 37)), (16, (1, 1, 1, 1)), (200, (200,))):
+        for k in range(2):
+            s_a = float(10 ** rng.uniform(-3, 0))
+            s_b = float(s_a * 10 ** rng.uniform(-1, 1))
+            s_y = (2 * max(s_a, s_b)) ** 2 * 128 * float(10 ** rng.uniform(-1.5, 0.5))
+            a_shape, bs = ((1, 5, 7, c), b_shape) if k == 0 else (b_shape, (1, 5, 7, c))
+            out_shape = np.broadcast_shapes(a_shape, bs)
+            graph = single_op_graph("SQUARED_DIFFERENCE",
+                                    [tensor("a", a_shape, scale=s_a, zero_point=int(rng.integers(-128, 128))),
+                                     tensor("b", bs, scale=s_b, zero_point=int(rng.integers(-128, 128)))],
+                                    [tensor("y", out_shape, scale=s_y, zero_point=-128)])
+            yield graph, {"a": rng.integers(-128, 128, a_shape).astype(np.int8),
+                          "b": rng.integers(-128, 128, bs).astype(np.int8)}
 
 
 @needs_library
 def test_add_sub_mul_equal_the_kernels_on_every_build(builds):
     rng = np.random.default_rng(5)
-    taken = {"ADD": 0, "SUB": 0, "MUL": 0}
+    taken = {"ADD": 0, "SUB": 0, "MUL": 0, "SQUARED_DIFFERENCE": 0}
+    shifted = 0  # SQUARED_DIFFERENCE's TFLM left shift of the square, taken natively
     columns = {"taken": 0, "declined": 0}  # an operand [..., H, W, 1] of the output [..., H, W, C]
     for k, (graph, feeds) in enumerate(_binary_cases(rng)):
         node = graph.nodes[0]
@@ -427,15 +464,79 @@ def test_add_sub_mul_equal_the_kernels_on_every_build(builds):
                 if bound is None:
                     continue
                 taken[node.op_type] += 1
-                got = bound(*operands)[0]
-                assert got.dtype == want.dtype and got.shape == want.shape
-                if not np.array_equal(got, want):
-                    bad = np.argwhere(got != want)[:3]
-                    raise AssertionError(f"case {k} {node.op_type} [{target}, {label}]: {int((got != want).sum())} of "
-                                         f"{got.size} differ, first at {bad.tolist()}")
+                shifted += node.op_type == "SQUARED_DIFFERENCE" and bound.params.left > 0
+                _assert_same(bound(*operands)[0], want, f"case {k} {node.op_type} [{target}, {label}]")
     for op, count in taken.items():
         assert count >= 12, (op, count)
+    assert shifted >= 4 * len(builds), shifted
     assert columns["taken"] >= 3 * 6 * len(builds) and columns["declined"] >= 3 * len(builds), columns
+
+
+def _binary16_cases(rng):
+    """16x8 ADD, SUB, MUL: the oracle suite's random cases (ranks 1-4, broadcasts, full-range and small
+    values, the three fused activations), every int16 value (MUL: against random codes; ADD / SUB:
+    every value against its reverse, the extremes included), MUL's left shifts (a real multiplier
+    of 1.5 to 12: small products, and -2^15 * -2^15 shifted past int32, which wraps as the kernel's
+    int32 arithmetic does), and LayerNorm's layouts (a column [1, H, W, 1], a row, one value; rows
+    of C not a multiple of any vector)."""
+    for i in range(25):
+        yield _add16_case(rng, i)
+        yield _sub16_case(rng, i)
+        yield _mul16_case(rng, i)
+    yield _mul16_all_values(rng)
+    for op in ("ADD", "SUB"):
+        s_a, s_b = float(np.float32(3e-4)), float(np.float32(7e-5))
+        graph = single_op_graph(op, [tensor("a", (256, 256), np.int16, s_a), tensor("b", (256, 256), np.int16, s_b)],
+                                [tensor("y", (256, 256), np.int16, float(np.float32(2.5 * s_a)))])
+        yield graph, {"a": ALL_INT16.reshape(256, 256), "b": ALL_INT16[::-1].reshape(256, 256).copy()}
+    for real in (1.5, 3.0, 12.0):
+        s_a, s_b = float(np.float32(2e-3)), float(np.float32(5e-4))
+        graph = single_op_graph("MUL", [tensor("a", (9, 70), np.int16, s_a), tensor("b", (9, 70), np.int16, s_b)],
+                                [tensor("y", (9, 70), np.int16, float(np.float32(s_a * s_b / real)))])
+        a, b = rng.integers(-100, 101, (9, 70)), rng.integers(-100, 101, (9, 70))
+        a[0, :8], b[0, :8] = -32768, -32768
+        a[1, :8], b[1, :8] = 32767, -32768
+        yield graph, {"a": a.astype(np.int16), "b": b.astype(np.int16)}
+    for op in ("ADD", "SUB", "MUL"):
+        for c, b_shape in ((37, (1, 5, 7, 1)), (64, (5, 7, 1)), (37, (1, 1, 1, 37)), (16, (1, 1, 1, 1))):
+            for k in range(2):
+                s_a, s_b = (float(np.float32(10 ** rng.uniform(-4, -2))) for _ in range(2))
+                s_y = float(np.float32(s_a * s_b * 2**30 / 3e4 if op == "MUL" else 2 * max(s_a, s_b)))
+                a_shape, bs = ((1, 5, 7, c), b_shape) if k == 0 else (b_shape, (1, 5, 7, c))
+                out_shape = np.broadcast_shapes(a_shape, bs)
+                graph = single_op_graph(op, [tensor("a", a_shape, np.int16, s_a), tensor("b", bs, np.int16, s_b)],
+                                        [tensor("y", out_shape, np.int16, s_y)],
+                                        {"fused_activation_function": ("NONE", "RELU")[k]})
+                yield graph, {"a": rng.integers(-32768, 32768, a_shape).astype(np.int16),
+                              "b": rng.integers(-32768, 32768, bs).astype(np.int16)}
+
+
+@needs_library
+def test_16x8_add_sub_mul_equal_the_kernels_on_every_build(builds):
+    """The reference 16x8 ADD, SUB, MUL (TFLM's int16 arithmetic) natively, equal to the kernels'
+    run on every build (vector bodies and the scalar one) and target."""
+    taken = {"ADD": 0, "SUB": 0, "MUL": 0}
+    shifted = 0
+    for k, (graph, feeds) in enumerate(_binary16_cases(np.random.default_rng(71))):
+        node = graph.nodes[0]
+        for target in TARGETS:
+            for label, bound, operands, want in _bindings(graph, feeds, target, builds):
+                if bound is None:
+                    continue
+                taken[node.op_type] += 1
+                shifted += bound.params.left > 0
+                _assert_same(bound(*operands)[0], want, f"case {k} {node.op_type} 16x8 [{target}, {label}]")
+    for op, count in taken.items():
+        assert count >= 20 * len(builds), (op, count)
+    assert shifted >= 3 * len(builds), shifted
+
+
+def _assert_same(got, want, what: str) -> None:
+    """``got`` equals ``want`` (dtype, shape, every element), else an error naming ``what`` and where."""
+    assert got.dtype == want.dtype and got.shape == want.shape, (what, got.dtype, got.shape)
+    if not np.array_equal(got, want):
+        bad = np.argwhere(got != want)[:3]
+        raise AssertionError(f"{what}: {int((got != want).sum())} of {got.size} differ, first at {bad.tolist()}")
 
 
 def _attention_cases(rng):
@@ -648,9 +749,10 @@ def test_block_copies_equal_the_kernels(builds, op):
 
 def _long_fc16_cases(rng):
     """16x8 FULLY_CONNECTED with sums longer than native.c's int32 blocks of 256 products, at the
-    extremes (x = -32768, w = -128: every product 2^22, a block 2^30) and at random."""
-    for k in (255, 256, 257, 513, 1536, 2001):
-        n, m = int(rng.integers(1, 9)), int(rng.integers(1, 4))
+    extremes (x = -32768, w = -128: every product 2^22, a block 2^30) and at random; rows in blocks
+    of four (native.c's 4 x 4 tiles) and the rest, columns likewise."""
+    for k, m in zip((255, 256, 257, 513, 1536, 2001, 385, 384), (1, 3, 4, 9, 6, 7, 8, 5)):
+        n = int(rng.integers(1, 10))
         extreme = k % 2 == 1
         w = np.full((n, k), -128, np.int8) if extreme else rng.integers(-128, 128, (n, k)).astype(np.int8)
         x = np.full((m, k), -32768, np.int16) if extreme else rng.integers(-32768, 32768, (m, k)).astype(np.int16)
@@ -1344,6 +1446,11 @@ MUTANTS = [
      "const vi32 threshold = v_add(v->half, v_and(v->away, v_sign_bit(h)));", "const vi32 threshold = v->half;"),
     ("vector depthwise: the fourth pixel of a quad reads the third's taps", "avxvnni",
      "a3 = v_madd16(a3, v_load_i8(r + 3 * step), wv);", "a3 = v_madd16(a3, v_load_i8(r + 2 * step), wv);"),
+    ("SQUARED_DIFFERENCE vectors: the square's left shift (TFLM) dropped", "avx2",
+     "v_store_i8n(yr + c, valid, v_rq_shl(v_mullo(d, d), left, &v, zp, lo, hi));",
+     "v_store_i8n(yr + c, valid, v_rq(v_mullo(d, d), &v, zp, lo, hi));"),
+    ("SQUARED_DIFFERENCE vectors: the tables added, not subtracted", "vnni",
+     "const vi32 d = v_sub(av, bv);", "const vi32 d = v_add(av, bv);"),
     ("AVX2 table lookup: the last 16 entries never looked up", "avx2",
      "for (int32_t k = 0; k < 16; ++k, s = _mm256_sub_epi8(s, sixteen))",
      "for (int32_t k = 0; k < 15; ++k, s = _mm256_sub_epi8(s, sixteen))"),
@@ -1354,7 +1461,7 @@ MUTANTS = [
 
 def _mutant_suite(lib: native.Native) -> int:
     """Comparisons with the kernels' run that differ on ``lib``: convolutions, depthwise and fully
-    connected single ops (the first seed of the random suite), ADD / SUB / MUL on every int8 pair
+    connected single ops (the first seed of the random suite), ADD / SUB / MUL / SQUARED_DIFFERENCE on every int8 pair
     (ties of the requantization's rounding), the table ops on every input."""
     differ = 0
     for graph, feeds in _binary_cases(np.random.default_rng(5)):

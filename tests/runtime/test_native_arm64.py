@@ -12,7 +12,8 @@ Builds and CPUs: ``-march=armv8.2-a+dotprod`` under ``-cpu max`` (paths ``dotpro
 ``c`` forced in turn) and ``-march=armv8-a`` under ``-cpu cortex-a57`` (no dot product: ``neon``,
 ``c``; asking for ``dotprod`` gives ``neon``). Cases: the same suites as tests/runtime/test_native.py
 (the random CONV_2D / DEPTHWISE_CONV_2D / FULLY_CONNECTED single ops with the wide ones, both
-depthwise border modes, ADD / SUB / MUL on every int8 pair and broadcast rows, the table ops on every
+depthwise border modes, ADD / SUB / MUL / SQUARED_DIFFERENCE on every int8 pair and broadcast rows, the
+16x8 ADD / SUB / MUL, the table ops on every
 input, a convolution computing its table op, MAX_POOL_2D, MEAN, TRANSPOSE, PAD, PRELU, BATCH_MATMUL,
 SOFTMAX), and
 mutants of the ARM code that must be killed. Speed on ARM64 cannot be measured here (TCG emulation).
@@ -44,8 +45,8 @@ from ..kernels.test_data_movement import _pad_case
 from ..kernels.test_elementwise import ALL_INT8
 from ..kernels.test_pool_reduce import _pool_case
 from ..kernels.test_conv import _batch_matmul_case
-from .test_native import (DIRECT_CASES, TARGETS, _FIXED_OUTPUT, _attention_cases, _binary_cases, _cases, _mean_cases,
-                          _small_map_cases, _valid_conv)
+from .test_native import (DIRECT_CASES, TARGETS, _FIXED_OUTPUT, _attention_cases, _binary16_cases, _binary_cases,
+                          _cases, _mean_cases, _small_map_cases, _valid_conv)
 
 DRIVER = Path(__file__).with_name("native_driver.c")
 SYSROOT = Path("/usr/aarch64-linux-gnu")
@@ -61,7 +62,8 @@ pytestmark = pytest.mark.skipif(
            "libc6-dev-arm64-cross qemu-user; tools/install_test_tools.sh)" if _MISSING else "no native library here")
 
 KINDS = {"intq_conv": 0, "intq_depthwise": 1, "intq_max_pool": 2, "intq_transpose": 3, "intq_pad": 4, "intq_mean": 5,
-         "intq_mul": 6, "intq_add": 7, "intq_lut": 8, "intq_lut_channels": 9, "intq_batch_matmul": 10, "intq_softmax": 11}
+         "intq_mul": 6, "intq_add": 7, "intq_lut": 8, "intq_lut_channels": 9, "intq_batch_matmul": 10,
+         "intq_softmax": 11, "intq_binary16": 12}
 
 
 # ------------------------------------------------------------------------------ case files
@@ -104,6 +106,7 @@ class CaseFile:
 
         keep = [a for a in getattr(bound, "keep", []) if isinstance(a, np.ndarray)]
         out_size = int(np.prod(getattr(bound, "out_shape", getattr(bound, "shape", None))))
+        out_size *= np.dtype(getattr(bound, "dtype", np.int8)).itemsize  # bytes (16x8: int16)
         name = bound.fn.__name__
         if name in ("intq_lut", "intq_lut_channels"):
             tables = array(bound.table if name == "intq_lut" else bound.tables)
@@ -174,7 +177,8 @@ def _bind(graph, target: str, arm: native.Native, operands):
     if bound is None or not hasattr(bound, "fn"):
         return None
     want = np.asarray(run(params, *operands)[0])
-    data = [np.ascontiguousarray(v, dtype=np.int8) for v in operands[:len(getattr(bound, "sizes", (0,)))]]
+    data = [np.ascontiguousarray(v, dtype=getattr(bound, "dtype", np.int8))
+            for v in operands[:len(getattr(bound, "sizes", (0,)))]]
     return bound, data, want  # data: the int8 operands native.c reads (MEAN's axes, PRELU's slope are bound)
 
 
@@ -219,6 +223,10 @@ def _suite(arm: native.Native, monkeypatch) -> list[tuple[str, object, list, lis
         for target in TARGETS:
             add(f"{node.op_type} binary case {k} {target}", graph, target,
                 [feeds[t] if t in feeds else graph.tensors[t].data for t in node.inputs])
+    for k, (graph, feeds) in enumerate(_binary16_cases(np.random.default_rng(71))):
+        node = graph.nodes[0]
+        for target in TARGETS:
+            add(f"{node.op_type} 16x8 case {k} {target}", graph, target, [feeds[t] for t in node.inputs])
     for op in ("HARD_SWISH", "LEAKY_RELU", "LOGISTIC", "TANH", "RELU", "RELU6", "RELU_N1_TO_1"):
         for shape in ((4, 64), (1, 300), (3, 7, 5)):
             s_out, z_out = _FIXED_OUTPUT.get(op, (0.03, -7))
@@ -295,7 +303,7 @@ def _differences(results, suite) -> list[str]:
     bad = []
     for (label, bound, _, wants, _), (_, outs) in zip(suite, results):
         for want, got in zip(wants, outs):
-            got = np.frombuffer(got, np.int8).reshape(want.shape)
+            got = np.frombuffer(got, want.dtype).reshape(want.shape)
             if not np.array_equal(got, want):
                 bad.append(f"{label}: {int((got != want).sum())} of {got.size} differ")
     return bad

@@ -284,7 +284,7 @@ def _declare(lib: ctypes.CDLL) -> None:
         fn = getattr(lib, name)
         fn.argtypes, fn.restype = [vp, vp, vp], None
     lib.intq_requant.argtypes, lib.intq_requant.restype = [vp, i64, i32, vp, vp], None
-    for name in ("intq_mul", "intq_add", "intq_batch_matmul"):
+    for name in ("intq_mul", "intq_add", "intq_batch_matmul", "intq_binary16"):
         fn = getattr(lib, name)
         fn.argtypes, fn.restype = [vp, vp, vp, vp], None
     obj = ctypes.py_object
@@ -302,7 +302,7 @@ def _declare(lib: ctypes.CDLL) -> None:
     lib.intq_lut_channels_obj.argtypes, lib.intq_lut_channels_obj.restype = [vp, i64, i32, obj, obj], None
     lib.intq_softmax.argtypes, lib.intq_softmax.restype = [vp, vp, vp], i64
     lib.intq_softmax_obj.argtypes, lib.intq_softmax_obj.restype = [vp, obj, obj], i64
-    for name in ("intq_mul_obj", "intq_add_obj", "intq_batch_matmul_obj"):
+    for name in ("intq_mul_obj", "intq_add_obj", "intq_batch_matmul_obj", "intq_binary16_obj"):
         fn = getattr(lib, name)
         fn.argtypes, fn.restype = [vp, obj, obj, obj], None
     lib.intq_fc16_sums.argtypes, lib.intq_fc16_sums.restype = [vp, vp, vp], None
@@ -361,12 +361,20 @@ class DepthwiseParams(ctypes.Structure):
 
 
 class BinaryParams(ctypes.Structure):
-    """``intq_binary_params`` (MUL, ADD, SUB)."""
+    """``intq_binary_params`` (MUL, ADD, SUB, SQUARED_DIFFERENCE: ``square`` = 1)."""
 
     _fields_ = [("rows", ctypes.c_int64)] + [(name, ctypes.c_int32) for name in (
         "cols", "a_rows", "a_cols", "b_rows", "b_cols", "za", "zb")] + [
         ("table_a", ctypes.c_void_p), ("table_b", ctypes.c_void_p)] + [(name, ctypes.c_int32) for name in (
-            "mult", "left", "right", "away", "out_zp", "act_min", "act_max")]
+            "mult", "left", "right", "away", "out_zp", "act_min", "act_max", "square")]
+
+
+class Binary16Params(ctypes.Structure):
+    """``intq_binary16_params`` (16x8 ADD, SUB, MUL: ``op`` 0, 1, 2)."""
+
+    _fields_ = [("rows", ctypes.c_int64)] + [(name, ctypes.c_int32) for name in (
+        "cols", "a_rows", "a_cols", "b_rows", "b_cols", "op", "mult_a", "right_a", "mult_b", "right_b", "mult", "left",
+        "right", "act_min", "act_max")]
 
 
 class BatchMatMulParams(ctypes.Structure):

@@ -8,13 +8,13 @@ own ``run``). The forms, one module per family of operators:
 
 * :mod:`~intq.runtime.native.forms_conv` — CONV_2D and FULLY_CONNECTED (on the matrix path measured
   faster than the kernels' exact GEMM, or forced by ``INTQ_NATIVE_PATH``), DEPTHWISE_CONV_2D;
-* :mod:`~intq.runtime.native.forms_elementwise` — ADD, SUB, MUL (operands of the output's shape,
+* :mod:`~intq.runtime.native.forms_elementwise` — ADD, SUB, SQUARED_DIFFERENCE, MUL (operands of the output's shape,
   rows, columns or one value), the table ops, GELU, RSQRT, int8 QUANTIZE, PRELU with a constant
   slope, SOFTMAX over pairs;
 * :mod:`~intq.runtime.native.forms_movement` — MAX_POOL_2D, MEAN, TRANSPOSE, PAD / PADV2, SPLIT,
   SPLIT_V, CONCATENATION, GATHER at constant indices (block copies);
 * :mod:`~intq.runtime.native.forms_int16` — 16x8 FULLY_CONNECTED's int64 sums (the kernel's own
-  requantization on them).
+  requantization on them), the reference 16x8 ADD, SUB and MUL.
 
 The plan's hot path then fuses and groups the native steps (:mod:`~intq.runtime.native.programs`).
 """

@@ -17,12 +17,12 @@ import numpy as np
 from intq.runtime.native.registry import INT8_DTYPE
 
 
-def converted(x, size: int) -> np.ndarray:
-    """``x`` as a C-contiguous int8 array of ``size`` elements (the slow path of the bindings' input
-    check), or ValueError for another size than prepared."""
+def converted(x, size: int, dtype=INT8_DTYPE) -> np.ndarray:
+    """``x`` as a C-contiguous array of ``dtype`` (int8 unless said) and ``size`` elements (the slow
+    path of the bindings' input check), or ValueError for another size than prepared."""
     if np.asarray(x).size != size:
         raise ValueError(f"native kernel: input of {np.asarray(x).size} elements, prepared for {size}")
-    return np.ascontiguousarray(x, dtype=np.int8)
+    return np.ascontiguousarray(x, dtype=dtype)
 
 
 class Bound:
@@ -61,25 +61,29 @@ class BoundChecked(Bound):
 
 
 class BoundBinary:
-    """A native two-operand call (MUL, ADD, SUB) bound to its parameter structure."""
+    """A native two-operand call (MUL, ADD, SUB, SQUARED_DIFFERENCE; 16x8 ADD, SUB, MUL with
+    ``dtype`` int16: operands and output of that dtype) bound to its parameter structure."""
 
-    def __init__(self, fn, params: ctypes.Structure, keep: list, sizes: tuple[int, int], out_shape: tuple[int, ...]):
+    def __init__(self, fn, params: ctypes.Structure, keep: list, sizes: tuple[int, int], out_shape: tuple[int, ...],
+                 dtype: np.dtype = INT8_DTYPE):
         self.fn = fn
         self.params = params
         self.address = ctypes.addressof(params)
         self.keep = keep
         self.sizes = sizes
         self.out_shape = out_shape
+        self.dtype = dtype
 
     fn_obj = None  # as Bound.fn_obj
 
     def __call__(self, a, b):
         ops = []
+        dtype = self.dtype
         for v, size in zip((a, b), self.sizes):
-            if type(v) is not np.ndarray or v.dtype is not INT8_DTYPE or not v.flags.c_contiguous or v.size != size:
-                v = converted(v, size)
+            if type(v) is not np.ndarray or v.dtype is not dtype or not v.flags.c_contiguous or v.size != size:
+                v = converted(v, size, dtype)
             ops.append(v)
-        y = np.empty(self.out_shape, INT8_DTYPE)
+        y = np.empty(self.out_shape, dtype)
         if self.fn_obj is not None:
             self.fn_obj(self.address, ops[0], ops[1], y)
         else:

@@ -1,5 +1,5 @@
-"""The native forms of the elementwise operators: ADD, SUB, MUL (native.c ``intq_add``,
-``intq_mul``), the int8 functions of one input (one 256-entry table, ``intq_lut``: the table ops,
+"""The native forms of the elementwise operators: ADD, SUB, SQUARED_DIFFERENCE, MUL (native.c
+``intq_add``, ``intq_mul``), the int8 functions of one input (one 256-entry table, ``intq_lut``: the table ops,
 GELU, RSQRT, an int8 QUANTIZE, a binary op with a one-value constant), PRELU with a constant slope
 (one table per channel, ``intq_lut_channels``) and SOFTMAX (pairs: a numpy lookup; longer rows:
 ``intq_softmax``).
@@ -26,14 +26,16 @@ from intq.kernels.prelu import PreluParams
 from intq.kernels.quantize import RequantizeParams
 from intq.kernels.rsqrt import RsqrtParams
 from intq.kernels.softmax import SoftmaxParams
+from intq.kernels.squared_difference import SquaredDifferenceParams
+from intq.kernels.targets import Requant
 from intq.runtime import native
 from intq.runtime.native.bound import BoundBinary, BoundChannelTables, BoundChecked, BoundTable, PairTable
-from intq.runtime.native.registry import int8_io, native_form, scalar_requant
+from intq.runtime.native.registry import NATIVE_REQUANT, int8_io, native_form, scalar_requant
 
 ALL_INT8 = np.arange(-128, 128, dtype=np.int64)
 
 
-# ------------------------------------------------------------------------------ ADD, SUB, MUL
+# ------------------------------------------------------------------------------ ADD, SUB, SQUARED_DIFFERENCE, MUL
 
 
 def _rows_of(shape: tuple[int, ...], out: tuple[int, ...]) -> tuple[int, int] | None:
@@ -67,9 +69,14 @@ def _binary_layout(node: Node, graph: Graph):
     return None if ra is None or rb is None else (out, ra, rb)
 
 
-def _binary(fn, node: Node, graph: Graph, requant, zero_points, tables, left_ok: bool) -> BoundBinary | None:
-    rq, layout = scalar_requant(requant), _binary_layout(node, graph)
-    if not int8_io(node, graph, 2) or rq is None or layout is None or (rq[1] and not left_ok):
+def _binary(fn, node: Node, graph: Graph, rq: tuple[int, int, int, int] | None, side: tuple[int, int, int],
+            zero_points, tables, square: int = 0) -> BoundBinary | None:
+    """``fn`` (``intq_mul`` / ``intq_add``) bound to the node's layout: ``rq`` = ``(mult, left, right,
+    away)`` of native.c's requantization (None: not one native.c implements), ``side`` = ``(Z_y,
+    act_min, act_max)``, MUL's input zero points, ADD's int32 operand tables, ``square`` = 1 for
+    SQUARED_DIFFERENCE; None where native.c's loop does not take the layout."""
+    layout = _binary_layout(node, graph)
+    if not int8_io(node, graph, 2) or rq is None or layout is None:
         return None
     out, ra, rb = layout
     mult, left, right, away = rq
@@ -79,8 +86,12 @@ def _binary(fn, node: Node, graph: Graph, requant, zero_points, tables, left_ok:
         b_cols=rb[1], za=zero_points[0], zb=zero_points[1],
         table_a=None if tables[0] is None else tables[0].ctypes.data,
         table_b=None if tables[1] is None else tables[1].ctypes.data, mult=mult, left=left, right=right, away=away,
-        out_zp=requant.zero_point, act_min=requant.act_min, act_max=requant.act_max)
+        out_zp=side[0], act_min=side[1], act_max=side[2], square=square)
     return BoundBinary(fn, params, keep, (ra[0] * ra[1], rb[0] * rb[1]), tuple(out))
+
+
+def _side(r) -> tuple[int, int, int]:
+    return r.zero_point, r.act_min, r.act_max
 
 
 @native_form("MUL")
@@ -88,13 +99,19 @@ def mul_form(nat: native.Native, node: Node, graph: Graph, p: MulParams):
     """MUL (the reference kernel: per-tensor multiplier, left shifts included), or the table of a
     one-value constant operand (:func:`constant_operand_table`)."""
     return constant_operand_table(nat.lib, node, graph, p, mul.run) or _binary(
-        nat.lib.intq_mul, node, graph, p.output, (p.zero_point_a, p.zero_point_b), (None, None), True)
+        nat.lib.intq_mul, node, graph, scalar_requant(p.output), _side(p.output), (p.zero_point_a, p.zero_point_b),
+        (None, None))
+
+
+def _tables(*tables) -> tuple[np.ndarray, ...]:
+    return tuple(np.ascontiguousarray(t, dtype=np.int32) for t in tables)
 
 
 def _add_sub(nat: native.Native, node: Node, graph: Graph, p: AddParams, kernel_run: Callable):
-    tables = tuple(np.ascontiguousarray(t, dtype=np.int32) for t in (p.table_a, p.table_b))
+    rq = scalar_requant(p.output)
     return constant_operand_table(nat.lib, node, graph, p, kernel_run) or _binary(
-        nat.lib.intq_add, node, graph, p.output, (0, 0), tables, False)
+        nat.lib.intq_add, node, graph, rq if rq is None or rq[1] == 0 else None, _side(p.output), (0, 0),
+        _tables(p.table_a, p.table_b))
 
 
 @native_form("ADD")
@@ -107,6 +124,19 @@ def add_form(nat: native.Native, node: Node, graph: Graph, p: AddParams):
 def sub_form(nat: native.Native, node: Node, graph: Graph, p: AddParams):
     """SUB (ADD's kernel with ``table_b`` negated)."""
     return _add_sub(nat, node, graph, p, sub.run)
+
+
+@native_form("SQUARED_DIFFERENCE")
+def squared_difference_form(nat: native.Native, node: Node, graph: Graph, p: SquaredDifferenceParams):
+    """SQUARED_DIFFERENCE int8 (its one kernel, both runtimes' parameters: LiteRT's output multiplier
+    below 1, TFLM's with a left shift): ``intq_add`` squaring the difference of the kernel's prepared
+    tables, then ``MBQM(square, M_out)`` with gemmlowp's rounding (the kernel's
+    :func:`~intq.qmath.compiled.mbqm_scalar` with ties away from zero: native.c's ``away`` = 1)."""
+    if type(p) is not SquaredDifferenceParams or p.table_a.shape != (256,) or not -31 <= p.shift <= 31:
+        return None
+    rq = (p.multiplier, max(p.shift, 0), max(-p.shift, 0), NATIVE_REQUANT[Requant.DOUBLE])
+    return _binary(nat.lib.intq_add, node, graph, rq, (p.zero_point_out, p.act_min, p.act_max), (0, 0),
+                   _tables(p.table_a, p.table_b), square=1)
 
 
 # ------------------------------------------------------------------------------ tables

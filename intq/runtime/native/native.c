@@ -13,8 +13,8 @@
  *   intq_requant    the fused requantization alone (intq.qmath.compiled.requantize_rows_double_right);
  *   intq_batch_matmul  BATCH_MATMUL of two activations (intq.kernels.batch_matmul);
  *   intq_softmax    SOFTMAX int8 over the last axis (intq.kernels.softmax);
- *   intq_mul, intq_add, intq_max_pool, intq_transpose, intq_pad, intq_mean, intq_lut (one table),
- *   intq_lut_channels (one table per channel: PRELU) — see each.
+ *   intq_mul, intq_add (ADD, SUB, SQUARED_DIFFERENCE), intq_max_pool, intq_transpose, intq_pad, intq_mean,
+ *   intq_lut (one table), intq_lut_channels (one table per channel: PRELU) — see each.
  *
  * Accumulators. acc = offset[o] + sum over taps of x * w with offset = b - Z_x * sum(w) (the
  * zero-point expansion, Jacob et al. 2.3): a tap outside the image reads Z_x, whose Z_x * w the
@@ -42,7 +42,8 @@
  * (Requant.DOUBLE_HALF_UP); then + Z_y, clamped to [act_min, act_max]. Per output channel: m, e,
  * away, offset (arrays padded to the channel block). rq_scalar is the one definition; the vector
  * forms (v_rq, below: AVX-512, AVX2, NEON) compute the same integers lane by lane; rq_shl_scalar and
- * v_rq_shl take a left shift first (MUL, MEAN: a real multiplier of 1 or more).
+ * v_rq_shl take a left shift first (MUL, MEAN, TFLM's SQUARED_DIFFERENCE: a real multiplier of 1 or
+ * more).
  *
  * Every rounding body of this file is marked "@rule NAME" and named in one table,
  * intq.runtime.native.rules.NATIVE_RULES, with the intq rule it computes; intq_rule runs each on
@@ -1376,6 +1377,7 @@ typedef struct {
     int32_t za, zb;                         /* MUL: the inputs' zero points */
     const int32_t *table_a, *table_b;       /* ADD / SUB: [256] rescaled inputs, indexed by the uint8 bits */
     int32_t mult, left, right, away, out_zp, act_min, act_max;
+    int32_t square;                         /* intq_add: 1 for SQUARED_DIFFERENCE, 0 for ADD / SUB */
 } intq_binary_params;
 
 /* MUL (intq.kernels.mul, the reference kernel): y = clamp(SRDHM(((a - Z_a)(b - Z_b)) << left, m)
@@ -1440,13 +1442,20 @@ void intq_mul(const intq_binary_params *p, const int8_t *a, const int8_t *b, int
     }
 }
 
-/* ADD and SUB (intq.kernels.add's reference kernel): y = clamp(requant(table_a[a] + table_b[b]) +
- * Z_y) with no left shift (|sum| < 2^28); a and b as MUL's ([rows][cols] or one broadcast row). */
-void intq_add(const intq_binary_params *p, const int8_t *a, const int8_t *b, int8_t *y) {
+/* The two-table binary ops, a and b as MUL's ([rows][cols] or one broadcast row or value):
+ *   ADD and SUB (intq.kernels.add's reference kernel; SUB: table_b negated), square = 0:
+ *     y = clamp(requant(table_a[a] + table_b[b]) + Z_y), no left shift (|sum| < 2^28);
+ *   SQUARED_DIFFERENCE (intq.kernels.squared_difference), square = 1:
+ *     y = clamp(requant((table_a[a] - table_b[b])^2 << left) + Z_y): the square < 2^30, and shifted
+ *     left (TFLM's output multiplier of 1 or more) within int32 (the kernel's prepare checks both).
+ * The tables are the kernels' prepared rescaled inputs, indexed by the uint8 bits of the code;
+ * requant is rq_scalar / v_rq (rq_shl_scalar / v_rq_shl: the same after the shift). */
+static inline void table_binary(const intq_binary_params *p, const int8_t *a, const int8_t *b, int8_t *y,
+                                const int square) {
 #ifdef VL
     rq_vec v;
     rq_vec_set(&v, v_zero(), v_set1(p->mult), v_set1(p->right), v_set1(p->away));
-    const vi32 zp = v_set1(p->out_zp), lo = v_set1(p->act_min), hi = v_set1(p->act_max);
+    const vi32 zp = v_set1(p->out_zp), lo = v_set1(p->act_min), hi = v_set1(p->act_max), left = v_set1(p->left);
 #endif
     for (int64_t r = 0; r < p->rows; ++r) {
         const int8_t *ar = a + (p->a_rows > 1 ? r * p->a_cols : 0), *br = b + (p->b_rows > 1 ? r * p->b_cols : 0);
@@ -1458,13 +1467,115 @@ void intq_add(const intq_binary_params *p, const int8_t *a, const int8_t *b, int
             const vvalid valid = v_valid(p->cols - c);
             const vi32 av = p->a_cols > 1 ? v_gather(p->table_a, ar + c, valid) : a1;
             const vi32 bv = p->b_cols > 1 ? v_gather(p->table_b, br + c, valid) : b1;
-            v_store_i8n(yr + c, valid, v_rq(v_add(av, bv), &v, zp, lo, hi));
+            if (square) {
+                const vi32 d = v_sub(av, bv);
+                v_store_i8n(yr + c, valid, v_rq_shl(v_mullo(d, d), left, &v, zp, lo, hi));
+            } else {
+                v_store_i8n(yr + c, valid, v_rq(v_add(av, bv), &v, zp, lo, hi));
+            }
+        }
+#endif
+        for (; c < p->cols; ++c) {
+            const int32_t ta = p->table_a[(uint8_t)ar[p->a_cols > 1 ? c : 0]];
+            const int32_t tb = p->table_b[(uint8_t)br[p->b_cols > 1 ? c : 0]];
+            yr[c] = (int8_t)(square ? rq_shl_scalar((ta - tb) * (ta - tb), p->left, p->mult, p->right, p->away,
+                                                    p->out_zp, p->act_min, p->act_max)
+                                    : rq_scalar(ta + tb, p->mult, p->right, p->away, p->out_zp, p->act_min, p->act_max));
+        }
+    }
+}
+
+/* ADD, SUB and SQUARED_DIFFERENCE (table_binary, each body compiled on its own). */
+void intq_add(const intq_binary_params *p, const int8_t *a, const int8_t *b, int8_t *y) {
+    if (p->square)
+        table_binary(p, a, b, y, 1);
+    else
+        table_binary(p, a, b, y, 0);
+}
+
+/* ------------------------------------------------------------------------------ 16x8 ADD, SUB, MUL */
+
+typedef struct {
+    int64_t rows;
+    int32_t cols, a_rows, a_cols, b_rows, b_cols; /* as intq_binary_params: [rows][cols], a row, a value */
+    int32_t op;                                   /* 0 ADD, 1 SUB, 2 MUL */
+    int32_t mult_a, right_a, mult_b, right_b;     /* ADD / SUB: the inputs' rescales (right shifts) */
+    int32_t mult, left, right, act_min, act_max;  /* the output's */
+} intq_binary16_params;
+
+#ifdef VL
+/* VL int16 values sign-extended to int32 lanes; VL lanes (values in [-2^15, 2^15)) stored as int16. */
+#if defined(INTQ_AVX512)
+static inline vi32 v_load_i16(const int16_t *p) {
+    return _mm512_cvtepi16_epi32(_mm256_loadu_si256((const __m256i *)p));
+}
+static inline void v_store_i16(int16_t *p, vi32 y) { _mm256_storeu_si256((__m256i *)p, _mm512_cvtepi32_epi16(y)); }
+#elif defined(INTQ_AVX2)
+static inline vi32 v_load_i16(const int16_t *p) { return _mm256_cvtepi16_epi32(_mm_loadu_si128((const __m128i *)p)); }
+static inline void v_store_i16(int16_t *p, vi32 y) { /* saturating pack: exact on int16 values */
+    _mm_storeu_si128((__m128i *)p, _mm_packs_epi32(_mm256_castsi256_si128(y), _mm256_extracti128_si256(y, 1)));
+}
+#elif defined(INTQ_NEON)
+static inline vi32 v_load_i16(const int16_t *p) { return vmovl_s16(vld1_s16(p)); }
+static inline void v_store_i16(int16_t *p, vi32 y) { vst1_s16(p, vmovn_s32(y)); }
+#endif
+#endif
+
+/* The 16x8 ADD, SUB and MUL reference kernels (intq.kernels.add / sub / mul ``run_int16``: TFLM's
+ * int16 arithmetic, zero points 0), a and b in intq_add's layouts:
+ *   ADD, SUB: y = clamp(MBQM(MBQM(a << 15, m_a, -r_a) +- MBQM(b << 15, m_b, -r_b), m, -r)): each
+ *     input multiplier below 1/2 and |a << 15| <= 2^30, so the sum stays within 2^30 (the kernel's
+ *     prepare: every multiplier from QuantizeMultiplierSmallerThanOneExp, no left shift);
+ *   MUL: y = clamp(MBQM(a b, m, s)) with |a b| <= 2^30, a left shift wrapping in int32 as the
+ *     kernel's int32 arithmetic does (:func:`intq.qmath.raw.mbqm`);
+ * MBQM with gemmlowp's rounding: rq_scalar / rq_shl_scalar (ties away, Z = 0; the inner rescales
+ * unclamped), v_rq / v_rq_shl on whole vectors, the scalar body on the rest of a row. */
+static inline int32_t add16_scalar(const intq_binary16_params *p, int32_t a, int32_t b, const int op) {
+    if (op == 2) return rq_shl_scalar(a * b, p->left, p->mult, p->right, 1, 0, p->act_min, p->act_max);
+    const int32_t sa = rq_scalar((int32_t)((uint32_t)a << 15), p->mult_a, p->right_a, 1, 0, INT32_MIN, INT32_MAX);
+    const int32_t sb = rq_scalar((int32_t)((uint32_t)b << 15), p->mult_b, p->right_b, 1, 0, INT32_MIN, INT32_MAX);
+    return rq_scalar(op == 1 ? sa - sb : sa + sb, p->mult, p->right, 1, 0, p->act_min, p->act_max);
+}
+
+static inline void binary16(const intq_binary16_params *p, const int16_t *a, const int16_t *b, int16_t *y,
+                            const int op) {
+#ifdef VL
+    rq_vec va, vb, vo;
+    const vi32 one = v_set1(1), zero = v_zero(), fifteen = v_set1(15), left = v_set1(p->left);
+    rq_vec_set(&va, zero, v_set1(p->mult_a), v_set1(p->right_a), one);
+    rq_vec_set(&vb, zero, v_set1(p->mult_b), v_set1(p->right_b), one);
+    rq_vec_set(&vo, zero, v_set1(p->mult), v_set1(p->right), one);
+    const vi32 lo = v_set1(p->act_min), hi = v_set1(p->act_max), all_lo = v_set1(INT32_MIN), all_hi = v_set1(INT32_MAX);
+#endif
+    for (int64_t r = 0; r < p->rows; ++r) {
+        const int16_t *ar = a + (p->a_rows > 1 ? r * p->a_cols : 0), *br = b + (p->b_rows > 1 ? r * p->b_cols : 0);
+        int16_t *yr = y + r * p->cols;
+        int32_t c = 0;
+#ifdef VL
+        const vi32 a1 = v_set1(ar[0]), b1 = v_set1(br[0]);
+        for (; c + VL <= p->cols; c += VL) {
+            const vi32 av = p->a_cols > 1 ? v_load_i16(ar + c) : a1, bv = p->b_cols > 1 ? v_load_i16(br + c) : b1;
+            vi32 out;
+            if (op == 2) {
+                out = v_rq_shl(v_mullo(av, bv), left, &vo, zero, lo, hi);
+            } else {
+                const vi32 sa = v_rq_shl(av, fifteen, &va, zero, all_lo, all_hi);
+                const vi32 sb = v_rq_shl(bv, fifteen, &vb, zero, all_lo, all_hi);
+                out = v_rq(op == 1 ? v_sub(sa, sb) : v_add(sa, sb), &vo, zero, lo, hi);
+            }
+            v_store_i16(yr + c, out);
         }
 #endif
         for (; c < p->cols; ++c)
-            yr[c] = (int8_t)rq_scalar(p->table_a[(uint8_t)ar[p->a_cols > 1 ? c : 0]] +
-                                          p->table_b[(uint8_t)br[p->b_cols > 1 ? c : 0]],
-                                      p->mult, p->right, p->away, p->out_zp, p->act_min, p->act_max);
+            yr[c] = (int16_t)add16_scalar(p, ar[p->a_cols > 1 ? c : 0], br[p->b_cols > 1 ? c : 0], op);
+    }
+}
+
+void intq_binary16(const intq_binary16_params *p, const int16_t *a, const int16_t *b, int16_t *y) {
+    switch (p->op) {
+    case 0: binary16(p, a, b, y, 0); break;
+    case 1: binary16(p, a, b, y, 1); break;
+    default: binary16(p, a, b, y, 2); break;
     }
 }
 
@@ -2006,13 +2117,18 @@ void intq_depthwise_lut_obj(const intq_dw_params *p, const int8_t *table, const 
     intq_depthwise(&q, (const int8_t *)intq_array_data(x), (int8_t *)intq_array_data(y));
 }
 
+void intq_binary16_obj(const intq_binary16_params *p, const void *a, const void *b, void *y) {
+    intq_binary16(p, (const int16_t *)intq_array_data(a), (const int16_t *)intq_array_data(b),
+                  (int16_t *)intq_array_data(y));
+}
+
 /* ------------------------------------------------------------------------------ 16x8 FULLY_CONNECTED sums */
 
 /* The int64 sums of a 16x8 FULLY_CONNECTED (intq.kernels.fully_connected.int64_sums): acc[r][j] =
  * bias[j] + sum_q x[r][q] * w[j][q], x int16 [rows][k], w int16 [n][k] (the int8 weights widened),
  * bias int64 [n]. Exact: each block of 256 products sums in int32 (|x w| <= 2^15 * 2^7 = 2^22, 256 of
- * them <= 2^30), the blocks in int64. The kernel's own int64 requantization runs on acc (the caller). Four
- * output columns at a time share each load of x. */
+ * them <= 2^30), the blocks in int64. The kernel's own int64 requantization runs on acc (the caller). Tiles
+ * of four rows by four output columns (fc16_rows4); the rows left over one at a time, four columns per load. */
 typedef struct {
     int32_t rows, n, k;
     const int16_t *w;
@@ -2021,9 +2137,59 @@ typedef struct {
 
 #define FC16_BLOCK 256
 
+/* Four rows by four columns: every load of x and w serves four products (the weights, read once
+ * per four rows, are the traffic of a layer: a token block's rows share them). */
+static void fc16_rows4(const intq_fc16_params *p, const int16_t *x, int64_t *acc, int32_t r) {
+    const int32_t n = p->n, k = p->k;
+    const int16_t *x0 = x + (size_t)r * k, *x1 = x0 + k, *x2 = x1 + k, *x3 = x2 + k;
+    int64_t *a0 = acc + (size_t)r * n, *a1 = a0 + n, *a2 = a1 + n, *a3 = a2 + n;
+    int32_t j = 0;
+    for (; j + 4 <= n; j += 4) {
+        const int16_t *w0 = p->w + (size_t)j * k, *w1 = w0 + k, *w2 = w1 + k, *w3 = w2 + k;
+        int64_t s[4][4];
+        for (int32_t i = 0; i < 4; ++i)
+            for (int32_t c = 0; c < 4; ++c) s[i][c] = p->bias[j + c];
+        for (int32_t q0 = 0; q0 < k; q0 += FC16_BLOCK) {
+            const int32_t q1 = q0 + FC16_BLOCK < k ? q0 + FC16_BLOCK : k;
+            int32_t t00 = 0, t01 = 0, t02 = 0, t03 = 0, t10 = 0, t11 = 0, t12 = 0, t13 = 0;
+            int32_t t20 = 0, t21 = 0, t22 = 0, t23 = 0, t30 = 0, t31 = 0, t32 = 0, t33 = 0;
+            for (int32_t q = q0; q < q1; ++q) {
+                const int32_t u0 = w0[q], u1 = w1[q], u2 = w2[q], u3 = w3[q];
+                const int32_t v0 = x0[q], v1 = x1[q], v2 = x2[q], v3 = x3[q];
+                t00 += v0 * u0, t01 += v0 * u1, t02 += v0 * u2, t03 += v0 * u3;
+                t10 += v1 * u0, t11 += v1 * u1, t12 += v1 * u2, t13 += v1 * u3;
+                t20 += v2 * u0, t21 += v2 * u1, t22 += v2 * u2, t23 += v2 * u3;
+                t30 += v3 * u0, t31 += v3 * u1, t32 += v3 * u2, t33 += v3 * u3;
+            }
+            s[0][0] += t00, s[0][1] += t01, s[0][2] += t02, s[0][3] += t03;
+            s[1][0] += t10, s[1][1] += t11, s[1][2] += t12, s[1][3] += t13;
+            s[2][0] += t20, s[2][1] += t21, s[2][2] += t22, s[2][3] += t23;
+            s[3][0] += t30, s[3][1] += t31, s[3][2] += t32, s[3][3] += t33;
+        }
+        for (int32_t c = 0; c < 4; ++c)
+            a0[j + c] = s[0][c], a1[j + c] = s[1][c], a2[j + c] = s[2][c], a3[j + c] = s[3][c];
+    }
+    for (; j < n; ++j) {
+        const int16_t *wj = p->w + (size_t)j * k;
+        int64_t s0 = p->bias[j], s1 = s0, s2 = s0, s3 = s0;
+        for (int32_t q0 = 0; q0 < k; q0 += FC16_BLOCK) {
+            const int32_t q1 = q0 + FC16_BLOCK < k ? q0 + FC16_BLOCK : k;
+            int32_t t0 = 0, t1 = 0, t2 = 0, t3 = 0;
+            for (int32_t q = q0; q < q1; ++q) {
+                const int32_t u = wj[q];
+                t0 += x0[q] * u, t1 += x1[q] * u, t2 += x2[q] * u, t3 += x3[q] * u;
+            }
+            s0 += t0, s1 += t1, s2 += t2, s3 += t3;
+        }
+        a0[j] = s0, a1[j] = s1, a2[j] = s2, a3[j] = s3;
+    }
+}
+
 void intq_fc16_sums(const intq_fc16_params *p, const int16_t *x, int64_t *acc) {
     const int32_t n = p->n, k = p->k;
-    for (int32_t r = 0; r < p->rows; ++r) {
+    int32_t r0 = 0;
+    for (; r0 + 4 <= p->rows; r0 += 4) fc16_rows4(p, x, acc, r0);
+    for (int32_t r = r0; r < p->rows; ++r) {
         const int16_t *xr = x + (size_t)r * k;
         int64_t *ar = acc + (size_t)r * n;
         int32_t j = 0;
