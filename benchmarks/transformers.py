@@ -135,6 +135,20 @@ def _ort(path: Path, calib, method: str):
     return (lambda feed: sess.run(None, feed)[0]), seconds
 
 
+def _quantized_runner(path: Path, fg, calib, method: str):
+    """``(run, seconds, qg)``: feed -> the first output of the quantized model (onnxruntime's file for
+    ``ort_*`` methods, with ``qg`` None; else intq's graph ``qg`` run by intq), and the seconds its
+    quantization took."""
+    if method.startswith("ort_"):
+        run, seconds = _ort(path, calib, method)
+        return run, seconds, None
+    t = time.perf_counter()
+    qg = _quantize(fg, calib, method)
+    seconds = time.perf_counter() - t
+    qi, out = intq.Interpreter(qg), fg.outputs[0]
+    return (lambda feed: qi.run(feed)[out]), seconds, qg
+
+
 def encoder(entry_id: str, method: str) -> dict:
     path, fg = _load(entry_id)
     d = np.load(path.with_suffix(".npz"))
@@ -142,17 +156,7 @@ def encoder(entry_id: str, method: str) -> dict:
              for i in range(len(d["input_ids"]))]
     calib = feeds[:CALIBRATION["encoder"]]
     fi, out = intq.Interpreter(fg), fg.outputs[0]
-    qg = None
-    if method.startswith("ort_"):
-        run, seconds = _ort(path, calib, method)
-    else:
-        t = time.perf_counter()
-        qg = _quantize(fg, calib, method)
-        seconds = time.perf_counter() - t
-        qi = intq.Interpreter(qg)
-
-        def run(feed):
-            return qi.run(feed)[out]
+    run, seconds, qg = _quantized_runner(path, fg, calib, method)
     f_emb = np.stack([_pooled(fi.run(s)[out], s["attention_mask"]) for s in feeds])
     q_emb = np.stack([_pooled(run(s), s["attention_mask"]) for s in feeds])
     cosine = np.sum(f_emb * q_emb, axis=1)
@@ -194,17 +198,7 @@ def recognizer(entry_id: str, method: str) -> dict:
     lines, texts = recognition_lines(TEXT_LINES, 2, shape[-1])
     lines = [x[None] for x in lines]
     fi, out = intq.Interpreter(fg), fg.outputs[0]
-    qg = None
-    if method.startswith("ort_"):
-        run, seconds = _ort(path, calib, method)
-    else:
-        t = time.perf_counter()
-        qg = _quantize(fg, calib, method)
-        seconds = time.perf_counter() - t
-        qi = intq.Interpreter(qg)
-
-        def run(feed):
-            return qi.run(feed)[out]
+    run, seconds, qg = _quantized_runner(path, fg, calib, method)
     litert = None if qg is None else _litert_equal(qg, {name: lines[0]})
     f_read = [ctc_greedy(fi.run({name: x})[out], alphabet) for x in lines]
     q_read = [ctc_greedy(run({name: x}), alphabet) for x in lines]

@@ -10,24 +10,10 @@ import intq
 from intq.convert.weights import SCALE_FLOOR, weight_scales
 from intq.passes import simplify
 
-from intq.runtime.oracles.litert import run_litert
-from intq.runtime.oracles.tflm import run_tflm
-
 from ..analysis.test_hints import _onnx
+from .test_precision import _equal_in_runtimes
 
 F32 = np.float32
-
-
-def _equal_in_runtimes(q, feed):
-    blob = intq.export_tflite(q)
-    for target, oracle in (("litert-ref", run_litert), ("tflite", run_tflm)):
-        theirs = oracle(blob, [feed[n] for n in q.inputs])["tensors"]
-        it = intq.Interpreter(q, target=target)
-        it.run(feed)
-        mine = it.tensors()
-        common = [k for k in mine if k in theirs]
-        assert len(common) == len(mine) and set(q.outputs) <= set(common), target
-        assert [k for k in common if not np.array_equal(mine[k], theirs[k])] == [], target
 
 
 def test_weight_scales_floor_dead_channels_at_the_layer_floor():
@@ -54,7 +40,7 @@ def test_int16_conv_with_dead_channels_converts_and_runs_equal():
     q = intq.quantize(fg, calib, precision={n.name: "int16" for n in fg.nodes})
     conv = next(n for n in q.nodes if n.op_type == "CONV_2D")
     assert q.tensors[conv.inputs[0]].dtype == np.int16
-    _equal_in_runtimes(q, calib[0])
+    _equal_in_runtimes(q, calib[0], at_least=4)
     got = intq.Interpreter(q).run(calib[0])["out"]
     assert np.allclose(got[:, 1], 0.2, atol=1e-3) and np.allclose(got[:, 2], -0.3, atol=1e-3)  # dead: the bias alone
 
@@ -71,4 +57,4 @@ def test_int16_add_of_nearly_cancelling_inputs_gets_an_output_scale_tflite_accep
     s_in = max(float(q.tensors[i].qparams.scale[0]) for i in add.inputs)
     s_out = float(q.tensors[add.outputs[0]].qparams.scale[0])
     assert s_out >= s_in / 2**14  # raised: calibration's range alone needs 2^14.3 times less
-    _equal_in_runtimes(q, calib[0])
+    _equal_in_runtimes(q, calib[0], at_least=5)
