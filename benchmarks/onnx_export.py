@@ -49,32 +49,20 @@ def _session(model: bytes | str) -> ort.InferenceSession:
     return ort.InferenceSession(model, opts, providers=["CPUExecutionProvider"])
 
 
-_WORDS = ("the quick brown fox jumps over a lazy dog invoice total amount date name address phone number 2024 "
-          "price qty order ship to from paid due balance").split()
-
-
 def text_direction_crops(count: int, seed: int) -> tuple[list[np.ndarray], np.ndarray]:
     """``count`` preprocessed text-line crops ``[1, 3, 48, 192]`` and their labels (0 upright, 1
-    rotated 180 degrees), see the module docstring."""
-    from PIL import Image, ImageDraw, ImageFont
+    rotated 180 degrees), see the module docstring: 1-3 words of :data:`intq.testing.text_lines.WORDS`
+    drawn by :func:`~intq.testing.text_lines.draw_line` (20-39 px, paper 170-255, ink 0-89)."""
+    from intq.testing.text_lines import WORDS, draw_line, preprocess
 
     rng = np.random.default_rng(seed)
     xs, labels = [], rng.integers(0, 2, count)
     for label in labels:
-        text = " ".join(rng.choice(_WORDS, size=int(rng.integers(1, 4))))
-        font = ImageFont.load_default(size=int(rng.integers(20, 40)))
-        left, top, right, bottom = font.getbbox(text)
-        paper, ink = int(rng.integers(170, 256)), int(rng.integers(0, 90))
-        img = Image.new("RGB", (right - left + 8, bottom - top + 8), (paper,) * 3)
-        ImageDraw.Draw(img).text((4 - left, 4 - top), text, fill=(ink,) * 3, font=font)
+        text = " ".join(rng.choice(WORDS, size=int(rng.integers(1, 4))))
+        img = draw_line(text, rng, size=(20, 40), paper=(170, 256), ink=(0, 90))
         if label:
-            img = img.rotate(180)
-        w, h = img.size
-        width = min(192, int(np.ceil(48 * w / h)))
-        a = np.asarray(img.resize((width, 48), Image.BILINEAR), np.float32).transpose(2, 0, 1) / 255
-        x = np.zeros((1, 3, 48, 192), np.float32)
-        x[0, :, :, :width] = (a - 0.5) / 0.5
-        xs.append(x)
+            img = np.ascontiguousarray(img[::-1, ::-1])  # rotated 180 degrees
+        xs.append(preprocess(img)[None])
     return xs, labels
 
 
