@@ -91,48 +91,47 @@ class BoundBinary:
         return (y,)
 
 
-class BoundTable:
+class _BoundLookup:
+    """A native table lookup on int8 codes: ``fn(address, *dims, x, y)`` (``fn_obj`` as
+    :attr:`Bound.fn_obj`); subclasses set the entry point, the tables and ``dims``."""
+
+    fn_obj = None
+
+    def __init__(self, fn, tables: np.ndarray, shape: tuple[int, ...]):
+        self.fn = fn
+        self.address = tables.ctypes.data
+        self.size = int(np.prod(shape, dtype=np.int64))
+        self.shape = shape
+        self.dims: tuple[int, ...] = (self.size,)
+
+    def __call__(self, x, *_constants):
+        if type(x) is not np.ndarray or x.dtype is not INT8_DTYPE or not x.flags.c_contiguous or x.size != self.size:
+            x = converted(x, self.size)
+        y = np.empty(self.shape, INT8_DTYPE)
+        if self.fn_obj is not None:
+            self.fn_obj(self.address, *self.dims, x, y)
+        else:
+            self.fn(self.address, *self.dims, x.ctypes.data, y.ctypes.data)
+        return (y,)
+
+
+class BoundTable(_BoundLookup):
     """A native 256-entry table lookup (``y = table[uint8(x)]``) bound to its table."""
 
     def __init__(self, lib, table: np.ndarray, shape: tuple[int, ...]):
-        self.fn, self.fn_obj = lib.intq_lut, None
+        super().__init__(lib.intq_lut, table, shape)
         self.table = table
-        self.address = table.ctypes.data
-        self.size = int(np.prod(shape, dtype=np.int64))
-        self.shape = shape
-
-    def __call__(self, x, *_constants):
-        if type(x) is not np.ndarray or x.dtype is not INT8_DTYPE or not x.flags.c_contiguous or x.size != self.size:
-            x = converted(x, self.size)
-        y = np.empty(self.shape, INT8_DTYPE)
-        if self.fn_obj is not None:
-            self.fn_obj(self.address, self.size, x, y)
-        else:
-            self.fn(self.address, self.size, x.ctypes.data, y.ctypes.data)
-        return (y,)
 
 
-class BoundChannelTables:
+class BoundChannelTables(_BoundLookup):
     """A native lookup with one 256-entry table per channel (``y[r, c] = tables[c, uint8(x[r, c])]``)."""
 
     def __init__(self, lib, tables: np.ndarray, shape: tuple[int, ...]):
-        self.fn, self.fn_obj = lib.intq_lut_channels, None
+        super().__init__(lib.intq_lut_channels, tables, shape)
         self.tables = tables  # int8 [C, 256]
-        self.address = tables.ctypes.data
-        self.size = int(np.prod(shape, dtype=np.int64))
         self.cols = int(shape[-1])
         self.rows = self.size // self.cols
-        self.shape = shape
-
-    def __call__(self, x, *_constants):
-        if type(x) is not np.ndarray or x.dtype is not INT8_DTYPE or not x.flags.c_contiguous or x.size != self.size:
-            x = converted(x, self.size)
-        y = np.empty(self.shape, INT8_DTYPE)
-        if self.fn_obj is not None:
-            self.fn_obj(self.address, self.rows, self.cols, x, y)
-        else:
-            self.fn(self.address, self.rows, self.cols, x.ctypes.data, y.ctypes.data)
-        return (y,)
+        self.dims = (self.rows, self.cols)
 
 
 class PairTable:
